@@ -1,0 +1,36 @@
+"""Dense softmax attention through ``torch.nn.functional.scaled_dot_product_attention``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from genolong.attention import register_attention
+
+
+@register_attention("full")
+class FullAttention(nn.Module):
+    """Every token attends to every real token.
+
+    Shapes: q, k, v (B, H, L, D); padding_mask (B, L) bool, True = real; output (B, H, L, D).
+    """
+
+    config_defaults: dict[str, Any] = {}
+
+    def __init__(self, config: Any):
+        super().__init__()
+        self.dropout = float(getattr(config, "attention_probs_dropout_prob", 0.0))
+
+    @classmethod
+    def validate_config(cls, config: Any) -> None:
+        """Dense attention accepts any configuration."""
+
+    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                padding_mask: torch.Tensor | None = None) -> torch.Tensor:
+        mask = None if padding_mask is None else padding_mask[:, None, None, :]  # (B, 1, 1, L)
+        return F.scaled_dot_product_attention(
+            q, k, v, attn_mask=mask, dropout_p=self.dropout if self.training else 0.0
+        )

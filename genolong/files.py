@@ -1,0 +1,66 @@
+"""Atomic outputs and the genolong cache directory.
+
+Every file or directory a command produces is first written under a temporary
+name in the same directory and renamed into place only when complete, so an
+interrupted run never leaves a half-written output behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+
+def cache_home() -> Path:
+    """The cache directory: ``$GENOLONG_HOME`` or ``~/.cache/genolong``."""
+    return Path(os.environ.get("GENOLONG_HOME", Path.home() / ".cache" / "genolong")).expanduser()
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike, *, directory: bool = False) -> Iterator[Path]:
+    """Yield a temporary path next to ``path``; rename it to ``path`` on success.
+
+    On an exception the temporary file or directory is removed and ``path`` is
+    left untouched. An existing ``path`` is replaced only after success.
+
+    Args:
+        path: final destination.
+        directory: yield a fresh (created) directory instead of a file path.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if directory:
+        tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    else:
+        fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        os.close(fd)
+        tmp = Path(name)
+    try:
+        yield tmp
+        if directory:
+            if path.exists():
+                old = path.with_name(f".{path.name}.old")
+                shutil.rmtree(old, ignore_errors=True)
+                path.rename(old)
+                tmp.rename(path)
+                shutil.rmtree(old, ignore_errors=True)
+            else:
+                tmp.rename(path)
+        else:
+            os.replace(tmp, path)
+    except BaseException:
+        if tmp.is_dir():
+            shutil.rmtree(tmp, ignore_errors=True)
+        else:
+            tmp.unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> None:
+    """Write ``text`` to ``path`` atomically."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(text)

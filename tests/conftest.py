@@ -1,0 +1,37 @@
+"""Shared fixtures: paths to the real data in ../shared/data, tiny temporary genomes."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = Path(os.environ.get("GENOLONG_SHARED_DATA", REPO.parent / "shared" / "data"))
+
+
+def pytest_collection_modifyitems(config, items):
+    if torch.cuda.is_available():
+        return
+    skip_gpu = pytest.mark.skip(reason="needs a CUDA device")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip_gpu)
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """The real DNA files of ../shared/data (skips the test when absent)."""
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"real data directory not found: {SHARED_DATA}")
+    return SHARED_DATA
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path_factory, monkeypatch):
+    """Every test gets its own GENOLONG_HOME; nothing touches the user's cache."""
+    monkeypatch.setenv("GENOLONG_HOME", str(tmp_path_factory.mktemp("genolong_home")))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
