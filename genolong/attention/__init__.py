@@ -6,7 +6,7 @@ Every attention is an ``nn.Module`` registered under a string name with
 
 The one call signature (all tensors on one device, one dtype)::
 
-    attn = build_attention(config)                 # config: GenolongConfig (or any object
+    attn = build_attention(config, layer_idx)      # config: GenolongConfig (or any object
                                                    # with the fields in cls.config_defaults)
     out = attn(q, k, v, padding_mask)              # q, k, v: (B, H, L, D); padding_mask: (B, L) bool,
                                                    # True = real token (or None); out: (B, H, L, D)
@@ -71,8 +71,11 @@ def attention_defaults(name: str) -> dict[str, Any]:
     return dict(getattr(attention_class(name), "config_defaults", {}))
 
 
-def build_attention(config: Any, name: str | None = None) -> nn.Module:
-    """Build the attention named ``name`` (default ``config.backbone``) from ``config``."""
+def build_attention(config: Any, layer_idx: int = 0, name: str | None = None) -> nn.Module:
+    """Build the attention named ``name`` (default ``config.backbone``) for layer ``layer_idx``.
+
+    ``layer_idx`` lets patterns with random parts draw a different, seeded layout per layer.
+    """
     cls = attention_class(name or config.backbone)
     cls.validate_config(config)
-    return cls(config)
+    return cls(config, layer_idx)

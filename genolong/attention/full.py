@@ -20,7 +20,7 @@ class FullAttention(nn.Module):
 
     config_defaults: dict[str, Any] = {}
 
-    def __init__(self, config: Any):
+    def __init__(self, config: Any, layer_idx: int = 0):
         super().__init__()
         self.dropout = float(getattr(config, "attention_probs_dropout_prob", 0.0))
 
