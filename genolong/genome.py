@@ -1,0 +1,143 @@
+"""Random access to a reference genome: one small class around ``pyfaidx.Fasta``.
+
+Plain and bgzip-compressed FASTA files are indexed (``.fai``, plus ``.gzi`` for
+bgzip) and sliced at random. A plain ``.gz`` (gzip, not bgzip) file cannot be
+sliced; it can still be streamed record by record with :meth:`Genome.records`, and
+``genolong genome prepare`` converts it to an indexed bgzip copy.
+
+Sequences come back cleaned (``ACGTN``, uppercase). Chromosome names resolve
+through aliases: ``chr1`` == ``1``, ``chrM`` == ``MT`` == ``chrMT`` == ``M``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from genolong.errors import InputError, UserError
+from genolong.files import cache_home
+from genolong.sequence import FastaRecord, clean, read_fasta, reverse_complement
+
+_BGZF_MAGIC = b"\x1f\x8b\x08\x04"  # gzip with the FEXTRA flag; BGZF adds the 'BC' subfield
+
+
+def is_gzip(path: str | os.PathLike) -> bool:
+    with open(path, "rb") as handle:
+        return handle.read(2) == b"\x1f\x8b"
+
+
+def is_bgzip(path: str | os.PathLike) -> bool:
+    """True for a BGZF (block gzip) file, the random-access gzip that ``bgzip`` writes."""
+    with open(path, "rb") as handle:
+        head = handle.read(18)
+    return len(head) == 18 and head[:4] == _BGZF_MAGIC and head[12:14] == b"BC"
+
+
+def canonical_chrom(name: str) -> str:
+    """The alias key of a chromosome name: ``chr`` prefix dropped, mitochondrion as ``MT``."""
+    key = name[3:] if name.lower().startswith("chr") else name
+    return "MT" if key.upper() in ("M", "MT") else key
+
+
+def _index_paths(path: Path) -> tuple[Path, Path]:
+    """The .fai/.gzi of ``path``: the ones beside it if present, else built in the cache.
+
+    Genome never writes next to the user's data (which may be read-only or shared).
+    """
+    beside = Path(f"{path}.fai"), Path(f"{path}.gzi")
+    if beside[0].exists() and (beside[1].exists() or not is_bgzip(path)):
+        return beside
+    stat = path.stat()
+    key = hashlib.sha256(f"{path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}".encode()).hexdigest()[:16]
+    folder = cache_home() / "fai"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / f"{path.name}.{key}.fai", folder / f"{path.name}.{key}.gzi"
+
+
+class Genome:
+    """A FASTA genome with random access and chromosome-name aliases.
+
+    Args:
+        path: FASTA file, plain, bgzip, or (stream-only) gzip.
+
+    Coordinates are 0-based, half-open, as in BED.
+    """
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        if not self.path.is_file():
+            raise UserError(f"{self.path}: no such genome FASTA file")
+        self.random_access = not is_gzip(self.path) or is_bgzip(self.path)
+        self._fasta = None
+
+    # -- random access -----------------------------------------------------------------
+    @property
+    def fasta(self):
+        """The underlying ``pyfaidx.Fasta`` (opened and indexed on first use)."""
+        if self._fasta is None:
+            if not self.random_access:
+                raise UserError(
+                    f"{self.path} is gzip-compressed, not bgzip, so it cannot be read at random",
+                    hint=f"run `genolong genome prepare {self.path}` to write an indexed bgzip copy",
+                )
+            import pyfaidx
+
+            fai, gzi = _index_paths(self.path)
+            try:
+                self._fasta = pyfaidx.Fasta(
+                    str(self.path), indexname=str(fai), gzi_indexname=str(gzi), as_raw=True,
+                    duplicate_action="stop", read_long_names=False,
+                )
+            except (pyfaidx.FastaIndexingError, ValueError) as err:
+                raise InputError(self.path, f"cannot index FASTA: {err}") from None
+            self._aliases = {canonical_chrom(name): name for name in self._fasta.keys()}
+        return self._fasta
+
+    @property
+    def chromosomes(self) -> dict[str, int]:
+        """Chromosome name -> length, in file order."""
+        return {name: len(record) for name, record in self.fasta.records.items()}
+
+    def resolve(self, chrom: str) -> str:
+        """The genome's own name for ``chrom`` (``chr1``/``1``, ``chrM``/``MT`` aliases)."""
+        fasta = self.fasta
+        if chrom in fasta.records:
+            return chrom
+        name = self._aliases.get(canonical_chrom(chrom))
+        if name is None:
+            raise UserError(f"chromosome {chrom!r} not in {self.path} (it has {len(self._aliases)} records, "
+                            f"e.g. {', '.join(list(fasta.keys())[:3])})")
+        return name
+
+    def fetch(self, chrom: str, start: int, end: int, strand: str = "+") -> str:
+        """Cleaned sequence of ``chrom[start:end]``, reverse-complemented for ``strand='-'``.
+
+        Raises:
+            UserError: unknown chromosome, or an interval outside the chromosome.
+        """
+        name = self.resolve(chrom)
+        length = len(self.fasta.records[name])
+        if not 0 <= start <= end <= length:
+            raise UserError(f"interval {chrom}:{start}-{end} is outside {name} (length {length})")
+        if strand not in "+-" or len(strand) != 1:
+            raise UserError(f"strand must be '+' or '-', got {strand!r}")
+        seq = clean(self.fasta.records[name][start:end])
+        return reverse_complement(seq) if strand == "-" else seq
+
+    # -- streaming -----------------------------------------------------------------------
+    def records(self) -> Iterator[FastaRecord]:
+        """Stream every record, cleaned; works for all formats including plain gzip."""
+        return read_fasta(self.path)
+
+    def close(self) -> None:
+        if self._fasta is not None:
+            self._fasta.close()
+            self._fasta = None
+
+    def __enter__(self) -> Genome:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -1,0 +1,180 @@
+"""DNA alphabet, cleaning, reverse complement and a validating, streaming FASTA reader.
+
+Cleaning maps a raw FASTA sequence onto the model alphabet ``ACGTN``: soft-masked
+(lowercase) bases are uppercased and IUPAC ambiguity codes (R, Y, S, W, K, M, B, D,
+H, V) become ``N``. Anything else (digits, ``X``, ``*``, ``-``, ...) is an error.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from genolong.errors import InputError, UserError
+
+#: The model alphabet.
+ALPHABET = "ACGTN"
+#: IUPAC nucleotide codes accepted in input (either case); all but ACGT become N.
+IUPAC_CODES = "ACGTRYSWKMBDHVN"
+
+_INVALID = ord("!")  # sentinel byte for characters outside IUPAC
+
+
+def _make_tables() -> tuple[bytes, bytes]:
+    clean = bytearray([_INVALID] * 256)
+    raw = bytearray([_INVALID] * 256)
+    for code in IUPAC_CODES:
+        target = code if code in "ACGT" else "N"
+        for char in (code, code.lower()):
+            clean[ord(char)] = ord(target)
+            raw[ord(char)] = ord(char)
+    return bytes(clean), bytes(raw)
+
+
+_CLEAN_TABLE, _VALIDATE_TABLE = _make_tables()
+_PAIRS = "ACGTN" + "RYSWKMBDHV"
+_PARTNERS = "TGCAN" + "YRSWMKVHDB"
+_COMPLEMENT = bytes.maketrans((_PAIRS + _PAIRS.lower()).encode(), (_PARTNERS + _PARTNERS.lower()).encode())
+
+
+class InvalidSequenceError(UserError):
+    """A sequence holds a character outside the IUPAC nucleotide codes."""
+
+    def __init__(self, char: str, position: int):
+        self.char = char
+        self.position = position
+        super().__init__(
+            f"invalid character {char!r} at position {position}; allowed: IUPAC nucleotide codes {IUPAC_CODES}"
+        )
+
+
+def clean(seq: str | bytes) -> str:
+    """Map ``seq`` onto ``ACGTN``: uppercase, IUPAC ambiguity codes -> ``N``.
+
+    Raises:
+        InvalidSequenceError: for a character outside the IUPAC nucleotide codes.
+    """
+    data = seq.encode("ascii", errors="replace") if isinstance(seq, str) else bytes(seq)
+    out = data.translate(_CLEAN_TABLE)
+    bad = out.find(_INVALID)
+    if bad >= 0:
+        raise InvalidSequenceError(chr(data[bad]), bad)
+    return out.decode("ascii")
+
+
+def reverse_complement(seq: str) -> str:
+    """Reverse complement of a DNA string; case and IUPAC codes are complemented too."""
+    return seq.encode("ascii").translate(_COMPLEMENT)[::-1].decode("ascii")
+
+
+@dataclass(frozen=True)
+class FastaRecord:
+    """One FASTA record: ``name`` is the first word of the header line."""
+
+    name: str
+    sequence: str
+    description: str = ""
+
+    def __len__(self) -> int:
+        return len(self.sequence)
+
+
+def open_text_or_gzip(path: str | os.PathLike):
+    """Open ``path`` for binary reading, transparently decompressing gzip and bgzip."""
+    path = Path(path)
+    if not path.exists():
+        raise UserError(f"{path}: no such file")
+    if path.is_dir():
+        raise UserError(f"{path}: is a directory, expected a FASTA file")
+    with open(path, "rb") as handle:
+        magic = handle.read(2)
+    return gzip.open(path, "rb") if magic == b"\x1f\x8b" else open(path, "rb")
+
+
+def read_fasta(path: str | os.PathLike, *, raw: bool = False) -> Iterator[FastaRecord]:
+    """Stream the records of a FASTA file (plain, gzip or bgzip), validating as it goes.
+
+    Memory holds one record at a time. Errors name the file and the line.
+
+    Args:
+        path: FASTA file.
+        raw: keep the sequence as written (case and IUPAC codes preserved, still
+            validated) instead of cleaning it to ``ACGTN``.
+
+    Raises:
+        InputError: empty file, missing ``>`` header, invalid character, duplicate
+            record name, or a record without sequence.
+    """
+    table = _VALIDATE_TABLE if raw else _CLEAN_TABLE
+    seen: set[str] = set()
+    name: str | None = None
+    description = ""
+    header_line = 0
+    chunks: list[bytes] = []
+    line_number = 0
+
+    def finish() -> FastaRecord:
+        data = b"".join(chunks)
+        if not data:
+            raise InputError(path, "record has no sequence", line=header_line, record=name)
+        translated = data.translate(table)
+        if translated.find(_INVALID) >= 0:
+            _raise_at_line(path, name, header_line, chunks, table)
+        return FastaRecord(name, translated.decode("ascii"), description)
+
+    with open_text_or_gzip(path) as handle:
+        try:
+            for line_number, line in enumerate(handle, start=1):  # noqa: B007 (used after loop)
+                line = line.rstrip(b"\r\n")
+                if line.startswith(b">"):
+                    if name is not None:
+                        yield finish()
+                    header = line[1:].decode("utf-8", errors="replace").strip()
+                    if not header:
+                        raise InputError(path, "header line has no record name", line=line_number)
+                    name, _, description = header.partition(" ")
+                    if name in seen:
+                        raise InputError(path, "duplicate record name", line=line_number, record=name)
+                    seen.add(name)
+                    header_line = line_number
+                    chunks = []
+                elif name is None:
+                    if line.strip():
+                        raise InputError(path, "expected a FASTA header line starting with '>'",
+                                         line=line_number)
+                else:
+                    chunks.append(line.strip())
+        except (OSError, EOFError) as err:  # truncated or corrupt gzip
+            raise InputError(path, f"cannot read: {err}", line=line_number or None) from None
+    if name is None:
+        raise InputError(path, "empty file: no FASTA records")
+    yield finish()
+
+
+def _raise_at_line(path, name, header_line: int, chunks: list[bytes], table: bytes) -> None:
+    """Locate the first invalid character of a record and raise with its line number."""
+    for offset, chunk in enumerate(chunks, start=1):
+        bad = chunk.translate(table).find(_INVALID)
+        if bad >= 0:
+            raise InputError(
+                path,
+                f"invalid character {chr(chunk[bad])!r} (column {bad + 1}); "
+                f"allowed: IUPAC nucleotide codes {IUPAC_CODES}",
+                line=header_line + offset,
+                record=name,
+            )
+
+
+def write_fasta(path: str | os.PathLike, records, *, width: int = 60) -> None:
+    """Write ``records`` (FastaRecord or ``(name, sequence)`` pairs) to ``path`` atomically."""
+    from genolong.files import atomic_path
+
+    with atomic_path(path) as tmp, open(tmp, "w") as out:
+        for record in records:
+            name, seq = (record.name, record.sequence) if isinstance(record, FastaRecord) else record
+            out.write(f">{name}\n")
+            for start in range(0, len(seq), width):
+                out.write(seq[start : start + width] + "\n")
