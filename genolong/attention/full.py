@@ -28,6 +28,16 @@ class FullAttention(nn.Module):
     def validate_config(cls, config: Any) -> None:
         """Dense attention accepts any configuration."""
 
+    @classmethod
+    def num_extra_global_tokens(cls, config: Any) -> int:
+        """Dense attention needs no learned global tokens."""
+        return 0
+
+    @classmethod
+    def length_multiple(cls, config: Any) -> int:
+        """Dense attention takes any length."""
+        return 1
+
     def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                 padding_mask: torch.Tensor | None = None) -> torch.Tensor:
         mask = None if padding_mask is None else padding_mask[:, None, None, :]  # (B, 1, 1, L)
