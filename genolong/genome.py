@@ -92,7 +92,7 @@ class Genome:
                 )
             except (pyfaidx.FastaIndexingError, ValueError) as err:
                 raise InputError(self.path, f"cannot index FASTA: {err}") from None
-            self._aliases = {canonical_chrom(name): name for name in self._fasta.keys()}
+            self._aliases = {canonical_chrom(name): name for name in self._fasta.records}
         return self._fasta
 
     @property
@@ -108,7 +108,7 @@ class Genome:
         name = self._aliases.get(canonical_chrom(chrom))
         if name is None:
             raise UserError(f"chromosome {chrom!r} not in {self.path} (it has {len(self._aliases)} records, "
-                            f"e.g. {', '.join(list(fasta.keys())[:3])})")
+                            f"e.g. {', '.join(list(fasta.records)[:3])})")
         return name
 
     def fetch(self, chrom: str, start: int, end: int, strand: str = "+") -> str:

@@ -14,7 +14,8 @@ def register(subparsers) -> None:
 
     defaults = TokenizerTrainConfig()
     train = commands.add_parser("train", help="train a BPE tokenizer on a sample of a genome")
-    train.add_argument("--genome", required=True, type=Path, help="FASTA (plain, gzip or bgzip)")
+    train.add_argument("--genome", type=Path, default=None,
+                       help="FASTA (plain, gzip or bgzip); default: the shipped 56 kbp hg19 sample")
     train.add_argument("--out", required=True, type=Path, help="output directory")
     train.add_argument("--vocab-size", type=int, default=defaults.vocab_size)
     train.add_argument("--sample-bp", type=int, default=defaults.sample_bp,
@@ -42,10 +43,19 @@ def run_train(args) -> int:
     config = TokenizerTrainConfig(vocab_size=args.vocab_size, sample_bp=args.sample_bp, chunk_bp=args.chunk_bp,
                                   min_frequency=args.min_frequency, seed=args.seed)
     regions = [Region.parse(r) for r in args.region]
-    meta = train_tokenizer(args.genome, args.out, config, regions=regions, force=args.force)
+    genome = args.genome
+    if genome is None:
+        from genolong.resources import sample_genome
+
+        genome = sample_genome()
+        print(f"no --genome given: training on the shipped sample {genome.name} (hg19 chr17 fragment + chrM)")
+    meta = train_tokenizer(genome, args.out, config, regions=regions, force=args.force)
     sample = meta["sample"]
-    print(f"trained {meta['vocab_size']} tokens on {sample['sampled_bp']:,} bp sampled from "
+    print(f"trained {meta['vocab_size']:,} tokens on {sample['sampled_bp']:,} bp sampled from "
           f"{sample['genome_bp']:,} bp in {sum(meta['seconds'].values()):.1f} s -> {args.out}")
+    if meta["vocab_size"] < args.vocab_size:
+        print(f"note: the sample supports only {meta['vocab_size']:,} of the {args.vocab_size:,} requested tokens "
+              f"(no pair left with frequency >= {args.min_frequency}); train on more sequence for the full size")
     return 0
 
 
