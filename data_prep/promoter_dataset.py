@@ -1,0 +1,385 @@
+"""Build, write and read a promoter dataset directory.
+
+A dataset directory holds ``train.tsv``, ``valid.tsv``, ``test.tsv`` and ``manifest.json``.
+Each TSV has the header ``id chrom start end strand label sequence`` (tab-separated);
+``chrom``, ``start``, ``end`` and ``strand`` are ``.`` when the origin is unknown (text and
+FASTA inputs), and ``start``/``end`` are 0-based half-open forward-strand coordinates. The
+manifest records the sources (with sha256), the window, the negative method, the split,
+the seed and the counts per split and label, so a dataset can be rebuilt and audited.
+
+The build (:func:`build_promoter_dataset`) runs in this order:
+
+1. read the positives (TSS windows from a genome, text lines, or FASTA) and any
+   independent negatives (genomic windows far from TSSs, or a FASTA of non-promoters);
+2. require one sequence length throughout;
+3. drop duplicate sequences (and sequences seen with both labels);
+4. split (stratified random, or held-out chromosomes);
+5. make derived negatives (substitution, shuffle) *per split* from that split's positives,
+   so a negative always shares its split with the promoter it was cut from, and drop any
+   whose sequence already exists;
+6. write everything atomically.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from genolong import __version__
+from genolong.errors import ConfigError, InputError, UserError
+from genolong.files import atomic_path
+
+from .negatives import (
+    DERIVED_METHODS,
+    KEPT_PIECES,
+    NEGATIVE_METHODS,
+    NUM_PIECES,
+    derive_negatives,
+    sample_genomic_negatives,
+)
+from .promoters import (
+    PromoterRecord,
+    TssWindow,
+    cut_tss_windows,
+    n_fraction,
+    read_fasta_records,
+    read_sequence_lines,
+    read_tss_bed,
+)
+from .splits import SPLITS, check_fractions, chromosome_split, deduplicate, stratified_random_split
+
+COLUMNS = ("id", "chrom", "start", "end", "strand", "label", "sequence")
+MANIFEST = "manifest.json"
+FORMAT = "genolong-promoter-dataset"
+# Independent random streams, so that changing one step never reshuffles another.
+_SPLIT_STREAM, _NEGATIVE_STREAM, _GENOMIC_STREAM, _ORDER_STREAM = range(4)
+
+
+@dataclass
+class PromoterDatasetConfig:
+    """What to build; validated on construction.
+
+    Exactly one positive source: ``tss_bed`` with ``genome`` (windows), ``text`` (one
+    sequence per line) or ``fasta``.
+
+    Attributes:
+        window: offsets around each TSS (TSS inputs only).
+        negatives: one of :data:`~data_prep.negatives.NEGATIVE_METHODS`.
+        negative_fasta: the non-promoter FASTA for ``negatives='fasta'``.
+        per_positive: negatives per positive for ``substitution``, ``shuffle``, ``genomic``.
+        min_tss_distance: bp between a genomic negative and the nearest TSS.
+        max_n_fraction: genome windows with more ``N`` are skipped (positives) or redrawn.
+        split: ``random`` (stratified by label) or ``chromosome``.
+        fractions: train/valid/test fractions for the random split.
+        valid_chroms, test_chroms: held-out chromosomes for the chromosome split.
+        seed: the one seed every random step derives its generator from.
+    """
+
+    tss_bed: Path | None = None
+    genome: Path | None = None
+    text: Path | None = None
+    fasta: Path | None = None
+    window: TssWindow = field(default_factory=lambda: TssWindow(-249, 51))
+    negatives: str = "substitution"
+    negative_fasta: Path | None = None
+    per_positive: int = 1
+    min_tss_distance: int = 10_000
+    max_n_fraction: float = 0.0
+    split: str = "random"
+    fractions: tuple[float, float, float] = (0.8, 0.1, 0.1)
+    valid_chroms: tuple[str, ...] = ()
+    test_chroms: tuple[str, ...] = ()
+    seed: int = 42
+
+    def __post_init__(self):
+        from_genome = self.tss_bed is not None or self.genome is not None
+        sources = [from_genome, self.text is not None, self.fasta is not None]
+        if sum(sources) != 1:
+            raise ConfigError("give exactly one positive source: --tss with --genome, --text, or --fasta")
+        if from_genome and (self.tss_bed is None or self.genome is None):
+            raise ConfigError("TSS windows need both --tss BED and --genome FASTA")
+        if self.negatives not in NEGATIVE_METHODS:
+            raise ConfigError(
+                f"unknown negative method {self.negatives!r}; choose from {', '.join(NEGATIVE_METHODS)}"
+            )
+        if (self.negatives == "fasta") != (self.negative_fasta is not None):
+            raise ConfigError("--negatives fasta and --negative-fasta FILE go together")
+        if self.negatives == "genomic" and not from_genome:
+            raise ConfigError("genomic negatives need --tss and --genome (to know where the TSSs are)")
+        if self.per_positive < 1:
+            raise ConfigError(f"--per-positive must be >= 1, got {self.per_positive}")
+        if self.min_tss_distance < 1:
+            raise ConfigError(f"--min-tss-distance must be >= 1 bp, got {self.min_tss_distance}")
+        if not 0 <= self.max_n_fraction <= 1:
+            raise ConfigError(f"--max-n-fraction must lie in [0, 1], got {self.max_n_fraction}")
+        if self.split not in ("random", "chromosome"):
+            raise ConfigError(f"unknown split {self.split!r}; choose random or chromosome")
+        if self.split == "random":
+            self.fractions = check_fractions(self.fractions)
+        elif not (self.valid_chroms and self.test_chroms):
+            raise ConfigError("a chromosome split needs --valid-chroms and --test-chroms")
+
+    def rng(self, stream: int) -> np.random.Generator:
+        return np.random.default_rng([self.seed, stream])
+
+
+def build_promoter_dataset(
+    config: PromoterDatasetConfig, out_dir: str | Path, *, overwrite: bool = False
+) -> dict:
+    """Build the dataset described by ``config`` into ``out_dir`` (atomically); return its manifest."""
+    out_dir = Path(out_dir)
+    if out_dir.exists() and not overwrite:
+        raise UserError(f"{out_dir} already exists", hint="pass --overwrite to replace it")
+    with contextlib.ExitStack() as stack:
+        genome = sites = None
+        if config.genome is not None:
+            from genolong.genome import Genome
+
+            sites = read_tss_bed(config.tss_bed)
+            genome = stack.enter_context(Genome(config.genome))
+        positives, positive_info = _read_positives(config, genome, sites)
+        independent, negative_info = _read_independent_negatives(config, genome, sites, len(positives))
+        length = _common_length(positives + independent, config)
+        records, dropped = deduplicate(positives + independent)
+        splits = _split(config, records, genome)
+    if config.negatives in DERIVED_METHODS:
+        dropped["derived_collision"] = _add_derived_negatives(config, splits)
+    order_rng = config.rng(_ORDER_STREAM)
+    splits = {name: [rows[i] for i in order_rng.permutation(len(rows))] for name, rows in splits.items()}
+
+    manifest = {
+        "format": FORMAT,
+        "genolong_version": __version__,
+        "columns": list(COLUMNS),
+        "sequence_length": length,
+        "sources": _sources(config),
+        "positives": positive_info,
+        "negatives": negative_info,
+        "max_n_fraction": config.max_n_fraction,
+        "deduplication": dict(sorted(dropped.items())),
+        "split": _split_info(config),
+        "seed": config.seed,
+        "counts": {name: _label_counts(rows) for name, rows in splits.items()},
+    }
+    with atomic_path(out_dir, directory=True) as tmp:
+        for name, rows in splits.items():
+            _write_tsv(tmp / f"{name}.tsv", rows)
+        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+    return manifest
+
+
+def _read_positives(config, genome, sites) -> tuple[list[PromoterRecord], dict]:
+    if genome is not None:
+        records, skipped = cut_tss_windows(genome, sites, config.window, max_n_fraction=config.max_n_fraction)
+        if not records:
+            raise UserError(
+                f"no usable TSS window: {len(sites)} TSSs in {config.tss_bed}, skipped {dict(skipped)}"
+            )
+        window = {
+            "start": config.window.start,
+            "end": config.window.end,
+            "length": config.window.length,
+            "tss_column": -config.window.start,
+        }
+        return records, {
+            "source": "tss_bed",
+            "tss_read": len(sites),
+            "window": window,
+            "kept": len(records),
+            "skipped": dict(sorted(skipped.items())),
+        }
+    if config.text is not None:
+        records, source = read_sequence_lines(config.text, 1), "text"
+    else:
+        records, source = read_fasta_records(config.fasta, 1), "fasta"
+    kept = [r for r in records if n_fraction(r.sequence) <= config.max_n_fraction]
+    skipped = {"too_many_n": len(records) - len(kept)} if len(kept) < len(records) else {}
+    if not kept:
+        raise UserError(
+            f"every positive has more than {config.max_n_fraction:.0%} N", hint="raise --max-n-fraction"
+        )
+    return kept, {"source": source, "read": len(records), "kept": len(kept), "skipped": skipped}
+
+
+def _read_independent_negatives(config, genome, sites, n_positives: int) -> tuple[list[PromoterRecord], dict]:
+    info = {"method": config.negatives}
+    if config.negatives in DERIVED_METHODS:
+        info.update(per_positive=config.per_positive, pieces=NUM_PIECES, kept_pieces=KEPT_PIECES)
+        return [], info
+    if config.negatives == "genomic":
+        records, rejected = sample_genomic_negatives(
+            genome,
+            sites,
+            config.window.length,
+            config.per_positive * n_positives,
+            min_distance=config.min_tss_distance,
+            rng=config.rng(_GENOMIC_STREAM),
+            max_n_fraction=config.max_n_fraction,
+        )
+        info.update(
+            per_positive=config.per_positive,
+            min_tss_distance=config.min_tss_distance,
+            strand="uniform random, minus strand reverse-complemented",
+            redrawn=dict(sorted(rejected.items())),
+        )
+        return records, info
+    records = read_fasta_records(config.negative_fasta, 0)
+    kept = [r for r in records if n_fraction(r.sequence) <= config.max_n_fraction]
+    info.update(read=len(records), skipped_too_many_n=len(records) - len(kept))
+    return kept, info
+
+
+def _common_length(records: list[PromoterRecord], config: PromoterDatasetConfig) -> int:
+    """The one sequence length of the dataset; a different length is an error naming the record."""
+    length = len(records[0].sequence)
+    for record in records:
+        if len(record.sequence) != length:
+            raise UserError(
+                f"record {record.id!r} is {len(record.sequence)} bp but {records[0].id!r} is {length} bp; "
+                "a promoter dataset needs one length (else length alone separates the classes)",
+                hint="trim or filter the inputs to one length",
+            )
+    if config.negatives in DERIVED_METHODS and length < NUM_PIECES:
+        raise UserError(
+            f"sequences of {length} bp are too short to cut into {NUM_PIECES} pieces for negatives"
+        )
+    return length
+
+
+def _split(config, records, genome) -> dict[str, list[PromoterRecord]]:
+    if config.split == "random":
+        return stratified_random_split(records, config.fractions, config.rng(_SPLIT_STREAM))
+    if genome is None:
+        return chromosome_split(records, config.valid_chroms, config.test_chroms)
+    return chromosome_split(
+        records,
+        [genome.resolve(c) for c in config.valid_chroms],
+        [genome.resolve(c) for c in config.test_chroms],
+    )
+
+
+def _add_derived_negatives(config, splits: dict[str, list[PromoterRecord]]) -> int:
+    """Append substitution/shuffle negatives to each split; return how many collided and were dropped."""
+    rng = config.rng(_NEGATIVE_STREAM)
+    seen = {r.sequence for rows in splits.values() for r in rows}
+    collisions = 0
+    for name in SPLITS:
+        positives = [r for r in splits[name] if r.label == 1]
+        for negative in derive_negatives(positives, config.negatives, rng, config.per_positive):
+            if negative.sequence in seen:
+                collisions += 1
+                continue
+            seen.add(negative.sequence)
+            splits[name].append(negative)
+    return collisions
+
+
+def _split_info(config) -> dict:
+    if config.split == "random":
+        return {"method": "random", "stratified_by": "label", "fractions": list(config.fractions)}
+    return {
+        "method": "chromosome",
+        "valid_chroms": list(config.valid_chroms),
+        "test_chroms": list(config.test_chroms),
+    }
+
+
+def _sources(config) -> list[dict]:
+    roles = [
+        ("tss_bed", config.tss_bed),
+        ("genome", config.genome),
+        ("positives_text", config.text),
+        ("positives_fasta", config.fasta),
+        ("negatives_fasta", config.negative_fasta),
+    ]
+    return [
+        {"role": role, "path": str(Path(path).resolve()), "sha256": sha256_file(path)}
+        for role, path in roles
+        if path is not None
+    ]
+
+
+def sha256_file(path: str | Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _label_counts(rows: list[PromoterRecord]) -> dict[str, int]:
+    counts = Counter(r.label for r in rows)
+    return {"0": counts[0], "1": counts[1]}
+
+
+def _write_tsv(path: Path, rows: list[PromoterRecord]) -> None:
+    def cell(value) -> str:
+        return "." if value is None else str(value)
+
+    with open(path, "w") as out:
+        out.write("\t".join(COLUMNS) + "\n")
+        for r in rows:
+            out.write(
+                "\t".join(map(cell, (r.id, r.chrom, r.start, r.end, r.strand, r.label, r.sequence))) + "\n"
+            )
+
+
+def load_manifest(data_dir: str | Path) -> dict:
+    """The manifest of a dataset directory.
+
+    Raises:
+        UserError: not a promoter dataset directory.
+    """
+    path = Path(data_dir) / MANIFEST
+    if not path.is_file():
+        raise UserError(
+            f"{data_dir} is not a promoter dataset (no {MANIFEST})",
+            hint="build one with `genolong promoter prepare`",
+        )
+    manifest = json.loads(path.read_text())
+    if manifest.get("format") != FORMAT:
+        raise InputError(path, f"format is {manifest.get('format')!r}, expected {FORMAT!r}")
+    return manifest
+
+
+def load_split(data_dir: str | Path, split: str) -> list[PromoterRecord]:
+    """Read one split (``train``, ``valid`` or ``test``) of a dataset directory.
+
+    Raises:
+        InputError: a missing file, a wrong header, or a malformed row (named by line).
+    """
+    path = Path(data_dir) / f"{split}.tsv"
+    if not path.is_file():
+        raise UserError(
+            f"{path}: no such split file", hint="build the dataset with `genolong promoter prepare`"
+        )
+    records = []
+    with open(path) as handle:
+        header = handle.readline().rstrip("\n").split("\t")
+        if tuple(header) != COLUMNS:
+            raise InputError(path, f"header is {header}, expected {list(COLUMNS)}", line=1)
+        for line_number, line in enumerate(handle, start=2):
+            fields = line.rstrip("\n").split("\t")
+            if len(fields) != len(COLUMNS) or fields[5] not in ("0", "1"):
+                raise InputError(
+                    path, f"expected {len(COLUMNS)} tab-separated fields with label 0 or 1", line=line_number
+                )
+            record_id, chrom, start, end, strand, label, sequence = (None if f == "." else f for f in fields)
+            records.append(
+                PromoterRecord(
+                    record_id,
+                    sequence,
+                    int(label),
+                    chrom,
+                    None if start is None else int(start),
+                    None if end is None else int(end),
+                    strand,
+                )
+            )
+    return records
