@@ -1,0 +1,144 @@
+"""``GenolongConfig``: the one configuration of every genolong model.
+
+transformers' standard field names, plus ``backbone`` (the attention's registry name) and
+that attention's own parameters under their paper names (``block_size``,
+``num_random_blocks``, ...), merged in from the attention class's ``config_defaults``.
+Impossible settings raise :class:`~genolong.errors.ConfigError` at construction.
+
+It lives apart from the model classes (as transformers' ``configuration_*.py`` files do) so
+that registering it with ``AutoConfig`` does not import the modeling code.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from transformers import PretrainedConfig
+
+from genolong.attention import attention_class, attention_defaults, available_attentions
+from genolong.errors import ConfigError
+from genolong.model.encoder import ACTIVATIONS
+
+PROBLEM_TYPES = ("single_label_classification", "multi_label_classification", "regression")
+
+
+class GenolongConfig(PretrainedConfig):
+    """Configuration of a genolong encoder and its heads.
+
+    Defaults are the BigBird genomics model (Zaheer et al. 2020, App. F, Table 21): 12 layers,
+    12 heads, hidden 768, 32K vocabulary, 4,096 tokens, dropout 0.1, post-LN as in BERT.
+
+    Args:
+        backbone: registered attention name (``genolong.attention.available_attentions()``).
+        vocab_size, hidden_size, num_hidden_layers, num_attention_heads, intermediate_size,
+        hidden_act, hidden_dropout_prob, attention_probs_dropout_prob, max_position_embeddings,
+        layer_norm_eps, initializer_range, pad_token_id, classifier_dropout: as in BERT.
+        pre_layer_norm: LayerNorm before each sub-layer (pre-LN) instead of after (post-LN).
+        positive_label_weight: weight of positive labels in the multi-label loss
+            (8 for the chromatin profile, BigBird App. F.3).
+        **kwargs: the backbone's parameters (see its ``config_defaults``) and the usual
+            ``PretrainedConfig`` arguments (``num_labels``, ``problem_type``, ``id2label``...).
+    """
+
+    model_type = "genolong"
+
+    def __init__(
+        self,
+        backbone: str = "full",
+        vocab_size: int = 32000,
+        hidden_size: int = 768,
+        num_hidden_layers: int = 12,
+        num_attention_heads: int = 12,
+        intermediate_size: int = 3072,
+        hidden_act: str = "gelu",
+        hidden_dropout_prob: float = 0.1,
+        attention_probs_dropout_prob: float = 0.1,
+        max_position_embeddings: int = 4096,
+        layer_norm_eps: float = 1e-12,
+        initializer_range: float = 0.02,
+        pre_layer_norm: bool = False,
+        pad_token_id: int = 0,
+        classifier_dropout: float | None = None,
+        positive_label_weight: float = 1.0,
+        tie_word_embeddings: bool = True,
+        **kwargs: Any,
+    ):
+        backbone_params = {
+            name: kwargs.pop(name, default) for name, default in attention_defaults(backbone).items()
+        }
+        _reject_other_backbones_params(backbone, kwargs)
+        super().__init__(pad_token_id=pad_token_id, tie_word_embeddings=tie_word_embeddings, **kwargs)
+        self.backbone = backbone
+        self.vocab_size = vocab_size
+        self.hidden_size = hidden_size
+        self.num_hidden_layers = num_hidden_layers
+        self.num_attention_heads = num_attention_heads
+        self.intermediate_size = intermediate_size
+        self.hidden_act = hidden_act
+        self.hidden_dropout_prob = hidden_dropout_prob
+        self.attention_probs_dropout_prob = attention_probs_dropout_prob
+        self.max_position_embeddings = max_position_embeddings
+        self.layer_norm_eps = layer_norm_eps
+        self.initializer_range = initializer_range
+        self.pre_layer_norm = pre_layer_norm
+        self.classifier_dropout = classifier_dropout
+        self.positive_label_weight = positive_label_weight
+        for name, value in backbone_params.items():
+            setattr(self, name, value)
+        self.validate_genolong()
+
+    def validate_genolong(self) -> None:
+        """Raise ConfigError on an impossible setting (called at construction)."""
+        for name in (
+            "vocab_size",
+            "hidden_size",
+            "num_hidden_layers",
+            "num_attention_heads",
+            "intermediate_size",
+            "max_position_embeddings",
+        ):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+        if self.hidden_size % self.num_attention_heads:
+            raise ConfigError(
+                f"hidden_size={self.hidden_size} is not divisible by num_attention_heads="
+                f"{self.num_attention_heads}"
+            )
+        for name in ("hidden_dropout_prob", "attention_probs_dropout_prob", "classifier_dropout"):
+            value = getattr(self, name)
+            if value is not None and not 0.0 <= value < 1.0:
+                raise ConfigError(f"{name} must be in [0, 1), got {value!r}")
+        if self.hidden_act not in ACTIVATIONS:
+            raise ConfigError(
+                f"unknown hidden_act {self.hidden_act!r}; choose one of: {', '.join(ACTIVATIONS)}"
+            )
+        if self.pad_token_id is None or not 0 <= self.pad_token_id < self.vocab_size:
+            raise ConfigError(
+                f"pad_token_id={self.pad_token_id!r} is not a token id below vocab_size={self.vocab_size}"
+            )
+        if self.problem_type is not None and self.problem_type not in PROBLEM_TYPES:
+            raise ConfigError(
+                f"unknown problem_type {self.problem_type!r}; choose one of: {', '.join(PROBLEM_TYPES)}"
+            )
+        if self.positive_label_weight <= 0:
+            raise ConfigError(f"positive_label_weight must be positive, got {self.positive_label_weight!r}")
+        attention = attention_class(self.backbone)
+        attention.validate_config(self)
+        multiple = attention.length_multiple(self)
+        if self.max_position_embeddings % multiple:
+            raise ConfigError(
+                f"max_position_embeddings={self.max_position_embeddings} is not a multiple of {multiple}, "
+                f"the length unit of backbone {self.backbone!r}"
+            )
+
+
+def _reject_other_backbones_params(backbone: str, kwargs: dict[str, Any]) -> None:
+    """A parameter of another backbone is a mistake (it would be silently ignored)."""
+    for other in available_attentions():
+        misplaced = sorted(set(attention_defaults(other)) & set(kwargs))
+        if misplaced and other != backbone:
+            raise ConfigError(
+                f"{', '.join(misplaced)} {'is a parameter' if len(misplaced) == 1 else 'are parameters'} "
+                f"of backbone {other!r}, not of {backbone!r}"
+            )

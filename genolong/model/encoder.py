@@ -1,0 +1,167 @@
+"""The encoder shared by every backbone: embeddings, one Block, the stack.
+
+Only the attention varies between backbones; it is built by name from the registry
+(:func:`genolong.attention.build_attention`), so a comparison of backbones measures the
+attention and nothing else (nanoGPT / litgpt style: one short file, attention injected).
+
+Shapes: B = batch, L = tokens, N = hidden size, H = heads, D = N / H, G = extra global tokens.
+
+* input_ids (B, L) int64, attention_mask (B, L) 1/True = real token, 0/False = padding.
+* hidden states (B, L, N); inside the attention q, k, v are (B, H, L', D) with
+  L' = G + L padded up to a multiple of the attention's ``length_multiple``.
+
+``config`` is a :class:`~genolong.model.hf.GenolongConfig` or any object with the same fields.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.utils.checkpoint import checkpoint
+
+from genolong.attention import attention_class, build_attention
+from genolong.errors import UserError
+
+#: Activation functions by their ``config.hidden_act`` name.
+ACTIVATIONS = {
+    "gelu": F.gelu,
+    "gelu_tanh": functools.partial(F.gelu, approximate="tanh"),
+    "relu": F.relu,
+    "silu": F.silu,
+}
+
+
+class Embeddings(nn.Module):
+    """Token + learned absolute position embeddings, then LayerNorm and dropout (BERT).
+
+    Shapes: input_ids (B, L) -> (B, L, N).
+    """
+
+    def __init__(self, config: Any):
+        super().__init__()
+        self.token = nn.Embedding(config.vocab_size, config.hidden_size)
+        self.position = nn.Embedding(config.max_position_embeddings, config.hidden_size)
+        self.norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+        positions = torch.arange(input_ids.shape[1], device=input_ids.device)
+        return self.dropout(self.norm(self.token(input_ids) + self.position(positions)))
+
+
+class FeedForward(nn.Module):
+    """Position-wise MLP: (..., N) -> (..., intermediate_size) -> (..., N)."""
+
+    def __init__(self, config: Any):
+        super().__init__()
+        self.up = nn.Linear(config.hidden_size, config.intermediate_size)
+        self.down = nn.Linear(config.intermediate_size, config.hidden_size)
+        self.activation = ACTIVATIONS[config.hidden_act]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down(self.activation(self.up(x)))
+
+
+class Block(nn.Module):
+    """One transformer layer: attention and feed-forward, each with a residual and a LayerNorm.
+
+    ``config.pre_layer_norm`` picks where the norms sit: post-LN (BERT, BigBird) is
+    ``x = norm(x + f(x))``; pre-LN (GPT-2, GENA-LM) is ``x = x + f(norm(x))``.
+
+    Shapes: x (B, L, N); padding_mask (B, L) bool, True = real, or None; output (B, L, N).
+    """
+
+    def __init__(self, config: Any, layer_idx: int):
+        super().__init__()
+        self.num_heads = config.num_attention_heads
+        self.pre_layer_norm = config.pre_layer_norm
+        self.qkv = nn.Linear(config.hidden_size, 3 * config.hidden_size)
+        self.attention = build_attention(config, layer_idx)
+        self.out = nn.Linear(config.hidden_size, config.hidden_size)
+        self.feed_forward = FeedForward(config)
+        self.attention_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.feed_forward_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def attend(self, x: torch.Tensor, padding_mask: torch.Tensor | None) -> torch.Tensor:
+        """Multi-head self-attention, (B, L, N) -> (B, L, N)."""
+        batch, length, hidden = x.shape
+        # (B, L, 3N) -> (B, L, 3, H, D) -> (3, B, H, L, D)
+        qkv = self.qkv(x).view(batch, length, 3, self.num_heads, hidden // self.num_heads)
+        q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)
+        context = self.attention(q, k, v, padding_mask)  # (B, H, L, D)
+        return self.out(context.transpose(1, 2).reshape(batch, length, hidden))
+
+    def forward(self, x: torch.Tensor, padding_mask: torch.Tensor | None = None) -> torch.Tensor:
+        if self.pre_layer_norm:
+            x = x + self.dropout(self.attend(self.attention_norm(x), padding_mask))
+            return x + self.dropout(self.feed_forward(self.feed_forward_norm(x)))
+        x = self.attention_norm(x + self.dropout(self.attend(x, padding_mask)))
+        return self.feed_forward_norm(x + self.dropout(self.feed_forward(x)))
+
+
+class Encoder(nn.Module):
+    """Embeddings, ``num_hidden_layers`` Blocks and (pre-LN only) a final LayerNorm.
+
+    Two things the attention asks of the encoder, through classmethods of its class:
+
+    * ``num_extra_global_tokens(config)`` = G learned global tokens (BigBird ETC, LSG) are
+      prepended to the embedded sequence and stripped from the output;
+    * ``length_multiple(config)`` = M: the sequence is right-padded with masked padding
+      tokens to a multiple of M and the output is cut back to the input length.
+
+    Set ``gradient_checkpointing = True`` to recompute each Block in the backward pass
+    instead of storing its activations (HF ``activation_checkpointing_enable`` sets it).
+
+    Shapes: input_ids (B, L); attention_mask (B, L) or None; output (B, L, N).
+    """
+
+    def __init__(self, config: Any):
+        super().__init__()
+        attention = attention_class(config.backbone)
+        self.length_multiple = attention.length_multiple(config)
+        self.pad_token_id = config.pad_token_id if config.pad_token_id is not None else 0
+        self.embeddings = Embeddings(config)
+        num_global = attention.num_extra_global_tokens(config)
+        self.global_tokens = nn.Parameter(torch.zeros(num_global, config.hidden_size)) if num_global else None
+        self.blocks = nn.ModuleList(Block(config, i) for i in range(config.num_hidden_layers))
+        self.final_norm = (
+            nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps) if config.pre_layer_norm else None
+        )
+        self.gradient_checkpointing = False
+        self._gradient_checkpointing_func = functools.partial(checkpoint, use_reentrant=False)
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+        batch, length = input_ids.shape
+        max_length = self.embeddings.position.num_embeddings
+        if length > max_length:
+            raise UserError(
+                f"input of {length} tokens is longer than max_position_embeddings={max_length}",
+                hint="cut the input into windows or use a model trained on longer inputs",
+            )
+        padding_mask = None if attention_mask is None else attention_mask.bool()
+        padding = -length % self.length_multiple
+        if padding:
+            input_ids = F.pad(input_ids, (0, padding), value=self.pad_token_id)
+            if padding_mask is None:
+                padding_mask = input_ids.new_ones(batch, length, dtype=torch.bool)
+            padding_mask = F.pad(padding_mask, (0, padding), value=False)  # (B, L + padding)
+        x = self.embeddings(input_ids)  # (B, L + padding, N)
+        if self.global_tokens is not None:
+            num_global = self.global_tokens.shape[0]
+            x = torch.cat([self.global_tokens.expand(batch, -1, -1).to(x.dtype), x], dim=1)
+            if padding_mask is not None:
+                padding_mask = F.pad(padding_mask, (num_global, 0), value=True)  # (B, G + L + padding)
+        for block in self.blocks:
+            if self.gradient_checkpointing and self.training:
+                x = self._gradient_checkpointing_func(block, x, padding_mask)
+            else:
+                x = block(x, padding_mask)
+        if self.final_norm is not None:
+            x = self.final_norm(x)
+        start = 0 if self.global_tokens is None else self.global_tokens.shape[0]
+        return x[:, start : start + length]

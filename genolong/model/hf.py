@@ -1,0 +1,122 @@
+"""transformers-native genolong models: ``save_pretrained`` / ``from_pretrained`` (safetensors),
+registered with the Auto classes by ``import genolong``.
+
+* :class:`GenolongModel` -- the encoder: input_ids (B, L) -> last_hidden_state (B, L, N).
+* :class:`GenolongForMaskedLM` -- encoder + MLM head with tied embeddings (pretraining,
+  BigBird App. F.1). With ``labels`` the logits are computed at masked positions only.
+* :class:`GenolongForSequenceClassification` -- encoder + linear head on [CLS]: promoter
+  (App. F.2, ``num_labels=2``) and the 919-way chromatin profile (App. F.3,
+  ``num_labels=919, problem_type="multi_label_classification"``).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+from transformers import PreTrainedModel
+from transformers.modeling_outputs import BaseModelOutput, MaskedLMOutput, SequenceClassifierOutput
+
+from genolong.model.configuration import GenolongConfig
+from genolong.model.encoder import Encoder
+from genolong.model.heads import ClassificationHead, MaskedLMHead
+
+__all__ = [
+    "GenolongConfig",
+    "GenolongForMaskedLM",
+    "GenolongForSequenceClassification",
+    "GenolongModel",
+    "GenolongPreTrainedModel",
+]
+
+
+class GenolongPreTrainedModel(PreTrainedModel):
+    """Weight initialisation (BERT's: N(0, initializer_range), zero biases, unit norms)."""
+
+    config_class = GenolongConfig
+    base_model_prefix = "genolong"
+    supports_gradient_checkpointing = True
+    _no_split_modules = ["Block"]
+
+    @torch.no_grad()
+    def _init_weights(self, module: nn.Module) -> None:
+        std = self.config.initializer_range
+        if isinstance(module, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(module.weight, mean=0.0, std=std)
+            if getattr(module, "bias", None) is not None:
+                nn.init.zeros_(module.bias)
+        elif isinstance(module, nn.LayerNorm):
+            nn.init.ones_(module.weight)
+            nn.init.zeros_(module.bias)
+        elif isinstance(module, Encoder) and module.global_tokens is not None:
+            nn.init.normal_(module.global_tokens, mean=0.0, std=std)
+
+
+class GenolongModel(GenolongPreTrainedModel):
+    """The bare encoder. Shapes: input_ids (B, L), attention_mask (B, L) -> (B, L, N)."""
+
+    def __init__(self, config: GenolongConfig):
+        super().__init__(config)
+        self.encoder = Encoder(config)
+        self.post_init()
+
+    def get_input_embeddings(self) -> nn.Embedding:
+        return self.encoder.embeddings.token
+
+    def set_input_embeddings(self, value: nn.Embedding) -> None:
+        self.encoder.embeddings.token = value
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> BaseModelOutput:
+        return BaseModelOutput(last_hidden_state=self.encoder(input_ids, attention_mask))
+
+
+class GenolongForMaskedLM(GenolongPreTrainedModel):
+    """Encoder + MLM head; the decoder is tied to the token embedding.
+
+    ``forward(input_ids, attention_mask, labels)``: labels (B, L) with -100 at unmasked
+    positions. Without labels, logits are (B, L, V); with labels, (M, V) at the M masked
+    positions in row-major order, and ``loss`` is their mean cross-entropy.
+    """
+
+    _tied_weights_keys = {"lm_head.decoder.weight": "genolong.encoder.embeddings.token.weight"}
+
+    def __init__(self, config: GenolongConfig):
+        super().__init__(config)
+        self.genolong = GenolongModel(config)
+        self.lm_head = MaskedLMHead(config)
+        self.post_init()
+
+    def get_output_embeddings(self) -> nn.Linear:
+        return self.lm_head.decoder
+
+    def set_output_embeddings(self, value: nn.Linear) -> None:
+        self.lm_head.decoder = value
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+    ) -> MaskedLMOutput:
+        hidden = self.genolong(input_ids, attention_mask).last_hidden_state
+        logits, loss = self.lm_head(hidden, labels)
+        return MaskedLMOutput(loss=loss, logits=logits)
+
+
+class GenolongForSequenceClassification(GenolongPreTrainedModel):
+    """Encoder + linear head on [CLS]: (B, L) -> logits (B, num_labels); loss by ``problem_type``."""
+
+    def __init__(self, config: GenolongConfig):
+        super().__init__(config)
+        self.genolong = GenolongModel(config)
+        self.classifier = ClassificationHead(config)
+        self.post_init()
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+    ) -> SequenceClassifierOutput:
+        hidden = self.genolong(input_ids, attention_mask).last_hidden_state
+        logits, loss = self.classifier(hidden, labels)
+        return SequenceClassifierOutput(loss=loss, logits=logits)
