@@ -1,0 +1,169 @@
+"""Document-style corpus: cutting rule, shard contents vs the genome, determinism, resume."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+
+import numpy as np
+import pytest
+
+import genolong.corpus as corpus_module
+from genolong.cli import main
+from genolong.config import dump_yaml, from_dict, load_yaml
+from genolong.corpus import Corpus, CorpusConfig, build_corpus, cut_documents
+from genolong.errors import ConfigError, UserError
+from genolong.sequence import read_fasta, write_fasta
+from genolong.tokenizer import TokenizerTrainConfig, load_tokenizer, train_tokenizer
+
+
+def test_cut_documents_follows_bigbird_rule():
+    config = CorpusConfig()
+    rng = np.random.default_rng(0)
+    docs = cut_documents(2_000_000, rng, config)
+    sentences = [s for doc in docs for s in doc]
+    assert 0 <= sentences[0][0] < 5000
+    assert all(a[1] == b[0] for a, b in zip(sentences, sentences[1:], strict=False)), "consecutive, no gaps"
+    assert sentences[-1][1] == 2_000_000
+    assert all(500 <= e - s <= 1000 for s, e in sentences[:-1])
+    assert all(50 <= len(doc) <= 100 for doc in docs[:-1])
+
+
+@pytest.fixture(scope="module")
+def genome_and_tokenizer(tmp_path_factory, shared_data):
+    folder = tmp_path_factory.mktemp("corpus_inputs")
+    rng = random.Random(0)
+    records = [(r.name, r.sequence) for r in read_fasta(shared_data / "genomes" / "chr17.hg19.part.fa")]
+    records += [("chr7", "".join(rng.choice("ACGT") for _ in range(30_000))),
+                ("chr8", "N" * 2000 + "".join(rng.choice("ACGT") for _ in range(20_000))),
+                ("chrUn_gap", "N" * 6000)]
+    genome = folder / "g.fa"
+    write_fasta(genome, records)
+    tok = folder / "tok"
+    train_tokenizer(genome, tok, TokenizerTrainConfig(vocab_size=512, sample_bp=50_000), show_progress=False)
+    return genome, tok, dict(records)
+
+
+SMALL = dict(passes=2, sentence_bp=[50, 100], sentences_per_document=[5, 10], max_start_offset=200)
+
+
+def _build(genome, tok, out, **overrides):
+    return build_corpus(genome, tok, out, from_dict(CorpusConfig, SMALL | overrides), show_progress=False)
+
+
+def test_shards_decode_back_to_the_genome(genome_and_tokenizer, tmp_path):
+    genome, tok, records = genome_and_tokenizer
+    manifest = _build(genome, tok, tmp_path / "c")
+    assert {s["chrom"]: s["split"] for s in manifest["shards"]} == {
+        "chr17": "train", "chr7": "valid", "chr8": "test", "chrUn_gap": "train"}
+    backend = load_tokenizer(tok).backend_tokenizer
+    corpus = Corpus(tmp_path / "c")
+    checked = 0
+    for split, name in [("train", "chr17"), ("valid", "chr7"), ("test", "chr8")]:
+        (shard,) = [s for s in corpus.shards(split) if s.chrom == name]
+        tokens, sentences, documents = shard.tokens, shard.sentences, shard.documents
+        assert sentences[-1] == len(tokens)
+        assert set(documents[:, 2]) == {0, 1}, "both passes present"
+        seq = records[name]
+        for first, end, _, bp_start in documents:
+            text = backend.decode(tokens[sentences[first]:sentences[end]].tolist())
+            if "N" not in seq[bp_start:bp_start + len(text)]:  # documents with dropped N sentences skip bases
+                assert text == seq[bp_start:bp_start + len(text)]
+                checked += 1
+        sizes = documents[:, 1] - documents[:, 0]
+        assert sizes.max() <= 10 and (sizes < 5).sum() <= 2 + (name == "chr8") * 2, "short: only at the ends"
+    assert checked > 10
+    chr8 = next(s for s in manifest["shards"] if s["chrom"] == "chr8")
+    assert chr8["dropped_sentences"] > 0, "the N run's sentences are dropped"
+    gap = next(s for s in manifest["shards"] if s["chrom"] == "chrUn_gap")
+    assert gap["sentences"] == 0
+
+
+def _digest(folder):
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.rglob("*.u16"))} | {
+        p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.rglob("*.i64"))}
+
+
+def test_same_seed_byte_identical_other_seed_differs(genome_and_tokenizer, tmp_path):
+    genome, tok, _ = genome_and_tokenizer
+    _build(genome, tok, tmp_path / "a", seed=1)
+    _build(genome, tok, tmp_path / "b", seed=1, encode_batch=7)  # batching does not change bytes
+    _build(genome, tok, tmp_path / "c", seed=2)
+    assert _digest(tmp_path / "a") == _digest(tmp_path / "b")
+    assert _digest(tmp_path / "a") != _digest(tmp_path / "c")
+
+
+def test_resume_skips_finished_chromosomes(genome_and_tokenizer, tmp_path, monkeypatch):
+    genome, tok, _ = genome_and_tokenizer
+    real = corpus_module.build_shard
+    built = []
+
+    def failing_on_chr8(name, *args, **kwargs):
+        if name == "chr8":
+            raise KeyboardInterrupt
+        built.append(name)
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(corpus_module, "build_shard", failing_on_chr8)
+    with pytest.raises(KeyboardInterrupt):
+        _build(genome, tok, tmp_path / "c")
+    assert built == ["chr17", "chr7"]
+    assert not (tmp_path / "c" / "test" / "chr8.tokens.u16").exists()
+    assert not list((tmp_path / "c").rglob("*.tmp")), "no partial files left"
+
+    built.clear()
+    monkeypatch.setattr(corpus_module, "build_shard", lambda name, *a, **k: built.append(name) or real(name, *a, **k))
+    _build(genome, tok, tmp_path / "c")
+    assert built == ["chr8", "chrUn_gap"]
+    _build(genome, tok, tmp_path / "fresh")
+    assert _digest(tmp_path / "c") == _digest(tmp_path / "fresh")
+
+
+def test_tail_holdout_for_single_chromosome_genomes(genome_and_tokenizer, tmp_path):
+    genome, tok, _ = genome_and_tokenizer
+    manifest = _build(genome, tok, tmp_path / "c", valid_chromosomes=[], test_chromosomes=[],
+                      valid_tail_fraction=0.1, test_tail_fraction=0.1)
+    names = {s["chrom"]: s["split"] for s in manifest["shards"]}
+    assert names["chr17"] == "train" and names["chr17:32000-36000"] == "valid"
+    assert names["chr17:36000-40000"] == "test"
+
+
+def test_refuses_a_corpus_built_otherwise(genome_and_tokenizer, tmp_path):
+    genome, tok, _ = genome_and_tokenizer
+    _build(genome, tok, tmp_path / "c")
+    with pytest.raises(UserError, match="another tokenizer or configuration"):
+        _build(genome, tok, tmp_path / "c", seed=5)
+
+
+def test_no_usable_sequence(tmp_path, genome_and_tokenizer, capsys):
+    _, tok, _ = genome_and_tokenizer
+    write_fasta(tmp_path / "gaps.fa", [("chr1", "N" * 5000)])
+    code = main(["corpus", "build", "--genome", str(tmp_path / "gaps.fa"), "--tokenizer", str(tok),
+                 "--out", str(tmp_path / "c")])
+    assert code == 2 and "no usable sequence" in capsys.readouterr().err
+
+
+def test_cli_with_yaml_config(genome_and_tokenizer, tmp_path, capsys):
+    genome, tok, _ = genome_and_tokenizer
+    (tmp_path / "c.yaml").write_text(dump_yaml(from_dict(CorpusConfig, SMALL)))
+    assert main(["corpus", "build", "--genome", str(genome), "--tokenizer", str(tok), "--out", str(tmp_path / "c"),
+                 "--config", str(tmp_path / "c.yaml"), "--passes", "1"]) == 0
+    manifest = json.loads((tmp_path / "c" / "corpus.json").read_text())
+    assert manifest["config"]["passes"] == 1 and manifest["config"]["sentence_bp"] == [50, 100]
+    assert "tokens" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("data, message", [
+    ({"passes": 0}, "passes must be >= 1"),
+    ({"sentence_bp": [900, 500]}, "sentence_bp must be an inclusive range"),
+    ({"valid_chromosomes": ["7"], "test_chromosomes": ["chr7"]}, "both in validation and test"),
+    ({"valid_tail_fraction": 0.6, "test_tail_fraction": 0.5}, "sum to less than 1"),
+    ({"pases": 3}, "unknown key(s) pases"),
+])
+def test_bad_configs(data, message, tmp_path):
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        from_dict(CorpusConfig, data)
+    (tmp_path / "bad.yaml").write_text("passes: [unclosed\n")
+    with pytest.raises(UserError, match="invalid YAML"):
+        load_yaml(tmp_path / "bad.yaml", CorpusConfig)
