@@ -26,7 +26,7 @@ import contextlib
 import hashlib
 import json
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -44,6 +44,7 @@ from .negatives import (
     sample_genomic_negatives,
 )
 from .promoters import (
+    WINDOW_PRESETS,
     PromoterRecord,
     TssWindow,
     cut_tss_windows,
@@ -69,7 +70,7 @@ class PromoterDatasetConfig:
     sequence per line) or ``fasta``.
 
     Attributes:
-        window: offsets around each TSS (TSS inputs only).
+        window: offsets around each TSS (TSS inputs only; default: the DeePromoter window).
         negatives: one of :data:`~data_prep.negatives.NEGATIVE_METHODS`.
         negative_fasta: the non-promoter FASTA for ``negatives='fasta'``.
         per_positive: negatives per positive for ``substitution``, ``shuffle``, ``genomic``.
@@ -85,7 +86,7 @@ class PromoterDatasetConfig:
     genome: Path | None = None
     text: Path | None = None
     fasta: Path | None = None
-    window: TssWindow = field(default_factory=lambda: TssWindow(-249, 51))
+    window: TssWindow | None = None
     negatives: str = "substitution"
     negative_fasta: Path | None = None
     per_positive: int = 1
@@ -104,6 +105,10 @@ class PromoterDatasetConfig:
             raise ConfigError("give exactly one positive source: --tss with --genome, --text, or --fasta")
         if from_genome and (self.tss_bed is None or self.genome is None):
             raise ConfigError("TSS windows need both --tss BED and --genome FASTA")
+        if from_genome and self.window is None:
+            self.window = WINDOW_PRESETS["deepromoter"]
+        if not from_genome and self.window is not None:
+            raise ConfigError("--window applies to TSS windows only (--tss with --genome)")
         if self.negatives not in NEGATIVE_METHODS:
             raise ConfigError(
                 f"unknown negative method {self.negatives!r}; choose from {', '.join(NEGATIVE_METHODS)}"

@@ -26,9 +26,8 @@ def register(subparsers) -> None:
     source.add_argument("--genome", type=Path, help="genome FASTA (plain or bgzip) for --tss")
     source.add_argument(
         "--window",
-        default="deepromoter",
         help="offsets around the TSS: deepromoter (-249..+50, 300 bp), bigbird (-5000..+2999, "
-        "8000 bp) or START:END half-open, e.g. -249:51 (default: deepromoter)",
+        "8000 bp) or START:END half-open, written --window=-249:51 (default: deepromoter)",
     )
     source.add_argument("--text", type=Path, help="positives, one sequence per line (DeePromoter format)")
     source.add_argument("--fasta", type=Path, help="positives as FASTA")
@@ -123,7 +122,7 @@ def run_prepare(args) -> int:
         genome=args.genome,
         text=args.text,
         fasta=args.fasta,
-        window=TssWindow.parse(args.window),
+        window=None if args.window is None else TssWindow.parse(args.window),
         negatives=args.negatives,
         negative_fasta=args.negative_fasta,
         per_positive=args.per_positive,
