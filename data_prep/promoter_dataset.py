@@ -67,17 +67,19 @@ class PromoterDatasetConfig:
     """What to build; validated on construction.
 
     Exactly one positive source: ``tss_bed`` with ``genome`` (windows), ``text`` (one
-    sequence per line) or ``fasta``.
+    sequence per line) or ``fasta``. Options left at ``None`` take their default where
+    they apply; an option given where it does not apply is an error, never ignored.
 
     Attributes:
         window: offsets around each TSS (TSS inputs only; default: the DeePromoter window).
         negatives: one of :data:`~data_prep.negatives.NEGATIVE_METHODS`.
         negative_fasta: the non-promoter FASTA for ``negatives='fasta'``.
-        per_positive: negatives per positive for ``substitution``, ``shuffle``, ``genomic``.
-        min_tss_distance: bp between a genomic negative and the nearest TSS.
+        per_positive: negatives per positive for ``substitution``, ``shuffle``, ``genomic``
+            (default 1).
+        min_tss_distance: bp between a genomic negative and the nearest TSS (default 10,000).
         max_n_fraction: genome windows with more ``N`` are skipped (positives) or redrawn.
         split: ``random`` (stratified by label) or ``chromosome``.
-        fractions: train/valid/test fractions for the random split.
+        fractions: train/valid/test fractions for the random split (default 0.8/0.1/0.1).
         valid_chroms, test_chroms: held-out chromosomes for the chromosome split.
         seed: the one seed every random step derives its generator from.
     """
@@ -89,49 +91,78 @@ class PromoterDatasetConfig:
     window: TssWindow | None = None
     negatives: str = "substitution"
     negative_fasta: Path | None = None
-    per_positive: int = 1
-    min_tss_distance: int = 10_000
+    per_positive: int | None = None
+    min_tss_distance: int | None = None
     max_n_fraction: float = 0.0
     split: str = "random"
-    fractions: tuple[float, float, float] = (0.8, 0.1, 0.1)
+    fractions: tuple[float, float, float] | None = None
     valid_chroms: tuple[str, ...] = ()
     test_chroms: tuple[str, ...] = ()
     seed: int = 42
 
     def __post_init__(self):
         from_genome = self.tss_bed is not None or self.genome is not None
-        sources = [from_genome, self.text is not None, self.fasta is not None]
-        if sum(sources) != 1:
+        if sum([from_genome, self.text is not None, self.fasta is not None]) != 1:
             raise ConfigError("give exactly one positive source: --tss with --genome, --text, or --fasta")
         if from_genome and (self.tss_bed is None or self.genome is None):
             raise ConfigError("TSS windows need both --tss BED and --genome FASTA")
-        if from_genome and self.window is None:
-            self.window = WINDOW_PRESETS["deepromoter"]
-        if not from_genome and self.window is not None:
-            raise ConfigError("--window applies to TSS windows only (--tss with --genome)")
         if self.negatives not in NEGATIVE_METHODS:
             raise ConfigError(
                 f"unknown negative method {self.negatives!r}; choose from {', '.join(NEGATIVE_METHODS)}"
             )
-        if (self.negatives == "fasta") != (self.negative_fasta is not None):
-            raise ConfigError("--negatives fasta and --negative-fasta FILE go together")
         if self.negatives == "genomic" and not from_genome:
             raise ConfigError("genomic negatives need --tss and --genome (to know where the TSSs are)")
-        if self.per_positive < 1:
+        if self.split not in ("random", "chromosome"):
+            raise ConfigError(f"unknown split {self.split!r}; choose random or chromosome")
+        self.window = _applies(
+            "--window", self.window, from_genome, "with --tss", WINDOW_PRESETS["deepromoter"]
+        )
+        self.negative_fasta = _applies(
+            "--negative-fasta", self.negative_fasta, self.negatives == "fasta", "with --negatives fasta", None
+        )
+        if self.negatives == "fasta" and self.negative_fasta is None:
+            raise ConfigError("--negatives fasta needs --negative-fasta FILE")
+        self.per_positive = _applies(
+            "--per-positive",
+            self.per_positive,
+            self.negatives != "fasta",
+            "with substitution, shuffle or genomic negatives",
+            1,
+        )
+        self.min_tss_distance = _applies(
+            "--min-tss-distance",
+            self.min_tss_distance,
+            self.negatives == "genomic",
+            "with --negatives genomic",
+            10_000,
+        )
+        self.fractions = _applies(
+            "--fractions", self.fractions, self.split == "random", "with --split random", (0.8, 0.1, 0.1)
+        )
+        for option, chroms in (("--valid-chroms", self.valid_chroms), ("--test-chroms", self.test_chroms)):
+            if self.split == "chromosome" and not chroms:
+                raise ConfigError(f"a chromosome split needs {option}")
+            _applies(option, chroms or None, self.split == "chromosome", "with --split chromosome", None)
+        if self.per_positive is not None and self.per_positive < 1:
             raise ConfigError(f"--per-positive must be >= 1, got {self.per_positive}")
-        if self.min_tss_distance < 1:
+        if self.min_tss_distance is not None and self.min_tss_distance < 1:
             raise ConfigError(f"--min-tss-distance must be >= 1 bp, got {self.min_tss_distance}")
         if not 0 <= self.max_n_fraction <= 1:
             raise ConfigError(f"--max-n-fraction must lie in [0, 1], got {self.max_n_fraction}")
-        if self.split not in ("random", "chromosome"):
-            raise ConfigError(f"unknown split {self.split!r}; choose random or chromosome")
-        if self.split == "random":
+        if self.fractions is not None:
             self.fractions = check_fractions(self.fractions)
-        elif not (self.valid_chroms and self.test_chroms):
-            raise ConfigError("a chromosome split needs --valid-chroms and --test-chroms")
 
     def rng(self, stream: int) -> np.random.Generator:
         return np.random.default_rng([self.seed, stream])
+
+
+def _applies(option: str, value, applies: bool, where: str, default):
+    """``value`` (or ``default`` when ``None``) where the option applies; else ``None``, or an error if given."""
+    if not applies:
+        if value is not None:
+            raise ConfigError(f"{option} applies only {where}")
+        return None
+    return default if value is None else value
 
 
 def build_promoter_dataset(

@@ -251,9 +251,34 @@ def bad_input_runs(tmp_path) -> list[tuple[list[str], str]]:
         (["--text", str(invalid)], "invalid.txt:2: invalid character '-'"),
         (["--text", str(invalid), "--fasta", str(pos)], "exactly one positive source"),
         (["--fasta", str(pos), "--negatives", "genomic"], "genomic negatives need --tss and --genome"),
-        (["--fasta", str(pos), "--split", "chromosome"], "needs --valid-chroms and --test-chroms"),
+        (["--fasta", str(pos), "--split", "chromosome"], "a chromosome split needs --valid-chroms"),
+        (
+            ["--fasta", str(pos), "--valid-chroms", "chr8"],
+            "--valid-chroms applies only with --split chromosome",
+        ),
+        (
+            [
+                "--fasta",
+                str(pos),
+                "--negatives",
+                "fasta",
+                "--negative-fasta",
+                str(pos),
+                "--per-positive",
+                "2",
+            ],
+            "--per-positive applies only with substitution, shuffle or genomic negatives",
+        ),
+        (
+            ["--fasta", str(pos), "--min-tss-distance", "5000"],
+            "--min-tss-distance applies only with --negatives genomic",
+        ),
+        (
+            ["--fasta", str(pos), "--negative-fasta", str(pos)],
+            "--negative-fasta applies only with --negatives fasta",
+        ),
         (["--fasta", str(pos), "--window=-10..5"], "START:END"),
-        (["--fasta", str(pos), "--window", "bigbird"], "--window applies to TSS windows only"),
+        (["--fasta", str(pos), "--window", "bigbird"], "--window applies only with --tss"),
     ]
 
 

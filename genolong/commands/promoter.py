@@ -44,13 +44,11 @@ def register(subparsers) -> None:
     negatives.add_argument(
         "--per-positive",
         type=int,
-        default=1,
         help="negatives per positive for substitution/shuffle/genomic (default: 1)",
     )
     negatives.add_argument(
         "--min-tss-distance",
         type=int,
-        default=10_000,
         help="bp between a genomic negative and the nearest TSS (default: 10000)",
     )
     prepare.add_argument(
@@ -69,7 +67,6 @@ def register(subparsers) -> None:
     split.add_argument(
         "--fractions",
         type=_numbers,
-        default=(0.8, 0.1, 0.1),
         help="train,valid,test fractions for --split random (default: 0.8,0.1,0.1)",
     )
     split.add_argument(
