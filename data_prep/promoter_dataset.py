@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,6 +58,7 @@ from .splits import SPLITS, check_fractions, chromosome_split, deduplicate, stra
 
 COLUMNS = ("id", "chrom", "start", "end", "strand", "label", "sequence")
 MANIFEST = "manifest.json"
+log = logging.getLogger(__name__)
 FORMAT = "genolong-promoter-dataset"
 # Independent random streams, so that changing one step never reshuffles another.
 _SPLIT_STREAM, _NEGATIVE_STREAM, _GENOMIC_STREAM, _ORDER_STREAM = range(4)
@@ -203,6 +205,9 @@ def build_promoter_dataset(
         "seed": config.seed,
         "counts": {name: _label_counts(rows) for name, rows in splits.items()},
     }
+    for name, counts in manifest["counts"].items():
+        if 0 in counts.values():
+            log.warning("split %s has no example of a label (%s); evaluation on it will fail", name, counts)
     with atomic_path(out_dir, directory=True) as tmp:
         for name, rows in splits.items():
             _write_tsv(tmp / f"{name}.tsv", rows)

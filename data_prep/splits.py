@@ -6,6 +6,10 @@ splits. Two splitters:
 - :func:`stratified_random_split`: per label, a seeded shuffle cut at the given fractions;
 - :func:`chromosome_split`: whole chromosomes held out for validation and test (the
   DeepSEA / BigBird App. F.3 protocol), everything else in train.
+
+Deduplication removes exact copies only. Windows around alternative TSSs of one gene
+overlap without being identical, so a random split can put near-copies of a promoter
+in train and test (the longer the window, the more overlap); the chromosome split cannot.
 """
 
 from __future__ import annotations
