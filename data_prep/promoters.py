@@ -122,7 +122,7 @@ WINDOW_PRESETS = {"deepromoter": TssWindow(-249, 51), "bigbird": TssWindow(-5000
 
 
 def read_tss_bed(path: str | Path) -> list[Tss]:
-    """Read TSSs from a BED file with a strand column (6 or more columns).
+    """Read TSSs from a BED file (plain or gzip) with a strand column (6 or more columns).
 
     Header lines (``#``, ``track``, ``browser``) and blank lines are skipped. With 8 or more
     columns and a 1-bp thick interval (EPDnew), the TSS is ``thickStart``; otherwise the main
@@ -133,7 +133,7 @@ def read_tss_bed(path: str | Path) -> list[Tss]:
     """
     path = Path(path)
     sites = []
-    with open(path) as handle:
+    with open_text(path) as handle:
         for line_number, line in enumerate(handle, start=1):
             if not line.strip() or line.startswith(("#", "track", "browser")):
                 continue
@@ -221,7 +221,7 @@ def resolve_chrom(genome, chrom: str) -> str | None:
 
 
 def read_sequence_lines(path: str | Path, label: int) -> list[PromoterRecord]:
-    """Read the DeePromoter text format: one sequence per line, all of one length.
+    """Read the DeePromoter text format (plain or gzip): one sequence per line, all of one length.
 
     Records are named ``<file stem>:<line number>``. Blank lines are skipped.
 
@@ -231,7 +231,7 @@ def read_sequence_lines(path: str | Path, label: int) -> list[PromoterRecord]:
     """
     path = Path(path)
     records, length = [], None
-    with open(path) as handle:
+    with open_text(path) as handle:
         for line_number, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
@@ -265,7 +265,7 @@ def read_fasta_records(path: str | Path, label: int) -> list[PromoterRecord]:
     """
     path = Path(path)
     records = []
-    with io.TextIOWrapper(open_text_or_gzip(path), encoding="utf-8", errors="replace") as handle:
+    with open_text(path) as handle:
         for number, (title, text) in enumerate(SimpleFastaParser(handle), start=1):
             name = title.split(maxsplit=1)[0] if title.strip() else f"#{number}"
             if not text:
@@ -276,6 +276,11 @@ def read_fasta_records(path: str | Path, label: int) -> list[PromoterRecord]:
     if not records:
         raise InputError(path, "no FASTA records found (a record starts with a '>' header line)")
     return records
+
+
+def open_text(path: Path) -> io.TextIOWrapper:
+    """Open a plain or gzip text file; a missing file is a one-line :class:`UserError`."""
+    return io.TextIOWrapper(open_text_or_gzip(path), encoding="utf-8", errors="replace")
 
 
 def _checked_sequence(path: Path, text: str, *, line: int | None = None, record: str | None = None) -> str:

@@ -203,3 +203,19 @@ def test_fasta_reader_errors(tmp_path):
     no_sequence.write_text(">a\n>b\nACGT\n")
     with pytest.raises(InputError, match=r"record 'a'\): record has no sequence"):
         read_fasta_records(no_sequence, 1)
+
+
+def test_windows_from_the_real_soft_masked_hg19_fragment(shared_data, tmp_path):
+    """Windows come back uppercase (soft-masking removed) and minus-strand windows reverse-complemented."""
+    fasta = shared_data / "genomes" / "chr17.hg19.part.fa"
+    chrom = "".join(line.strip() for line in fasta.read_text().splitlines()[1:])
+    bed = tmp_path / "tss.bed"
+    bed.write_text(
+        "chr17\t19951\t20011\tA_1\t900\t+\t20000\t20001\nchr17\t29990\t30050\tB_1\t900\t-\t30000\t30001\n"
+    )
+    with Genome(fasta) as genome:
+        (plus, minus), skipped = cut_tss_windows(genome, read_tss_bed(bed), WINDOW_PRESETS["deepromoter"])
+    assert not skipped
+    assert plus.sequence == chrom[19751:20051].upper()
+    assert minus.sequence == reverse_complement(chrom[29950:30250].upper())
+    assert any(c.islower() for c in chrom[19751:20051] + chrom[29950:30250])  # the fragment is soft-masked

@@ -244,6 +244,7 @@ def bad_input_runs(tmp_path) -> list[tuple[list[str], str]]:
     invalid.write_text("ACGTACGTACGTACGTACGTAC\nACGTACGTACGTAC-TACGTAC\n")
     return [
         (["--fasta", str(empty)], "no FASTA records"),
+        (["--text", str(tmp_path / "missing.txt")], "missing.txt: no such file"),
         (
             ["--fasta", str(pos), "--negatives", "fasta", "--negative-fasta", str(short_neg)],
             "record 'neg:1' is 36 bp but 'pos:1' is 40 bp",
