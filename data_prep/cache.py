@@ -19,7 +19,7 @@ from pathlib import Path
 
 from genolong.files import atomic_write_text, cache_home
 
-from .checksums import Checksum, file_digests
+from .checksums import Checksum, file_digests, satisfied
 from .download import download, file_lock
 
 log = logging.getLogger(__name__)
@@ -136,14 +136,14 @@ class DataCache:
         dest = self.path(relpath)
         with file_lock(dest):
             entry = self.cached(relpath)
-            if entry is not None and _satisfies(entry.digests, expected):
+            if entry is not None and satisfied(entry.digests, expected):
                 log.info("%s: already in the cache", relpath)
                 return entry
             if dest.exists():
                 recorded = self.entry(relpath)
                 digests = file_digests(dest, {"sha256", *(check.algorithm for check in expected)})
                 unchanged = recorded is None or recorded.digests["sha256"] == digests["sha256"]
-                if unchanged and _satisfies(digests, expected):
+                if unchanged and satisfied(digests, expected):
                     log.info("%s: found on disk and verified", relpath)
                     return self._record(relpath, recorded.url if recorded else url, digests, expected)
                 log.warning("%s: the file on disk does not match; downloading it again", relpath)
@@ -184,7 +184,3 @@ class DataCache:
             except FileNotFoundError:
                 return False
         return True
-
-
-def _satisfies(digests: dict[str, str], expected: list[Checksum]) -> bool:
-    return all(digests.get(check.algorithm) == check.value for check in expected)

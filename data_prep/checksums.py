@@ -102,6 +102,11 @@ class Checksum:
             raise UserError(f"malformed {self.algorithm} value {self.value!r} from {self.origin}")
 
 
+def satisfied(digests: dict[str, str], expected: Iterable[Checksum]) -> bool:
+    """True if ``digests`` (algorithm -> value) agree with every checksum in ``expected``."""
+    return all(digests.get(check.algorithm) == check.value for check in expected)
+
+
 def sha256_checksum(value: str, origin: str = "--sha256") -> Checksum:
     """A user-given SHA-256 (case-insensitive hex), checked for shape."""
     return Checksum("sha256", value.strip().lower(), origin)

@@ -315,7 +315,7 @@ def _attempt(url: str, part: _PartialFile, timeout: float, progress: bool, label
 
 def _open(url: str, offset: int, timeout: float) -> _Response:
     """Open ``url`` asking for the bytes from ``offset`` on; the response says where it starts."""
-    local = _local_path(url)
+    local = local_path(url)
     if local is not None:
         if not local.is_file():
             raise NotFoundError(f"{local}: no such file")
@@ -364,8 +364,12 @@ def _open(url: str, offset: int, timeout: float) -> _Response:
     return _Response(response, 0, int(length) if length.isdigit() else None)
 
 
-def _local_path(url: str) -> Path | None:
-    """The local file a ``file://`` URL or a plain path names; None for network URLs."""
+def local_path(url: str) -> Path | None:
+    """The local file a ``file://`` URL or a plain path names; None for network URLs.
+
+    Raises:
+        UserError: an unsupported URL scheme.
+    """
     parts = urllib.parse.urlsplit(url)
     if parts.scheme == "file":
         return Path(urllib.request.url2pathname(parts.path))

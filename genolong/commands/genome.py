@@ -15,6 +15,35 @@ def register(subparsers) -> None:
     fetch.add_argument("--strand", choices=["+", "-"], default="+")
     fetch.set_defaults(func=run_fetch)
 
+    # `genome prepare` (data acquisition, issue 5): the logic lives in data_prep/genome_prepare.py
+    prepare = commands.add_parser(
+        "prepare",
+        help="write an indexed bgzip (or plain) copy of a FASTA with a per-chromosome table",
+        description="Rewrite FASTA[.gz] as BGZF with .fai and .gzi indexes (or plain FASTA with .fai) so "
+        "that it can be read at random, plus FASTA.chromosomes.tsv (length, N fraction, soft-masked "
+        "fraction). Streams the input: memory holds one chromosome.",
+    )
+    prepare.add_argument("fasta", type=Path, help="input FASTA: plain, gzip or bgzip")
+    prepare.add_argument(
+        "--out", type=Path, help="output FASTA (default: beside the input, x.fa.gz -> x.fa.bgz)"
+    )
+    prepare.add_argument(
+        "--plain", action="store_true", help="write uncompressed FASTA + .fai instead of BGZF"
+    )
+    prepare.add_argument(
+        "--names",
+        choices=["keep", "ucsc", "ensembl"],
+        default="keep",
+        help="chromosome names: keep, ucsc (chr1, chrM) or ensembl (1, MT) (default: keep)",
+    )
+    prepare.add_argument(
+        "--primary",
+        action="store_true",
+        help="keep only assembled chromosomes (drop unplaced contigs and haplotypes)",
+    )
+    prepare.add_argument("--line-width", type=int, default=60, help="bases per line (default 60)")
+    prepare.set_defaults(func=run_prepare)
+
 
 def run_fetch(args) -> int:
     from genolong.genome import Genome
@@ -27,4 +56,23 @@ def run_fetch(args) -> int:
     print(f">{region.chrom}:{region.start}-{end}({args.strand})")
     for start in range(0, len(seq), 60):
         print(seq[start:start + 60])
+    return 0
+
+
+def run_prepare(args) -> int:
+    from genolong.data_prep.genome_prepare import prepare_genome
+
+    prepared = prepare_genome(
+        args.fasta,
+        args.out,
+        plain=args.plain,
+        names=args.names,
+        primary=args.primary,
+        line_width=args.line_width,
+    )
+    print(
+        f"{prepared.path}: {len(prepared.chromosomes)} sequences, {prepared.length:,} bp; "
+        f"indexes {prepared.fai.name}{', ' + prepared.gzi.name if prepared.gzi else ''}; "
+        f"table {prepared.table.name}"
+    )
     return 0
