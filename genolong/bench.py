@@ -1,0 +1,393 @@
+"""Attention benchmark: our backbones against transformers' BigBird, Longformer and BERT.
+
+For each model and sequence length, one fresh Python process (so memory peaks are its own
+and a peer running out of memory kills nothing else) builds the model at the same small
+size and measures, at batch 1 on ``threads`` CPU threads:
+
+* ``forward``: the bare encoder (``GenolongModel``, ``BigBirdModel``...) in eval mode under
+  ``torch.no_grad``;
+* ``train``: one MLM training step of the ``...ForMaskedLM`` model -- forward with 15% of the
+  tokens masked, loss, backward, AdamW step -- in train mode (dropout on).
+
+Each phase is called once untimed (``first_call_s``: compilation, lazy initialisation),
+then ``repeats`` times; the median is reported. Peak memory is the resident-set high-water
+mark during the first timed call minus the resident set just before it, on Linux
+(``/proc/self/clear_refs`` resets the mark; ``malloc_trim`` first returns freed heap pages
+to the system, so memory freed by the untimed call cannot hide the peak). It counts
+activations, workspaces and gradients, not the model and inputs already resident.
+
+``floor`` is our encoder with the attention replaced by "return v": every other cost of
+the model (embeddings, projections, FFN, norms, heads), so ``time / floor - 1`` is the
+share the attention adds.
+
+The worker is ``python -m genolong.bench SPEC_JSON``; :mod:`genolong.bench_report` turns the
+rows into CSV, markdown tables and a plot; ``genolong bench attention`` runs it all.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import ctypes
+import gc
+import io
+import json
+import logging
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from genolong.files import atomic_write_text
+from genolong.model.encoder import Block
+
+#: transformers' models measured beside ours, by benchmark name.
+PEERS = ("hf-bigbird", "hf-longformer", "hf-bert")
+FLOOR = "floor"
+PHASES = ("forward", "train")
+MASK_FRACTION = 0.15
+COLUMNS = [
+    "model", "length", "dtype", "threads", "phase", "status", "time_s", "time_min_s", "runs", "first_call_s",
+    "peak_mb", "resident_mb", "attention_share", "load1", "notes",
+]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class BenchSize:
+    """Model size shared by every model in a run (issue 3: hidden 256, 4 layers, 4 heads, FFN 1024)."""
+
+    vocab_size: int = 32000
+    hidden_size: int = 256
+    num_hidden_layers: int = 4
+    num_attention_heads: int = 4
+    intermediate_size: int = 1024
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One worker process: one model at one length, the phases in order."""
+
+    model: str
+    length: int
+    size: BenchSize = field(default_factory=BenchSize)
+    dtype: str = "fp32"
+    threads: int = 2
+    repeats: int = 3
+    phases: tuple[str, ...] = PHASES
+    seed: int = 0
+
+
+# --------------------------------------------------------------------------- models
+
+
+class SkipAttention(nn.Module):
+    """The floor's attention: skipped, returns v. Shapes: (B, H, L, D) -> (B, H, L, D)."""
+
+    def forward(self, q, k, v, padding_mask=None):
+        return v
+
+
+def genolong_model(backbone: str, size: BenchSize, length: int, mlm: bool):
+    """Our encoder (or MLM model) with ``backbone`` attention at its paper defaults."""
+    from genolong.model.hf import GenolongConfig, GenolongForMaskedLM, GenolongModel
+
+    config = GenolongConfig(backbone=backbone, max_position_embeddings=length, **asdict(size))
+    return (GenolongForMaskedLM if mlm else GenolongModel)(config), {}
+
+
+def floor_model(size: BenchSize, length: int, mlm: bool):
+    """Our model with every attention replaced by :class:`SkipAttention`."""
+    model, inputs = genolong_model("full", size, length, mlm)
+    for block in model.modules():
+        if isinstance(block, Block):
+            block.attention = SkipAttention()
+    return model, inputs
+
+
+def hf_bigbird(size: BenchSize, length: int, mlm: bool):
+    """transformers' BigBird, block_sparse with the paper's pattern (block 64, 3 random blocks)."""
+    from transformers import BigBirdConfig, BigBirdForMaskedLM, BigBirdModel
+
+    config = BigBirdConfig(
+        attention_type="block_sparse",
+        block_size=64,
+        num_random_blocks=3,
+        max_position_embeddings=length,
+        **asdict(size),
+    )
+    return (BigBirdForMaskedLM if mlm else BigBirdModel)(config), {}
+
+
+def hf_longformer(size: BenchSize, length: int, mlm: bool):
+    """transformers' Longformer: 512-token window (256 each side), [CLS] global."""
+    from transformers import LongformerConfig, LongformerForMaskedLM, LongformerModel
+
+    config = LongformerConfig(attention_window=512, max_position_embeddings=length + 2, **asdict(size))
+    global_mask = torch.zeros(1, length, dtype=torch.long)
+    global_mask[0, 0] = 1
+    return (LongformerForMaskedLM if mlm else LongformerModel)(config), {"global_attention_mask": global_mask}
+
+
+def hf_bert(size: BenchSize, length: int, mlm: bool):
+    """transformers' BERT with dense attention through SDPA."""
+    from transformers import BertConfig, BertForMaskedLM, BertModel
+
+    config = BertConfig(max_position_embeddings=length, attn_implementation="sdpa", **asdict(size))
+    return (BertForMaskedLM if mlm else BertModel)(config), {}
+
+
+def build(spec: Spec, mlm: bool):
+    """(model, extra inputs) for ``spec.model``: a peer, ``floor`` or one of our backbones."""
+    builders: dict[str, Callable] = {
+        "hf-bigbird": hf_bigbird,
+        "hf-longformer": hf_longformer,
+        "hf-bert": hf_bert,
+    }
+    if spec.model == FLOOR:
+        return floor_model(spec.size, spec.length, mlm)
+    if spec.model in builders:
+        return builders[spec.model](spec.size, spec.length, mlm)
+    return genolong_model(spec.model, spec.size, spec.length, mlm)
+
+
+# --------------------------------------------------------------------------- measuring
+
+
+def proc_status_mb(field_name: str, pid: int | str = "self") -> float:
+    """A ``VmRSS`` / ``VmHWM`` line of /proc/PID/status, in MB."""
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith(field_name + ":"):
+                return int(line.split()[1]) / 1024
+    raise KeyError(field_name)
+
+
+def reset_peak_memory() -> float:
+    """Return freed heap to the system, reset the RSS high-water mark; the current RSS in MB."""
+    gc.collect()
+    ctypes.CDLL("libc.so.6").malloc_trim(0)
+    with open("/proc/self/clear_refs", "w") as clear_refs:
+        clear_refs.write("5")
+    return proc_status_mb("VmRSS")
+
+
+def measure(call: Callable[[], Any], repeats: int) -> dict[str, Any]:
+    """First (untimed) call, then ``repeats`` timed calls; the first timed one also measures memory."""
+    start = time.perf_counter()
+    call()
+    first_call = time.perf_counter() - start
+    times, peak_mb, base_mb = [], None, None
+    for i in range(repeats):
+        if i == 0:
+            base_mb = reset_peak_memory()
+        start = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - start)
+        if i == 0:
+            peak_mb = proc_status_mb("VmHWM") - base_mb
+    return {
+        "time_s": statistics.median(times),
+        "time_min_s": min(times),
+        "runs": len(times),
+        "first_call_s": first_call,
+        "peak_mb": peak_mb,
+        "resident_mb": base_mb,
+    }
+
+
+class _Messages(logging.Handler):
+    """Collects the distinct log messages of genolong (which attention path ran, for instance)."""
+
+    def __init__(self):
+        super().__init__(logging.INFO)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        if message not in self.messages:
+            self.messages.append(message)
+
+
+def run_phase(spec: Spec, phase: str) -> dict[str, Any]:
+    """Build the model for ``phase`` and measure it; one result row."""
+    torch.manual_seed(spec.seed)
+    generator = torch.Generator().manual_seed(spec.seed)
+    ids = torch.randint(5, spec.size.vocab_size, (1, spec.length), generator=generator)
+    ids[0, 0] = 2  # [CLS]
+    autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=spec.dtype == "bf16")
+    model, extra = build(spec, mlm=phase == "train")
+    if phase == "forward":
+        model.eval()
+
+        def call():
+            with torch.no_grad(), autocast:
+                model(input_ids=ids, **extra)
+
+    else:
+        model.train()
+        masked = torch.rand(ids.shape, generator=generator) < MASK_FRACTION
+        labels = torch.where(masked, ids, -100)
+        inputs = ids.masked_fill(masked, 4)  # [MASK]
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+
+        def call():
+            with autocast:
+                loss = model(input_ids=inputs, labels=labels, **extra).loss
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+
+    return measure(call, spec.repeats)
+
+
+def worker(spec: Spec) -> None:
+    """Run the phases of ``spec``, printing one JSON row per phase as soon as it is measured."""
+    torch.set_num_threads(spec.threads)
+    messages = _Messages()
+    logging.getLogger("genolong").addHandler(messages)
+    logging.getLogger("genolong").setLevel(logging.INFO)
+    for phase in spec.phases:
+        row = run_phase(spec, phase)
+        row.update(phase=phase, status="ok", notes="; ".join(messages.messages), load1=os.getloadavg()[0])
+        print(json.dumps(row), flush=True)
+        gc.collect()
+
+
+def spec_from_json(text: str) -> Spec:
+    data = json.loads(text)
+    data["size"] = BenchSize(**data["size"])
+    data["phases"] = tuple(data["phases"])
+    return Spec(**data)
+
+
+# --------------------------------------------------------------------------- orchestrating
+
+
+def run_spec(spec: Spec, timeout_s: float, max_memory_gb: float) -> list[dict[str, Any]]:
+    """Run ``spec`` in a fresh process; a row per phase, with a status for phases that did not finish.
+
+    The process is killed when its resident set exceeds ``max_memory_gb`` or it runs past
+    ``timeout_s``; the phases it had finished keep their rows.
+    """
+    env = {**os.environ, "OMP_NUM_THREADS": str(spec.threads), "TOKENIZERS_PARALLELISM": "false"}
+    argv = [sys.executable, "-m", "genolong.bench", json.dumps(asdict(spec))]
+    with tempfile.TemporaryFile("w+") as stdout, tempfile.TemporaryFile("w+") as stderr:
+        process = subprocess.Popen(argv, stdout=stdout, stderr=stderr, text=True, env=env)
+        start, status = time.monotonic(), None
+        while process.poll() is None:
+            with contextlib.suppress(FileNotFoundError, KeyError, ProcessLookupError):
+                if proc_status_mb("VmRSS", process.pid) > max_memory_gb * 1024:
+                    status = f"killed: resident set over {max_memory_gb:g} GB"
+            if status is None and time.monotonic() - start > timeout_s:
+                status = f"killed: over {timeout_s:g} s"
+            if status:
+                process.kill()
+                process.wait()
+                break
+            time.sleep(0.05)
+        stdout.seek(0)
+        stderr.seek(0)
+        rows = [json.loads(line) for line in stdout if line.startswith("{")]
+        errors = [line.strip() for line in stderr if line.strip()]
+    if status is None and process.returncode != 0:
+        status = f"failed: {errors[-1] if errors else f'exit code {process.returncode}'}"
+    done = {row["phase"] for row in rows}
+    rows += [{"phase": phase, "status": status} for phase in spec.phases if phase not in done]
+    for row in rows:
+        row.update(model=spec.model, length=spec.length, dtype=spec.dtype, threads=spec.threads)
+    return rows
+
+
+def plan(
+    backbones: list[str], peers: list[str], floor: bool, lengths: list[int], extra_lengths: list[int]
+) -> list[tuple[str, int]]:
+    """(model, length) pairs: everyone at ``lengths``; our sparse backbones and the floor also at
+    ``extra_lengths`` (dense attention is quadratic and is measured only where the peers are)."""
+    models = [*backbones, *([FLOOR] if floor else []), *peers]
+    pairs = [(model, length) for model in models for length in lengths]
+    long_models = [m for m in models if m not in PEERS and m != "full"]
+    pairs += [(model, length) for model in long_models for length in extra_lengths if length not in lengths]
+    return pairs
+
+
+def run_benchmark(
+    pairs: list[tuple[str, int]],
+    template: Spec,
+    csv_path: Path,
+    *,
+    timeout_s: float,
+    max_memory_gb: float,
+    resume: bool = False,
+    progress: Callable[[dict[str, Any]], None] = lambda row: None,
+) -> list[dict[str, Any]]:
+    """Measure every (model, length) pair in its own process, rewriting ``csv_path`` after each.
+
+    With ``resume``, pairs whose phases are all in ``csv_path`` already are not measured again.
+    """
+    rows = read_csv(csv_path) if resume and csv_path.exists() else []
+    done = {(row["model"], row["length"]) for row in rows}
+    for model, length in pairs:
+        if (model, length) in done:
+            continue
+        for row in run_spec(replace(template, model=model, length=length), timeout_s, max_memory_gb):
+            progress(row)
+            rows.append(row)
+        write_csv(csv_path, rows)
+    return rows
+
+
+def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
+    """Rows as CSV (atomically), with ``attention_share`` filled in."""
+    add_attention_share(rows)
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=COLUMNS, extrasaction="ignore")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({key: _csv_value(row.get(key)) for key in COLUMNS})
+    atomic_write_text(path, buffer.getvalue())
+
+
+def read_csv(path: Path) -> list[dict[str, Any]]:
+    with open(path, newline="") as handle:
+        return [{key: _parse(key, value) for key, value in row.items()} for row in csv.DictReader(handle)]
+
+
+def add_attention_share(rows: list[dict[str, Any]]) -> None:
+    """``attention_share`` = time / floor time - 1, for our models (not the floor, not peers)."""
+    floor = {
+        (row["phase"], row["length"], row["dtype"]): row["time_s"]
+        for row in rows
+        if row["model"] == FLOOR and row.get("status") == "ok"
+    }
+    for row in rows:
+        key = (row["phase"], row["length"], row["dtype"])
+        ours = row["model"] not in PEERS and row["model"] != FLOOR
+        ok = ours and row.get("status") == "ok" and key in floor
+        row["attention_share"] = row["time_s"] / floor[key] - 1 if ok else None
+
+
+def _csv_value(value: Any) -> Any:
+    return f"{value:.6g}" if isinstance(value, float) else ("" if value is None else value)
+
+
+def _parse(key: str, value: str) -> Any:
+    if value == "":
+        return None
+    if key in {"length", "threads", "runs"}:
+        return int(value)
+    if key in {"model", "dtype", "phase", "status", "notes"}:
+        return value
+    return float(value)
+
+
+if __name__ == "__main__":
+    worker(spec_from_json(sys.argv[1]))

@@ -1,0 +1,142 @@
+"""Reports of the attention benchmark: CSV rows, markdown tables, a log-log plot.
+
+Rows are the dicts of :func:`genolong.bench.run_spec` (one per model, length and phase).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from genolong.bench import FLOOR, PEERS, PHASES
+from genolong.files import atomic_path
+
+#: The lengths the issue's targets name; the summary falls back to the shortest and longest measured.
+REFERENCE_LENGTHS = (4096, 16384)
+
+
+def _models(rows: Iterable[dict[str, Any]]) -> list[str]:
+    return list(dict.fromkeys(row["model"] for row in rows))
+
+
+def _lengths(rows: Iterable[dict[str, Any]]) -> list[int]:
+    return sorted({row["length"] for row in rows})
+
+
+def _cell(row: dict[str, Any] | None, key: str, scale: float = 1.0, digits: int = 3) -> str:
+    if row is None:
+        return ""
+    if row.get("status") != "ok":
+        return str(row.get("status") or "").split(":")[0]  # "killed" / "failed"
+    value = row.get(key)
+    return "" if value is None else f"{value * scale:.{digits}g}"
+
+
+def _index(rows: list[dict[str, Any]]) -> dict[tuple[str, int, str], dict[str, Any]]:
+    return {(row["model"], row["length"], row["phase"]): row for row in rows}
+
+
+def metric_table(rows: list[dict[str, Any]], phase: str, key: str, scale: float = 1.0) -> str:
+    """Markdown table of one metric: a row per model, a column per length."""
+    index, lengths = _index(rows), _lengths(rows)
+    lines = ["| model | " + " | ".join(f"{n:,}" for n in lengths) + " |", "|---" * (len(lengths) + 1) + "|"]
+    for model in _models(rows):
+        cells = [_cell(index.get((model, n, phase)), key, scale) for n in lengths]
+        lines.append(f"| {model} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def slope(rows_by_length: dict[int, dict[str, Any]], short: int, long: int) -> float | None:
+    """Log-log slope of time between two lengths (1 = linear, 2 = quadratic)."""
+    a, b = rows_by_length.get(short), rows_by_length.get(long)
+    if short == long or not (a and b and a.get("status") == b.get("status") == "ok"):
+        return None
+    return math.log(b["time_s"] / a["time_s"]) / math.log(long / short)
+
+
+def summary_table(rows: list[dict[str, Any]]) -> str:
+    """The issue-3 targets at a glance: times, slope, attention share and memory at two lengths."""
+    lengths = _lengths(rows)
+    short, long = REFERENCE_LENGTHS if set(REFERENCE_LENGTHS) <= set(lengths) else (lengths[0], lengths[-1])
+    index = _index(rows)
+    at_short, at_long = _tokens(short), _tokens(long)
+    header = [
+        f"forward {at_short} (s)", f"forward {at_long} (s)", f"slope {at_short}-{at_long}",
+        f"attention share {at_short}", f"attention share {at_long}", f"train step {at_short} (s)",
+        f"train step {at_long} (s)", f"forward peak {at_long} (MB)", f"train peak {at_long} (MB)",
+    ]  # fmt: skip
+    lines = ["| model | " + " | ".join(header) + " |", "|---" * (len(header) + 1) + "|"]
+    for model in _models(rows):
+        forward = {n: index.get((model, n, "forward")) for n in lengths}
+        train_short, train_long = index.get((model, short, "train")), index.get((model, long, "train"))
+        fitted = slope(forward, short, long)
+        cells = [
+            _cell(forward[short], "time_s"),
+            _cell(forward[long], "time_s"),
+            "" if fitted is None else f"{fitted:.2f}",
+            _share(forward[short]),
+            _share(forward[long]),
+            _cell(train_short, "time_s"),
+            _cell(train_long, "time_s"),
+            _cell(forward[long], "peak_mb", digits=4),
+            _cell(train_long, "peak_mb", digits=4),
+        ]
+        lines.append(f"| {model} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _share(row: dict[str, Any] | None) -> str:
+    share = (row or {}).get("attention_share")
+    return "" if share is None else f"{share:+.0%}"
+
+
+def _tokens(length: int) -> str:
+    return f"{length // 1024}K" if length % 1024 == 0 else str(length)
+
+
+def markdown_report(rows: list[dict[str, Any]]) -> str:
+    """Summary plus one table per phase and metric."""
+    parts = ["### Summary", summary_table(rows)]
+    for phase in PHASES:
+        if any(row["phase"] == phase for row in rows):
+            parts += [f"### {phase}: median time (s)", metric_table(rows, phase, "time_s")]
+            parts += [f"### {phase}: peak memory above resident (MB)", metric_table(rows, phase, "peak_mb")]
+    return "\n\n".join(parts) + "\n"
+
+
+def plot(path: Path, rows: list[dict[str, Any]], title: str) -> None:
+    """Log-log time and memory vs length, a panel per phase and metric, a line per model."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    panels = [(phase, key) for phase in PHASES for key in ("time_s", "peak_mb")]
+    figure, axes = plt.subplots(2, 2, figsize=(12, 9))
+    for axis, (phase, key) in zip(axes.flat, panels, strict=True):
+        for model in _models(rows):
+            points = sorted(
+                (row["length"], row[key])
+                for row in rows
+                if row["model"] == model
+                and row["phase"] == phase
+                and row.get("status") == "ok"
+                and row.get(key)
+            )
+            if points:
+                style = "--" if model in PEERS else (":" if model == FLOOR else "-")
+                axis.plot(*zip(*points, strict=True), style, marker="o", label=model)
+        axis.set_xscale("log", base=2)
+        axis.set_yscale("log")
+        axis.set_xlabel("sequence length (tokens)")
+        axis.set_ylabel("median time (s)" if key == "time_s" else "peak memory above resident (MB)")
+        axis.set_title(f"{phase}: {'time' if key == 'time_s' else 'memory'}")
+        axis.grid(True, which="both", alpha=0.3)
+    axes.flat[0].legend(fontsize=8)
+    figure.suptitle(title)
+    figure.tight_layout()
+    with atomic_path(path) as tmp:
+        figure.savefig(tmp, format="png", dpi=110)
+    plt.close(figure)
