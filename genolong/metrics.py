@@ -4,11 +4,18 @@ Promoter prediction (binary): :func:`best_f1_threshold` picks the decision thres
 validation, :func:`promoter_metrics` reports F1, precision, recall, MCC, AUROC and AUPRC
 (scikit-learn) at that threshold on test, and :func:`format_metrics_table` prints several
 models side by side (model vs baseline).
+
+Chromatin profiles (919 binary labels, DeepSEA / BigBird App. F.3):
+:func:`per_profile_auc` computes one ROC AUC and one PR AUC per profile (scikit-learn),
+NaN for profiles whose evaluation set lacks positives or negatives;
+:func:`median_auc_by_class` takes the median per class (DHS / TF / HM) and
+:func:`format_chromatin_medians` prints it beside the published reference rows.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 from sklearn.metrics import (
@@ -97,4 +104,114 @@ def format_metrics_table(rows: Mapping[str, Mapping[str, float]]) -> str:
             + "  ".join(f"{metrics[m]:>9.4f}" for m in PROMOTER_METRICS)
             + f"  {metrics['threshold']:>9.4g}"
         )
+    return "\n".join(lines)
+
+
+# -- chromatin profiles ------------------------------------------------------------------------
+
+#: Published median ROC AUC per profile class (BigBird Table 7, percent / 100). DeepSEA's
+#: row matches the medians of DeepSEA's own Supp. Table 2 (truncated to one decimal).
+CHROMATIN_REFERENCE_MEDIAN_AUC = {
+    "DeepSEA": {"TF": 0.958, "DHS": 0.923, "HM": 0.856},
+    "BigBird": {"TF": 0.961, "DHS": 0.921, "HM": 0.887},
+}
+#: Class order of the chromatin tables (BigBird Table 7 order).
+CHROMATIN_CLASSES = ("TF", "DHS", "HM")
+
+
+@dataclass(frozen=True)
+class ProfileAUCs:
+    """Per-profile AUCs; every array has shape ``(profiles,)``.
+
+    Attributes:
+        roc_auc: ROC AUC, NaN where undefined.
+        pr_auc: PR AUC as average precision, NaN where undefined.
+        positives, negatives: label counts per profile.
+    """
+
+    roc_auc: np.ndarray
+    pr_auc: np.ndarray
+    positives: np.ndarray
+    negatives: np.ndarray
+
+    @property
+    def defined(self) -> np.ndarray:
+        """``(profiles,)`` bool: the profile has both positives and negatives."""
+        return (self.positives > 0) & (self.negatives > 0)
+
+
+def per_profile_auc(labels, scores) -> ProfileAUCs:
+    """ROC AUC and PR AUC of every profile (column), as DeepSEA and BigBird evaluate.
+
+    A profile whose labels are all 0 (no positives, e.g. one TF of DeepSEA's test set)
+    or all 1 has no AUC: it gets NaN and ``defined`` is False; it never raises.
+    PR AUC is scikit-learn's average precision (the step-wise area, no interpolation).
+
+    Args:
+        labels: ``(examples, profiles)`` 0/1.
+        scores: ``(examples, profiles)`` scores, probabilities or logits (any monotone scale).
+
+    Returns:
+        :class:`ProfileAUCs`.
+    """
+    labels = np.asarray(labels)
+    scores = np.asarray(scores, dtype=np.float64)
+    if labels.ndim != 2 or labels.shape != scores.shape:
+        raise ValueError(f"labels {labels.shape} and scores {scores.shape} must both be (examples, profiles)")
+    if not np.isin(labels, (0, 1)).all():
+        raise UserError("chromatin labels must be 0 or 1")
+    if not np.isfinite(scores).all():
+        raise UserError("chromatin scores contain NaN or infinite values")
+    positives = labels.sum(axis=0).astype(np.int64)
+    negatives = len(labels) - positives
+    roc = np.full(labels.shape[1], np.nan)
+    pr = np.full(labels.shape[1], np.nan)
+    for column in np.flatnonzero((positives > 0) & (negatives > 0)):
+        roc[column] = roc_auc_score(labels[:, column], scores[:, column])
+        pr[column] = average_precision_score(labels[:, column], scores[:, column])
+    return ProfileAUCs(roc, pr, positives, negatives)
+
+
+def median_auc_by_class(auc, classes) -> dict[str, dict[str, float | int]]:
+    """Median AUC per class, over the profiles whose AUC is defined.
+
+    Args:
+        auc: ``(profiles,)`` AUC values, NaN where undefined.
+        classes: ``(profiles,)`` class names (e.g. :func:`genolong.chromatin_profiles.profile_classes`).
+
+    Returns:
+        ``{class: {"median": m, "profiles": defined, "undefined": n}}`` in
+        :data:`CHROMATIN_CLASSES` order, then any other class; ``median`` is NaN
+        when no profile of the class is defined.
+    """
+    auc, classes = np.asarray(auc, dtype=np.float64), np.asarray(classes)
+    if auc.shape != classes.shape:
+        raise ValueError(f"{auc.shape} AUCs but {classes.shape} classes")
+    names = [name for name in CHROMATIN_CLASSES if name in classes]
+    names += sorted(set(classes.tolist()) - set(names))
+    summary = {}
+    for name in names:
+        values = auc[classes == name]
+        defined = values[~np.isnan(values)]
+        summary[name] = {
+            "median": float(np.median(defined)) if len(defined) else float("nan"),
+            "profiles": len(defined),
+            "undefined": len(values) - len(defined),
+        }
+    return summary
+
+
+def format_chromatin_medians(medians: Mapping[str, Mapping[str, Mapping[str, float]]]) -> str:
+    """Median ROC AUC (percent) per class for each model, then the published reference rows.
+
+    Args:
+        medians: ``{model name: median_auc_by_class(...)}``.
+    """
+    rows = {name: {cls: summary[cls]["median"] for cls in summary} for name, summary in medians.items()}
+    rows.update({f"{name} (published)": values for name, values in CHROMATIN_REFERENCE_MEDIAN_AUC.items()})
+    width = max(len("model"), *(len(name) for name in rows))
+    lines = [f"{'model':<{width}}  " + "  ".join(f"{cls:>6}" for cls in CHROMATIN_CLASSES)]
+    for name, values in rows.items():
+        cells = [f"{100 * values[cls]:>6.1f}" if cls in values else f"{'-':>6}" for cls in CHROMATIN_CLASSES]
+        lines.append(f"{name:<{width}}  " + "  ".join(cells))
     return "\n".join(lines)

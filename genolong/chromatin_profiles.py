@@ -1,0 +1,103 @@
+"""The 919 DeepSEA chromatin profiles: name, cell type, assay, treatment and class.
+
+The labels of the DeepSEA bundle (Zhou & Troyanskaya 2015; BigBird App. F.3) are 919
+binary chromatin profiles in a fixed column order: DNase I hypersensitivity (DHS)
+``[0:125]``, transcription factor binding (TF) ``[125:815]``, histone marks (HM)
+``[815:919]``. BigBird and DeepSEA report the median ROC AUC of each class.
+
+The names come from the shipped copy of epitome's table
+(``genolong/resources/chromatin/``, Apache-2.0), ``Cell|Assay|Treatment`` per column.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+
+from genolong.errors import InputError
+
+#: Number of DeepSEA chromatin profiles.
+N_PROFILES = 919
+#: Profile classes in DeepSEA column order, with their column ranges.
+CLASS_COLUMNS = {"DHS": range(0, 125), "TF": range(125, 815), "HM": range(815, 919)}
+
+
+@dataclass(frozen=True)
+class ChromatinProfile:
+    """One label column.
+
+    Attributes:
+        index: 0-based column in the label matrix.
+        name: ``Cell|Assay|Treatment``, e.g. ``8988T|DNase|None``.
+        cell_type, assay, treatment: the three parts of ``name``.
+        profile_class: ``DHS``, ``TF`` or ``HM``.
+    """
+
+    index: int
+    name: str
+    cell_type: str
+    assay: str
+    treatment: str
+    profile_class: str
+
+
+def profile_class(index: int) -> str:
+    """The class (``DHS``, ``TF``, ``HM``) of label column ``index``."""
+    for name, columns in CLASS_COLUMNS.items():
+        if index in columns:
+            return name
+    raise IndexError(f"label column {index} is outside 0..{N_PROFILES - 1}")
+
+
+def default_table() -> Path:
+    """The shipped table of profile names."""
+    return Path(str(resources.files("genolong.resources") / "chromatin" / "deepsea_feature_name_epitome.tsv"))
+
+
+def load_profiles(path: str | os.PathLike | None = None) -> tuple[ChromatinProfile, ...]:
+    """Read a profile table in epitome's format (``i\\tCell|Assay|Treatment``, header ``0\\t...``).
+
+    Args:
+        path: the table; the shipped one by default.
+
+    Returns:
+        919 profiles in column order.
+
+    Raises:
+        InputError: wrong number of rows, indices out of order, or a name without three parts.
+    """
+    path = Path(path) if path is not None else default_table()
+    lines = path.read_text().splitlines()
+    if not lines or not lines[0].startswith("0\t"):
+        raise InputError(path, "expected a header line '0\\t<label>'", line=1)
+    profiles = []
+    for line_number, line in enumerate(lines[1:], start=2):
+        number, _, name = line.partition("\t")
+        parts = name.split("|")
+        if number != str(line_number - 1) or len(parts) != 3:
+            raise InputError(
+                path, "expected '<index>\\tCell|Assay|Treatment' with consecutive indices", line=line_number
+            )
+        index = line_number - 2
+        if index >= N_PROFILES:
+            raise InputError(path, f"more than {N_PROFILES} profiles", line=line_number)
+        profiles.append(ChromatinProfile(index, name, *parts, profile_class(index)))
+    if len(profiles) != N_PROFILES:
+        raise InputError(path, f"{len(profiles)} profiles, expected {N_PROFILES}")
+    return tuple(profiles)
+
+
+@functools.cache
+def chromatin_profiles() -> tuple[ChromatinProfile, ...]:
+    """The 919 DeepSEA profiles in column order (shipped table, cached)."""
+    return load_profiles()
+
+
+def profile_classes() -> np.ndarray:
+    """``(919,)`` array of class names (``DHS``/``TF``/``HM``) in column order."""
+    return np.array([profile.profile_class for profile in chromatin_profiles()])
