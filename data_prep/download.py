@@ -212,10 +212,16 @@ def _retrying(attempt, *, url: str, retries: int, backoff: float, progress=lambd
 
 
 class _PartialFile:
-    """The ``.part`` file opened for appending, and the digests of its bytes, in step."""
+    """The ``.part`` file opened for appending, and the digests of its bytes, in step.
+
+    Beside it, ``.part.validator`` keeps the server's ``ETag`` (or ``Last-Modified``) of
+    the first response, sent as ``If-Range`` when resuming: a server whose file changed
+    meanwhile then answers with the whole new file instead of the rest of the old one.
+    """
 
     def __init__(self, path: Path, algorithms: set[str]):
         self.path = path
+        self._validator_path = path.with_name(path.name + ".validator")
         self.algorithms = sorted(algorithms)
         self.handle: BinaryIO = open(path, "ab")  # noqa: SIM115 (closed by close/commit/discard)
         self.size = self.handle.tell()
@@ -244,6 +250,21 @@ class _PartialFile:
         self.size = 0
         self._hashers = {name: new_hasher(name) for name in self.algorithms}
 
+    @property
+    def validator(self) -> str | None:
+        """The validator of the resource the bytes came from, if the server gave one."""
+        try:
+            return self._validator_path.read_text() or None
+        except FileNotFoundError:
+            return None
+
+    @validator.setter
+    def validator(self, value: str | None) -> None:
+        if value:
+            self._validator_path.write_text(value)
+        else:
+            self._validator_path.unlink(missing_ok=True)
+
     def digests(self) -> dict[str, str]:
         return {name: hasher.hexdigest() for name, hasher in self._hashers.items()}
 
@@ -252,10 +273,12 @@ class _PartialFile:
         os.fsync(self.handle.fileno())
         self.handle.close()
         os.replace(self.path, dest)
+        self.validator = None
 
     def discard(self) -> None:
         self.handle.close()
         self.path.unlink(missing_ok=True)
+        self.validator = None
 
     def close(self) -> None:
         """Close the file; an empty one (nothing received) is removed."""
@@ -263,6 +286,7 @@ class _PartialFile:
             self.handle.close()
             if self.size == 0:
                 self.path.unlink(missing_ok=True)
+                self.validator = None
 
 
 @dataclass
@@ -272,21 +296,28 @@ class _Response:
     stream: BinaryIO
     start: int
     total: int | None
+    validator: str | None = None
 
 
 def _attempt(url: str, part: _PartialFile, timeout: float, progress: bool, label: str) -> None:
     """One request: append what the source sends to ``part``; raise _Transient if cut short."""
     try:
-        response = _open(url, part.size, timeout)
+        response = _open(url, part.size, timeout, part.validator)
     except _RangeNotSatisfiable as err:
         if err.total == part.size:  # the part file already holds every byte
             return
         part.restart()
         raise _Transient("the partial file does not fit the resource; restarting") from None
+    if part.size and response.start == part.size and part.validator not in (None, response.validator):
+        response.stream.close()  # a server that ignored If-Range, serving a changed file
+        part.restart()
+        raise _Transient("the file changed on the server since the partial download; restarting")
     if response.start != part.size:
         if part.size:
             log.warning("%s: the server ignored the resume request; restarting from the beginning", label)
         part.restart()
+    if part.size == 0:
+        part.validator = response.validator
     with (
         response.stream,
         tqdm(
@@ -313,8 +344,11 @@ def _attempt(url: str, part: _PartialFile, timeout: float, progress: bool, label
         raise _Transient(f"connection closed after {part.size} of {response.total} bytes")
 
 
-def _open(url: str, offset: int, timeout: float) -> _Response:
-    """Open ``url`` asking for the bytes from ``offset`` on; the response says where it starts."""
+def _open(url: str, offset: int, timeout: float, validator: str | None = None) -> _Response:
+    """Open ``url`` asking for the bytes from ``offset`` on; the response says where it starts.
+
+    ``validator`` (an ETag or a Last-Modified date) makes the range request conditional.
+    """
     local = local_path(url)
     if local is not None:
         if not local.is_file():
@@ -328,6 +362,8 @@ def _open(url: str, offset: int, timeout: float) -> _Response:
     headers = {"User-Agent": USER_AGENT, "Accept-Encoding": "identity"}
     if offset:
         headers["Range"] = f"bytes={offset}-"
+        if validator:
+            headers["If-Range"] = validator
     host = urllib.parse.urlsplit(url).hostname or url
     try:
         response = urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=timeout)
@@ -359,9 +395,17 @@ def _open(url: str, offset: int, timeout: float) -> _Response:
         if start is None:
             response.close()
             raise _Transient("the server sent a partial response without a usable Content-Range")
-        return _Response(response, start, total)
+        return _Response(response, start, total, _validator(response.headers))
     length = response.headers.get("Content-Length", "")
-    return _Response(response, 0, int(length) if length.isdigit() else None)
+    return _Response(response, 0, int(length) if length.isdigit() else None, _validator(response.headers))
+
+
+def _validator(headers) -> str | None:
+    """A strong ETag, else Last-Modified: what If-Range accepts (weak ETags are not allowed)."""
+    etag = headers.get("ETag")
+    if etag and not etag.startswith("W/"):
+        return etag
+    return headers.get("Last-Modified")
 
 
 def local_path(url: str) -> Path | None:

@@ -1,6 +1,7 @@
 """A real HTTP server on 127.0.0.1, in a thread, for the download tests.
 
-It serves in-memory files with ``Range`` support and can misbehave on purpose: close the
+It serves in-memory files with ``Range`` and ``If-Range`` support (the ETag is the CRC-32
+of the content) and can misbehave on purpose: close the
 connection after N bytes, ignore ``Range`` (answer 200), or stall without answering.
 Every request is logged with the bytes of body it sent.
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 import re
 import threading
 import time
+import zlib
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -34,6 +36,7 @@ class Behaviour:
         ignore_range: answer 200 with the whole file even to a Range request.
         stall: accept the request and never answer (until the server stops).
         pace: seconds to sleep after each 16 KiB of body (keeps a transfer in flight).
+        ignore_if_range: serve the range even when ``If-Range`` names another version.
     """
 
     cut_after: int | None = None
@@ -41,6 +44,7 @@ class Behaviour:
     ignore_range: bool = False
     stall: bool = False
     pace: float = 0.0
+    ignore_if_range: bool = False
 
 
 @dataclass
@@ -102,8 +106,10 @@ class FixtureServer:
             handler.send_error(404, "Not Found")
             return
         start = 0
+        etag = f'"{zlib.crc32(data):08x}"'
         match = re.fullmatch(r"bytes=(\d+)-", range_header or "")
-        if match and not rule.ignore_range:
+        if_range = handler.headers.get("If-Range")
+        if match and not rule.ignore_range and (if_range is None or if_range == etag or rule.ignore_if_range):
             start = int(match.group(1))
             if start >= len(data):
                 served.status = 416
@@ -119,6 +125,7 @@ class FixtureServer:
             served.status = 200
             handler.send_response(200)
         body = data[start:]
+        handler.send_header("ETag", etag)
         handler.send_header("Content-Length", str(len(body)))
         handler.end_headers()
         limit = len(body)

@@ -92,6 +92,22 @@ def test_server_ignoring_range_restarts_cleanly(server, payload, tmp_path):
     assert statuses == [(None, 200), ("bytes=120000-", 200)]
 
 
+@pytest.mark.parametrize("honours_if_range", [True, False])
+def test_a_file_changed_on_the_server_is_not_spliced(server, payload, tmp_path, honours_if_range):
+    server.behaviour["data/genome.fa.gz"] = Behaviour(cut_after=100_000, ignore_if_range=not honours_if_range)
+    dest = tmp_path / "genome.fa.gz"
+    with pytest.raises(DownloadError):
+        download(server.url("data/genome.fa.gz"), dest, retries=0, **FAST)
+    new_version = payload[::-1]
+    server.files["data/genome.fa.gz"] = new_version
+    download(server.url("data/genome.fa.gz"), dest, expected=[sha256(new_version)], retries=1, **FAST)
+    assert dest.read_bytes() == new_version
+    assert not list(tmp_path.glob("*.validator"))
+    second = server.requests("data/genome.fa.gz")[1]
+    assert second.range == "bytes=100000-"
+    assert second.status == (200 if honours_if_range else 206)  # 206: we notice the new ETag and restart
+
+
 def test_complete_part_file_is_finished_without_refetching(server, payload, tmp_path):
     dest = tmp_path / "genome.fa.gz"
     partial_path(dest).write_bytes(payload)
