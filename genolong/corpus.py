@@ -126,13 +126,16 @@ class CorpusConfig:
 def cut_documents(length: int, rng: np.random.Generator, config: CorpusConfig) -> list[list[tuple[int, int]]]:
     """One pass of BigBird's document cutting over a sequence of ``length`` bp.
 
+    The start offset is drawn from ``[0, max_start_offset)``, or ``[0, length // 4)`` for a
+    sequence too short for that (a held-out tail, a small test genome).
+
     Returns:
         Documents, each a list of ``(start, end)`` sentence intervals (0-based,
         half-open), consecutive and non-overlapping; the last sentence may be short.
     """
     s_low, s_high = config.sentence_bp
     d_low, d_high = config.sentences_per_document
-    position = int(rng.integers(0, config.max_start_offset))
+    position = int(rng.integers(0, max(1, min(config.max_start_offset, length // 4))))
     documents = []
     while position < length:
         sentences = []

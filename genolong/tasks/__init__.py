@@ -1,0 +1,1 @@
+"""Training tasks as Lightning modules: MLM pretraining and the fine-tuning tasks."""

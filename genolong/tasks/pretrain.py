@@ -1,0 +1,397 @@
+"""MLM pretraining (BigBird Sec. 5, App. F.1): tokenizer -> corpus -> Lightning training.
+
+``run_pretrain`` runs the three steps into one output directory, skipping the ones
+whose outputs already exist and match::
+
+    out/tokenizer/        (unless --tokenizer is given)
+    out/corpus/           document shards (genolong.corpus)
+    out/checkpoints/      Lightning checkpoints (every N steps, last.ckpt)
+    out/logs/             csv/version_N/metrics.csv (one version per start), tensorboard/
+    out/model/            the final model (save_pretrained) with its tokenizer
+    out/report.json       validation loss and bits per base pair, baseline, throughput
+    out/learning_curve.png
+
+Metrics: masked-token cross-entropy and **bits per base pair** (BPC): the total NLL of
+the masked tokens in bits divided by the base pairs those tokens cover, next to the BPC
+of a token-unigram model fitted on the training shards, on the same masked tokens.
+NSP, BigBird's second objective, is not used (RoBERTa showed it does not help MLM).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import lightning.pytorch as pl
+import numpy as np
+import torch
+from torch.utils.data import DataLoader
+
+from genolong.config import from_dict, to_dict
+from genolong.corpus import Corpus, CorpusConfig, build_corpus
+from genolong.errors import ConfigError, UserError
+from genolong.files import atomic_path, atomic_write_text
+from genolong.mlm import MaskingConfig, MLMWindows, PositionSampler, SpecialIds, collate_windows
+from genolong.tasks.common import (
+    Throughput,
+    TrainConfig,
+    adamw_with_schedule,
+    build_trainer,
+    rng_state,
+    set_rng_state,
+)
+from genolong.tokenizer import TokenizerTrainConfig, load_tokenizer, token_lengths, tokenizer_fingerprint
+
+log = logging.getLogger(__name__)
+LN2 = math.log(2.0)
+
+
+@dataclass
+class PretrainConfig:
+    """Everything a pretraining run depends on; a YAML preset fills it (configs/pretrain/).
+
+    Attributes:
+        max_len: tokens per window, [CLS] and [SEP] included (BigBird: 4096).
+        model: ``GenolongConfig`` fields (backbone, sizes, the backbone's parameters);
+            ``vocab_size`` comes from the tokenizer, ``max_position_embeddings`` defaults to max_len.
+        tokenizer, corpus, masking, train: the step configs.
+    """
+
+    max_len: int = 4096
+    model: dict[str, Any] = field(default_factory=dict)
+    tokenizer: TokenizerTrainConfig = field(default_factory=TokenizerTrainConfig)
+    corpus: CorpusConfig = field(default_factory=CorpusConfig)
+    masking: MaskingConfig = field(default_factory=MaskingConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+
+    def __post_init__(self) -> None:
+        if self.max_len < 8:
+            raise ConfigError(f"max_len must be >= 8, got {self.max_len}")
+
+    def model_config(self, vocab_size: int):
+        """The validated ``GenolongConfig`` for a tokenizer of ``vocab_size`` tokens."""
+        from genolong.attention import attention_class
+        from genolong.model.configuration import GenolongConfig
+
+        fields = {"max_position_embeddings": self.max_len} | dict(self.model)
+        if fields.setdefault("vocab_size", vocab_size) != vocab_size:
+            raise UserError(f"the model config asks for vocab_size={fields['vocab_size']} but the tokenizer has "
+                            f"{vocab_size} tokens", hint="drop vocab_size from the config or use a matching tokenizer")
+        config = GenolongConfig(**fields)
+        multiple = attention_class(config.backbone).length_multiple(config)
+        if self.max_len % multiple:
+            raise ConfigError(f"max_len={self.max_len} is not a multiple of {multiple}, the block size of "
+                              f"backbone {config.backbone!r}")
+        if self.max_len > config.max_position_embeddings:
+            raise ConfigError(f"max_len={self.max_len} exceeds max_position_embeddings="
+                              f"{config.max_position_embeddings}")
+        return config
+
+
+def load_pretrain_config(path: str | Path | None, overrides: dict[str, Any] | None = None) -> PretrainConfig:
+    """A YAML file or shipped preset name (``tiny``, ``base``, ...) merged with ``overrides``.
+
+    A YAML file may start from another with ``extends: other.yaml`` (relative path);
+    ``overrides`` keys are dotted (``train.max_steps``, ``model.backbone``).
+    """
+    from genolong.configs import preset_path
+
+    data = _read_preset(preset_path("pretrain", str(path))) if path else {}
+    for key, value in (overrides or {}).items():
+        section, _, name = key.rpartition(".")
+        target = data.setdefault(section, {}) if section else data
+        target[name] = value
+    return from_dict(PretrainConfig, data, source=str(path or "pretrain config"))
+
+
+def _read_preset(path: Path) -> dict[str, Any]:
+    import yaml
+
+    if not path.is_file():
+        raise UserError(f"{path}: no such config file")
+    data = yaml.safe_load(path.read_text()) or {}
+    parent = data.pop("extends", None)
+    if parent is None:
+        return data
+    merged = _read_preset(path.parent / parent)
+    for key, value in data.items():
+        merged[key] = merged.get(key, {}) | value if isinstance(value, dict) else value
+    return merged
+
+
+# -- Lightning ------------------------------------------------------------------------------
+class MLMDataModule(pl.LightningDataModule):
+    """Training windows through a :class:`PositionSampler`; a fixed validation subset."""
+
+    def __init__(self, corpus_dir: Path, tokenizer, config: PretrainConfig):
+        super().__init__()
+        self.corpus = Corpus(corpus_dir)
+        self.special = SpecialIds.from_tokenizer(tokenizer)
+        self.config = config
+
+    def setup(self, stage: str | None = None) -> None:
+        cfg = self.config
+        self.train_set = MLMWindows(self.corpus, "train", self.special, cfg.max_len, cfg.masking, cfg.train.seed)
+        self.valid_set = MLMWindows(self.corpus, "valid", self.special, cfg.max_len, cfg.masking,
+                                    cfg.train.seed + 1)
+
+    def _loader(self, dataset, sampler) -> DataLoader:
+        # an own generator: creating an iterator would otherwise draw from the global RNG
+        # that dropout uses, and a resumed run would see a shifted dropout stream
+        return DataLoader(dataset, batch_size=self.config.train.batch_size, sampler=sampler,
+                          num_workers=self.config.train.num_workers,
+                          generator=torch.Generator().manual_seed(self.config.train.seed),
+                          collate_fn=lambda items: collate_windows(items, self.special.pad))
+
+    def train_dataloader(self) -> DataLoader:
+        train = self.config.train
+        rank, world = self.trainer.global_rank, self.trainer.world_size
+        global_batch = train.batch_size * train.accumulate_grad_batches * world
+        start = self.trainer.global_step * global_batch
+        sampler = PositionSampler(len(self.train_set), train.max_steps * global_batch, seed=train.seed,
+                                  start=start, rank=rank, world_size=world)
+        log.info("rank %d/%d reads training sample positions %d, %d, ... of %d windows", rank, world,
+                 start + rank, start + rank + world, len(self.train_set))
+        return self._loader(self.train_set, sampler)
+
+    def val_dataloader(self) -> DataLoader:
+        count = min(self.config.train.val_windows, len(self.valid_set))
+        chosen = np.linspace(0, len(self.valid_set) - 1, count).round().astype(int)
+        rank, world = self.trainer.global_rank, self.trainer.world_size
+        return self._loader(self.valid_set, [(int(i), int(i)) for i in chosen[rank::world]])
+
+
+class MLMModule(pl.LightningModule):
+    """GenolongForMaskedLM trained with MLM; validation reports loss and bits per bp.
+
+    Batches: input_ids, labels, attention_mask, all (B, T).
+    """
+
+    def __init__(self, model, config: PretrainConfig, token_bp: np.ndarray, unigram_log2: np.ndarray):
+        super().__init__()
+        self.model = model
+        self.config = config
+        self.register_buffer("token_bp", torch.as_tensor(token_bp, dtype=torch.float64), persistent=False)
+        self.register_buffer("unigram_bits", torch.as_tensor(-unigram_log2, dtype=torch.float64), persistent=False)
+        self.throughput = Throughput()
+        self._val_sums: torch.Tensor | None = None
+
+    def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
+        loss = self.model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+                          labels=batch["labels"]).loss
+        self.log("train/loss", loss, prog_bar=True)
+        rate = self.throughput.step(int(batch["attention_mask"].sum()) * self.trainer.world_size)
+        if rate is not None:
+            self.log("train/tokens_per_s", rate, prog_bar=True)
+        return loss
+
+    def on_validation_epoch_start(self) -> None:
+        self._val_sums = torch.zeros(4, dtype=torch.float64, device=self.device)
+
+    def validation_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
+        labels = batch["labels"]
+        logits = self.model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+                            labels=labels).logits  # (M, V) at the masked positions
+        targets = labels[labels != -100]
+        nll = torch.nn.functional.cross_entropy(logits.float(), targets, reduction="sum").double()
+        self._val_sums += torch.stack([nll, self.token_bp[targets].sum(), self.unigram_bits[targets].sum(),
+                                       torch.tensor(float(len(targets)), dtype=torch.float64, device=self.device)])
+
+    def on_validation_epoch_end(self) -> None:
+        nll, bp, unigram_bits, count = self.trainer.strategy.reduce(self._val_sums, reduce_op="sum").tolist()
+        self.log_dict({"val/loss": nll / count, "val/bpc": nll / LN2 / bp, "val/unigram_bpc": unigram_bits / bp},
+                      prog_bar=True, sync_dist=False)
+
+    def configure_optimizers(self):
+        return adamw_with_schedule(self.model, self.config.train)
+
+    def on_save_checkpoint(self, checkpoint: dict) -> None:
+        checkpoint["genolong_rng"] = rng_state()
+
+    def on_load_checkpoint(self, checkpoint: dict) -> None:
+        if "genolong_rng" in checkpoint:
+            set_rng_state(checkpoint["genolong_rng"])
+
+
+def unigram_log2_probs(corpus: Corpus, vocab_size: int) -> np.ndarray:
+    """log2 p(token) of a Laplace-smoothed unigram model of the training shards, (V,)."""
+    counts = np.ones(vocab_size, dtype=np.float64)
+    for shard in corpus.shards("train"):
+        for start in range(0, len(shard.tokens), 1 << 26):  # stream the memory map
+            counts += np.bincount(shard.tokens[start:start + (1 << 26)], minlength=vocab_size)[:vocab_size]
+    return np.log2(counts / counts.sum())
+
+
+# -- the command -----------------------------------------------------------------------------
+def _prepare_tokenizer(genome: Path, tokenizer_dir: Path | None, out: Path, config: PretrainConfig) -> Path:
+    from genolong.tokenizer import METADATA_FILE, train_tokenizer
+
+    if tokenizer_dir is not None:
+        load_tokenizer(tokenizer_dir)  # validates
+        return tokenizer_dir
+    target = out / "tokenizer"
+    wanted = {"genome": str(genome), "config": to_dict(config.tokenizer)}
+    if (target / METADATA_FILE).exists():
+        meta = json.loads((target / METADATA_FILE).read_text())
+        if {"genome": meta["genome"], "config": meta["config"]} == wanted:
+            log.info("tokenizer: %s exists and matches, skipped", target)
+            return target
+        raise UserError(f"{target} was trained on another genome or configuration",
+                        hint="pass --tokenizer, or use another --out")
+    log.info("tokenizer: training on %s", genome)
+    train_tokenizer(genome, target, config.tokenizer, show_progress=False)
+    return target
+
+
+def _launch_rank() -> int:
+    """This process's global rank as set by torchrun or SLURM (0 when not launched so)."""
+    import os
+
+    for name in ("RANK", "SLURM_PROCID"):
+        if name in os.environ:
+            return int(os.environ[name])
+    return 0
+
+
+def _wait_for(path: Path, timeout_s: float = 7 * 24 * 3600) -> dict:
+    """Poll for a JSON file that rank 0 writes when the data is prepared."""
+    deadline = time.monotonic() + timeout_s
+    while not path.exists():
+        if time.monotonic() > deadline:
+            raise UserError(f"timed out waiting for rank 0 to prepare the data ({path})")
+        time.sleep(2)
+    return json.loads(path.read_text())
+
+
+def _check_run_identity(out: Path, identity: dict, resume: bool) -> None:
+    """Refuse to mix runs: an --out whose checkpoints came from another configuration."""
+    path = out / "run.json"
+    checkpoints = out / "checkpoints"
+    if path.exists():
+        previous = json.loads(path.read_text())
+        if previous != identity:
+            changed = sorted(k for k in identity if previous.get(k) != identity[k])
+            raise UserError(f"{out} holds a run with another {', '.join(changed)}",
+                            hint="choose another --out; nothing was overwritten")
+    elif checkpoints.exists() and any(checkpoints.iterdir()):
+        raise UserError(f"{checkpoints} holds checkpoints that are not from a genolong pretrain run",
+                        hint="choose another --out; nothing was overwritten")
+    if checkpoints.exists() and any(checkpoints.iterdir()) and not resume:
+        raise UserError(f"{out} already holds checkpoints of this run",
+                        hint="pass --resume to continue it, or choose another --out")
+    atomic_write_text(path, json.dumps(identity, indent=1, sort_keys=True) + "\n")
+
+
+def run_pretrain(genome: Path, out: Path, config: PretrainConfig, *, tokenizer_dir: Path | None = None,
+                 resume: bool = False, show_progress: bool = True, extra_callbacks=()) -> dict:
+    """Tokenizer, corpus and MLM training into ``out``; returns the final report."""
+    from genolong.model.hf import GenolongForMaskedLM
+
+    started = time.perf_counter()
+    out.mkdir(parents=True, exist_ok=True)
+    corpus_dir = out / "corpus"
+    if _launch_rank() == 0:  # under torchrun/SLURM, rank 0 prepares and the others wait
+        tokenizer_dir = _prepare_tokenizer(genome, tokenizer_dir, out, config)
+        config.model_config(len(load_tokenizer(tokenizer_dir)))  # validate before the long steps
+        build_corpus(genome, tokenizer_dir, corpus_dir, config.corpus, show_progress=show_progress)
+        atomic_write_text(out / "prepared.json", json.dumps({"tokenizer": str(tokenizer_dir)}) + "\n")
+    else:
+        tokenizer_dir = Path(_wait_for(out / "prepared.json")["tokenizer"])
+    tokenizer = load_tokenizer(tokenizer_dir)
+    model_config = config.model_config(len(tokenizer))
+    corpus = Corpus(corpus_dir)
+
+    identity = {"tokenizer": tokenizer_fingerprint(tokenizer), "corpus": corpus.manifest["config_fingerprint"],
+                "model": model_config.to_diff_dict(), "max_len": config.max_len,
+                "masking": to_dict(config.masking), "train": to_dict(config.train) | {"max_steps": None}}
+    _check_run_identity(out, identity, resume)
+
+    pl.seed_everything(config.train.seed, workers=True, verbose=False)
+    model = GenolongForMaskedLM(model_config)
+    if config.train.gradient_checkpointing:
+        model.gradient_checkpointing_enable()
+    module = MLMModule(model, config, token_lengths(tokenizer)[:len(tokenizer)],
+                       unigram_log2_probs(corpus, len(tokenizer)))
+    data = MLMDataModule(corpus_dir, tokenizer, config)
+    trainer = build_trainer(config.train, out, extra_callbacks=extra_callbacks, enable_progress_bar=show_progress)
+    last = out / "checkpoints" / "last.ckpt"
+    trainer.fit(module, datamodule=data, ckpt_path=str(last) if resume and last.exists() else None)
+
+    if trainer.global_step < config.train.max_steps:  # stopped early (interrupted): resumable, no final model
+        return {"stopped_at_step": trainer.global_step}
+    trainer.validate(module, datamodule=data, verbose=False)
+    metrics = {k: float(v) for k, v in trainer.callback_metrics.items()}
+    report = {
+        "steps": trainer.global_step,
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "backbone": model_config.backbone,
+        "max_len": config.max_len,
+        "val_loss": metrics.get("val/loss"),
+        "val_bpc": metrics.get("val/bpc"),
+        "unigram_bpc": metrics.get("val/unigram_bpc"),
+        "seconds": round(time.perf_counter() - started, 1),
+        "corpus_totals": corpus.manifest["totals"],
+    }
+    if trainer.is_global_zero:
+        with atomic_path(out / "model", directory=True) as tmp:
+            model.save_pretrained(str(tmp))
+            tokenizer.save_pretrained(str(tmp))
+        report |= _throughput_from_logs(out)
+        atomic_write_text(out / "report.json", json.dumps(report, indent=2) + "\n")
+        plot_learning_curve(out, out / "learning_curve.png")
+    return report
+
+
+def logged_rows(out: Path) -> list[dict[str, str]]:
+    """The CSV log rows of a run, across restarts: for a step logged by several versions
+    (steps after the last checkpoint of an interrupted run), the latest version's row."""
+    import csv
+
+    versions = sorted((out / "logs" / "csv").glob("version_*/metrics.csv"),
+                      key=lambda p: int(p.parent.name.removeprefix("version_")))
+    rows: dict[tuple[str, tuple[str, ...]], dict[str, str]] = {}
+    for path in versions:
+        with open(path) as handle:
+            for row in csv.DictReader(handle):
+                filled = {k: v for k, v in row.items() if v not in ("", None)}
+                rows[(filled.get("step", ""), tuple(sorted(filled)))] = filled
+    return sorted(rows.values(), key=lambda r: int(r.get("step", 0)))
+
+
+def _throughput_from_logs(out: Path) -> dict:
+    rates = [float(row["train/tokens_per_s"]) for row in logged_rows(out) if "train/tokens_per_s" in row]
+    return {"train_tokens_per_s": round(float(np.median(rates)), 1) if rates else None}
+
+
+def plot_learning_curve(out: Path, png: Path) -> None:
+    """Training loss and validation BPC (with the unigram baseline) against step."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = logged_rows(out)
+
+    def series(key):
+        points = [(int(r["step"]), float(r[key])) for r in rows if r.get(key)]
+        return [p[0] for p in points], [p[1] for p in points]
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
+    left.plot(*series("train/loss"), lw=1)
+    left.set(xlabel="step", ylabel="masked-token cross-entropy (nats)", title="training loss")
+    steps, bpc = series("val/bpc")
+    right.plot(steps, bpc, marker="o", label="model")
+    _, unigram = series("val/unigram_bpc")
+    if unigram:
+        right.axhline(unigram[-1], color="grey", ls="--", label="token unigram")
+    right.set(xlabel="step", ylabel="bits per base pair", title="validation BPC")
+    right.legend()
+    fig.tight_layout()
+    with atomic_path(png) as tmp:
+        fig.savefig(tmp, format="png", dpi=100)
+    plt.close(fig)
