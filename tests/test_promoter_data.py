@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from genolong.data_prep.promoters import (
     WINDOW_PRESETS,
     Tss,
@@ -13,7 +14,6 @@ from genolong.data_prep.promoters import (
     read_sequence_lines,
     read_tss_bed,
 )
-
 from genolong.errors import ConfigError, InputError
 from genolong.genome import Genome
 from genolong.sequence import reverse_complement, write_fasta

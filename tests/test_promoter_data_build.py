@@ -7,6 +7,8 @@ from collections import Counter
 
 import numpy as np
 import pytest
+
+from genolong.cli import main
 from genolong.data_prep.promoter_dataset import (
     COLUMNS,
     PromoterDatasetConfig,
@@ -16,8 +18,6 @@ from genolong.data_prep.promoter_dataset import (
 )
 from genolong.data_prep.promoters import PromoterRecord, TssWindow
 from genolong.data_prep.splits import chromosome_split, deduplicate, stratified_random_split
-
-from genolong.cli import main
 from genolong.errors import ConfigError, UserError
 from genolong.sequence import write_fasta
 

@@ -6,6 +6,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
+
 from genolong.data_prep.negatives import (
     allowed_starts,
     derive_negatives,
@@ -16,7 +17,6 @@ from genolong.data_prep.negatives import (
     substitution_negative,
 )
 from genolong.data_prep.promoters import Tss, read_fasta_records, read_sequence_lines
-
 from genolong.errors import UserError
 from genolong.genome import Genome
 from genolong.sequence import reverse_complement, write_fasta
