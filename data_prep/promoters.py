@@ -32,10 +32,8 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from Bio.SeqIO.FastaIO import SimpleFastaParser
-
 from genolong.errors import ConfigError, InputError, UserError
-from genolong.sequence import InvalidSequenceError, clean, open_text_or_gzip
+from genolong.sequence import InvalidSequenceError, clean, open_text_or_gzip, read_fasta
 
 
 @dataclass(frozen=True)
@@ -255,27 +253,13 @@ def read_fasta_records(path: str | Path, label: int) -> list[PromoterRecord]:
     """Read every FASTA record (plain or gzip) as one example named ``<file stem>:<record number>``.
 
     Record numbers (1-based) rather than FASTA names make the ids unique: real data sets
-    repeat names (``Mouse_nonprom.fa`` has 456 names that occur more than once), which is
-    also why this reads with Biopython's parser and not :func:`genolong.sequence.read_fasta`
-    (that reader rejects duplicate names, rightly so for a genome). Sequences are cleaned
-    with :func:`genolong.sequence.clean`.
+    repeat names (``Mouse_nonprom.fa`` has 456 names that occur more than once).
 
     Raises:
         InputError: no records, a record without sequence, or invalid characters (named).
     """
-    path = Path(path)
-    records = []
-    with open_text(path) as handle:
-        for number, (title, text) in enumerate(SimpleFastaParser(handle), start=1):
-            name = title.split(maxsplit=1)[0] if title.strip() else f"#{number}"
-            if not text:
-                raise InputError(path, "record has no sequence", record=name)
-            records.append(
-                PromoterRecord(f"{path.stem}:{number}", _checked_sequence(path, text, record=name), label)
-            )
-    if not records:
-        raise InputError(path, "no FASTA records found (a record starts with a '>' header line)")
-    return records
+    return [PromoterRecord(f"{Path(path).stem}:{number}", record.sequence, label)
+            for number, record in enumerate(read_fasta(path, unique_names=False), start=1)]
 
 
 def open_text(path: Path) -> io.TextIOWrapper:

@@ -94,7 +94,7 @@ def open_text_or_gzip(path: str | os.PathLike):
     return gzip.open(path, "rb") if magic == b"\x1f\x8b" else open(path, "rb")
 
 
-def read_fasta(path: str | os.PathLike, *, raw: bool = False) -> Iterator[FastaRecord]:
+def read_fasta(path: str | os.PathLike, *, raw: bool = False, unique_names: bool = True) -> Iterator[FastaRecord]:
     """Stream the records of a FASTA file (plain, gzip or bgzip), validating as it goes.
 
     Memory holds one record at a time. Errors name the file and the line.
@@ -103,6 +103,8 @@ def read_fasta(path: str | os.PathLike, *, raw: bool = False) -> Iterator[FastaR
         path: FASTA file.
         raw: keep the sequence as written (case and IUPAC codes preserved, still
             validated) instead of cleaning it to ``ACGTN``.
+        unique_names: reject a repeated record name (right for a genome; sequence
+            collections such as promoter sets may repeat names).
 
     Raises:
         InputError: empty file, missing ``>`` header, invalid character, duplicate
@@ -136,7 +138,7 @@ def read_fasta(path: str | os.PathLike, *, raw: bool = False) -> Iterator[FastaR
                     if not header:
                         raise InputError(path, "header line has no record name", line=line_number)
                     name, _, description = header.partition(" ")
-                    if name in seen:
+                    if unique_names and name in seen:
                         raise InputError(path, "duplicate record name", line=line_number, record=name)
                     seen.add(name)
                     header_line = line_number
