@@ -1,7 +1,8 @@
 """Resumable, verified downloads over HTTP(S), or copies from a local file.
 
 :func:`download` writes ``DEST.part``, resuming it with an HTTP ``Range`` request when it
-exists (a server that ignores the range and answers 200 restarts the file cleanly),
+exists (a server that ignores the range and answers 200 restarts the file cleanly; an
+``If-Range`` validator makes sure the rest comes from the same version of the file),
 retries transient failures with exponential backoff, shows a progress bar with rate and
 ETA, checks the expected checksums, and only then renames ``DEST.part`` to ``DEST``. A
 ``DEST`` that exists is therefore always complete and verified.
@@ -159,7 +160,11 @@ def download(
             retries=retries,
             backoff=backoff,
             progress=lambda: part.size,
-            hint=lambda: f"{part.size} bytes kept in {part.path.name}: run the same command again to resume",
+            hint=lambda: (
+                f"{part.size} bytes kept in {part.path.name}: run the same command again to resume"
+                if part.size
+                else None
+            ),
         )
         digests = part.digests()
         for check in expected:

@@ -38,7 +38,11 @@ def register(subparsers) -> None:
     fetch.set_defaults(func=run_fetch)
 
     status = commands.add_parser(
-        "status", help="what is cached, its checksum state, and which commands can run"
+        "status",
+        help="what is cached, its checksum state, and which commands can run",
+        description="List each data set in the cache with its size, how it was verified and its state "
+        "(ready, not prepared, partial, changed, corrupt, missing), then the commands that can read it. "
+        "Exit status 1 if --verify finds a corrupt file.",
     )
     status.add_argument("--dest", type=Path, help="cache directory (default: $GENOLONG_HOME/data)")
     status.add_argument("--verify", action="store_true", help="re-hash every download (reads gigabytes)")
