@@ -11,11 +11,11 @@ import tarfile
 
 import pytest
 from _http_server import FixtureServer
+
+from genolong.cli import COMMAND_MODULES, build_parser, main
 from genolong.data_prep.cache import DataCache
 from genolong.data_prep.checksums import BsdSum
 from genolong.data_prep.sources import USAGES, ready_path
-
-from genolong.cli import COMMAND_MODULES, build_parser, main
 from genolong.genome import Genome
 
 HG19_TOY = ">chr1\nNNNNacgtACGTacgtACGTAAAA\nCCCCGGGG\n>chrM\nGATCACAGGT\n>chr6_apd_hap1\nACGTN\n"

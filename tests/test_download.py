@@ -11,6 +11,7 @@ import time
 
 import pytest
 from _http_server import Behaviour, FixtureServer
+
 from genolong.data_prep.checksums import (
     BsdSum,
     Checksum,
@@ -27,7 +28,6 @@ from genolong.data_prep.download import (
     fetch_bytes,
     partial_path,
 )
-
 from genolong.errors import UserError
 
 FAST = {"timeout": 2.0, "backoff": 0.0, "progress": False}

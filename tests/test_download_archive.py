@@ -6,6 +6,7 @@ import io
 import tarfile
 
 import pytest
+
 from genolong.data_prep.archive import UnsafeArchiveError, safe_extract
 
 

@@ -11,6 +11,7 @@ import time
 
 import pytest
 from _http_server import Behaviour, FixtureServer
+
 from genolong.data_prep.cache import DataCache
 from genolong.data_prep.checksums import Checksum, sha256_checksum
 

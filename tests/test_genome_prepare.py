@@ -7,13 +7,13 @@ import random
 
 import pyfaidx
 import pytest
+
 from genolong.data_prep.genome_prepare import (
     index_paths,
     is_assembled_chromosome,
     normalise_name,
     prepare_genome,
 )
-
 from genolong.errors import ConfigError, InputError, UserError
 from genolong.genome import Genome
 from genolong.sequence import read_fasta
