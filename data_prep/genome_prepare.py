@@ -111,10 +111,13 @@ def index_paths(path: str | os.PathLike) -> tuple[Path, Path, Path]:
 
 
 def default_output(fasta: str | os.PathLike, *, plain: bool = False) -> Path:
-    """Beside the input: ``x.fa.gz`` -> ``x.fa.bgz`` (or ``x.fa`` with ``plain``); ``x.fa`` -> ``x.fa.bgz``."""
+    """In the current directory, never beside the input (which may be read-only or shared).
+
+    ``x.fa.gz`` -> ``x.fa.bgz`` (or ``x.fa`` with ``plain``); ``x.fa`` -> ``x.fa.bgz``.
+    """
     fasta = Path(fasta)
     stem = fasta.name[: -len(fasta.suffix)] if fasta.suffix in (".gz", ".bgz") else fasta.name
-    return fasta.with_name(stem if plain else f"{stem}.bgz")
+    return Path.cwd() / (stem if plain else f"{stem}.bgz")
 
 
 def prepare_genome(

@@ -25,7 +25,7 @@ def register(subparsers) -> None:
     )
     prepare.add_argument("fasta", type=Path, help="input FASTA: plain, gzip or bgzip")
     prepare.add_argument(
-        "--out", type=Path, help="output FASTA (default: beside the input, x.fa.gz -> x.fa.bgz)"
+        "--out", type=Path, help="output FASTA (default: current directory, x.fa.gz -> x.fa.bgz)"
     )
     prepare.add_argument(
         "--plain", action="store_true", help="write uncompressed FASTA + .fai instead of BGZF"
