@@ -39,6 +39,7 @@ def atomic_path(path: str | os.PathLike, *, directory: bool = False) -> Iterator
         fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         os.close(fd)
         tmp = Path(name)
+        tmp.chmod(0o666 & ~_umask())  # mkstemp makes owner-only files; use the user's umask
     try:
         yield tmp
         if directory:
@@ -58,6 +59,12 @@ def atomic_path(path: str | os.PathLike, *, directory: bool = False) -> Iterator
         else:
             tmp.unlink(missing_ok=True)
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:
