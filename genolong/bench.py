@@ -7,7 +7,7 @@ size and measures, at batch 1 on ``threads`` CPU threads:
 * ``forward``: the bare encoder (``GenolongModel``, ``BigBirdModel``...) in eval mode under
   ``torch.no_grad``;
 * ``train``: one MLM training step of the ``...ForMaskedLM`` model -- forward with 15% of the
-  tokens masked, loss, backward, AdamW step -- in train mode (dropout on).
+  tokens masked, loss, backward, fused AdamW step -- in train mode (dropout on).
 
 Each phase is called once untimed (``first_call_s``: compilation, lazy initialisation),
 then ``repeats`` times; the median is reported. Peak memory is the resident-set high-water
@@ -237,7 +237,7 @@ def run_phase(spec: Spec, phase: str) -> dict[str, Any]:
         masked = torch.rand(ids.shape, generator=generator) < MASK_FRACTION
         labels = torch.where(masked, ids, -100)
         inputs = ids.masked_fill(masked, 4)  # [MASK]
-        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
 
         def call():
             with autocast:
@@ -256,6 +256,7 @@ def worker(spec: Spec) -> None:
     logging.getLogger("genolong").addHandler(messages)
     logging.getLogger("genolong").setLevel(logging.INFO)
     for phase in spec.phases:
+        messages.messages.clear()
         row = run_phase(spec, phase)
         row.update(phase=phase, status="ok", notes="; ".join(messages.messages), load1=os.getloadavg()[0])
         print(json.dumps(row), flush=True)

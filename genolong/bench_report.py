@@ -57,33 +57,37 @@ def slope(rows_by_length: dict[int, dict[str, Any]], short: int, long: int) -> f
 
 
 def summary_table(rows: list[dict[str, Any]]) -> str:
-    """The issue-3 targets at a glance: times, slope, attention share and memory at two lengths."""
+    """The issue-3 targets at a glance: times, slope, attention share and memory at two lengths
+    (4K and 16K when measured, else the shortest and longest)."""
     lengths = _lengths(rows)
     short, long = REFERENCE_LENGTHS if set(REFERENCE_LENGTHS) <= set(lengths) else (lengths[0], lengths[-1])
     index = _index(rows)
-    at_short, at_long = _tokens(short), _tokens(long)
-    header = [
-        f"forward {at_short} (s)", f"forward {at_long} (s)", f"slope {at_short}-{at_long}",
-        f"attention share {at_short}", f"attention share {at_long}", f"train step {at_short} (s)",
-        f"train step {at_long} (s)", f"forward peak {at_long} (MB)", f"train peak {at_long} (MB)",
-    ]  # fmt: skip
-    lines = ["| model | " + " | ".join(header) + " |", "|---" * (len(header) + 1) + "|"]
+
+    def forward(model, n):
+        return index.get((model, n, "forward"))
+
+    def train(model, n):
+        return index.get((model, n, "train"))
+
+    def fitted_slope(model):
+        value = slope({n: forward(model, n) for n in (short, long)}, short, long)
+        return "" if value is None else f"{value:.2f}"
+
+    columns = {}  # title -> cell(model); a dict, so one length measured gives each column once
+    for n in (short, long):
+        columns[f"forward {_tokens(n)} (s)"] = lambda m, n=n: _cell(forward(m, n), "time_s")
+    if short != long:
+        columns[f"slope {_tokens(short)}-{_tokens(long)}"] = fitted_slope
+    for n in (short, long):
+        columns[f"attention share {_tokens(n)}"] = lambda m, n=n: _share(forward(m, n))
+    for n in (short, long):
+        columns[f"train step {_tokens(n)} (s)"] = lambda m, n=n: _cell(train(m, n), "time_s")
+    columns[f"forward peak {_tokens(long)} (MB)"] = lambda m: _cell(forward(m, long), "peak_mb", digits=4)
+    columns[f"train peak {_tokens(long)} (MB)"] = lambda m: _cell(train(m, long), "peak_mb", digits=4)
+
+    lines = ["| model | " + " | ".join(columns) + " |", "|---" * (len(columns) + 1) + "|"]
     for model in _models(rows):
-        forward = {n: index.get((model, n, "forward")) for n in lengths}
-        train_short, train_long = index.get((model, short, "train")), index.get((model, long, "train"))
-        fitted = slope(forward, short, long)
-        cells = [
-            _cell(forward[short], "time_s"),
-            _cell(forward[long], "time_s"),
-            "" if fitted is None else f"{fitted:.2f}",
-            _share(forward[short]),
-            _share(forward[long]),
-            _cell(train_short, "time_s"),
-            _cell(train_long, "time_s"),
-            _cell(forward[long], "peak_mb", digits=4),
-            _cell(train_long, "peak_mb", digits=4),
-        ]
-        lines.append(f"| {model} | " + " | ".join(cells) + " |")
+        lines.append(f"| {model} | " + " | ".join(cell(model) for cell in columns.values()) + " |")
     return "\n".join(lines)
 
 
