@@ -50,8 +50,12 @@ from torch import nn
 from genolong.files import atomic_write_text
 from genolong.model.encoder import Block
 
-#: transformers' models measured beside ours, by benchmark name.
+#: transformers' models measured beside ours, by benchmark name, with the installed transformers.
 PEERS = ("hf-bigbird", "hf-longformer", "hf-bert")
+#: Peers that need transformers 4.x (lsg-converter runs only there; transformers 4.44's BigBird
+#: does not fill the dense L x L probabilities that 5.x does): measured with a package directory
+#: holding transformers 4.x put first on the worker's PYTHONPATH (``legacy_site``).
+LEGACY_PEERS = ("hf4-bigbird", "lsg-bert")
 FLOOR = "floor"
 PHASES = ("forward", "train")
 MASK_FRACTION = 0.15
@@ -84,6 +88,7 @@ class Spec:
     repeats: int = 3
     phases: tuple[str, ...] = PHASES
     seed: int = 0
+    legacy_site: str | None = None
 
 
 # --------------------------------------------------------------------------- models
@@ -145,12 +150,27 @@ def hf_bert(size: BenchSize, length: int, mlm: bool):
     return (BertForMaskedLM if mlm else BertModel)(config), {}
 
 
+def lsg_bert(size: BenchSize, length: int, mlm: bool):
+    """LSG-BERT from lsg-converter (Condevaux & Harispe 2023) at its defaults, which are our
+    ``lsg`` backbone's: local blocks of 128, "norm" sparsity with factor 2, 1 global token."""
+    from lsg_converter.bert.modeling_lsg_bert import LSGBertConfig, LSGBertForMaskedLM, LSGBertModel
+
+    config = LSGBertConfig(max_position_embeddings=length, **asdict(size))
+    model = (LSGBertForMaskedLM if mlm else LSGBertModel)(config)
+    for module in model.modules():  # lsg-converter 0.1.9 predates the attribute BertModel.forward reads
+        if isinstance(module, LSGBertModel):
+            module.attn_implementation = "eager"
+    return model, {}
+
+
 def build(spec: Spec, mlm: bool):
     """(model, extra inputs) for ``spec.model``: a peer, ``floor`` or one of our backbones."""
     builders: dict[str, Callable] = {
         "hf-bigbird": hf_bigbird,
         "hf-longformer": hf_longformer,
         "hf-bert": hf_bert,
+        "hf4-bigbird": hf_bigbird,
+        "lsg-bert": lsg_bert,
     }
     if spec.model == FLOOR:
         return floor_model(spec.size, spec.length, mlm)
@@ -258,6 +278,10 @@ def worker(spec: Spec) -> None:
     for phase in spec.phases:
         messages.messages.clear()
         row = run_phase(spec, phase)
+        if spec.model in PEERS + LEGACY_PEERS:
+            import transformers
+
+            messages.messages.append(f"transformers {transformers.__version__}")
         row.update(phase=phase, status="ok", notes="; ".join(messages.messages), load1=os.getloadavg()[0])
         print(json.dumps(row), flush=True)
         gc.collect()
@@ -280,6 +304,24 @@ def run_spec(spec: Spec, timeout_s: float, max_memory_gb: float) -> list[dict[st
     ``timeout_s``; the phases it had finished keep their rows.
     """
     env = {**os.environ, "OMP_NUM_THREADS": str(spec.threads), "TOKENIZERS_PARALLELISM": "false"}
+    rows, status = [], None
+    if spec.model in LEGACY_PEERS and not spec.legacy_site:
+        status = "skipped: needs --legacy-site (a directory with transformers 4.x)"
+    else:
+        if spec.model in LEGACY_PEERS:
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [spec.legacy_site, env.get("PYTHONPATH")]))
+        rows, status = _run_worker(spec, env, timeout_s, max_memory_gb)
+    done = {row["phase"] for row in rows}
+    rows += [{"phase": phase, "status": status} for phase in spec.phases if phase not in done]
+    for row in rows:
+        row.update(model=spec.model, length=spec.length, dtype=spec.dtype, threads=spec.threads)
+    return rows
+
+
+def _run_worker(
+    spec: Spec, env: dict[str, str], timeout_s: float, max_memory_gb: float
+) -> tuple[list[dict[str, Any]], str | None]:
+    """The rows the worker printed, and why it stopped early (None when it finished)."""
     argv = [sys.executable, "-m", "genolong.bench", json.dumps(asdict(spec))]
     with tempfile.TemporaryFile("w+") as stdout, tempfile.TemporaryFile("w+") as stderr:
         process = subprocess.Popen(argv, stdout=stdout, stderr=stderr, text=True, env=env)
@@ -301,11 +343,7 @@ def run_spec(spec: Spec, timeout_s: float, max_memory_gb: float) -> list[dict[st
         errors = [line.strip() for line in stderr if line.strip()]
     if status is None and process.returncode != 0:
         status = f"failed: {errors[-1] if errors else f'exit code {process.returncode}'}"
-    done = {row["phase"] for row in rows}
-    rows += [{"phase": phase, "status": status} for phase in spec.phases if phase not in done]
-    for row in rows:
-        row.update(model=spec.model, length=spec.length, dtype=spec.dtype, threads=spec.threads)
-    return rows
+    return rows, status
 
 
 def plan(
@@ -315,7 +353,7 @@ def plan(
     ``extra_lengths`` (dense attention is quadratic and is measured only where the peers are)."""
     models = [*backbones, *([FLOOR] if floor else []), *peers]
     pairs = [(model, length) for model in models for length in lengths]
-    long_models = [m for m in models if m not in PEERS and m != "full"]
+    long_models = [m for m in models if m not in PEERS + LEGACY_PEERS and m != "full"]
     pairs += [(model, length) for model in long_models for length in extra_lengths if length not in lengths]
     return pairs
 
@@ -371,7 +409,7 @@ def add_attention_share(rows: list[dict[str, Any]]) -> None:
     }
     for row in rows:
         key = (row["phase"], row["length"], row["dtype"])
-        ours = row["model"] not in PEERS and row["model"] != FLOOR
+        ours = row["model"] not in PEERS + LEGACY_PEERS and row["model"] != FLOOR
         ok = ours and row.get("status") == "ok" and key in floor
         row["attention_share"] = row["time_s"] / floor[key] - 1 if ok else None
 

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from genolong.bench import FLOOR, PEERS, PHASES
+from genolong.bench import FLOOR, LEGACY_PEERS, PEERS, PHASES
 from genolong.files import atomic_path
 
 #: The lengths the issue's targets name; the summary falls back to the shortest and longest measured.
@@ -130,7 +130,7 @@ def plot(path: Path, rows: list[dict[str, Any]], title: str) -> None:
                 and row.get(key)
             )
             if points:
-                style = "--" if model in PEERS else (":" if model == FLOOR else "-")
+                style = "--" if model in PEERS + LEGACY_PEERS else (":" if model == FLOOR else "-")
                 axis.plot(*zip(*points, strict=True), style, marker="o", label=model)
         axis.set_xscale("log", base=2)
         axis.set_yscale("log")

@@ -94,3 +94,11 @@ def test_tables_show_why_a_measurement_is_missing():
     ]
     table = bench_report.metric_table(rows, "train", "time_s")
     assert table.splitlines()[-1] == "| hf-bigbird | 1.5 | killed |"
+
+
+def test_legacy_peers_are_skipped_without_a_legacy_site():
+    rows = bench.run_spec(bench.Spec(model="lsg-bert", length=256), timeout_s=60, max_memory_gb=8)
+    assert {row["status"] for row in rows} == {
+        "skipped: needs --legacy-site (a directory with transformers 4.x)"
+    }
+    assert [row["phase"] for row in rows] == ["forward", "train"]

@@ -33,7 +33,16 @@ def register(subparsers) -> None:
         nargs="*",
         default=None,
         metavar="NAME",
-        help="transformers peers: hf-bigbird hf-longformer hf-bert (default: all)",
+        help="peers: hf-bigbird hf-longformer hf-bert (installed transformers), hf4-bigbird lsg-bert "
+        "(transformers 4.x from --legacy-site); default: all that can run",
+    )
+    attention.add_argument(
+        "--legacy-site",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="package directory with transformers 4.x (4.44 tested) and lsg-converter, put first on the "
+        "PYTHONPATH of the hf4-bigbird and lsg-bert workers",
     )
     attention.add_argument(
         "--no-floor",
@@ -91,10 +100,16 @@ def run_attention(args) -> int:
     backbones = args.backbones or available_attentions()
     for name in backbones:
         attention_class(name)  # ConfigError for an unknown name
-    peers = list(bench.PEERS) if args.peers is None else args.peers
-    unknown = sorted(set(peers) - set(bench.PEERS))
+    known_peers = bench.PEERS + bench.LEGACY_PEERS
+    if args.peers is None:
+        peers = list(bench.PEERS + (bench.LEGACY_PEERS if args.legacy_site else ()))
+    else:
+        peers = args.peers
+    unknown = sorted(set(peers) - set(known_peers))
     if unknown:
-        raise UserError(f"unknown peer {', '.join(unknown)}; choose from: {', '.join(bench.PEERS)}")
+        raise UserError(f"unknown peer {', '.join(unknown)}; choose from: {', '.join(known_peers)}")
+    if args.legacy_site is not None and not (args.legacy_site / "transformers").is_dir():
+        raise UserError(f"--legacy-site {args.legacy_site}: no transformers package in that directory")
     if min(args.lengths + args.extra_lengths) < 1 or args.threads < 1 or args.repeats < 1:
         raise UserError("lengths, --threads and --repeats must be positive")
 
@@ -113,6 +128,7 @@ def run_attention(args) -> int:
         threads=args.threads,
         repeats=args.repeats,
         phases=tuple(args.phases),
+        legacy_site=None if args.legacy_site is None else str(args.legacy_site.resolve()),
     )
     stem = args.out / f"attention_{args.dtype}"
     settings = {"size": vars(size), "threads": args.threads, "repeats": args.repeats, "dtype": args.dtype}
