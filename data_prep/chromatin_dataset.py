@@ -95,9 +95,10 @@ def prepare_chromatin(
         raise UserError(f"{out} already exists; remove it or choose another output directory")
     if genome is not None and not Path(genome).is_file():
         raise InputError(genome, "no such genome FASTA file")
-    sources = find_mat_files(mat_dir)
-    mats = {split: DeepSEAMat(path, split) for split, path in sources.items()}
+    mats: dict[str, DeepSEAMat] = {}
     try:
+        for split, path in find_mat_files(mat_dir).items():
+            mats[split] = DeepSEAMat(path, split)
         lengths = {mat.length for mat in mats.values()}
         if len(lengths) != 1:
             raise InputError(mat_dir, f"the .mat files hold sequences of different lengths {sorted(lengths)}")
@@ -207,6 +208,7 @@ class _Job:
             progress = self.state["splits"][split]
             self._hash_source(split, mat)
             self._decode(split, mat, progress)
+            mat.close()  # frees a loaded v5 file before the next stage
             if progress["strand_pairs"] is None:
                 progress["strand_pairs"] = strand_pair_layout(
                     np.load(self._path(split, "input"), mmap_mode="r"),

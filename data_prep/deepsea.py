@@ -7,7 +7,8 @@
   ``(919, rows)``. With 4.4M rows it is read in chunks of rows, never whole.
 * ``valid.mat`` / ``test.mat``: MATLAB v5, read with ``scipy.io.loadmat``:
   ``{split}xdata`` ``(rows, 4, 1000)`` and ``{split}data`` ``(rows, 919)``. The v5 format
-  has no random access, so these are loaded whole (test.mat: 1.8 GB + 0.4 GB).
+  has no random access, so these are loaded whole when first read (test.mat: 1.8 GB +
+  0.4 GB); opening only reads the variable headers.
 
 Sequences are one-hot with channels in the order A, G, C, T; an all-zero column is N.
 Labels are 0/1 in DeepSEA column order (DHS 0-124, TF 125-814, HM 815-918).
@@ -70,23 +71,25 @@ class DeepSEAMat:
         import h5py
 
         self._h5 = None
+        self._arrays: tuple[np.ndarray, np.ndarray] | None = None  # v5 data, loaded on first read
         if h5py.is_hdf5(self.path):
             self.format = FORMAT_V73
             self._h5 = h5py.File(self.path, "r")
             self._require_keys([key for key, item in self._h5.items() if isinstance(item, h5py.Dataset)])
-            self._x, self._y = self._h5[self.x_key], self._h5[self.y_key]
+            stored = self._h5[self.x_key].shape, self._h5[self.y_key].shape
             # HDF5 sees MATLAB's (rows, 4, length) and (rows, 919) with the axes reversed.
             self.length, self.rows = self._check_shapes(
-                self._x.shape[::-1], self._y.shape[::-1], "(length, 4, rows)", f"({N_PROFILES}, rows)"
+                *stored, stored[0][::-1], stored[1][::-1], "(length, 4, rows)", f"({N_PROFILES}, rows)"
             )
         else:
             self.format = FORMAT_V5
-            self._x, self._y = self._load_v5()
+            stored = self._v5_shapes()
             self.length, self.rows = self._check_shapes(
-                self._x.shape, self._y.shape, "(rows, 4, length)", f"(rows, {N_PROFILES})"
+                *stored, *stored, "(rows, 4, length)", f"(rows, {N_PROFILES})"
             )
 
-    def _load_v5(self) -> tuple[np.ndarray, np.ndarray]:
+    def _v5_shapes(self) -> tuple[tuple, tuple]:
+        """Shapes of the two variables of a v5 file, read from its headers without loading the data."""
         import scipy.io
 
         with open(self.path, "rb") as handle:
@@ -96,12 +99,20 @@ class DeepSEAMat:
                 self.path, "not a MATLAB v5 or v7.3 file (neither HDF5 nor a 'MATLAB 5.0 MAT-file' header)"
             )
         try:
-            variables = [name for name, _, _ in scipy.io.whosmat(self.path)]
+            shapes = {name: shape for name, shape, _ in scipy.io.whosmat(self.path)}
         except (scipy.io.matlab.MatReadError, ValueError, IndexError, OSError) as err:
             raise InputError(self.path, f"unreadable MATLAB v5 file ({err})") from None
-        self._require_keys(variables)
-        mat = scipy.io.loadmat(self.path, variable_names=[self.x_key, self.y_key])
-        return mat[self.x_key], mat[self.y_key]
+        self._require_keys(list(shapes))
+        return shapes[self.x_key], shapes[self.y_key]
+
+    def _v5_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """The v5 one-hot and label arrays; the format has no random access, so they load whole."""
+        if self._arrays is None:
+            import scipy.io
+
+            mat = scipy.io.loadmat(self.path, variable_names=[self.x_key, self.y_key])
+            self._arrays = mat[self.x_key], mat[self.y_key]
+        return self._arrays
 
     def _require_keys(self, keys: list[str]) -> None:
         missing = [key for key in (self.x_key, self.y_key) if key not in keys]
@@ -112,9 +123,12 @@ class DeepSEAMat:
                 f"{self.split} split, missing {missing}; the file has {sorted(keys)}",
             )
 
-    def _check_shapes(self, x_shape, y_shape, x_layout: str, y_layout: str) -> tuple[int, int]:
-        """Validate the (rows, 4, length) / (rows, 919) shapes; ``*_layout`` names the stored layout."""
-        stored_x, stored_y = self._x.shape, self._y.shape
+    def _check_shapes(self, stored_x, stored_y, x_shape, y_shape, x_layout: str, y_layout: str):
+        """Validate the shapes as stored and as ``(rows, 4, length)`` / ``(rows, 919)``.
+
+        Returns:
+            ``(length, rows)``.
+        """
         if len(x_shape) != 3 or x_shape[1] != 4:
             raise InputError(
                 self.path,
@@ -151,22 +165,28 @@ class DeepSEAMat:
                 label other than 0/1 (naming the row).
         """
         step = rows_per_chunk
-        if self._h5 is not None and self._x.chunks:
-            along_rows = self._x.chunks[2]
-            step = -(-rows_per_chunk // along_rows) * along_rows
+        if self._h5 is not None:
+            one_hot_data, label_data = self._h5[self.x_key], self._h5[self.y_key]
+            if one_hot_data.chunks:
+                along_rows = one_hot_data.chunks[2]
+                step = -(-rows_per_chunk // along_rows) * along_rows
+        else:
+            one_hot_data, label_data = self._v5_arrays()
         for begin in range(start, self.rows, step):
             end = min(begin + step, self.rows)
             if self._h5 is not None:
-                one_hot = np.transpose(self._x[:, :, begin:end], (2, 1, 0))  # (rows, 4, length)
-                labels = np.transpose(self._y[:, begin:end])  # (rows, 919)
+                one_hot = np.transpose(one_hot_data[:, :, begin:end], (2, 1, 0))  # (rows, 4, length)
+                labels = np.transpose(label_data[:, begin:end])  # (rows, 919)
             else:
-                one_hot, labels = self._x[begin:end], self._y[begin:end]
+                one_hot, labels = one_hot_data[begin:end], label_data[begin:end]
             yield begin, decode_one_hot(one_hot, self.path, begin), check_labels(labels, self.path, begin)
 
     def close(self) -> None:
+        """Close the HDF5 file and free loaded v5 arrays."""
         if self._h5 is not None:
             self._h5.close()
             self._h5 = None
+        self._arrays = None
 
     def __enter__(self) -> DeepSEAMat:
         return self

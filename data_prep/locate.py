@@ -211,11 +211,11 @@ class GenomeIndex:
         self.starts = np.asarray(starts, np.int64)
         self.lengths = np.asarray(lengths, np.int64)
         self.sequence = sequence
-        self._keys = keys  # (distinct + 1,) uint64 sorted canonical k-mers, then the sentinel
-        self._key_starts = (
-            key_starts  # (distinct + 2,) int64: key i owns entries [key_starts[i], key_starts[i+1])
-        )
-        self._blocks = blocks  # (entries,) uint32 block number (genome offset / 32), sorted by key
+        # The index proper. Entries (one per N-free block) are sorted by canonical k-mer;
+        # distinct key i owns entries key_starts[i] .. key_starts[i + 1] - 1.
+        self._keys = keys  # (distinct + 1,) uint64, sorted, then the sentinel
+        self._key_starts = key_starts  # (distinct + 2,) int64
+        self._blocks = blocks  # (entries,) uint32 block number = genome offset / 32
         self._orient = orient  # (entries,) uint8 orientation of the block vs its canonical k-mer
 
     @property

@@ -17,12 +17,12 @@ from deepsea_fixtures import (
     write_mat_v5,
     write_mat_v73,
 )
+
+from genolong import cli
 from genolong.data_prep import chromatin_dataset
 from genolong.data_prep.chromatin_dataset import PreparedChromatin, prepare_chromatin
 from genolong.data_prep.deepsea import DeepSEAMat
 from genolong.data_prep.locate import LocateStatus
-
-from genolong import cli
 from genolong.errors import ConfigError, InputError, UserError
 from genolong.sequence import reverse_complement, write_fasta
 
@@ -173,7 +173,7 @@ def test_interrupted_preparation_resumes(bundle, genome, tmp_path, monkeypatch):
         "chunks",
         lambda mat, rows, start=0: (starts.append((mat.split, start)), original_chunks(mat, rows, start))[1],
     )
-    for stop_after in range(3, total, 4):  # every stage: decoding, strand pairs, locating, writing windows
+    for stop_after in range(3, total, 6):  # every stage: decoding, strand pairs, locating, writing windows
         out = tmp_path / f"resumed{stop_after}"
         saves.clear()
 
