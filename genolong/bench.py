@@ -10,7 +10,8 @@ size and measures, at batch 1 on ``threads`` CPU threads:
   tokens masked, loss, backward, fused AdamW step -- in train mode (dropout on).
 
 Each phase is called once untimed (``first_call_s``: compilation, lazy initialisation),
-then ``repeats`` times; the median is reported. Peak memory is the resident-set high-water
+then ``repeats`` times (fewer once the timed calls have taken ``budget_s``); the median is
+reported. Peak memory is the resident-set high-water
 mark during the first timed call minus the resident set just before it, on Linux
 (``/proc/self/clear_refs`` resets the mark; ``malloc_trim`` first returns freed heap pages
 to the system, so memory freed by the untimed call cannot hide the peak). It counts
@@ -86,6 +87,7 @@ class Spec:
     dtype: str = "fp32"
     threads: int = 2
     repeats: int = 3
+    budget_s: float = 30.0
     phases: tuple[str, ...] = PHASES
     seed: int = 0
     legacy_site: str | None = None
@@ -200,19 +202,19 @@ def reset_peak_memory() -> float:
     return proc_status_mb("VmRSS")
 
 
-def measure(call: Callable[[], Any], repeats: int) -> dict[str, Any]:
-    """First (untimed) call, then ``repeats`` timed calls; the first timed one also measures memory."""
+def measure(call: Callable[[], Any], repeats: int, budget_s: float) -> dict[str, Any]:
+    """First (untimed) call, then up to ``repeats`` timed calls, fewer once they have taken
+    ``budget_s`` together; the first timed call also measures memory."""
     start = time.perf_counter()
     call()
     first_call = time.perf_counter() - start
-    times, peak_mb, base_mb = [], None, None
-    for i in range(repeats):
-        if i == 0:
-            base_mb = reset_peak_memory()
+    base_mb = reset_peak_memory()
+    times, peak_mb = [], None
+    while len(times) < repeats and (not times or sum(times) < budget_s):
         start = time.perf_counter()
         call()
         times.append(time.perf_counter() - start)
-        if i == 0:
+        if peak_mb is None:
             peak_mb = proc_status_mb("VmHWM") - base_mb
     return {
         "time_s": statistics.median(times),
@@ -266,7 +268,7 @@ def run_phase(spec: Spec, phase: str) -> dict[str, Any]:
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
 
-    return measure(call, spec.repeats)
+    return measure(call, spec.repeats, spec.budget_s)
 
 
 def worker(spec: Spec) -> None:
@@ -350,11 +352,14 @@ def plan(
     backbones: list[str], peers: list[str], floor: bool, lengths: list[int], extra_lengths: list[int]
 ) -> list[tuple[str, int]]:
     """(model, length) pairs: everyone at ``lengths``; our sparse backbones and the floor also at
-    ``extra_lengths`` (dense attention is quadratic and is measured only where the peers are)."""
+    ``extra_lengths`` (dense attention is quadratic and is measured only where the peers are).
+
+    Length-major, so that the models compared at one length are measured close in time (the
+    load of a shared machine drifts)."""
     models = [*backbones, *([FLOOR] if floor else []), *peers]
-    pairs = [(model, length) for model in models for length in lengths]
     long_models = [m for m in models if m not in PEERS + LEGACY_PEERS and m != "full"]
-    pairs += [(model, length) for model in long_models for length in extra_lengths if length not in lengths]
+    pairs = [(model, length) for length in lengths for model in models]
+    pairs += [(model, length) for length in extra_lengths if length not in lengths for model in long_models]
     return pairs
 
 

@@ -62,8 +62,9 @@ def test_unknown_names_are_user_errors(tmp_path, capsys):
 
 
 def test_plan_measures_long_lengths_only_for_our_sparse_models_and_the_floor():
-    pairs = bench.plan(["full", "bigbird"], ["hf-bert"], True, [1024], [32768])
+    pairs = bench.plan(["full", "bigbird"], ["hf-bert"], True, [1024, 2048], [32768])
     assert pairs == [("full", 1024), ("bigbird", 1024), ("floor", 1024), ("hf-bert", 1024),
+                     ("full", 2048), ("bigbird", 2048), ("floor", 2048), ("hf-bert", 2048),
                      ("bigbird", 32768), ("floor", 32768)]  # fmt: skip
 
 

@@ -68,6 +68,9 @@ def register(subparsers) -> None:
     )
     attention.add_argument("--threads", type=int, default=2)
     attention.add_argument("--repeats", type=int, default=3, help="timed calls after the untimed first one")
+    attention.add_argument(
+        "--budget", type=float, default=30.0, help="fewer repeats once the timed calls took this many seconds"
+    )
     attention.add_argument("--hidden", type=int, default=256)
     attention.add_argument("--layers", type=int, default=4)
     attention.add_argument("--heads", type=int, default=4)
@@ -127,11 +130,18 @@ def run_attention(args) -> int:
         dtype=args.dtype,
         threads=args.threads,
         repeats=args.repeats,
+        budget_s=args.budget,
         phases=tuple(args.phases),
         legacy_site=None if args.legacy_site is None else str(args.legacy_site.resolve()),
     )
     stem = args.out / f"attention_{args.dtype}"
-    settings = {"size": vars(size), "threads": args.threads, "repeats": args.repeats, "dtype": args.dtype}
+    settings = {
+        "size": vars(size),
+        "threads": args.threads,
+        "repeats": args.repeats,
+        "budget_s": args.budget,
+        "dtype": args.dtype,
+    }
     meta_path = stem.with_suffix(".json")
     if args.resume and meta_path.exists() and json.loads(meta_path.read_text())["settings"] != settings:
         raise UserError(f"{meta_path} was measured with other settings; use another --out or drop --resume")
