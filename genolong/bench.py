@@ -11,11 +11,11 @@ size and measures, at batch 1 on ``threads`` CPU threads:
 
 Each phase is called once untimed (``first_call_s``: compilation, lazy initialisation),
 then ``repeats`` times (fewer once the timed calls have taken ``budget_s``); the median is
-reported. Peak memory is the resident-set high-water
-mark during the first timed call minus the resident set just before it, on Linux
-(``/proc/self/clear_refs`` resets the mark; ``malloc_trim`` first returns freed heap pages
-to the system, so memory freed by the untimed call cannot hide the peak). It counts
-activations, workspaces and gradients, not the model and inputs already resident.
+reported. Peak memory is the resident-set high-water mark during the first timed call minus
+the resident set just before it, on Linux (``/proc/self/clear_refs`` resets the mark;
+``malloc_trim`` first returns freed heap pages to the system, so memory freed by the untimed
+call cannot hide the peak). It counts activations, workspaces, gradients and optimizer
+state, not the model and inputs already resident.
 
 ``floor`` is our encoder with the attention replaced by "return v": every other cost of
 the model (embeddings, projections, FFN, norms, heads), so ``time / floor - 1`` is the
