@@ -1,0 +1,186 @@
+"""BigBird block-sparse attention (Zaheer et al. 2020, "Big Bird: Transformers for Longer Sequences").
+
+The pattern (Sec. 2, in the blocked form of App. D), in blocks of ``block_size`` tokens:
+
+* **window**: each query block attends to the ``num_window_blocks`` blocks centred on it.
+  App. D uses 3: the block and its left and right neighbours.
+* **random**: ``num_random_blocks`` further blocks per query block and head.
+* **global**: ``num_global_blocks`` blocks of global tokens. They attend to every token, and
+  every token attends to them.
+
+Window and random blocks range over the non-global blocks only, so no key is counted twice.
+Random blocks are drawn outside the window, without repetition, as in transformers'
+``_bigbird_block_rand_mask``.
+
+Global tokens (Sec. 2, "ITC" and "ETC"):
+
+* ``global_token_location="itc"`` (internal transformer construction): the first
+  ``num_global_blocks`` blocks of the sequence itself are global. transformers' BigBird makes
+  the first *and last* blocks global. We take the first ones so that ``[CLS]`` is global, and so
+  that the padding at the end of a short sequence never is.
+* ``"etc"`` (extended transformer construction): the encoder prepends
+  ``num_global_blocks * block_size`` learned tokens
+  (:meth:`BigBirdAttention.num_extra_global_tokens`).
+
+Either way the attention sees the global tokens first, so one pattern serves both.
+
+Random layout: each layer keeps uniform draws ``(heads, max_blocks, num_random_blocks)`` as
+a buffer, drawn at init from a generator seeded with ``attention_seed + layer_idx``.
+:func:`random_blocks` turns them into blocks for any length. The layout is therefore fixed
+per layer and length, saved with the model, and the same in ``train()`` and ``eval()``.
+transformers' BigBird instead switches every random block to block 0 in eval mode; we do
+not. ``redraw_random_per_step=True`` draws a new layout at every training step from the
+layer's explicit generator.
+
+Defaults are those of App. F, Table 21 (computational biology): blocks of 64, a window of
+3 blocks, 3 random blocks, 2 global blocks, ITC.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from genolong.attention import register_attention
+from genolong.attention.blocksparse import RANDOM_DEFAULTS, SHARED_DEFAULTS, BlockSparseAttention, require_int
+from genolong.attention.pattern import BlockPattern
+from genolong.errors import ConfigError
+
+GLOBAL_TOKEN_LOCATIONS = ("itc", "etc")
+
+
+def random_blocks(draws: torch.Tensor, num_blocks: int, radius: int) -> torch.Tensor:
+    """Decode uniform draws into random key blocks outside each query block's window.
+
+    Query block ``i``'s candidates are the blocks ``0 .. nb-1`` outside its window
+    ``[i - radius, i + radius]``. Its ``j``-th random block is candidate number
+    ``floor(u_j * (C_i - j))`` among the ``C_i - j`` still free, which is sampling without
+    replacement, one draw at a time. The decoding is plain arithmetic, so a stored draw gives
+    the same layout on every device and every torch version.
+
+    Args:
+        draws: ``(H, >= nb, r)`` uniform numbers in ``[0, 1)``.
+        num_blocks: ``nb``, the non-global blocks of this sequence.
+        radius: window half-width in blocks.
+
+    Returns:
+        ``(H, nb, r)`` int64 block indices, ``-1`` where fewer than ``r`` candidates exist.
+    """
+    heads, _, num_random = draws.shape
+    device = draws.device
+    window = torch.arange(num_blocks, device=device)[:, None] + torch.arange(
+        -radius, radius + 1, device=device
+    )
+    in_range = (window >= 0) & (window < num_blocks)  # (nb, w)
+    candidates = num_blocks - in_range.sum(-1)  # (nb,)
+    beyond = num_blocks + window.shape[1] + num_random  # larger than any block index
+    taken = window.where(in_range, beyond).expand(heads, -1, -1)  # (H, nb, w)
+    picks = []
+    for j in range(num_random):
+        free = (candidates - j).clamp(min=0)  # (nb,)
+        rank = (draws[:, :num_blocks, j] * free).floor().long()  # (H, nb), rank among free blocks
+        block = torch.minimum(rank, (free - 1).clamp(min=0))
+        for excluded in taken.sort(dim=-1).values.unbind(-1):  # rank -> block index, skipping taken
+            block = block + (excluded <= block)
+        block = torch.where(free > 0, block, -1)
+        picks.append(block)
+        taken = torch.cat([taken, block.where(block >= 0, beyond)[..., None]], dim=-1)
+    if not picks:
+        return torch.empty(heads, num_blocks, 0, dtype=torch.long, device=device)
+    return torch.stack(picks, dim=-1)
+
+
+@register_attention("bigbird")
+class BigBirdAttention(BlockSparseAttention):
+    """BigBird: window + random + global blocks (App. D).
+
+    Shapes: q, k, v ``(B, H, L, D)``; padding_mask ``(B, L)``; output ``(B, H, L, D)``, where
+    ``L - G`` is a multiple of ``block_size`` and ``G = num_global_blocks * block_size`` (or ``L``
+    if shorter: a sequence of at most ``G`` tokens gets full attention).
+    """
+
+    config_defaults: dict[str, Any] = {
+        **SHARED_DEFAULTS,
+        **RANDOM_DEFAULTS,
+        "block_size": 64,
+        "num_window_blocks": 3,
+        "num_random_blocks": 3,
+        "num_global_blocks": 2,
+        "global_token_location": "itc",
+    }
+    pattern_uses_draws = True
+
+    def __init__(self, config: Any, layer_idx: int = 0):
+        super().__init__(config, layer_idx)
+        self.block_size = int(config.block_size)
+        self.window_radius = (int(config.num_window_blocks) - 1) // 2
+        self.num_random_blocks = int(config.num_random_blocks)
+        self.num_global_tokens = int(config.num_global_blocks) * self.block_size
+        self.max_blocks = int(config.max_position_embeddings) // self.block_size
+        if self.num_random_blocks:
+            shape = (self.num_heads, self.max_blocks, self.num_random_blocks)
+            self.register_draws(
+                "random_block_draws", lambda gen: torch.rand(shape, generator=gen, device="cpu"), config
+            )
+
+    @classmethod
+    def validate_config(cls, config: Any) -> None:
+        """Raise ConfigError for an impossible BigBird setting."""
+        super().validate_config(config)
+        name = cls.attention_name
+        block = require_int(config, "block_size", 1, name)
+        window = require_int(config, "num_window_blocks", 1, name)
+        require_int(config, "num_random_blocks", 0, name)
+        global_blocks = require_int(config, "num_global_blocks", 0, name)
+        require_int(config, "attention_seed", 0, name)
+        max_len = config.max_position_embeddings
+        if max_len % block:
+            raise ConfigError(
+                f"bigbird: block_size {block} does not divide max_position_embeddings {max_len}"
+            )
+        if window % 2 == 0:
+            raise ConfigError(f"bigbird: num_window_blocks must be odd (a symmetric window), got {window}")
+        if window * block > max_len:
+            raise ConfigError(
+                f"bigbird: the window ({window} blocks of {block} = {window * block} tokens) is larger than "
+                f"the sequence (max_position_embeddings {max_len})"
+            )
+        location = config.global_token_location
+        if location not in GLOBAL_TOKEN_LOCATIONS:
+            raise ConfigError(f"bigbird: global_token_location must be 'itc' or 'etc', got {location!r}")
+        if location == "itc" and global_blocks * block >= max_len:
+            raise ConfigError(
+                f"bigbird: {global_blocks} global blocks of {block} tokens leave no sparse part in "
+                f"max_position_embeddings {max_len}"
+            )
+
+    @classmethod
+    def num_extra_global_tokens(cls, config: Any) -> int:
+        """ETC: ``num_global_blocks * block_size`` prepended tokens; ITC: 0."""
+        if config.global_token_location == "etc":
+            return int(config.num_global_blocks) * int(config.block_size)
+        return 0
+
+    @classmethod
+    def length_multiple(cls, config: Any) -> int:
+        """The block size."""
+        return int(config.block_size)
+
+    def build_pattern(self, seq_len: int, device: torch.device) -> BlockPattern:
+        """Window and random blocks of every non-global query block."""
+        num_global = min(self.num_global_tokens, seq_len)
+        num_blocks = (seq_len - num_global) // self.block_size
+        if num_blocks > self.max_blocks:
+            raise ValueError(
+                f"bigbird: {seq_len} tokens exceed max_position_embeddings ({self.max_blocks} blocks "
+                f"of {self.block_size} after the global ones)"
+            )
+        radius = self.window_radius
+        window = torch.arange(num_blocks)[:, None] + torch.arange(-radius, radius + 1)  # (nb, w)
+        units = window.where((window >= 0) & (window < num_blocks), -1)[None]  # (1, nb, w)
+        if self.num_random_blocks:
+            draws = self.draws("random_block_draws").cpu()
+            randoms = random_blocks(draws, num_blocks, radius)  # (H, nb, r)
+            units = torch.cat([units.expand(self.num_heads, -1, -1), randoms], dim=-1)
+        return BlockPattern(seq_len, num_global, self.block_size, self.block_size, units.to(device))

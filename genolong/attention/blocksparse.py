@@ -1,0 +1,180 @@
+"""The shared forward of the block-sparse attentions (BigBird, Longformer, LSG).
+
+A subclass says *what* its pattern is; this base class does the rest:
+
+* :meth:`BlockSparseAttention.build_pattern` (subclass) returns the
+  :class:`~genolong.attention.pattern.BlockPattern` for one sequence length. The base class
+  caches it per length and device.
+* :meth:`BlockSparseAttention.sparse_tokens` (optional, LSG) computes extra keys and values
+  from the sequence.
+* :meth:`BlockSparseAttention.forward` picks the execution path
+  (:func:`~genolong.attention.paths.choose_path`, logged) and runs it.
+
+Randomness (BigBird's random blocks, LSG's LSH projections) comes from
+:meth:`register_draws`. The random tensor is drawn once at construction from a
+``torch.Generator`` seeded with ``attention_seed + layer_idx``, and stored as a persistent
+buffer, so ``save_pretrained``/``from_pretrained`` and ``eval()`` use the layout the model
+was trained with. With ``redraw_random_per_step=True``, every training forward draws afresh
+from that same explicit generator; evaluation still uses the stored draw. The global RNG is
+never touched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch import nn
+
+from genolong.attention.paths import IMPLEMENTATIONS, choose_path, run_path
+from genolong.attention.pattern import BlockPattern
+from genolong.errors import ConfigError
+
+#: Parameters every block-sparse backbone understands.
+SHARED_DEFAULTS: dict[str, Any] = {
+    "attention_impl": "auto",  # auto | flex | gather | dense (see genolong.attention.paths)
+}
+
+#: Parameters of the backbones with a random part.
+RANDOM_DEFAULTS: dict[str, Any] = {
+    "attention_seed": 0,  # layer i draws from a generator seeded with attention_seed + i
+    "redraw_random_per_step": False,  # False: one layout per layer, fixed at init and saved
+}
+
+
+def require_int(config: Any, name: str, minimum: int, backbone: str) -> int:
+    """``config.<name>`` as an int ``>= minimum``, or a ConfigError that names the field."""
+    value = getattr(config, name)
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ConfigError(f"{backbone}: {name} must be an integer >= {minimum}, got {value!r}")
+    return value
+
+
+class BlockSparseAttention(nn.Module):
+    """Base class: pattern caching, path choice and the one forward.
+
+    Shapes: q, k, v ``(B, H, L, D)``; padding_mask ``(B, L)`` bool, True = real token, or None;
+    output ``(B, H, L, D)``. The first ``num_global(L)`` tokens are global.
+    """
+
+    attention_name = "block-sparse"
+    config_defaults: dict[str, Any] = dict(SHARED_DEFAULTS)
+
+    def __init__(self, config: Any, layer_idx: int = 0):
+        super().__init__()
+        self.layer_idx = layer_idx
+        self.num_heads = int(config.num_attention_heads)
+        self.attention_impl = getattr(config, "attention_impl", "auto")
+        self.dropout = float(getattr(config, "attention_probs_dropout_prob", 0.0))
+        self.redraw_random_per_step = bool(getattr(config, "redraw_random_per_step", False))
+        self._samplers: dict[str, Callable[[torch.Generator], torch.Tensor]] = {}
+        self._patterns: dict[tuple, BlockPattern] = {}
+
+    # ------------------------------------------------------------------ configuration
+
+    @classmethod
+    def validate_config(cls, config: Any) -> None:
+        """Raise ConfigError for settings shared by every block-sparse backbone."""
+        impl = getattr(config, "attention_impl", "auto")
+        if impl not in IMPLEMENTATIONS:
+            raise ConfigError(
+                f"{cls.attention_name}: unknown attention_impl {impl!r}; choose one of: {', '.join(IMPLEMENTATIONS)}"
+            )
+        require_int(config, "num_attention_heads", 1, cls.attention_name)
+        require_int(config, "max_position_embeddings", 1, cls.attention_name)
+
+    @classmethod
+    def num_extra_global_tokens(cls, config: Any) -> int:
+        """Learned global tokens the encoder prepends to the sequence."""
+        raise NotImplementedError
+
+    @classmethod
+    def length_multiple(cls, config: Any) -> int:
+        """The encoder pads the sequence (without the prepended globals) to a multiple of this."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ subclass hooks
+
+    def build_pattern(self, seq_len: int, device: torch.device) -> BlockPattern:
+        """The pattern for a sequence of ``seq_len`` tokens (globals included), on ``device``."""
+        raise NotImplementedError
+
+    def sparse_tokens(self, k: torch.Tensor, v: torch.Tensor, real: torch.Tensor | None):
+        """Extra keys computed from the non-global keys and values (LSG); None for the others.
+
+        Args:
+            k, v: ``(B, H, N, D)``, the non-global part of the sequence.
+            real: ``(B, N)`` bool, True = real token, or None (no padding).
+
+        Returns:
+            None, or ``(extra_k, extra_v, extra_valid)`` of shapes ``(B, H, E, D)``, ``(B, H, E, D)``
+            and ``(B, Hm, E)`` bool or None.
+        """
+        return None
+
+    #: Whether the pattern depends on the random draws (then it is rebuilt when they change).
+    pattern_uses_draws = False
+
+    # ------------------------------------------------------------------ seeded randomness
+
+    def register_draws(
+        self, name: str, sampler: Callable[[torch.Generator], torch.Tensor], config: Any
+    ) -> None:
+        """Store ``sampler(generator)`` as persistent buffer ``name``; the generator is seeded
+        with ``attention_seed + layer_idx`` and kept for per-step redraws."""
+        if not hasattr(self, "generator"):
+            self.generator = torch.Generator().manual_seed(int(config.attention_seed) + self.layer_idx)
+        self._samplers[name] = sampler
+        self.register_buffer(name, sampler(self.generator))
+
+    def draws(self, name: str) -> torch.Tensor:
+        """Buffer ``name``, or a fresh draw from the layer's generator in a training step when
+        ``redraw_random_per_step`` is set."""
+        stored = getattr(self, name)
+        if self.training and self.redraw_random_per_step:
+            return self._samplers[name](self.generator).to(stored.device)
+        return stored
+
+    # ------------------------------------------------------------------ forward
+
+    def pattern_for(self, seq_len: int, device: torch.device) -> BlockPattern:
+        """The (cached) pattern for ``seq_len`` tokens on ``device``."""
+        if self.pattern_uses_draws and self.training and self.redraw_random_per_step:
+            return self.build_pattern(seq_len, device)
+        key: tuple = (seq_len, str(device))
+        if self.pattern_uses_draws:  # a loaded state dict or a moved buffer invalidates the cache
+            key += tuple((b.data_ptr(), b._version) for b in self.buffers(recurse=False))
+        if key not in self._patterns:
+            self._patterns = {k: p for k, p in self._patterns.items() if k[:2] != key[:2]}
+            self._patterns[key] = self.build_pattern(seq_len, device)
+        return self._patterns[key]
+
+    def forward(
+        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, padding_mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """Sparse attention of ``q`` over ``k``/``v``: ``(B, H, L, D)`` -> ``(B, H, L, D)``."""
+        batch, heads, length, _ = q.shape
+        if heads != self.num_heads:
+            raise ValueError(f"{self.attention_name}: built for {self.num_heads} heads, got {heads}")
+        pattern = self.pattern_for(length, q.device)
+        g = pattern.num_global
+        key_valid = None if padding_mask is None else padding_mask[:, None, :]  # (B, 1, L)
+        extra_k = extra_v = None
+        extra = self.sparse_tokens(
+            k[:, :, g:], v[:, :, g:], None if padding_mask is None else padding_mask[:, g:]
+        )
+        if extra is not None:
+            extra_k, extra_v, extra_valid = extra
+            if extra_valid is not None:
+                if key_valid is None:
+                    key_valid = torch.ones(batch, 1, length, dtype=torch.bool, device=q.device)
+                key_valid = torch.cat(
+                    [key_valid.expand(-1, extra_valid.shape[1], -1), extra_valid.expand(batch, -1, -1)], dim=2
+                )  # (B, Hm, L + E)
+            elif key_valid is not None:
+                key_valid = torch.nn.functional.pad(key_valid, (0, extra_k.shape[2]), value=True)
+        dropout = self.dropout if self.training else 0.0
+        needs_grad = torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v))
+        path = choose_path(self.attention_impl, self.attention_name, q.device, q.dtype, needs_grad, dropout)
+        return run_path(path, q, k, v, pattern, key_valid, extra_k, extra_v, dropout)

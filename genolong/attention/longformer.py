@@ -1,0 +1,100 @@
+"""Longformer attention (Beltagy et al. 2020, "Longformer: The Long-Document Transformer", Sec. 3.1).
+
+* **Sliding window**: every token attends to the ``w = attention_window // 2`` tokens on each side
+  of it, and to itself. ``attention_window`` is the total window, as in transformers'
+  ``LongformerConfig``; the paper's base models use 512.
+* **Global attention**: ``num_global_tokens`` tokens attend to every token, and every token
+  attends to them (symmetric, Sec. 3.1).
+
+Two deviations from the paper, both forced by the one attention contract (the module sees
+projected ``q, k, v``, never hidden states):
+
+1. Global tokens are learned tokens that the encoder prepends, as in ETC and LSG. In the
+   paper they are task-chosen input positions such as ``[CLS]``; here the first prepended
+   token plays ``[CLS]``'s role.
+2. Global and local attention share one set of projections. The paper's separate ``Q_g, K_g,
+   V_g`` would need the hidden states. Dilation is not implemented either: the paper uses it
+   only for autoregressive character LM.
+
+Execution: the non-global queries are cut into blocks of ``bq`` tokens, where ``bq`` is the
+largest divisor of ``w`` not above 64. Each block attends to the ``2 w / bq + 1`` key blocks
+around it, trimmed to the exact band ``|i - j| <= w``. This is the chunked scheme of the
+paper's Sec. 3.2, with smaller chunks.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from genolong.attention import register_attention
+from genolong.attention.blocksparse import SHARED_DEFAULTS, BlockSparseAttention, require_int
+from genolong.attention.pattern import BlockPattern
+from genolong.errors import ConfigError
+
+#: Upper bound on the query block of the gathered-blocks path (tokens).
+MAX_QUERY_BLOCK = 64
+
+
+def query_block(one_sided_window: int) -> int:
+    """The largest divisor of the one-sided window that is at most MAX_QUERY_BLOCK."""
+    return max(d for d in range(1, min(MAX_QUERY_BLOCK, one_sided_window) + 1) if one_sided_window % d == 0)
+
+
+@register_attention("longformer")
+class LongformerAttention(BlockSparseAttention):
+    """Longformer: a symmetric sliding window of ``attention_window`` tokens + global tokens.
+
+    Shapes: q, k, v ``(B, H, L, D)``; padding_mask ``(B, L)``; output ``(B, H, L, D)``, where the
+    first ``num_global_tokens`` tokens are global and ``L - num_global_tokens`` is a multiple of
+    :meth:`length_multiple`.
+    """
+
+    config_defaults: dict[str, Any] = {**SHARED_DEFAULTS, "attention_window": 512, "num_global_tokens": 1}
+
+    def __init__(self, config: Any, layer_idx: int = 0):
+        super().__init__(config, layer_idx)
+        self.window = int(config.attention_window) // 2
+        self.block = query_block(self.window)
+        self.num_global_tokens = int(config.num_global_tokens)
+
+    @classmethod
+    def validate_config(cls, config: Any) -> None:
+        """Raise ConfigError for an impossible Longformer setting."""
+        super().validate_config(config)
+        window = config.attention_window
+        if isinstance(window, (list, tuple)):
+            raise ConfigError(
+                "longformer: attention_window must be one integer (per-layer windows are not supported)"
+            )
+        window = require_int(config, "attention_window", 2, "longformer")
+        require_int(config, "num_global_tokens", 0, "longformer")
+        if window % 2:
+            raise ConfigError(
+                f"longformer: attention_window must be even (w tokens on each side), got {window}"
+            )
+        if window > config.max_position_embeddings:
+            raise ConfigError(
+                f"longformer: attention_window {window} is larger than the sequence "
+                f"(max_position_embeddings {config.max_position_embeddings})"
+            )
+
+    @classmethod
+    def num_extra_global_tokens(cls, config: Any) -> int:
+        """The ``num_global_tokens`` learned tokens the encoder prepends."""
+        return int(config.num_global_tokens)
+
+    @classmethod
+    def length_multiple(cls, config: Any) -> int:
+        """The query block ``bq``: the largest divisor of ``attention_window // 2`` up to 64."""
+        return query_block(int(config.attention_window) // 2)
+
+    def build_pattern(self, seq_len: int, device: torch.device) -> BlockPattern:
+        """The key blocks covering each query block's band, and the band itself."""
+        num_global = min(self.num_global_tokens, seq_len)
+        num_blocks = (seq_len - num_global) // self.block
+        reach = self.window // self.block
+        window = torch.arange(num_blocks)[:, None] + torch.arange(-reach, reach + 1)  # (nb, 2 reach + 1)
+        units = window.where((window >= 0) & (window < num_blocks), -1)[None]
+        return BlockPattern(seq_len, num_global, self.block, self.block, units.to(device), band=self.window)
