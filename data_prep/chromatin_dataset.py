@@ -343,6 +343,7 @@ class _Job:
                 loci.flush()
             progress["written"] = end
             self._save()
+            log.info("%s: wrote %d-bp windows for %d / %d rows", split, context, end, rows)
         del inputs, all_loci
         if drop:
             for name in ("all_labels", "all_loci"):

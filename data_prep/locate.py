@@ -333,6 +333,11 @@ class GenomeIndex:
         return first.reshape(keys.shape), count.reshape(keys.shape)
 
     def _locate_batch(self, queries, window_starts, max_candidates, max_batch_candidates, result, row0):
+        """Locate ``queries`` ``(rows, length)``, writing into ``result`` rows ``row0 ..``.
+
+        Counts the candidates of every probe window (``window_starts``), expands the
+        cheapest usable window of each query and verifies its candidates.
+        """
         rows, length = queries.shape
         codes = _CODE[queries]  # (rows, length)
         spans = codes[:, window_starts[:, None] + np.arange(PROBE_SPAN)]  # (rows, windows, 63)
