@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import scipy.io
 from deepsea_fixtures import deepsea_rows, one_hot_agct, write_mat_v5, write_mat_v73
-from genolong.data_prep.deepsea import FORMAT_V5, FORMAT_V73, DeepSEAMat, decode_one_hot, strand_pair_layout
 
+from genolong.data_prep.deepsea import FORMAT_V5, FORMAT_V73, DeepSEAMat, decode_one_hot, strand_pair_layout
 from genolong.errors import InputError
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from deepsea_fixtures import CENTRE, as_array, real_rows, synthetic_genome
+
 from genolong.data_prep.locate import (
     BLOCK,
     GenomeIndex,
@@ -16,7 +17,6 @@ from genolong.data_prep.locate import (
     reverse_complement_rows,
     rolling_kmers,
 )
-
 from genolong.errors import ConfigError
 from genolong.sequence import read_fasta, reverse_complement
 
