@@ -23,10 +23,10 @@ def register(subparsers) -> None:
     )
     attention.add_argument(
         "--backbones",
-        nargs="+",
+        nargs="*",
         default=None,
         metavar="NAME",
-        help="our backbones (default: every registered attention)",
+        help="our backbones (default: every registered attention; none with an empty list)",
     )
     attention.add_argument(
         "--peers",
@@ -100,7 +100,7 @@ def run_attention(args) -> int:
     from genolong.attention import attention_class, available_attentions
     from genolong.errors import UserError
 
-    backbones = args.backbones or available_attentions()
+    backbones = available_attentions() if args.backbones is None else args.backbones
     for name in backbones:
         attention_class(name)  # ConfigError for an unknown name
     known_peers = bench.PEERS + bench.LEGACY_PEERS
