@@ -63,7 +63,7 @@ from genolong.errors import ConfigError
 _REGISTRY: dict[str, type[nn.Module]] = {}
 
 #: Modules that register the built-in attentions when imported.
-_BUILTIN_MODULES = ("full", "bigbird", "longformer", "lsg")
+_BUILTIN_MODULES = ("full", "bigbird", "longformer", "lsg", "vcc", "sled")
 
 
 def register_attention(name: str):

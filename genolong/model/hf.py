@@ -7,6 +7,12 @@ registered with the Auto classes by ``import genolong``.
 * :class:`GenolongForSequenceClassification` -- encoder + linear head on [CLS]: promoter
   (App. F.2, ``num_labels=2``) and the 919-way chromatin profile (App. F.3,
   ``num_labels=919, problem_type="multi_label_classification"``).
+
+Two backbones change more than the attention: ``"vcc"`` runs :class:`~genolong.model.vcc.VCCEncoder`
+(its VIP tokens: [CLS], an optional central window, the masked tokens when MLM labels are given,
+and any ``vip_mask`` passed to ``forward``), and ``"sled"`` runs :class:`~genolong.model.sled.SledEncoder`,
+whose classifier reads the :class:`~genolong.model.sled.SledFusion` of all token vectors instead
+of the first chunk's [CLS]. Extra keyword arguments of ``forward`` go to the encoder.
 """
 
 from __future__ import annotations
@@ -18,7 +24,9 @@ from transformers.modeling_outputs import BaseModelOutput, MaskedLMOutput, Seque
 
 from genolong.model.configuration import GenolongConfig
 from genolong.model.encoder import Encoder
-from genolong.model.heads import ClassificationHead, MaskedLMHead
+from genolong.model.heads import IGNORE_INDEX, ClassificationHead, MaskedLMHead
+from genolong.model.sled import SledEncoder, SledFusion
+from genolong.model.vcc import VCCEncoder
 
 __all__ = [
     "GenolongConfig",
@@ -49,6 +57,12 @@ class GenolongPreTrainedModel(PreTrainedModel):
             nn.init.zeros_(module.bias)
         elif isinstance(module, Encoder) and module.global_tokens is not None:
             nn.init.normal_(module.global_tokens, mean=0.0, std=std)
+        elif isinstance(module, SledFusion) and module.mode == "attention":
+            nn.init.normal_(module.query, mean=0.0, std=std)
+
+
+#: Backbones that are a layer type or a model wrapper rather than an attention, by encoder class.
+ENCODERS: dict[str, type[Encoder]] = {"vcc": VCCEncoder, "sled": SledEncoder}
 
 
 class GenolongModel(GenolongPreTrainedModel):
@@ -56,7 +70,7 @@ class GenolongModel(GenolongPreTrainedModel):
 
     def __init__(self, config: GenolongConfig):
         super().__init__(config)
-        self.encoder = Encoder(config)
+        self.encoder = ENCODERS.get(config.backbone, Encoder)(config)
         self.post_init()
 
     def get_input_embeddings(self) -> nn.Embedding:
@@ -65,8 +79,10 @@ class GenolongModel(GenolongPreTrainedModel):
     def set_input_embeddings(self, value: nn.Embedding) -> None:
         self.encoder.embeddings.token = value
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> BaseModelOutput:
-        return BaseModelOutput(last_hidden_state=self.encoder(input_ids, attention_mask))
+    def forward(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None, **backbone_inputs
+    ) -> BaseModelOutput:
+        return BaseModelOutput(last_hidden_state=self.encoder(input_ids, attention_mask, **backbone_inputs))
 
 
 class GenolongForMaskedLM(GenolongPreTrainedModel):
@@ -96,8 +112,11 @@ class GenolongForMaskedLM(GenolongPreTrainedModel):
         input_ids: torch.Tensor,
         attention_mask: torch.Tensor | None = None,
         labels: torch.Tensor | None = None,
+        **backbone_inputs,
     ) -> MaskedLMOutput:
-        hidden = self.genolong(input_ids, attention_mask).last_hidden_state
+        if labels is not None and self.config.backbone == "vcc":  # VCC: the masked tokens are VIPs (§3.1)
+            backbone_inputs.setdefault("vip_mask", labels != IGNORE_INDEX)
+        hidden = self.genolong(input_ids, attention_mask, **backbone_inputs).last_hidden_state
         logits, loss = self.lm_head(hidden, labels)
         return MaskedLMOutput(loss=loss, logits=logits)
 
@@ -108,6 +127,7 @@ class GenolongForSequenceClassification(GenolongPreTrainedModel):
     def __init__(self, config: GenolongConfig):
         super().__init__(config)
         self.genolong = GenolongModel(config)
+        self.fusion = SledFusion(config) if config.backbone == "sled" else None
         self.classifier = ClassificationHead(config)
         self.post_init()
 
@@ -116,7 +136,10 @@ class GenolongForSequenceClassification(GenolongPreTrainedModel):
         input_ids: torch.Tensor,
         attention_mask: torch.Tensor | None = None,
         labels: torch.Tensor | None = None,
+        **backbone_inputs,
     ) -> SequenceClassifierOutput:
-        hidden = self.genolong(input_ids, attention_mask).last_hidden_state
+        hidden = self.genolong(input_ids, attention_mask, **backbone_inputs).last_hidden_state
+        if self.fusion is not None:  # SLED: one vector fused from every chunk, (B, 1, N)
+            hidden = self.fusion(hidden, attention_mask)
         logits, loss = self.classifier(hidden, labels)
         return SequenceClassifierOutput(loss=loss, logits=logits)

@@ -1,0 +1,152 @@
+"""The attention of VCC's layers (Zeng et al. 2023, "VCC: Scaling Transformers to 128K Tokens or
+More by Prioritizing Important Tokens", arXiv 2305.04241).
+
+VCC is a *layer* type, not an attention pattern: :class:`genolong.model.vcc.VCCEncoder` compresses
+the sequence before each of its layers and decompresses the layer's update after it. This module
+holds the two attentions its layers run and the backbone's parameters:
+
+* **warm-up layers** (the first ``vcc_warmup_layers``, §4): vanilla attention inside independent
+  segments of ``vcc_warmup_window`` tokens (the paper: 4 of 12 layers, 512-token segments);
+* **compressed layers** (all the others): dense softmax attention over the compressed rows
+  ``[P; S_c C]``. The encoder passes a float *key bias* instead of the boolean padding mask:
+  ``log s`` for a row that pools ``s`` tokens (the matrix D of Prop. 6.2, so that a pooled row
+  counts ``s`` times in the softmax), 0 for a single token and ``-inf`` for padding.
+
+Built by the plain :class:`~genolong.model.encoder.Encoder` (no compression), the same layers
+give VCC's *uncompressed* reference: warm-up segments, then dense attention over all tokens.
+The tests compare :class:`~genolong.model.vcc.VCCEncoder` against it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from genolong.attention import register_attention
+from genolong.errors import ConfigError
+
+
+def num_warmup_layers(config: Any) -> int:
+    """``vcc_warmup_layers``, or when it is None a third of the layers (the paper's 4 of 12, §4)."""
+    if config.vcc_warmup_layers is None:
+        return round(config.num_hidden_layers / 3)
+    return config.vcc_warmup_layers
+
+
+def windowed_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    padding_mask: torch.Tensor | None,
+    window: int,
+    dropout: float,
+) -> torch.Tensor:
+    """Dense attention inside independent segments of ``window`` tokens (VCC's warm-up, §4).
+
+    The sequence is right-padded to a multiple of ``window`` with masked keys. A segment with
+    no real key (only padding) attends within itself unmasked, so that no softmax row is empty;
+    its outputs are padding and never reach a real token.
+
+    Shapes: q, k, v (B, H, L, D); padding_mask (B, L) bool, True = real, or None; out (B, H, L, D).
+    """
+    batch, heads, length, dim = q.shape
+    padding = -length % window
+    if padding:
+        q, k, v = (F.pad(t, (0, 0, 0, padding)) for t in (q, k, v))
+        if padding_mask is None:
+            padding_mask = torch.ones(batch, length, dtype=torch.bool, device=q.device)
+        padding_mask = F.pad(padding_mask, (0, padding), value=False)
+    segments = (length + padding) // window
+    # (B, H, S * W, D) -> (B, H * S, W, D): one attention problem per head and segment
+    q, k, v = (t.reshape(batch, heads * segments, window, dim) for t in (q, k, v))
+    mask = None
+    if padding_mask is not None:
+        mask = padding_mask.view(batch, segments, window)
+        mask = mask | ~mask.any(dim=-1, keepdim=True)  # all-padding segments: unmasked
+        mask = (
+            mask[:, None].expand(batch, heads, segments, window).reshape(batch, heads * segments, 1, window)
+        )
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout)
+    return out.view(batch, heads, segments * window, dim)[:, :, :length]
+
+
+@register_attention("vcc")
+class VCCAttention(nn.Module):
+    """Segment-local attention in warm-up layers, dense attention with a key bias after them.
+
+    Shapes: q, k, v (B, H, L, D); ``padding_mask`` (B, L) is either bool (True = real token) or,
+    from the compressed layers, a float key bias added to the attention logits; out (B, H, L, D).
+
+    Parameters (``GenolongConfig`` fields; defaults from the paper, §4 and Table 3):
+
+    * ``vcc_block_size`` k = 16: tokens per block of the compressed part C;
+    * ``vcc_fine_blocks`` h = 90: blocks kept at token resolution in each compressed layer;
+    * ``vcc_warmup_layers`` = None: uncompressed warm-up layers; None means a third of the
+      layers (4 of 12);
+    * ``vcc_warmup_window`` = 512: segment length of the warm-up layers;
+    * ``vcc_central_vip_tokens`` = 0: a window of this many tokens at the centre of each
+      sequence is VIP besides [CLS] (chromatin profiles: the label is about the central 200 bp).
+    """
+
+    config_defaults: dict[str, Any] = {
+        "vcc_block_size": 16,
+        "vcc_fine_blocks": 90,
+        "vcc_warmup_layers": None,
+        "vcc_warmup_window": 512,
+        "vcc_central_vip_tokens": 0,
+    }
+
+    def __init__(self, config: Any, layer_idx: int = 0):
+        super().__init__()
+        self.dropout = float(getattr(config, "attention_probs_dropout_prob", 0.0))
+        self.window = config.vcc_warmup_window if layer_idx < num_warmup_layers(config) else None
+
+    @classmethod
+    def validate_config(cls, config: Any) -> None:
+        """k >= 1, h >= 0, a window >= 1, 0 <= warm-up layers <= layers, central VIPs >= 0."""
+        minimums = {
+            "vcc_block_size": 1,
+            "vcc_fine_blocks": 0,
+            "vcc_warmup_window": 1,
+            "vcc_central_vip_tokens": 0,
+        }
+        for name, minimum in minimums.items():
+            value = getattr(config, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+                raise ConfigError(f"vcc: {name} must be an integer >= {minimum}, got {value!r}")
+        warmup = config.vcc_warmup_layers
+        if warmup is not None and (
+            isinstance(warmup, bool)
+            or not isinstance(warmup, int)
+            or not 0 <= warmup <= config.num_hidden_layers
+        ):
+            raise ConfigError(
+                f"vcc: vcc_warmup_layers must be None or an integer in [0, num_hidden_layers="
+                f"{config.num_hidden_layers}], got {warmup!r}"
+            )
+
+    @classmethod
+    def num_extra_global_tokens(cls, config: Any) -> int:
+        """No global tokens: 0 ([CLS] is a VIP token instead)."""
+        return 0
+
+    @classmethod
+    def length_multiple(cls, config: Any) -> int:
+        """Any length: 1 (segments and blocks are padded internally)."""
+        return 1
+
+    def forward(
+        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, padding_mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        dropout = self.dropout if self.training else 0.0
+        if self.window is not None:
+            return windowed_attention(q, k, v, padding_mask, self.window, dropout)
+        mask = None
+        if padding_mask is not None:
+            mask = padding_mask[:, None, None, :]  # (B, 1, 1, L)
+            if mask.is_floating_point():
+                mask = mask.to(q.dtype)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout)

@@ -1,0 +1,196 @@
+"""SLED: sliding-window encoding with a short-context encoder (Ivgi, Shaham & Berant 2022,
+arXiv 2208.00748), for an encoder-only model.
+
+SLED's assumption (§3, "information locality"): a token is well contextualised by its
+neighbours, and what crosses long distances can be fused afterwards. So:
+
+1. the tokenised input is cut into overlapping chunks of c = ``sled_chunk_size`` tokens
+   (:func:`sled_windows`, the keep rule of §3 and App. A);
+2. every chunk is encoded *independently* by the same short encoder (full attention, position
+   embeddings restarting in each chunk), optionally after ``sled_prefix_tokens`` learned prefix
+   tokens (§3 step (b));
+3. each token keeps its vector from the one chunk where it lies in the middle, so the output has
+   exactly one vector per input token, in order (§3 step (d));
+4. the paper fuses them with a pretrained decoder. An encoder-only model has none, so a
+   classifier fuses them with :class:`SledFusion` (by default a learned query that
+   cross-attends to all kept vectors: the decoder's cross-attention in its smallest form).
+
+Masked-language modelling with SLED is the same MLM as for the other backbones: every chunk
+encodes its own tokens, and each masked token is predicted from its kept vector, i.e. from its
+own chunk's context of at least alpha c / 2 tokens on each side (except at the ends of the input).
+
+The encoder's parameters are those of the plain :class:`~genolong.model.encoder.Encoder` (plus
+the prefix tokens, if any), so a short ``full`` checkpoint loads into it unchanged.
+
+Shapes: B = batch, L = tokens, N = hidden, T = chunks of the batch, c = chunk length.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from genolong.errors import UserError
+from genolong.model.encoder import Encoder, FeedForward
+
+
+def sled_windows(length: int, chunk_size: int, context_padding: float) -> list[tuple[int, int, int, int]]:
+    """SLED's chunks of a sequence of ``length`` tokens (§3 and App. A).
+
+    Chunks have c tokens; P = floor(alpha c / 2) tokens at each side are context only, and the
+    middle c - 2P are kept. The first chunk keeps from token 0 (c - P tokens), and the last chunk
+    is the final c tokens ``[n - c, n)`` and keeps everything after the previous chunk's kept
+    span. So the kept spans cover every token exactly once, in order, and every chunk is full;
+    an input of at most c tokens is a single chunk.
+
+    Args:
+        length: n, tokens in the sequence (>= 0).
+        chunk_size: c >= 1.
+        context_padding: alpha in [0, 0.5].
+
+    Returns:
+        ``(start, end, keep_start, keep_end)`` per chunk, absolute half-open token ranges;
+        1 + ceil((n - c) / (c - 2P)) chunks for n > c, one for 0 < n <= c, none for n = 0.
+    """
+    if length <= chunk_size:
+        return [(0, length, 0, length)] if length else []
+    pad = int(context_padding * chunk_size / 2)
+    stride = chunk_size - 2 * pad
+    windows = [(0, chunk_size, 0, chunk_size - pad)]
+    start, kept_until = 0, chunk_size - pad
+    while start + chunk_size < length:
+        if start + stride + chunk_size >= length:
+            windows.append((length - chunk_size, length, kept_until, length))
+            break
+        start += stride
+        windows.append((start, start + chunk_size, kept_until, start + chunk_size - pad))
+        kept_until = start + chunk_size - pad
+    return windows
+
+
+class SledEncoder(Encoder):
+    """The genolong encoder applied to SLED's chunks (module docstring).
+
+    ``forward`` takes inputs of any length; each chunk has at most ``sled_chunk_size`` tokens,
+    so the position table needs only that many rows. Chunks are computed per row from its own
+    real length, so padding and batching never change a row's chunks.
+
+    Shapes: input_ids (B, L) int64; attention_mask (B, L) or None (right padding); output
+    (B, L, N), one kept vector per token (zeros at padding).
+    """
+
+    def __init__(self, config: Any):
+        super().__init__(config)
+        self.chunk_size = config.sled_chunk_size
+        self.context_padding = config.sled_context_padding
+        self.chunks_per_call = config.sled_chunks_per_call
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+        batch, length = input_ids.shape
+        device = input_ids.device
+        position = torch.arange(length, device=device)
+        lengths = torch.full((batch,), length, device=device)
+        if attention_mask is not None:
+            lengths = attention_mask.bool().sum(dim=1)
+            if not torch.equal(attention_mask.bool(), position < lengths[:, None]) or not bool(lengths.all()):
+                raise UserError(
+                    "sled: attention_mask must mark a run of real tokens followed by padding, in every row"
+                )
+        # owner / owner_start: the chunk that keeps each token, and where that chunk starts
+        rows, starts, ends = [], [], []
+        owner, owner_start = torch.zeros_like(input_ids), torch.zeros_like(input_ids)
+        for row, n in enumerate(lengths.tolist()):
+            for start, end, keep_start, keep_end in sled_windows(n, self.chunk_size, self.context_padding):
+                owner[row, keep_start:keep_end] = len(starts)
+                owner_start[row, keep_start:keep_end] = start
+                rows.append(row)
+                starts.append(start)
+                ends.append(end)
+        chunk_length = min(self.chunk_size, length)
+        rows_t = torch.tensor(rows, device=device)
+        chunk_positions = torch.tensor(starts, device=device)[:, None] + torch.arange(
+            chunk_length, device=device
+        )
+        chunk_real = chunk_positions < torch.tensor(ends, device=device)[:, None]  # (T, c)
+        chunk_ids = input_ids[rows_t[:, None], chunk_positions.clamp(max=length - 1)]
+        chunk_ids = chunk_ids.masked_fill(~chunk_real, self.pad_token_id)
+        encoded = self.encode_chunks(chunk_ids, chunk_real)  # (T, c, N)
+        real = position < lengths[:, None]  # (B, L)
+        index = torch.where(real, owner * chunk_length + position - owner_start, 0)
+        kept = encoded.reshape(-1, encoded.shape[-1])[index]  # (B, L, N)
+        return kept * real[..., None].to(kept.dtype)
+
+    def encode_chunks(self, chunk_ids: torch.Tensor, chunk_real: torch.Tensor) -> torch.Tensor:
+        """The plain encoder on chunks, ``sled_chunks_per_call`` at a time: (T, c) -> (T, c, N)."""
+        per_call = self.chunks_per_call or len(chunk_ids)
+        outputs = []
+        for first in range(0, len(chunk_ids), per_call):
+            real = chunk_real[first : first + per_call]
+            outputs.append(super().forward(chunk_ids[first : first + per_call], None if real.all() else real))
+        return torch.cat(outputs)
+
+
+class SledFusion(nn.Module):
+    """Fuses SLED's kept token vectors into one vector for a classifier, ``sled_fusion``:
+
+    * ``"attention"`` (default): a learned query cross-attends (multi-head, pre-LN) to all kept
+      vectors, then a residual feed-forward and a LayerNorm. It has access to every token, as
+      the paper's decoder has (spec §5.1 option A), at O(L N) cost;
+    * ``"mean"`` / ``"max"``: masked mean / max over the real tokens (spec option B);
+    * ``"cls"``: the first token's vector, i.e. [CLS] seen from the first chunk only (no fusion).
+
+    Shapes: hidden (B, L, N); attention_mask (B, L) or None; output (B, 1, N), read as the
+    [CLS] row by :class:`~genolong.model.heads.ClassificationHead`.
+    """
+
+    def __init__(self, config: Any):
+        super().__init__()
+        self.mode = config.sled_fusion
+        self.num_heads = config.num_attention_heads
+        hidden = config.hidden_size
+        if self.mode == "attention":
+            self.query = nn.Parameter(torch.zeros(1, 1, hidden))
+            self.key_norm = nn.LayerNorm(hidden, eps=config.layer_norm_eps)
+            self.q = nn.Linear(hidden, hidden)
+            self.kv = nn.Linear(hidden, 2 * hidden)
+            self.out = nn.Linear(hidden, hidden)
+            self.feed_forward_norm = nn.LayerNorm(hidden, eps=config.layer_norm_eps)
+            self.feed_forward = FeedForward(config)
+            self.norm = nn.LayerNorm(hidden, eps=config.layer_norm_eps)
+            self.dropout = nn.Dropout(config.hidden_dropout_prob)
+            self.attention_dropout = config.attention_probs_dropout_prob
+
+    def forward(self, hidden: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+        real = None if attention_mask is None else attention_mask.bool()
+        if self.mode == "cls":
+            return hidden[:, :1]
+        if self.mode == "mean":
+            if real is None:
+                return hidden.mean(dim=1, keepdim=True)
+            weights = real[..., None].to(hidden.dtype)
+            return (hidden * weights).sum(dim=1, keepdim=True) / weights.sum(dim=1, keepdim=True).clamp(min=1)
+        if self.mode == "max":
+            if real is not None:
+                hidden = hidden.masked_fill(~real[..., None], -math.inf)
+            return hidden.amax(dim=1, keepdim=True)
+        return self.cross_attend(hidden, real)
+
+    def cross_attend(self, hidden: torch.Tensor, real: torch.Tensor | None) -> torch.Tensor:
+        """The learned query's cross-attention block: (B, L, N) -> (B, 1, N)."""
+        batch, length, size = hidden.shape
+        dim = size // self.num_heads
+        # (B, L, 2N) -> (B, L, 2, H, D) -> (2, B, H, L, D)
+        k, v = (
+            self.kv(self.key_norm(hidden)).view(batch, length, 2, self.num_heads, dim).permute(2, 0, 3, 1, 4)
+        )
+        q = self.q(self.query).view(1, 1, self.num_heads, dim).transpose(1, 2).expand(batch, -1, -1, -1)
+        mask = None if real is None else real[:, None, None, :]  # (B, 1, 1, L)
+        dropout = self.attention_dropout if self.training else 0.0
+        context = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout)  # (B, H, 1, D)
+        fused = self.query + self.dropout(self.out(context.transpose(1, 2).reshape(batch, 1, size)))
+        fused = fused + self.dropout(self.feed_forward(self.feed_forward_norm(fused)))
+        return self.norm(fused)
