@@ -10,6 +10,7 @@ because each new shape compiles.
 from __future__ import annotations
 
 import logging
+import math
 
 import pytest
 import torch
@@ -143,7 +144,36 @@ def test_bfloat16_gather_path_is_close_to_the_float64_reference():
     assert max_error(out.double()[real], ref[real]) < 5e-2
 
 
-@pytest.mark.parametrize("variant", ["bigbird-itc", "lsg-stride"])
+def tiles_from(num_blocks: torch.Tensor, indices: torch.Tensor, k_tiles: int) -> torch.Tensor:
+    """(H, q tiles, k tiles) bool from a BlockMask's counts (1, H, Q) and indices (1, H, Q, K)."""
+    rank = torch.arange(indices.shape[-1])
+    dense = torch.zeros(*indices.shape[1:3], k_tiles + 1, dtype=torch.bool)
+    dense.scatter_(2, torch.where(rank < num_blocks[0, ..., None], indices[0].long(), k_tiles), True)
+    return dense[..., :k_tiles]
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_flex_block_mask_tiles_match_the_dense_pattern(variant):
+    tile = 16
+    attn, config = build(variant)
+    pattern = attn.pattern_for(length(config, 12), torch.device("cpu"))
+    aligned = pattern.with_global_padding(
+        -pattern.num_global % math.gcd(pattern.query_block, pattern.unit, tile)
+    )
+    block_mask = paths.flex_block_mask(aligned, block=tile)
+    dense = aligned.dense_mask()  # (Hp, L, L + E)
+    q_tiles, k_tiles = -(-dense.shape[1] // tile), -(-dense.shape[2] // tile)
+    dense = torch.nn.functional.pad(
+        dense, (0, k_tiles * tile - dense.shape[2], 0, q_tiles * tile - dense.shape[1])
+    )
+    cells = dense.view(dense.shape[0], q_tiles, tile, k_tiles, tile)
+    full = tiles_from(block_mask.full_kv_num_blocks, block_mask.full_kv_indices, k_tiles)
+    partial = tiles_from(block_mask.kv_num_blocks, block_mask.kv_indices, k_tiles)
+    assert torch.equal(full, cells.all(4).all(2))
+    assert torch.equal(partial, cells.any(4).any(2) & ~cells.all(4).all(2))
+
+
+@pytest.mark.parametrize("variant", ["bigbird-itc", "longformer", "lsg-stride"])
 def test_flex_forward_on_cpu_matches_dense_reference(variant):
     attn, config = build(variant)
     q, k, v = qkv(2, length(config, 12))

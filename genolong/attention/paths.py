@@ -5,11 +5,13 @@ All three take the same arguments and agree to rounding error (tested):
 * :func:`dense_attention`: the reference. It builds the full ``(L, L + E)`` mask and runs a plain
   masked softmax. It is quadratic in memory, so use it for tests and short inputs only.
 * :func:`gather_attention`: portable and differentiable everywhere; the CPU path. For each
-  non-global query block it gathers the key and value units the pattern names, prepends the
-  global keys, and runs ``scaled_dot_product_attention`` on ``(block, keys)`` pairs. That call is
-  PyTorch's fused flash kernel on CPU, so no score matrix is written to memory. Query blocks are
-  processed in chunks of a few MiB. Each chunk's working set then stays in cache, and the
-  temporaries stay small enough for the allocator to reuse rather than page-fault.
+  non-global query block it gathers the global keys and the key and value units the pattern
+  names, then runs softmax attention on ``(block, keys)`` pairs. In fp32 and fp64 this is
+  ``scaled_dot_product_attention``, which is PyTorch's fused flash kernel on CPU, so no score
+  matrix is written to memory. In bf16 and fp16 it is ``baddbmm``, softmax and ``bmm``,
+  faster there (:func:`_attend`). Query blocks are processed in chunks of a few MiB, so that
+  a chunk's working set stays in cache and the temporaries stay small enough for the
+  allocator to reuse rather than page-fault.
 * :func:`flex_attention_path`: ``torch.nn.attention.flex_attention`` with a ``BlockMask``
   derived from the pattern; compiled (``torch.compile``), and the compiled function is shared.
   It is the GPU path for training and inference. On CPU it has no backward pass, and it costs
@@ -48,7 +50,7 @@ IMPLEMENTATIONS = ("auto", "flex", "gather", "dense")
 
 #: Bytes of gathered keys per chunk of query blocks in the gather path; a few MiB keeps a
 #: chunk's keys, values and mask in the L2/L3 caches and below glibc's mmap threshold.
-GATHER_CHUNK_BYTES = 2 << 20
+GATHER_CHUNK_BYTES = 8 << 20
 
 #: Token tile of flex_attention's BlockMask (its default, and the GPU kernels' tile).
 FLEX_BLOCK_SIZE = 128
@@ -205,11 +207,11 @@ def gather_attention(
     """The gathered-blocks path: exact, differentiable, no ``(L, L)`` tensor.
 
     Global queries run dense attention over the sequence. Every non-global query block sees
-    the global units and then its pattern units of the key table ``[global keys, padded to a
-    unit | non-global keys | extra keys | one empty unit]``. A chunk of query blocks at a
-    time, one ``index_select`` each gathers those keys, values and validity flags. The fused
-    ``scaled_dot_product_attention`` then runs on ``(B*H, blocks, bq, D)`` queries against
-    ``(B*H, blocks, K, D)`` keys. Empty slots and padding are masked.
+    the global units, then its pattern's units, of the key table ``[global keys padded to a
+    unit | non-global keys | extra keys | one empty unit]``. One ``index_select`` gathers the
+    keys of many blocks at a time, another their values, and a third their validity flags.
+    Attention (:func:`_attend`) then runs on ``(B*H, c, bq, D)`` queries against
+    ``(B*H, c, K, D)`` keys, ``c`` blocks per chunk, with empty slots and padding masked.
     """
     batch, heads, length, head_dim = q.shape
     g, bq, u = pattern.num_global, pattern.query_block, pattern.unit
@@ -236,18 +238,29 @@ def gather_attention(
     q_blocks = q[:, :, g:].unflatten(2, (pattern.num_blocks, bq))  # (B, H, nb, bq, D)
 
     step = _chunk_blocks(batch, heads, slots.shape[-1] * u, head_dim, k.element_size())
-    for start in range(0, pattern.num_blocks, step):
+    starts = range(0, pattern.num_blocks, step)
+    # With autograd, gather every block at once and split: each backward op (one index_add,
+    # one cat) then touches the whole table once, where per-chunk gathers would each add a
+    # table-sized gradient. The gathered keys are kept for the backward pass either way.
+    # Without autograd, gather a chunk at a time, so the keys never exist in full.
+    if table_k.requires_grad or table_v.requires_grad:
+        key_chunks = _gather_units(table_k, slots).split(step, dim=2)  # (B, H, c, Tg + S, u, D) each
+        value_chunks = _gather_units(table_v, slots).split(step, dim=2)
+    else:
+        key_chunks = (_gather_units(table_k, slots[:, s : s + step]) for s in starts)
+        value_chunks = (_gather_units(table_v, slots[:, s : s + step]) for s in starts)
+    for start, q_chunk, keys, values in zip(
+        starts, q_blocks.split(step, dim=2), key_chunks, value_chunks, strict=True
+    ):
         chunk = slots[:, start : start + step]  # (Hp, c, Tg + S)
         c = chunk.shape[1]
-        keys = _gather_units(table_k, chunk).flatten(3, 4)  # (B, H, c, K, D)
-        values = _gather_units(table_v, chunk).flatten(3, 4)
         mask = _gather_units(table_valid, chunk).flatten(3, 4)[:, :, :, None]  # (Bm, Hv, c, 1, K)
         if pattern.band is not None:
             mask = mask & _band_mask(pattern, chunk, start, global_units)  # (Bm, Hv, c, bq, K)
         out = _attend(
-            q_blocks[:, :, start : start + c].flatten(0, 1),  # (B*H, c, bq, D)
-            keys.flatten(0, 1),
-            values.flatten(0, 1),
+            q_chunk.flatten(0, 1),  # (B*H, c, bq, D)
+            keys.flatten(3, 4).flatten(0, 1),  # (B*H, c, K, D)
+            values.flatten(3, 4).flatten(0, 1),
             mask.expand(batch, heads, -1, -1, -1).flatten(0, 1),
             dropout_p,
         )
@@ -344,34 +357,60 @@ _block_masks: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # BlockPa
 def flex_block_mask(pattern: BlockPattern, block: int = FLEX_BLOCK_SIZE):
     """The ``BlockMask`` of ``pattern`` on its device: tiles of ``block`` x ``block`` tokens.
 
-    Built from the token-level mask a band of query rows at a time (never ``(L, L)`` at once),
-    split into *full* tiles (every pair visible: no ``mask_mod`` call) and *partial* ones.
+    The pattern is constant on cells of ``r = gcd(G, bq, u, block)`` x ``r`` tokens, apart from
+    the band, so it is evaluated once per cell, never per token pair. A band is handled from
+    each cell's nearest and farthest pair. Tiles whose every pair is visible become *full*
+    (no ``mask_mod`` call); tiles with some visible pairs become *partial*.
     """
     from torch.nn.attention.flex_attention import BlockMask
 
     length, num_keys, hp, device = pattern.seq_len, pattern.num_keys, pattern.heads, pattern.device
     q_tiles, k_tiles = -(-length // block), -(-num_keys // block)
-    mask_mod = pattern.mask_mod()
-    head = torch.arange(hp, device=device)[:, None, None]
-    kv = torch.arange(k_tiles * block, device=device)[None, None, :]
-    rows = block * max(1, (1 << 24) // (hp * k_tiles * block * block))  # ~16 M mask entries at a time
-    any_tile, all_tile = [], []
-    for first in range(0, q_tiles * block, rows):
-        q = torch.arange(first, min(first + rows, q_tiles * block), device=device)[None, :, None]
-        visible = mask_mod(None, head, q, kv) & (q < length) & (kv < num_keys)
-        visible = visible.view(hp, -1, block, k_tiles, block)  # (Hp, q tiles, bq, k tiles, bk)
-        any_tile.append(visible.any(4).any(2))
-        all_tile.append(visible.all(4).all(2))
-    full = torch.cat(all_tile, 1)  # (Hp, q tiles, k tiles)
-    partial = torch.cat(any_tile, 1) & ~full
+    cell = math.gcd(pattern.num_global, pattern.query_block, pattern.unit, block)
+    q = torch.arange(0, q_tiles * block, cell, device=device)[None, :, None]  # cell corners
+    kv = torch.arange(0, k_tiles * block, cell, device=device)[None, None, :]
+    visible = pattern.mask_mod(with_band=False)(None, torch.arange(hp, device=device)[:, None, None], q, kv)
+    visible = visible & (q < length) & (kv < num_keys)  # (Hp, q cells, k cells)
+    every = visible
+    if pattern.band is not None:
+        banded = (q >= pattern.num_global) & (kv >= pattern.num_global) & (kv < length)
+        distance = (q - kv).abs()
+        visible = visible & (~banded | (distance - (cell - 1) <= pattern.band))  # nearest pair
+        every = every & (~banded | (distance + (cell - 1) <= pattern.band))  # farthest pair
+    per_tile = block // cell
+    any_tile = visible.view(hp, q_tiles, per_tile, k_tiles, per_tile).any(4).any(2)
+    full = every.view(hp, q_tiles, per_tile, k_tiles, per_tile).all(4).all(2)
+    partial = any_tile & ~full
 
     def ordered(tiles):  # count and indices of the selected tiles, selected ones first
         order = torch.argsort(tiles.to(torch.int8), dim=-1, descending=True, stable=True)
         return tiles.sum(-1, dtype=torch.int32)[None], order.to(torch.int32)[None]
 
     return BlockMask.from_kv_blocks(
-        *ordered(partial), *ordered(full), BLOCK_SIZE=block, mask_mod=mask_mod, seq_lengths=(length, num_keys)
+        *ordered(partial),
+        *ordered(full),
+        BLOCK_SIZE=block,
+        mask_mod=pattern.mask_mod(),
+        seq_lengths=(length, num_keys),
     )
+
+
+def _flex_layout(pattern: BlockPattern):
+    """``(pad, BlockMask)``: flex runs ``pattern`` with ``pad`` masked tokens after the globals.
+
+    The padding aligns the non-global tokens to the cells of :func:`flex_block_mask`: LSG's and
+    Longformer's single global token would otherwise make every cell one token wide.
+    """
+    if pattern not in _block_masks:
+        pad = -pattern.num_global % math.gcd(pattern.query_block, pattern.unit, FLEX_BLOCK_SIZE)
+        _block_masks[pattern] = pad, flex_block_mask(pattern.with_global_padding(pad))
+    return _block_masks[pattern]
+
+
+def _insert(x: torch.Tensor, at: int, count: int, value) -> torch.Tensor:
+    """``x`` with ``count`` entries of ``value`` inserted at position ``at`` of dim 2."""
+    filler = torch.full((*x.shape[:2], count, *x.shape[3:]), value, dtype=x.dtype, device=x.device)
+    return torch.cat([x[:, :, :at], filler, x[:, :, at:]], dim=2)
 
 
 def flex_attention_path(
@@ -387,10 +426,14 @@ def flex_attention_path(
 
     The first call for each new shape compiles. It logs a warning and then the compile time.
     """
+    g = pattern.num_global
+    pad, block_mask = _flex_layout(pattern)
+    if pad:
+        if key_valid is None:
+            key_valid = torch.ones(1, 1, pattern.num_keys, dtype=torch.bool, device=q.device)
+        q, k, v = (_insert(x, g, pad, 0.0) for x in (q, k, v))
+        key_valid = _insert(key_valid, g, pad, False)
     keys, values = _with_extra(k, extra_k), _with_extra(v, extra_v)
-    if pattern not in _block_masks:
-        _block_masks[pattern] = flex_block_mask(pattern)
-    block_mask = _block_masks[pattern]
     score_mod = None
     if key_valid is not None:
         shared = key_valid.shape[1] == 1
@@ -415,4 +458,6 @@ def flex_attention_path(
     if first:
         _compiled_shapes.add(shape_key)
         logger.warning("flex_attention: first call for this shape took %.1f s", time.perf_counter() - started)
+    if pad:
+        out = torch.cat([out[:, :, :g], out[:, :, g + pad :]], dim=2)
     return out

@@ -107,17 +107,19 @@ class BlockPattern:
         table.scatter_(2, self.key_units.where(self.key_units >= 0, self.num_units), True)
         return table[:, :, : self.num_units]
 
-    def mask_mod(self):
+    def mask_mod(self, with_band: bool = True):
         """The pattern as a token-level predicate ``allowed(b, h, q, kv) -> bool tensor``.
 
         Written with tensor operations only, so that the same function serves as the dense
         mask (called with broadcast ``arange`` grids) and as ``flex_attention``'s ``mask_mod``
         (called with scalar tensors). ``b`` is ignored (the pattern is the same for every
         sequence of a batch), and so is ``h`` when every head shares the pattern. ``q`` indexes
-        queries in ``[0, L)`` and ``kv`` keys in ``[0, L + E)``.
+        queries in ``[0, L)`` and ``kv`` keys in ``[0, L + E)``. ``with_band=False`` leaves the
+        band out (for callers that apply it themselves).
         """
         g, length, bq, u = self.num_global, self.seq_len, self.query_block, self.unit
-        blocks, units, band, per_head = self.num_blocks, self.num_units, self.band, self.heads > 1
+        blocks, units, per_head = self.num_blocks, self.num_units, self.heads > 1
+        band = self.band if with_band else None
         table = self.unit_table if blocks else None
 
         def allowed(b, h, q, kv):
@@ -142,6 +144,18 @@ class BlockPattern:
             arange(self.heads, device=self.device)[:, None, None],
             arange(self.seq_len, device=self.device)[None, :, None],
             arange(self.num_keys, device=self.device)[None, None, :],
+        )
+
+    def with_global_padding(self, pad: int) -> BlockPattern:
+        """The same pattern with ``pad`` more global tokens (which the caller masks as keys)."""
+        return BlockPattern(
+            self.seq_len + pad,
+            self.num_global + pad,
+            self.query_block,
+            self.unit,
+            self.key_units,
+            self.num_extra,
+            self.band,
         )
 
     def to(self, device: torch.device | str) -> BlockPattern:
