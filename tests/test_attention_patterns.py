@@ -4,6 +4,8 @@ independently; seeded random layouts; LSG's sparse tokens on hand-checked cases;
 
 from __future__ import annotations
 
+import io
+
 import pytest
 import torch
 
@@ -77,6 +79,15 @@ def test_random_layout_is_seeded_per_layer_and_saved_with_the_model():
     first.load_state_dict(other_layer.state_dict())
     assert torch.equal(first.pattern_for(64, CPU).key_units, other_layer.pattern_for(64, CPU).key_units)
     assert not torch.equal(first.pattern_for(64, CPU).key_units, units)
+
+
+def test_a_pickled_layer_keeps_its_layout():
+    attn = build_attention(config("lsg", block_size=8, sparse_block_size=8, sparsity_type="lsh"), 4)
+    buffer = io.BytesIO()
+    torch.save(attn, buffer)
+    buffer.seek(0)
+    restored = torch.load(buffer, weights_only=False)
+    assert torch.equal(restored.lsh_projections, attn.lsh_projections)
 
 
 def test_eval_uses_the_layout_of_training():

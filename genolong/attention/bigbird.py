@@ -120,9 +120,7 @@ class BigBirdAttention(BlockSparseAttention):
         self.max_blocks = int(config.max_position_embeddings) // self.block_size
         if self.num_random_blocks:
             shape = (self.num_heads, self.max_blocks, self.num_random_blocks)
-            self.register_draws(
-                "random_block_draws", lambda gen: torch.rand(shape, generator=gen, device="cpu"), config
-            )
+            self.register_draws("random_block_draws", "uniform", shape, config)
 
     @classmethod
     def validate_config(cls, config: Any) -> None:

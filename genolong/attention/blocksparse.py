@@ -21,7 +21,6 @@ never touched.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -68,7 +67,7 @@ class BlockSparseAttention(nn.Module):
         self.attention_impl = getattr(config, "attention_impl", "auto")
         self.dropout = float(getattr(config, "attention_probs_dropout_prob", 0.0))
         self.redraw_random_per_step = bool(getattr(config, "redraw_random_per_step", False))
-        self._samplers: dict[str, Callable[[torch.Generator], torch.Tensor]] = {}
+        self._draw_kinds: dict[str, str] = {}  # buffer name -> "uniform" or "normal"
         self._patterns: dict[tuple, BlockPattern] = {}
 
     # ------------------------------------------------------------------ configuration
@@ -118,22 +117,24 @@ class BlockSparseAttention(nn.Module):
 
     # ------------------------------------------------------------------ seeded randomness
 
-    def register_draws(
-        self, name: str, sampler: Callable[[torch.Generator], torch.Tensor], config: Any
-    ) -> None:
-        """Store ``sampler(generator)`` as persistent buffer ``name``; the generator is seeded
-        with ``attention_seed + layer_idx`` and kept for per-step redraws."""
+    def register_draws(self, name: str, kind: str, shape: tuple[int, ...], config: Any) -> None:
+        """Draw ``shape`` numbers (``kind`` = ``uniform`` on [0, 1) or standard ``normal``) from the
+        layer's generator, seeded with ``attention_seed + layer_idx``, as persistent buffer ``name``."""
         if not hasattr(self, "generator"):
             self.generator = torch.Generator().manual_seed(int(config.attention_seed) + self.layer_idx)
-        self._samplers[name] = sampler
-        self.register_buffer(name, sampler(self.generator))
+        self._draw_kinds[name] = kind
+        self.register_buffer(name, self._sample(name, shape))
+
+    def _sample(self, name: str, shape: tuple[int, ...]) -> torch.Tensor:
+        sample = {"uniform": torch.rand, "normal": torch.randn}[self._draw_kinds[name]]
+        return sample(shape, generator=self.generator, device="cpu")
 
     def draws(self, name: str) -> torch.Tensor:
         """Buffer ``name``, or a fresh draw from the layer's generator in a training step when
         ``redraw_random_per_step`` is set."""
         stored = getattr(self, name)
         if self.training and self.redraw_random_per_step:
-            return self._samplers[name](self.generator).to(stored.device)
+            return self._sample(name, tuple(stored.shape)).to(stored.device)
         return stored
 
     # ------------------------------------------------------------------ forward

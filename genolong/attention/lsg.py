@@ -168,9 +168,7 @@ class LSGAttention(BlockSparseAttention):
         self.num_global_tokens = int(config.num_global_tokens)
         if self.sparsity_type == "lsh":
             shape = (self.num_heads, int(config.hidden_size) // self.num_heads, self.compressed // 2)
-            self.register_draws(
-                "lsh_projections", lambda gen: torch.randn(shape, generator=gen, device="cpu"), config
-            )
+            self.register_draws("lsh_projections", "normal", shape, config)
         if (
             self.sparsity_type in ("stride", "block_stride")
             and self.factor > self.num_heads
