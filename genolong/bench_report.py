@@ -105,7 +105,7 @@ def markdown_report(rows: list[dict[str, Any]]) -> str:
     parts = ["### Summary", summary_table(rows)]
     for phase in PHASES:
         if any(row["phase"] == phase for row in rows):
-            parts += [f"### {phase}: median time (s)", metric_table(rows, phase, "time_s")]
+            parts += [f"### {phase}: best time (s)", metric_table(rows, phase, "time_s")]
             parts += [f"### {phase}: peak memory above resident (MB)", metric_table(rows, phase, "peak_mb")]
     return "\n\n".join(parts) + "\n"
 
@@ -135,7 +135,7 @@ def plot(path: Path, rows: list[dict[str, Any]], title: str) -> None:
         axis.set_xscale("log", base=2)
         axis.set_yscale("log")
         axis.set_xlabel("sequence length (tokens)")
-        axis.set_ylabel("median time (s)" if key == "time_s" else "peak memory above resident (MB)")
+        axis.set_ylabel("best time (s)" if key == "time_s" else "peak memory above resident (MB)")
         axis.set_title(f"{phase}: {'time' if key == 'time_s' else 'memory'}")
         axis.grid(True, which="both", alpha=0.3)
     axes.flat[0].legend(fontsize=8)

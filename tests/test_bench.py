@@ -25,7 +25,7 @@ def test_bench_attention_writes_a_row_per_model_length_and_phase(tmp_path, monke
     assert {(row["model"], row["length"], row["phase"]) for row in rows} == expected
     for row in rows:
         assert row["status"] == "ok", row
-        assert row["time_s"] > 0 and row["first_call_s"] > 0 and row["runs"] == 1
+        assert row["time_s"] > 0 and row["first_call_s"] > 0 and row["cpu_s"] > 0 and row["runs"] == 1
         assert row["peak_mb"] >= 0 and row["resident_mb"] > 0
         assert (row["attention_share"] is not None) == (row["model"] == "full")
     for suffix in (".md", ".png", ".json"):
