@@ -54,7 +54,7 @@ class BlockSparseAttention(nn.Module):
     """Base class: pattern caching, path choice and the one forward.
 
     Shapes: q, k, v ``(B, H, L, D)``; padding_mask ``(B, L)`` bool, True = real token, or None;
-    output ``(B, H, L, D)``. The first ``num_global(L)`` tokens are global.
+    output ``(B, H, L, D)``. The first ``pattern_for(L).num_global`` tokens are global.
     """
 
     attention_name = "block-sparse"
@@ -160,22 +160,38 @@ class BlockSparseAttention(nn.Module):
             raise ValueError(f"{self.attention_name}: built for {self.num_heads} heads, got {heads}")
         pattern = self.pattern_for(length, q.device)
         g = pattern.num_global
-        key_valid = None if padding_mask is None else padding_mask[:, None, :]  # (B, 1, L)
-        extra_k = extra_v = None
-        extra = self.sparse_tokens(
-            k[:, :, g:], v[:, :, g:], None if padding_mask is None else padding_mask[:, g:]
+        real = None if padding_mask is None else padding_mask[:, g:]
+        extra_k, extra_v, extra_valid = self.sparse_tokens(k[:, :, g:], v[:, :, g:], real) or (
+            None,
+            None,
+            None,
         )
-        if extra is not None:
-            extra_k, extra_v, extra_valid = extra
-            if extra_valid is not None:
-                if key_valid is None:
-                    key_valid = torch.ones(batch, 1, length, dtype=torch.bool, device=q.device)
-                key_valid = torch.cat(
-                    [key_valid.expand(-1, extra_valid.shape[1], -1), extra_valid.expand(batch, -1, -1)], dim=2
-                )  # (B, Hm, L + E)
-            elif key_valid is not None:
-                key_valid = torch.nn.functional.pad(key_valid, (0, extra_k.shape[2]), value=True)
+        num_extra = 0 if extra_k is None else extra_k.shape[2]
+        key_valid = _key_validity(padding_mask, extra_valid, length, num_extra, q.device)
         dropout = self.dropout if self.training else 0.0
         needs_grad = torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v))
         path = choose_path(self.attention_impl, self.attention_name, q.device, q.dtype, needs_grad, dropout)
         return run_path(path, q, k, v, pattern, key_valid, extra_k, extra_v, dropout)
+
+
+def _key_validity(
+    padding_mask: torch.Tensor | None,
+    extra_valid: torch.Tensor | None,
+    length: int,
+    num_extra: int,
+    device: torch.device,
+) -> torch.Tensor | None:
+    """``(B, Hm, L + E)`` bool, True = a real key: the sequence's padding mask, then the extra
+    keys' validity ``(B, Hm, E)``; None when every key is real."""
+    if padding_mask is None and extra_valid is None:
+        return None
+    sequence = (
+        torch.ones(1, 1, length, dtype=torch.bool, device=device)
+        if padding_mask is None
+        else padding_mask[:, None]
+    )
+    extra = (
+        torch.ones(1, 1, num_extra, dtype=torch.bool, device=device) if extra_valid is None else extra_valid
+    )
+    batch, heads = max(sequence.shape[0], extra.shape[0]), max(sequence.shape[1], extra.shape[1])
+    return torch.cat([sequence.expand(batch, heads, -1), extra.expand(batch, heads, -1)], dim=2)
