@@ -155,17 +155,14 @@ class BlockSparseAttention(nn.Module):
         self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, padding_mask: torch.Tensor | None = None
     ) -> torch.Tensor:
         """Sparse attention of ``q`` over ``k``/``v``: ``(B, H, L, D)`` -> ``(B, H, L, D)``."""
-        batch, heads, length, _ = q.shape
+        heads, length = q.shape[1:3]
         if heads != self.num_heads:
             raise ValueError(f"{self.attention_name}: built for {self.num_heads} heads, got {heads}")
         pattern = self.pattern_for(length, q.device)
         g = pattern.num_global
         real = None if padding_mask is None else padding_mask[:, g:]
-        extra_k, extra_v, extra_valid = self.sparse_tokens(k[:, :, g:], v[:, :, g:], real) or (
-            None,
-            None,
-            None,
-        )
+        extra = self.sparse_tokens(k[:, :, g:], v[:, :, g:], real)
+        extra_k, extra_v, extra_valid = (None, None, None) if extra is None else extra
         num_extra = 0 if extra_k is None else extra_k.shape[2]
         key_valid = _key_validity(padding_mask, extra_valid, length, num_extra, q.device)
         dropout = self.dropout if self.training else 0.0
