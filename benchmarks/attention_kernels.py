@@ -20,8 +20,9 @@ BERT) come from ``genolong bench attention``, not from here.
     python benchmarks/attention_kernels.py --lengths 1024,...,65536 --backbones bigbird \
         --paths gather,flex --dtypes float32 --csv kernels.csv
 
-The load average is printed before and after: on a shared machine the timings are only
-as quiet as the machine was.
+The load average is printed before and after: on a shared machine wall times are only as
+quiet as the machine was. The CPU-time columns (all threads of the process) are steadier;
+with ``--threads 1`` they approximate the wall time on an idle core.
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ FIELDS = (
     "length",
     "forward_s",
     "forward_backward_s",
+    "forward_cpu_s",
+    "forward_backward_cpu_s",
     "forward_peak_mb",
     "train_peak_mb",
     "compile_s",
@@ -85,13 +88,15 @@ def measure(backbone: str, path: str, dtype_name: str, length: int, repeats: int
     mask = torch.ones(1, seq_len, dtype=torch.bool)
     row = dict(backbone=backbone, path=path, dtype=dtype_name, length=length)
 
-    def best(call) -> float:
-        times = []
+    def best(call) -> tuple[float, float]:
+        """Best wall time and best CPU time (all threads) of ``repeats`` calls."""
+        wall, cpu = [], []
         for _ in range(repeats):
-            start = time.perf_counter()
+            start, start_cpu = time.perf_counter(), time.process_time()
             call()
-            times.append(time.perf_counter() - start)
-        return min(times)
+            wall.append(time.perf_counter() - start)
+            cpu.append(time.process_time() - start_cpu)
+        return min(wall), min(cpu)
 
     baseline = resident_mb()
     with torch.no_grad():
@@ -99,9 +104,9 @@ def measure(backbone: str, path: str, dtype_name: str, length: int, repeats: int
         attention(q, k, v, mask)  # warm-up; for flex, the compile
         row["compile_s"] = round(time.perf_counter() - start, 2) if path == "flex" else ""
         row["forward_peak_mb"] = round(peak_mb() - baseline, 1)
-        row["forward_s"] = best(lambda: attention(q, k, v, mask))
+        row["forward_s"], row["forward_cpu_s"] = best(lambda: attention(q, k, v, mask))
     if path == "flex":  # no backward pass on CPU
-        row.update(forward_backward_s="", train_peak_mb="")
+        row.update(forward_backward_s="", forward_backward_cpu_s="", train_peak_mb="")
         return row
     q, k, v = (x.requires_grad_() for x in (q, k, v))
 
@@ -110,7 +115,7 @@ def measure(backbone: str, path: str, dtype_name: str, length: int, repeats: int
 
     train_step()
     row["train_peak_mb"] = round(peak_mb() - baseline, 1)
-    row["forward_backward_s"] = best(train_step)
+    row["forward_backward_s"], row["forward_backward_cpu_s"] = best(train_step)
     return row
 
 
@@ -154,7 +159,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     header = (
         f"{'backbone':<11}{'path':<7}{'dtype':<9}{'length':>7}{'fwd s':>9}{'fwd+bwd s':>11}"
-        f"{'fwd MiB':>9}{'train MiB':>11}{'compile s':>11}"
+        f"{'fwd cpu s':>11}{'f+b cpu s':>11}{'fwd MiB':>9}{'train MiB':>11}{'compile s':>11}"
     )
     print(header)
     rows = []
@@ -168,7 +173,8 @@ def main(argv: list[str] | None = None) -> None:
                     rows.append(row)
                     print(
                         f"{backbone:<11}{path:<7}{dtype:<9}{length:>7}{row['forward_s']:>9.4f}"
-                        f"{row['forward_backward_s'] or float('nan'):>11.4f}{row['forward_peak_mb']:>9.0f}"
+                        f"{row['forward_backward_s'] or float('nan'):>11.4f}{row['forward_cpu_s']:>11.4f}"
+                        f"{row['forward_backward_cpu_s'] or float('nan'):>11.4f}{row['forward_peak_mb']:>9.0f}"
                         f"{row['train_peak_mb'] or float('nan'):>11.0f}{row['compile_s'] or '':>11}",
                         flush=True,
                     )
