@@ -32,12 +32,12 @@ VARIANTS = {
 COVERING_UNITS = {"bigbird": 4, "longformer": 1, "lsg": 2}
 
 
-def build(variant: str, layer_idx: int = 0, **params):
+def build(variant: str, layer_idx: int = 0, dim: int = HEAD_DIM, **params):
     backbone, defaults = VARIANTS[variant]
     config = attention_config(
         backbone,
         num_attention_heads=HEADS,
-        hidden_size=HEADS * HEAD_DIM,
+        hidden_size=HEADS * dim,
         max_position_embeddings=128,
         **{**defaults, **params},
     )
@@ -50,10 +50,12 @@ def length(config, units: int) -> int:
     return cls.num_extra_global_tokens(config) + units * cls.length_multiple(config)
 
 
-def qkv(batch: int, seq_len: int, dtype=torch.float64, seed: int = 0, requires_grad: bool = False):
+def qkv(
+    batch: int, seq_len: int, dtype=torch.float64, seed: int = 0, requires_grad: bool = False, dim=HEAD_DIM
+):
     gen = torch.Generator().manual_seed(seed)
     return [
-        torch.randn(batch, HEADS, seq_len, HEAD_DIM, generator=gen, dtype=dtype).requires_grad_(requires_grad)
+        torch.randn(batch, HEADS, seq_len, dim, generator=gen, dtype=dtype).requires_grad_(requires_grad)
         for _ in range(3)
     ]
 
@@ -225,9 +227,9 @@ def test_sequence_length_off_the_length_multiple_is_an_error():
 @pytest.mark.parametrize("variant", ["bigbird-itc", "bigbird-etc", "longformer", "lsg-norm", "lsg-lsh"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_flex_on_cuda_trains_like_the_gather_path(variant, dtype):
-    attn, config = build(variant)
+    attn, config = build(variant, dim=16)  # flex on CUDA needs head_dim >= 16
     attn = attn.cuda()
-    q, k, v = (x.to("cuda", dtype).requires_grad_() for x in qkv(2, length(config, 12)))
+    q, k, v = (x.to("cuda", dtype).requires_grad_() for x in qkv(2, length(config, 12), dim=16))
     mask = padding(2, q.shape[2]).cuda()
     out, grads = output_and_grads(attn, "flex", q, k, v, mask)
     ref, ref_grads = output_and_grads(attn, "gather", q, k, v, mask)

@@ -16,8 +16,8 @@ All three take the same arguments and agree to rounding error (tested):
   derived from the pattern; compiled (``torch.compile``), and the compiled function is shared.
   It is the GPU path for training and inference. On CPU it has no backward pass, and it costs
   a compile on first use: about 20-30 s, and a few seconds more for each new sequence length.
-  The ``BlockMask`` is cached on the pattern, which the attention module caches per length
-  and device.
+  The ``BlockMask`` is cached per pattern, and the attention module caches its patterns per
+  length and device.
 
 :func:`choose_path` turns the ``attention_impl`` setting (``auto`` | ``flex`` | ``gather`` |
 ``dense``) into one of these. It logs the choice once per backbone, path, device and mode,
@@ -134,9 +134,9 @@ def run_path(
     dropout_p: float = 0.0,
 ) -> torch.Tensor:
     """Run ``pattern`` with the path named ``path`` (``flex``, ``gather`` or ``dense``)."""
-    run = {"flex": flex_attention_path, "gather": gather_attention, "dense": dense_attention}[path]
     if path == "flex":
-        return run(q, k, v, pattern, key_valid, extra_k, extra_v)
+        return flex_attention_path(q, k, v, pattern, key_valid, extra_k, extra_v)
+    run = gather_attention if path == "gather" else dense_attention
     return run(q, k, v, pattern, key_valid, extra_k, extra_v, dropout_p)
 
 
