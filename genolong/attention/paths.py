@@ -185,7 +185,11 @@ def _gather_units(table: torch.Tensor, units: torch.Tensor) -> torch.Tensor:
     heads = max(table_heads, units.shape[0])
     if table_heads > 1:  # address unit t of head h as row h * rows + t of the flattened table
         units = units.expand(heads, -1, -1) + rows * torch.arange(heads, device=units.device)[:, None, None]
-    picked = table.flatten(1, 2).index_select(1, units.reshape(-1))  # (B, heads * c * S, ...)
+    rows_of = table.flatten(1, 2)  # (B, Ht * (T+1), ...)
+    if batch == 1:  # index_select along dim 0 copies whole rows at a time: several times faster
+        picked = rows_of[0].index_select(0, units.reshape(-1))[None]
+    else:
+        picked = rows_of.index_select(1, units.reshape(-1))  # (B, heads * c * S, ...)
     return picked.view(batch, heads, *units.shape[1:], *table.shape[3:])
 
 
