@@ -104,9 +104,23 @@ def load_pretrain_config(path: str | Path | None, overrides: dict[str, Any] | No
     data = _read_preset(preset_path("pretrain", str(path))) if path else {}
     for key, value in (overrides or {}).items():
         section, _, name = key.rpartition(".")
-        target = data.setdefault(section, {}) if section else data
-        target[name] = value
+        if key == "model.backbone":
+            data["model"] = _switch_backbone(data.get("model", {}), {"backbone": value})
+        else:
+            (data.setdefault(section, {}) if section else data)[name] = value
     return from_dict(PretrainConfig, data, source=str(path or "pretrain config"))
+
+
+def _switch_backbone(model: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
+    """``model | update``; when ``update`` changes the backbone, the old backbone's own
+    parameters are dropped (a BigBird ``block_size`` means nothing to Longformer)."""
+    from genolong.attention import attention_defaults
+
+    old, new = model.get("backbone"), update.get("backbone", model.get("backbone"))
+    if old is not None and new != old:
+        stale = set(attention_defaults(old)) - set(attention_defaults(new))
+        model = {k: v for k, v in model.items() if k not in stale}
+    return model | update
 
 
 def _read_preset(path: Path) -> dict[str, Any]:
@@ -120,7 +134,12 @@ def _read_preset(path: Path) -> dict[str, Any]:
         return data
     merged = _read_preset(path.parent / parent)
     for key, value in data.items():
-        merged[key] = merged.get(key, {}) | value if isinstance(value, dict) else value
+        if key == "model":
+            merged[key] = _switch_backbone(merged.get(key, {}), value)
+        elif isinstance(value, dict):
+            merged[key] = merged.get(key, {}) | value
+        else:
+            merged[key] = value
     return merged
 
 
