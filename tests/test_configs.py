@@ -1,0 +1,33 @@
+"""Every shipped YAML preset loads, validates, and builds a (shrunk) model that runs."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from genolong.configs import available_presets, preset_path
+from genolong.errors import UserError
+from genolong.tasks.pretrain import load_pretrain_config
+
+SHRINK = {"model.hidden_size": 32, "model.num_hidden_layers": 1, "model.num_attention_heads": 2,
+          "model.intermediate_size": 64}
+
+
+@pytest.mark.parametrize("name", available_presets("pretrain"))
+def test_pretrain_preset_builds_a_model(name):
+    from genolong.model.hf import GenolongForMaskedLM
+
+    config = load_pretrain_config(name)
+    full_size = config.model_config(vocab_size=config.tokenizer.vocab_size)
+    assert full_size.max_position_embeddings >= config.max_len
+    model = GenolongForMaskedLM(load_pretrain_config(name, SHRINK).model_config(vocab_size=300)).eval()
+    ids = torch.randint(5, 300, (2, config.max_len))
+    with torch.no_grad():
+        logits = model(input_ids=ids, attention_mask=torch.ones_like(ids)).logits
+    assert logits.shape == (2, config.max_len, 300)
+
+
+def test_presets_exist_and_unknown_names_are_clear():
+    assert {"tiny", "base", "full", "longformer", "lsg"} <= set(available_presets("pretrain"))
+    with pytest.raises(UserError, match="no pretrain preset 'huge'"):
+        preset_path("pretrain", "huge")
