@@ -17,7 +17,8 @@ from genolong import __version__
 from genolong.errors import UserError
 
 #: Command modules under ``genolong.commands``, in ``--help`` order.
-COMMAND_MODULES = ["data", "tokenizer", "genome", "promoter", "corpus", "chromatin", "bench", "pretrain"]
+COMMAND_MODULES = ["data", "tokenizer", "genome", "promoter", "corpus", "chromatin", "bench", "pretrain", "finetune",
+                   "predict", "evaluate"]
 
 
 def build_parser() -> argparse.ArgumentParser:

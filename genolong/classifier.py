@@ -1,0 +1,221 @@
+"""A fine-tuned sequence classifier: the model directory, DNA -> token batches, probabilities.
+
+``genolong finetune`` writes a *classifier directory*; ``predict-*`` and ``eval`` read it::
+
+    config.json, model.safetensors     GenolongForSequenceClassification (save_pretrained)
+    tokenizer.json, tokenizer_config.json
+    genolong_task.json                 TaskInfo: task, window, label names, threshold, provenance
+
+Every task has C independent sigmoid outputs (multi-label BCE): C = 1 for promoters
+(BigBird App. F.2), C = 919 for the chromatin profiles (App. F.3). Probabilities are
+``sigmoid(logits)``, shape (B, C).
+
+:class:`StrandAveraged` averages the probabilities of a sequence and of its reverse
+complement (selene's ``NonStrandSpecific``), which makes any classifier strand-invariant.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from genolong.errors import InputError, UserError
+from genolong.sequence import clean, reverse_complement
+
+TASK_FILE = "genolong_task.json"
+FORMAT = "genolong-classifier/1"
+TASKS = ("promoter", "chromatin")
+
+
+def default_promoter_model() -> Path:
+    """The promoter model shipped with the package (see its README for data and test F1)."""
+    return Path(str(resources.files("genolong.resources") / "models" / "promoter"))
+
+
+@dataclass
+class TaskInfo:
+    """What a classifier was trained for; saved as ``genolong_task.json``.
+
+    Attributes:
+        task: ``promoter`` or ``chromatin``.
+        window_bp: input length it was trained on; longer records are scanned in windows of it.
+        min_bp: the shortest input it scores (promoter: the window; chromatin: DeepSEA's
+            1,000-bp input, which unlocated rows keep).
+        max_len: tokens per input, [CLS] and [SEP] included; longer inputs keep their central
+            tokens.
+        label_names: one name per output (C,).
+        threshold: decision threshold on the probability (promoter: max F1 on validation).
+        provenance: data, configuration, metrics (free-form, JSON).
+    """
+
+    task: str
+    window_bp: int
+    min_bp: int
+    max_len: int
+    label_names: list[str]
+    threshold: float | None = None
+    provenance: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.task not in TASKS:
+            raise UserError(f"unknown task {self.task!r}; choose one of: {', '.join(TASKS)}")
+
+    @classmethod
+    def read(cls, directory: Path) -> TaskInfo:
+        path = directory / TASK_FILE
+        try:
+            data = json.loads(path.read_text())
+            if data.pop("format", None) != FORMAT:
+                raise ValueError(f"format is not {FORMAT!r}")
+            return cls(**data)
+        except (ValueError, TypeError) as err:
+            raise InputError(path, f"not a valid task description: {err}") from None
+
+    def write(self, directory: Path) -> None:
+        (directory / TASK_FILE).write_text(json.dumps({"format": FORMAT, **asdict(self)}, indent=2) + "\n")
+
+
+class TokenEncoder:
+    """DNA strings -> padded token batches ``[CLS] tokens [SEP] [PAD]...``.
+
+    An input with more than ``max_len - 2`` tokens keeps its central ``max_len - 2`` tokens
+    (the labels of both tasks describe the centre of the window).
+
+    Args:
+        tokenizer: a genolong tokenizer (:func:`genolong.tokenizer.load_tokenizer`).
+        max_len: tokens per input, [CLS] and [SEP] included.
+    """
+
+    def __init__(self, tokenizer, max_len: int):
+        if max_len < 3:
+            raise UserError(f"max_len must be at least 3 ([CLS] token [SEP]), got {max_len}")
+        self.backend = tokenizer.backend_tokenizer
+        self.cls, self.sep, self.pad = tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id
+        self.max_len = max_len
+
+    def __call__(self, sequences: list[str]) -> dict[str, torch.Tensor]:
+        """Encode ``sequences`` (any case, IUPAC codes allowed).
+
+        Returns:
+            ``input_ids`` (B, T) int64 and ``attention_mask`` (B, T) int64, T = the longest
+            encoded input of the batch.
+        """
+        keep = self.max_len - 2
+        encodings = self.backend.encode_batch_fast([clean(s) for s in sequences], add_special_tokens=False)
+        bodies = []
+        for encoding in encodings:
+            ids = encoding.ids
+            if len(ids) > keep:
+                start = (len(ids) - keep) // 2
+                ids = ids[start : start + keep]
+            bodies.append(ids)
+        length = max(len(ids) for ids in bodies) + 2
+        input_ids = torch.full((len(bodies), length), self.pad, dtype=torch.long)
+        attention_mask = torch.zeros((len(bodies), length), dtype=torch.long)
+        for row, ids in enumerate(bodies):
+            input_ids[row, : len(ids) + 2] = torch.tensor([self.cls, *ids, self.sep])
+            attention_mask[row, : len(ids) + 2] = 1
+        return {"input_ids": input_ids, "attention_mask": attention_mask}
+
+
+def resolve_device(device: str | torch.device | None) -> torch.device:
+    """``auto``/None: the GPU when there is one, else the CPU."""
+    if device in (None, "auto"):
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(device)
+
+
+class Classifier:
+    """A classifier ready for inference: model (eval mode), tokenizer and :class:`TaskInfo`."""
+
+    def __init__(self, model, tokenizer, info: TaskInfo, device: str | torch.device | None = "auto"):
+        self.device = resolve_device(device)
+        self.model = model.to(self.device).eval()
+        self.tokenizer = tokenizer
+        self.info = info
+        self.encode = TokenEncoder(tokenizer, info.max_len)
+
+    @classmethod
+    def load(cls, path: str | Path, *, task: str | None = None, device: str | torch.device | None = "auto"):
+        """Load a classifier directory, checking that it was trained for ``task`` when given.
+
+        Raises:
+            UserError: not a classifier directory, or one of another task.
+        """
+        from genolong.model.hf import GenolongForSequenceClassification
+        from genolong.tokenizer import load_tokenizer
+
+        path = Path(path)
+        if not path.is_dir():
+            raise UserError(f"{path}: no such model directory")
+        if not (path / TASK_FILE).is_file():
+            what = (
+                "a pretrained model, not a fine-tuned classifier"
+                if (path / "config.json").is_file()
+                else ("not a genolong model directory")
+            )
+            raise UserError(
+                f"{path} is {what} (no {TASK_FILE})",
+                hint=f"fine-tune one with `genolong finetune {task or 'promoter'} --model {path}`",
+            )
+        info = TaskInfo.read(path)
+        if task is not None and info.task != task:
+            raise UserError(f"{path} is a {info.task} model, not a {task} model")
+        model = _quietly(GenolongForSequenceClassification.from_pretrained, str(path))
+        if model.config.num_labels != len(info.label_names):
+            raise InputError(
+                path / TASK_FILE,
+                f"{len(info.label_names)} label names for a model with {model.config.num_labels} outputs",
+            )
+        return cls(model, load_tokenizer(path), info, device)
+
+    def save(self, path: str | Path) -> None:
+        """Write the classifier directory atomically."""
+        from genolong.files import atomic_path
+
+        with atomic_path(path, directory=True) as tmp:
+            _quietly(self.model.save_pretrained, str(tmp))
+            self.tokenizer.save_pretrained(str(tmp))
+            self.info.write(tmp)
+
+    @torch.inference_mode()
+    def probabilities(self, sequences: list[str]) -> np.ndarray:
+        """Sigmoid probabilities of one batch, shape (B, C) float32."""
+        batch = {k: v.to(self.device) for k, v in self.encode(sequences).items()}
+        logits = self.model(**batch).logits  # (B, C)
+        return torch.sigmoid(logits.float()).cpu().numpy()
+
+
+def _quietly(load, *args, **kwargs):
+    """Call a transformers loader without its progress bar (it would garble the CLI's stderr)."""
+    from transformers.utils import logging as hf_logging
+
+    enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        return load(*args, **kwargs)
+    finally:
+        if enabled:
+            hf_logging.enable_progress_bar()
+
+
+class StrandAveraged:
+    """Mean of the probabilities of each sequence and its reverse complement (selene
+    ``NonStrandSpecific``, mode "mean"); both strands go through the model in one batch.
+
+    Wraps anything with ``probabilities(sequences) -> (B, C)`` and ``info``.
+    """
+
+    def __init__(self, classifier):
+        self.classifier = classifier
+        self.info = classifier.info
+
+    def probabilities(self, sequences: list[str]) -> np.ndarray:
+        both = self.classifier.probabilities(list(sequences) + [reverse_complement(s) for s in sequences])
+        return (both[: len(sequences)] + both[len(sequences) :]) / 2

@@ -1,0 +1,204 @@
+"""``genolong predict-promoter`` and ``genolong predict-chromatin``: score the records of a FASTA file.
+
+Both stream the FASTA (plain, gzip or bgzip) one record at a time, batch the model inputs,
+show progress on a terminal and use a GPU when there is one. A record longer than the
+model's window is scanned in windows (``--stride``); ``--rc`` averages each window's
+probabilities with those of its reverse complement.
+
+Bad input, by design:
+
+* a record shorter than the model's minimum gets a row whose ``error`` column says so,
+  and the run continues (one short contig must not stop a genome-wide scan);
+* a file that is not valid FASTA (empty, no header, a character outside the IUPAC codes)
+  stops the run with exit status 2 and one line naming the file, line and record;
+* output files are written under temporary names and renamed when complete, so a run that
+  stops leaves none behind. Rows written to standard output (no ``--out``) cannot be
+  taken back: use ``--out`` when a partial table would do harm.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from pathlib import Path
+
+PROMOTER_COLUMNS = ("id", "length", "windows", "probability", "label", "error")
+WINDOW_COLUMNS = ("id", "start", "end", "probability", "label")
+CHROMATIN_FIXED_COLUMNS = ("id", "length", "start", "end")
+
+
+def _add_common(parser) -> None:
+    parser.add_argument("fasta", type=Path, help="FASTA file (plain, gzip or bgzip)")
+    parser.add_argument(
+        "--stride",
+        type=int,
+        default=None,
+        help="bp between scanning windows on records longer than the model window "
+        "(default: promoter half the window, chromatin 200)",
+    )
+    parser.add_argument(
+        "--rc", action="store_true", help="average each window's probabilities with its reverse complement's"
+    )
+    parser.add_argument("--batch-size", type=int, default=32, help="windows per model call (default: 32)")
+    parser.add_argument(
+        "--min-length",
+        type=int,
+        default=None,
+        help="shortest record to score, in bp (default: the model's minimum, see its genolong_task.json)",
+    )
+    parser.add_argument("--device", default="auto", help="auto (GPU when present), cpu, cuda, cuda:1, ...")
+
+
+def register(subparsers) -> None:
+    promoter = subparsers.add_parser(
+        "predict-promoter",
+        help="promoter probability of every FASTA record (scanned in windows)",
+        description="One row per record: id, length, windows scored, probability (the best window's), label "
+        "(1 when the probability reaches the model's threshold, chosen on validation), error. "
+        "Without --model, the promoter model shipped with genolong.",
+    )
+    _add_common(promoter)
+    promoter.add_argument(
+        "--model", type=Path, default=None, help="promoter classifier directory (default: the shipped model)"
+    )
+    promoter.add_argument(
+        "--out", type=Path, default=None, help="TSV of one row per record (default: stdout)"
+    )
+    promoter.add_argument(
+        "--windows", type=Path, default=None, help="also write one TSV row per scored window"
+    )
+    promoter.add_argument(
+        "--bed",
+        type=Path,
+        default=None,
+        help="BED of predicted promoter regions (windows at or above the threshold, merged)",
+    )
+    promoter.set_defaults(func=run_promoter)
+
+    chromatin = subparsers.add_parser(
+        "predict-chromatin",
+        help="919 chromatin-profile probabilities for every FASTA record (or window)",
+        description="One row per window (a record no longer than the model window is one window): id, "
+        "length, start, end, then one column per DeepSEA profile (Cell|Assay|Treatment), then error.",
+    )
+    _add_common(chromatin)
+    chromatin.add_argument("--model", type=Path, required=True, help="chromatin classifier directory")
+    chromatin.add_argument("--out", type=Path, required=True, help="TSV to write")
+    chromatin.set_defaults(func=run_chromatin)
+
+
+@contextlib.contextmanager
+def _outputs(*paths: Path | None):
+    """Open each path for writing atomically; None means standard output."""
+    from genolong.files import atomic_path
+
+    with contextlib.ExitStack() as stack:
+        handles = []
+        for path in paths:
+            if path is None or str(path) == "-":
+                handles.append(sys.stdout)
+            else:
+                tmp = stack.enter_context(atomic_path(path))
+                handles.append(stack.enter_context(open(tmp, "w")))
+        yield handles
+
+
+def _scored_records(args, classifier, default_stride: int):
+    """The records of ``args.fasta``, windowed, scored and grouped by record (see genolong.predict)."""
+    from tqdm import tqdm
+
+    from genolong.classifier import StrandAveraged
+    from genolong.errors import UserError
+    from genolong.predict import group_by_record, iter_windows, score_windows
+    from genolong.sequence import read_fasta
+
+    info = classifier.info
+    stride = args.stride or default_stride
+    min_length = args.min_length or info.min_bp
+    if min_length < 1 or stride < 1:
+        raise UserError(f"--stride and --min-length must be positive, got {stride} and {min_length}")
+    scorer = StrandAveraged(classifier) if args.rc else classifier
+    windows = iter_windows(read_fasta(args.fasta, unique_names=False), info.window_bp, stride, min_length)
+    progress = tqdm(unit=" windows", disable=None, file=sys.stderr, desc=args.fasta.name)
+    try:
+        yield from group_by_record(score_windows(windows, scorer, args.batch_size, progress=progress))
+    finally:
+        progress.close()
+
+
+def _cell(value: float) -> str:
+    return f"{value:.4f}"
+
+
+def run_promoter(args) -> int:
+    from genolong.classifier import Classifier, default_promoter_model
+    from genolong.predict import Skipped, merge_regions
+
+    classifier = Classifier.load(args.model or default_promoter_model(), task="promoter", device=args.device)
+    threshold = classifier.info.threshold
+    strand = "." if args.rc else "+"
+    counts = {"records": 0, "windows": 0, "promoters": 0, "skipped": 0}
+    with _outputs(args.out, *[p for p in (args.windows, args.bed) if p is not None]) as handles:
+        out = handles[0]
+        windows_out = handles[1] if args.windows else None
+        bed = handles[-1] if args.bed else None
+        out.write("\t".join(PROMOTER_COLUMNS) + "\n")
+        if windows_out:
+            windows_out.write("\t".join(WINDOW_COLUMNS) + "\n")
+        for first, group in _scored_records(args, classifier, max(1, classifier.info.window_bp // 2)):
+            counts["records"] += 1
+            if isinstance(first, Skipped):
+                counts["skipped"] += 1
+                out.write(f"{first.name}\t{first.record_length}\t0\t\t\t{first.error}\n")
+                continue
+            scores = [(window.start, window.end, float(p[0])) for window, p in group]
+            best = max(score for _, _, score in scores)
+            counts["windows"] += len(scores)
+            counts["promoters"] += best >= threshold
+            out.write(
+                f"{first.name}\t{first.record_length}\t{len(scores)}\t{_cell(best)}\t{int(best >= threshold)}\t\n"
+            )
+            if windows_out:
+                windows_out.writelines(
+                    f"{first.name}\t{start}\t{end}\t{_cell(score)}\t{int(score >= threshold)}\n"
+                    for start, end, score in scores
+                )
+            if bed:
+                bed.writelines(
+                    f"{first.name}\t{start}\t{end}\tpromoter\t{round(1000 * score)}\t{strand}\n"
+                    for start, end, score in merge_regions(scores, threshold)
+                )
+    print(
+        f"{counts['records']:,} records, {counts['windows']:,} windows scored, {counts['promoters']:,} "
+        f"predicted promoters (threshold {threshold:.4g}), {counts['skipped']:,} too short to score",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def run_chromatin(args) -> int:
+    from genolong.classifier import Classifier
+    from genolong.predict import Skipped
+
+    classifier = Classifier.load(args.model, task="chromatin", device=args.device)
+    names = classifier.info.label_names
+    counts = {"records": 0, "windows": 0, "skipped": 0}
+    with _outputs(args.out) as (out,):
+        out.write("\t".join((*CHROMATIN_FIXED_COLUMNS, *names, "error")) + "\n")
+        empty = "\t" * len(names)
+        for first, group in _scored_records(args, classifier, 200):
+            counts["records"] += 1
+            if isinstance(first, Skipped):
+                counts["skipped"] += 1
+                out.write(f"{first.name}\t{first.record_length}\t\t\t{empty}{first.error}\n")
+                continue
+            counts["windows"] += len(group)
+            for window, probabilities in group:
+                cells = "\t".join(map(_cell, probabilities))
+                out.write(f"{window.name}\t{window.record_length}\t{window.start}\t{window.end}\t{cells}\t\n")
+    print(
+        f"{counts['records']:,} records, {counts['windows']:,} windows scored, {counts['skipped']:,} too short "
+        "to score",
+        file=sys.stderr,
+    )
+    return 0

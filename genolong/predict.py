@@ -1,0 +1,162 @@
+"""Streaming, batched inference over FASTA records, in windows.
+
+One pass over the file, memory bounded by the largest record plus one batch:
+
+1. :func:`iter_windows` cuts each record into model inputs. A record no longer than the
+   model window is one input; a longer one is scanned with windows of ``window`` bp every
+   ``stride`` bp, plus a last window flush with the record's end so that its tail is scored.
+   A record shorter than ``min_length`` cannot be scored: it becomes a :class:`Skipped`
+   item carrying the reason.
+2. :func:`score_windows` runs the model on batches of windows and yields every item with
+   its probabilities, in input order (skipped items pass through unscored).
+3. :func:`group_by_record` regroups the scored windows per record for the writers.
+
+Any scorer with ``probabilities(sequences) -> (B, C)`` and ``info`` works: a
+:class:`~genolong.classifier.Classifier` or a :class:`~genolong.classifier.StrandAveraged` one.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from genolong.errors import UserError
+from genolong.sequence import FastaRecord
+
+
+@dataclass(frozen=True)
+class Window:
+    """One model input: ``sequence = record[start:end]``; ``record`` is the record's ordinal."""
+
+    record: int
+    name: str
+    record_length: int
+    start: int
+    end: int
+    sequence: str
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A record that cannot be scored, and why."""
+
+    record: int
+    name: str
+    record_length: int
+    error: str
+
+
+def window_starts(length: int, window: int, stride: int) -> list[int]:
+    """Starts of the scanning windows of a record of ``length`` bp.
+
+    ``[0]`` when the record fits in one window; else ``0, stride, 2 * stride, ...`` while the
+    window fits, and ``length - window`` last when the stride does not land on it.
+    """
+    if window < 1 or stride < 1:
+        raise UserError(f"window and stride must be positive, got window={window}, stride={stride}")
+    if length <= window:
+        return [0]
+    starts = list(range(0, length - window + 1, stride))
+    if starts[-1] != length - window:
+        starts.append(length - window)
+    return starts
+
+
+def iter_windows(
+    records: Iterable[FastaRecord], window: int, stride: int, min_length: int
+) -> Iterator[Window | Skipped]:
+    """The model inputs of ``records``, record by record (see the module docstring)."""
+    for ordinal, record in enumerate(records):
+        length = len(record.sequence)
+        if length < min_length:
+            yield Skipped(
+                ordinal, record.name, length, f"shorter than the model's minimum of {min_length} bp"
+            )
+            continue
+        for start in window_starts(length, window, stride):
+            end = min(start + window, length)
+            yield Window(ordinal, record.name, length, start, end, record.sequence[start:end])
+
+
+def score_windows(
+    items: Iterable[Window | Skipped], scorer, batch_size: int, *, progress=None
+) -> Iterator[tuple[Window | Skipped, np.ndarray | None]]:
+    """``(item, probabilities (C,))`` for each item in order; ``None`` for a :class:`Skipped` one.
+
+    Args:
+        items: from :func:`iter_windows`.
+        scorer: ``probabilities(list[str]) -> (B, C)``.
+        batch_size: windows per model call.
+        progress: optional tqdm-like object, advanced by one per window.
+    """
+    if batch_size < 1:
+        raise UserError(f"batch size must be positive, got {batch_size}")
+    pending: list[Window | Skipped] = []
+
+    def flush() -> Iterator[tuple[Window | Skipped, np.ndarray | None]]:
+        windows = [item for item in pending if isinstance(item, Window)]
+        scores = iter(scorer.probabilities([w.sequence for w in windows]) if windows else [])
+        for item in pending:
+            yield item, next(scores) if isinstance(item, Window) else None
+        if progress is not None:
+            progress.update(len(windows))
+        pending.clear()
+
+    scored = 0
+    for item in items:
+        pending.append(item)
+        scored += isinstance(item, Window)
+        if scored == batch_size:
+            yield from flush()
+            scored = 0
+    if pending:
+        yield from flush()
+
+
+def group_by_record(scored: Iterable[tuple[Window | Skipped, np.ndarray | None]]):
+    """Regroup :func:`score_windows` output: ``(first item, [(item, probabilities), ...])`` per record."""
+    for _, group in itertools.groupby(scored, key=lambda pair: pair[0].record):
+        group = list(group)
+        yield group[0][0], group
+
+
+def merge_regions(windows: list[tuple[int, int, float]], threshold: float) -> list[tuple[int, int, float]]:
+    """Merge the windows scoring at least ``threshold`` that overlap or touch into regions.
+
+    Args:
+        windows: ``(start, end, probability)`` sorted by start.
+
+    Returns:
+        ``(start, end, best probability)`` per region, sorted.
+    """
+    regions: list[list] = []
+    for start, end, probability in windows:
+        if probability < threshold:
+            continue
+        if regions and start <= regions[-1][1]:
+            regions[-1][1] = max(regions[-1][1], end)
+            regions[-1][2] = max(regions[-1][2], probability)
+        else:
+            regions.append([start, end, probability])
+    return [tuple(region) for region in regions]
+
+
+def predict_all(scorer, sequences: Iterable[str], batch_size: int, *, progress=None) -> np.ndarray:
+    """Probabilities of every sequence, shape (N, C), in batches of ``batch_size``.
+
+    For evaluation sets (each sequence is one model input, no scanning).
+    """
+    if batch_size < 1:
+        raise UserError(f"batch size must be positive, got {batch_size}")
+    chunks = []
+    iterator = iter(sequences)
+    while batch := list(itertools.islice(iterator, batch_size)):
+        chunks.append(scorer.probabilities(batch))
+        if progress is not None:
+            progress.update(len(batch))
+    if not chunks:
+        raise UserError("nothing to score: no sequences")
+    return np.concatenate(chunks)

@@ -1,0 +1,266 @@
+"""Promoter fine-tuning (genolong/tasks/classify.py, `genolong finetune promoter`) on a small
+real dataset: Mouse_tata promoters vs Mouse_nonprom non-promoters, micro models."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+import yaml
+from classify_helpers import micro_config, promoter_dataset, tiny_tokenizer
+from lightning.pytorch.callbacks import Callback
+
+from genolong.classifier import Classifier
+from genolong.cli import main
+from genolong.configs import available_presets, preset_path
+from genolong.data_prep.promoter_dataset import load_split
+from genolong.errors import ConfigError, UserError
+from genolong.metrics import best_f1_threshold, promoter_metrics
+from genolong.predict import predict_all
+from genolong.tasks.classify import (
+    ClassifyConfig,
+    build_classifier_model,
+    load_classify_config,
+    run_finetune,
+    validation_metrics,
+)
+from genolong.tokenizer import load_tokenizer
+
+
+@pytest.fixture(scope="module")
+def dataset(shared_data, tmp_path_factory):
+    return promoter_dataset(shared_data, tmp_path_factory.mktemp("promoters") / "data")
+
+
+@pytest.fixture(scope="module")
+def finished(dataset, tmp_path_factory):
+    out = tmp_path_factory.mktemp("run") / "run"
+    return out, run_finetune(dataset, out, micro_config("promoter"), show_progress=False)
+
+
+def test_run_writes_a_classifier_whose_threshold_and_metrics_reproduce(dataset, finished):
+    out, report = finished
+    assert report["steps"] <= 6 and report["best_step"] in (3, 6)
+    assert {"f1", "precision", "recall", "mcc", "auroc", "auprc"} <= set(report["test"])
+    assert {"valid", "test", "C"} <= set(report["kmer_baseline"])
+    assert json.loads((out / "report.json").read_text())["test"] == report["test"]
+    assert (out / "checkpoints" / "best.ckpt").is_file() and (out / "tokenizer" / "tokenizer.json").is_file()
+
+    classifier = Classifier.load(out / "model", task="promoter", device="cpu")
+    info = classifier.info
+    assert (info.window_bp, info.min_bp, info.label_names) == (251, 251, ["promoter"])
+    assert info.threshold == report["threshold"] and info.provenance["report"]["test"] == report["test"]
+    # the saved model reproduces the threshold (max F1 on valid) and the test metrics
+    scores = {}
+    for split in ("valid", "test"):
+        records = load_split(dataset, split)
+        scores[split] = (
+            [r.label for r in records],
+            predict_all(classifier, [r.sequence for r in records], batch_size=7)[:, 0],
+        )
+    assert best_f1_threshold(*scores["valid"]) == pytest.approx(report["threshold"], rel=1e-5)
+    test = promoter_metrics(*scores["test"], report["threshold"])
+    for name in ("f1", "mcc", "auroc", "auprc"):
+        assert test[name] == pytest.approx(report["test"][name], abs=1e-6)
+
+
+def test_best_checkpoint_is_the_one_saved(finished):
+    out, report = finished
+    state = torch.load(out / "checkpoints" / "best.ckpt", weights_only=True)
+    assert state["global_step"] == report["best_step"]
+    saved = Classifier.load(out / "model", device="cpu").model.state_dict()
+    for key, value in state["state_dict"].items():
+        torch.testing.assert_close(saved[key.removeprefix("model.")], value)
+
+
+class StopAt(Callback):
+    def __init__(self, step):
+        self.step = step
+
+    def on_train_batch_end(self, trainer, *args):
+        if trainer.global_step >= self.step:
+            trainer.should_stop = True
+
+
+def test_resume_reaches_the_same_weights_as_an_uninterrupted_run(dataset, finished, tmp_path):
+    out_full, _ = finished
+    config = micro_config(
+        "promoter", **{"model.hidden_dropout_prob": 0.2, "kmer_baseline": False, "patience": 5}
+    )
+    kwargs = {"tokenizer_dir": out_full / "tokenizer", "show_progress": False}
+    straight = run_finetune(dataset, tmp_path / "a", config, **kwargs)
+    assert run_finetune(dataset, tmp_path / "b", config, extra_callbacks=[StopAt(4)], **kwargs) == {
+        "stopped_at_step": 4
+    }
+    with pytest.raises(UserError, match="pass --resume"):
+        run_finetune(dataset, tmp_path / "b", config, **kwargs)
+    resumed = run_finetune(dataset, tmp_path / "b", config, resume=True, **kwargs)
+    assert resumed["test"] == pytest.approx(straight["test"])
+    a = torch.load(tmp_path / "a" / "checkpoints" / "last.ckpt", weights_only=True)["state_dict"]
+    b = torch.load(tmp_path / "b" / "checkpoints" / "last.ckpt", weights_only=True)["state_dict"]
+    for key in a:
+        torch.testing.assert_close(a[key], b[key], rtol=0, atol=1e-6)
+
+
+def test_early_stopping_on_validation_f1(dataset, finished, tmp_path):
+    out_full, _ = finished
+    config = micro_config(
+        "promoter",
+        **{
+            "train.max_steps": 40,
+            "train.val_every_steps": 2,
+            "patience": 1,
+            "train.learning_rate": 1e-9,
+            "kmer_baseline": False,
+        },
+    )
+    report = run_finetune(
+        dataset, tmp_path / "run", config, tokenizer_dir=out_full / "tokenizer", show_progress=False
+    )
+    assert report["early_stopped"] and report["steps"] < 40
+
+
+def test_validation_metrics_by_task():
+    labels = np.array([[0], [0], [1], [1]], dtype=np.float32)
+    metrics = validation_metrics("promoter", labels, np.array([[0.1], [0.6], [0.4], [0.9]]))
+    assert metrics["val/f1"] == pytest.approx(0.8)  # threshold 0.4: 2 TP, 1 FP
+    assert metrics["val/auroc"] == pytest.approx(0.75)
+    labels = np.array([[0, 1, 0], [1, 1, 0], [0, 1, 0], [1, 1, 1]], dtype=np.float32)
+    scores = np.array([[0.1, 0.5, 0.2], [0.9, 0.5, 0.1], [0.35, 0.5, 0.3], [0.3, 0.5, 0.9]])
+    metrics = validation_metrics("chromatin", labels, scores)
+    assert metrics["val/profiles"] == 2  # profile 1 has no negatives
+    assert metrics["val/mean_auc"] == pytest.approx((0.75 + 1.0) / 2)
+    with pytest.raises(UserError, match="no profile has both"):
+        validation_metrics("chromatin", np.zeros((3, 2), np.float32), np.zeros((3, 2)))
+
+
+def test_from_pretrained_keeps_encoder_weights_and_may_switch_backbone(tmp_path):
+    from genolong.attention import available_attentions
+    from genolong.model.configuration import GenolongConfig
+    from genolong.model.hf import GenolongForMaskedLM, GenolongForSequenceClassification
+
+    tokenizer_dir = tiny_tokenizer(tmp_path / "tok")
+    tokenizer = load_tokenizer(tokenizer_dir)
+    mlm = GenolongForMaskedLM(
+        GenolongConfig(
+            vocab_size=len(tokenizer),
+            hidden_size=16,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            intermediate_size=32,
+            max_position_embeddings=128,
+        )
+    )
+    mlm.save_pretrained(tmp_path / "pretrained")
+    tokenizer.save_pretrained(tmp_path / "pretrained")
+    backbone = "bigbird" if "bigbird" in available_attentions() else "full"
+    extra = {"block_size": 16} if backbone == "bigbird" else {}
+    config = micro_config(
+        "chromatin",
+        **{
+            "model.backbone": backbone,
+            "model.hidden_size": 999,
+            "model.positive_label_weight": 8.0,
+            **{f"model.{k}": v for k, v in extra.items()},
+        },
+    )
+    model = build_classifier_model(config, 919, tokenizer, tmp_path / "pretrained")
+    assert (model.config.backbone, model.config.hidden_size, model.config.num_labels) == (backbone, 16, 919)
+    assert model.config.positive_label_weight == 8.0
+    pretrained = mlm.state_dict()
+    fresh = GenolongForSequenceClassification(model.config).genolong.state_dict()
+    for key, value in model.genolong.state_dict().items():  # pretrained weights; the new backbone's buffers
+        torch.testing.assert_close(value, pretrained.get(f"genolong.{key}", fresh[key]))
+    with pytest.raises(ConfigError, match="exceeds the model's max_position_embeddings=128"):
+        build_classifier_model(micro_config("promoter", max_len=256), 1, tokenizer, tmp_path / "pretrained")
+
+
+def test_every_finetune_preset_loads_and_builds(tmp_path):
+    tokenizer = load_tokenizer(tiny_tokenizer(tmp_path / "tok"))
+    assert {"promoter_tiny", "chromatin_tiny"} <= set(available_presets("finetune"))
+    for name in available_presets("finetune"):
+        task = yaml.safe_load(preset_path("finetune", name).read_text())["task"]
+        config = load_classify_config(task, name)
+        labels = 919 if task == "chromatin" else 1
+        assert build_classifier_model(config, labels, tokenizer, None).config.num_labels == labels
+
+
+def test_config_errors():
+    with pytest.raises(UserError, match="is a chromatin preset, not a promoter one"):
+        load_classify_config("promoter", "chromatin_tiny")
+    with pytest.raises(ConfigError, match="val_every_steps=50 exceeds max_steps=10"):
+        load_classify_config("promoter", None, {"train.max_steps": 10, "train.val_every_steps": 50})
+    with pytest.raises(ConfigError, match="unknown key"):
+        load_classify_config("promoter", None, {"learning_rate": 1.0})
+    with pytest.raises(ConfigError, match="unknown task"):
+        ClassifyConfig(task="enhancer")
+
+
+def test_cli_prints_model_and_baseline(dataset, finished, tmp_path, capsys):
+    out_full, _ = finished
+    preset = tmp_path / "micro.yaml"
+    preset.write_text(
+        yaml.safe_dump(
+            {
+                "extends": str(preset_path("finetune", "promoter_tiny")),
+                "max_len": 64,
+                "model": {"hidden_size": 16, "num_hidden_layers": 1},
+            }
+        )
+    )
+    code = main(
+        [
+            "finetune",
+            "promoter",
+            "--data",
+            str(dataset),
+            "--out",
+            str(tmp_path / "run"),
+            "--config",
+            str(preset),
+            "--tokenizer",
+            str(out_full / "tokenizer"),
+            "--max-steps",
+            "2",
+            "--val-every",
+            "1",
+            "--batch-size",
+            "4",
+        ]
+    )
+    printed = capsys.readouterr().out
+    assert code == 0
+    assert "genolong full test" in printed and "kmer baseline" in printed and "best val/f1" in printed
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--data", "DATA", "--model", "M", "--tokenizer", "T"], "give --model or --tokenizer, not both"),
+        (["--data", "NOWHERE"], "is not a promoter dataset"),
+        (["--data", "DATA", "--config", "nope"], "no finetune preset 'nope'"),
+        (["--data", "DATA", "--max-steps", "10"], "val_every_steps=100 exceeds max_steps=10"),
+    ],
+)
+def test_cli_errors_are_one_line(dataset, tmp_path, capsys, args, message):
+    args = [{"DATA": str(dataset), "NOWHERE": str(tmp_path / "none")}.get(a, a) for a in args]
+    code = main(["finetune", "promoter", "--out", str(tmp_path / "out"), *args])
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_foreign_checkpoints_are_refused(dataset, finished, tmp_path):
+    out = tmp_path / "run"
+    (out / "checkpoints").mkdir(parents=True)
+    (out / "checkpoints" / "other.ckpt").write_bytes(b"not ours")
+    with pytest.raises(UserError, match="not from a genolong fine-tuning run"):
+        run_finetune(
+            dataset,
+            out,
+            micro_config("promoter"),
+            tokenizer_dir=finished[0] / "tokenizer",
+            show_progress=False,
+        )
+    assert (out / "checkpoints" / "other.ckpt").read_bytes() == b"not ours"
