@@ -30,6 +30,9 @@ from genolong.attention.paths import IMPLEMENTATIONS, choose_path, run_path
 from genolong.attention.pattern import BlockPattern
 from genolong.errors import ConfigError
 
+#: Patterns (sequence lengths x devices) each attention layer keeps.
+MAX_CACHED_PATTERNS = 16
+
 #: Parameters every block-sparse backbone understands.
 SHARED_DEFAULTS: dict[str, Any] = {
     "attention_impl": "auto",  # auto | flex | gather | dense (see genolong.attention.paths)
@@ -148,6 +151,8 @@ class BlockSparseAttention(nn.Module):
             key += tuple((b.data_ptr(), b._version) for b in self.buffers(recurse=False))
         if key not in self._patterns:
             self._patterns = {k: p for k, p in self._patterns.items() if k[:2] != key[:2]}
+            if len(self._patterns) >= MAX_CACHED_PATTERNS:  # forget the oldest length
+                del self._patterns[next(iter(self._patterns))]
             self._patterns[key] = self.build_pattern(seq_len, device)
         return self._patterns[key]
 

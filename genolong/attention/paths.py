@@ -15,7 +15,9 @@ All three take the same arguments and agree to rounding error (tested):
 * :func:`flex_attention_path`: ``torch.nn.attention.flex_attention`` with a ``BlockMask``
   derived from the pattern; compiled (``torch.compile``), and the compiled function is shared.
   It is the GPU path for training and inference. On CPU it has no backward pass, and it costs
-  a compile on first use: about 20-30 s, and a few seconds more for each new sequence length.
+  a compile on first use: about 20-30 s, and a few seconds more for each new shape (batch
+  size or length). ``torch.compile`` keeps a limited number of compiled shapes per function,
+  so feed flex a few fixed shapes.
   The ``BlockMask`` is cached per pattern, and the attention module caches its patterns per
   length and device.
 
