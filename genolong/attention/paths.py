@@ -214,7 +214,7 @@ def gather_attention(
 
     Global queries run dense attention over the sequence. Every non-global query block sees
     the global units, then its pattern's units, of the key table ``[global keys padded to a
-    unit | non-global keys | extra keys | one empty unit]``. One ``index_select`` gathers the
+    unit | non-global keys | extra keys]``. One ``index_select`` gathers the
     keys of many blocks at a time, another their values, and a third their validity flags.
     Attention (:func:`_attend`) then runs on ``(B*H, c, bq, D)`` queries against
     ``(B*H, c, K, D)`` keys, ``c`` blocks per chunk, with empty slots and padding masked.
@@ -230,17 +230,18 @@ def gather_attention(
         return torch.cat(outputs, dim=2)
 
     global_units = -(-g // u)
-    table_k = _key_table(k, extra_k, g, global_units * u - g, u)  # (B, H, Tg + T + 1, u, D)
-    table_v = _key_table(v, extra_v, g, global_units * u - g, u)
-    table_valid = _key_table(key_valid, None, g, global_units * u - g, u)  # (Bm, Hm, Tg + T + 1, u)
+    global_pad = global_units * u - g
+    table_k = _key_table(k, extra_k, g, global_pad, u)  # (B, H, Tg + T, u, D)
+    table_v = _key_table(v, extra_v, g, global_pad, u)
+    table_valid = F.pad(
+        _key_table(key_valid, None, g, global_pad, u), (0, 0, 0, 1)
+    )  # (Bm, Hm, Tg + T + 1, u)
     units = pattern.key_units
-    slots = torch.cat(
-        [  # (Hp, nb, Tg + S): the global units, then the pattern's (empty -> last unit)
-            torch.arange(global_units, device=units.device).expand(units.shape[0], units.shape[1], -1),
-            global_units + units.where(units >= 0, pattern.num_units),
-        ],
-        dim=-1,
-    )
+    global_slots = torch.arange(global_units, device=units.device).expand(units.shape[0], units.shape[1], -1)
+    # (Hp, nb, Tg + S): the global units, then the pattern's. An empty slot reads any unit of
+    # keys (unit 0), and the unit of validity flags appended above, which is all False.
+    slots = torch.cat([global_slots, global_units + units.clamp(min=0)], dim=-1)
+    valid_slots = torch.cat([global_slots, global_units + units.where(units >= 0, pattern.num_units)], dim=-1)
     q_blocks = q[:, :, g:].unflatten(2, (pattern.num_blocks, bq))  # (B, H, nb, bq, D)
 
     step = _chunk_blocks(batch, heads, slots.shape[-1] * u, head_dim, k.element_size())
@@ -258,7 +259,7 @@ def gather_attention(
     for start, q_chunk, keys, values in zip(
         starts, q_blocks.split(step, dim=2), key_chunks, value_chunks, strict=True
     ):
-        chunk = slots[:, start : start + step]  # (Hp, c, Tg + S)
+        chunk = valid_slots[:, start : start + step]  # (Hp, c, Tg + S)
         c = chunk.shape[1]
         mask = _gather_units(table_valid, chunk).flatten(3, 4)[:, :, :, None]  # (Bm, Hv, c, 1, K)
         if pattern.band is not None:
@@ -314,20 +315,20 @@ def _attend(
 def _key_table(
     x: torch.Tensor, extra: torch.Tensor | None, num_global: int, global_pad: int, unit: int
 ) -> torch.Tensor:
-    """``[global | pad | non-global | extra | empty unit]`` along dim 2, cut into units of ``unit``.
+    """``[global | pad | non-global | extra]`` along dim 2, cut into units of ``unit``.
 
     Works for keys and values ``(B, H, L, D)`` (padding with zeros) and for validity flags
-    ``(B, H, L + E)`` (padding with False, the extra part already included).
+    ``(B, H, L + E)`` (padding with False, the extra part already included). Without padding
+    or extra keys it is a view of ``x``, not a copy.
     """
-
-    def blank(size):
-        return x.new_zeros(*x.shape[:2], size, *x.shape[3:])
-
-    pieces = [x[:, :, :num_global], blank(global_pad), x[:, :, num_global:]]
+    pieces = [x]
+    if global_pad:
+        blank = x.new_zeros(*x.shape[:2], global_pad, *x.shape[3:])
+        pieces = [x[:, :, :num_global], blank, x[:, :, num_global:]]
     if extra is not None:
         pieces.append(extra)
-    pieces.append(blank(unit))
-    return torch.cat(pieces, dim=2).unflatten(2, (-1, unit))
+    table = pieces[0] if len(pieces) == 1 else torch.cat(pieces, dim=2)
+    return table.unflatten(2, (-1, unit))
 
 
 def _band_mask(pattern: BlockPattern, slots: torch.Tensor, start: int, global_units: int) -> torch.Tensor:
