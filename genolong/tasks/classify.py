@@ -335,28 +335,25 @@ def validation_metrics(task: str, labels: np.ndarray, probabilities: np.ndarray)
     """The validation metrics of ``task`` from labels and probabilities, both (N, C).
 
     promoter: ``val/f1`` (at the F1-best threshold), ``val/auroc``, ``val/auprc``;
-    chromatin: ``val/mean_auc`` and ``val/mean_pr_auc`` over the profiles with both labels,
-    and ``val/profiles``, their number.
+    chromatin: ``val/mean_auc``, the mean ROC AUC over the profiles with both labels, and
+    ``val/profiles``, their number.
     """
-    from genolong.metrics import best_f1_threshold, per_profile_auc, promoter_metrics
+    from genolong.chromatin_eval import profile_aucs
+    from genolong.metrics import best_f1_threshold, promoter_metrics
 
     if task == "promoter":
-        metrics = promoter_metrics(
-            labels[:, 0], probabilities[:, 0], best_f1_threshold(labels[:, 0], probabilities[:, 0])
-        )
+        y, p = labels[:, 0], probabilities[:, 0]
+        metrics = promoter_metrics(y, p, best_f1_threshold(y, p))
         return {"val/f1": metrics["f1"], "val/auroc": metrics["auroc"], "val/auprc": metrics["auprc"]}
-    aucs = per_profile_auc(labels.astype(np.uint8), probabilities)
-    if not aucs.defined.any():
+    auc = profile_aucs(labels.astype(np.uint8), probabilities).roc_auc
+    defined = ~np.isnan(auc)
+    if not defined.any():
         raise UserError(
             f"no profile has both positive and negative labels among the {len(labels)} "
             "validation rows, so the validation AUC is undefined",
             hint="raise train.val_windows",
         )
-    return {
-        "val/mean_auc": float(np.nanmean(aucs.roc_auc)),
-        "val/mean_pr_auc": float(np.nanmean(aucs.pr_auc)),
-        "val/profiles": float(aucs.defined.sum()),
-    }
+    return {"val/mean_auc": float(auc[defined].mean()), "val/profiles": float(defined.sum())}
 
 
 class ClassifierModule(pl.LightningModule):

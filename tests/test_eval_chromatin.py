@@ -1,0 +1,299 @@
+"""Chromatin fine-tuning, `genolong eval chromatin` and `genolong predict-chromatin` end to end on the
+100 real DeepSEA rows: 8,000-bp windows (located in a synthetic genome) and the central 1,000 bp."""
+
+from __future__ import annotations
+
+import csv
+
+import numpy as np
+import pytest
+from classify_helpers import (
+    chromatin_prepared,
+    micro_config,
+    random_classifier,
+    real_deepsea_fastas,
+    tiny_tokenizer,
+)
+from deepsea_fixtures import real_rows
+from sklearn.metrics import average_precision_score, roc_auc_score
+
+from genolong.chromatin_eval import AUC_COLUMNS, evaluation_rows, profile_aucs, read_auc_table
+from genolong.chromatin_profiles import chromatin_profiles
+from genolong.classifier import Classifier, StrandAveraged
+from genolong.cli import main
+from genolong.data_prep.chromatin_dataset import PreparedChromatin
+from genolong.errors import InputError
+from genolong.metrics import per_profile_auc
+from genolong.sequence import write_fasta
+from genolong.tasks.classify import run_finetune
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory):
+    return tmp_path_factory.mktemp("chromatin")
+
+
+@pytest.fixture(scope="module")
+def prepared_8000(shared_data, work):
+    return chromatin_prepared(shared_data, work / "p8000", context=8000)
+
+
+@pytest.fixture(scope="module")
+def prepared_1000(shared_data, work):
+    return chromatin_prepared(shared_data, work / "p1000", context=None)
+
+
+@pytest.fixture(scope="module")
+def finetuned(prepared_8000, work):
+    """A micro model fine-tuned on the 8-kb windows of the real rows."""
+    out = work / "run"
+    return out, run_finetune(prepared_8000, out, micro_config("chromatin"), show_progress=False)
+
+
+def test_fine_tuning_writes_the_model_and_aucs(finetuned, prepared_8000):
+    out, report = finetuned
+    assert report["monitor"]["metric"] == "val/mean_auc" and 0 <= report["monitor"]["best"] <= 1
+    classifier = Classifier.load(out / "model", task="chromatin", device="cpu")
+    info = classifier.info
+    assert (info.window_bp, info.min_bp, info.threshold) == (8000, 1000, None)
+    assert info.label_names == [p.name for p in chromatin_profiles()]
+    assert classifier.model.config.positive_label_weight == 8.0  # BigBird App. F.3, from the preset
+
+    table = read_auc_table(out / "aucs.csv")
+    test = PreparedChromatin(prepared_8000)["test"]
+    labels = np.asarray(test.labels)
+    positives = labels.sum(0)
+    assert (table.positives == positives).all() and report["test"]["rows"] == len(test) == 200
+    assert (~np.isnan(table.roc_auc) == ((positives > 0) & (positives < 200))).all()
+    scores = classifier.probabilities([test.sequence(row) for row in range(len(test))])
+    expected = profile_aucs(labels, scores)
+    np.testing.assert_allclose(table.roc_auc, expected.roc_auc, atol=1e-6)
+    np.testing.assert_allclose(table.pr_auc, expected.pr_auc, atol=1e-6)
+
+
+def test_vectorized_aucs_equal_sklearn_on_the_real_labels(shared_data):
+    _, labels = real_rows(shared_data)
+    labels = labels[:, ::4]  # 230 profiles of every class: scikit-learn takes ~10 ms per profile
+    rng = np.random.default_rng(0)
+    for scores in (rng.integers(0, 5, labels.shape).astype(float), rng.random(labels.shape)):  # ties, none
+        fast, reference = profile_aucs(labels, scores, chunk_elements=5000), per_profile_auc(labels, scores)
+        np.testing.assert_allclose(fast.roc_auc, reference.roc_auc, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(fast.pr_auc, reference.pr_auc, rtol=0, atol=1e-12)
+        assert (fast.positives == reference.positives).all() and (fast.defined == reference.defined).all()
+    hand = profile_aucs([[0], [1], [0], [1]], [[0.1], [0.9], [0.35], [0.3]])
+    assert hand.roc_auc[0] == pytest.approx(0.75)  # 3 of 4 (positive, negative) pairs ordered
+    assert hand.pr_auc[0] == pytest.approx((1 + 2 / 3) / 2)  # precision 1 at 0.9, 2/3 at 0.3
+    tied = profile_aucs([[1], [0], [1], [0]], [[0.5], [0.5], [0.5], [0.1]])
+    assert tied.roc_auc[0] == pytest.approx(0.75) and tied.pr_auc[0] == pytest.approx(2 / 3)
+
+
+def read_tsv(path):
+    with open(path, newline="") as handle:
+        return list(csv.reader(handle, delimiter="\t"))
+
+
+def test_predict_chromatin_on_the_real_8kb_and_1kb_sequences(finetuned, shared_data, tmp_path, capsys):
+    out, _ = finetuned
+    long_fasta, short_fasta = real_deepsea_fastas(shared_data, tmp_path)
+    classifier = Classifier.load(out / "model", device="cpu")
+    names = [p.name for p in chromatin_profiles()]
+    windows, labels = real_rows(shared_data)
+    for fasta, sequences in ((long_fasta, windows), (short_fasta, [w[3500:4500] for w in windows])):
+        preds = tmp_path / f"{fasta.stem}.tsv"
+        assert (
+            main(
+                [
+                    "predict-chromatin",
+                    str(fasta),
+                    "--model",
+                    str(out / "model"),
+                    "--out",
+                    str(preds),
+                    "--batch-size",
+                    "16",
+                ]
+            )
+            == 0
+        )
+        header, *rows = read_tsv(preds)
+        assert header == ["id", "length", "start", "end", *names, "error"]
+        assert [r[0] for r in rows] == [f"row{i}" for i in range(100)]
+        assert {(r[1], r[2], r[3], r[-1]) for r in rows} == {
+            (str(len(sequences[0])), "0", str(len(sequences[0])), "")
+        }
+        predicted = np.array([[float(v) for v in r[4:-1]] for r in rows])
+        np.testing.assert_allclose(predicted, classifier.probabilities(sequences), atol=6e-5)
+        # per-profile AUCs exist for the profiles with positives among the 100 rows
+        aucs = profile_aucs(labels, predicted)
+        assert (
+            aucs.defined == ((labels.sum(0) > 0) & (labels.sum(0) < 100))
+        ).all() and aucs.defined.sum() > 100
+    assert "100 records, 100 windows scored" in capsys.readouterr().err
+
+
+def test_predict_chromatin_scans_long_records_and_flags_short_ones(finetuned, shared_data, tmp_path):
+    out, _ = finetuned
+    windows, _ = real_rows(shared_data)
+    fasta = tmp_path / "in.fa"
+    write_fasta(fasta, [("joined", windows[0] + windows[1][:1000]), ("short", windows[2][:999])])
+    preds = tmp_path / "preds.tsv"
+    assert (
+        main(
+            [
+                "predict-chromatin",
+                str(fasta),
+                "--model",
+                str(out / "model"),
+                "--out",
+                str(preds),
+                "--stride",
+                "400",
+            ]
+        )
+        == 0
+    )
+    _, *rows = read_tsv(preds)
+    assert [(r[0], r[2], r[3]) for r in rows] == [
+        ("joined", "0", "8000"),
+        ("joined", "400", "8400"),
+        ("joined", "800", "8800"),
+        ("joined", "1000", "9000"),
+        ("short", "", ""),
+    ]
+    assert rows[-1][-1] == "shorter than the model's minimum of 1000 bp" and rows[-1][4] == ""
+    assert all(len(r) == 4 + 919 + 1 for r in rows)
+
+
+def test_eval_cli_on_the_central_1000bp(finetuned, prepared_1000, tmp_path, capsys, caplog):
+    out, _ = finetuned
+    aucs = tmp_path / "aucs.csv"
+    assert (
+        main(
+            [
+                "eval",
+                "chromatin",
+                "--model",
+                str(out / "model"),
+                "--data",
+                str(prepared_1000),
+                "--out",
+                str(aucs),
+            ]
+        )
+        == 0
+    )
+    printed = capsys.readouterr()
+    assert "200 rows of" in printed.out and "-> " + str(aucs) in printed.out
+    assert "DeepSEA (published)    95.8    92.3    85.6" in printed.out
+    assert "BigBird (published)    96.1    92.1    88.7" in printed.out
+    assert "trained on 8000-bp windows" in caplog.text  # a warning, not an error
+    assert aucs.read_text().splitlines()[0] == ",".join(AUC_COLUMNS)
+    table = read_auc_table(aucs)
+    test = PreparedChromatin(prepared_1000)["test"]
+    scores = Classifier.load(out / "model", device="cpu").probabilities(
+        [test.sequence(r) for r in range(200)]
+    )
+    for column in np.flatnonzero(~np.isnan(table.roc_auc))[:20]:
+        assert table.roc_auc[column] == pytest.approx(
+            roc_auc_score(test.labels[:, column], scores[:, column]), abs=1e-6
+        )
+        assert table.pr_auc[column] == pytest.approx(
+            average_precision_score(test.labels[:, column], scores[:, column]), abs=1e-6
+        )
+
+
+def test_eval_cli_with_strand_averaging_on_8kb_rows(finetuned, prepared_8000, tmp_path):
+    out, _ = finetuned
+    aucs = tmp_path / "aucs.csv"
+    assert (
+        main(
+            [
+                "eval",
+                "chromatin",
+                "--model",
+                str(out / "model"),
+                "--data",
+                str(prepared_8000),
+                "--out",
+                str(aucs),
+                "--rc",
+                "--rows",
+                "150",
+            ]
+        )
+        == 0
+    )
+    table = read_auc_table(aucs)
+    test = PreparedChromatin(prepared_8000)["test"]
+    rows = evaluation_rows(len(test), 150)
+    assert len(rows) == 150
+    both = StrandAveraged(Classifier.load(out / "model", device="cpu"))
+    scores = both.probabilities([test.sequence(int(r)) for r in rows])
+    labels = np.asarray(test.labels[rows])
+    assert (table.positives == labels.sum(0)).all()
+    for column in np.flatnonzero(~np.isnan(table.roc_auc))[:20]:
+        assert table.roc_auc[column] == pytest.approx(
+            roc_auc_score(labels[:, column], scores[:, column]), abs=1e-6
+        )
+
+
+def test_eval_and_predict_errors(finetuned, prepared_1000, tmp_path, capsys):
+    out, _ = finetuned
+    tokenizer = tiny_tokenizer(tmp_path / "tok")
+    promoter = random_classifier(
+        tmp_path / "promoter",
+        tokenizer,
+        task="promoter",
+        window_bp=300,
+        min_bp=300,
+        label_names=["promoter"],
+        threshold=0.5,
+    )
+    bad_fasta = tmp_path / "bad.fa"
+    bad_fasta.write_text(">a\n" + "ACGT" * 300 + "\n>b\nAC-GT\n")
+    cases = [
+        (
+            ["eval", "chromatin", "--model", str(promoter), "--data", str(prepared_1000)],
+            "is a promoter model, not a chromatin model",
+        ),
+        (
+            ["eval", "chromatin", "--model", str(out / "model"), "--data", str(tmp_path)],
+            "not a prepared chromatin dataset",
+        ),
+        (
+            [
+                "eval",
+                "chromatin",
+                "--model",
+                str(out / "model"),
+                "--data",
+                str(prepared_1000),
+                "--split",
+                "dev",
+            ],
+            "has no 'dev' split",
+        ),
+        (
+            ["eval", "chromatin", "--model", str(out / "model"), "--data", str(prepared_1000), "--rows", "0"],
+            "--rows must be positive",
+        ),
+        (["predict-chromatin", str(bad_fasta), "--model", str(out / "model")], "invalid character '-'"),
+        (["predict-chromatin", str(bad_fasta), "--model", str(promoter)], "is a promoter model"),
+    ]
+    for args, message in cases:
+        code = main([*args, "--out", str(tmp_path / "out.tsv")])
+        err = capsys.readouterr().err
+        assert code == 2 and message in err and len(err.strip().splitlines()) == 1, (args, err)
+        assert not (tmp_path / "out.tsv").exists()
+
+
+def test_auc_table_reader_errors(tmp_path):
+    path = tmp_path / "aucs.csv"
+    path.write_text("index,name\n0,x\n")
+    with pytest.raises(InputError, match="header is"):
+        read_auc_table(path)
+    path.write_text(",".join(AUC_COLUMNS) + "\n0,a,b,c,d,TF,1,2,0.5,0.4\n")
+    with pytest.raises(InputError, match="expected 919 profile rows"):
+        read_auc_table(path)
+    with pytest.raises(InputError, match="no such AUC table"):
+        read_auc_table(tmp_path / "none.csv")
