@@ -228,3 +228,27 @@ def test_padding_before_real_tokens_or_an_empty_row_is_a_user_error(padding):
     mask[1, padding] = False
     with pytest.raises(UserError, match="run of real tokens followed by padding"):
         sled_encoder()(random_ids(2, 30), mask)
+
+
+def test_preset_model_round_trips_and_its_mlm_checkpoint_starts_a_classifier(tmp_path):
+    from transformers import AutoModelForMaskedLM, AutoModelForSequenceClassification
+
+    from genolong.model.hf import GenolongForMaskedLM
+    from genolong.tasks.pretrain import load_pretrain_config
+
+    config = load_pretrain_config("sled").model_config(vocab_size=64)
+    assert (config.backbone, config.sled_chunk_size, config.sled_context_padding) == ("sled", 256, 0.5)
+    torch.manual_seed(0)
+    mlm = GenolongForMaskedLM(config).eval()
+    mlm.save_pretrained(tmp_path / "mlm")
+    ids = random_ids(2, 700)
+    with torch.no_grad():
+        loaded_mlm = AutoModelForMaskedLM.from_pretrained(tmp_path / "mlm").eval()
+        torch.testing.assert_close(mlm(ids).logits, loaded_mlm(ids).logits, rtol=0, atol=1e-6)
+    classifier = AutoModelForSequenceClassification.from_pretrained(tmp_path / "mlm", num_labels=2).eval()
+    assert classifier.fusion.query.abs().sum() > 0  # initialised, not loaded
+    classifier.save_pretrained(tmp_path / "classifier")
+    loaded = GenolongForSequenceClassification.from_pretrained(tmp_path / "classifier").eval()
+    with torch.no_grad():
+        torch.testing.assert_close(classifier(ids).logits, loaded(ids).logits, rtol=0, atol=1e-6)
+        torch.testing.assert_close(classifier.genolong(ids)[0], mlm.genolong(ids)[0], rtol=0, atol=1e-6)

@@ -176,13 +176,16 @@ def test_layout_puts_vips_first_in_order_and_round_trips():
 
 
 def test_a_row_has_the_same_blocks_alone_and_in_a_batch():
+    """Row 1's real non-VIP tokens fill the same slots of C (so the same blocks) in both layouts."""
     ids, mask, vip = padded_batch()
     vip = default_vip_mask(mask, 0) | vip
     together = VipLayout.build(vip, mask, block_size=4)
-    alone = VipLayout.build(vip[1:], mask[1:], block_size=4)
-    rest_together = together.order[1, together.num_vip :]
-    rest_alone = alone.order[0, alone.num_vip :]
-    assert torch.equal(rest_together[: len(rest_alone)], torch.where(rest_alone == 61, 61, rest_alone))
+    alone = VipLayout.build(vip[1:, :45], mask[1:, :45], block_size=4)
+    real = 45 - 2  # tokens of row 1 that are neither padding nor VIP
+    for layout, row in ((together, 1), (alone, 0)):
+        rest, rest_real = layout.order[row, layout.num_vip :], layout.real[row, layout.num_vip :]
+        assert rest[:real].tolist() == [p for p in range(1, 45) if p != 12]
+        assert rest_real[:real].all() and not rest_real[real:].any()
 
 
 def test_central_vip_window_is_centred_on_the_real_tokens():
@@ -315,3 +318,23 @@ def test_compressed_rows_count():
     assert compressed.rows.shape[1] == 1 + 3 * 4 + (16 - 3)
     pooled_bias = compressed.key_bias[0, 1 + 12 :]
     torch.testing.assert_close(pooled_bias, torch.full((13,), math.log(4)))
+
+
+def test_preset_model_round_trips_through_the_auto_classes(tmp_path):
+    from transformers import AutoModelForMaskedLM
+
+    from genolong.tasks.pretrain import load_pretrain_config
+
+    config = load_pretrain_config("vcc").model_config(vocab_size=64)
+    assert (config.backbone, config.pre_layer_norm, config.vcc_fine_blocks) == ("vcc", True, 16)
+    torch.manual_seed(0)
+    model = GenolongForMaskedLM(config).eval()
+    model.save_pretrained(tmp_path)
+    loaded = AutoModelForMaskedLM.from_pretrained(tmp_path).eval()
+    assert isinstance(loaded.genolong.encoder, VCCEncoder)
+    ids = random_ids(2, 400)
+    labels = torch.where(torch.arange(400) % 13 == 1, ids, IGNORE_INDEX)
+    with torch.no_grad():
+        torch.testing.assert_close(
+            model(ids, labels=labels).logits, loaded(ids, labels=labels).logits, rtol=0, atol=1e-6
+        )

@@ -43,6 +43,7 @@ n_p = VIP slots, R = n_p + nb k (the reordered sequence, with empty slots), r = 
 
 from __future__ import annotations
 
+import logging
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -53,6 +54,8 @@ import torch.nn.functional as F
 from genolong.attention.vcc import num_warmup_layers
 from genolong.errors import UserError
 from genolong.model.encoder import Block, Encoder
+
+log = logging.getLogger(__name__)
 
 
 def default_vip_mask(attention_mask: torch.Tensor, num_central: int) -> torch.Tensor:
@@ -291,6 +294,11 @@ class VCCEncoder(Encoder):
         self.block_size = config.vcc_block_size
         self.num_fine_blocks = config.vcc_fine_blocks
         self.num_central_vip_tokens = config.vcc_central_vip_tokens
+        if not config.pre_layer_norm and self.num_warmup_layers < config.num_hidden_layers:
+            log.warning(
+                "vcc with post-LN layers: a pooled block's update is a difference of normalised outputs, an "
+                "approximation beyond the paper's; pre_layer_norm=True gives its exact residual form"
+            )
 
     def run_block(self, block: Block, x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
         """One layer, recomputed in the backward pass under gradient checkpointing."""
