@@ -23,7 +23,8 @@ from the keys and values (``sparsity_type``, Sec. 3.2):
 * ``block_stride`` (head-wise block strided): in every block, head ``h`` keeps ``c`` consecutive
   tokens from offset ``(h c) mod bt``, wrapping around the block.
 * ``norm`` (max norm): the ``c`` keys of largest norm in each block and head. The selection is
-  not differentiated; padding is never picked before a real token.
+  not differentiated; padding is never picked before a real token. The authors' code selects
+  within chunks of ``min(bt, sbs)`` tokens; the two agree when ``sbs >= bt``, the default.
 * ``lsh``: one LSH round per block. ``h(x) = argmax([x R; -x R])`` on L2-normalised keys, with
   ``R`` of shape ``(D, c/2)`` per head, gives ``c`` buckets. The keys and values of a bucket are
   averaged; an empty bucket is masked. ``R`` is a seeded draw per layer (see
