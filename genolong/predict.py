@@ -9,7 +9,8 @@ One pass over the file, memory bounded by the largest record plus one batch:
    item carrying the reason.
 2. :func:`score_windows` runs the model on batches of windows and yields every item with
    its probabilities, in input order (skipped items pass through unscored).
-3. :func:`group_by_record` regroups the scored windows per record for the writers.
+3. :func:`group_by_record` regroups the scored windows per record, lazily, for the writers;
+   :class:`RegionMerger` merges a record's high-scoring windows into regions as they come.
 
 Any scorer with ``probabilities(sequences) -> (B, C)`` and ``info`` works: a
 :class:`~genolong.classifier.Classifier` or a :class:`~genolong.classifier.StrandAveraged` one.
@@ -117,31 +118,44 @@ def score_windows(
 
 
 def group_by_record(scored: Iterable[tuple[Window | Skipped, np.ndarray | None]]):
-    """Regroup :func:`score_windows` output: ``(first item, [(item, probabilities), ...])`` per record."""
-    for _, group in itertools.groupby(scored, key=lambda pair: pair[0].record):
-        group = list(group)
-        yield group[0][0], group
+    """Regroup :func:`score_windows` output lazily, record by record.
 
-
-def merge_regions(windows: list[tuple[int, int, float]], threshold: float) -> list[tuple[int, int, float]]:
-    """Merge the windows scoring at least ``threshold`` that overlap or touch into regions.
-
-    Args:
-        windows: ``(start, end, probability)`` sorted by start.
-
-    Returns:
-        ``(start, end, best probability)`` per region, sorted.
+    Yields ``(first item, pairs)`` per record, where ``pairs`` iterates over that record's
+    ``(item, probabilities)`` (the first included). Like :func:`itertools.groupby`, consume
+    ``pairs`` before moving to the next record; nothing is held, so a chromosome-long record
+    scanned in millions of windows takes no more memory than one batch.
     """
-    regions: list[list] = []
-    for start, end, probability in windows:
-        if probability < threshold:
-            continue
-        if regions and start <= regions[-1][1]:
-            regions[-1][1] = max(regions[-1][1], end)
-            regions[-1][2] = max(regions[-1][2], probability)
-        else:
-            regions.append([start, end, probability])
-    return [tuple(region) for region in regions]
+    for _, group in itertools.groupby(scored, key=lambda pair: pair[0].record):
+        first = next(group)
+        yield first[0], itertools.chain([first], group)  # noqa: B031 (each group is read once, in order)
+
+
+class RegionMerger:
+    """Merge the windows of one record that score at least ``threshold`` and overlap or touch.
+
+    Feed windows in order of start with :meth:`add`; each call returns the regions it closed,
+    :meth:`close` the last one. Regions are ``(start, end, best probability)``.
+    """
+
+    def __init__(self, threshold: float):
+        self.threshold = threshold
+        self.open: list | None = None
+
+    def add(self, start: int, end: int, probability: float) -> list[tuple[int, int, float]]:
+        if probability < self.threshold:
+            return []
+        if self.open is not None and start <= self.open[1]:
+            self.open[1] = max(self.open[1], end)
+            self.open[2] = max(self.open[2], probability)
+            return []
+        closed = self.close()
+        self.open = [start, end, probability]
+        return closed
+
+    def close(self) -> list[tuple[int, int, float]]:
+        closed = [] if self.open is None else [tuple(self.open)]
+        self.open = None
+        return closed
 
 
 def predict_all(scorer, sequences: Iterable[str], batch_size: int, *, progress=None) -> np.ndarray:

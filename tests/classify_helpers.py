@@ -141,3 +141,22 @@ def random_classifier(
     info = TaskInfo(task, window_bp, min_bp, max_len, label_names, threshold)
     Classifier(model, tokenizer, info, device="cpu").save(out)
     return out
+
+
+def finetuned_chromatin(shared_data: Path, tmp_path_factory) -> tuple[Path, Path, dict]:
+    """A micro chromatin model fine-tuned on the real rows' 8-kb windows, built once per test
+    session (cached in the session's base temporary directory; modules share it).
+
+    Returns:
+        The prepared directory, the run directory and the run's report.
+    """
+    import json
+
+    from genolong.tasks.classify import run_finetune
+
+    work = tmp_path_factory.getbasetemp() / "chromatin_micro_run"
+    prepared, run = work / "prepared_8000", work / "run"
+    if not (run / "report.json").is_file():
+        chromatin_prepared(shared_data, work, context=8000)
+        run_finetune(prepared, run, micro_config("chromatin"), show_progress=False)
+    return prepared, run, json.loads((run / "report.json").read_text())

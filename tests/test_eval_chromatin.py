@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from classify_helpers import (
     chromatin_prepared,
-    micro_config,
+    finetuned_chromatin,
     random_classifier,
     real_deepsea_fastas,
     tiny_tokenizer,
@@ -25,7 +25,6 @@ from genolong.data_prep.chromatin_dataset import PreparedChromatin
 from genolong.errors import InputError
 from genolong.metrics import per_profile_auc
 from genolong.sequence import write_fasta
-from genolong.tasks.classify import run_finetune
 
 
 @pytest.fixture(scope="module")
@@ -34,20 +33,24 @@ def work(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def prepared_8000(shared_data, work):
-    return chromatin_prepared(shared_data, work / "p8000", context=8000)
-
-
-@pytest.fixture(scope="module")
 def prepared_1000(shared_data, work):
     return chromatin_prepared(shared_data, work / "p1000", context=None)
 
 
 @pytest.fixture(scope="module")
-def finetuned(prepared_8000, work):
-    """A micro model fine-tuned on the 8-kb windows of the real rows."""
-    out = work / "run"
-    return out, run_finetune(prepared_8000, out, micro_config("chromatin"), show_progress=False)
+def micro_run(shared_data, tmp_path_factory):
+    """The 8-kb prepared directory of the real rows and a micro model fine-tuned on it."""
+    return finetuned_chromatin(shared_data, tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def prepared_8000(micro_run):
+    return micro_run[0]
+
+
+@pytest.fixture(scope="module")
+def finetuned(micro_run):
+    return micro_run[1], micro_run[2]
 
 
 def test_fine_tuning_writes_the_model_and_aucs(finetuned, prepared_8000):
@@ -297,3 +300,12 @@ def test_auc_table_reader_errors(tmp_path):
         read_auc_table(path)
     with pytest.raises(InputError, match="no such AUC table"):
         read_auc_table(tmp_path / "none.csv")
+
+
+def test_finetune_summary_prints_medians_next_to_the_published_rows(finetuned):
+    from genolong.commands.finetune import summary
+
+    _, report = finetuned
+    text = summary(report)
+    assert f"test: 200 rows, {report['test']['profiles_with_auc']} profiles with an AUC" in text
+    assert "genolong full" in text and "DeepSEA (published)    95.8    92.3    85.6" in text

@@ -12,7 +12,8 @@ import yaml
 from classify_helpers import micro_config, promoter_dataset, tiny_tokenizer
 from lightning.pytorch.callbacks import Callback
 
-from genolong.classifier import Classifier
+from genolong.attention import available_attentions
+from genolong.classifier import Classifier, TaskInfo, TokenEncoder
 from genolong.cli import main
 from genolong.configs import available_presets, preset_path
 from genolong.data_prep.promoter_dataset import load_split
@@ -21,6 +22,7 @@ from genolong.metrics import best_f1_threshold, promoter_metrics
 from genolong.predict import predict_all
 from genolong.tasks.classify import (
     ClassifyConfig,
+    Collate,
     build_classifier_model,
     load_classify_config,
     run_finetune,
@@ -175,6 +177,43 @@ def test_from_pretrained_keeps_encoder_weights_and_may_switch_backbone(tmp_path)
         torch.testing.assert_close(value, pretrained.get(f"genolong.{key}", fresh[key]))
     with pytest.raises(ConfigError, match="exceeds the model's max_position_embeddings=128"):
         build_classifier_model(micro_config("promoter", max_len=256), 1, tokenizer, tmp_path / "pretrained")
+
+
+#: Small settings that fit each backbone to 128-token inputs (others run with their defaults).
+SMALL_BACKBONE_SETTINGS = {
+    "bigbird": {"block_size": 16},
+    "longformer": {"attention_window": 32},
+    "lsg": {"block_size": 16, "sparse_block_size": 16},
+    "sled": {"sled_chunk_size": 64},
+    "vcc": {"vcc_block_size": 8, "vcc_fine_blocks": 4, "vcc_warmup_window": 32},
+}
+
+
+@pytest.mark.parametrize("backbone", available_attentions())
+def test_every_backbone_trains_and_predicts(backbone, dataset, finished):
+    """The task is backbone-agnostic: loss, gradients, and probabilities independent of padding."""
+    out_full, _ = finished
+    tokenizer = load_tokenizer(out_full / "tokenizer")
+    settings = {f"model.{k}": v for k, v in SMALL_BACKBONE_SETTINGS.get(backbone, {}).items()}
+    config = micro_config(
+        "promoter", **{"max_len": 128, "model.backbone": backbone, "model.pre_layer_norm": True, **settings}
+    )
+    model = build_classifier_model(config, 1, tokenizer, None)
+    records = load_split(dataset, "train")[:6]
+    batch = Collate(TokenEncoder(tokenizer, 128))(
+        [
+            {"sequence": r.sequence[: 100 + 30 * i], "labels": np.array([r.label], np.float32)}
+            for i, r in enumerate(records)
+        ]
+    )
+    model(**batch).loss.backward()
+    assert all(p.grad is not None for p in model.classifier.parameters())
+    info = TaskInfo("promoter", 251, 251, 128, ["promoter"], 0.5)
+    classifier = Classifier(model, tokenizer, info, device="cpu")
+    sequences = [r.sequence[: 100 + 30 * i] for i, r in enumerate(records)]
+    together = classifier.probabilities(sequences)
+    alone = np.concatenate([classifier.probabilities([s]) for s in sequences])
+    np.testing.assert_allclose(together, alone, rtol=1e-4, atol=1e-5)
 
 
 def test_every_finetune_preset_loads_and_builds(tmp_path):

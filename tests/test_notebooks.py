@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from classify_helpers import chromatin_prepared, micro_config
+from classify_helpers import finetuned_chromatin
 
 from genolong.chromatin_eval import write_auc_table
 from genolong.chromatin_profiles import N_PROFILES
@@ -75,11 +75,8 @@ def test_notebook_compares_two_generated_tables(tmp_path):
     assert "== full: best 10 ==" in text and "== bigbird: worst 10 ==" in text
 
 
-def test_notebook_runs_on_a_fine_tuned_models_table(shared_data, tmp_path):
-    from genolong.tasks.classify import run_finetune
-
-    prepared = chromatin_prepared(shared_data, tmp_path / "data", context=None)
-    report = run_finetune(prepared, tmp_path / "run", micro_config("chromatin"), show_progress=False)
+def test_notebook_runs_on_a_fine_tuned_models_table(shared_data, tmp_path, tmp_path_factory):
+    _, _, report = finetuned_chromatin(shared_data, tmp_path_factory)
     table = Path(report["test"]["aucs"])
     text = run_notebook([str(table)], tmp_path / "figures", tmp_path)
     assert {p.name for p in (tmp_path / "figures").iterdir()} == FIGURES - {"per_profile_scatter.png"}

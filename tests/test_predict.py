@@ -13,11 +13,11 @@ from classify_helpers import random_classifier, tiny_tokenizer
 from genolong.classifier import Classifier, StrandAveraged, TokenEncoder
 from genolong.cli import main
 from genolong.predict import (
+    RegionMerger,
     Skipped,
     Window,
     group_by_record,
     iter_windows,
-    merge_regions,
     predict_all,
     score_windows,
     window_starts,
@@ -109,12 +109,31 @@ def test_score_windows_keeps_order_and_batches():
             assert probabilities is None
         else:
             assert probabilities[1] == pytest.approx(len(item.sequence) / 1000)
-    groups = list(group_by_record(scored))
-    assert [first.name for first, _ in groups] == [r.name for r in records]
-    assert [len(group) for _, group in groups] == [1, 1, 1, 2, 3, 4]
+    groups = [(first.name, len(list(pairs))) for first, pairs in group_by_record(scored)]
+    assert groups == [(r.name, n) for r, n in zip(records, [1, 1, 1, 2, 3, 4], strict=True)]
 
 
-def test_merge_regions_by_hand():
+def test_scanning_a_long_record_streams():
+    """30,000 windows of 1 kb (30 MB if held) go through in a few MB."""
+    import tracemalloc
+
+    record = FastaRecord("chr", "ACGTTGCAAC" * 30_000)  # 300 kbp
+    tracemalloc.start()
+    windows = 0
+    for _, pairs in group_by_record(
+        score_windows(iter_windows([record], 1000, 10, 1000), LengthScorer(), 64)
+    ):
+        merger = RegionMerger(0.5)
+        for window, probabilities in pairs:
+            windows += 1
+            merger.add(window.start, window.end, probabilities[0])
+        assert merger.close() == [(0, 300_000, 0.5)]  # every window is 50% GC
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert windows == 29_901 and peak < 5e6
+
+
+def test_region_merger_by_hand():
     windows = [
         (0, 100, 0.9),
         (50, 150, 0.2),
@@ -123,12 +142,11 @@ def test_merge_regions_by_hand():
         (300, 400, 0.95),
         (400, 500, 0.6),
     ]
-    assert merge_regions(windows, 0.5) == [
-        (0, 100, 0.9),
-        (120, 250, 0.8),
-        (300, 500, 0.95),
-    ]  # touching: merged
-    assert merge_regions(windows, 0.99) == []
+    merger = RegionMerger(0.5)
+    closed = [region for window in windows for region in merger.add(*window)] + merger.close()
+    assert closed == [(0, 100, 0.9), (120, 250, 0.8), (300, 500, 0.95)]  # touching windows merge
+    strict = RegionMerger(0.99)
+    assert [region for window in windows for region in strict.add(*window)] + strict.close() == []
 
 
 # -- encoding and the classifier --------------------------------------------------------------

@@ -25,6 +25,11 @@ from pathlib import Path
 PROMOTER_COLUMNS = ("id", "length", "windows", "probability", "label", "error")
 WINDOW_COLUMNS = ("id", "start", "end", "probability", "label")
 CHROMATIN_FIXED_COLUMNS = ("id", "length", "start", "end")
+BAD_INPUT = (
+    " Records shorter than --min-length get a row with the reason in the error column and the run "
+    "goes on; a file that is not valid FASTA (empty, no header, characters outside the IUPAC codes) "
+    "stops the run with exit status 2 and no output file (files are renamed into place when complete)."
+)
 
 
 def _add_common(parser) -> None:
@@ -55,7 +60,7 @@ def register(subparsers) -> None:
         help="promoter probability of every FASTA record (scanned in windows)",
         description="One row per record: id, length, windows scored, probability (the best window's), label "
         "(1 when the probability reaches the model's threshold, chosen on validation), error. "
-        "Without --model, the promoter model shipped with genolong.",
+        "Without --model, the promoter model shipped with genolong." + BAD_INPUT,
     )
     _add_common(promoter)
     promoter.add_argument(
@@ -79,7 +84,8 @@ def register(subparsers) -> None:
         "predict-chromatin",
         help="919 chromatin-profile probabilities for every FASTA record (or window)",
         description="One row per window (a record no longer than the model window is one window): id, "
-        "length, start, end, then one column per DeepSEA profile (Cell|Assay|Treatment), then error.",
+        "length, start, end, then one column per DeepSEA profile (Cell|Assay|Treatment), then error."
+        + BAD_INPUT,
     )
     _add_common(chromatin)
     chromatin.add_argument("--model", type=Path, required=True, help="chromatin classifier directory")
@@ -130,9 +136,16 @@ def _cell(value: float) -> str:
     return f"{value:.4f}"
 
 
+def _write_regions(bed, name: str, regions: list[tuple[int, int, float]], strand: str) -> None:
+    bed.writelines(
+        f"{name}\t{start}\t{end}\tpromoter\t{round(1000 * score)}\t{strand}\n"
+        for start, end, score in regions
+    )
+
+
 def run_promoter(args) -> int:
     from genolong.classifier import Classifier, default_promoter_model
-    from genolong.predict import Skipped, merge_regions
+    from genolong.predict import RegionMerger, Skipped
 
     classifier = Classifier.load(args.model or default_promoter_model(), task="promoter", device=args.device)
     threshold = classifier.info.threshold
@@ -145,29 +158,30 @@ def run_promoter(args) -> int:
         out.write("\t".join(PROMOTER_COLUMNS) + "\n")
         if windows_out:
             windows_out.write("\t".join(WINDOW_COLUMNS) + "\n")
-        for first, group in _scored_records(args, classifier, max(1, classifier.info.window_bp // 2)):
+        for first, pairs in _scored_records(args, classifier, max(1, classifier.info.window_bp // 2)):
             counts["records"] += 1
             if isinstance(first, Skipped):
                 counts["skipped"] += 1
                 out.write(f"{first.name}\t{first.record_length}\t0\t\t\t{first.error}\n")
                 continue
-            scores = [(window.start, window.end, float(p[0])) for window, p in group]
-            best = max(score for _, _, score in scores)
-            counts["windows"] += len(scores)
+            windows, best, regions = 0, 0.0, RegionMerger(threshold)
+            for window, probabilities in pairs:
+                score = float(probabilities[0])
+                windows, best = windows + 1, max(best, score)
+                if windows_out:
+                    windows_out.write(
+                        f"{window.name}\t{window.start}\t{window.end}\t{_cell(score)}\t{int(score >= threshold)}\n"
+                    )
+                closed = regions.add(window.start, window.end, score)
+                if bed:
+                    _write_regions(bed, first.name, closed, strand)
+            if bed:
+                _write_regions(bed, first.name, regions.close(), strand)
+            counts["windows"] += windows
             counts["promoters"] += best >= threshold
             out.write(
-                f"{first.name}\t{first.record_length}\t{len(scores)}\t{_cell(best)}\t{int(best >= threshold)}\t\n"
+                f"{first.name}\t{first.record_length}\t{windows}\t{_cell(best)}\t{int(best >= threshold)}\t\n"
             )
-            if windows_out:
-                windows_out.writelines(
-                    f"{first.name}\t{start}\t{end}\t{_cell(score)}\t{int(score >= threshold)}\n"
-                    for start, end, score in scores
-                )
-            if bed:
-                bed.writelines(
-                    f"{first.name}\t{start}\t{end}\tpromoter\t{round(1000 * score)}\t{strand}\n"
-                    for start, end, score in merge_regions(scores, threshold)
-                )
     print(
         f"{counts['records']:,} records, {counts['windows']:,} windows scored, {counts['promoters']:,} "
         f"predicted promoters (threshold {threshold:.4g}), {counts['skipped']:,} too short to score",
@@ -186,14 +200,14 @@ def run_chromatin(args) -> int:
     with _outputs(args.out) as (out,):
         out.write("\t".join((*CHROMATIN_FIXED_COLUMNS, *names, "error")) + "\n")
         empty = "\t" * len(names)
-        for first, group in _scored_records(args, classifier, 200):
+        for first, pairs in _scored_records(args, classifier, 200):
             counts["records"] += 1
             if isinstance(first, Skipped):
                 counts["skipped"] += 1
                 out.write(f"{first.name}\t{first.record_length}\t\t\t{empty}{first.error}\n")
                 continue
-            counts["windows"] += len(group)
-            for window, probabilities in group:
+            for window, probabilities in pairs:
+                counts["windows"] += 1
                 cells = "\t".join(map(_cell, probabilities))
                 out.write(f"{window.name}\t{window.record_length}\t{window.start}\t{window.end}\t{cells}\t\n")
     print(
