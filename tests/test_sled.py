@@ -252,3 +252,15 @@ def test_preset_model_round_trips_and_its_mlm_checkpoint_starts_a_classifier(tmp
     with torch.no_grad():
         torch.testing.assert_close(classifier(ids).logits, loaded(ids).logits, rtol=0, atol=1e-6)
         torch.testing.assert_close(classifier.genolong(ids)[0], mlm.genolong(ids)[0], rtol=0, atol=1e-6)
+
+
+def test_the_attention_benchmark_measures_sled():
+    """``genolong bench attention`` builds it by name, at any length (positions restart per chunk)."""
+    from genolong.bench import BenchSize, Spec, run_phase
+
+    size = BenchSize(
+        vocab_size=64, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64
+    )
+    spec = Spec(model="sled", length=300, size=size, repeats=1)
+    for phase in ("forward", "train"):
+        assert run_phase(spec, phase)["time_s"] > 0

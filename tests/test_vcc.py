@@ -338,3 +338,27 @@ def test_preset_model_round_trips_through_the_auto_classes(tmp_path):
         torch.testing.assert_close(
             model(ids, labels=labels).logits, loaded(ids, labels=labels).logits, rtol=0, atol=1e-6
         )
+
+
+def test_the_attention_benchmark_measures_vcc():
+    """``genolong bench attention`` builds it by name (its MLM step passes labels, hence VIPs)."""
+    from genolong.bench import BenchSize, Spec, run_phase
+
+    size = BenchSize(
+        vocab_size=64, hidden_size=32, num_hidden_layers=3, num_attention_heads=4, intermediate_size=64
+    )
+    spec = Spec(model="vcc", length=300, size=size, repeats=1)
+    for phase in ("forward", "train"):
+        assert run_phase(spec, phase)["time_s"] > 0
+
+
+def test_bf16_autocast_runs_the_compressed_layers():
+    torch.manual_seed(0)
+    model = GenolongModel(vcc_config(vcc_fine_blocks=1)).eval()
+    ids, mask, vip = padded_batch()
+    with torch.no_grad():
+        exact = model(ids, mask, vip_mask=vip).last_hidden_state
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            low = model(ids, mask, vip_mask=vip).last_hidden_state
+    assert torch.isfinite(low).all()
+    torch.testing.assert_close(low[mask].float(), exact[mask], rtol=0, atol=0.1)

@@ -203,10 +203,12 @@ def block_scores(
     q = F.linear(vips, weight[:hidden], bias[:hidden]).view(batch, num_vip, heads, dim).transpose(1, 2)
     k = F.linear(means, weight[hidden : 2 * hidden], bias[hidden : 2 * hidden])
     k = k.view(batch, -1, heads, dim).transpose(1, 2)  # (B, H, nb, D)
-    logits = (q @ k.transpose(-1, -2)) / math.sqrt(dim)  # (B, H, n_p, nb)
-    probabilities = logits.masked_fill(~block_real[:, None, None], -math.inf).softmax(dim=-1)
-    weights = voters / voters.sum(dim=1, keepdim=True).clamp(min=1)  # (B, n_p)
-    scores = torch.einsum("bhpn,bp->bn", probabilities, weights.to(probabilities.dtype)) / heads
+    weights = (voters / voters.sum(dim=1, keepdim=True).clamp(min=1)).to(q.dtype)  # (B, n_p)
+    scores = torch.zeros(batch, k.shape[2], dtype=q.dtype, device=q.device)
+    for head in range(heads):  # one head at a time: (B, n_p, nb) is large for MLM's many VIPs
+        logits = (q[:, head] @ k[:, head].transpose(-1, -2)) / math.sqrt(dim)  # (B, n_p, nb)
+        probabilities = logits.masked_fill(~block_real[:, None], -math.inf).softmax(dim=-1)
+        scores += torch.einsum("bpn,bp->bn", probabilities, weights) / heads
     return scores.masked_fill(~block_real, -math.inf)
 
 
