@@ -308,4 +308,4 @@ def test_finetune_summary_prints_medians_next_to_the_published_rows(finetuned):
     _, report = finetuned
     text = summary(report)
     assert f"test: 200 rows, {report['test']['profiles_with_auc']} profiles with an AUC" in text
-    assert "genolong full" in text and "DeepSEA (published)    95.8    92.3    85.6" in text
+    assert f"genolong {report['backbone']}" in text and "DeepSEA (published)    95.8    92.3    85.6" in text
