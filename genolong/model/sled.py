@@ -100,29 +100,41 @@ class SledEncoder(Encoder):
                 raise UserError(
                     "sled: attention_mask must mark a run of real tokens followed by padding, in every row"
                 )
-        # owner / owner_start: the chunk that keeps each token, and where that chunk starts
+        rows, chunk_positions, chunk_real, keep_index = self.plan_chunks(lengths, length)
+        chunk_ids = input_ids[rows[:, None], chunk_positions.clamp(max=length - 1)]  # (T, c)
+        chunk_ids = chunk_ids.masked_fill(~chunk_real, self.pad_token_id)
+        encoded = self.encode_chunks(chunk_ids, chunk_real)  # (T, c, N)
+        kept = encoded.reshape(-1, encoded.shape[-1])[keep_index]  # (B, L, N)
+        return kept * (position < lengths[:, None])[..., None].to(kept.dtype)
+
+    def plan_chunks(
+        self, lengths: torch.Tensor, length: int
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Every row's chunks (:func:`sled_windows` of its real length), stacked.
+
+        Args:
+            lengths: (B,) real tokens per row. length: L, the padded length.
+
+        Returns:
+            ``(rows, positions, real, keep_index)``: (T,) the row of each chunk; (T, c) the input
+            position of each chunk slot, c = min(chunk size, L); (T, c) bool, whether the slot is
+            inside its chunk; (B, L) int64, the flat index ``chunk * c + slot`` of the vector
+            each token keeps (0 at padding).
+        """
+        chunk_length = min(self.chunk_size, length)
         rows, starts, ends = [], [], []
-        owner, owner_start = torch.zeros_like(input_ids), torch.zeros_like(input_ids)
+        keep_index = torch.zeros(len(lengths), length, dtype=torch.long)
         for row, n in enumerate(lengths.tolist()):
             for start, end, keep_start, keep_end in sled_windows(n, self.chunk_size, self.context_padding):
-                owner[row, keep_start:keep_end] = len(starts)
-                owner_start[row, keep_start:keep_end] = start
+                kept = torch.arange(keep_start, keep_end)
+                keep_index[row, keep_start:keep_end] = len(starts) * chunk_length + kept - start
                 rows.append(row)
                 starts.append(start)
                 ends.append(end)
-        chunk_length = min(self.chunk_size, length)
-        rows_t = torch.tensor(rows, device=device)
-        chunk_positions = torch.tensor(starts, device=device)[:, None] + torch.arange(
-            chunk_length, device=device
-        )
-        chunk_real = chunk_positions < torch.tensor(ends, device=device)[:, None]  # (T, c)
-        chunk_ids = input_ids[rows_t[:, None], chunk_positions.clamp(max=length - 1)]
-        chunk_ids = chunk_ids.masked_fill(~chunk_real, self.pad_token_id)
-        encoded = self.encode_chunks(chunk_ids, chunk_real)  # (T, c, N)
-        real = position < lengths[:, None]  # (B, L)
-        index = torch.where(real, owner * chunk_length + position - owner_start, 0)
-        kept = encoded.reshape(-1, encoded.shape[-1])[index]  # (B, L, N)
-        return kept * real[..., None].to(kept.dtype)
+        device = lengths.device
+        positions = torch.tensor(starts, device=device)[:, None] + torch.arange(chunk_length, device=device)
+        real = positions < torch.tensor(ends, device=device)[:, None]
+        return torch.tensor(rows, device=device), positions, real, keep_index.to(device)
 
     def encode_chunks(self, chunk_ids: torch.Tensor, chunk_real: torch.Tensor) -> torch.Tensor:
         """The plain encoder on chunks, ``sled_chunks_per_call`` at a time: (T, c) -> (T, c, N)."""
