@@ -25,25 +25,28 @@ def _lengths(rows: Iterable[dict[str, Any]]) -> list[int]:
     return sorted({row["length"] for row in rows})
 
 
-def _cell(row: dict[str, Any] | None, key: str, scale: float = 1.0, digits: int = 3) -> str:
+def _cell(row: dict[str, Any] | None, key: str) -> str:
+    """A table cell: seconds to 3 significant digits, megabytes whole, or why it is missing."""
     if row is None:
         return ""
     if row.get("status") != "ok":
-        return str(row.get("status") or "").split(":")[0]  # "killed" / "failed"
+        return str(row.get("status") or "").split(":")[0]  # "killed" / "failed" / "skipped"
     value = row.get(key)
-    return "" if value is None else f"{value * scale:.{digits}g}"
+    if value is None:
+        return ""
+    return f"{value:,.0f}" if key == "peak_mb" else f"{value:.3g}"
 
 
 def _index(rows: list[dict[str, Any]]) -> dict[tuple[str, int, str], dict[str, Any]]:
     return {(row["model"], row["length"], row["phase"]): row for row in rows}
 
 
-def metric_table(rows: list[dict[str, Any]], phase: str, key: str, scale: float = 1.0) -> str:
+def metric_table(rows: list[dict[str, Any]], phase: str, key: str) -> str:
     """Markdown table of one metric: a row per model, a column per length."""
     index, lengths = _index(rows), _lengths(rows)
     lines = ["| model | " + " | ".join(f"{n:,}" for n in lengths) + " |", "|---" * (len(lengths) + 1) + "|"]
     for model in _models(rows):
-        cells = [_cell(index.get((model, n, phase)), key, scale) for n in lengths]
+        cells = [_cell(index.get((model, n, phase)), key) for n in lengths]
         lines.append(f"| {model} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -82,8 +85,8 @@ def summary_table(rows: list[dict[str, Any]]) -> str:
         columns[f"attention share {_tokens(n)}"] = lambda m, n=n: _share(forward(m, n))
     for n in (short, long):
         columns[f"train step {_tokens(n)} (s)"] = lambda m, n=n: _cell(train(m, n), "time_s")
-    columns[f"forward peak {_tokens(long)} (MB)"] = lambda m: _cell(forward(m, long), "peak_mb", digits=4)
-    columns[f"train peak {_tokens(long)} (MB)"] = lambda m: _cell(train(m, long), "peak_mb", digits=4)
+    columns[f"forward peak {_tokens(long)} (MB)"] = lambda m: _cell(forward(m, long), "peak_mb")
+    columns[f"train peak {_tokens(long)} (MB)"] = lambda m: _cell(train(m, long), "peak_mb")
 
     lines = ["| model | " + " | ".join(columns) + " |", "|---" * (len(columns) + 1) + "|"]
     for model in _models(rows):
@@ -124,6 +127,7 @@ def plot(path: Path, rows: list[dict[str, Any]], title: str) -> None:
     panels = [(phase, key) for phase in PHASES for key in ("time_s", "peak_mb")]
     figure, axes = plt.subplots(2, 2, figsize=(12, 9))
     for axis, (phase, key) in zip(axes.flat, panels, strict=True):
+        axis.set_prop_cycle(color=plt.cm.tab20.colors)  # a color per model, the same in every panel
         for model in _models(rows):
             points = sorted(
                 (row["length"], row[key])
