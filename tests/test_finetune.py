@@ -170,6 +170,7 @@ def test_from_pretrained_keeps_encoder_weights_and_may_switch_backbone(tmp_path)
     )
     model = build_classifier_model(config, 919, tokenizer, tmp_path / "pretrained")
     assert (model.config.backbone, model.config.hidden_size, model.config.num_labels) == (backbone, 16, 919)
+    assert all(module.training for module in model.modules())  # dropout on for fine-tuning
     assert model.config.positive_label_weight == 8.0
     pretrained = mlm.state_dict()
     fresh = GenolongForSequenceClassification(model.config).genolong.state_dict()

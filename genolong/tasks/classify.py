@@ -490,7 +490,7 @@ def build_classifier_model(config: ClassifyConfig, num_labels: int, tokenizer, p
         )
     if config.train.gradient_checkpointing:
         model.gradient_checkpointing_enable()
-    return model
+    return model.train()  # from_pretrained returns it in eval mode (no dropout), and Lightning keeps modes
 
 
 def _rebuild_missing_attention_buffers(model, missing: set[str]) -> None:
