@@ -196,9 +196,11 @@ def test_bad_max_len():
         micro(max_len=4)
     with pytest.raises(ConfigError, match="exceeds max_position_embeddings"):
         micro(**{"model.max_position_embeddings": 64}).model_config(256)
+    bigbird = {"model.backbone": "bigbird", "model.block_size": 64, "model.max_position_embeddings": 1024}
+    with pytest.raises(ConfigError, match="max_len=1000 is not a multiple of 64"):
+        micro(max_len=1000, **bigbird).model_config(256)
 
 
-@pytest.mark.slow
 def test_ddp_two_cpu_processes(tmp_path, finished_run):
     out_full, _ = finished_run
     env = os.environ | {"OMP_NUM_THREADS": "1"}

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+#: Steps of the embedded default run (no --genome) unless --max-steps says otherwise.
+SAMPLE_STEPS = 100
+
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "pretrain", help="pretrain a model with MLM on a genome (tokenizer -> corpus -> training)",
         description="Runs the tokenizer (unless --tokenizer), the corpus and MLM training into --out, "
                     "skipping steps whose outputs exist and match. With no --genome: the shipped 56 kbp "
-                    "human sample and the tiny preset.")
+                    f"human sample, the tiny preset and {SAMPLE_STEPS} steps.")
     parser.add_argument("--genome", type=Path, default=None, help="FASTA (plain, gzip or bgzip)")
     parser.add_argument("--tokenizer", type=Path, default=None, help="use this tokenizer instead of training one")
     parser.add_argument("--config", default="tiny",
@@ -31,9 +34,11 @@ def register(subparsers) -> None:
 def run(args) -> int:
     from genolong.tasks.pretrain import load_pretrain_config, run_pretrain
 
+    sample = args.genome is None
     overrides = {
         "model.backbone": args.backbone,
-        "train.max_steps": args.max_steps,
+        # the shipped sample is ~100 windows: 100 steps of 8 are 8 passes over it, minutes on 2 cores
+        "train.max_steps": args.max_steps if args.max_steps is not None or not sample else SAMPLE_STEPS,
         "train.batch_size": args.batch_size,
         "train.devices": int(args.devices) if args.devices and args.devices.isdigit() else args.devices,
         "train.num_nodes": args.num_nodes,
@@ -43,11 +48,12 @@ def run(args) -> int:
     }
     config = load_pretrain_config(args.config, {k: v for k, v in overrides.items() if v is not None})
     genome = args.genome
-    if genome is None:
+    if sample:
         from genolong.resources import sample_genome
 
         genome = sample_genome()
-        print(f"no --genome given: pretraining on the shipped sample {genome.name} (hg19 chr17 fragment + chrM)")
+        print(f"no --genome given: pretraining on the shipped sample {genome.name} (hg19 chr17 fragment + "
+              f"chrM), preset {args.config!r}, {config.train.max_steps} steps")
     report = run_pretrain(genome, args.out, config, tokenizer_dir=args.tokenizer, resume=args.resume)
     if "stopped_at_step" in report:
         print(f"stopped at step {report['stopped_at_step']}; continue with --resume")
