@@ -11,8 +11,10 @@ import math
 
 import pytest
 import torch
+import torch.nn.functional as F
 from model_helpers import tiny_config
 
+from genolong.attention import vcc as vcc_attention
 from genolong.errors import ConfigError, UserError
 from genolong.model.encoder import Block, Encoder
 from genolong.model.heads import IGNORE_INDEX
@@ -362,3 +364,37 @@ def test_bf16_autocast_runs_the_compressed_layers():
             low = model(ids, mask, vip_mask=vip).last_hidden_state
     assert torch.isfinite(low).all()
     torch.testing.assert_close(low[mask].float(), exact[mask], rtol=0, atol=0.1)
+
+
+def test_dropout_attention_is_exact_attention_in_recomputed_pieces(monkeypatch):
+    monkeypatch.setattr(vcc_attention, "DROPOUT_QUERY_CHUNK", 7)
+    generator = torch.Generator().manual_seed(4)
+    q, k, v = (torch.randn(2, 2, 30, 4, generator=generator, dtype=torch.float64) for _ in range(3))
+    bias = torch.rand(2, 1, 1, 30, generator=generator, dtype=torch.float64).log()
+    bias[1, ..., 25:] = -math.inf
+    upstream = torch.randn(2, 2, 30, 4, generator=generator, dtype=torch.float64)
+
+    def run(attention, dropout, seed=5):
+        inputs = [t.clone().requires_grad_() for t in (q, k, v)]
+        torch.manual_seed(seed)
+        out = attention(*inputs, dropout)
+        out.backward(upstream)
+        return out, [t.grad for t in inputs]
+
+    def sdpa(q, k, v, dropout):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=dropout)
+
+    def pieces(q, k, v, dropout):  # the same pieces without recomputation
+        return torch.cat([sdpa(q[:, :, i : i + 7], k, v, dropout) for i in range(0, 30, 7)], dim=2)
+
+    def chunked(q, k, v, dropout):
+        return vcc_attention.dropout_attention(q, k, v, bias, dropout)
+
+    for (out, grads), (expected, expected_grads) in (
+        (run(chunked, 0.0), run(sdpa, 0.0)),
+        (run(chunked, 0.5), run(pieces, 0.5)),  # the backward pass sees the forward's dropout mask
+    ):
+        torch.testing.assert_close(out, expected, rtol=0, atol=1e-12)
+        for grad, expected_grad in zip(grads, expected_grads, strict=True):
+            torch.testing.assert_close(grad, expected_grad, rtol=0, atol=1e-12)
+    assert (run(chunked, 0.5)[0] - run(chunked, 0.0)[0]).abs().max() > 0.1  # dropout is applied

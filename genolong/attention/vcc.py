@@ -10,7 +10,8 @@ holds the two attentions its layers run and the backbone's parameters:
 * **compressed layers** (all the others): dense softmax attention over the compressed rows
   ``[P; S_c C]``. The encoder passes a float *key bias* instead of the boolean padding mask:
   ``log s`` for a row that pools ``s`` tokens (the matrix D of Prop. 6.2, so that a pooled row
-  counts ``s`` times in the softmax), 0 for a single token and ``-inf`` for padding.
+  counts ``s`` times in the softmax), 0 for a single token and ``-inf`` for padding. In training
+  on CPU with attention dropout, :func:`dropout_attention` keeps memory linear in the rows.
 
 Built by the plain :class:`~genolong.model.encoder.Encoder` (no compression), the same layers
 give VCC's *uncompressed* reference: warm-up segments, then dense attention over all tokens.
@@ -24,9 +25,13 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.utils.checkpoint import checkpoint
 
 from genolong.attention import register_attention
 from genolong.errors import ConfigError
+
+#: Query rows per piece of :func:`dropout_attention`.
+DROPOUT_QUERY_CHUNK = 1024
 
 
 def num_warmup_layers(config: Any) -> int:
@@ -71,6 +76,34 @@ def windowed_attention(
         )
     out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout)
     return out.view(batch, heads, segments * window, dim)[:, :, :length]
+
+
+def dropout_attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, key_mask: torch.Tensor | None, dropout: float
+) -> torch.Tensor:
+    """Dense attention with dropout in O(chunk x L) memory under autograd on CPU.
+
+    ``scaled_dot_product_attention`` has no fused CPU kernel with dropout: it falls back to the
+    math kernel, which keeps (B, H, L, L) probabilities for the backward pass, 1 GB per layer
+    at L = 8K (VCC's MLM rows at 32K tokens). Here the queries go in pieces of
+    ``DROPOUT_QUERY_CHUNK`` rows, each recomputed in the backward pass (``checkpoint``
+    restores the RNG state, so with the same dropout mask). The result is the same attention.
+
+    Shapes: q (B, H, Lq, D); k, v (B, H, L, D); key_mask (B, 1, 1, L) bool or float, or None.
+    """
+    pieces = [
+        checkpoint(
+            F.scaled_dot_product_attention,
+            q[:, :, first : first + DROPOUT_QUERY_CHUNK],
+            k,
+            v,
+            attn_mask=key_mask,
+            dropout_p=dropout,
+            use_reentrant=False,
+        )
+        for first in range(0, q.shape[2], DROPOUT_QUERY_CHUNK)
+    ]
+    return torch.cat(pieces, dim=2)
 
 
 @register_attention("vcc")
@@ -149,4 +182,6 @@ class VCCAttention(nn.Module):
             mask = padding_mask[:, None, None, :]  # (B, 1, 1, L)
             if mask.is_floating_point():
                 mask = mask.to(q.dtype)
+        if dropout and q.device.type == "cpu" and torch.is_grad_enabled():
+            return dropout_attention(q, k, v, mask, dropout)
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout)
