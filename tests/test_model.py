@@ -214,3 +214,19 @@ def test_gradient_checkpointing_gives_the_same_gradients(pre_layer_norm):
     assert plain.keys() == checkpointed.keys()
     for name, grad in plain.items():
         torch.testing.assert_close(checkpointed[name], grad, rtol=1e-5, atol=1e-7, msg=name)
+
+
+def test_gradient_checkpointing_replays_a_layout_redrawn_per_step():
+    """BigBird with redraw_random_per_step: the recomputation must use the forward's random blocks."""
+    torch.manual_seed(0)
+    config = tiny_config(backbone="bigbird", num_hidden_layers=1, redraw_random_per_step=True)
+    plain = GenolongForMaskedLM(config).train()
+    checkpointed = GenolongForMaskedLM(config).train()
+    checkpointed.load_state_dict(plain.state_dict())
+    checkpointed.genolong.encoder.gradient_checkpointing = True
+    ids = random_ids(1, 1024)
+    labels = torch.where(torch.arange(1024) % 7 == 0, ids, IGNORE_INDEX)
+    for model in (plain, checkpointed):
+        model(ids, labels=labels).loss.backward()
+    for (name, p), q in zip(plain.named_parameters(), checkpointed.parameters(), strict=True):
+        torch.testing.assert_close(q.grad, p.grad, rtol=1e-5, atol=1e-8, msg=name)

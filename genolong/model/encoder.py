@@ -15,6 +15,7 @@ Shapes: B = batch, L = tokens, N = hidden size, H = heads, D = N / H, G = extra 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from typing import Any
 
@@ -115,7 +116,9 @@ class Encoder(nn.Module):
       tokens to a multiple of M and the output is cut back to the input length.
 
     Set ``gradient_checkpointing = True`` to recompute each Block in the backward pass
-    instead of storing its activations (HF ``activation_checkpointing_enable`` sets it).
+    instead of storing its activations (HF ``activation_checkpointing_enable`` sets it). The
+    recomputation replays the Block's explicit random generators (an attention's ``generator``
+    that redraws its random layout per step), so it sees the layout of the forward pass.
 
     Shapes: input_ids (B, L); attention_mask (B, L) or None; output (B, L, N).
     """
@@ -158,10 +161,35 @@ class Encoder(nn.Module):
                 padding_mask = F.pad(padding_mask, (num_global, 0), value=True)  # (B, G + L + padding)
         for block in self.blocks:
             if self.gradient_checkpointing and self.training:
-                x = self._gradient_checkpointing_func(block, x, padding_mask)
+                x = self._gradient_checkpointing_func(
+                    block, x, padding_mask, context_fn=functools.partial(replay_generators, block)
+                )
             else:
                 x = block(x, padding_mask)
         if self.final_norm is not None:
             x = self.final_norm(x)
         start = 0 if self.global_tokens is None else self.global_tokens.shape[0]
         return x[:, start : start + length]
+
+
+def replay_generators(module: nn.Module):
+    """``context_fn`` of non-reentrant checkpointing: the recomputation of ``module`` starts from
+    the states its explicit generators (``.generator`` attributes) had in the forward pass, and
+    leaves them as the forward pass left them."""
+    generators = [
+        m.generator for m in module.modules() if isinstance(getattr(m, "generator", None), torch.Generator)
+    ]
+    forward_states = [g.get_state() for g in generators]
+
+    @contextlib.contextmanager
+    def replay():
+        after_forward = [g.get_state() for g in generators]
+        for generator, state in zip(generators, forward_states, strict=True):
+            generator.set_state(state)
+        try:
+            yield
+        finally:
+            for generator, state in zip(generators, after_forward, strict=True):
+                generator.set_state(state)
+
+    return contextlib.nullcontext(), replay()
