@@ -100,6 +100,7 @@ def adamw_with_schedule(module: torch.nn.Module, config: TrainConfig) -> dict:
     optimizer = torch.optim.AdamW(
         [{"params": decay, "weight_decay": config.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
         lr=config.learning_rate,
+        fused=True,  # one kernel for all parameters: the per-parameter loop was ~1/3 of a small model's step
     )
     scheduler = warmup_linear_decay(optimizer, config.warmup_steps, config.max_steps)
     return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
