@@ -63,7 +63,7 @@ def test_run_writes_model_report_and_curve(finished_run):
         assert np.isfinite(report[key]), key
     assert json.loads((out / "report.json").read_text())["val_bpc"] == report["val_bpc"]
     assert (out / "learning_curve.png").stat().st_size > 1000
-    assert (out / "checkpoints" / "last.ckpt").exists()
+    assert torch.load(out / "checkpoints" / "last.ckpt")["global_step"] == 6
     assert (out / "logs" / "csv" / "version_0" / "metrics.csv").exists()
     assert list((out / "logs" / "tensorboard").glob("events*"))
     model = AutoModelForMaskedLM.from_pretrained(out / "model")
@@ -151,6 +151,7 @@ def test_resume_reaches_the_same_loss_as_an_uninterrupted_run(tmp_path, finished
     stopped = run_pretrain(sample_genome(), tmp_path / "b", config, tokenizer_dir=out_full / "tokenizer",
                            show_progress=False, extra_callbacks=[StopAt(3)])
     assert stopped == {"stopped_at_step": 3}
+    assert torch.load(tmp_path / "b" / "checkpoints" / "last.ckpt")["global_step"] == 3
     with pytest.raises(UserError, match="pass --resume"):
         run_pretrain(sample_genome(), tmp_path / "b", config, tokenizer_dir=out_full / "tokenizer",
                      show_progress=False)

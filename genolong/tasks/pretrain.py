@@ -341,6 +341,8 @@ def run_pretrain(genome: Path, out: Path, config: PretrainConfig, *, tokenizer_d
     last = out / "checkpoints" / "last.ckpt"
     trainer.fit(module, datamodule=data, ckpt_path=str(last) if resume and last.exists() else None)
 
+    if trainer.global_step % config.train.checkpoint_every_steps:  # a checkpoint at the end too
+        trainer.save_checkpoint(out / "checkpoints" / "last.ckpt")
     if trainer.global_step < config.train.max_steps:  # stopped early (interrupted): resumable, no final model
         return {"stopped_at_step": trainer.global_step}
     trainer.validate(module, datamodule=data, verbose=False)
