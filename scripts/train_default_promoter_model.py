@@ -40,6 +40,7 @@ DATASETS = {
     "substitution": {"text": "mm_pos_TATA.txt", "negatives": "substitution"},
 }
 PRESET = "promoter_tiny"
+COMMIT_FILE = "genolong_commit.txt"
 SEED = 42
 
 
@@ -85,7 +86,8 @@ def readme(report: dict, manifest: dict, commit: str, seconds: float) -> str:
 
     python scripts/train_default_promoter_model.py --work WORK --install
 
-at commit `{commit}` (torch {report["torch"]}, {platform.machine()}, {seconds / 60:.0f} min).
+with the code of commit `{commit}` (torch {report["torch"]}, {platform.machine()}; training took
+{seconds / 60:.0f} min on 2 CPU cores shared with other jobs).
 
 **Task**: mouse TATA promoters (EPDnew, -200..+50 around the TSS, 251 bp) against real mouse
 non-promoter sequences, the sets of Umarov & Solovyev (2016), MIT licence (via
@@ -113,7 +115,7 @@ Metrics: {", ".join(PROMOTER_METRICS)} (scikit-learn), both at thresholds chosen
 """
 
 
-def install(run: Path, report: dict, manifest: dict, seconds: float) -> Path:
+def install(run: Path, report: dict, manifest: dict, commit: str, seconds: float) -> Path:
     from genolong.classifier import default_promoter_model
     from genolong.files import atomic_path
 
@@ -124,7 +126,10 @@ def install(run: Path, report: dict, manifest: dict, seconds: float) -> Path:
         task = json.loads((tmp / "genolong_task.json").read_text())
         task["provenance"].pop("genolong_run", None)  # a path on the training machine
         (tmp / "genolong_task.json").write_text(json.dumps(task, indent=2) + "\n")
-        (tmp / "README.md").write_text(readme(report, manifest, git_commit(), seconds))
+        (tmp / "README.md").write_text(readme(report, manifest, commit, seconds))
+        for path in tmp.iterdir():  # package data: readable by all (temporary files are private)
+            path.chmod(0o644)
+        tmp.chmod(0o755)
     size = sum(p.stat().st_size for p in target.iterdir())
     print(f"installed {target} ({size / 1e6:.1f} MB)")
     return target
@@ -159,6 +164,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"training: {run} is complete, reused")
         report = json.loads((run / "report.json").read_text())
     else:
+        run.mkdir(parents=True, exist_ok=True)
+        if not (run / COMMIT_FILE).is_file():  # the code this run trains with (a resumed run keeps it)
+            (run / COMMIT_FILE).write_text(git_commit() + "\n")
         report = run_finetune(
             data,
             run,
@@ -171,7 +179,8 @@ def main(argv: list[str] | None = None) -> int:
     report["torch"] = torch.__version__
     print(summary(report))
     if args.install:
-        install(run, report, manifest, report.get("seconds", time.perf_counter() - started))
+        commit = (run / COMMIT_FILE).read_text().strip() if (run / COMMIT_FILE).is_file() else "unknown"
+        install(run, report, manifest, commit, report.get("seconds", time.perf_counter() - started))
     return 0
 
 
