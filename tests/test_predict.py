@@ -345,3 +345,12 @@ def test_option_errors(promoter_model, tmp_path, capsys):
         code = main(["predict-promoter", str(fasta), "--model", str(promoter_model), *option])
         err = capsys.readouterr().err
         assert code == 2 and "must be positive" in err
+
+
+@pytest.mark.gpu
+def test_gpu_probabilities_match_cpu(promoter_model, mouse):
+    sequences = [r.sequence for r in mouse]
+    cpu = Classifier.load(promoter_model, device="cpu").probabilities(sequences)
+    gpu = Classifier.load(promoter_model)  # auto: the GPU
+    assert gpu.device.type == "cuda"
+    np.testing.assert_allclose(gpu.probabilities(sequences), cpu, atol=1e-4)
