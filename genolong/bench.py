@@ -52,6 +52,7 @@ import torch
 from torch import nn
 
 from genolong.files import atomic_write_text
+from genolong.memory import proc_status_mb, reset_peak_memory
 from genolong.model.encoder import Block
 
 #: transformers' models measured beside ours, by benchmark name, with the installed transformers.
@@ -185,24 +186,6 @@ def build(spec: Spec, mlm: bool):
 
 
 # --------------------------------------------------------------------------- measuring
-
-
-def proc_status_mb(field_name: str, pid: int | str = "self") -> float:
-    """A ``VmRSS`` / ``VmHWM`` line of /proc/PID/status, in MB."""
-    with open(f"/proc/{pid}/status") as status:
-        for line in status:
-            if line.startswith(field_name + ":"):
-                return int(line.split()[1]) / 1024
-    raise KeyError(field_name)
-
-
-def reset_peak_memory() -> float:
-    """Return freed heap to the system, reset the RSS high-water mark; the current RSS in MB."""
-    gc.collect()
-    ctypes.CDLL("libc.so.6").malloc_trim(0)
-    with open("/proc/self/clear_refs", "w") as clear_refs:
-        clear_refs.write("5")
-    return proc_status_mb("VmRSS")
 
 
 def measure(call: Callable[[], Any], repeats: int, budget_s: float) -> dict[str, Any]:

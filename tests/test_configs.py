@@ -31,3 +31,29 @@ def test_presets_exist_and_unknown_names_are_clear():
     assert {"tiny", "base", "full", "longformer", "lsg"} <= set(available_presets("pretrain"))
     with pytest.raises(UserError, match="no pretrain preset 'huge'"):
         preset_path("pretrain", "huge")
+
+
+@pytest.mark.parametrize("name", available_presets("compare"))
+def test_compare_preset_builds_every_backbone(name):
+    """Each backbone's pretraining config validates at the preset's max_len (and at every ablation
+    length) and runs as a shrunk model; the fine-tuning config is a promoter one."""
+    from genolong.model.hf import GenolongForMaskedLM
+    from genolong.tasks.compare import load_compare_config
+
+    config = load_compare_config(name)
+    for backbone in config.backbones:
+        pretrain = config.pretrain_config(backbone, seed=0)
+        assert pretrain.model["backbone"] == backbone
+        assert pretrain.model_config(vocab_size=300).backbone == backbone
+        shrunk = config.pretrain_config(backbone, seed=0, max_len=min(pretrain.max_len, 1024))
+        shrunk.model |= {"hidden_size": 32, "num_attention_heads": 2,
+                         "intermediate_size": 64}
+        model = GenolongForMaskedLM(shrunk.model_config(vocab_size=300)).eval()
+        ids = torch.randint(5, 300, (1, shrunk.max_len))
+        with torch.no_grad():
+            assert model(input_ids=ids, attention_mask=torch.ones_like(ids)).logits.shape == (1, shrunk.max_len, 300)
+        assert config.finetune_config(backbone, seed=0).task == "promoter"
+    for backbone in config.ablation.backbones:
+        for length in config.ablation.lengths:
+            ablation = config.pretrain_config(backbone, seed=0, max_len=length)
+            ablation.model_config(vocab_size=300)

@@ -130,10 +130,14 @@ def _read_preset(path: Path) -> dict[str, Any]:
         raise UserError(f"{path}: no such config file")
     data = yaml.safe_load(path.read_text()) or {}
     parent = data.pop("extends", None)
-    if parent is None:
-        return data
-    merged = _read_preset(path.parent / parent)
-    for key, value in data.items():
+    return data if parent is None else merge_preset(_read_preset(path.parent / parent), data)
+
+
+def merge_preset(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
+    """``base`` updated by ``update`` one section deep; a new ``model.backbone`` drops the old
+    backbone's own parameters (see :func:`_switch_backbone`)."""
+    merged = dict(base)
+    for key, value in update.items():
         if key == "model":
             merged[key] = _switch_backbone(merged.get(key, {}), value)
         elif isinstance(value, dict):
@@ -141,6 +145,15 @@ def _read_preset(path: Path) -> dict[str, Any]:
         else:
             merged[key] = value
     return merged
+
+
+def resolve_preset(kind: str, data: dict[str, Any]) -> dict[str, Any]:
+    """Inline preset data whose ``extends`` names a shipped preset (or YAML file) of ``kind``."""
+    from genolong.configs import preset_path
+
+    data = dict(data)
+    parent = data.pop("extends", None)
+    return data if parent is None else merge_preset(_read_preset(preset_path(kind, str(parent))), data)
 
 
 # -- Lightning ------------------------------------------------------------------------------
@@ -307,13 +320,18 @@ def _check_run_identity(out: Path, identity: dict, resume: bool) -> None:
 
 
 def run_pretrain(genome: Path, out: Path, config: PretrainConfig, *, tokenizer_dir: Path | None = None,
-                 resume: bool = False, show_progress: bool = True, extra_callbacks=()) -> dict:
-    """Tokenizer, corpus and MLM training into ``out``; returns the final report."""
+                 corpus_dir: Path | None = None, resume: bool = False, show_progress: bool = True,
+                 extra_callbacks=()) -> dict:
+    """Tokenizer, corpus and MLM training into ``out``; returns the final report.
+
+    ``corpus_dir`` (default ``out/corpus``) may be shared by runs with the same tokenizer
+    and corpus configuration: finished shards are never rebuilt.
+    """
     from genolong.model.hf import GenolongForMaskedLM
 
     started = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
-    corpus_dir = out / "corpus"
+    corpus_dir = out / "corpus" if corpus_dir is None else corpus_dir
     if _launch_rank() == 0:  # under torchrun/SLURM, rank 0 prepares and the others wait
         tokenizer_dir = _prepare_tokenizer(genome, tokenizer_dir, out, config)
         config.model_config(len(load_tokenizer(tokenizer_dir)))  # validate before the long steps

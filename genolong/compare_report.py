@@ -1,0 +1,179 @@
+"""Tables and plots of a backbone comparison and of the context-length ablation.
+
+Writers (called by :mod:`genolong.tasks.compare`) turn result rows into CSV, markdown and PNG
+files; the readers and plot functions also serve ``notebooks/compare_backbones.ipynb``, which
+redraws everything from the CSV files alone:
+
+* ``comparison.csv``: one row per backbone (columns: ``compare.COLUMNS``);
+* ``comparison_curves.csv`` / ``context_ablation_curves.csv``: validation BPC during
+  pretraining, one row per (run, step) with ``tokens_seen``;
+* ``context_ablation.csv``: one row per (backbone, context length).
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import Any
+
+from genolong.files import atomic_path, atomic_write_text
+
+CURVE_COLUMNS = ("run", "backbone", "max_len", "step", "tokens_seen", "val_bpc")
+
+
+# -- files -------------------------------------------------------------------------------------
+def write_csv(path: Path, rows: list[dict[str, Any]], columns) -> None:
+    with atomic_path(path) as tmp, open(tmp, "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(columns), extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows({k: "" if row.get(k) is None else row[k] for k in columns} for row in rows)
+
+
+def read_csv(path: str | Path) -> list[dict[str, Any]]:
+    """Rows of a CSV written here, numbers parsed (int, float; empty -> None)."""
+
+    def parse(value: str) -> Any:
+        if value == "":
+            return None
+        for kind in (int, float):
+            try:
+                return kind(value)
+            except ValueError:
+                pass
+        return value
+
+    with open(path, newline="") as handle:
+        return [{key: parse(value) for key, value in row.items()} for row in csv.DictReader(handle)]
+
+
+def markdown_table(rows: list[dict[str, Any]], columns) -> str:
+    """A GitHub markdown table; floats with 4 significant digits, missing values as ``-``."""
+
+    def cell(value: Any) -> str:
+        if value is None:
+            return "-"
+        if isinstance(value, float):
+            return f"{value:,.4g}" if abs(value) < 1e4 else f"{value:,.0f}"
+        if isinstance(value, int):
+            return f"{value:,}"
+        return str(value)
+
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(cell(row.get(c)) for c in columns) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def validation_curve(run_dir: Path, run: str, row: dict[str, Any], tokens_per_step: float) -> list[dict]:
+    """Validation BPC against step of the pretraining run in ``run_dir/pretrain``."""
+    from genolong.tasks.pretrain import logged_rows
+
+    return [
+        {"run": run, "backbone": row["backbone"], "max_len": row["max_len"], "step": int(logged["step"]),
+         "tokens_seen": round(int(logged["step"]) * tokens_per_step), "val_bpc": float(logged["val/bpc"])}
+        for logged in logged_rows(run_dir / "pretrain") if logged.get("val/bpc")
+    ]
+
+
+# -- plots -------------------------------------------------------------------------------------
+def _pyplot():
+    import matplotlib
+
+    if matplotlib.get_backend().lower() not in ("agg", "module://matplotlib_inline.backend_inline"):
+        matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(fig, png: Path | None) -> None:
+    if png is not None:
+        with atomic_path(png) as tmp:
+            fig.savefig(tmp, format="png", dpi=100)
+
+
+def plot_comparison(rows: list[dict], curves: list[dict], png_curves: Path | None = None,
+                    png_scatter: Path | None = None):
+    """Two figures: validation BPC against step for every backbone (the token unigram dashed),
+    and quality against speed (BPC and promoter F1 against training tokens/s). Returns them."""
+    plt = _pyplot()
+    fig_curves, ax = plt.subplots(figsize=(6.5, 4.2))
+    for row in rows:
+        points = [c for c in curves if c["run"] == row["backbone"]]
+        ax.plot([c["step"] for c in points], [c["val_bpc"] for c in points], marker="o", ms=3,
+                label=row["backbone"])
+    if rows and rows[0].get("unigram_bpc") is not None:
+        ax.axhline(rows[0]["unigram_bpc"], color="grey", ls="--", lw=1, label="token unigram")
+    ax.set(xlabel="pretraining step", ylabel="validation bits per bp", title="MLM pretraining, every backbone")
+    ax.legend(fontsize=8)
+    fig_curves.tight_layout()
+    _save(fig_curves, png_curves)
+
+    fig_scatter, axes = plt.subplots(1, 2, figsize=(10, 4))
+    for ax, key, label in zip(axes, ("val_bpc", "promoter_f1"), ("validation bits per bp (lower is better)",
+                                                                  "promoter test F1 (higher is better)"), strict=True):
+        for row in rows:
+            if row.get(key) is None or row.get("train_tokens_per_s") is None:
+                continue
+            ax.scatter(row["train_tokens_per_s"], row[key], s=40)
+            ax.annotate(row["backbone"], (row["train_tokens_per_s"], row[key]), textcoords="offset points",
+                        xytext=(4, 4), fontsize=8)
+        ax.set(xlabel="training throughput (tokens/s)", ylabel=label)
+    kmer = [row["kmer_f1"] for row in rows if row.get("kmer_f1") is not None]
+    if kmer:
+        axes[1].axhline(kmer[0], color="grey", ls="--", lw=1, label="k-mer baseline")
+        axes[1].legend(fontsize=8)
+    fig_scatter.suptitle("quality against speed")
+    fig_scatter.tight_layout()
+    _save(fig_scatter, png_scatter)
+    return fig_curves, fig_scatter
+
+
+def plot_context_ablation(rows: list[dict], curves: list[dict], png: Path | None = None):
+    """Validation BPC against context length per backbone, and against tokens seen per run."""
+    plt = _pyplot()
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    for backbone in dict.fromkeys(row["backbone"] for row in rows):
+        chosen = sorted((r for r in rows if r["backbone"] == backbone), key=lambda r: r["max_len"])
+        left.plot([r["max_len"] for r in chosen], [r["val_bpc"] for r in chosen], marker="o", label=backbone)
+        for r in chosen:
+            points = [c for c in curves if c["run"] == f"{backbone}_{r['max_len']}"]
+            right.plot([c["tokens_seen"] for c in points], [c["val_bpc"] for c in points], marker="o", ms=3,
+                       label=f"{backbone} {r['max_len']}")
+    left.set_xscale("log", base=2)
+    left.set(xlabel="context length (tokens)", ylabel="final validation bits per bp",
+             title="equal tokens seen")
+    right.set(xlabel="training tokens seen", ylabel="validation bits per bp", title="learning curves")
+    for ax in (left, right):
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    _save(fig, png)
+    return fig
+
+
+# -- writers -----------------------------------------------------------------------------------
+def write_comparison(out: Path, rows: list[dict[str, Any]]) -> None:
+    """comparison.csv, comparison.md, comparison_curves.csv, bpc_vs_step.png, quality_vs_speed.png."""
+    from genolong.tasks.compare import COLUMNS
+
+    curves = [point for row in rows
+              for point in validation_curve(out / "backbones" / row["backbone"], row["backbone"], row, 1)]
+    write_csv(out / "comparison.csv", rows, COLUMNS)
+    write_csv(out / "comparison_curves.csv", curves, CURVE_COLUMNS)
+    atomic_write_text(out / "comparison.md", markdown_table(rows, COLUMNS))
+    plot_comparison(rows, curves, out / "bpc_vs_step.png", out / "quality_vs_speed.png")
+    _pyplot().close("all")
+
+
+def write_ablation(out: Path, rows: list[dict[str, Any]]) -> None:
+    """context_ablation.csv, context_ablation.md, context_ablation_curves.csv, context_ablation.png."""
+    from genolong.tasks.compare import ABLATION_COLUMNS
+
+    curves = [point for row in rows
+              for point in validation_curve(out / "context" / f"{row['backbone']}_{row['max_len']}",
+                                            f"{row['backbone']}_{row['max_len']}", row,
+                                            row["tokens_seen"] / row["steps"])]
+    write_csv(out / "context_ablation.csv", rows, ABLATION_COLUMNS)
+    write_csv(out / "context_ablation_curves.csv", curves, CURVE_COLUMNS)
+    atomic_write_text(out / "context_ablation.md", markdown_table(rows, ABLATION_COLUMNS))
+    plot_context_ablation(rows, curves, out / "context_ablation.png")
+    _pyplot().close("all")
