@@ -21,9 +21,9 @@ from pathlib import Path
 import numpy as np
 
 from genolong.chromatin_profiles import N_PROFILES, chromatin_profiles
-from genolong.errors import InputError, UserError
+from genolong.errors import InputError
 from genolong.files import atomic_write_text
-from genolong.metrics import ProfileAUCs, median_auc_by_class
+from genolong.metrics import ProfileAUCs, checked_profile_inputs, median_auc_by_class
 from genolong.predict import predict_all
 
 AUC_COLUMNS = (
@@ -91,14 +91,7 @@ def profile_aucs(labels, scores, *, chunk_elements: int = 1 << 24) -> ProfileAUC
     """
     from scipy.stats import rankdata
 
-    labels = np.asarray(labels)
-    scores = np.asarray(scores, dtype=np.float64)
-    if labels.ndim != 2 or labels.shape != scores.shape:
-        raise ValueError(f"labels {labels.shape} and scores {scores.shape} must both be (examples, profiles)")
-    if not np.isin(labels, (0, 1)).all():
-        raise UserError("chromatin labels must be 0 or 1")
-    if not np.isfinite(scores).all():
-        raise UserError("chromatin scores contain NaN or infinite values")
+    labels, scores = checked_profile_inputs(labels, scores)
     rows = len(labels)
     positives = labels.sum(axis=0, dtype=np.int64)
     negatives = rows - positives

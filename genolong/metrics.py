@@ -140,6 +140,24 @@ class ProfileAUCs:
         return (self.positives > 0) & (self.negatives > 0)
 
 
+def checked_profile_inputs(labels, scores) -> tuple[np.ndarray, np.ndarray]:
+    """``labels`` and ``scores`` as arrays (scores float64), both ``(examples, profiles)``.
+
+    Raises:
+        ValueError: the shapes differ or are not 2-D (a bug in the caller).
+        UserError: labels other than 0/1, or non-finite scores (bad input files).
+    """
+    labels = np.asarray(labels)
+    scores = np.asarray(scores, dtype=np.float64)
+    if labels.ndim != 2 or labels.shape != scores.shape:
+        raise ValueError(f"labels {labels.shape} and scores {scores.shape} must both be (examples, profiles)")
+    if not np.isin(labels, (0, 1)).all():
+        raise UserError("chromatin labels must be 0 or 1")
+    if not np.isfinite(scores).all():
+        raise UserError("chromatin scores contain NaN or infinite values")
+    return labels, scores
+
+
 def per_profile_auc(labels, scores) -> ProfileAUCs:
     """ROC AUC and PR AUC of every profile (column), as DeepSEA and BigBird evaluate.
 
@@ -154,14 +172,7 @@ def per_profile_auc(labels, scores) -> ProfileAUCs:
     Returns:
         :class:`ProfileAUCs`.
     """
-    labels = np.asarray(labels)
-    scores = np.asarray(scores, dtype=np.float64)
-    if labels.ndim != 2 or labels.shape != scores.shape:
-        raise ValueError(f"labels {labels.shape} and scores {scores.shape} must both be (examples, profiles)")
-    if not np.isin(labels, (0, 1)).all():
-        raise UserError("chromatin labels must be 0 or 1")
-    if not np.isfinite(scores).all():
-        raise UserError("chromatin scores contain NaN or infinite values")
+    labels, scores = checked_profile_inputs(labels, scores)
     positives = labels.sum(axis=0).astype(np.int64)
     negatives = len(labels) - positives
     roc = np.full(labels.shape[1], np.nan)
