@@ -220,3 +220,19 @@ def test_ddp_two_cpu_processes(tmp_path, finished_run):
     assert "rank 0/2 reads training sample positions 0, 2" in result.stderr
     assert "rank 1/2 reads training sample positions 1, 3" in result.stderr
     assert json.loads((tmp_path / "ddp" / "report.json").read_text())["steps"] == 4
+
+
+def test_other_ranks_ignore_a_prepared_marker_from_an_earlier_run(tmp_path):
+    """A rank > 0 waits for rank 0's marker of this launch, not a stale one left in --out."""
+    import os
+    import threading
+
+    from genolong.tasks.pretrain import _wait_for
+
+    marker = tmp_path / "prepared.json"
+    marker.write_text('{"tokenizer": "old"}')
+    os.utime(marker, (1e9, 1e9))  # 2001
+    writer = threading.Timer(0.5, lambda: marker.write_text('{"tokenizer": "new"}'))
+    writer.start()
+    assert _wait_for(marker, timeout_s=30) == {"tokenizer": "new"}
+    writer.join()

@@ -290,10 +290,17 @@ def _launch_rank() -> int:
     return 0
 
 
+#: Ranks of one launch start within this many seconds of each other.
+LAUNCH_SKEW_S = 60.0
+
+
 def _wait_for(path: Path, timeout_s: float = 7 * 24 * 3600) -> dict:
-    """Poll for a JSON file that rank 0 writes when the data is prepared."""
+    """Poll for the JSON file that rank 0 writes when the data is prepared in this launch:
+    one written before this rank started (by an earlier run in the same directory, while
+    rank 0 may be rebuilding) does not count."""
+    launched = time.time() - LAUNCH_SKEW_S
     deadline = time.monotonic() + timeout_s
-    while not path.exists():
+    while not path.exists() or path.stat().st_mtime < launched:
         if time.monotonic() > deadline:
             raise UserError(f"timed out waiting for rank 0 to prepare the data ({path})")
         time.sleep(2)
