@@ -47,13 +47,14 @@ def read_csv(path: str | Path) -> list[dict[str, Any]]:
 
 
 def markdown_table(rows: list[dict[str, Any]], columns) -> str:
-    """A GitHub markdown table; floats with 4 significant digits, missing values as ``-``."""
+    """A GitHub markdown table: floats below 10 (BPC, F1) with 4 decimals, below 1,000 with 1,
+    larger ones as integers with thousands separators; missing values as ``-``."""
 
     def cell(value: Any) -> str:
         if value is None:
             return "-"
         if isinstance(value, float):
-            return f"{value:,.4g}" if abs(value) < 1e4 else f"{value:,.0f}"
+            return f"{value:.4f}" if abs(value) < 10 else f"{value:.1f}" if abs(value) < 1000 else f"{value:,.0f}"
         if isinstance(value, int):
             return f"{value:,}"
         return str(value)
@@ -95,6 +96,8 @@ def plot_comparison(rows: list[dict], curves: list[dict], png_curves: Path | Non
                     png_scatter: Path | None = None):
     """Two figures: validation BPC against step for every backbone (the token unigram dashed),
     and quality against speed (BPC and promoter F1 against training tokens/s). Returns them."""
+    from matplotlib.ticker import MaxNLocator
+
     plt = _pyplot()
     fig_curves, ax = plt.subplots(figsize=(6.5, 4.2))
     for row in rows:
@@ -118,6 +121,7 @@ def plot_comparison(rows: list[dict], curves: list[dict], png_curves: Path | Non
             ax.annotate(row["backbone"], (row["train_tokens_per_s"], row[key]), textcoords="offset points",
                         xytext=(4, 4), fontsize=8)
         ax.set(xlabel="training throughput (tokens/s)", ylabel=label)
+        ax.xaxis.set_major_locator(MaxNLocator(5))
     kmer = [row["kmer_f1"] for row in rows if row.get("kmer_f1") is not None]
     if kmer:
         axes[1].axhline(kmer[0], color="grey", ls="--", lw=1, label="k-mer baseline")
