@@ -133,19 +133,21 @@ def plot_comparison(rows: list[dict], curves: list[dict], png_curves: Path | Non
 
 
 def plot_context_ablation(rows: list[dict], curves: list[dict], png: Path | None = None):
-    """Validation BPC against context length per backbone, and against tokens seen per run."""
+    """Left: bits per bp saved over the token unigram (``gain_bpc``, on the same masked tokens)
+    against context length per backbone; each length validates on its own windows, and the
+    gain corrects for how hard those were. Right: validation BPC against tokens seen per run."""
     plt = _pyplot()
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
     for backbone in dict.fromkeys(row["backbone"] for row in rows):
         chosen = sorted((r for r in rows if r["backbone"] == backbone), key=lambda r: r["max_len"])
-        left.plot([r["max_len"] for r in chosen], [r["val_bpc"] for r in chosen], marker="o", label=backbone)
+        left.plot([r["max_len"] for r in chosen], [r["gain_bpc"] for r in chosen], marker="o", label=backbone)
         for r in chosen:
             points = [c for c in curves if c["run"] == f"{backbone}_{r['max_len']}"]
             right.plot([c["tokens_seen"] for c in points], [c["val_bpc"] for c in points], marker="o", ms=3,
                        label=f"{backbone} {r['max_len']}")
     left.set_xscale("log", base=2)
-    left.set(xlabel="context length (tokens)", ylabel="final validation bits per bp",
-             title="equal tokens seen")
+    left.set(xlabel="context length (tokens)", ylabel="bits per bp saved over the token unigram",
+             title="equal tokens seen (higher is better)")
     right.set(xlabel="training tokens seen", ylabel="validation bits per bp", title="learning curves")
     for ax in (left, right):
         ax.legend(fontsize=8)
