@@ -200,7 +200,7 @@ def inference_rate(model_dir: Path, corpus_dir: Path, max_len: int, windows: int
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     dataset = MLMWindows(Corpus(corpus_dir), "valid", SpecialIds.from_tokenizer(load_tokenizer(model_dir)),
                          max_len, MaskingConfig())
-    chosen = np.linspace(0, len(dataset) - 1, windows).round().astype(int) % len(dataset)
+    chosen = np.linspace(0, len(dataset) - 1, windows).round().astype(int)
     tokens = [torch.as_tensor(dataset.tokens(int(i))) for i in chosen]
     length = max(len(t) for t in tokens)
     input_ids = torch.stack([torch.nn.functional.pad(t, (0, length - len(t))) for t in tokens]).to(device)
@@ -248,7 +248,8 @@ class Workspace:
         if not self.genome.is_file():
             raise UserError(f"{self.genome}: no such genome file")
         self.out.mkdir(parents=True, exist_ok=True)
-        _prepare_tokenizer(self.genome, None, self.out, self.config.pretrain_config(BACKBONES[0], self.seed))
+        any_backbone = next(iter(self.config.backbones))  # the tokenizer settings are shared
+        _prepare_tokenizer(self.genome, None, self.out, self.config.pretrain_config(any_backbone, self.seed))
 
     def pretrain(self, run_dir: Path, config: PretrainConfig) -> dict[str, Any]:
         """A resumable pretraining run on the shared tokenizer and corpus into ``run_dir/pretrain``:
