@@ -157,12 +157,14 @@ def plot_context_ablation(rows: list[dict], curves: list[dict], png: Path | None
 
 
 # -- writers -----------------------------------------------------------------------------------
-def write_comparison(out: Path, rows: list[dict[str, Any]]) -> None:
-    """comparison.csv, comparison.md, comparison_curves.csv, bpc_vs_step.png, quality_vs_speed.png."""
+def write_comparison(out: Path, rows: list[dict[str, Any]], tokens_per_step: int) -> None:
+    """comparison.csv, comparison.md, comparison_curves.csv, bpc_vs_step.png, quality_vs_speed.png;
+    ``tokens_per_step`` (the same for every backbone) gives the curves' ``tokens_seen``."""
     from genolong.tasks.compare import COLUMNS
 
     curves = [point for row in rows
-              for point in validation_curve(out / "backbones" / row["backbone"], row["backbone"], row, 1)]
+              for point in validation_curve(out / "backbones" / row["backbone"], row["backbone"], row,
+                                            tokens_per_step)]
     write_csv(out / "comparison.csv", rows, COLUMNS)
     write_csv(out / "comparison_curves.csv", curves, CURVE_COLUMNS)
     atomic_write_text(out / "comparison.md", markdown_table(rows, COLUMNS))

@@ -63,6 +63,7 @@ def test_every_backbone_has_a_row_table_and_plots(finished):
     assert markdown.startswith("| backbone | parameters |") and markdown.count("\n") == 2 + len(BACKBONES)
     curves = read_csv(out / "comparison_curves.csv")
     assert {c["run"] for c in curves} == set(BACKBONES)
+    assert all(c["tokens_seen"] == c["step"] * 2 * 128 for c in curves)  # micro: batch 2 x 128 tokens
     for name in ("bpc_vs_step.png", "quality_vs_speed.png"):
         assert (out / name).read_bytes()[:4] == b"\x89PNG"
 

@@ -370,7 +370,8 @@ def run_comparison(space: Workspace, promoters: Path, backbones: list[str]) -> l
                         hint="build one with `genolong promoter prepare`")
     space.prepare()
     rows = [compare_backbone(space, promoters, name) for name in backbones]
-    write_comparison(space.out, rows)
+    train = space.config.pretrain_config(backbones[0], space.seed).train
+    write_comparison(space.out, rows, train.batch_size * train.accumulate_grad_batches * rows[0]["max_len"])
     return rows
 
 
