@@ -98,6 +98,21 @@ def test_gather_path_matches_dense_reference_outputs_and_gradients(variant):
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
+def test_gather_path_on_strided_views_in_many_chunks_matches_dense_reference(variant, monkeypatch):
+    """As in the model: q, k, v are strided views of the fused QKV projection's output, and a
+    long input runs in many chunks of query blocks (here one block per chunk)."""
+    monkeypatch.setattr(paths, "GATHER_CHUNK_BYTES", 1)
+    attn, config = build(variant)
+    seq_len = length(config, 12)
+    gen = torch.Generator().manual_seed(0)
+    fused = torch.randn(2, seq_len, 3, HEADS, HEAD_DIM, generator=gen, dtype=torch.float64)
+    q, k, v = fused.permute(2, 0, 3, 1, 4).unbind(0)  # (B, H, L, D) each, not contiguous
+    assert not k.is_contiguous()
+    mask = padding(2, seq_len)
+    assert max_error(run(attn, "gather", q, k, v, mask), run(attn, "dense", q, k, v, mask)) < 1e-6
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
 def test_short_input_equals_full_attention(variant):
     attn, config = build(variant)
     full = build_attention(
