@@ -23,7 +23,7 @@ asks what share the arithmetic alone allows on this machine, at the benchmark's 
     python benchmarks/attention_roofline.py                   # fp32, 4K and 16K tokens
     python benchmarks/attention_roofline.py --dtype bf16 --lengths 4096 16384
 
-Timings are the best of ``--repeats`` calls; run it on a quiet machine (the load average is
+Timings are the best of ``--repeats`` calls after an untimed one; run it on a quiet machine (the load average is
 printed).
 """
 
@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
 from collections.abc import Callable
 
 import torch
@@ -39,6 +38,7 @@ import torch
 from genolong.attention.bigbird import BigBirdAttention
 from genolong.attention.paths import _attend, _chunk_blocks
 from genolong.bench import BenchSize, floor_model
+from genolong.bench import measure as measure_call
 from genolong.model.hf import GenolongConfig
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
@@ -46,14 +46,9 @@ TARGET_SHARE = 0.25
 
 
 def best_time(call: Callable[[], object], repeats: int) -> float:
-    """Best wall time of ``repeats`` calls after one untimed call, seconds."""
-    call()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - start)
-    return min(times)
+    """Best wall time of ``repeats`` calls after one untimed call, seconds (the benchmark's own
+    :func:`genolong.bench.measure`, with no time budget)."""
+    return measure_call(call, repeats, budget_s=float("inf"))["time_s"]
 
 
 def attention_flops(attention: BigBirdAttention, length: int, head_dim: int) -> tuple[float, int]:

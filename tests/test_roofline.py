@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from genolong.attention.bigbird import BigBirdAttention
+from genolong.bench import BenchSize
 from genolong.model.hf import GenolongConfig
 
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "attention_roofline.py"
@@ -39,7 +40,5 @@ def test_attention_flops_count_every_visible_pair_of_the_dense_mask(roofline, bl
 
 
 def test_linear_flops_are_the_four_projections_and_the_ffn(roofline):
-    from genolong.bench import BenchSize
-
     size = BenchSize(hidden_size=8, intermediate_size=32)
     assert roofline.linear_flops(size, 10) == 2 * 10 * (4 * 8 * 8 + 2 * 8 * 32)
