@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from genolong.errors import UserError
+from genolong.outputs import OutputDirectory, declare
 
 
 def _add_common(parser) -> None:
@@ -31,6 +32,7 @@ def register(subparsers) -> None:
     compare.add_argument("--backbones", default="full,bigbird,longformer,lsg,vcc,sled",
                          help="comma-separated (default: %(default)s)")
     compare.set_defaults(func=run_compare)
+    declare(compare, inputs=["genome", "preset", "promoters"], directories={"out": OutputDirectory("compare")})
 
     ablation = subparsers.add_parser(
         "context-ablation", help="pretrain one model at several context lengths with equal tokens seen",
@@ -41,6 +43,7 @@ def register(subparsers) -> None:
     ablation.add_argument("--backbones", default=None, help="comma-separated (default: the preset's)")
     ablation.add_argument("--lengths", default=None, help="comma-separated max lengths (default: the preset's)")
     ablation.set_defaults(func=run_ablation)
+    declare(ablation, inputs=["genome", "preset"], directories={"out": OutputDirectory("compare")})
 
 
 def _workspace(args):

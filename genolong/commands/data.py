@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from genolong.errors import UserError
+from genolong.outputs import OutputDirectory, declare
 
 _TARGETS = ("grch37", "epdnew", "deepsea")
 
@@ -36,6 +37,7 @@ def register(subparsers) -> None:
     )
     fetch.add_argument("--retries", type=int, default=4, help="retries after a network failure (default 4)")
     fetch.set_defaults(func=run_fetch)
+    declare(fetch, inputs=["url"], directories={"dest": OutputDirectory(None)})
 
     status = commands.add_parser(
         "status",

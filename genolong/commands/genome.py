@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from genolong.outputs import declare
+
 
 def register(subparsers) -> None:
     group = subparsers.add_parser("genome", help="inspect, slice and prepare reference genomes")
@@ -43,6 +45,7 @@ def register(subparsers) -> None:
     )
     prepare.add_argument("--line-width", type=int, default=60, help="bases per line (default 60)")
     prepare.set_defaults(func=run_prepare)
+    declare(prepare, inputs=["fasta"], files=["out"])
 
 
 def run_fetch(args) -> int:

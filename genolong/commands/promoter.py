@@ -6,6 +6,8 @@ import argparse
 import json
 from pathlib import Path
 
+from genolong.outputs import OutputDirectory, declare
+
 
 def register(subparsers) -> None:
     group = subparsers.add_parser(
@@ -78,6 +80,8 @@ def register(subparsers) -> None:
     prepare.add_argument("--seed", type=int, default=42, help="seed of every random step (default: 42)")
     prepare.add_argument("--overwrite", action="store_true", help="replace an existing --out directory")
     prepare.set_defaults(func=run_prepare)
+    declare(prepare, inputs=["tss", "genome", "text", "fasta", "negative_fasta"],
+            directories={"out": OutputDirectory("promoter-data", atomic=True)})
 
     baseline = commands.add_parser(
         "baseline", help="k-mer frequency + logistic regression on a promoter dataset"
@@ -97,6 +101,7 @@ def register(subparsers) -> None:
     )
     baseline.add_argument("--out", type=Path, help="report JSON (default: DATA/kmer_baseline.json)")
     baseline.set_defaults(func=run_baseline)
+    declare(baseline, inputs=["data"], files=["out"])
 
 
 def _numbers(text: str) -> tuple[float, ...]:
