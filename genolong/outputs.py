@@ -21,13 +21,14 @@ output files, output directories); the CLI wraps the command in :func:`guarded`,
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,10 +47,10 @@ class OutputDirectory:
     Attributes:
         kind: the kind of run it holds (``"pretrain"``, ``"tokenizer"``...), recorded in its
             marker; None for a location that is only checked, never claimed (a shared cache).
-        atomic: the command writes the whole directory under a temporary name and renames it
-            into place (it must not exist, or must be replaced, when the work ends); the
-            marker is then written after the command. Otherwise the directory is created and
-            claimed before the work, so that an interrupted run can be resumed there.
+        atomic: the command writes the whole directory under a temporary name, marker
+            included, and renames it into place (it must not exist, or is replaced, when the
+            work ends). Otherwise the directory is created and claimed before the work, so
+            that an interrupted run can be resumed there.
     """
 
     kind: str | None
@@ -63,15 +64,20 @@ class PathRoles:
     inputs: tuple[str, ...] = ()
     files: tuple[str, ...] = ()
     directories: dict[str, OutputDirectory] = field(default_factory=dict)
+    defaults: dict[str, Callable[[argparse.Namespace], Path]] = field(default_factory=dict)
     flags: dict[str, str] = field(default_factory=dict)
 
 
 def declare(parser, *, inputs: Iterable[str] = (), files: Iterable[str] = (),
-            directories: dict[str, OutputDirectory] | None = None) -> None:
+            directories: dict[str, OutputDirectory] | None = None,
+            defaults: dict[str, Callable[[argparse.Namespace], Path]] | None = None) -> None:
     """Record on ``parser`` which arguments (by destination) are inputs, output files and
-    output directories; :func:`guarded` checks them before the command runs."""
+    output directories; :func:`guarded` checks them before the command runs. ``defaults``
+    compute an output left out from the other arguments (``DATA/kmer_baseline.json``): the
+    guard fills it in, so that the default is checked like a given path."""
     flags = {action.dest: (action.option_strings or [action.dest])[-1] for action in parser._actions}
-    parser.set_defaults(path_roles=PathRoles(tuple(inputs), tuple(files), dict(directories or {}), flags))
+    parser.set_defaults(path_roles=PathRoles(tuple(inputs), tuple(files), dict(directories or {}),
+                                             dict(defaults or {}), flags))
 
 
 # -- checks ------------------------------------------------------------------------------------
@@ -110,8 +116,9 @@ def _inside(path: Path, directory: Path) -> bool:
     return path == directory or directory in path.parents
 
 
-def check_output_file(path: Path, what: str, inputs: dict[Path, str]) -> None:
-    """``path`` may be written: not a directory or special file, not an input, writable."""
+def check_output_file(path: Path, what: str, inputs: dict[Path, str], *, default: bool = False) -> None:
+    """``path`` may be written: not a directory or special file, not an input, not an existing
+    file of an input directory (unless it is the command's own ``default`` there), writable."""
     if path.is_dir():
         raise UserError(f"{what} {path}: is a directory; give a file name")
     if os.path.lexists(path):
@@ -121,7 +128,7 @@ def check_output_file(path: Path, what: str, inputs: dict[Path, str]) -> None:
         for source, source_what in inputs.items():
             if source.is_file() and os.path.samefile(path, source):
                 raise UserError(f"{what} {path} is the input {source_what}; choose another file name")
-            if source.is_dir() and _inside(real_path(path), source):
+            if source.is_dir() and not default and _inside(real_path(path), source):
                 raise UserError(f"{what} {path} is a file of the input {source_what}; choose another file name")
     check_location(path, what, file=True)
 
@@ -131,7 +138,6 @@ def check_output_directory(path: Path, what: str, kind: str | None, inputs: dict
     input, and (with a ``kind``) new, empty or already genolong's for that kind."""
     if os.path.lexists(path) and not path.is_dir():
         raise UserError(f"{what} {path}: is a file, not a directory")
-    check_location(path, what)
     resolved = real_path(path)
     for source, source_what in inputs.items():
         if _inside(source, resolved):  # a new directory inside an input directory is fine
@@ -145,6 +151,7 @@ def check_output_directory(path: Path, what: str, kind: str | None, inputs: dict
         if occupant not in (None, kind):
             raise UserError(f"{what} {path} holds a genolong {occupant} run, not a {kind} run; "
                             "choose another directory")
+    check_location(path, what)
 
 
 def directory_kind(path: Path) -> str | None:
@@ -155,11 +162,17 @@ def directory_kind(path: Path) -> str | None:
         return None
 
 
+def mark_directory(path: Path, kind: str) -> None:
+    """Write the marker that makes ``path`` genolong's ``kind`` directory."""
+    atomic_write_text(path / MARKER, json.dumps({"kind": kind, "genolong": __version__}) + "\n")
+
+
 def claim_directory(path: Path, kind: str) -> None:
-    """Create ``path`` if needed and mark it as genolong's ``kind`` directory."""
+    """Create ``path`` if needed and mark it as genolong's ``kind`` directory when it is new or
+    empty (a directory that is already someone's keeps no marker: it stays unclaimed)."""
     path.mkdir(parents=True, exist_ok=True)
-    if directory_kind(path) != kind:
-        atomic_write_text(path / MARKER, json.dumps({"kind": kind, "genolong": __version__}) + "\n")
+    if directory_kind(path) is None and not any(path.iterdir()):
+        mark_directory(path, kind)
 
 
 # -- the guard ---------------------------------------------------------------------------------
@@ -175,6 +188,9 @@ class OutputPlan:
     """The outputs of one command, checked; see the module docstring."""
 
     def __init__(self, args, roles: PathRoles):
+        defaulted = {name for name in roles.defaults if getattr(args, name) is None}
+        for name in defaulted:
+            setattr(args, name, roles.defaults[name](args))
         inputs = {real_path(path): f"{roles.flags.get(name, name)} {path}"
                   for name, path in _values(args, roles.inputs) if os.path.lexists(path)}
         self.outputs: list[_Output] = []
@@ -185,7 +201,7 @@ class OutputPlan:
         for name, path, directory in outputs:
             what = roles.flags.get(name, name)
             if directory is None:
-                check_output_file(path, what, inputs)
+                check_output_file(path, what, inputs, default=name in defaulted)
             else:
                 check_output_directory(path, what, directory.kind, inputs)
             key = real_path(path)
@@ -210,11 +226,8 @@ class OutputPlan:
                 claim_directory(output.path, output.directory.kind)
 
     def finish(self) -> None:
-        """After the command, finished or interrupted: mark the directories it wrote whole,
-        and remove parent directories it made that stayed empty."""
-        for output in self.outputs:
-            if output.directory and output.directory.kind and output.path.is_dir():
-                claim_directory(output.path, output.directory.kind)
+        """After the command, finished or interrupted: remove parent directories it made that
+        stayed empty."""
         self._remove_empty_parents()
 
     def undo(self) -> None:
