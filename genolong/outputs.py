@@ -99,11 +99,15 @@ def _nearest_existing(path: Path) -> Path:
 
 def check_location(path: Path, what: str, *, file: bool = False) -> None:
     """``path`` can be created or written in: the nearest existing of ``path`` (of its parent
-    for a ``file``) and its ancestors is a directory where a file can be created (tried, not guessed: permissions,
-    read-only mounts and pseudo-file systems all answer)."""
+    for a ``file``) and its ancestors is a directory where a file can be created, and every
+    name still to create fits with its temporary form (tried, not guessed: permissions,
+    read-only mounts, pseudo-file systems and name limits all answer)."""
     ancestor = _nearest_existing(path.parent if file else path)
     if not ancestor.is_dir():
         raise UserError(f"{what} {path}: {ancestor} is a file, not a directory")
+    for part in _absolute(path).relative_to(ancestor).parts:
+        if len(os.fsencode(f".{part}.12345678.tmp")) > os.pathconf(ancestor, "PC_NAME_MAX"):
+            raise UserError(f"{what} {path}: the name {part[:40]}... is too long for the file system")
     try:
         fd, probe = tempfile.mkstemp(prefix=".genolong-probe.", dir=ancestor)
     except OSError as err:
@@ -180,6 +184,7 @@ def claim_directory(path: Path, kind: str) -> None:
 class _Output:
     path: Path
     directory: OutputDirectory | None  # None for a file
+    what: str  # the option, for messages
     existed: bool  # before the command
     was_empty: bool  # an existing directory holding nothing
 
@@ -200,16 +205,18 @@ class OutputPlan:
                    _values(args, [*roles.files, *roles.directories])]
         for name, path, directory in outputs:
             what = roles.flags.get(name, name)
-            if directory is None:
-                check_output_file(path, what, inputs, default=name in defaulted)
-            else:
-                check_output_directory(path, what, directory.kind, inputs)
-            key = real_path(path)
-            if key in seen:
-                raise UserError(f"{seen[key]} and {what} name the same path {path}; give each its own")
-            seen[key] = what
-            existed = os.path.lexists(path)
-            self.outputs.append(_Output(path, directory, existed, existed and path.is_dir() and not any(path.iterdir())))
+            with _as_user_error(what, path):
+                if directory is None:
+                    check_output_file(path, what, inputs, default=name in defaulted)
+                else:
+                    check_output_directory(path, what, directory.kind, inputs)
+                key = real_path(path)
+                if key in seen:
+                    raise UserError(f"{seen[key]} and {what} name the same path {path}; give each its own")
+                seen[key] = what
+                existed = os.path.lexists(path)
+                empty = existed and path.is_dir() and not any(path.iterdir())
+            self.outputs.append(_Output(path, directory, what, existed, empty))
             self._note_missing_parents(path)
 
     def _note_missing_parents(self, path: Path) -> None:
@@ -223,7 +230,8 @@ class OutputPlan:
         """Create and mark the directories that are built in place (before the work)."""
         for output in self.outputs:
             if output.directory and output.directory.kind and not output.directory.atomic:
-                claim_directory(output.path, output.directory.kind)
+                with _as_user_error(output.what, output.path):
+                    claim_directory(output.path, output.directory.kind)
 
     def finish(self) -> None:
         """After the command, finished or interrupted: remove parent directories it made that
@@ -244,6 +252,15 @@ class OutputPlan:
         for parent in sorted(self.created_parents, key=lambda p: len(p.parts), reverse=True):
             with contextlib.suppress(OSError):
                 parent.rmdir()  # only when empty
+
+
+@contextlib.contextmanager
+def _as_user_error(what: str, path: Path) -> Iterator[None]:
+    """An OSError while checking or claiming an output (an unreadable directory...) as one line."""
+    try:
+        yield
+    except OSError as err:
+        raise UserError(f"{what} {path}: {err.strerror or err}") from None
 
 
 def _absolute(path: Path) -> Path:

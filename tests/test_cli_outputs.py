@@ -234,6 +234,7 @@ def _locations(tmp_path: Path) -> dict[str, tuple[Path, str]]:
         "file as a parent": (tmp_path / "a file" / "x", "is a file, not a directory"),
         "fifo": (tmp_path / "fifo", "not a regular file"),
         "pseudo file system": (Path("/proc/genolong-out"), "cannot write in /proc"),
+        "name too long": (tmp_path / ("n" * 250), "is too long for the file system"),
     }
 
 

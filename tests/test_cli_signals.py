@@ -104,3 +104,24 @@ def test_a_signal_to_a_running_prediction_leaves_no_partial_file(tmp_path, signu
     assert err.strip().splitlines()[-1] == f"genolong predict-promoter: interrupted by {signal.Signals(signum).name}"
     assert "Traceback" not in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["input.fa"]
+
+
+def test_an_interrupt_between_the_renames_of_a_directory_keeps_the_old_one(monkeypatch, tmp_path):
+    """Replacing a directory takes two renames (old aside, new in); a signal between them must
+    not leave the destination missing."""
+    target = tmp_path / "model"
+    target.mkdir()
+    (target / "weights").write_text("old")
+    rename = Path.rename
+
+    def interrupted_after_the_first(self, destination):
+        result = rename(self, destination)
+        if Path(destination).name == ".model.old":
+            raise interrupts.SignalInterrupt(signal.SIGTERM)
+        return result
+
+    monkeypatch.setattr(Path, "rename", interrupted_after_the_first)
+    with pytest.raises(interrupts.SignalInterrupt), atomic_path(target, directory=True) as tmp:
+        (tmp / "weights").write_text("new")
+    assert (target / "weights").read_text() == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]
