@@ -26,6 +26,7 @@ import contextlib
 import signal
 import threading
 from collections.abc import Iterator
+from typing import NoReturn
 
 #: The signals turned into :class:`SignalInterrupt`.
 HANDLED = (signal.SIGINT, signal.SIGTERM)
@@ -64,7 +65,7 @@ def last_signal() -> int | None:
     return _received[-1] if _received else None
 
 
-def stop(message: str) -> None:
+def stop(message: str) -> NoReturn:
     """Raise the interrupt that stopped the run again, with ``message`` as the CLI's line.
 
     For code that caught the interrupt, saved its state and now ends the command: the exit
