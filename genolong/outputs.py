@@ -123,11 +123,11 @@ def _inside(path: Path, directory: Path) -> bool:
 def check_output_file(path: Path, what: str, inputs: dict[Path, str], *, default: bool = False) -> None:
     """``path`` may be written: not a directory or special file, not an input, not an existing
     file of an input directory (unless it is the command's own ``default`` there), writable."""
+    _check_not_broken_link(path, what)
     if path.is_dir():
         raise UserError(f"{what} {path}: is a directory; give a file name")
     if os.path.lexists(path):
-        mode = path.stat().st_mode if path.exists() else stat.S_IFREG  # a dangling link is replaced
-        if not stat.S_ISREG(mode):
+        if not stat.S_ISREG(path.stat().st_mode):
             raise UserError(f"{what} {path}: not a regular file (a FIFO or device); give a file name")
         for source, source_what in inputs.items():
             if source.is_file() and os.path.samefile(path, source):
@@ -140,6 +140,7 @@ def check_output_file(path: Path, what: str, inputs: dict[Path, str], *, default
 def check_output_directory(path: Path, what: str, kind: str | None, inputs: dict[Path, str]) -> None:
     """``path`` may hold the outputs: a directory (or nothing yet), writable, holding no
     input, and (with a ``kind``) new, empty or already genolong's for that kind."""
+    _check_not_broken_link(path, what)
     if os.path.lexists(path) and not path.is_dir():
         raise UserError(f"{what} {path}: is a file, not a directory")
     resolved = real_path(path)
@@ -156,6 +157,12 @@ def check_output_directory(path: Path, what: str, kind: str | None, inputs: dict
             raise UserError(f"{what} {path} holds a genolong {occupant} run, not a {kind} run; "
                             "choose another directory")
     check_location(path, what)
+
+
+def _check_not_broken_link(path: Path, what: str) -> None:
+    if path.is_symlink() and not path.exists():
+        raise UserError(f"{what} {path}: a broken symbolic link (its target is missing or a loop); "
+                        "remove it or give another path")
 
 
 def directory_kind(path: Path) -> str | None:

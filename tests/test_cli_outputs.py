@@ -228,6 +228,7 @@ def _locations(tmp_path: Path) -> dict[str, tuple[Path, str]]:
     (tmp_path / "a file").write_text("mine\n")
     (tmp_path / "a dir").mkdir()
     os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "broken").symlink_to(tmp_path / "nowhere")
     return {
         "directory for a file": (tmp_path / "a dir", "is a directory"),
         "file for a directory": (tmp_path / "a file", "is a file, not a directory"),
@@ -235,6 +236,7 @@ def _locations(tmp_path: Path) -> dict[str, tuple[Path, str]]:
         "fifo": (tmp_path / "fifo", "not a regular file"),
         "pseudo file system": (Path("/proc/genolong-out"), "cannot write in /proc"),
         "name too long": (tmp_path / ("n" * 250), "is too long for the file system"),
+        "broken symlink": (tmp_path / "broken", "a broken symbolic link"),
     }
 
 
