@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -84,11 +85,21 @@ def _temporary_files(directory: Path) -> list[Path]:
 @pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143),
                                           pytest.param(signal.SIGINT, 130, marks=pytest.mark.slow)])
 def test_a_signal_to_a_running_prediction_leaves_no_partial_file(tmp_path, signum, code):
-    """`genolong predict-promoter` reading a pipe that never delivers (its output file is open
-    under a temporary name): the signal the user, ``timeout`` or a scheduler sends ends it."""
+    """`genolong predict-promoter` reading a pipe that delivers one record and then waits (its
+    output file is open under a temporary name): the signal the user, ``timeout`` or a
+    scheduler sends ends it."""
     fifo = tmp_path / "input.fa"
     os.mkfifo(fifo)
     out = tmp_path / "predictions.tsv"
+    done = threading.Event()
+
+    def slow_writer() -> None:
+        with open(fifo, "w") as pipe:  # blocks until genolong opens the pipe
+            pipe.write(">r1\n" + "ACGT" * 500 + "\n")
+            pipe.flush()
+            done.wait(240)
+
+    threading.Thread(target=slow_writer, daemon=True).start()
     process = subprocess.Popen(
         [sys.executable, "-m", "genolong.cli", "predict-promoter", str(fifo), "--out", str(out)],
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -100,6 +111,7 @@ def test_a_signal_to_a_running_prediction_leaves_no_partial_file(tmp_path, signu
     assert _temporary_files(tmp_path), process.communicate() if process.poll() is not None else "timed out"
     process.send_signal(signum)
     _, err = process.communicate(timeout=60)
+    done.set()
     assert process.returncode == code
     assert err.strip().splitlines()[-1] == f"genolong predict-promoter: interrupted by {signal.Signals(signum).name}"
     assert "Traceback" not in err
