@@ -15,14 +15,17 @@ output files, output directories); the CLI wraps the command in :func:`guarded`,
   a directory of the user's, another kind of genolong run -- is refused: genolong never
   deletes or replaces a file it did not write;
 * removes, when the command fails with a user error (exit status 2), every declared output
-  the command created and the parent directories it made, so that nothing partial stays;
-  an interrupted or finished command keeps its outputs (interrupted runs resume from them).
+  the command created, the hidden work files named after it (``.NAME.*``: temporary and
+  partial files, ``.NAME.partial`` work directories) and the parent directories it made,
+  so that nothing partial stays; an interrupted or finished command keeps its outputs
+  (interrupted runs resume from them).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import glob
 import json
 import os
 import shutil
@@ -194,6 +197,10 @@ class _Output:
     what: str  # the option, for messages
     existed: bool  # before the command
     was_empty: bool  # an existing directory holding nothing
+    work_files: set[Path]  # the hidden ``.NAME.*`` beside it before the command
+
+    def new_work_files(self) -> set[Path]:
+        return _work_files(self.path) - self.work_files
 
 
 class OutputPlan:
@@ -223,7 +230,7 @@ class OutputPlan:
                 seen[key] = what
                 existed = os.path.lexists(path)
                 empty = existed and path.is_dir() and not any(path.iterdir())
-            self.outputs.append(_Output(path, directory, what, existed, empty))
+            self.outputs.append(_Output(path, directory, what, existed, empty, _work_files(path)))
             self._note_missing_parents(path)
 
     def _note_missing_parents(self, path: Path) -> None:
@@ -253,6 +260,8 @@ class OutputPlan:
             elif output.was_empty:
                 for child in output.path.iterdir():
                     _remove(child)
+            for work in output.new_work_files():
+                _remove(work)
         self._remove_empty_parents()
 
     def _remove_empty_parents(self) -> None:
@@ -268,6 +277,12 @@ def _as_user_error(what: str, path: Path) -> Iterator[None]:
         yield
     except OSError as err:
         raise UserError(f"{what} {path}: {err.strerror or err}") from None
+
+
+def _work_files(path: Path) -> set[Path]:
+    """The hidden files and directories named after ``path`` beside it (``.NAME.*``)."""
+    parent = _absolute(path).parent
+    return set(parent.glob(f".{glob.escape(path.name)}.*")) if path.name and parent.is_dir() else set()
 
 
 def _absolute(path: Path) -> Path:

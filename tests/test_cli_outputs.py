@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from classify_helpers import tiny_tokenizer
+from deepsea_fixtures import deepsea_rows, write_bundle
 
 from genolong.classifier import default_promoter_model
 from genolong.cli import build_parser, main
@@ -139,6 +140,18 @@ def test_a_failed_corpus_build_leaves_nothing(tmp_path, tokenizer_dir, capsys):
     code, err = run_cli(capsys, "corpus", "build", "--genome", tmp_path / "short.fa", "--tokenizer", tokenizer_dir,
                         "--out", tmp_path / "corpus")
     assert code == 2 and "no usable sequence" in err
+    assert snapshot(tmp_path) == before
+
+
+def test_a_failed_chromatin_prepare_leaves_no_work_directory(shared_data, tmp_path, capsys):
+    """The genome turns out invalid while the rows are being located: the hidden
+    ``.o.partial`` work directory (kept for a resume after an interrupt) goes too."""
+    bundle = write_bundle(tmp_path / "mat", *deepsea_rows(shared_data))
+    (tmp_path / "genome.fa").write_text(">chr1\nACGTXACGT\n")
+    before = snapshot(tmp_path)
+    code, err = run_cli(capsys, "chromatin", "prepare", "--mat-dir", bundle, "--out", tmp_path / "o",
+                        "--genome", tmp_path / "genome.fa")
+    assert code == 2 and "invalid character 'X'" in err
     assert snapshot(tmp_path) == before
 
 
