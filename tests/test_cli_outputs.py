@@ -255,6 +255,7 @@ def _locations(tmp_path: Path) -> dict[str, tuple[Path, str]]:
 
 @pytest.mark.parametrize("name", [*FILE_COMMANDS, *DIRECTORY_COMMANDS])
 def test_unusable_output_locations_are_one_line_before_any_work(name, tmp_path, capsys):
+    """The inputs named here do not exist: the output is refused before any input is read."""
     directory = name in DIRECTORY_COMMANDS
     template = (DIRECTORY_COMMANDS if directory else FILE_COMMANDS)[name]
     locations = _locations(tmp_path)
