@@ -63,7 +63,7 @@ def run_cli(capsys, *argv) -> tuple[int, str]:
     return code, err
 
 
-# -- item 1: occupied output directories -----------------------------------------------------
+# -- occupied output directories ---------------------------------------------------------------
 def user_directory(root: Path) -> Path:
     """A directory of the user's that looks like a run directory: model/ with a file, a report."""
     (root / "model").mkdir(parents=True)
@@ -124,7 +124,7 @@ def test_an_empty_existing_directory_is_usable_and_emptied_again_after_an_error(
     assert out.is_dir() and list(out.iterdir()) == []
 
 
-# -- item 5: nothing partial after exit 2 ----------------------------------------------------
+# -- nothing partial after exit 2 --------------------------------------------------------------
 def test_a_failed_pretrain_leaves_nothing(tmp_path, capsys):
     """A 50-bp genome: the tokenizer trains, the corpus fails; nothing of the run stays."""
     (tmp_path / "short.fa").write_text(">chr1\n" + "ACGTTGCA" * 6 + "AC\n")
@@ -162,7 +162,7 @@ def test_bench_refuses_an_impossible_configuration_before_measuring(tmp_path, ca
     assert not (tmp_path / "bench").exists()
 
 
-# -- item 2: outputs that are inputs, or each other ------------------------------------------
+# -- outputs that are inputs, or each other ----------------------------------------------------
 def test_predict_refuses_to_write_over_its_input(promoter_model, mouse_fasta, tmp_path, capsys):
     original = mouse_fasta.read_bytes()
     (tmp_path / "link.fa").symlink_to(mouse_fasta)
@@ -210,7 +210,7 @@ def test_an_output_directory_holding_an_input_is_refused(tmp_path, capsys):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["g.fa"]
 
 
-# -- item 3: unusable output locations, before the work --------------------------------------
+# -- unusable output locations, before the work ------------------------------------------------
 FILE_COMMANDS = {
     "predict-promoter": ["predict-promoter", "{fasta}", "--out"],
     "predict-chromatin": ["predict-chromatin", "{fasta}", "--model", "{model}", "--out"],
@@ -290,7 +290,7 @@ def test_paths_with_spaces_and_new_parents_work(promoter_model, mouse_fasta, tmp
     assert sorted(p.name for p in out.parent.iterdir()) == ["my predictions.tsv", "p.bed"]
 
 
-# -- the declaration itself -------------------------------------------------------------------
+# -- the declaration itself --------------------------------------------------------------------
 def _leaf_parsers(parser: argparse.ArgumentParser, name: str = "genolong"):
     subparsers = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
     if not subparsers:
