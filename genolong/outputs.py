@@ -217,6 +217,9 @@ class OutputPlan:
         seen: dict[Path, str] = {}
         outputs = [(name, path, roles.directories.get(name)) for name, path in
                    _values(args, [*roles.files, *roles.directories])]
+        to_stdout = [roles.flags.get(name, name) for name in roles.files if str(getattr(args, name, None)) == "-"]
+        if len(to_stdout) > 1:
+            raise UserError(f"only one output can go to standard output (-), not {' and '.join(to_stdout)}")
         for name, path, directory in outputs:
             what = roles.flags.get(name, name)
             with _as_user_error(what, path):

@@ -183,6 +183,9 @@ def test_two_outputs_on_one_path_are_refused(promoter_model, mouse_fasta, tmp_pa
     code, err = run_cli(capsys, "predict-promoter", mouse_fasta, "--model", promoter_model,
                         "--out", tmp_path / "same.tsv", "--bed", tmp_path / "." / "same.tsv")
     assert code == 2 and "--out and --bed name the same path" in err
+    code, err = run_cli(capsys, "predict-promoter", mouse_fasta, "--model", promoter_model,
+                        "--out", "-", "--windows", "-")
+    assert code == 2 and "only one output can go to standard output (-), not --out and --windows" in err
     assert snapshot(tmp_path) == before
 
 
