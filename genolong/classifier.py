@@ -99,6 +99,12 @@ class TokenEncoder:
         self.cls, self.sep, self.pad = tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id
         self.max_len = max_len
 
+    def kept(self, n_tokens: int) -> slice:
+        """The tokens kept of an input of ``n_tokens``: all, or the central ``max_len - 2``."""
+        keep = self.max_len - 2
+        start = max(0, (n_tokens - keep) // 2)
+        return slice(start, start + keep)
+
     def __call__(self, sequences: list[str]) -> dict[str, torch.Tensor]:
         """Encode ``sequences`` (any case, IUPAC codes allowed).
 
@@ -106,15 +112,8 @@ class TokenEncoder:
             ``input_ids`` (B, T) int64 and ``attention_mask`` (B, T) int64, T = the longest
             encoded input of the batch.
         """
-        keep = self.max_len - 2
         encodings = self.backend.encode_batch_fast([clean(s) for s in sequences], add_special_tokens=False)
-        bodies = []
-        for encoding in encodings:
-            ids = encoding.ids
-            if len(ids) > keep:
-                start = (len(ids) - keep) // 2
-                ids = ids[start : start + keep]
-            bodies.append(ids)
+        bodies = [encoding.ids[self.kept(len(encoding.ids))] for encoding in encodings]
         length = max(len(ids) for ids in bodies) + 2
         input_ids = torch.full((len(bodies), length), self.pad, dtype=torch.long)
         attention_mask = torch.zeros((len(bodies), length), dtype=torch.long)
@@ -185,11 +184,14 @@ class Classifier:
             self.info.write(tmp)
 
     @torch.inference_mode()
+    def logits(self, sequences: list[str]) -> torch.Tensor:
+        """Logits of one batch, shape (B, C) float32, on the model's device."""
+        batch = {k: v.to(self.device) for k, v in self.encode(sequences).items()}
+        return self.model(**batch).logits.float()
+
     def probabilities(self, sequences: list[str]) -> np.ndarray:
         """Sigmoid probabilities of one batch, shape (B, C) float32."""
-        batch = {k: v.to(self.device) for k, v in self.encode(sequences).items()}
-        logits = self.model(**batch).logits  # (B, C)
-        return torch.sigmoid(logits.float()).cpu().numpy()
+        return torch.sigmoid(self.logits(sequences)).cpu().numpy()
 
 
 def _quietly(load, *args, **kwargs):
