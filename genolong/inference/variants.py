@@ -107,7 +107,7 @@ class VariantFile:
                 self._vcf = cyvcf2.VCF(str(self.path), lazy=True)
             except (OSError, ValueError) as err:
                 raise InputError(self.path, f"not a readable VCF: {err}") from None
-            self._header_lines = self._vcf.raw_header.count("\n")
+            self._header_lines = _header_lines(self.path) if head.startswith(b"##") else None
             try:
                 self.contigs = dict(zip(self._vcf.seqnames, self._vcf.seqlens, strict=True))
             except (AttributeError, ValueError):  # no ##contig lines, or some without a length
@@ -117,7 +117,8 @@ class VariantFile:
         return self._read_vcf() if self.is_vcf else self._read_tsv()
 
     def _read_vcf(self) -> Iterator[Variant | SkippedAllele]:
-        line = self._header_lines
+        """Alleles with their text line number (BCF: their record number)."""
+        line = self._header_lines or 0
         records = iter(self._vcf)
         while True:
             line += 1
@@ -126,7 +127,9 @@ class VariantFile:
             except StopIteration:
                 return
             except Exception as err:  # cyvcf2 raises a bare Exception for a record htslib cannot parse
-                raise InputError(self.path, f"malformed VCF record ({err})", line=line) from None
+                where = "" if self._header_lines is not None else f" (record {line})"
+                raise InputError(self.path, f"malformed VCF record{where} ({err})",
+                                 line=line if self._header_lines is not None else None) from None
             yield from _alleles(self.path, line, record.CHROM, record.POS, record.ID or ".", record.REF, record.ALT)
 
     def _read_tsv(self) -> Iterator[Variant | SkippedAllele]:
@@ -149,6 +152,17 @@ class VariantFile:
                     raise InputError(self.path, f"position {fields[1]!r} is not an integer", line=line) from None
                 vid = fields[4] if len(fields) == 5 else "."
                 yield from _alleles(self.path, line, fields[0], pos, vid, fields[2], fields[3].split(","))
+
+
+def _header_lines(path: Path) -> int:
+    """Number of ``#`` lines at the top of a text VCF (htslib's parsed header adds lines of its own)."""
+    count = 0
+    with open_text_or_gzip(path) as handle:
+        for raw in handle:
+            if not raw.startswith(b"#"):
+                break
+            count += 1
+    return count
 
 
 def check_not_empty(path: Path, first) -> None:
