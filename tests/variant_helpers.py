@@ -44,7 +44,7 @@ def site_records() -> list[tuple[str, int, str, str, str]]:
 
 
 def write_vcf(path: Path, records=None, header=HEADER) -> Path:
-    lines = [*header] + [f"{c}\t{p}\t{i}\t{r}\t{a}\t.\t.\t." for c, p, i, r, a in (records or site_records())]
+    lines = [*header] + [f"{c}\t{p}\t{i}\t{r}\t{a}\t.\t.\t." for c, p, i, r, a in (site_records() if records is None else records)]
     text = "\n".join(lines) + "\n"
     if path.name.endswith(".gz"):
         with bgzf.BgzfWriter(str(path), "wb") as out:

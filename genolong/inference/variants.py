@@ -9,6 +9,7 @@ order, one per allele, which makes "the first n items" a resumable position in t
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 from collections.abc import Iterator
@@ -78,10 +79,8 @@ def _alleles(path, line: int, chrom: str, pos: int, vid: str, ref: str, alts) ->
 
 def _quiet_htslib() -> None:
     """Silence htslib's own stderr messages (cyvcf2 raises on a bad record; one line is ours)."""
-    try:
+    with contextlib.suppress(OSError, AttributeError):  # a build without the symbol keeps htslib's messages
         ctypes.CDLL(cyvcf2.cyvcf2.__file__).hts_set_log_level(0)
-    except (OSError, AttributeError):  # a build without the symbol keeps htslib's messages
-        pass
 
 
 class VariantFile:
