@@ -39,7 +39,7 @@ def tokenizer_dir(tmp_path_factory):
 @pytest.fixture(scope="module")
 def chromatin_model(tokenizer_dir, tmp_path_factory):
     return random_classifier(tmp_path_factory.mktemp("m") / "chromatin", tokenizer_dir, task="chromatin",
-                             window_bp=WINDOW, min_bp=WINDOW, label_names=PROFILES, max_len=256)
+                             window_bp=WINDOW, min_bp=WINDOW, label_names=PROFILES, max_len=96)
 
 
 def read_rows(path):
@@ -87,6 +87,42 @@ def test_each_case_has_its_row_or_skip_count(chromatin_model, tmp_path, capsys, 
         diff, logit_diff = float(row["diff"]), float(row["logit_diff"])
         assert diff == pytest.approx(float(row["p_alt"]) - float(row["p_ref"]), abs=2e-6)
         assert float(row["combined"]) == pytest.approx(abs(diff) * abs(logit_diff), rel=1e-4, abs=1e-9)
+
+
+def test_a_padded_window_keeps_the_tokens_around_the_variant(chromatin_model, tmp_path):
+    """10 bp from the end of chrM, 490 bp of N are a few tokens: the window's middle token is far from
+    the variant, so the model keeps the tokens centred on the variant's token instead."""
+    end = [r for r in site_records() if r[2] == "end"]
+    write_vcf(tmp_path / "in.vcf", end)
+    assert score(tmp_path / "in.vcf", chromatin_model, tmp_path / "out.tsv") == 0
+    _, rows = read_rows(tmp_path / "out.tsv")
+    mt = genome_sequences()["chrM"]
+    _, pos, _, _, alt = end[0]
+    first = pos - 1 - WINDOW // 2
+    reference = mt[first:] + "N" * (first + WINDOW - len(mt))
+    changed = reference[: WINDOW // 2] + alt + reference[WINDOW // 2 + 1 :]
+    classifier = Classifier.load(chromatin_model, device="cpu")
+    expected = classifier.probabilities([reference, changed], [WINDOW // 2] * 2)
+    np.testing.assert_allclose([float(r["p_ref"]) for r in rows], expected[0], atol=2e-6)
+    np.testing.assert_allclose([float(r["p_alt"]) for r in rows], expected[1], atol=2e-6)
+    assert np.abs(expected[1] - expected[0]).max() > 1e-4
+    middle = classifier.probabilities([reference, changed])  # the plain central crop misses the variant
+    np.testing.assert_allclose(middle[0], middle[1])
+
+
+def test_alleles_of_one_site_share_the_reference_pass(chromatin_model):
+    from genolong.inference.variant_windows import WindowBuilder
+    from genolong.inference.variants import Variant
+
+    builder = WindowBuilder(Genome(GENOME), WINDOW)
+    sequence = genome_sequences()["chr17_part"]
+    alleles = [Variant("chr17_part", 23001, "m", sequence[23000], other(sequence[23000], k), 1) for k in (1, 2, 3)]
+    effects = ClassifierEffects(Classifier.load(chromatin_model, device="cpu"), [0, 1, 2], batch_size=8)
+    scores = effects.score([builder(v, "test") for v in alleles])
+    assert effects.forward_passes == 4  # one reference window, three alternatives
+    assert scores["p_ref"].shape == (3, 3) and (scores["p_ref"] == scores["p_ref"][0]).all()
+    effects.score([builder(alleles[0], "test")])
+    assert effects.forward_passes == 5  # the reference is remembered across calls
 
 
 def test_snv_diff_equals_two_predict_chromatin_runs(chromatin_model, tmp_path):

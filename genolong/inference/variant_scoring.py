@@ -26,7 +26,6 @@ from collections import OrderedDict
 import numpy as np
 
 from genolong.inference.variant_windows import VariantWindows
-from genolong.predict import predict_all
 
 SCORES = ("p_ref", "p_alt", "diff", "abs_diff", "logit_diff", "combined")
 #: Probabilities are clipped to [EPS, 1 - EPS] before the logit.
@@ -61,7 +60,7 @@ class ClassifierEffects:
     reference windows are remembered across calls.
 
     Args:
-        scorer: ``probabilities(sequences) -> (B, C)`` and ``info`` (a
+        scorer: ``probabilities(sequences, centres) -> (B, C)`` and ``info`` (a
             :class:`~genolong.classifier.Classifier`, or :class:`~genolong.classifier.StrandAveraged`).
         labels: the output columns to report (P indices into C).
         batch_size: sequences per model call.
@@ -78,7 +77,7 @@ class ClassifierEffects:
 
     def _reference(self, windows: list[VariantWindows]) -> np.ndarray:
         """(n, P) reference probabilities, running only the windows not seen before."""
-        missing = {w.ref_key: w.ref_window for w in windows if w.ref_key not in self.cache}
+        missing = {w.ref_key: (w.ref_window, w.centre) for w in windows if w.ref_key not in self.cache}
         if missing:
             probabilities = self._run(list(missing.values()))
             for key, row in zip(missing, probabilities, strict=True):
@@ -92,17 +91,22 @@ class ClassifierEffects:
             self.cache.popitem(last=False)
         return result
 
-    def _run(self, sequences: list[str]) -> np.ndarray:
-        """(n, P) probabilities of distinct sequences."""
-        self.forward_passes += len(sequences)
-        return predict_all(self.scorer, sequences, self.batch_size)[:, self.columns]
+    def _run(self, inputs: list[tuple[str, int | None]]) -> np.ndarray:
+        """(n, P) probabilities of distinct ``(sequence, centre)`` inputs, in batches."""
+        self.forward_passes += len(inputs)
+        chunks = []
+        for first in range(0, len(inputs), self.batch_size):
+            sequences, centres = zip(*inputs[first : first + self.batch_size], strict=True)
+            centres = None if all(c is None for c in centres) else list(centres)
+            chunks.append(self.scorer.probabilities(list(sequences), centres))
+        return np.concatenate(chunks)[:, self.columns]
 
     def score(self, windows: list[VariantWindows]) -> dict[str, np.ndarray]:
         """Scores of ``windows`` (n variants): name -> (n, P) float32."""
         if not windows:
             return {name: np.zeros((0, len(self.labels)), np.float32) for name in SCORES}
         p_ref = self._reference(windows)
-        unique = list(dict.fromkeys(w.alt_window for w in windows))
-        by_sequence = dict(zip(unique, self._run(unique), strict=True))
-        p_alt = np.stack([by_sequence[w.alt_window] for w in windows])
+        unique = list(dict.fromkeys((w.alt_window, w.centre) for w in windows))
+        by_input = dict(zip(unique, self._run(unique), strict=True))
+        p_alt = np.stack([by_input[(w.alt_window, w.centre)] for w in windows])
         return {name: values.astype(np.float32) for name, values in effect_scores(p_ref, p_alt).items()}

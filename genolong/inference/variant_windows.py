@@ -12,7 +12,8 @@ Windows (``W`` = the model's input length, e.g. 8,000 bp for BigBird's chromatin
   are trimmed), a deletion pulls more reference in (the window is extended on the right).
   The left flank and the variant's position never move.
 
-Bases outside the contig are ``N`` and the variant gets the ``padded`` flag.
+Bases outside the contig are ``N`` and the variant gets the ``padded`` flag; the model then
+keeps the tokens centred on the variant's token rather than on the window's middle token.
 """
 
 from __future__ import annotations
@@ -67,6 +68,10 @@ class VariantWindows:
         ref_key: ``(contig, window start)``; variants with equal keys share the reference window.
         ref_window, alt_window: the model inputs, ``W`` bp each.
         flags: ``ref_mismatch`` (scored with ``--ref-mismatch flag``), ``padded`` (contig end).
+        centre: for a padded window, the variant's index in it (``W // 2``): the model keeps
+            the tokens around it, since the ``N`` padding is few tokens and the window's
+            central token is no longer the variant's; None otherwise (the model's usual
+            central crop, exactly as ``predict-*`` on the same window).
     """
 
     variant: Variant
@@ -74,6 +79,7 @@ class VariantWindows:
     ref_window: str
     alt_window: str
     flags: tuple[str, ...]
+    centre: int | None = None
 
 
 def fetch_padded(genome: Genome, contig: str, start: int, end: int) -> tuple[str, bool]:
@@ -176,4 +182,5 @@ class WindowBuilder:
             padded = padded or extended_padded
         if padded:
             flags.append("padded")
-        return VariantWindows(variant, (contig, first), ref_window, alt_window, tuple(flags))
+        centre = offset if padded else None
+        return VariantWindows(variant, (contig, first), ref_window, alt_window, tuple(flags), centre)
