@@ -69,8 +69,8 @@ def peak_memory(vcf: Path, model: Path, out: Path, threads: int) -> float:
             f"code = main(['score-variants', '--vcf', '{vcf}', '--genome', '{sample_genome()}', "
             f"'--model', '{model}', '--out', '{out}', '--device', 'cpu']); "
             "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss); raise SystemExit(code)")
-    done = subprocess.run([sys.executable, "-c", code], check=True, stderr=subprocess.DEVNULL, capture_output=False,
-                          stdout=subprocess.PIPE, text=True)
+    done = subprocess.run([sys.executable, "-c", code], check=True, stderr=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                          text=True)
     return round(int(done.stdout.split()[-1]) / 1024, 1)
 
 

@@ -278,7 +278,9 @@ def _bad_cases(tmp_path, tokenizer_dir, chromatin_model):
     (tmp_path / "pretrained").mkdir()
     (tmp_path / "pretrained" / "config.json").write_text("{}")
     chr17 = HEADER[:1] + ["##contig=<ID=chr17_part,length=83257441>"] + HEADER[2:]
+    (tmp_path / "bad.tsv").write_text("chrom\tpos\tref\talt\nchr17_part\t100\tA\n")
     return {
+        "short TSV line": (tmp_path / "bad.tsv", chromatin_model, "bad.tsv:2: expected 4 or 5 tab-separated columns"),
         "malformed": (write_vcf(tmp_path / "bad.vcf", [good, ("chr17_part", "12x", ".", "A", "G")]), chromatin_model,
                       "bad.vcf:6: malformed VCF record"),
         "other build": (write_vcf(tmp_path / "b38.vcf", [good], header=chr17), chromatin_model,

@@ -14,6 +14,7 @@ import datetime
 import hashlib
 import itertools
 import json
+import logging
 import shutil
 from collections import Counter
 from collections.abc import Iterator
@@ -30,6 +31,8 @@ from genolong.inference.variant_output import writer_for
 from genolong.inference.variant_scoring import ClassifierEffects
 from genolong.inference.variant_windows import VariantWindows, WindowBuilder, check_build
 from genolong.inference.variants import SkippedAllele, Variant, VariantFile, check_not_empty
+
+log = logging.getLogger(__name__)
 
 PROGRESS = "progress.json"
 MODEL_FILES = ("config.json", "model.safetensors", "tokenizer.json", "genolong_task.json")
@@ -137,6 +140,8 @@ def score_variant_file(
     try:
         counts = Counter(run.state["counts"])
         done = run.state["alleles"]
+        if run.resumed:
+            log.info("%s: resuming after %d alleles (%d parts done)", writer.out, done, run.state["parts"])
         alleles = itertools.islice(alleles, done, None)
         if progress is not None:
             progress.update(done)

@@ -84,7 +84,7 @@ class VariantWindows:
 
 def fetch_padded(genome: Genome, contig: str, start: int, end: int) -> tuple[str, bool]:
     """``contig[start:end]`` with ``N`` for the bases outside the contig, and whether any were."""
-    length = genome.chromosomes[contig]
+    length = len(genome.fasta.records[contig])
     inner = genome.fetch(contig, min(max(start, 0), length), max(min(end, length), 0))
     left, right = max(0, -start), max(0, end - max(start, length))
     return "N" * left + inner + "N" * right, bool(left or right)
@@ -143,7 +143,7 @@ class WindowBuilder:
                 f"{source}:{variant.line}: contig {variant.chrom!r} is not in {genome.path} "
                 f"(its contigs: {', '.join(list(genome.chromosomes)[:5])})"
             ) from None
-        start, length = variant.pos - 1, genome.chromosomes[contig]
+        start, length = variant.pos - 1, len(genome.fasta.records[contig])
         if start + len(variant.ref) > length:
             raise UserError(
                 f"{source}:{variant.line}: {variant.chrom}:{variant.pos} {variant.ref} lies beyond the end of "
