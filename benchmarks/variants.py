@@ -100,9 +100,11 @@ def main(argv: list[str] | None = None) -> int:
         for rc in ([], ["--rc"]):
             speed[f"promoter (shipped), 251 bp{' --rc' if rc else ''}"] = run_case(
                 vcf, default_promoter_model(), work / "p.tsv", args.promoter, *rc)
+        print(json.dumps(speed), flush=True)  # as it comes: the memory runs are long
         for size in args.memory_sizes:
             memory[size] = peak_memory(write_snvs(work / f"m{size}.vcf", size), default_promoter_model(),
                                        work / f"m{size}.tsv", args.threads)
+            print(f"{size} variants: peak RSS {memory[size]} MB", flush=True)
     lines = [f"score-variants, {args.threads} torch threads, CPU", "", "| case | variants | seconds | variants/s |",
              "|---|---:|---:|---:|"]
     lines += [f"| {name} | {r['variants']} | {r['seconds']} | {r['variants_per_s']} |" for name, r in speed.items()]

@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from genolong.commands.variants import add_profiles_and_device
+
 DESCRIPTION = (
     "Attribute a classifier's outputs to the bases of each input: every base of the central --ism-window bp "
     "mutated to the 3 others (each mutant retokenised), and captum gradients on the token embeddings spread "
@@ -22,8 +24,7 @@ def register(subparsers) -> None:
     parser.add_argument("--regions", type=Path, default=None, help="BED of regions (with --genome)")
     parser.add_argument("--genome", type=Path, default=None, help="reference FASTA for --regions")
     parser.add_argument("--out", type=Path, required=True, help="output directory")
-    parser.add_argument("--profiles", nargs="+", default=None, metavar="P",
-                        help="outputs to explain: names, classes DHS/TF/HM or name parts (needed beyond 8 outputs)")
+    add_profiles_and_device(parser, "explain (needed beyond 8 outputs)")
     parser.add_argument("--ism-window", type=int, default=None,
                         help="central bp of each input to attribute (default: 1000, or the model window if shorter)")
     parser.add_argument("--gradients", choices=("ig", "input-x-gradient", "none"), default="ig",
@@ -32,7 +33,6 @@ def register(subparsers) -> None:
     parser.add_argument("--logo-width", type=int, default=100,
                         help="bp shown in each logo: the most attributed stretch (default: 100)")
     parser.add_argument("--batch-size", type=int, default=32, help="mutants per model call (default: 32)")
-    parser.add_argument("--device", default="auto", help="auto (GPU when present), cpu, cuda, cuda:1, ...")
     parser.set_defaults(func=run)
 
 

@@ -27,8 +27,7 @@ def register(subparsers) -> None:
     parser.add_argument("--genome", type=Path, required=True, help="reference FASTA (plain or bgzip)")
     parser.add_argument("--model", type=Path, required=True, help="classifier directory (or MLM with --score mlm-llr)")
     parser.add_argument("--out", type=Path, required=True, help=".tsv/.tsv.gz (long) or .h5 (wide)")
-    parser.add_argument("--profiles", nargs="+", default=None, metavar="P",
-                        help="outputs to report: full names, classes DHS/TF/HM, or name parts (CTCF, HepG2)")
+    add_profiles_and_device(parser, "report")
     parser.add_argument("--rc", action="store_true", help="average the probabilities of both strands")
     parser.add_argument("--ref-mismatch", choices=REF_MISMATCH, default="skip",
                         help="a REF allele that differs from the genome: stop, skip and count (default), or "
@@ -42,8 +41,14 @@ def register(subparsers) -> None:
     parser.add_argument("--batch-size", type=int, default=32, help="sequences per model call (default: 32)")
     parser.add_argument("--chunk-size", type=int, default=1024,
                         help="alleles per output part, the unit of memory and of resuming (default: 1024)")
-    parser.add_argument("--device", default="auto", help="auto (GPU when present), cpu, cuda, cuda:1, ...")
     parser.set_defaults(func=run)
+
+
+def add_profiles_and_device(parser, verb: str) -> None:
+    """``--profiles`` (which model outputs to ``verb``) and ``--device``, shared with ``explain``."""
+    parser.add_argument("--profiles", nargs="+", default=None, metavar="P",
+                        help=f"outputs to {verb}: full names, classes DHS/TF/HM, or name parts (CTCF, HepG2)")
+    parser.add_argument("--device", default="auto", help="auto (GPU when present), cpu, cuda, cuda:1, ...")
 
 
 def run(args) -> int:
