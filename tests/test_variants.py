@@ -15,7 +15,7 @@ from classify_helpers import random_classifier, tiny_tokenizer
 from variant_helpers import HEADER, genome_sequences, other, site_records, write_vcf
 
 from genolong.chromatin_profiles import chromatin_profiles
-from genolong.classifier import Classifier
+from genolong.classifier import Classifier, StrandAveraged
 from genolong.cli import main
 from genolong.errors import UserError
 from genolong.genome import Genome
@@ -108,6 +108,10 @@ def test_a_padded_window_keeps_the_tokens_around_the_variant(chromatin_model, tm
     assert np.abs(expected[1] - expected[0]).max() > 1e-4
     middle = classifier.probabilities([reference, changed])  # the plain central crop misses the variant
     np.testing.assert_allclose(middle[0], middle[1])
+    assert score(tmp_path / "in.vcf", chromatin_model, tmp_path / "rc.tsv", "--rc") == 0
+    both = StrandAveraged(classifier).probabilities([reference, changed], [WINDOW // 2] * 2)
+    np.testing.assert_allclose([float(r["diff"]) for r in read_rows(tmp_path / "rc.tsv")[1]], both[1] - both[0],
+                               atol=2e-6)
 
 
 def test_alleles_of_one_site_share_the_reference_pass(chromatin_model):
