@@ -255,7 +255,7 @@ def test_ref_mismatch_policies(chromatin_model, tmp_path, capsys):
 def test_tsv_input_with_chr_less_names_and_a_profile_filter(chromatin_model, tmp_path):
     sequence = genome_sequences()["chr17_part"]
     (tmp_path / "in.tsv").write_text(
-        "chrom\tpos\tref\talt\tid\n"
+        "# hand-made\nchrom\tpos\tref\talt\tid\n"
         f"17_part\t20001\t{sequence[20000]}\t{other(sequence[20000])},{other(sequence[20000], 2)}\ta\n"
         f"chrMT\t100\t{genome_sequences()['chrM'][99]}\tN\n"
     )

@@ -132,14 +132,17 @@ class VariantFile:
             yield from _alleles(self.path, line, record.CHROM, record.POS, record.ID or ".", record.REF, record.ALT)
 
     def _read_tsv(self) -> Iterator[Variant | SkippedAllele]:
+        first_row = True
         with open_text_or_gzip(self.path) as handle:
             for line, raw in enumerate(handle, start=1):
                 text = raw.decode("utf-8", errors="replace").rstrip("\r\n")
                 if not text.strip() or text.startswith("#"):
                     continue
                 fields = text.split("\t")
-                if fields[0].lower() == "chrom" and line == 1:
+                if first_row and fields[0].lower() == "chrom":  # an optional header line
+                    first_row = False
                     continue
+                first_row = False
                 if len(fields) not in (4, 5):
                     raise InputError(
                         self.path, f"expected 4 or 5 tab-separated columns (chrom pos ref alt [id]), got {len(fields)}",
