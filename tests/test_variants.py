@@ -346,3 +346,13 @@ def test_mlm_llr_is_the_masked_marginal_of_the_variant_tokens(tokenizer_dir, tmp
             log_p = torch.log_softmax(model(input_ids=torch.tensor([masked])).logits[0], -1)
         expected += sign * sum(float(log_p[i - first + 1, tokens[i]]) for i in range(start, end))
     assert float(rows[0]["llr"]) == pytest.approx(expected, abs=1e-4)
+
+
+def test_build_check_names_the_builds(tmp_path):
+    from genolong.inference.variant_windows import check_build
+
+    write_fasta(tmp_path / "g.fa", [("chr1", "ACGT" * 25), ("chrM", "ACGT" * 10)])
+    genome = Genome(tmp_path / "g.fa")
+    check_build({"chrM": 40, "chr2": 242_193_529}, genome, "in.vcf")  # same length, or a contig it lacks: fine
+    with pytest.raises(UserError, match=r"contig 1 is 248,956,422 bp \(GRCh38\) in the VCF header but 100 bp in"):
+        check_build({"1": 248_956_422}, genome, "in.vcf")
