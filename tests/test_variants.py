@@ -356,3 +356,26 @@ def test_build_check_names_the_builds(tmp_path):
     check_build({"chrM": 40, "chr2": 242_193_529}, genome, "in.vcf")  # same length, or a contig it lacks: fine
     with pytest.raises(UserError, match=r"contig 1 is 248,956,422 bp \(GRCh38\) in the VCF header but 100 bp in"):
         check_build({"1": 248_956_422}, genome, "in.vcf")
+
+
+def test_annotated_vcf_carries_the_top_effects_of_each_allele(chromatin_model, tmp_path):
+    import cyvcf2
+
+    vcf = write_vcf(tmp_path / "in.vcf.gz")
+    assert score(vcf, chromatin_model, tmp_path / "out.tsv", "--annotate-vcf", str(tmp_path / "ann.vcf.gz"),
+                 "--top-k", "2") == 0
+    _, rows = read_rows(tmp_path / "out.tsv")
+    expected = {}
+    for row in rows:
+        expected.setdefault((row["id"], row["alt"]), []).append((float(row["combined"]), row["profile"]))
+    records = list(cyvcf2.VCF(str(tmp_path / "ann.vcf.gz")))
+    assert [r.ID for r in records] == [r[2] for r in site_records()]  # every record, in order
+    annotated = {r.ID: r.INFO.get("GENOLONG") for r in records}
+    assert annotated["sym"] is None and annotated["mismatch"] is None  # skipped alleles: no annotation
+    for (vid, alt), effects in expected.items():
+        entry = next(e for e in annotated[vid].split(",") if e.startswith(f"{alt}:"))
+        top = [profile for _, profile in sorted(effects, key=lambda e: -abs(e[0]))[:2]]
+        assert [part.rsplit(":", 1)[0] for part in entry[len(alt) + 1 :].split("&")] == top, (vid, entry)
+    assert len(annotated["multi"].split(",")) == 2
+    assert score(tmp_path / "in.vcf.gz", chromatin_model, tmp_path / "o.tsv", "--annotate-vcf",
+                 str(tmp_path / "a.vcf")) == 0

@@ -38,6 +38,10 @@ def register(subparsers) -> None:
                         help="effect: a fine-tuned classifier; mlm-llr: zero-shot log-likelihood ratio of a "
                         "pretrained masked language model")
     parser.add_argument("--window", type=int, default=None, help="bp around each variant for --score mlm-llr")
+    parser.add_argument("--annotate-vcf", type=Path, default=None, metavar="VCF",
+                        help="also write the input VCF (.vcf or .vcf.gz) with each allele's top effects in INFO "
+                        "GENOLONG=ALT:PROFILE:VALUE&...")
+    parser.add_argument("--top-k", type=int, default=3, help="effects per allele in --annotate-vcf (default: 3)")
     parser.add_argument("--batch-size", type=int, default=32, help="sequences per model call (default: 32)")
     parser.add_argument("--chunk-size", type=int, default=1024,
                         help="alleles per output part, the unit of memory and of resuming (default: 1024)")
@@ -61,7 +65,8 @@ def run(args) -> int:
         counts = score_variants(
             args.vcf, args.genome, args.model, args.out, score=args.score, profiles=args.profiles, rc=args.rc,
             ref_mismatch=args.ref_mismatch, max_indel=args.max_indel, window=args.window,
-            batch_size=args.batch_size, chunk_size=args.chunk_size, device=args.device, progress=progress,
+            batch_size=args.batch_size, chunk_size=args.chunk_size, device=args.device,
+            annotate=args.annotate_vcf, top_k=args.top_k, progress=progress,
         )
     finally:
         progress.close()

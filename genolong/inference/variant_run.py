@@ -29,12 +29,14 @@ from genolong.inference.labels import label_class, select_labels
 from genolong.inference.mlm_llr import MaskedLMEffects
 from genolong.inference.variant_output import writer_for
 from genolong.inference.variant_scoring import ClassifierEffects
+from genolong.inference.variant_vcf import annotate_vcf, annotation_rows
 from genolong.inference.variant_windows import VariantWindows, WindowBuilder, check_build
 from genolong.inference.variants import SkippedAllele, Variant, VariantFile, check_not_empty
 
 log = logging.getLogger(__name__)
 
 PROGRESS = "progress.json"
+ANNOTATION_SUFFIX = ".annotations.tsv"
 MODEL_FILES = ("config.json", "model.safetensors", "tokenizer.json", "genolong_task.json")
 
 
@@ -118,7 +120,7 @@ def _alleles(variants: VariantFile) -> Iterator[Variant | SkippedAllele]:
 
 def score_variant_file(
     variants: VariantFile, genome: Genome, builder: WindowBuilder, effects, writer, *,
-    identity: dict, chunk_size: int = 1024, progress=None,
+    identity: dict, chunk_size: int = 1024, annotate: Path | None = None, top_k: int = 3, progress=None,
 ) -> dict:
     """Score every allele of ``variants`` into ``writer.out`` (see the module docstring).
 
@@ -127,13 +129,16 @@ def score_variant_file(
         effects: ``score(windows) -> {name: (n, P)}`` (module :mod:`variant_scoring`).
         writer: :class:`~genolong.inference.variant_output.LongTsv` or ``WideHdf5``.
         identity: what makes two runs the same (model, genome and input fingerprints, options).
+        annotate: also write the input VCF with each allele's ``top_k`` effects in INFO.
         progress: optional tqdm-like object, advanced by one per allele.
 
     Returns:
         The counts (alleles, scored, ``skipped: reason``, ``flagged: flag``).
     """
-    if chunk_size < 1:
-        raise UserError(f"--chunk-size must be positive, got {chunk_size}")
+    if chunk_size < 1 or top_k < 1:
+        raise UserError(f"--chunk-size and --top-k must be positive, got {chunk_size} and {top_k}")
+    if annotate is not None and not variants.is_vcf:
+        raise UserError(f"--annotate-vcf needs a VCF input; {variants.path} is a TSV")
     check_build(variants.contigs, genome, variants.path)
     alleles = _alleles(variants)
     run = PartialRun(writer.out, identity)
@@ -147,7 +152,11 @@ def score_variant_file(
             progress.update(done)
         while chunk := list(itertools.islice(alleles, chunk_size)):
             windows = _windows_of(chunk, builder, variants.path, counts)
-            writer.write_part(run.part(run.state["parts"], writer.part_suffix), windows, effects.score(windows))
+            scores = effects.score(windows)
+            if annotate is not None:
+                rows = annotation_rows(windows, scores, effects.labels, top_k)
+                atomic_write_text(run.part(run.state["parts"], ANNOTATION_SUFFIX), "".join(rows))
+            writer.write_part(run.part(run.state["parts"], writer.part_suffix), windows, scores)
             run.commit(len(chunk), counts)
             if progress is not None:
                 progress.update(len(chunk))
@@ -156,6 +165,9 @@ def score_variant_file(
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "counts": dict(counts),
         }
+        if annotate is not None:
+            rank = "combined" if "combined" in effects.score_names else effects.score_names[0]
+            annotate_vcf(variants, [run.part(i, ANNOTATION_SUFFIX) for i in range(run.state["parts"])], annotate, rank)
         writer.assemble([run.part(i, writer.part_suffix) for i in range(run.state["parts"])], provenance)
     except UserError:
         run.remove()
@@ -186,7 +198,7 @@ def effects_for(model: Path, *, score: str, profiles: list[str] | None, rc: bool
 def score_variants(
     variants: Path, genome: Path, model: Path, out: Path, *, score: str = "effect", profiles=None, rc=False,
     ref_mismatch: str = "skip", max_indel: int = 100, window: int | None = None, batch_size: int = 32,
-    chunk_size: int = 1024, device: str = "auto", progress=None,
+    chunk_size: int = 1024, device: str = "auto", annotate: Path | None = None, top_k: int = 3, progress=None,
 ) -> dict:
     """``genolong score-variants``: load everything, check it, score (see :func:`score_variant_file`).
 
@@ -205,9 +217,11 @@ def score_variants(
         "genome": str(genome), "genome_fingerprint": genome_fingerprint(reference),
         "variants": input_fingerprint(variants),
         "options": {"score": score, "profiles": profiles, "rc": rc, "ref_mismatch": ref_mismatch,
-                    "max_indel": max_indel, "window": window, "chunk_size": chunk_size},
+                    "max_indel": max_indel, "window": window, "chunk_size": chunk_size,
+                    "annotate_vcf": None if annotate is None else str(annotate), "top_k": top_k},
     }
     builder = WindowBuilder(reference, window, ref_mismatch=ref_mismatch, max_indel=max_indel)
     return score_variant_file(
-        variant_file, reference, builder, effects, writer, identity=identity, chunk_size=chunk_size, progress=progress
+        variant_file, reference, builder, effects, writer, identity=identity, chunk_size=chunk_size,
+        annotate=annotate, top_k=top_k, progress=progress,
     )

@@ -106,7 +106,7 @@ class VariantFile:
                 self._vcf = cyvcf2.VCF(str(self.path), lazy=True)
             except (OSError, ValueError) as err:
                 raise InputError(self.path, f"not a readable VCF: {err}") from None
-            self._header_lines = _header_lines(self.path) if head.startswith(b"##") else None
+            self.header_lines = _header_lines(self.path) if head.startswith(b"##") else None
             try:
                 self.contigs = dict(zip(self._vcf.seqnames, self._vcf.seqlens, strict=True))
             except (AttributeError, ValueError):  # no ##contig lines, or some without a length
@@ -117,7 +117,7 @@ class VariantFile:
 
     def _read_vcf(self) -> Iterator[Variant | SkippedAllele]:
         """Alleles with their text line number (BCF: their record number)."""
-        line = self._header_lines or 0
+        line = self.header_lines or 0
         records = iter(self._vcf)
         while True:
             line += 1
@@ -126,9 +126,9 @@ class VariantFile:
             except StopIteration:
                 return
             except Exception as err:  # cyvcf2 raises a bare Exception for a record htslib cannot parse
-                where = "" if self._header_lines is not None else f" (record {line})"
+                where = "" if self.header_lines is not None else f" (record {line})"
                 raise InputError(self.path, f"malformed VCF record{where} ({err})",
-                                 line=line if self._header_lines is not None else None) from None
+                                 line=line if self.header_lines is not None else None) from None
             yield from _alleles(self.path, line, record.CHROM, record.POS, record.ID or ".", record.REF, record.ALT)
 
     def _read_tsv(self) -> Iterator[Variant | SkippedAllele]:
