@@ -16,6 +16,7 @@ complement (selene's ``NonStrandSpecific``), which makes any classifier strand-i
 
 from __future__ import annotations
 
+import bisect
 import json
 from dataclasses import asdict, dataclass, field
 from importlib import resources
@@ -99,22 +100,38 @@ class TokenEncoder:
         self.cls, self.sep, self.pad = tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id
         self.max_len = max_len
 
-    def __call__(self, sequences: list[str]) -> dict[str, torch.Tensor]:
+    def kept(self, n_tokens: int, centre: int | None = None) -> slice:
+        """The tokens kept of an input of ``n_tokens``: all, or ``max_len - 2`` centred on the
+        input's central token, or on token ``centre`` when given (clamped to the input)."""
+        keep = self.max_len - 2
+        if centre is None:
+            start = max(0, (n_tokens - keep) // 2)
+        else:
+            start = min(max(0, centre - keep // 2), max(0, n_tokens - keep))
+        return slice(start, start + keep)
+
+    def __call__(self, sequences: list[str], centres: list[int | None] | None = None) -> dict[str, torch.Tensor]:
         """Encode ``sequences`` (any case, IUPAC codes allowed).
+
+        Args:
+            centres: optional base index per sequence (or None) on whose token the kept tokens
+                centre, for inputs whose middle base is not their middle token (a long ``N``
+                run is few tokens).
 
         Returns:
             ``input_ids`` (B, T) int64 and ``attention_mask`` (B, T) int64, T = the longest
             encoded input of the batch.
         """
-        keep = self.max_len - 2
-        encodings = self.backend.encode_batch_fast([clean(s) for s in sequences], add_special_tokens=False)
-        bodies = []
-        for encoding in encodings:
-            ids = encoding.ids
-            if len(ids) > keep:
-                start = (len(ids) - keep) // 2
-                ids = ids[start : start + keep]
-            bodies.append(ids)
+        cleaned = [clean(s) for s in sequences]
+        if centres is None or all(c is None for c in centres):
+            encodings = self.backend.encode_batch_fast(cleaned, add_special_tokens=False)
+            bodies = [encoding.ids[self.kept(len(encoding.ids))] for encoding in encodings]
+        else:
+            encodings = self.backend.encode_batch(cleaned, add_special_tokens=False)
+            bodies = [
+                e.ids[self.kept(len(e.ids), None if c is None else bisect.bisect_right([end for _, end in e.offsets], c))]
+                for e, c in zip(encodings, centres, strict=True)
+            ]
         length = max(len(ids) for ids in bodies) + 2
         input_ids = torch.full((len(bodies), length), self.pad, dtype=torch.long)
         attention_mask = torch.zeros((len(bodies), length), dtype=torch.long)
@@ -185,11 +202,15 @@ class Classifier:
             self.info.write(tmp)
 
     @torch.inference_mode()
-    def probabilities(self, sequences: list[str]) -> np.ndarray:
+    def logits(self, sequences: list[str], centres: list[int | None] | None = None) -> torch.Tensor:
+        """Logits of one batch, shape (B, C) float32, on the model's device (``centres``: see
+        :class:`TokenEncoder`)."""
+        batch = {k: v.to(self.device) for k, v in self.encode(sequences, centres).items()}
+        return self.model(**batch).logits.float()
+
+    def probabilities(self, sequences: list[str], centres: list[int | None] | None = None) -> np.ndarray:
         """Sigmoid probabilities of one batch, shape (B, C) float32."""
-        batch = {k: v.to(self.device) for k, v in self.encode(sequences).items()}
-        logits = self.model(**batch).logits  # (B, C)
-        return torch.sigmoid(logits.float()).cpu().numpy()
+        return torch.sigmoid(self.logits(sequences, centres)).cpu().numpy()
 
 
 def _quietly(load, *args, **kwargs):
@@ -209,13 +230,17 @@ class StrandAveraged:
     """Mean of the probabilities of each sequence and its reverse complement (selene
     ``NonStrandSpecific``, mode "mean"); both strands go through the model in one batch.
 
-    Wraps anything with ``probabilities(sequences) -> (B, C)`` and ``info``.
+    Wraps anything with ``probabilities(sequences, centres=None) -> (B, C)`` and ``info``;
+    ``centres`` (see :class:`TokenEncoder`) are mirrored for the reverse strand.
     """
 
     def __init__(self, classifier):
         self.classifier = classifier
         self.info = classifier.info
 
-    def probabilities(self, sequences: list[str]) -> np.ndarray:
-        both = self.classifier.probabilities(list(sequences) + [reverse_complement(s) for s in sequences])
+    def probabilities(self, sequences: list[str], centres: list[int | None] | None = None) -> np.ndarray:
+        reverse = [reverse_complement(s) for s in sequences]
+        if centres is not None:
+            centres = list(centres) + [None if c is None else len(s) - 1 - c for s, c in zip(sequences, centres, strict=True)]
+        both = self.classifier.probabilities(list(sequences) + reverse, centres)
         return (both[: len(sequences)] + both[len(sequences) :]) / 2

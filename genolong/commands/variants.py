@@ -1,0 +1,76 @@
+"""``genolong score-variants``: the effect of each variant of a VCF/TSV on a classifier's outputs."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from genolong.inference.variant_windows import REF_MISMATCH
+
+DESCRIPTION = (
+    "Score each ALT allele of a VCF (plain, bgzip or BCF) or a TSV 'chrom pos ref alt [id]' (1-based): the "
+    "model's probabilities on a reference and an alternative window centred on the variant (the model's input "
+    "length; indels keep it by trimming or extending the right flank), and p_ref, p_alt, diff, abs_diff, "
+    "logit_diff, combined (|diff|*|logit_diff|, DeepSEA) per output. Multi-allelic sites are split; symbolic "
+    "alleles, '*' and breakends are skipped and counted; chromosome names resolve through aliases (chr1/1, "
+    "chrM/MT). A VCF whose ##contig lengths differ from the genome (another build), a variant beyond a contig "
+    "end or on a contig the genome lacks stops the run (exit 2, nothing written). --out NAME.tsv[.gz]: one "
+    "row per variant x output (use --profiles); NAME.h5: a wide matrix of every output. An interrupted run "
+    "continues where it stopped when started again with the same arguments."
+)
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("score-variants", help="variant effects on chromatin profiles or promoter scores",
+                                   description=DESCRIPTION)
+    parser.add_argument("--vcf", type=Path, required=True, help="VCF, .vcf.gz, BCF, or TSV chrom pos ref alt [id]")
+    parser.add_argument("--genome", type=Path, required=True, help="reference FASTA (plain or bgzip)")
+    parser.add_argument("--model", type=Path, required=True, help="classifier directory (or MLM with --score mlm-llr)")
+    parser.add_argument("--out", type=Path, required=True, help=".tsv/.tsv.gz (long) or .h5 (wide)")
+    add_profiles_and_device(parser, "report")
+    parser.add_argument("--rc", action="store_true", help="average the probabilities of both strands")
+    parser.add_argument("--ref-mismatch", choices=REF_MISMATCH, default="skip",
+                        help="a REF allele that differs from the genome: stop, skip and count (default), or "
+                        "score on the genome's reference with the flag ref_mismatch")
+    parser.add_argument("--max-indel", type=int, default=100,
+                        help="longest allele scored, bp after trimming shared bases (default: 100)")
+    parser.add_argument("--score", choices=("effect", "mlm-llr"), default="effect",
+                        help="effect: a fine-tuned classifier; mlm-llr: zero-shot log-likelihood ratio of a "
+                        "pretrained masked language model")
+    parser.add_argument("--window", type=int, default=None, help="bp around each variant for --score mlm-llr")
+    parser.add_argument("--annotate-vcf", type=Path, default=None, metavar="VCF",
+                        help="also write the input VCF (.vcf or .vcf.gz) with each allele's top effects in INFO "
+                        "GENOLONG=ALT:PROFILE:VALUE&...")
+    parser.add_argument("--top-k", type=int, default=3, help="effects per allele in --annotate-vcf (default: 3)")
+    parser.add_argument("--batch-size", type=int, default=32, help="sequences per model call (default: 32)")
+    parser.add_argument("--chunk-size", type=int, default=1024,
+                        help="alleles per output part, the unit of memory and of resuming (default: 1024)")
+    parser.set_defaults(func=run)
+
+
+def add_profiles_and_device(parser, verb: str) -> None:
+    """``--profiles`` (which model outputs to ``verb``) and ``--device``, shared with ``explain``."""
+    parser.add_argument("--profiles", nargs="+", default=None, metavar="P",
+                        help=f"outputs to {verb}: full names, classes DHS/TF/HM, or name parts (CTCF, HepG2)")
+    parser.add_argument("--device", default="auto", help="auto (GPU when present), cpu, cuda, cuda:1, ...")
+
+
+def run(args) -> int:
+    from tqdm import tqdm
+
+    from genolong.inference.variant_run import score_variants
+
+    progress = tqdm(unit=" variants", disable=None, file=sys.stderr, desc=args.vcf.name)
+    try:
+        counts = score_variants(
+            args.vcf, args.genome, args.model, args.out, score=args.score, profiles=args.profiles, rc=args.rc,
+            ref_mismatch=args.ref_mismatch, max_indel=args.max_indel, window=args.window,
+            batch_size=args.batch_size, chunk_size=args.chunk_size, device=args.device,
+            annotate=args.annotate_vcf, top_k=args.top_k, progress=progress,
+        )
+    finally:
+        progress.close()
+    details = ", ".join(f"{count:,} {what}" for what, count in sorted(counts.items()) if what not in ("alleles", "scored"))
+    print(f"{counts.get('alleles', 0):,} alleles, {counts.get('scored', 0):,} scored"
+          + (f"; {details}" if details else "") + f" -> {args.out}", file=sys.stderr)
+    return 0

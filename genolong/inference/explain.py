@@ -1,0 +1,113 @@
+"""Attributions of a classifier's outputs to the bases of its input: in-silico mutagenesis and gradients.
+
+Both produce arrays of shape (P, 4, L) per record (P outputs, channels A, C, G, T, L bases of
+the attributed window), the layout of modisco-lite and of logomaker matrices (transposed).
+Scores are the model's logits (before the sigmoid, which would flatten strong effects).
+
+* :func:`saturation_mutagenesis`: every base of the window mutated to the 3 others; each mutant
+  is tokenised on its own (BPE merges change around a substitution), batched;
+  ``effect[p, b, i] = logit_p(sequence with base b at i) - logit_p(sequence)``, 0 on the
+  reference base. An ``N`` is mutated to all four bases.
+* :func:`gradient_attributions`: captum's integrated gradients (Sundararajan et al. 2017) or
+  input x gradient on the token embeddings, summed over the hidden dimension, with a
+  baseline of ``[PAD]`` tokens (special tokens kept); each token's attribution is spread
+  evenly over the bases it covers and placed on their reference channel.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from captum.attr import LayerGradientXActivation, LayerIntegratedGradients
+
+from genolong.errors import UserError
+from genolong.sequence import clean
+
+BASES = "ACGT"
+GRADIENT_METHODS = ("ig", "input-x-gradient")
+
+
+def one_hot(sequence: str) -> np.ndarray:
+    """(4, L) float32 one-hot in ``ACGT`` order; ``N`` is all zeros."""
+    codes = np.frombuffer(clean(sequence).encode("ascii"), dtype=np.uint8)
+    return np.stack([codes == ord(base) for base in BASES]).astype(np.float32)
+
+
+def mutants(sequence: str, start: int, length: int) -> tuple[list[str], list[tuple[int, int]]]:
+    """Every single-base substitution of ``sequence[start:start + length]``.
+
+    Returns:
+        The mutant sequences and, for each, ``(channel, position in the window)``.
+    """
+    sequences, where = [], []
+    for position in range(length):
+        index = start + position
+        for channel, base in enumerate(BASES):
+            if sequence[index] != base:
+                sequences.append(sequence[:index] + base + sequence[index + 1 :])
+                where.append((channel, position))
+    return sequences, where
+
+
+def saturation_mutagenesis(
+    classifier, sequence: str, start: int, length: int, columns: list[int], batch_size: int, progress=None
+) -> np.ndarray:
+    """(P, 4, L) logit effects of every substitution in ``sequence[start:start + length]``."""
+    sequence = clean(sequence)
+    reference = classifier.logits([sequence])[0, columns].cpu().numpy()
+    sequences, where = mutants(sequence, start, length)
+    effects = np.zeros((len(columns), 4, length), np.float32)
+    for first in range(0, len(sequences), batch_size):
+        logits = classifier.logits(sequences[first : first + batch_size])[:, columns].cpu().numpy()
+        for (channel, position), row in zip(where[first : first + batch_size], logits, strict=True):
+            effects[:, channel, position] = row - reference
+        if progress is not None:
+            progress.update(len(logits))
+    return effects
+
+
+def _token_attributor(classifier, method: str):
+    """captum attributor on the token embedding layer of ``classifier.model``."""
+    model = classifier.model
+
+    def forward(input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        return model(input_ids=input_ids, attention_mask=attention_mask).logits.float()  # (B, C)
+
+    layer = model.get_input_embeddings()
+    if method == "ig":
+        return LayerIntegratedGradients(forward, layer)
+    if method == "input-x-gradient":
+        return LayerGradientXActivation(forward, layer)
+    raise UserError(f"--gradients must be one of {', '.join(GRADIENT_METHODS)}, got {method!r}")
+
+
+def gradient_attributions(
+    classifier, sequence: str, start: int, length: int, columns: list[int], *, method: str = "ig", steps: int = 16
+) -> np.ndarray:
+    """(P, 4, L) attributions of ``sequence[start:start + length]`` (module docstring)."""
+    sequence = clean(sequence)
+    encoder = classifier.encode
+    encoding = encoder.backend.encode(sequence, add_special_tokens=False)
+    kept = encoder.kept(len(encoding.ids))
+    ids, offsets = encoding.ids[kept], encoding.offsets[kept]
+    device = classifier.device
+    input_ids = torch.tensor([[encoder.cls, *ids, encoder.sep]], device=device)
+    mask = torch.ones_like(input_ids)
+    baseline = input_ids.clone()
+    baseline[0, 1:-1] = encoder.pad
+    attributor = _token_attributor(classifier, method)
+    reference = one_hot(sequence)
+    result = np.zeros((len(columns), 4, length), np.float32)
+    for row, column in enumerate(columns):
+        if method == "ig":
+            tokens = attributor.attribute(
+                input_ids, baselines=baseline, target=column, additional_forward_args=(mask,), n_steps=steps
+            )
+        else:
+            tokens = attributor.attribute(input_ids, target=column, additional_forward_args=(mask,))
+        per_token = tokens.sum(-1)[0, 1:-1].detach().float().cpu().numpy()  # (T,) without [CLS]/[SEP]
+        per_base = np.zeros(len(sequence), np.float32)
+        for value, (first, last) in zip(per_token, offsets, strict=True):
+            per_base[first:last] = value / max(1, last - first)
+        result[row] = (reference * per_base)[:, start : start + length]
+    return result

@@ -1,0 +1,109 @@
+"""Zero-shot variant scores from a masked language model: the log-likelihood ratio of alt vs ref.
+
+How BPE tokens are aligned to the variant: the reference and alternative windows are
+tokenised separately (a variant can change how the bases around it merge). Their token
+lists share a prefix and a suffix; the tokens between them, ``ref_span`` and ``alt_span``,
+are the tokens the variant touches (a SNV inside one token: one token each; a SNV that
+changes merges, or an indel: a few, and the two spans may differ in length). Each allele's
+span is replaced by ``[MASK]`` tokens in its own otherwise identical context, and
+
+    llr = sum log p(alt_span tokens | alt context) - sum log p(ref_span tokens | ref context)
+
+(the masked-marginal score of Meier et al. 2021, "Language models enable zero-shot prediction
+of the effects of mutations on protein function", summed over a multi-token span). When both
+spans have as many tokens, the two masked inputs are the same and one forward pass serves
+both. Inputs longer than the model's positions keep the tokens centred on the span.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from genolong.classifier import TASK_FILE, _quietly, resolve_device
+from genolong.errors import UserError
+from genolong.inference.variant_windows import VariantWindows
+from genolong.model.hf import GenolongForMaskedLM
+from genolong.tokenizer import load_tokenizer
+
+
+def differing_span(ref_ids: list[int], alt_ids: list[int]) -> tuple[int, int, int]:
+    """``(prefix, ref_end, alt_end)``: the tokens ``ref_ids[prefix:ref_end]`` and
+    ``alt_ids[prefix:alt_end]`` differ, everything before and after is shared."""
+    prefix = 0
+    shortest = min(len(ref_ids), len(alt_ids))
+    while prefix < shortest and ref_ids[prefix] == alt_ids[prefix]:
+        prefix += 1
+    suffix = 0
+    while suffix < shortest - prefix and ref_ids[-1 - suffix] == alt_ids[-1 - suffix]:
+        suffix += 1
+    return prefix, len(ref_ids) - suffix, len(alt_ids) - suffix
+
+
+class MaskedLMEffects:
+    """``score(windows) -> {"llr": (n, 1)}`` for a pretrained :class:`GenolongForMaskedLM` directory."""
+
+    score_names = ("llr",)
+    labels = ["mlm_llr"]
+
+    def __init__(self, directory: Path, batch_size: int, device="auto"):
+        if (directory / TASK_FILE).is_file():
+            raise UserError(f"{directory} is a fine-tuned classifier; --score mlm-llr needs a pretrained (MLM) model")
+        if not (directory / "config.json").is_file():
+            raise UserError(f"{directory} is not a genolong model directory (no config.json)")
+        self.device = resolve_device(device)
+        self.model = _quietly(GenolongForMaskedLM.from_pretrained, str(directory)).to(self.device).eval()
+        tokenizer = load_tokenizer(directory)
+        self.backend = tokenizer.backend_tokenizer
+        self.cls, self.sep, self.mask = tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.mask_token_id
+        self.pad = tokenizer.pad_token_id
+        self.keep = self.model.config.max_position_embeddings - 2
+        self.batch_size = batch_size
+
+    def _masked_input(self, ids: list[int], start: int, end: int) -> tuple[tuple[int, ...], list[int], list[int]]:
+        """``([CLS] context-with-[MASK]s [SEP], masked positions, true tokens)``, cropped to the model."""
+        if end - start > self.keep:
+            raise UserError(f"a variant touches {end - start} tokens, more than the model's {self.keep}")
+        first = max(0, min(start - (self.keep - (end - start)) // 2, len(ids) - self.keep))
+        body = ids[first : first + self.keep]
+        positions = list(range(start - first + 1, end - first + 1))  # +1: [CLS]
+        masked = [self.cls, *body, self.sep]
+        for position in positions:
+            masked[position] = self.mask
+        return tuple(masked), positions, ids[start:end]
+
+    @torch.inference_mode()
+    def _log_probabilities(self, inputs: list[tuple[int, ...]]) -> dict[tuple[int, ...], torch.Tensor]:
+        """Input -> (T, V) log-probabilities, for distinct inputs, in batches."""
+        unique = list(dict.fromkeys(inputs))
+        result = {}
+        for first in range(0, len(unique), self.batch_size):
+            batch = unique[first : first + self.batch_size]
+            length = max(map(len, batch))
+            ids = torch.full((len(batch), length), self.pad, dtype=torch.long)
+            mask = torch.zeros_like(ids)
+            for row, tokens in enumerate(batch):
+                ids[row, : len(tokens)] = torch.tensor(tokens)
+                mask[row, : len(tokens)] = 1
+            logits = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device)).logits
+            for row, tokens in enumerate(batch):
+                result[tokens] = torch.log_softmax(logits[row].float(), dim=-1).cpu()
+        return result
+
+    def score(self, windows: list[VariantWindows]) -> dict[str, np.ndarray]:
+        """(n, 1) log-likelihood ratios of ``windows`` (see the module docstring)."""
+        sequences = [s for w in windows for s in (w.ref_window, w.alt_window)]
+        encoded = [e.ids for e in self.backend.encode_batch_fast(sequences, add_special_tokens=False)]
+        queries = []
+        for ref_ids, alt_ids in zip(encoded[::2], encoded[1::2], strict=True):
+            prefix, ref_end, alt_end = differing_span(ref_ids, alt_ids)
+            queries.append((self._masked_input(ref_ids, prefix, ref_end), self._masked_input(alt_ids, prefix, alt_end)))
+        log_probabilities = self._log_probabilities([q[0] for pair in queries for q in pair])
+        llr = np.zeros((len(windows), 1), np.float32)
+        for row, pair in enumerate(queries):
+            for sign, (inputs, positions, tokens) in zip((-1.0, 1.0), pair, strict=True):
+                table = log_probabilities[inputs]
+                llr[row, 0] += sign * float(sum(table[p, t] for p, t in zip(positions, tokens, strict=True)))
+        return {"llr": llr}

@@ -1,0 +1,128 @@
+"""Variant scores out: a long TSV (one row per variant x output) or a wide HDF5 matrix.
+
+Both are written as numbered *parts* (one per chunk of variants, each written atomically
+into the run's partial directory) and assembled into the final file at the end, which is
+what makes a run resumable and its memory independent of the number of variants.
+
+* TSV (``.tsv``, ``.tsv.gz``): ``##key=value`` provenance lines, then the columns
+  ``chrom pos id ref alt flags profile class <scores>``. A ``.gz`` file is a series of gzip
+  members (one per part), which every gzip reader reads as one stream.
+* HDF5 (``.h5``, ``.hdf5``): row metadata datasets ``chrom pos id ref alt flags`` (N,), one
+  (N, P) float32 dataset per score, ``profiles`` (P,), and the provenance as JSON in the root
+  attribute ``provenance``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from pathlib import Path
+
+import h5py
+import numpy as np
+
+from genolong.errors import UserError
+from genolong.files import atomic_path
+from genolong.inference.variant_windows import VariantWindows
+
+METADATA = ("chrom", "pos", "id", "ref", "alt", "flags")
+
+
+def metadata_columns(windows: list[VariantWindows]) -> dict[str, list]:
+    """The row metadata of ``windows``: name -> (n,) values; flags joined by ``,`` (``.`` for none)."""
+    return {
+        "chrom": [w.variant.chrom for w in windows],
+        "pos": [w.variant.pos for w in windows],
+        "id": [w.variant.id for w in windows],
+        "ref": [w.variant.ref for w in windows],
+        "alt": [w.variant.alt for w in windows],
+        "flags": [",".join(w.flags) or "." for w in windows],
+    }
+
+
+def _cell(value: float) -> str:
+    return f"{value:.6g}"
+
+
+class LongTsv:
+    """One row per variant x output (for a few outputs: 919 rows per variant otherwise)."""
+
+    def __init__(self, out: Path, labels: list[str], classes: list[str], score_names: tuple[str, ...]):
+        self.out, self.labels, self.classes, self.score_names = out, labels, classes, score_names
+        self.compressed = out.name.endswith(".gz")
+        self.part_suffix = ".tsv.gz" if self.compressed else ".tsv"
+
+    def _open(self, path: Path, mode: str):
+        return gzip.open(path, mode, compresslevel=4) if self.compressed else open(path, mode)
+
+    def write_part(self, path: Path, windows: list[VariantWindows], scores: dict[str, np.ndarray]) -> None:
+        meta = metadata_columns(windows)
+        with atomic_path(path) as tmp, self._open(tmp, "wt") as out:
+            for row in range(len(windows)):
+                fixed = "\t".join(str(meta[name][row]) for name in METADATA)
+                for column, (label, label_class) in enumerate(zip(self.labels, self.classes, strict=True)):
+                    values = "\t".join(_cell(scores[name][row, column]) for name in self.score_names)
+                    out.write(f"{fixed}\t{label}\t{label_class}\t{values}\n")
+
+    def assemble(self, parts: list[Path], provenance: dict) -> None:
+        header = "".join(f"##{key}={json.dumps(value)}\n" for key, value in provenance.items())
+        header += "\t".join((*METADATA, "profile", "class", *self.score_names)) + "\n"
+        with atomic_path(self.out) as tmp, open(tmp, "wb") as out:
+            out.write(gzip.compress(header.encode()) if self.compressed else header.encode())
+            for part in parts:
+                with open(part, "rb") as handle:
+                    shutil.copyfileobj(handle, out)
+
+
+class WideHdf5:
+    """One row per variant, one (N, P) matrix per score: the format for all 919 profiles."""
+
+    part_suffix = ".npz"
+
+    def __init__(self, out: Path, labels: list[str], classes: list[str], score_names: tuple[str, ...]):
+        self.out, self.labels, self.classes, self.score_names = out, labels, classes, score_names
+
+    def write_part(self, path: Path, windows: list[VariantWindows], scores: dict[str, np.ndarray]) -> None:
+        meta = {name: np.asarray(values) for name, values in metadata_columns(windows).items()}
+        with atomic_path(path) as tmp, open(tmp, "wb") as handle:
+            np.savez(handle, **{f"meta_{k}": v for k, v in meta.items()}, **{f"score_{k}": scores[k] for k in self.score_names})
+
+    def assemble(self, parts: list[Path], provenance: dict) -> None:
+        strings = h5py.string_dtype()
+        width = len(self.labels)
+        with atomic_path(self.out) as tmp, h5py.File(tmp, "w") as h5:
+            h5.attrs["provenance"] = json.dumps(provenance)
+            h5.create_dataset("profiles", data=np.array(self.labels, dtype=object), dtype=strings)
+            h5.create_dataset("classes", data=np.array(self.classes, dtype=object), dtype=strings)
+            for name in METADATA:
+                dtype = np.int64 if name == "pos" else strings
+                h5.create_dataset(name, shape=(0,), maxshape=(None,), dtype=dtype, chunks=(4096,))
+            for name in self.score_names:
+                h5.create_dataset(
+                    name, shape=(0, width), maxshape=(None, width), dtype=np.float32,
+                    chunks=(max(1, min(1024, 262_144 // width)), width), compression="gzip", compression_opts=1,
+                )
+            for part in parts:
+                self._append(h5, np.load(part))
+
+    def _append(self, h5, part) -> None:
+        rows = len(part["meta_pos"])
+        start = h5["pos"].shape[0]
+        for name in METADATA:
+            h5[name].resize((start + rows,))
+            values = part[f"meta_{name}"]
+            h5[name][start:] = values if name == "pos" else values.astype(object)
+        for name in self.score_names:
+            h5[name].resize((start + rows, len(self.labels)))
+            h5[name][start:] = part[f"score_{name}"]
+
+
+def writer_for(out: Path, labels: list[str], classes: list[str], score_names: tuple[str, ...]):
+    """The writer of ``out``'s format, chosen by its suffix."""
+    name = out.name.lower()
+    if name.endswith((".tsv", ".tsv.gz", ".txt", ".txt.gz")):
+        return LongTsv(out, labels, classes, score_names)
+    if name.endswith((".h5", ".hdf5")):
+        return WideHdf5(out, labels, classes, score_names)
+    raise UserError(f"--out {out}: name it .tsv or .tsv.gz (long table) or .h5 (wide matrix of all outputs)")

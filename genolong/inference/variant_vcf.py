@@ -1,0 +1,72 @@
+"""The input VCF annotated with each allele's top effects in INFO (``score-variants --annotate-vcf``).
+
+While scoring, every chunk writes an annotation part: ``line, alt, PROFILE:VALUE&PROFILE:VALUE...``
+for its scored alleles (the ``top_k`` outputs by ``|combined|``, or ``|llr|`` for ``mlm-llr``). At the
+end the input VCF is streamed once and each record gets ``GENOLONG=ALT:PROFILE:VALUE,...`` for its
+scored alleles (``&`` between an allele's entries, ``,`` between alleles; records without a scored
+allele pass through unchanged).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import cyvcf2
+import numpy as np
+
+from genolong.files import atomic_path
+from genolong.inference.variant_windows import VariantWindows
+from genolong.inference.variants import VariantFile
+
+INFO_ID = "GENOLONG"
+
+
+def _info_safe(text: str) -> str:
+    """A VCF INFO value holds no whitespace, ``;``, ``=`` or ``,``."""
+    return re.sub(r"[\s;=,]", "_", text)
+
+
+def annotation_rows(windows: list[VariantWindows], scores: dict[str, np.ndarray], labels: list[str],
+                    top_k: int) -> list[str]:
+    """``line\\talt\\tentries\\n`` per scored allele: its ``top_k`` outputs by absolute rank score."""
+    rank = scores["combined"] if "combined" in scores else next(iter(scores.values()))
+    rows = []
+    for row, window in enumerate(windows):
+        best = np.argsort(-np.abs(rank[row]), kind="stable")[:top_k]
+        entries = "&".join(f"{_info_safe(labels[i])}:{rank[row, i]:.4g}" for i in best)  # names hold "|"
+        rows.append(f"{window.variant.line}\t{window.variant.alt}\t{entries}\n")
+    return rows
+
+
+def _annotations(parts: list[Path]) -> Iterator[tuple[int, str]]:
+    """``(line, ALT:entries)`` from the annotation parts, in input order."""
+    for part in parts:
+        with open(part) as handle:
+            for text in handle:
+                line, alt, entries = text.rstrip("\n").split("\t")
+                yield int(line), f"{alt}:{entries}"
+
+
+def annotate_vcf(variants: VariantFile, parts: list[Path], out: Path, rank_name: str) -> None:
+    """Write ``variants`` (a VCF) to ``out`` (``.gz``: bgzip) with the ``GENOLONG`` INFO field."""
+    reader = cyvcf2.VCF(str(variants.path))
+    reader.add_info_to_header({
+        "ID": INFO_ID, "Number": ".", "Type": "String",
+        "Description": f"genolong score-variants: ALT:PROFILE:{rank_name}&... top effects by |{rank_name}|",
+    })
+    pending = _annotations(parts)
+    upcoming = next(pending, None)
+    with atomic_path(out) as tmp, contextlib.closing(reader):
+        writer = cyvcf2.Writer(str(tmp), reader, mode="wz" if out.name.endswith(".gz") else "w")
+        for line, record in enumerate(reader, start=(variants.header_lines or 0) + 1):
+            values = []
+            while upcoming is not None and upcoming[0] == line:
+                values.append(upcoming[1])
+                upcoming = next(pending, None)
+            if values:
+                record.INFO[INFO_ID] = ",".join(values)
+            writer.write_record(record)
+        writer.close()

@@ -1,0 +1,186 @@
+"""Variants against the reference genome: build check, REF check, left-normalisation, model windows.
+
+Windows (``W`` = the model's input length, e.g. 8,000 bp for BigBird's chromatin setup):
+
+* the variant is left-normalised (Tan et al. 2015, "Unified representation of genetic
+  variants": trim the bases shared by both alleles, then shift an indel left while the base
+  before it equals its last base); ``s`` is the 0-based start of the normalised allele;
+* the reference window is ``genome[s - W // 2, s - W // 2 + W)``, so the variant's first base
+  sits at index ``W // 2``;
+* the alternative window replaces the reference allele there by the alternative allele and
+  keeps length ``W`` on the right: an insertion pushes the right flank out (its last bases
+  are trimmed), a deletion pulls more reference in (the window is extended on the right).
+  The left flank and the variant's position never move.
+
+Bases outside the contig are ``N`` and the variant gets the ``padded`` flag; the model then
+keeps the tokens centred on the variant's token rather than on the window's middle token.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from genolong.errors import UserError
+from genolong.genome import Genome, canonical_chrom
+from genolong.inference.variants import SkippedAllele, Variant
+
+#: Chromosome lengths of the two human builds, to name the build in an error.
+BUILD_LENGTHS = {
+    "1": {"GRCh37": 249_250_621, "GRCh38": 248_956_422},
+    "2": {"GRCh37": 243_199_373, "GRCh38": 242_193_529},
+    "17": {"GRCh37": 81_195_210, "GRCh38": 83_257_441},
+    "X": {"GRCh37": 155_270_560, "GRCh38": 156_040_895},
+    "Y": {"GRCh37": 59_373_566, "GRCh38": 57_227_415},
+}
+#: Policies for a REF allele that differs from the genome.
+REF_MISMATCH = ("error", "skip", "flag")
+
+
+def _build_of(chrom: str, length: int) -> str:
+    for build, known in BUILD_LENGTHS.get(canonical_chrom(chrom), {}).items():
+        if known == length:
+            return f" ({build})"
+    return ""
+
+
+def check_build(declared: dict[str, int], genome: Genome, source) -> None:
+    """Refuse a VCF whose ``##contig`` lengths differ from the genome's (another build).
+
+    Contigs the genome lacks are not compared (a variant on one is refused when met).
+    """
+    lengths = {canonical_chrom(name): (name, length) for name, length in genome.chromosomes.items()}
+    for chrom, length in declared.items():
+        name, genome_length = lengths.get(canonical_chrom(chrom), (None, None))
+        if genome_length is not None and genome_length != length:
+            raise UserError(
+                f"{source}: contig {chrom} is {length:,} bp{_build_of(chrom, length)} in the VCF header but "
+                f"{genome_length:,} bp{_build_of(name, genome_length)} in {genome.path}: the VCF is from "
+                "another genome build"
+            )
+
+
+@dataclass(frozen=True)
+class VariantWindows:
+    """A variant with its model inputs.
+
+    Attributes:
+        variant: as read.
+        ref_key: ``(contig, window start)``; variants with equal keys share the reference window.
+        ref_window, alt_window: the model inputs, ``W`` bp each.
+        flags: ``ref_mismatch`` (scored with ``--ref-mismatch flag``), ``padded`` (contig end).
+        centre: for a padded window, the variant's index in it (``W // 2``): the model keeps
+            the tokens around it, since the ``N`` padding is few tokens and the window's
+            central token is no longer the variant's; None otherwise (the model's usual
+            central crop, exactly as ``predict-*`` on the same window).
+    """
+
+    variant: Variant
+    ref_key: tuple[str, int]
+    ref_window: str
+    alt_window: str
+    flags: tuple[str, ...]
+    centre: int | None = None
+
+
+def fetch_padded(genome: Genome, contig: str, start: int, end: int) -> tuple[str, bool]:
+    """``contig[start:end]`` with ``N`` for the bases outside the contig, and whether any were."""
+    length = len(genome.fasta.records[contig])
+    inner = genome.fetch(contig, min(max(start, 0), length), max(min(end, length), 0))
+    left, right = max(0, -start), max(0, end - max(start, length))
+    return "N" * left + inner + "N" * right, bool(left or right)
+
+
+def left_normalise(genome: Genome, contig: str, start: int, ref: str, alt: str) -> tuple[int, str, str]:
+    """Minimal, left-aligned form of an allele (Tan et al. 2015, Algorithm 1).
+
+    Args:
+        start: 0-based start of ``ref`` on ``contig``.
+
+    Returns:
+        ``(start, ref, alt)``; for an indel one of the two alleles is empty.
+    """
+    while ref and alt and ref[-1] == alt[-1]:
+        ref, alt = ref[:-1], alt[:-1]
+    while ref and alt and ref[0] == alt[0]:
+        ref, alt, start = ref[1:], alt[1:], start + 1
+    if (ref and alt) or not (ref or alt):  # SNV or MNV (or no change): nothing to shift
+        return start, ref, alt
+    while start > 0:
+        context = genome.fetch(contig, max(0, start - 64), start)
+        for base in reversed(context):
+            allele = ref or alt
+            if base != allele[-1]:
+                return start, ref, alt
+            start -= 1
+            ref, alt = (base + ref[:-1], alt) if ref else (ref, base + alt[:-1])
+    return start, ref, alt
+
+
+class WindowBuilder:
+    """Turns :class:`Variant` items into :class:`VariantWindows` or :class:`SkippedAllele`.
+
+    Args:
+        genome: the reference.
+        window: model input length ``W`` in bp.
+        ref_mismatch: ``error`` (stop), ``skip`` (count) or ``flag`` (score on the genome's
+            reference and flag the row).
+        max_indel: longest allele change scored (``max(len(ref), len(alt))`` after trimming).
+    """
+
+    def __init__(self, genome: Genome, window: int, *, ref_mismatch: str = "skip", max_indel: int = 100):
+        if ref_mismatch not in REF_MISMATCH:
+            raise UserError(f"--ref-mismatch must be one of {', '.join(REF_MISMATCH)}, got {ref_mismatch!r}")
+        if max_indel < 1:
+            raise UserError(f"--max-indel must be positive, got {max_indel}")
+        self.genome, self.window, self.ref_mismatch, self.max_indel = genome, window, ref_mismatch, max_indel
+
+    def __call__(self, variant: Variant, source) -> VariantWindows | SkippedAllele:
+        genome = self.genome
+        try:
+            contig = genome.resolve(variant.chrom)
+        except UserError:
+            raise UserError(
+                f"{source}:{variant.line}: contig {variant.chrom!r} is not in {genome.path} "
+                f"(its contigs: {', '.join(list(genome.chromosomes)[:5])})"
+            ) from None
+        start, length = variant.pos - 1, len(genome.fasta.records[contig])
+        if start + len(variant.ref) > length:
+            raise UserError(
+                f"{source}:{variant.line}: {variant.chrom}:{variant.pos} {variant.ref} lies beyond the end of "
+                f"{contig} ({length:,} bp) in {genome.path}: is the file from another genome build?"
+            )
+        flags = []
+        if genome.fetch(contig, start, start + len(variant.ref)) != variant.ref:
+            if self.ref_mismatch == "error":
+                raise UserError(
+                    f"{source}:{variant.line}: REF {variant.ref} at {variant.chrom}:{variant.pos} differs from "
+                    f"the genome ({genome.fetch(contig, start, start + len(variant.ref))})",
+                    hint="--ref-mismatch skip or flag to go on",
+                )
+            if self.ref_mismatch == "skip":
+                return SkippedAllele("REF differs from the genome", variant.line)
+            flags.append("ref_mismatch")
+        start, ref, alt = left_normalise(genome, contig, start, variant.ref, variant.alt)
+        if max(len(ref), len(alt)) > self.max_indel:
+            return SkippedAllele(f"longer than --max-indel {self.max_indel} bp", variant.line)
+        if not ref and not alt:
+            return SkippedAllele("ALT equals REF", variant.line)
+        return self._windows(variant, contig, start, ref, alt, flags)
+
+    def _windows(self, variant: Variant, contig: str, start: int, ref: str, alt: str, flags: list[str]):
+        """The reference and alternative windows of a normalised allele (module docstring)."""
+        first = start - self.window // 2
+        ref_window, padded = fetch_padded(self.genome, contig, first, first + self.window)
+        offset = start - first
+        alt_window = ref_window[:offset] + alt + ref_window[offset + len(ref) :]
+        if len(alt_window) > self.window:
+            alt_window = alt_window[: self.window]
+        elif len(alt_window) < self.window:
+            end = first + self.window
+            extension, extended_padded = fetch_padded(self.genome, contig, end, end + self.window - len(alt_window))
+            alt_window += extension
+            padded = padded or extended_padded
+        if padded:
+            flags.append("padded")
+        centre = offset if padded else None
+        return VariantWindows(variant, (contig, first), ref_window, alt_window, tuple(flags), centre)

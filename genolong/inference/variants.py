@@ -1,0 +1,173 @@
+"""Variants in: VCF, bgzipped VCF or BCF (read with cyvcf2, i.e. htslib) or a TSV ``chrom pos ref alt [id]``.
+
+Both formats are 1-based, as VCF. Each ALT allele of a multi-allelic site becomes its own
+:class:`Variant`. Alleles that cannot be scored as sequence become :class:`SkippedAllele`
+items carrying the reason (symbolic ``<DEL>``, the spanning deletion ``*``, breakends
+``G]17:198982]``, a missing ALT ``.``), so that callers count them. Items come out in file
+order, one per allele, which makes "the first n items" a resumable position in the input.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import cyvcf2
+
+from genolong.errors import InputError, UserError
+from genolong.sequence import open_text_or_gzip
+
+_BASES = frozenset("ACGTN")
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One allele: ``chrom``, 1-based ``pos``, ``ref`` and ``alt`` as in the input (uppercased).
+
+    ``line`` is the input line it came from (for messages)."""
+
+    chrom: str
+    pos: int
+    id: str
+    ref: str
+    alt: str
+    line: int
+
+
+@dataclass(frozen=True)
+class SkippedAllele:
+    """An allele that is not scored, and why."""
+
+    reason: str
+    line: int
+
+
+def skip_reason(alt: str) -> str | None:
+    """Why an ALT allele cannot be scored as sequence, or None when it can."""
+    if alt in ("", "."):
+        return "missing ALT"
+    if alt == "*":
+        return "spanning deletion (*)"
+    if alt.startswith("<"):
+        return "symbolic allele"
+    if "[" in alt or "]" in alt or alt.startswith(".") or alt.endswith("."):
+        return "breakend"
+    return None
+
+
+def _alleles(path, line: int, chrom: str, pos: int, vid: str, ref: str, alts) -> Iterator[Variant | SkippedAllele]:
+    """Split one site into its alleles, validating the bases."""
+    ref = ref.upper()
+    if not ref or not set(ref) <= _BASES:
+        raise InputError(path, f"REF {ref!r} is not a DNA sequence (A, C, G, T, N)", line=line)
+    if pos < 1:
+        raise InputError(path, f"position {pos} is not 1-based", line=line)
+    for alt in alts or ["."]:
+        reason = skip_reason(alt)
+        if reason is not None:
+            yield SkippedAllele(reason, line)
+            continue
+        alt = alt.upper()
+        if not set(alt) <= _BASES:
+            raise InputError(path, f"ALT {alt!r} is not a DNA sequence, a symbolic allele or a breakend", line=line)
+        yield Variant(chrom, pos, vid, ref, alt, line)
+
+
+def _quiet_htslib() -> None:
+    """Silence htslib's own stderr messages (cyvcf2 raises on a bad record; one line is ours)."""
+    with contextlib.suppress(OSError, AttributeError):  # a build without the symbol keeps htslib's messages
+        ctypes.CDLL(cyvcf2.cyvcf2.__file__).hts_set_log_level(0)
+
+
+class VariantFile:
+    """The variants of a VCF/BCF (any compression htslib reads) or a TSV file.
+
+    Args:
+        path: the file; the format is recognised from its content (``##fileformat=VCF``,
+            BCF magic), anything else is read as TSV.
+
+    Attributes:
+        contigs: contig name -> length declared by ``##contig`` header lines (VCF only).
+    """
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        with open_text_or_gzip(self.path) as handle:
+            head = handle.read(16)
+        self.is_vcf = head.startswith((b"##fileformat=VCF", b"BCF\x02"))
+        self.contigs: dict[str, int] = {}
+        if self.is_vcf:
+            _quiet_htslib()
+            try:
+                self._vcf = cyvcf2.VCF(str(self.path), lazy=True)
+            except (OSError, ValueError) as err:
+                raise InputError(self.path, f"not a readable VCF: {err}") from None
+            self.header_lines = _header_lines(self.path) if head.startswith(b"##") else None
+            try:
+                self.contigs = dict(zip(self._vcf.seqnames, self._vcf.seqlens, strict=True))
+            except (AttributeError, ValueError):  # no ##contig lines, or some without a length
+                self.contigs = {}
+
+    def __iter__(self) -> Iterator[Variant | SkippedAllele]:
+        return self._read_vcf() if self.is_vcf else self._read_tsv()
+
+    def _read_vcf(self) -> Iterator[Variant | SkippedAllele]:
+        """Alleles with their text line number (BCF: their record number)."""
+        line = self.header_lines or 0
+        records = iter(self._vcf)
+        while True:
+            line += 1
+            try:
+                record = next(records)
+            except StopIteration:
+                return
+            except Exception as err:  # cyvcf2 raises a bare Exception for a record htslib cannot parse
+                where = "" if self.header_lines is not None else f" (record {line})"
+                raise InputError(self.path, f"malformed VCF record{where} ({err})",
+                                 line=line if self.header_lines is not None else None) from None
+            yield from _alleles(self.path, line, record.CHROM, record.POS, record.ID or ".", record.REF, record.ALT)
+
+    def _read_tsv(self) -> Iterator[Variant | SkippedAllele]:
+        first_row = True
+        with open_text_or_gzip(self.path) as handle:
+            for line, raw in enumerate(handle, start=1):
+                text = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+                if not text.strip() or text.startswith("#"):
+                    continue
+                fields = text.split("\t")
+                if first_row and fields[0].lower() == "chrom":  # an optional header line
+                    first_row = False
+                    continue
+                first_row = False
+                if len(fields) not in (4, 5):
+                    raise InputError(
+                        self.path, f"expected 4 or 5 tab-separated columns (chrom pos ref alt [id]), got {len(fields)}",
+                        line=line,
+                    )
+                try:
+                    pos = int(fields[1])
+                except ValueError:
+                    raise InputError(self.path, f"position {fields[1]!r} is not an integer", line=line) from None
+                vid = fields[4] if len(fields) == 5 else "."
+                yield from _alleles(self.path, line, fields[0], pos, vid, fields[2], fields[3].split(","))
+
+
+def _header_lines(path: Path) -> int:
+    """Number of ``#`` lines at the top of a text VCF (htslib's parsed header adds lines of its own)."""
+    count = 0
+    with open_text_or_gzip(path) as handle:
+        for raw in handle:
+            if not raw.startswith(b"#"):
+                break
+            count += 1
+    return count
+
+
+def check_not_empty(path: Path, first) -> None:
+    """Raise when a variant file held no allele at all."""
+    if first is None:
+        raise UserError(f"{path}: no variants")
