@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from genolong.commands.variants import add_profiles_and_device
+from genolong.outputs import OutputDirectory, declare
 
 DESCRIPTION = (
     "Attribute a classifier's outputs to the bases of each input: every base of the central --ism-window bp "
@@ -34,6 +35,8 @@ def register(subparsers) -> None:
                         help="bp shown in each logo: the most attributed stretch (default: 100)")
     parser.add_argument("--batch-size", type=int, default=32, help="mutants per model call (default: 32)")
     parser.set_defaults(func=run)
+    declare(parser, inputs=["model", "fasta", "regions", "genome"],
+            directories={"out": OutputDirectory("explain", atomic=True)})
 
 
 def run(args) -> int:

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from genolong.inference.variant_windows import REF_MISMATCH
+from genolong.outputs import declare
 
 DESCRIPTION = (
     "Score each ALT allele of a VCF (plain, bgzip or BCF) or a TSV 'chrom pos ref alt [id]' (1-based): the "
@@ -46,6 +47,7 @@ def register(subparsers) -> None:
     parser.add_argument("--chunk-size", type=int, default=1024,
                         help="alleles per output part, the unit of memory and of resuming (default: 1024)")
     parser.set_defaults(func=run)
+    declare(parser, inputs=["vcf", "genome", "model"], files=["out", "annotate_vcf"])
 
 
 def add_profiles_and_device(parser, verb: str) -> None:

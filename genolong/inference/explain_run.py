@@ -32,6 +32,7 @@ from genolong.genome import Genome
 from genolong.inference.explain import BASES, gradient_attributions, one_hot, saturation_mutagenesis
 from genolong.inference.labels import select_labels
 from genolong.inference.variant_windows import fetch_padded
+from genolong.outputs import mark_directory
 from genolong.sequence import read_fasta
 
 
@@ -142,6 +143,7 @@ def explain(
          for r in records], axis=1)
     ohe = np.stack([one_hot(r.sequence[r.start : r.start + r.length]) for r in records])
     with atomic_path(out, directory=True) as tmp:
+        mark_directory(tmp, "explain")
         np.savez_compressed(tmp / "ohe.npz", ohe)
         (tmp / "records.tsv").write_text("name\tinput_bp\tstart\tend\tsource\n" + "".join(
             f"{r.name}\t{len(r.sequence)}\t{r.start}\t{r.start + r.length}\t{r.source}\n" for r in records))
