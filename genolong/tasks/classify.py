@@ -49,14 +49,15 @@ from genolong.classifier import Classifier, TaskInfo, TokenEncoder
 from genolong.config import from_dict, to_dict
 from genolong.errors import ConfigError, UserError
 from genolong.files import atomic_write_text
+from genolong.tasks.checkpoints import read_checkpoint
 from genolong.tasks.common import (
+    ResumableRNG,
     Throughput,
     TrainConfig,
     adamw_with_schedule,
     build_trainer,
-    rng_state,
-    set_rng_state,
 )
+from genolong.tasks.stopping import fit
 from genolong.tokenizer import TokenizerTrainConfig, load_tokenizer, tokenizer_fingerprint
 
 log = logging.getLogger(__name__)
@@ -116,12 +117,6 @@ class ClassifyConfig:
             raise ConfigError("patience and batch_size_eval must be >= 1")
         if self.test_rows is not None and self.test_rows < 1:
             raise ConfigError(f"test_rows must be >= 1 or null, got {self.test_rows}")
-        if self.train.val_every_steps > self.train.max_steps:
-            raise ConfigError(
-                f"train.val_every_steps={self.train.val_every_steps} exceeds max_steps={self.train.max_steps}: "
-                "no validation would run (no early stopping, no best checkpoint)",
-                hint="lower the validation interval (--val-every) or raise --max-steps",
-            )
 
 
 def load_classify_config(
@@ -356,7 +351,7 @@ def validation_metrics(task: str, labels: np.ndarray, probabilities: np.ndarray)
     return {"val/mean_auc": float(auc[defined].mean()), "val/profiles": float(defined.sum())}
 
 
-class ClassifierModule(pl.LightningModule):
+class ClassifierModule(ResumableRNG, pl.LightningModule):
     """GenolongForSequenceClassification trained with (positive-weighted) BCE.
 
     Batches: ``input_ids``, ``attention_mask`` (B, T) and ``labels`` (B, C). Validation
@@ -403,13 +398,6 @@ class ClassifierModule(pl.LightningModule):
 
     def configure_optimizers(self):
         return adamw_with_schedule(self.model, self.config.train)
-
-    def on_save_checkpoint(self, checkpoint: dict) -> None:
-        checkpoint["genolong_rng"] = rng_state()
-
-    def on_load_checkpoint(self, checkpoint: dict) -> None:
-        if "genolong_rng" in checkpoint:
-            set_rng_state(checkpoint["genolong_rng"])
 
 
 # -- model and tokenizer ---------------------------------------------------------------------
@@ -604,10 +592,11 @@ def run_finetune(
         enable_progress_bar=show_progress,
     )
     last = out / "checkpoints" / "last.ckpt"
-    trainer.fit(
+    fit(
+        trainer,
         module,
-        datamodule=ClassificationDataModule(data, encoder, config),
-        ckpt_path=str(last) if resume and last.exists() else None,
+        ClassificationDataModule(data, encoder, config),
+        last if resume and last.exists() else None,
     )
     early_stopped = stopper.wait_count >= config.patience
     if trainer.global_step < config.train.max_steps and not early_stopped:  # stopped from outside: resumable
@@ -615,7 +604,7 @@ def run_finetune(
     if not trainer.is_global_zero:
         return {}
 
-    state = torch.load(best.best_model_path, map_location="cpu", weights_only=True)["state_dict"]
+    state = read_checkpoint(best.best_model_path)["state_dict"]
     module.load_state_dict(state)
     info = TaskInfo(config.task, data.window_bp, data.min_bp, config.max_len, data.label_names)
     classifier = Classifier(model, tokenizer, info)
@@ -645,7 +634,7 @@ def run_finetune(
 
 
 def _checkpoint_step(path: str) -> int:
-    return int(torch.load(path, map_location="cpu", weights_only=True)["global_step"])
+    return int(read_checkpoint(path)["global_step"])
 
 
 def _promoter_report(classifier: Classifier, data: TaskData, config: ClassifyConfig) -> dict:

@@ -38,13 +38,13 @@ from genolong.errors import ConfigError, UserError
 from genolong.files import atomic_path, atomic_write_text
 from genolong.mlm import MaskingConfig, MLMWindows, PositionSampler, SpecialIds, collate_windows
 from genolong.tasks.common import (
+    ResumableRNG,
     Throughput,
     TrainConfig,
     adamw_with_schedule,
     build_trainer,
-    rng_state,
-    set_rng_state,
 )
+from genolong.tasks.stopping import fit
 from genolong.tokenizer import TokenizerTrainConfig, load_tokenizer, token_lengths, tokenizer_fingerprint
 
 log = logging.getLogger(__name__)
@@ -198,7 +198,7 @@ class MLMDataModule(pl.LightningDataModule):
         return self._loader(self.valid_set, [(int(i), int(i)) for i in chosen[rank::world]])
 
 
-class MLMModule(pl.LightningModule):
+class MLMModule(ResumableRNG, pl.LightningModule):
     """GenolongForMaskedLM trained with MLM; validation reports loss and bits per bp.
 
     Batches: input_ids, labels, attention_mask, all (B, T).
@@ -242,12 +242,6 @@ class MLMModule(pl.LightningModule):
     def configure_optimizers(self):
         return adamw_with_schedule(self.model, self.config.train)
 
-    def on_save_checkpoint(self, checkpoint: dict) -> None:
-        checkpoint["genolong_rng"] = rng_state()
-
-    def on_load_checkpoint(self, checkpoint: dict) -> None:
-        if "genolong_rng" in checkpoint:
-            set_rng_state(checkpoint["genolong_rng"])
 
 
 def unigram_log2_probs(corpus: Corpus, vocab_size: int) -> np.ndarray:
@@ -364,7 +358,7 @@ def run_pretrain(genome: Path, out: Path, config: PretrainConfig, *, tokenizer_d
     data = MLMDataModule(corpus_dir, tokenizer, config)
     trainer = build_trainer(config.train, out, extra_callbacks=extra_callbacks, enable_progress_bar=show_progress)
     last = out / "checkpoints" / "last.ckpt"
-    trainer.fit(module, datamodule=data, ckpt_path=str(last) if resume and last.exists() else None)
+    fit(trainer, module, data, last if resume and last.exists() else None)
 
     if trainer.global_step % config.train.checkpoint_every_steps:  # a checkpoint at the end too
         trainer.save_checkpoint(out / "checkpoints" / "last.ckpt")

@@ -1,0 +1,146 @@
+"""SIGINT and SIGTERM during Lightning training: stop where the run resumes exactly.
+
+The CLI turns both signals into :class:`~genolong.interrupts.SignalInterrupt` at once
+(:func:`genolong.interrupts.handled`). Inside ``trainer.fit`` that would land mid-step:
+Lightning answers a KeyboardInterrupt with ``sys.exit(1)``, and a checkpoint taken there
+would lose the gradients of a half-done accumulation cycle. While :func:`fit` runs, the
+signals are :class:`StopOnSignal`'s instead:
+
+* the first one asks the run to stop at the next *step boundary*: the end of the current
+  optimizer step (its whole accumulation cycle), or the end of the validation that follows
+  that step, so that early stopping and the best checkpoint see it as an uninterrupted run
+  would. There ``last.ckpt`` is saved and the run ends with the CLI's one line
+  ``stopped at step N; continue with --resume`` and exit status 130 (SIGINT) or 143 (SIGTERM);
+* a second one stops at once, without a checkpoint: ``--resume`` continues from the last
+  one saved; any further signal is ignored while the run unwinds.
+
+In a distributed run every rank checks at each step boundary whether any rank received a
+signal (one all-reduce of a flag), so that all ranks stop at the same step.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import signal
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import lightning.pytorch as pl
+from lightning.pytorch.callbacks import Checkpoint
+
+from genolong.interrupts import SignalInterrupt, signal_name
+
+log = logging.getLogger(__name__)
+
+#: The signals that stop a training run.
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class _Stopped(Exception):
+    """Raised inside ``trainer.fit`` (not a KeyboardInterrupt, which Lightning turns into exit 1)."""
+
+    def __init__(self, signum: int, message: str):
+        super().__init__(message)
+        self.signum = signum
+        self.message = message
+
+
+class StopOnSignal(Checkpoint):
+    """Stops training at the first step boundary after SIGINT/SIGTERM, with ``last.ckpt`` saved there.
+
+    A :class:`~lightning.pytorch.callbacks.Checkpoint`, so that Lightning calls it after the
+    callbacks that are not, and after the ModelCheckpoints listed before it: a periodic
+    checkpoint, an early-stopping decision and a best checkpoint of the same step come first.
+
+    Args:
+        path: the checkpoint to save when stopping (``out/checkpoints/last.ckpt``).
+        validation_interval: optimizer steps between validations (the trainer's).
+    """
+
+    def __init__(self, path: Path, validation_interval: int):
+        self.path = Path(path)
+        self.validation_interval = validation_interval
+        self.received: list[int] = []
+        self.saved_step: int | None = None
+        self._step_at_batch_start = 0
+
+    # -- signals ------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def handling(self, trainer: pl.Trainer) -> Iterator[None]:
+        """Within the block the signals are this callback's; a stop becomes a SignalInterrupt."""
+        if threading.current_thread() is not threading.main_thread():  # no handlers outside it
+            yield
+            return
+        previous = {signum: signal.signal(signum, self._receive) for signum in SIGNALS}
+        self.received.clear()
+        try:
+            yield
+        except _Stopped as stopped:
+            raise SignalInterrupt(stopped.signum, stopped.message) from None
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+        if self.received:
+            log.warning("training was complete: finishing the run (send the signal again to stop at once)")
+
+    def _receive(self, signum: int, frame) -> None:
+        self.received.append(signum)
+        if len(self.received) == 1:
+            log.warning("%s: stopping at the end of this step (send it again to stop at once)", signal_name(signum))
+        elif len(self.received) == 2:
+            resume = (f"--resume continues from step {self.saved_step}" if self.saved_step is not None
+                      else "no checkpoint was saved yet")
+            raise _Stopped(signum, f"stopped at once, without a checkpoint; {resume}")
+
+    def _requested(self, trainer: pl.Trainer) -> bool:
+        """Whether any rank received a signal (collective: every rank calls it at the same point)."""
+        return trainer.strategy.reduce_boolean_decision(bool(self.received), all=False)
+
+    def _stop(self, trainer: pl.Trainer, *, save: bool = True) -> None:
+        if save:
+            trainer.save_checkpoint(self.path)
+        signum = self.received[0] if self.received else signal.SIGTERM  # another rank's signal
+        raise _Stopped(signum, f"stopped at step {trainer.global_step}; continue with --resume")
+
+    # -- Lightning hooks ----------------------------------------------------------------------
+    def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        self.saved_step = trainer.global_step if trainer.global_step else None  # resumed from there
+        if threading.current_thread() is threading.main_thread():
+            # fit installed Lightning's SIGTERM handler, which would end the run after the next micro-batch
+            signal.signal(signal.SIGTERM, self._receive)
+        if self._requested(trainer):  # a signal while the run was being set up: nothing new to save
+            self._stop(trainer, save=False)
+
+    def on_train_batch_start(self, trainer: pl.Trainer, *args) -> None:
+        self._step_at_batch_start = trainer.global_step
+
+    def on_train_batch_end(self, trainer: pl.Trainer, *args) -> None:
+        stepped = trainer.global_step > self._step_at_batch_start  # the accumulation cycle is complete
+        validates = trainer.global_step % self.validation_interval == 0  # then stop after the validation
+        if stepped and not validates and not self._complete(trainer) and self._requested(trainer):
+            self._stop(trainer)
+
+    def on_validation_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        if trainer.state.fn == "fit" and not self._complete(trainer) and self._requested(trainer):
+            self._stop(trainer)
+
+    @staticmethod
+    def _complete(trainer: pl.Trainer) -> bool:
+        """Training ends here anyway (last step, early stopping): the run finishes instead."""
+        return trainer.should_stop or trainer.global_step >= trainer.max_steps
+
+    def on_save_checkpoint(self, trainer: pl.Trainer, pl_module: pl.LightningModule, checkpoint: dict) -> None:
+        self.saved_step = trainer.global_step
+
+
+def fit(trainer: pl.Trainer, module: pl.LightningModule, datamodule: pl.LightningDataModule,
+        resume_from: Path | None) -> None:
+    """``trainer.fit``, resuming from ``resume_from`` (read with ``weights_only``) when given,
+    stopping on SIGINT/SIGTERM as :class:`StopOnSignal` says (a trainer of
+    :func:`genolong.tasks.common.build_trainer` has one)."""
+    stopper = next(callback for callback in trainer.callbacks if isinstance(callback, StopOnSignal))
+    with stopper.handling(trainer):
+        trainer.fit(module, datamodule=datamodule, ckpt_path=None if resume_from is None else str(resume_from),
+                    weights_only=True)
