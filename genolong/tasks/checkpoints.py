@@ -30,11 +30,25 @@ from genolong.files import atomic_path
 UNREADABLE = (RuntimeError, OSError, EOFError, KeyError, ValueError, zipfile.BadZipFile)
 
 
-def read_checkpoint(path: str | Path, map_location: Any = "cpu") -> dict[str, Any]:
+def resume_checkpoint(out: Path, resume: bool) -> Path | None:
+    """``out/checkpoints/last.ckpt`` when resuming from one, checked readable before any work
+    (memory-mapped: the tensors are not read); None to start afresh.
+
+    Raises:
+        UserError: the checkpoint is damaged or refused (see :func:`read_checkpoint`).
+    """
+    last = out / "checkpoints" / "last.ckpt"
+    if not (resume and last.exists()):
+        return None
+    read_checkpoint(last, mmap=True)
+    return last
+
+
+def read_checkpoint(path: str | Path, map_location: Any = "cpu", *, mmap: bool = False) -> dict[str, Any]:
     """``torch.load(path, weights_only=True)``, or a UserError naming the file and what to do."""
     path = Path(path)
     try:
-        return torch.load(path, map_location=map_location, weights_only=True)
+        return torch.load(path, map_location=map_location, weights_only=True, mmap=mmap)
     except pickle.UnpicklingError as err:
         refused = re.search(r"GLOBAL (\S+)", str(err))
         raise UserError(

@@ -49,7 +49,7 @@ from genolong.classifier import Classifier, TaskInfo, TokenEncoder
 from genolong.config import from_dict, to_dict
 from genolong.errors import ConfigError, UserError
 from genolong.files import atomic_write_text
-from genolong.tasks.checkpoints import read_checkpoint
+from genolong.tasks.checkpoints import read_checkpoint, resume_checkpoint
 from genolong.tasks.common import (
     ResumableRNG,
     Throughput,
@@ -543,7 +543,9 @@ def run_finetune(
     from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint
 
     started = time.perf_counter()
+    config.train.check_hardware()
     out = Path(out)
+    resume_from = resume_checkpoint(out, resume)
     if pretrained is not None and tokenizer_dir is not None:
         raise UserError("give --model or --tokenizer, not both: a pretrained model brings its tokenizer")
     data = load_task_data(config.task, data_dir)
@@ -591,13 +593,7 @@ def run_finetune(
         extra_callbacks=[best, stopper, *extra_callbacks],
         enable_progress_bar=show_progress,
     )
-    last = out / "checkpoints" / "last.ckpt"
-    fit(
-        trainer,
-        module,
-        ClassificationDataModule(data, encoder, config),
-        last if resume and last.exists() else None,
-    )
+    fit(trainer, module, ClassificationDataModule(data, encoder, config), resume_from)
     early_stopped = stopper.wait_count >= config.patience
     if trainer.global_step < config.train.max_steps and not early_stopped:  # stopped from outside: resumable
         return {"stopped_at_step": trainer.global_step}

@@ -37,6 +37,7 @@ from genolong.corpus import Corpus, CorpusConfig, build_corpus
 from genolong.errors import ConfigError, UserError
 from genolong.files import atomic_path, atomic_write_text
 from genolong.mlm import MaskingConfig, MLMWindows, PositionSampler, SpecialIds, collate_windows
+from genolong.tasks.checkpoints import resume_checkpoint
 from genolong.tasks.common import (
     ResumableRNG,
     Throughput,
@@ -331,6 +332,8 @@ def run_pretrain(genome: Path, out: Path, config: PretrainConfig, *, tokenizer_d
     from genolong.model.hf import GenolongForMaskedLM
 
     started = time.perf_counter()
+    config.train.check_hardware()  # before the tokenizer and corpus steps
+    resume_from = resume_checkpoint(out, resume)
     out.mkdir(parents=True, exist_ok=True)
     corpus_dir = out / "corpus" if corpus_dir is None else corpus_dir
     if _launch_rank() == 0:  # under torchrun/SLURM, rank 0 prepares and the others wait
@@ -357,8 +360,7 @@ def run_pretrain(genome: Path, out: Path, config: PretrainConfig, *, tokenizer_d
                        unigram_log2_probs(corpus, len(tokenizer)))
     data = MLMDataModule(corpus_dir, tokenizer, config)
     trainer = build_trainer(config.train, out, extra_callbacks=extra_callbacks, enable_progress_bar=show_progress)
-    last = out / "checkpoints" / "last.ckpt"
-    fit(trainer, module, data, last if resume and last.exists() else None)
+    fit(trainer, module, data, resume_from)
 
     if trainer.global_step % config.train.checkpoint_every_steps:  # a checkpoint at the end too
         trainer.save_checkpoint(out / "checkpoints" / "last.ckpt")
