@@ -97,17 +97,19 @@ def hidden_temporaries(out) -> list[str]:
 
 @pytest.fixture
 def signal_at_batch(monkeypatch):
-    """``signal_at_batch(signum, n)``: the process sends itself ``signum`` as the ``n``-th training
-    micro-batch (0-based) of the next run starts: a Ctrl-C or ``kill`` at a known point."""
+    """``signal_at_batch(signum, n, times=1)``: the process sends itself ``signum`` (``times`` times)
+    as the ``n``-th training micro-batch (0-based) of the next run starts: a Ctrl-C or ``kill`` at
+    a known point. Returns a function that disarms it."""
 
-    def arm(signum: int, batch: int):
+    def arm(signum: int, batch: int, times: int = 1):
         original = StopOnSignal.on_train_batch_start
         seen = []
 
         def start(self, trainer, *args):
             original(self, trainer, *args)
             if len(seen) == batch:
-                os.kill(os.getpid(), signum)
+                for _ in range(times):
+                    os.kill(os.getpid(), signum)
             seen.append(batch)
 
         monkeypatch.setattr(StopOnSignal, "on_train_batch_start", start)
@@ -133,6 +135,22 @@ def test_pretrain_interrupted_mid_cycle_resumes_to_identical_weights(
     assert_same_weights(out, straight_pretrain)
     reports = [json.loads((run / "report.json").read_text()) for run in (out, straight_pretrain)]
     assert reports[0]["val_loss"] == reports[1]["val_loss"]
+
+
+def test_a_second_signal_stops_at_once_and_resume_uses_the_last_checkpoint(
+        tokenizer, pretrain_config, straight_pretrain, tmp_path, capsys, signal_at_batch):
+    """Two Ctrl-C at micro-batch 11 (step 6): no waiting for the step's end, no new checkpoint;
+    --resume continues from the periodic checkpoint of step 4 to the same weights."""
+    out = tmp_path / "run"
+    disarm = signal_at_batch(signal.SIGINT, 11, times=2)
+    assert main(pretrain_args(out, tokenizer, pretrain_config)) == 130
+    disarm()
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err == "genolong pretrain: stopped at once, without a checkpoint; --resume continues from step 4"
+    assert torch.load(out / "checkpoints" / "last.ckpt", weights_only=True)["global_step"] == 4
+    assert not hidden_temporaries(out)
+    assert main(pretrain_args(out, tokenizer, pretrain_config, "--resume")) == 0
+    assert_same_weights(out, straight_pretrain)
 
 
 def test_pretrain_resumed_from_a_periodic_checkpoint_of_a_clean_run(tokenizer, pretrain_config,
@@ -316,3 +334,23 @@ def test_damaged_or_hostile_last_checkpoint_is_refused_in_one_line(tokenizer, pr
     assert len(err.splitlines()) == 1 and f"{last}: refused to load: it holds posix.system" in err
     assert not marker.exists()
     assert last.read_bytes() != step4 and not (out / "model").exists()
+
+
+def test_a_failed_checkpoint_write_leaves_the_previous_checkpoint(tmp_path, monkeypatch):
+    """A write that fails half-way (full disk, a kill at the wrong moment) leaves the previous
+    ``last.ckpt`` whole and no temporary file."""
+    from genolong.tasks.checkpoints import SafeCheckpointIO, read_checkpoint
+
+    io, last = SafeCheckpointIO(), tmp_path / "checkpoints" / "last.ckpt"
+    io.save_checkpoint({"global_step": 3, "state_dict": {"w": torch.ones(2)}}, last)
+
+    def half_written(checkpoint, path):
+        with open(path, "wb") as handle:
+            handle.write(b"PK\x03\x04 half a checkpoint")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("lightning.fabric.plugins.io.torch_io._atomic_save", half_written)
+    with pytest.raises(OSError, match="No space left"):
+        io.save_checkpoint({"global_step": 4, "state_dict": {"w": torch.zeros(2)}}, last)
+    assert read_checkpoint(last)["global_step"] == 3
+    assert [p.name for p in last.parent.iterdir()] == ["last.ckpt"]

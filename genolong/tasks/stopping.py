@@ -38,13 +38,21 @@ log = logging.getLogger(__name__)
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
+class TrainingStopped(SignalInterrupt):
+    """A training run stopped by a signal: ``last.ckpt`` holds ``step``, or ``step`` is None when
+    the run stopped at once (its last checkpoint is then older)."""
+
+    def __init__(self, signum: int, step: int | None, message: str):
+        super().__init__(signum, message)
+        self.step = step
+
+
 class _Stopped(Exception):
     """Raised inside ``trainer.fit`` (not a KeyboardInterrupt, which Lightning turns into exit 1)."""
 
-    def __init__(self, signum: int, message: str):
+    def __init__(self, signum: int, step: int | None, message: str):
         super().__init__(message)
-        self.signum = signum
-        self.message = message
+        self.signum, self.step, self.message = signum, step, message
 
 
 class StopOnSignal(Checkpoint):
@@ -69,7 +77,7 @@ class StopOnSignal(Checkpoint):
     # -- signals ------------------------------------------------------------------------------
     @contextlib.contextmanager
     def handling(self, trainer: pl.Trainer) -> Iterator[None]:
-        """Within the block the signals are this callback's; a stop becomes a SignalInterrupt."""
+        """Within the block the signals are this callback's; a stop becomes a :class:`TrainingStopped`."""
         if threading.current_thread() is not threading.main_thread():  # no handlers outside it
             yield
             return
@@ -78,7 +86,7 @@ class StopOnSignal(Checkpoint):
         try:
             yield
         except _Stopped as stopped:
-            raise SignalInterrupt(stopped.signum, stopped.message) from None
+            raise TrainingStopped(stopped.signum, stopped.step, stopped.message) from None
         finally:
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
@@ -92,7 +100,7 @@ class StopOnSignal(Checkpoint):
         elif len(self.received) == 2:
             resume = (f"--resume continues from step {self.saved_step}" if self.saved_step is not None
                       else "no checkpoint was saved yet")
-            raise _Stopped(signum, f"stopped at once, without a checkpoint; {resume}")
+            raise _Stopped(signum, None, f"stopped at once, without a checkpoint; {resume}")
 
     def _requested(self, trainer: pl.Trainer) -> bool:
         """Whether any rank received a signal (collective: every rank calls it at the same point)."""
@@ -102,7 +110,7 @@ class StopOnSignal(Checkpoint):
         if save:
             trainer.save_checkpoint(self.path)
         signum = self.received[0] if self.received else signal.SIGTERM  # another rank's signal
-        raise _Stopped(signum, f"stopped at step {trainer.global_step}; continue with --resume")
+        raise _Stopped(signum, trainer.global_step, f"stopped at step {trainer.global_step}; continue with --resume")
 
     # -- Lightning hooks ----------------------------------------------------------------------
     def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
