@@ -354,3 +354,21 @@ def test_a_failed_checkpoint_write_leaves_the_previous_checkpoint(tmp_path, monk
         io.save_checkpoint({"global_step": 4, "state_dict": {"w": torch.zeros(2)}}, last)
     assert read_checkpoint(last)["global_step"] == 3
     assert [p.name for p in last.parent.iterdir()] == ["last.ckpt"]
+
+
+def test_the_console_shows_one_bar_and_genolong_lines(tokenizer, tmp_path, capsys, caplog, recwarn):
+    """A run and its resumption print one bar over optimizer steps with loss, throughput and
+    validation, and genolong's log lines: no model-summary table, no ``Epoch 0/-2 ... v_num``,
+    no Lightning hardware or tip lines, no warnings about resuming mid epoch."""
+    caplog.set_level(logging.INFO, logger="genolong")
+    data = PRETRAIN | {"train": PRETRAIN["train"] | {"checkpoint_every_steps": 1, "val_every_steps": 2}}
+    config, out = write_config(tmp_path / "micro.yaml", data), tmp_path / "run"
+    assert main(pretrain_args(out, tokenizer, config, "--max-steps", "3")) == 0
+    assert main(pretrain_args(out, tokenizer, config, "--max-steps", "4", "--resume")) == 0
+    shown = capsys.readouterr()
+    for noise in ("Epoch", "v_num", "FLOPs", "┃", "Params", "INFO: ", "Tip", "GPU available", "weights_only"):
+        assert noise not in shown.out + shown.err, noise
+    assert "training: 100%" in shown.err and "4/4 [" in shown.err
+    assert "loss=" in shown.err and "tokens/s=" in shown.err and "val bits/bp=" in shown.err
+    assert "training GenolongForMaskedLM (" in caplog.text and "steps 4 to 4" in caplog.text
+    assert [str(w.message) for w in recwarn] == []

@@ -20,6 +20,7 @@ from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
 
 from genolong.errors import ConfigError, UserError
 from genolong.tasks.checkpoints import SafeCheckpointIO
+from genolong.tasks.console import StepProgress, quiet_lightning
 from genolong.tasks.stopping import StopOnSignal
 
 log = logging.getLogger(__name__)
@@ -253,8 +254,9 @@ class Throughput:
 def build_trainer(config: TrainConfig, out: Path, *, extra_callbacks=(), enable_progress_bar: bool = True):
     """A Lightning Trainer with CSV + TensorBoard logs under ``out/logs``, checkpoints under
     ``out/checkpoints`` (every ``checkpoint_every_steps`` and ``last.ckpt``, written atomically,
-    read weights-only) and a :class:`~genolong.tasks.stopping.StopOnSignal` (run it with
-    :func:`genolong.tasks.stopping.fit`).
+    read weights-only), a :class:`~genolong.tasks.stopping.StopOnSignal` (run it with
+    :func:`genolong.tasks.stopping.fit`) and, with ``enable_progress_bar``, genolong's
+    console (:mod:`genolong.tasks.console`).
 
     Raises:
         UserError: this machine lacks the accelerator or devices asked for, or Lightning refuses them.
@@ -273,8 +275,10 @@ def build_trainer(config: TrainConfig, out: Path, *, extra_callbacks=(), enable_
                         enable_version_counter=False),
         LearningRateMonitor(logging_interval="step"),
         *extra_callbacks,
+        *([StepProgress()] if enable_progress_bar else []),
         StopOnSignal(out / "checkpoints" / "last.ckpt", interval),  # last: after every other checkpoint
     ]
+    quiet_lightning()
     precision = config.resolved_precision()
     log.info("precision %s, accelerator %s, devices %s, strategy %s", precision, config.accelerator,
              config.devices, config.strategy)
@@ -291,6 +295,7 @@ def build_trainer(config: TrainConfig, out: Path, *, extra_callbacks=(), enable_
             val_check_interval=interval * config.accumulate_grad_batches,
             check_val_every_n_epoch=None,
             num_sanity_val_steps=0,
+            enable_model_summary=False,  # StepProgress logs the model and its parameters
             log_every_n_steps=config.log_every_steps,
             logger=loggers,
             callbacks=callbacks,

@@ -363,7 +363,7 @@ def run_pretrain(genome: Path, out: Path, config: PretrainConfig, *, tokenizer_d
     fit(trainer, module, data, resume_from)
 
     if trainer.global_step % config.train.checkpoint_every_steps:  # a checkpoint at the end too
-        trainer.save_checkpoint(out / "checkpoints" / "last.ckpt")
+        trainer.save_checkpoint(out / "checkpoints" / "last.ckpt", weights_only=False)
     if trainer.global_step < config.train.max_steps:  # stopped early (interrupted): resumable, no final model
         return {"stopped_at_step": trainer.global_step}
     trainer.validate(module, datamodule=data, verbose=False)

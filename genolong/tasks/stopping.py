@@ -108,7 +108,7 @@ class StopOnSignal(Checkpoint):
 
     def _stop(self, trainer: pl.Trainer, *, save: bool = True) -> None:
         if save:
-            trainer.save_checkpoint(self.path)
+            trainer.save_checkpoint(self.path, weights_only=False)  # the whole training state
         signum = self.received[0] if self.received else signal.SIGTERM  # another rank's signal
         raise _Stopped(signum, trainer.global_step, f"stopped at step {trainer.global_step}; continue with --resume")
 
