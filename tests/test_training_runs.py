@@ -91,6 +91,15 @@ def assert_same_weights(a, b):
         assert torch.equal(first[key], second[key]), key
 
 
+def run_from_its_checkpoint(run, out, name):
+    """A new run directory ``out`` with ``run``'s identity and only its step-4 checkpoint, as ``name``."""
+    (out / "checkpoints").mkdir(parents=True)
+    for marker in ("run.json", ".genolong-run.json"):
+        (out / marker).write_bytes((run / marker).read_bytes())
+    (out / "checkpoints" / name).write_bytes((run / "checkpoints" / "step4.ckpt").read_bytes())
+    return out
+
+
 def hidden_temporaries(out) -> list[str]:
     return sorted(str(p.relative_to(out)) for p in out.rglob(".*") if p.name.endswith(".tmp"))
 
@@ -156,13 +165,7 @@ def test_a_second_signal_stops_at_once_and_resume_uses_the_last_checkpoint(
 def test_pretrain_resumed_from_a_periodic_checkpoint_of_a_clean_run(tokenizer, pretrain_config,
                                                                    straight_pretrain, tmp_path):
     """A clean run's own step-4 checkpoint, resumed, reaches the clean run's weights."""
-    out = tmp_path / "run"
-    out.mkdir()
-    for name in ("run.json", ".genolong-run.json"):
-        if (straight_pretrain / name).exists():
-            (out / name).write_bytes((straight_pretrain / name).read_bytes())
-    (out / "checkpoints").mkdir()
-    (out / "checkpoints" / "last.ckpt").write_bytes((straight_pretrain / "checkpoints" / "step4.ckpt").read_bytes())
+    out = run_from_its_checkpoint(straight_pretrain, tmp_path / "run", "last.ckpt")
     assert main(pretrain_args(out, tokenizer, pretrain_config, "--resume")) == 0
     assert_same_weights(out, straight_pretrain)
 
@@ -311,14 +314,8 @@ class Payload:
 
 def test_damaged_or_hostile_last_checkpoint_is_refused_in_one_line(tokenizer, pretrain_config, straight_pretrain,
                                                                   tmp_path, capsys):
-    out = tmp_path / "run"
-    out.mkdir()
-    for name in ("run.json", ".genolong-run.json"):
-        if (straight_pretrain / name).exists():
-            (out / name).write_bytes((straight_pretrain / name).read_bytes())
-    (out / "checkpoints").mkdir()
-    step4 = (straight_pretrain / "checkpoints" / "step4.ckpt").read_bytes()
-    (out / "checkpoints" / "step4.ckpt").write_bytes(step4)
+    out = run_from_its_checkpoint(straight_pretrain, tmp_path / "run", "step4.ckpt")
+    step4 = (out / "checkpoints" / "step4.ckpt").read_bytes()
     last = out / "checkpoints" / "last.ckpt"
 
     last.write_bytes(step4[: len(step4) // 2])  # truncated: a full disk, a copy cut short
