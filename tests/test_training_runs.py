@@ -162,6 +162,32 @@ def test_a_second_signal_stops_at_once_and_resume_uses_the_last_checkpoint(
     assert_same_weights(out, straight_pretrain)
 
 
+def test_pretrain_interrupted_in_its_final_validation(tokenizer, pretrain_config, straight_pretrain, tmp_path,
+                                                     capsys, monkeypatch):
+    """SIGINT inside Lightning's final ``validate`` (where a KeyboardInterrupt would become exit 1):
+    exit 130 and the CLI's line; --resume only validates and writes the model and report."""
+    from genolong.tasks.pretrain import MLMModule
+
+    original = MLMModule.validation_step
+
+    def interrupted(self, batch, batch_idx):
+        if self.trainer.state.fn == "validate":
+            os.kill(os.getpid(), signal.SIGINT)
+        return original(self, batch, batch_idx)
+
+    monkeypatch.setattr(MLMModule, "validation_step", interrupted)
+    out = tmp_path / "run"
+    assert main(pretrain_args(out, tokenizer, pretrain_config)) == 130
+    monkeypatch.undo()
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err == "genolong pretrain: stopped after the last step (12); continue with --resume"
+    assert not (out / "model").exists() and not (out / "report.json").exists() and not hidden_temporaries(out)
+    assert main(pretrain_args(out, tokenizer, pretrain_config, "--resume")) == 0
+    assert_same_weights(out, straight_pretrain)
+    reports = [json.loads((run / "report.json").read_text()) for run in (out, straight_pretrain)]
+    assert reports[0]["val_loss"] == reports[1]["val_loss"]
+
+
 def test_pretrain_resumed_from_a_periodic_checkpoint_of_a_clean_run(tokenizer, pretrain_config,
                                                                    straight_pretrain, tmp_path):
     """A clean run's own step-4 checkpoint, resumed, reaches the clean run's weights."""
@@ -227,6 +253,34 @@ def test_finetune_sigterm_mid_cycle_resumes_to_identical_weights(promoters, toke
     assert_same_weights(out, straight)
     reports = [json.loads((run / "report.json").read_text()) for run in (out, straight)]
     assert reports[0]["best_step"] == reports[1]["best_step"] and reports[0]["test"] == reports[1]["test"]
+
+
+def test_finetune_interrupted_in_its_evaluation_after_early_stopping(promoters, tokenizer, tmp_path, capsys,
+                                                                    monkeypatch):
+    """SIGTERM while the test split is scored, after early stopping: exit 143, no model, no report;
+    --resume does not train on (the early-stopping decision is in the checkpoint) and writes the
+    uninterrupted run's report."""
+    import genolong.tasks.classify as classify
+
+    data = FINETUNE | {"patience": 1, "train": FINETUNE["train"] | {"val_every_steps": 1, "max_steps": 30}}
+    config, straight, out = write_config(tmp_path / "micro.yaml", data), tmp_path / "straight", tmp_path / "run"
+    assert main(finetune_args(straight, promoters, tokenizer, config)) == 0
+    expected = json.loads((straight / "report.json").read_text())
+    assert expected["early_stopped"] and expected["steps"] < 30
+
+    def killed_while_scoring(*args):
+        os.kill(os.getpid(), signal.SIGTERM)
+        raise AssertionError("the signal did not stop the run")
+
+    monkeypatch.setattr(classify, "_promoter_report", killed_while_scoring)
+    assert main(finetune_args(out, promoters, tokenizer, config)) == 143
+    monkeypatch.undo()
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err == f"genolong finetune: stopped after the last step ({expected['steps']}); continue with --resume"
+    assert not (out / "model").exists() and not (out / "report.json").exists() and not hidden_temporaries(out)
+    assert main(finetune_args(out, promoters, tokenizer, config, "--resume")) == 0
+    report = json.loads((out / "report.json").read_text())
+    assert {k: v for k, v in report.items() if k != "seconds"} == {k: v for k, v in expected.items() if k != "seconds"}
 
 
 def test_finetune_smoke_run_shorter_than_the_validation_interval(promoters, tokenizer, tmp_path, caplog):

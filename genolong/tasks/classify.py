@@ -57,7 +57,7 @@ from genolong.tasks.common import (
     adamw_with_schedule,
     build_trainer,
 )
-from genolong.tasks.stopping import fit
+from genolong.tasks.stopping import ResumableEarlyStopping, after_training, fit
 from genolong.tokenizer import TokenizerTrainConfig, load_tokenizer, tokenizer_fingerprint
 
 log = logging.getLogger(__name__)
@@ -540,7 +540,7 @@ def run_finetune(
     Returns ``{"stopped_at_step": n}`` when the run stopped before ``max_steps`` without early
     stopping (continue it with ``resume``).
     """
-    from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint
+    from lightning.pytorch.callbacks import ModelCheckpoint
 
     started = time.perf_counter()
     config.train.check_hardware()
@@ -584,7 +584,7 @@ def run_finetune(
         auto_insert_metric_name=False,
         enable_version_counter=False,
     )
-    stopper = EarlyStopping(
+    stopper = ResumableEarlyStopping(
         monitor=monitor, mode="max", patience=config.patience, check_on_train_epoch_end=False
     )
     trainer = build_trainer(
@@ -600,33 +600,34 @@ def run_finetune(
     if not trainer.is_global_zero:
         return {}
 
-    state = read_checkpoint(best.best_model_path)["state_dict"]
-    module.load_state_dict(state)
-    info = TaskInfo(config.task, data.window_bp, data.min_bp, config.max_len, data.label_names)
-    classifier = Classifier(model, tokenizer, info)
-    report = {
-        "task": config.task,
-        "steps": trainer.global_step,
-        "best_step": _checkpoint_step(best.best_model_path),
-        "early_stopped": early_stopped,
-        "monitor": {"metric": monitor, "best": float(best.best_model_score)},
-        "parameters": sum(p.numel() for p in model.parameters()),
-        "backbone": model.config.backbone,
-        "pretrained": identity["pretrained"],
-        "max_len": config.max_len,
-        "data": data.source,
-    }
-    report |= (
-        _promoter_report(classifier, data, config)
-        if config.task == "promoter"
-        else _chromatin_report(classifier, data, config, out)
-    )
-    info.threshold = report.get("threshold")
-    info.provenance = {"report": report, "config": to_dict(config), "genolong_run": str(out.resolve())}
-    classifier.save(out / "model")
-    report["seconds"] = round(time.perf_counter() - started, 1)
-    atomic_write_text(out / "report.json", json.dumps(report, indent=2) + "\n")
-    return report
+    with after_training(trainer):  # a signal from here on: stop at once, --resume redoes this part
+        state = read_checkpoint(best.best_model_path)["state_dict"]
+        module.load_state_dict(state)
+        info = TaskInfo(config.task, data.window_bp, data.min_bp, config.max_len, data.label_names)
+        classifier = Classifier(model, tokenizer, info)
+        report = {
+            "task": config.task,
+            "steps": trainer.global_step,
+            "best_step": _checkpoint_step(best.best_model_path),
+            "early_stopped": early_stopped,
+            "monitor": {"metric": monitor, "best": float(best.best_model_score)},
+            "parameters": sum(p.numel() for p in model.parameters()),
+            "backbone": model.config.backbone,
+            "pretrained": identity["pretrained"],
+            "max_len": config.max_len,
+            "data": data.source,
+        }
+        report |= (
+            _promoter_report(classifier, data, config)
+            if config.task == "promoter"
+            else _chromatin_report(classifier, data, config, out)
+        )
+        info.threshold = report.get("threshold")
+        info.provenance = {"report": report, "config": to_dict(config), "genolong_run": str(out.resolve())}
+        classifier.save(out / "model")
+        report["seconds"] = round(time.perf_counter() - started, 1)
+        atomic_write_text(out / "report.json", json.dumps(report, indent=2) + "\n")
+        return report
 
 
 def _checkpoint_step(path: str) -> int:

@@ -45,7 +45,7 @@ from genolong.tasks.common import (
     adamw_with_schedule,
     build_trainer,
 )
-from genolong.tasks.stopping import fit
+from genolong.tasks.stopping import after_training, fit
 from genolong.tokenizer import TokenizerTrainConfig, load_tokenizer, token_lengths, tokenizer_fingerprint
 
 log = logging.getLogger(__name__)
@@ -361,32 +361,32 @@ def run_pretrain(genome: Path, out: Path, config: PretrainConfig, *, tokenizer_d
     data = MLMDataModule(corpus_dir, tokenizer, config)
     trainer = build_trainer(config.train, out, extra_callbacks=extra_callbacks, enable_progress_bar=show_progress)
     fit(trainer, module, data, resume_from)
-
-    if trainer.global_step % config.train.checkpoint_every_steps:  # a checkpoint at the end too
-        trainer.save_checkpoint(out / "checkpoints" / "last.ckpt", weights_only=False)
-    if trainer.global_step < config.train.max_steps:  # stopped early (interrupted): resumable, no final model
-        return {"stopped_at_step": trainer.global_step}
-    trainer.validate(module, datamodule=data, verbose=False)
-    metrics = {k: float(v) for k, v in trainer.callback_metrics.items()}
-    report = {
-        "steps": trainer.global_step,
-        "parameters": sum(p.numel() for p in model.parameters()),
-        "backbone": model_config.backbone,
-        "max_len": config.max_len,
-        "val_loss": metrics.get("val/loss"),
-        "val_bpc": metrics.get("val/bpc"),
-        "unigram_bpc": metrics.get("val/unigram_bpc"),
-        "seconds": round(time.perf_counter() - started, 1),
-        "corpus_totals": corpus.manifest["totals"],
-    }
-    if trainer.is_global_zero:
-        with atomic_path(out / "model", directory=True) as tmp:
-            model.save_pretrained(str(tmp))
-            tokenizer.save_pretrained(str(tmp))
-        report |= _throughput_from_logs(out)
-        atomic_write_text(out / "report.json", json.dumps(report, indent=2) + "\n")
-        plot_learning_curve(out, out / "learning_curve.png")
-    return report
+    with after_training(trainer):  # a signal from here on: stop at once, --resume redoes this part
+        if trainer.global_step % config.train.checkpoint_every_steps:  # a checkpoint at the end too
+            trainer.save_checkpoint(out / "checkpoints" / "last.ckpt", weights_only=False)
+        if trainer.global_step < config.train.max_steps:  # stopped early (interrupted): resumable, no final model
+            return {"stopped_at_step": trainer.global_step}
+        trainer.validate(module, datamodule=data, verbose=False)
+        metrics = {k: float(v) for k, v in trainer.callback_metrics.items()}
+        report = {
+            "steps": trainer.global_step,
+            "parameters": sum(p.numel() for p in model.parameters()),
+            "backbone": model_config.backbone,
+            "max_len": config.max_len,
+            "val_loss": metrics.get("val/loss"),
+            "val_bpc": metrics.get("val/bpc"),
+            "unigram_bpc": metrics.get("val/unigram_bpc"),
+            "seconds": round(time.perf_counter() - started, 1),
+            "corpus_totals": corpus.manifest["totals"],
+        }
+        if trainer.is_global_zero:
+            with atomic_path(out / "model", directory=True) as tmp:
+                model.save_pretrained(str(tmp))
+                tokenizer.save_pretrained(str(tmp))
+            report |= _throughput_from_logs(out)
+            atomic_write_text(out / "report.json", json.dumps(report, indent=2) + "\n")
+            plot_learning_curve(out, out / "learning_curve.png")
+        return report
 
 
 def logged_rows(out: Path) -> list[dict[str, str]]:

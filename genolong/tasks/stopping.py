@@ -12,7 +12,10 @@ signals are :class:`StopOnSignal`'s instead:
   would. There ``last.ckpt`` is saved and the run ends with the CLI's one line
   ``stopped at step N; continue with --resume`` and exit status 130 (SIGINT) or 143 (SIGTERM);
 * a second one stops at once, without a checkpoint: ``--resume`` continues from the last
-  one saved; any further signal is ignored while the run unwinds.
+  one saved; any further signal is ignored while the run unwinds;
+* a signal during the last step lets training end; the work after it (the final
+  validation, evaluation, the model directory: :func:`after_training`) stops at once on a
+  signal, and ``--resume`` redoes it.
 
 In a distributed run every rank checks at each step boundary whether any rank received a
 signal (one all-reduce of a flag), so that all ranks stop at the same step.
@@ -28,7 +31,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import lightning.pytorch as pl
-from lightning.pytorch.callbacks import Checkpoint
+from lightning.pytorch.callbacks import Checkpoint, EarlyStopping
 
 from genolong.interrupts import SignalInterrupt, signal_name
 
@@ -76,20 +79,11 @@ class StopOnSignal(Checkpoint):
 
     # -- signals ------------------------------------------------------------------------------
     @contextlib.contextmanager
-    def handling(self, trainer: pl.Trainer) -> Iterator[None]:
+    def handling(self) -> Iterator[None]:
         """Within the block the signals are this callback's; a stop becomes a :class:`TrainingStopped`."""
-        if threading.current_thread() is not threading.main_thread():  # no handlers outside it
-            yield
-            return
-        previous = {signum: signal.signal(signum, self._receive) for signum in SIGNALS}
         self.received.clear()
-        try:
+        with _signals_handled_by(self._receive):
             yield
-        except _Stopped as stopped:
-            raise TrainingStopped(stopped.signum, stopped.step, stopped.message) from None
-        finally:
-            for signum, handler in previous.items():
-                signal.signal(signum, handler)
         if self.received:
             log.warning("training was complete: finishing the run (send the signal again to stop at once)")
 
@@ -143,12 +137,53 @@ class StopOnSignal(Checkpoint):
         self.saved_step = trainer.global_step
 
 
+class ResumableEarlyStopping(EarlyStopping):
+    """Lightning's EarlyStopping, whose decision survives a resume: a run that stopped early and
+    was then interrupted (in its evaluation) does not train on when resumed."""
+
+    def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        if self.wait_count >= self.patience:  # restored from the checkpoint
+            trainer.should_stop = True
+
+
 def fit(trainer: pl.Trainer, module: pl.LightningModule, datamodule: pl.LightningDataModule,
         resume_from: Path | None) -> None:
     """``trainer.fit``, resuming from ``resume_from`` (read with ``weights_only``) when given,
     stopping on SIGINT/SIGTERM as :class:`StopOnSignal` says (a trainer of
     :func:`genolong.tasks.common.build_trainer` has one)."""
     stopper = next(callback for callback in trainer.callbacks if isinstance(callback, StopOnSignal))
-    with stopper.handling(trainer):
+    with stopper.handling():
         trainer.fit(module, datamodule=datamodule, ckpt_path=None if resume_from is None else str(resume_from),
                     weights_only=True)
+
+
+@contextlib.contextmanager
+def after_training(trainer: pl.Trainer) -> Iterator[None]:
+    """The work after the last step (final checkpoint, validation, evaluation, the model directory):
+    a signal stops it at once as a :class:`TrainingStopped` (inside Lightning too, where a
+    KeyboardInterrupt would become exit status 1); ``--resume`` then skips the training and
+    redoes this work."""
+
+    def stop_now(signum: int, frame) -> None:
+        raise _Stopped(signum, trainer.global_step,
+                       f"stopped after the last step ({trainer.global_step}); continue with --resume")
+
+    with _signals_handled_by(stop_now):
+        yield
+
+
+@contextlib.contextmanager
+def _signals_handled_by(handler) -> Iterator[None]:
+    """SIGINT and SIGTERM call ``handler`` within the block (in the main thread; elsewhere Python
+    cannot install handlers), and a :class:`_Stopped` raised in it leaves as :class:`TrainingStopped`."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {signum: signal.signal(signum, handler) for signum in SIGNALS}
+    try:
+        yield
+    except _Stopped as stopped:
+        raise TrainingStopped(stopped.signum, stopped.step, stopped.message) from None
+    finally:
+        for signum, previous_handler in previous.items():
+            signal.signal(signum, previous_handler)
