@@ -127,11 +127,13 @@ def signal_at_batch(monkeypatch):
     return arm
 
 
-@pytest.mark.parametrize("batch, stops_at", [(4, 3), (9, 5)], ids=["mid-cycle", "mid-cycle-before-validation"])
+@pytest.mark.parametrize("batch, stops_at", [(4, 3), (9, 5), (22, 12)],
+                         ids=["mid-cycle", "mid-cycle-before-validation", "last-step"])
 def test_pretrain_interrupted_mid_cycle_resumes_to_identical_weights(
         tokenizer, pretrain_config, straight_pretrain, tmp_path, capsys, signal_at_batch, batch, stops_at):
     """Micro-batch 4 is the first of step 3's cycle (no validation after it); 9 the second of step 5's,
-    whose validation (step 4's) has run: the run finishes the cycle, saves, and stops."""
+    whose validation (step 4's) has run; 22 the first of the last step's: the run finishes the cycle
+    (and the validation after it), saves, and stops."""
     out = tmp_path / "run"
     disarm = signal_at_batch(signal.SIGINT, batch)
     assert main(pretrain_args(out, tokenizer, pretrain_config)) == 130

@@ -13,9 +13,10 @@ signals are :class:`StopOnSignal`'s instead:
   ``stopped at step N; continue with --resume`` and exit status 130 (SIGINT) or 143 (SIGTERM);
 * a second one stops at once, without a checkpoint: ``--resume`` continues from the last
   one saved; any further signal is ignored while the run unwinds;
-* a signal during the last step lets training end; the work after it (the final
-  validation, evaluation, the model directory: :func:`after_training`) stops at once on a
-  signal, and ``--resume`` redoes it.
+* the last step is a boundary like the others (an early stop too: the decision is resumed,
+  :class:`ResumableEarlyStopping`); the work after it (the final validation, evaluation, the
+  model directory: :func:`after_training`) stops at once on a signal, and ``--resume`` skips
+  the training and redoes it.
 
 In a distributed run every rank checks at each step boundary whether any rank received a
 signal (one all-reduce of a flag), so that all ranks stop at the same step.
@@ -84,7 +85,7 @@ class StopOnSignal(Checkpoint):
         self.received.clear()
         with _signals_handled_by(self._receive):
             yield
-        if self.received:
+        if self.received:  # after the last boundary (Lightning's teardown): the run goes on to its end
             log.warning("training was complete: finishing the run (send the signal again to stop at once)")
 
     def _receive(self, signum: int, frame) -> None:
@@ -121,17 +122,12 @@ class StopOnSignal(Checkpoint):
     def on_train_batch_end(self, trainer: pl.Trainer, *args) -> None:
         stepped = trainer.global_step > self._step_at_batch_start  # the accumulation cycle is complete
         validates = trainer.global_step % self.validation_interval == 0  # then stop after the validation
-        if stepped and not validates and not self._complete(trainer) and self._requested(trainer):
+        if stepped and not validates and self._requested(trainer):
             self._stop(trainer)
 
     def on_validation_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        if trainer.state.fn == "fit" and not self._complete(trainer) and self._requested(trainer):
+        if trainer.state.fn == "fit" and self._requested(trainer):
             self._stop(trainer)
-
-    @staticmethod
-    def _complete(trainer: pl.Trainer) -> bool:
-        """Training ends here anyway (last step, early stopping): the run finishes instead."""
-        return trainer.should_stop or trainer.global_step >= trainer.max_steps
 
     def on_save_checkpoint(self, trainer: pl.Trainer, pl_module: pl.LightningModule, checkpoint: dict) -> None:
         self.saved_step = trainer.global_step
