@@ -198,31 +198,35 @@ def test_pretrain_resumed_from_a_periodic_checkpoint_of_a_clean_run(tokenizer, p
     assert_same_weights(out, straight_pretrain)
 
 
-@pytest.mark.slow  # ~20 s: a fresh interpreter, then the resumed run; the in-process variants above are fast
-def test_pretrain_sigterm_subprocess_stops_with_a_checkpoint_and_resumes(tokenizer, pretrain_config,
-                                                                        straight_pretrain, tmp_path):
-    """``kill -TERM`` (a scheduler, ``timeout``, ``docker stop``) while training: exit 143 and the
-    CLI's line, ``last.ckpt`` at the step it names, no temporary files; --resume finishes the run
-    with the weights of an uninterrupted one."""
+@pytest.mark.slow  # ~25 s: a fresh interpreter and DataLoader workers; the in-process variants above are fast
+def test_pretrain_sigterm_to_the_process_group_stops_with_a_checkpoint_and_resumes(tokenizer, straight_pretrain,
+                                                                                   tmp_path):
+    """SIGTERM to the process group (a batch scheduler, ``docker stop``; a terminal's Ctrl-C also
+    reaches every process of the group) of a run with DataLoader workers: exit 143 and the CLI's
+    line, ``last.ckpt`` at the step it names, no temporary files; --resume finishes the run with
+    the weights of an uninterrupted run without workers."""
+    config = write_config(tmp_path / "workers.yaml", PRETRAIN | {"train": PRETRAIN["train"] | {"num_workers": 1}})
     out = tmp_path / "run"
     env = os.environ | {"OMP_NUM_THREADS": "1"}
-    args = [sys.executable, "-m", "genolong.cli", *pretrain_args(out, tokenizer, pretrain_config)]
-    process = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    args = [sys.executable, "-m", "genolong.cli", *pretrain_args(out, tokenizer, config)]
+    process = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True)
     deadline = time.monotonic() + 120
     while not (out / "checkpoints" / "step4.ckpt").exists() and process.poll() is None:
         assert time.monotonic() < deadline, "the run never reached step 4"
         time.sleep(0.02)
-    process.send_signal(signal.SIGTERM)
+    os.killpg(process.pid, signal.SIGTERM)
     _, err = process.communicate(timeout=120)
     if process.returncode == 0:
         pytest.skip("the run finished before the signal arrived")
     assert process.returncode == 143, err[-2000:]
     last_line = err.strip().splitlines()[-1]
     assert last_line.startswith("genolong pretrain: stopped at step ") and "Traceback" not in err
+    assert err.count("stopping at the end of this step") == 1, "the workers leave the signal to the main process"
     step = int(last_line.split("step ")[1].split(";")[0])
     assert torch.load(out / "checkpoints" / "last.ckpt", weights_only=True)["global_step"] == step
     assert not hidden_temporaries(out)
-    assert main(pretrain_args(out, tokenizer, pretrain_config, "--resume")) == 0
+    assert main(pretrain_args(out, tokenizer, config, "--resume")) == 0
     assert_same_weights(out, straight_pretrain)
 
 

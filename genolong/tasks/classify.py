@@ -56,6 +56,7 @@ from genolong.tasks.common import (
     TrainConfig,
     adamw_with_schedule,
     build_trainer,
+    data_loader,
 )
 from genolong.tasks.stopping import ResumableEarlyStopping, after_training, fit
 from genolong.tokenizer import TokenizerTrainConfig, load_tokenizer, tokenizer_fingerprint
@@ -293,15 +294,7 @@ class ClassificationDataModule(pl.LightningDataModule):
         self.config = config
 
     def _loader(self, dataset: Dataset, sampler) -> DataLoader:
-        # an own generator: creating an iterator would otherwise draw from the global RNG
-        return DataLoader(
-            dataset,
-            batch_size=self.config.train.batch_size,
-            sampler=sampler,
-            num_workers=self.config.train.num_workers,
-            collate_fn=self.collate,
-            generator=torch.Generator().manual_seed(self.config.train.seed),
-        )
+        return data_loader(dataset, sampler, self.config.train, self.collate)
 
     def train_dataloader(self) -> DataLoader:
         from genolong.mlm import PositionSampler

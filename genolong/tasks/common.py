@@ -7,6 +7,7 @@ import logging
 import math
 import random
 import re
+import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,7 @@ import torch
 from lightning.fabric.utilities.exceptions import MisconfigurationException
 from lightning.pytorch.callbacks import LearningRateMonitor, ModelCheckpoint
 from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
+from torch.utils.data import DataLoader, Dataset
 
 from genolong.errors import ConfigError, UserError
 from genolong.tasks.checkpoints import SafeCheckpointIO
@@ -236,6 +238,26 @@ class ResumableRNG:
             states = [states]
         if states:
             set_rng_state(states[min(self.trainer.global_rank, len(states) - 1)], self)
+
+
+def data_loader(dataset: Dataset, sampler, config: TrainConfig, collate_fn) -> DataLoader:
+    """A training or validation DataLoader of ``config.batch_size`` items.
+
+    It has its own generator: creating an iterator would otherwise draw from the global RNG
+    that dropout uses, and a resumed run would see a shifted dropout stream. Its workers ignore
+    SIGINT and SIGTERM (a terminal or a scheduler signals the whole process group): the main
+    process stops at a step boundary and needs them until then (:mod:`genolong.tasks.stopping`),
+    then shuts them down. The datasets draw no random numbers from global generators, so the
+    workers need no seeding.
+    """
+    return DataLoader(dataset, batch_size=config.batch_size, sampler=sampler, num_workers=config.num_workers,
+                      collate_fn=collate_fn, generator=torch.Generator().manual_seed(config.seed),
+                      worker_init_fn=_ignore_stop_signals)
+
+
+def _ignore_stop_signals(worker_id: int) -> None:
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_IGN)
 
 
 class Throughput:

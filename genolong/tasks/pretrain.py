@@ -44,6 +44,7 @@ from genolong.tasks.common import (
     TrainConfig,
     adamw_with_schedule,
     build_trainer,
+    data_loader,
 )
 from genolong.tasks.stopping import after_training, fit
 from genolong.tokenizer import TokenizerTrainConfig, load_tokenizer, token_lengths, tokenizer_fingerprint
@@ -174,12 +175,7 @@ class MLMDataModule(pl.LightningDataModule):
                                     cfg.train.seed + 1)
 
     def _loader(self, dataset, sampler) -> DataLoader:
-        # an own generator: creating an iterator would otherwise draw from the global RNG
-        # that dropout uses, and a resumed run would see a shifted dropout stream
-        return DataLoader(dataset, batch_size=self.config.train.batch_size, sampler=sampler,
-                          num_workers=self.config.train.num_workers,
-                          generator=torch.Generator().manual_seed(self.config.train.seed),
-                          collate_fn=lambda items: collate_windows(items, self.special.pad))
+        return data_loader(dataset, sampler, self.config.train, lambda items: collate_windows(items, self.special.pad))
 
     def train_dataloader(self) -> DataLoader:
         train = self.config.train

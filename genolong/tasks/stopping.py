@@ -77,14 +77,18 @@ class StopOnSignal(Checkpoint):
         self.received: list[int] = []
         self.saved_step: int | None = None
         self._step_at_batch_start = 0
+        self._stopped: _Stopped | None = None  # saved after a validation, raised once it is over
 
     # -- signals ------------------------------------------------------------------------------
     @contextlib.contextmanager
     def handling(self) -> Iterator[None]:
         """Within the block the signals are this callback's; a stop becomes a :class:`TrainingStopped`."""
         self.received.clear()
+        self._stopped = None
         with _signals_handled_by(self._receive):
             yield
+            if self._stopped is not None:  # saved after the validation of the last step
+                raise self._stopped
         if self.received:  # after the last boundary (Lightning's teardown): the run goes on to its end
             log.warning("training was complete: finishing the run (send the signal again to stop at once)")
 
@@ -101,11 +105,12 @@ class StopOnSignal(Checkpoint):
         """Whether any rank received a signal (collective: every rank calls it at the same point)."""
         return trainer.strategy.reduce_boolean_decision(bool(self.received), all=False)
 
-    def _stop(self, trainer: pl.Trainer, *, save: bool = True) -> None:
+    def _stopped_here(self, trainer: pl.Trainer, *, save: bool = True) -> _Stopped:
+        """Save ``last.ckpt`` (unless ``save`` is false): the stop to raise."""
         if save:
             trainer.save_checkpoint(self.path, weights_only=False)  # the whole training state
         signum = self.received[0] if self.received else signal.SIGTERM  # another rank's signal
-        raise _Stopped(signum, trainer.global_step, f"stopped at step {trainer.global_step}; continue with --resume")
+        return _Stopped(signum, trainer.global_step, f"stopped at step {trainer.global_step}; continue with --resume")
 
     # -- Lightning hooks ----------------------------------------------------------------------
     def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
@@ -114,20 +119,24 @@ class StopOnSignal(Checkpoint):
             # fit installed Lightning's SIGTERM handler, which would end the run after the next micro-batch
             signal.signal(signal.SIGTERM, self._receive)
         if self._requested(trainer):  # a signal while the run was being set up: nothing new to save
-            self._stop(trainer, save=False)
+            raise self._stopped_here(trainer, save=False)
 
     def on_train_batch_start(self, trainer: pl.Trainer, *args) -> None:
+        if self._stopped is not None:
+            raise self._stopped
         self._step_at_batch_start = trainer.global_step
 
     def on_train_batch_end(self, trainer: pl.Trainer, *args) -> None:
         stepped = trainer.global_step > self._step_at_batch_start  # the accumulation cycle is complete
         validates = trainer.global_step % self.validation_interval == 0  # then stop after the validation
         if stepped and not validates and self._requested(trainer):
-            self._stop(trainer)
+            raise self._stopped_here(trainer)
 
     def on_validation_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        # raised once the validation loop is over, from the next micro-batch or after fit: Lightning
+        # then tears the training loop down too, which shuts the DataLoader workers down
         if trainer.state.fn == "fit" and self._requested(trainer):
-            self._stop(trainer)
+            self._stopped = self._stopped_here(trainer)
 
     def on_save_checkpoint(self, trainer: pl.Trainer, pl_module: pl.LightningModule, checkpoint: dict) -> None:
         self.saved_step = trainer.global_step
@@ -148,9 +157,12 @@ def fit(trainer: pl.Trainer, module: pl.LightningModule, datamodule: pl.Lightnin
     stopping on SIGINT/SIGTERM as :class:`StopOnSignal` says (a trainer of
     :func:`genolong.tasks.common.build_trainer` has one)."""
     stopper = next(callback for callback in trainer.callbacks if isinstance(callback, StopOnSignal))
-    with stopper.handling():
-        trainer.fit(module, datamodule=datamodule, ckpt_path=None if resume_from is None else str(resume_from),
-                    weights_only=True)
+    try:
+        with stopper.handling():
+            trainer.fit(module, datamodule=datamodule, ckpt_path=None if resume_from is None else str(resume_from),
+                        weights_only=True)
+    finally:  # Lightning tears down the loop that was running; a stop in validation leaves training's
+        trainer.fit_loop.teardown()  # DataLoader workers, which ignore signals (common.data_loader)
 
 
 @contextlib.contextmanager
