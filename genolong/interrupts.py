@@ -10,8 +10,11 @@ Python turns SIGINT (Ctrl-C) into :class:`KeyboardInterrupt`, but SIGTERM (sent 
 The API other modules rely on:
 
 * :class:`SignalInterrupt` subclasses :class:`KeyboardInterrupt`, so code that already
-  handles Ctrl-C (Lightning's graceful shutdown included) treats SIGTERM the same way.
-  It carries ``signum``, ``exit_code`` and a one-line ``message``.
+  handles Ctrl-C treats SIGTERM the same way. It carries ``signum``, ``exit_code`` and a
+  one-line ``message``. (Lightning's ``Trainer.fit`` handles a KeyboardInterrupt itself:
+  it tears down, calls ``on_exception`` on its callbacks, then ``sys.exit(1)``; a training
+  command that wants its own line and exit status acts before that, e.g. in
+  ``on_exception``.)
 * :func:`last_signal` says which signal stopped the run, for code that catches the
   interrupt itself (a training loop that saves a checkpoint and returns).
 * A second signal while the first one unwinds is ignored, so that clean-up finishes; a
@@ -26,6 +29,7 @@ import contextlib
 import signal
 import threading
 from collections.abc import Iterator
+from typing import NoReturn
 
 #: The signals turned into :class:`SignalInterrupt`.
 HANDLED = (signal.SIGINT, signal.SIGTERM)
@@ -64,7 +68,7 @@ def last_signal() -> int | None:
     return _received[-1] if _received else None
 
 
-def stop(message: str) -> None:
+def stop(message: str) -> NoReturn:
     """Raise the interrupt that stopped the run again, with ``message`` as the CLI's line.
 
     For code that caught the interrupt, saved its state and now ends the command: the exit

@@ -31,7 +31,7 @@ import numpy as np
 
 from genolong.errors import ConfigError, UserError
 from genolong.files import atomic_path
-from genolong.outputs import MARKER
+from genolong.outputs import MARKER, mark_directory
 from genolong.sequence import ALPHABET, FastaRecord, read_fasta
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
@@ -285,6 +285,7 @@ def train_tokenizer(genome: str | Path, out: str | Path, config: TokenizerTrainC
     with atomic_path(out, directory=True) as tmp:
         _finish(tok, model_max_length).save_pretrained(str(tmp))
         (tmp / METADATA_FILE).write_text(json.dumps(metadata, indent=2) + "\n")
+        mark_directory(tmp, "tokenizer")
     return metadata
 
 

@@ -161,6 +161,7 @@ def run_attention(args) -> int:
         "load_average_start": os.getloadavg(),
     }
     pairs = bench.plan(backbones, peers, args.floor, args.lengths, args.extra_lengths)
+    bench.check_plan(pairs, size)
     print(
         f"{len(pairs)} model/length pairs, {args.threads} threads, {args.dtype}, size {vars(size)}; "
         f"load average {os.getloadavg()[0]:.2f}"

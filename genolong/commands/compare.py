@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from genolong import interrupts
 from genolong.errors import UserError
 from genolong.outputs import OutputDirectory, declare
 
@@ -67,8 +68,7 @@ def run_compare(args) -> int:
     try:
         rows = run_comparison(space, args.promoters, parse_backbones(args.backbones, space.config))
     except Interrupted as stopped:
-        print(f"{stopped.args[0]} stopped early; run the same command again to continue")
-        return 130
+        interrupts.stop(f"{stopped.args[0]} stopped early; run the same command again to continue")
     except TrainingStopped as stopped:
         raise _rerun_to_continue(stopped) from None
     _report(space, rows, "comparison.csv", COLUMNS)
@@ -89,8 +89,7 @@ def run_ablation(args) -> int:
     try:
         rows = run_context_ablation(space, backbones, lengths)
     except Interrupted as stopped:
-        print(f"{stopped.args[0]} stopped early; run the same command again to continue")
-        return 130
+        interrupts.stop(f"{stopped.args[0]} stopped early; run the same command again to continue")
     except TrainingStopped as stopped:
         raise _rerun_to_continue(stopped) from None
     _report(space, rows, "context_ablation.csv", ABLATION_COLUMNS)

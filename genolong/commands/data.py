@@ -49,6 +49,7 @@ def register(subparsers) -> None:
     status.add_argument("--dest", type=Path, help="cache directory (default: $GENOLONG_HOME/data)")
     status.add_argument("--verify", action="store_true", help="re-hash every download (reads gigabytes)")
     status.set_defaults(func=run_status)
+    declare(status, inputs=["dest"])
 
 
 def run_fetch(args) -> int:

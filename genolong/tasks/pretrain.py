@@ -37,6 +37,7 @@ from genolong.corpus import Corpus, CorpusConfig, build_corpus
 from genolong.errors import ConfigError, UserError
 from genolong.files import atomic_path, atomic_write_text
 from genolong.mlm import MaskingConfig, MLMWindows, PositionSampler, SpecialIds, collate_windows
+from genolong.outputs import claim_directory
 from genolong.tasks.checkpoints import resume_checkpoint
 from genolong.tasks.common import (
     ResumableRNG,
@@ -329,8 +330,8 @@ def run_pretrain(genome: Path, out: Path, config: PretrainConfig, *, tokenizer_d
 
     started = time.perf_counter()
     config.train.check_hardware()  # before the tokenizer and corpus steps
+    claim_directory(out, "pretrain")
     resume_from = resume_checkpoint(out, resume)
-    out.mkdir(parents=True, exist_ok=True)
     corpus_dir = out / "corpus" if corpus_dir is None else corpus_dir
     if _launch_rank() == 0:  # under torchrun/SLURM, rank 0 prepares and the others wait
         tokenizer_dir = _prepare_tokenizer(genome, tokenizer_dir, out, config)
