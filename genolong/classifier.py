@@ -142,10 +142,25 @@ class TokenEncoder:
 
 
 def resolve_device(device: str | torch.device | None) -> torch.device:
-    """``auto``/None: the GPU when there is one, else the CPU."""
+    """``auto``/None: the GPU when there is one, else the CPU; else ``device`` if this machine has it.
+
+    Raises:
+        UserError: not a device name (``gpu7``), or a device this machine lacks (``cuda`` without a GPU).
+    """
     if device in (None, "auto"):
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(device)
+    try:
+        resolved = torch.device(device)
+    except RuntimeError:
+        raise UserError(f"--device {device}: not a device name", hint="use auto, cpu, cuda or cuda:N") from None
+    if resolved.type == "cuda" and (resolved.index or 0) >= torch.cuda.device_count():
+        raise UserError(f"--device {device}: this machine has {torch.cuda.device_count()} CUDA GPUs",
+                        hint="use --device cpu, or auto")
+    if resolved.type == "mps" and not torch.backends.mps.is_available():
+        raise UserError(f"--device {device}: no Apple GPU on this machine", hint="use --device cpu, or auto")
+    if resolved.type not in ("cpu", "cuda", "mps"):
+        raise UserError(f"--device {device}: genolong runs on cpu, cuda or mps", hint="use --device auto")
+    return resolved
 
 
 class Classifier:

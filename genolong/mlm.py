@@ -146,6 +146,10 @@ class PositionSampler(Sampler[tuple[int, int]]):
     seeded permutation each pass over the data); rank ``r`` of ``world`` takes positions
     ``r, r + world, ...``, so ranks never read the same sample, and a resumed run starts
     at ``start = steps_done * global_batch``.
+
+    ``len()`` counts this rank's positions of the whole run, from 0, whatever ``start``: a
+    resumed Lightning epoch counts the batches it had already seen against the loader's
+    length, as with a stateful loader that continues mid-epoch.
     """
 
     def __init__(self, num_windows: int, total: int, *, seed: int, start: int = 0, rank: int = 0,
@@ -172,7 +176,7 @@ class PositionSampler(Sampler[tuple[int, int]]):
             yield position, self._window(position)
 
     def __len__(self) -> int:
-        return len(range(self.start + self.rank, self.total, self.world_size))
+        return len(range(self.rank, self.total, self.world_size))
 
 
 def collate_windows(items: list[dict[str, torch.Tensor]], pad_id: int) -> dict[str, torch.Tensor]:

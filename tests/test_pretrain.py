@@ -220,6 +220,8 @@ def test_ddp_two_cpu_processes(tmp_path, finished_run):
     assert "rank 0/2 reads training sample positions 0, 2" in result.stderr
     assert "rank 1/2 reads training sample positions 1, 3" in result.stderr
     assert json.loads((tmp_path / "ddp" / "report.json").read_text())["steps"] == 4
+    rng = torch.load(tmp_path / "ddp" / "checkpoints" / "last.ckpt", weights_only=True)["genolong_rng"]
+    assert len(rng) == 2, "each rank's RNG state, for an exact resume"
 
 
 def test_other_ranks_ignore_a_prepared_marker_from_an_earlier_run(tmp_path):

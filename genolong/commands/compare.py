@@ -62,18 +62,22 @@ def _report(space, rows, table: str, columns) -> None:
 
 def run_compare(args) -> int:
     from genolong.tasks.compare import COLUMNS, Interrupted, parse_backbones, run_comparison
+    from genolong.tasks.stopping import TrainingStopped
 
     space = _workspace(args)
     try:
         rows = run_comparison(space, args.promoters, parse_backbones(args.backbones, space.config))
     except Interrupted as stopped:
         interrupts.stop(f"{stopped.args[0]} stopped early; run the same command again to continue")
+    except TrainingStopped as stopped:
+        raise _rerun_to_continue(stopped) from None
     _report(space, rows, "comparison.csv", COLUMNS)
     return 0
 
 
 def run_ablation(args) -> int:
     from genolong.tasks.compare import ABLATION_COLUMNS, Interrupted, parse_backbones, run_context_ablation
+    from genolong.tasks.stopping import TrainingStopped
 
     space = _workspace(args)
     ablation = space.config.ablation
@@ -86,5 +90,14 @@ def run_ablation(args) -> int:
         rows = run_context_ablation(space, backbones, lengths)
     except Interrupted as stopped:
         interrupts.stop(f"{stopped.args[0]} stopped early; run the same command again to continue")
+    except TrainingStopped as stopped:
+        raise _rerun_to_continue(stopped) from None
     _report(space, rows, "context_ablation.csv", ABLATION_COLUMNS)
     return 0
+
+
+def _rerun_to_continue(stopped):
+    """A signal stopped one of the training runs (:class:`~genolong.tasks.stopping.TrainingStopped`):
+    comparisons resume by running the same command."""
+    where = "without a checkpoint" if stopped.step is None else f"at step {stopped.step} of a training run"
+    return type(stopped)(stopped.signum, stopped.step, f"stopped {where}; run the same command again to continue")

@@ -50,14 +50,16 @@ from genolong.config import from_dict, to_dict
 from genolong.errors import ConfigError, UserError
 from genolong.files import atomic_write_text
 from genolong.outputs import claim_directory
+from genolong.tasks.checkpoints import read_checkpoint, resume_checkpoint
 from genolong.tasks.common import (
+    ResumableRNG,
     Throughput,
     TrainConfig,
     adamw_with_schedule,
     build_trainer,
-    rng_state,
-    set_rng_state,
+    data_loader,
 )
+from genolong.tasks.stopping import ResumableEarlyStopping, after_training, fit
 from genolong.tokenizer import TokenizerTrainConfig, load_tokenizer, tokenizer_fingerprint
 
 log = logging.getLogger(__name__)
@@ -117,12 +119,6 @@ class ClassifyConfig:
             raise ConfigError("patience and batch_size_eval must be >= 1")
         if self.test_rows is not None and self.test_rows < 1:
             raise ConfigError(f"test_rows must be >= 1 or null, got {self.test_rows}")
-        if self.train.val_every_steps > self.train.max_steps:
-            raise ConfigError(
-                f"train.val_every_steps={self.train.val_every_steps} exceeds max_steps={self.train.max_steps}: "
-                "no validation would run (no early stopping, no best checkpoint)",
-                hint="lower the validation interval (--val-every) or raise --max-steps",
-            )
 
 
 def load_classify_config(
@@ -299,15 +295,7 @@ class ClassificationDataModule(pl.LightningDataModule):
         self.config = config
 
     def _loader(self, dataset: Dataset, sampler) -> DataLoader:
-        # an own generator: creating an iterator would otherwise draw from the global RNG
-        return DataLoader(
-            dataset,
-            batch_size=self.config.train.batch_size,
-            sampler=sampler,
-            num_workers=self.config.train.num_workers,
-            collate_fn=self.collate,
-            generator=torch.Generator().manual_seed(self.config.train.seed),
-        )
+        return data_loader(dataset, sampler, self.config.train, self.collate)
 
     def train_dataloader(self) -> DataLoader:
         from genolong.mlm import PositionSampler
@@ -357,7 +345,7 @@ def validation_metrics(task: str, labels: np.ndarray, probabilities: np.ndarray)
     return {"val/mean_auc": float(auc[defined].mean()), "val/profiles": float(defined.sum())}
 
 
-class ClassifierModule(pl.LightningModule):
+class ClassifierModule(ResumableRNG, pl.LightningModule):
     """GenolongForSequenceClassification trained with (positive-weighted) BCE.
 
     Batches: ``input_ids``, ``attention_mask`` (B, T) and ``labels`` (B, C). Validation
@@ -404,13 +392,6 @@ class ClassifierModule(pl.LightningModule):
 
     def configure_optimizers(self):
         return adamw_with_schedule(self.model, self.config.train)
-
-    def on_save_checkpoint(self, checkpoint: dict) -> None:
-        checkpoint["genolong_rng"] = rng_state()
-
-    def on_load_checkpoint(self, checkpoint: dict) -> None:
-        if "genolong_rng" in checkpoint:
-            set_rng_state(checkpoint["genolong_rng"])
 
 
 # -- model and tokenizer ---------------------------------------------------------------------
@@ -553,14 +534,16 @@ def run_finetune(
     Returns ``{"stopped_at_step": n}`` when the run stopped before ``max_steps`` without early
     stopping (continue it with ``resume``).
     """
-    from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint
+    from lightning.pytorch.callbacks import ModelCheckpoint
 
     started = time.perf_counter()
+    config.train.check_hardware()
     out = Path(out)
     if pretrained is not None and tokenizer_dir is not None:
         raise UserError("give --model or --tokenizer, not both: a pretrained model brings its tokenizer")
     data = load_task_data(config.task, data_dir)
     claim_directory(out, "finetune")
+    resume_from = resume_checkpoint(out, resume)
     if pretrained is not None:
         tokenizer_dir = Path(pretrained)
     elif tokenizer_dir is None:
@@ -595,7 +578,7 @@ def run_finetune(
         auto_insert_metric_name=False,
         enable_version_counter=False,
     )
-    stopper = EarlyStopping(
+    stopper = ResumableEarlyStopping(
         monitor=monitor, mode="max", patience=config.patience, check_on_train_epoch_end=False
     )
     trainer = build_trainer(
@@ -604,49 +587,45 @@ def run_finetune(
         extra_callbacks=[best, stopper, *extra_callbacks],
         enable_progress_bar=show_progress,
     )
-    last = out / "checkpoints" / "last.ckpt"
-    trainer.fit(
-        module,
-        datamodule=ClassificationDataModule(data, encoder, config),
-        ckpt_path=str(last) if resume and last.exists() else None,
-    )
+    fit(trainer, module, ClassificationDataModule(data, encoder, config), resume_from)
     early_stopped = stopper.wait_count >= config.patience
     if trainer.global_step < config.train.max_steps and not early_stopped:  # stopped from outside: resumable
         return {"stopped_at_step": trainer.global_step}
     if not trainer.is_global_zero:
         return {}
 
-    state = torch.load(best.best_model_path, map_location="cpu", weights_only=True)["state_dict"]
-    module.load_state_dict(state)
-    info = TaskInfo(config.task, data.window_bp, data.min_bp, config.max_len, data.label_names)
-    classifier = Classifier(model, tokenizer, info)
-    report = {
-        "task": config.task,
-        "steps": trainer.global_step,
-        "best_step": _checkpoint_step(best.best_model_path),
-        "early_stopped": early_stopped,
-        "monitor": {"metric": monitor, "best": float(best.best_model_score)},
-        "parameters": sum(p.numel() for p in model.parameters()),
-        "backbone": model.config.backbone,
-        "pretrained": identity["pretrained"],
-        "max_len": config.max_len,
-        "data": data.source,
-    }
-    report |= (
-        _promoter_report(classifier, data, config)
-        if config.task == "promoter"
-        else _chromatin_report(classifier, data, config, out)
-    )
-    info.threshold = report.get("threshold")
-    info.provenance = {"report": report, "config": to_dict(config), "genolong_run": str(out.resolve())}
-    classifier.save(out / "model")
-    report["seconds"] = round(time.perf_counter() - started, 1)
-    atomic_write_text(out / "report.json", json.dumps(report, indent=2) + "\n")
-    return report
+    with after_training(trainer):  # a signal from here on: stop at once, --resume redoes this part
+        state = read_checkpoint(best.best_model_path)["state_dict"]
+        module.load_state_dict(state)
+        info = TaskInfo(config.task, data.window_bp, data.min_bp, config.max_len, data.label_names)
+        classifier = Classifier(model, tokenizer, info)
+        report = {
+            "task": config.task,
+            "steps": trainer.global_step,
+            "best_step": _checkpoint_step(best.best_model_path),
+            "early_stopped": early_stopped,
+            "monitor": {"metric": monitor, "best": float(best.best_model_score)},
+            "parameters": sum(p.numel() for p in model.parameters()),
+            "backbone": model.config.backbone,
+            "pretrained": identity["pretrained"],
+            "max_len": config.max_len,
+            "data": data.source,
+        }
+        report |= (
+            _promoter_report(classifier, data, config)
+            if config.task == "promoter"
+            else _chromatin_report(classifier, data, config, out)
+        )
+        info.threshold = report.get("threshold")
+        info.provenance = {"report": report, "config": to_dict(config), "genolong_run": str(out.resolve())}
+        classifier.save(out / "model")
+        report["seconds"] = round(time.perf_counter() - started, 1)
+        atomic_write_text(out / "report.json", json.dumps(report, indent=2) + "\n")
+        return report
 
 
 def _checkpoint_step(path: str) -> int:
-    return int(torch.load(path, map_location="cpu", weights_only=True)["global_step"])
+    return int(read_checkpoint(path)["global_step"])
 
 
 def _promoter_report(classifier: Classifier, data: TaskData, config: ClassifyConfig) -> dict:

@@ -1,18 +1,29 @@
 """What every training task shares: the training config, optimizer and schedule, the
-Lightning Trainer (loggers, checkpoints, precision), and exact-resume RNG state."""
+Lightning Trainer (loggers, checkpoints, precision, devices), and exact-resume RNG state."""
 
 from __future__ import annotations
 
 import logging
+import math
 import random
+import re
+import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import lightning.pytorch as pl
 import numpy as np
 import torch
+from lightning.fabric.utilities.exceptions import MisconfigurationException
+from lightning.pytorch.callbacks import LearningRateMonitor, ModelCheckpoint
+from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
+from torch.utils.data import DataLoader, Dataset
 
-from genolong.errors import ConfigError
+from genolong.errors import ConfigError, UserError
+from genolong.tasks.checkpoints import SafeCheckpointIO
+from genolong.tasks.console import StepProgress, quiet_lightning
+from genolong.tasks.stopping import StopOnSignal
 
 log = logging.getLogger(__name__)
 
@@ -65,19 +76,92 @@ class TrainConfig:
     def __post_init__(self) -> None:
         for name in ("max_steps", "batch_size", "accumulate_grad_batches", "val_every_steps", "val_windows",
                      "checkpoint_every_steps", "log_every_steps", "num_nodes"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.warmup_steps < 0 or self.learning_rate <= 0:
-            raise ConfigError("warmup_steps must be >= 0 and learning_rate > 0")
+            _require_int(self, name, 1)
+        for name in ("warmup_steps", "num_workers", "seed"):
+            _require_int(self, name, 0)
+        _require_number(self, "learning_rate", positive=True)
+        _require_number(self, "weight_decay")
+        _require_number(self, "max_grad_norm")
         if self.precision not in PRECISIONS:
             raise ConfigError(f"unknown precision {self.precision!r}; choose one of: {', '.join(PRECISIONS)}")
+        if self.accelerator not in ACCELERATORS:
+            raise ConfigError(f"unknown accelerator {self.accelerator!r}; choose one of: {', '.join(ACCELERATORS)}")
+        if not _valid_devices(self.devices):
+            raise ConfigError(f"devices must be 'auto', a number of devices >= 1 or GPU indices like '0,1', "
+                              f"got {self.devices!r}")
+
+    def validation_interval(self) -> int:
+        """Optimizer steps between validations: ``val_every_steps``, or ``max_steps`` for a run
+        shorter than that, so that every run validates at least once, at its end."""
+        if self.val_every_steps > self.max_steps:
+            log.info("validating at the end of the run: max_steps=%d is below val_every_steps=%d",
+                     self.max_steps, self.val_every_steps)
+            return self.max_steps
+        return self.val_every_steps
+
+    def uses_gpu(self) -> bool:
+        """Whether Lightning will train on CUDA GPUs with this accelerator on this machine."""
+        return self.accelerator in ("gpu", "cuda") or (self.accelerator == "auto" and torch.cuda.is_available())
 
     def resolved_precision(self) -> str:
         if self.precision != "auto":
             return self.precision
-        if torch.cuda.is_available() and self.accelerator in ("auto", "gpu", "cuda"):
+        if self.uses_gpu():
             return "bf16-mixed" if torch.cuda.is_bf16_supported() else "16-mixed"
         return "32-true"
+
+    def check_hardware(self) -> None:
+        """Raise UserError when this machine lacks what the accelerator, devices and precision ask for."""
+        if self.accelerator in ("gpu", "cuda") and not torch.cuda.is_available():
+            raise UserError(f"accelerator {self.accelerator!r}: no CUDA GPU is available on this machine",
+                            hint="use --accelerator cpu, or auto")
+        if self.accelerator == "mps" and not torch.backends.mps.is_available():
+            raise UserError("accelerator 'mps': no Apple GPU is available on this machine",
+                            hint="use --accelerator cpu, or auto")
+        if self.uses_gpu() and self.devices != "auto":
+            wanted = max(_device_indices(self.devices)) + 1
+            if wanted > torch.cuda.device_count():
+                raise UserError(f"devices {self.devices!r} needs {wanted} GPUs; this machine has "
+                                f"{torch.cuda.device_count()}")
+        if not self.uses_gpu() and self.precision == "16-mixed":
+            raise UserError("precision '16-mixed' needs a GPU (Lightning would silently train in bf16 on the CPU)",
+                            hint="use --precision 32-true or auto on the CPU")
+
+
+#: Lightning accelerators a run may ask for.
+ACCELERATORS = ("auto", "cpu", "gpu", "cuda", "mps")
+
+
+def _require_int(config: TrainConfig, name: str, minimum: int) -> None:
+    value = getattr(config, name)
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ConfigError(f"{name} must be an integer >= {minimum}, got {value!r}")
+
+
+def _require_number(config: TrainConfig, name: str, *, positive: bool = False) -> None:
+    """``config.<name>`` must be a finite number, > 0 when ``positive``, else >= 0."""
+    value = getattr(config, name)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or (
+            value <= 0 if positive else value < 0):
+        raise ConfigError(f"{name} must be a finite number {'>' if positive else '>='} 0, got {value!r}")
+
+
+def _valid_devices(devices: int | str) -> bool:
+    """'auto', a count >= 1 (also as text), or comma-separated GPU indices ('0,1', '2,')."""
+    if devices == "auto":
+        return True
+    if isinstance(devices, bool):
+        return False
+    if isinstance(devices, int):
+        return devices >= 1
+    return isinstance(devices, str) and re.fullmatch(r"\d+(,\d+)*,?", devices.strip()) is not None
+
+
+def _device_indices(devices: int | str) -> list[int]:
+    """The GPU indices ``devices`` (a count or a list) uses."""
+    if isinstance(devices, str) and "," in devices:
+        return [int(index) for index in devices.split(",") if index.strip()]
+    return list(range(int(devices)))
 
 
 def warmup_linear_decay(optimizer: torch.optim.Optimizer, warmup_steps: int, max_steps: int):
@@ -106,25 +190,74 @@ def adamw_with_schedule(module: torch.nn.Module, config: TrainConfig) -> dict:
     return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
 
 
-def rng_state() -> dict:
-    """Every RNG a training step draws from (dropout, in-process augmentation), as tensors and
-    plain Python values so that checkpoints load with ``torch.load(weights_only=True)``."""
+def rng_state(module: torch.nn.Module) -> dict:
+    """Every RNG a training step draws from, as tensors and plain Python values so that
+    checkpoints load with ``torch.load(weights_only=True)``: the global torch (CPU and each
+    CUDA device), numpy and Python generators (dropout, in-process augmentation), and the
+    explicit ``generator`` of each submodule of ``module`` that has one (attention layers
+    that redraw their random layout per step)."""
     kind, keys, pos, has_gauss, cached = np.random.get_state()
     state = {"torch": torch.get_rng_state(),
              "numpy": (kind, torch.from_numpy(keys.astype(np.int64)), int(pos), int(has_gauss), float(cached)),
-             "python": random.getstate()}
+             "python": random.getstate(),
+             "modules": {name: sub.generator.get_state() for name, sub in module.named_modules()
+                         if isinstance(getattr(sub, "generator", None), torch.Generator)}}
     if torch.cuda.is_available():
         state["cuda"] = torch.cuda.get_rng_state_all()
     return state
 
 
-def set_rng_state(state: dict) -> None:
+def set_rng_state(state: dict, module: torch.nn.Module) -> None:
+    """Restore what :func:`rng_state` returned for ``module``."""
     torch.set_rng_state(state["torch"])
     kind, keys, pos, has_gauss, cached = state["numpy"]
     np.random.set_state((kind, keys.numpy().astype(np.uint32), pos, has_gauss, cached))
     random.setstate(state["python"])
+    for name, generator_state in state.get("modules", {}).items():
+        module.get_submodule(name).generator.set_state(generator_state)
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
+
+
+class ResumableRNG:
+    """LightningModule mixin: checkpoints carry the RNG state of every rank (:func:`rng_state`),
+    and a resumed rank continues from its own, so that dropout and random layouts after a
+    resume are those of an uninterrupted run."""
+
+    def on_save_checkpoint(self, checkpoint: dict) -> None:
+        state = rng_state(self)
+        states = [state]
+        if self.trainer.world_size > 1:  # every rank saves (rank 0 writes): gather them all
+            states = [None] * self.trainer.world_size
+            torch.distributed.all_gather_object(states, state)
+        checkpoint["genolong_rng"] = states
+
+    def on_load_checkpoint(self, checkpoint: dict) -> None:
+        states = checkpoint.get("genolong_rng")
+        if isinstance(states, dict):  # a checkpoint from before per-rank states
+            states = [states]
+        if states:
+            set_rng_state(states[min(self.trainer.global_rank, len(states) - 1)], self)
+
+
+def data_loader(dataset: Dataset, sampler, config: TrainConfig, collate_fn) -> DataLoader:
+    """A training or validation DataLoader of ``config.batch_size`` items.
+
+    It has its own generator: creating an iterator would otherwise draw from the global RNG
+    that dropout uses, and a resumed run would see a shifted dropout stream. Its workers ignore
+    SIGINT and SIGTERM (a terminal or a scheduler signals the whole process group): the main
+    process stops at a step boundary and needs them until then (:mod:`genolong.tasks.stopping`),
+    then shuts them down. The datasets draw no random numbers from global generators, so the
+    workers need no seeding.
+    """
+    return DataLoader(dataset, batch_size=config.batch_size, sampler=sampler, num_workers=config.num_workers,
+                      collate_fn=collate_fn, generator=torch.Generator().manual_seed(config.seed),
+                      worker_init_fn=_ignore_stop_signals)
+
+
+def _ignore_stop_signals(worker_id: int) -> None:
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_IGN)
 
 
 class Throughput:
@@ -140,45 +273,58 @@ class Throughput:
         return rate
 
 
-def build_trainer(config: TrainConfig, out: Path, *, monitor: str | None = None, mode: str = "min",
-                  extra_callbacks=(), enable_progress_bar: bool = True):
-    """A Lightning Trainer with CSV + TensorBoard logs under ``out/logs`` and checkpoints
-    under ``out/checkpoints`` (every ``checkpoint_every_steps`` and ``last.ckpt``)."""
-    import lightning.pytorch as pl
-    from lightning.pytorch.callbacks import LearningRateMonitor, ModelCheckpoint
-    from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
+def build_trainer(config: TrainConfig, out: Path, *, extra_callbacks=(), enable_progress_bar: bool = True):
+    """A Lightning Trainer with CSV + TensorBoard logs under ``out/logs``, checkpoints under
+    ``out/checkpoints`` (every ``checkpoint_every_steps`` and ``last.ckpt``, written atomically,
+    read weights-only), a :class:`~genolong.tasks.stopping.StopOnSignal` (run it with
+    :func:`genolong.tasks.stopping.fit`) and, with ``enable_progress_bar``, genolong's
+    console (:mod:`genolong.tasks.console`).
 
+    Raises:
+        UserError: this machine lacks the accelerator or devices asked for, or Lightning refuses them.
+    """
+    config.check_hardware()
     # a new CSV version per (re)start: Lightning's CSVLogger would overwrite the old rows
     loggers = [CSVLogger(out / "logs", name="csv")]
     try:
         loggers.append(TensorBoardLogger(out, name="logs", version="tensorboard"))
     except ModuleNotFoundError:  # tensorboard is a dependency; a stripped install still trains
         log.warning("tensorboard is not installed: CSV logs only")
+    interval = config.validation_interval()
     callbacks = [
         ModelCheckpoint(dirpath=out / "checkpoints", filename="step{step}", auto_insert_metric_name=False,
-                        every_n_train_steps=config.checkpoint_every_steps, save_top_k=-1, save_last=True),
+                        every_n_train_steps=config.checkpoint_every_steps, save_top_k=-1, save_last=True,
+                        enable_version_counter=False),
         LearningRateMonitor(logging_interval="step"),
         *extra_callbacks,
+        *([StepProgress()] if enable_progress_bar else []),
+        StopOnSignal(out / "checkpoints" / "last.ckpt", interval),  # last: after every other checkpoint
     ]
+    quiet_lightning()
     precision = config.resolved_precision()
     log.info("precision %s, accelerator %s, devices %s, strategy %s", precision, config.accelerator,
              config.devices, config.strategy)
-    return pl.Trainer(
-        max_steps=config.max_steps,
-        accelerator=config.accelerator,
-        devices=config.devices,
-        num_nodes=config.num_nodes,
-        strategy=config.strategy,
-        precision=precision,
-        accumulate_grad_batches=config.accumulate_grad_batches,
-        gradient_clip_val=config.max_grad_norm,
-        val_check_interval=config.val_every_steps * config.accumulate_grad_batches,
-        check_val_every_n_epoch=None,
-        num_sanity_val_steps=0,
-        log_every_n_steps=config.log_every_steps,
-        logger=loggers,
-        callbacks=callbacks,
-        use_distributed_sampler=False,
-        enable_progress_bar=enable_progress_bar,
-        default_root_dir=out,
-    )
+    try:
+        return pl.Trainer(
+            max_steps=config.max_steps,
+            accelerator=config.accelerator,
+            devices=config.devices,
+            num_nodes=config.num_nodes,
+            strategy=config.strategy,
+            precision=precision,
+            accumulate_grad_batches=config.accumulate_grad_batches,
+            gradient_clip_val=config.max_grad_norm,
+            val_check_interval=interval * config.accumulate_grad_batches,
+            check_val_every_n_epoch=None,
+            num_sanity_val_steps=0,
+            enable_model_summary=False,  # StepProgress logs the model and its parameters
+            log_every_n_steps=config.log_every_steps,
+            logger=loggers,
+            callbacks=callbacks,
+            plugins=[SafeCheckpointIO()],
+            use_distributed_sampler=False,
+            enable_progress_bar=enable_progress_bar,
+            default_root_dir=out,
+        )
+    except (MisconfigurationException, TypeError, ValueError) as err:  # the config's accelerator/devices/strategy
+        raise UserError(f"Lightning refuses the trainer settings: {str(err).splitlines()[0]}") from None

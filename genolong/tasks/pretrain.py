@@ -38,14 +38,16 @@ from genolong.errors import ConfigError, UserError
 from genolong.files import atomic_path, atomic_write_text
 from genolong.mlm import MaskingConfig, MLMWindows, PositionSampler, SpecialIds, collate_windows
 from genolong.outputs import claim_directory
+from genolong.tasks.checkpoints import resume_checkpoint
 from genolong.tasks.common import (
+    ResumableRNG,
     Throughput,
     TrainConfig,
     adamw_with_schedule,
     build_trainer,
-    rng_state,
-    set_rng_state,
+    data_loader,
 )
+from genolong.tasks.stopping import after_training, fit
 from genolong.tokenizer import TokenizerTrainConfig, load_tokenizer, token_lengths, tokenizer_fingerprint
 
 log = logging.getLogger(__name__)
@@ -174,12 +176,7 @@ class MLMDataModule(pl.LightningDataModule):
                                     cfg.train.seed + 1)
 
     def _loader(self, dataset, sampler) -> DataLoader:
-        # an own generator: creating an iterator would otherwise draw from the global RNG
-        # that dropout uses, and a resumed run would see a shifted dropout stream
-        return DataLoader(dataset, batch_size=self.config.train.batch_size, sampler=sampler,
-                          num_workers=self.config.train.num_workers,
-                          generator=torch.Generator().manual_seed(self.config.train.seed),
-                          collate_fn=lambda items: collate_windows(items, self.special.pad))
+        return data_loader(dataset, sampler, self.config.train, lambda items: collate_windows(items, self.special.pad))
 
     def train_dataloader(self) -> DataLoader:
         train = self.config.train
@@ -199,7 +196,7 @@ class MLMDataModule(pl.LightningDataModule):
         return self._loader(self.valid_set, [(int(i), int(i)) for i in chosen[rank::world]])
 
 
-class MLMModule(pl.LightningModule):
+class MLMModule(ResumableRNG, pl.LightningModule):
     """GenolongForMaskedLM trained with MLM; validation reports loss and bits per bp.
 
     Batches: input_ids, labels, attention_mask, all (B, T).
@@ -243,12 +240,6 @@ class MLMModule(pl.LightningModule):
     def configure_optimizers(self):
         return adamw_with_schedule(self.model, self.config.train)
 
-    def on_save_checkpoint(self, checkpoint: dict) -> None:
-        checkpoint["genolong_rng"] = rng_state()
-
-    def on_load_checkpoint(self, checkpoint: dict) -> None:
-        if "genolong_rng" in checkpoint:
-            set_rng_state(checkpoint["genolong_rng"])
 
 
 def unigram_log2_probs(corpus: Corpus, vocab_size: int) -> np.ndarray:
@@ -338,7 +329,9 @@ def run_pretrain(genome: Path, out: Path, config: PretrainConfig, *, tokenizer_d
     from genolong.model.hf import GenolongForMaskedLM
 
     started = time.perf_counter()
+    config.train.check_hardware()  # before the tokenizer and corpus steps
     claim_directory(out, "pretrain")
+    resume_from = resume_checkpoint(out, resume)
     corpus_dir = out / "corpus" if corpus_dir is None else corpus_dir
     if _launch_rank() == 0:  # under torchrun/SLURM, rank 0 prepares and the others wait
         tokenizer_dir = _prepare_tokenizer(genome, tokenizer_dir, out, config)
@@ -364,34 +357,33 @@ def run_pretrain(genome: Path, out: Path, config: PretrainConfig, *, tokenizer_d
                        unigram_log2_probs(corpus, len(tokenizer)))
     data = MLMDataModule(corpus_dir, tokenizer, config)
     trainer = build_trainer(config.train, out, extra_callbacks=extra_callbacks, enable_progress_bar=show_progress)
-    last = out / "checkpoints" / "last.ckpt"
-    trainer.fit(module, datamodule=data, ckpt_path=str(last) if resume and last.exists() else None)
-
-    if trainer.global_step % config.train.checkpoint_every_steps:  # a checkpoint at the end too
-        trainer.save_checkpoint(out / "checkpoints" / "last.ckpt")
-    if trainer.global_step < config.train.max_steps:  # stopped early (interrupted): resumable, no final model
-        return {"stopped_at_step": trainer.global_step}
-    trainer.validate(module, datamodule=data, verbose=False)
-    metrics = {k: float(v) for k, v in trainer.callback_metrics.items()}
-    report = {
-        "steps": trainer.global_step,
-        "parameters": sum(p.numel() for p in model.parameters()),
-        "backbone": model_config.backbone,
-        "max_len": config.max_len,
-        "val_loss": metrics.get("val/loss"),
-        "val_bpc": metrics.get("val/bpc"),
-        "unigram_bpc": metrics.get("val/unigram_bpc"),
-        "seconds": round(time.perf_counter() - started, 1),
-        "corpus_totals": corpus.manifest["totals"],
-    }
-    if trainer.is_global_zero:
-        with atomic_path(out / "model", directory=True) as tmp:
-            model.save_pretrained(str(tmp))
-            tokenizer.save_pretrained(str(tmp))
-        report |= _throughput_from_logs(out)
-        atomic_write_text(out / "report.json", json.dumps(report, indent=2) + "\n")
-        plot_learning_curve(out, out / "learning_curve.png")
-    return report
+    fit(trainer, module, data, resume_from)
+    with after_training(trainer):  # a signal from here on: stop at once, --resume redoes this part
+        if trainer.global_step % config.train.checkpoint_every_steps:  # a checkpoint at the end too
+            trainer.save_checkpoint(out / "checkpoints" / "last.ckpt", weights_only=False)
+        if trainer.global_step < config.train.max_steps:  # stopped early (interrupted): resumable, no final model
+            return {"stopped_at_step": trainer.global_step}
+        trainer.validate(module, datamodule=data, verbose=False)
+        metrics = {k: float(v) for k, v in trainer.callback_metrics.items()}
+        report = {
+            "steps": trainer.global_step,
+            "parameters": sum(p.numel() for p in model.parameters()),
+            "backbone": model_config.backbone,
+            "max_len": config.max_len,
+            "val_loss": metrics.get("val/loss"),
+            "val_bpc": metrics.get("val/bpc"),
+            "unigram_bpc": metrics.get("val/unigram_bpc"),
+            "seconds": round(time.perf_counter() - started, 1),
+            "corpus_totals": corpus.manifest["totals"],
+        }
+        if trainer.is_global_zero:
+            with atomic_path(out / "model", directory=True) as tmp:
+                model.save_pretrained(str(tmp))
+                tokenizer.save_pretrained(str(tmp))
+            report |= _throughput_from_logs(out)
+            atomic_write_text(out / "report.json", json.dumps(report, indent=2) + "\n")
+            plot_learning_curve(out, out / "learning_curve.png")
+        return report
 
 
 def logged_rows(out: Path) -> list[dict[str, str]]:
