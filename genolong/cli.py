@@ -18,7 +18,7 @@ from genolong.errors import UserError
 
 #: Command modules under ``genolong.commands``, in ``--help`` order.
 COMMAND_MODULES = ["data", "tokenizer", "genome", "promoter", "corpus", "chromatin", "bench", "pretrain", "finetune",
-                   "predict", "evaluate", "compare"]
+                   "predict", "scan", "evaluate", "compare"]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -19,6 +19,8 @@ class FullAttention(nn.Module):
     """
 
     config_defaults: dict[str, Any] = {}
+    #: queries may be any prefix of the keys' tokens (``Block.forward(queries=...)``)
+    accepts_query_subset = True
 
     def __init__(self, config: Any, layer_idx: int = 0):
         super().__init__()
