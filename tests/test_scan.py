@@ -226,15 +226,42 @@ def test_gzip_genome_and_large_stride_are_refused(shared_data, genome, tmp_path,
 
 
 # -- many processes --------------------------------------------------------------------------------------
+def test_rank_parts_merge_into_the_single_process_bytes(tmp_path):
+    """Batches computed by 3 ranks (b % 3), merged: the same file as one rank writes."""
+    plan = ScanPlan([("a", 1000, np.array([[0, 1000]])), ("b", 90, np.array([[0, 90]]))], window=20, stride=10,
+                    batch_bins=7)
+    scores = {b: np.random.default_rng(b).random((plan.batch(b).hi - plan.batch(b).lo, 2), dtype=np.float32)
+              for b in range(plan.batches)}
+    merged = {}
+    for world in (1, 3):
+        work = parts.WorkDirectory(tmp_path / f"w{world}", plan, 2, world)
+        for rank in range(world):
+            writer = work.writer(rank)
+            for b in range(rank, plan.batches, world):
+                writer.write(b, scores[b])
+        assert work.pending() == []
+        for chromosome in range(2):
+            work.merge(chromosome)
+        merged[world] = [work.merged_path(c).read_bytes() for c in range(2)]
+        assert not list(work.path.glob("*rank*"))
+    assert merged[1] == merged[3]
+    assert merged[1][1] == np.concatenate([scores[b] for b in plan.batch_range(1)]).tobytes()
+
+
+@pytest.mark.slow  # two fresh processes importing torch and Lightning: ~80 s on the loaded 2-core machine
 def test_two_cpu_processes_write_the_same_bytes_as_one(genome, tmp_path):
-    env = os.environ | {"OMP_NUM_THREADS": "1"}
+    """`--devices 2` on CPU: Lightning launches a second process, gloo DDP, batches shared b % 2."""
     outputs = {}
     for devices in ("1", "2"):
         out = [tmp_path / f"d{devices}.bw", tmp_path / f"d{devices}.bedGraph", tmp_path / f"d{devices}.bed"]
-        cmd = [sys.executable, "-m", "genolong.cli", "scan", "--genome", str(genome), "--out", str(out[0]),
-               str(out[1]), "--bed", str(out[2]), "--accelerator", "cpu", "--devices", devices, "--batch-size", "32"]
-        result = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path)
-        assert result.returncode == 0, result.stderr[-3000:]
+        argv = ["scan", "--genome", str(genome), "--out", str(out[0]), str(out[1]), "--bed", str(out[2]),
+                "--accelerator", "cpu", "--devices", devices, "--batch-size", "32"]
+        if devices == "1":  # in this process, on all its threads
+            assert main(argv) == 0
+        else:
+            result = subprocess.run([sys.executable, "-m", "genolong.cli", *argv], capture_output=True, text=True,
+                                    timeout=600, cwd=tmp_path, env=os.environ | {"OMP_NUM_THREADS": "1"})
+            assert result.returncode == 0, result.stderr[-3000:]
+            assert "rank 1/2" in result.stderr
         outputs[devices] = [path.read_bytes() for path in out]
-    assert "rank 1/2" in result.stderr
     assert outputs["1"] == outputs["2"]

@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import sys
 import time
+import warnings
 
 import lightning.pytorch as pl
 import torch
@@ -26,6 +27,8 @@ from tqdm import tqdm
 from genolong.inference.parts import WorkDirectory
 
 log = logging.getLogger(__name__)
+# items are whole batches (DataLoader(batch_size=None)): PartWriter takes the plan's index from the item
+warnings.filterwarnings("ignore", message="Couldn't infer the batch indices")
 
 
 class ScanModule(pl.LightningModule):
@@ -101,6 +104,8 @@ class PartWriter(BasePredictionWriter):
 
     def write_on_batch_end(self, trainer, pl_module, prediction, batch_indices, batch, batch_idx,
                            dataloader_idx=0) -> None:
+        if prediction["batch"] < 0:  # the empty item of a rank without batches
+            return
         self.writer.write(prediction["batch"], prediction["scores"])
         self.bar.update(prediction["bp"])
         self.done_bp += prediction["bp"]

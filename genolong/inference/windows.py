@@ -93,7 +93,8 @@ class WindowBatches(torch.utils.data.Dataset):
     Item ``i`` is a dict: ``batch`` (the plan's batch index), ``bp`` (its bins' total width), ``scored`` (n_bins,) bool (False
     for a bin whose window is mostly N, or on a chromosome shorter than the window),
     ``input_ids`` and ``attention_mask`` (S, T) for the S scored windows; with ``rc`` they hold
-    2S rows, the S reverse complements after the S windows.
+    2S rows, the S reverse complements after the S windows. A rank without batches gets one
+    empty item (``batch`` -1).
 
     Args:
         plan: the scan plan.
@@ -111,7 +112,7 @@ class WindowBatches(torch.utils.data.Dataset):
         self._genome: tuple[int, Genome] | None = None
 
     def __len__(self) -> int:
-        return len(self.indices)
+        return max(len(self.indices), 1)  # Lightning wants a batch on every rank: an empty one if need be
 
     @property
     def genome(self) -> Genome:
@@ -121,6 +122,8 @@ class WindowBatches(torch.utils.data.Dataset):
         return self._genome[1]
 
     def __getitem__(self, item: int) -> dict:
+        if not self.indices:
+            return {"batch": -1, "bp": 0, "scored": torch.zeros(0, dtype=torch.bool), **_no_rows()}
         batch = self.plan.batch(self.indices[item])
         chromosome = self.plan.chromosomes[batch.chromosome]
         window = self.plan.window
@@ -135,7 +138,10 @@ class WindowBatches(torch.utils.data.Dataset):
             bases = bases[scored]
         if self.rc:
             bases = np.concatenate([bases, _COMPLEMENT[bases[:, ::-1]]])
-        inputs = self.encoder(bases) if len(bases) else {"input_ids": torch.zeros((0, 2), dtype=torch.long),
-                                                        "attention_mask": torch.zeros((0, 2), dtype=torch.long)}
+        inputs = self.encoder(bases) if len(bases) else _no_rows()
         return {"batch": batch.index, "bp": int((bin_ends - bin_starts).sum()), "scored": torch.from_numpy(scored),
                 **inputs}
+
+
+def _no_rows() -> dict[str, torch.Tensor]:
+    return {"input_ids": torch.zeros((0, 2), dtype=torch.long), "attention_mask": torch.zeros((0, 2), dtype=torch.long)}
