@@ -265,3 +265,28 @@ def test_two_cpu_processes_write_the_same_bytes_as_one(genome, tmp_path):
             assert "rank 1/2" in result.stderr
         outputs[devices] = [path.read_bytes() for path in out]
     assert outputs["1"] == outputs["2"]
+
+
+# -- chromatin models: HDF5 matrix and per-profile bigWigs ------------------------------------------------
+def test_chromatin_model_writes_a_matrix_and_one_bigwig_per_profile(genome, tmp_path):
+    import h5py
+    from classify_helpers import random_classifier, tiny_tokenizer
+
+    names = ["K562|DNase|None", "HepG2|CTCF|None", "GM12878|H3K4me3|None"]
+    model = random_classifier(tmp_path / "chromatin", tiny_tokenizer(tmp_path / "tok"), task="chromatin",
+                              window_bp=200, min_bp=200, label_names=names)
+    base = ["scan", "--model", str(model), "--genome", str(genome), "--chromosomes", "chrII", "--stride", "100"]
+    assert main([*base, "--out", str(tmp_path / "all.h5")]) == 0
+    assert main([*base, "--out", str(tmp_path / "t.bw"), "--profiles", names[2], "1"]) == 0
+    with h5py.File(tmp_path / "all.h5") as h5:
+        scores, starts = h5["scores"][:], h5["start"][:]
+        assert scores.shape == (80, 3) and [p.decode() for p in h5["profiles"]] == names
+        assert starts.tolist() == list(range(0, 8000, 100)) and (h5["end"][:] - starts == 100).all()
+    classifier = Classifier.load(model, device="cpu")
+    sequence = Genome(genome).fetch("chrII", 0, 8000)
+    picks = [0, 3_000, 7_900]
+    windows = [sequence[min(max(b + 50 - 100, 0), 7_800) :][:200] for b in picks]
+    np.testing.assert_allclose(scores[[b // 100 for b in picks]], classifier.probabilities(windows), atol=2e-6)
+    for column, slug in ((2, "GM12878_H3K4me3_None"), (1, "HepG2_CTCF_None")):
+        with pyBigWig.open(str(tmp_path / f"t.{slug}.bw")) as bw:
+            np.testing.assert_array_equal(np.array(bw.values("chrII", 0, 8000))[::100], scores[:, column])

@@ -111,7 +111,8 @@ class RankWriter:
         if chromosome != self.chromosome:
             self.close()
             self.chromosome = chromosome
-            self.handle = open(self.work.rank_path(chromosome, self.rank).with_suffix(".tmp"), "wb")
+            part = self.work.rank_path(chromosome, self.rank).with_suffix(".tmp")
+            self.handle = open(part, "wb")  # noqa: SIM115 (open across batches; closed by write/close)
         self.handle.write(np.ascontiguousarray(scores, dtype=np.float32).tobytes())
         if batch_index == self.work.rank_batches(chromosome, self.rank)[-1]:
             self.handle.close()

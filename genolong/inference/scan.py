@@ -32,8 +32,14 @@ from genolong.genome import Genome
 from genolong.inference.loop import PartWriter, ScanModule, build_trainer
 from genolong.inference.parts import WorkDirectory
 from genolong.inference.plan import ScanPlan, read_regions, whole_chromosomes
-from genolong.inference.tracks import (FORMATS, BedGraphTrack, BigWigTrack, MatrixTrack, RegionTrack,
-                                       SkippedTrack)
+from genolong.inference.tracks import (
+    FORMATS,
+    BedGraphTrack,
+    BigWigTrack,
+    MatrixTrack,
+    RegionTrack,
+    SkippedTrack,
+)
 from genolong.inference.windows import WindowBatches, WindowEncoder
 
 log = logging.getLogger(__name__)
@@ -183,42 +189,54 @@ def _profile_path(path: Path, profile: str, several: bool) -> Path:
     return path.with_name(f"{path.stem}.{slug}{path.suffix}")
 
 
-def _write_tracks(config, formats, plan: ScanPlan, work: WorkDirectory, info, profiles: list[str]) -> dict:
-    """Stream every output from the merged parts; each file appears only when all are complete."""
+def _open_tracks(stack: contextlib.ExitStack, config, formats, plan: ScanPlan, info, profiles: list[str]):
+    """The writers of every output, each on a temporary file renamed when ``stack`` closes without error.
+
+    Returns ``(writer, column, by_window)`` triples: ``column`` is the profile a writer takes (None:
+    all), ``by_window`` whether it wants window coordinates (called regions) instead of bins.
+    """
     chromosomes = [(c.name, c.length) for c in plan.chromosomes]
     description = f"{info.task} {Path(config.model or default_promoter_model()).name}"
-    several = len(profiles) > 1
-    with contextlib.ExitStack() as stack:
-        def temporary(path: Path) -> Path:
-            return stack.enter_context(atomic_path(path))
 
-        tracks: list[tuple[object, int | None, bool]] = []  # (writer, column or None = all, window coordinates)
-        for path, kind in zip(config.out, formats, strict=True):
-            if kind == "hdf5":
-                attributes = {"window": plan.window, "stride": plan.stride, "task": info.task, "rc": config.rc}
-                tracks.append((MatrixTrack(temporary(path), chromosomes, profiles, attributes), None, False))
-                continue
-            for column, profile in enumerate(profiles):
-                target = temporary(_profile_path(path, profile, several))
-                track = (BigWigTrack(target, chromosomes) if kind == "bigwig"
-                         else BedGraphTrack(target, f"{description} {profile}"))
-                tracks.append((track, column, False))
-        if config.bed is not None:
-            strand = "." if config.rc else "+"
-            tracks.append((RegionTrack(temporary(config.bed), info.threshold, strand, info.task), 0, True))
-        if config.skipped is not None:
-            lengths = dict(chromosomes)
-            tracks.append((SkippedTrack(temporary(config.skipped), plan.window, lengths), 0, False))
-        counts = {"bins": 0, "scored_bins": 0}
+    def temporary(path: Path) -> Path:
+        return stack.enter_context(atomic_path(path))
+
+    def text(path: Path):
+        return stack.enter_context(open(temporary(path), "w"))
+
+    tracks = []
+    for path, kind in zip(config.out, formats, strict=True):
+        if kind == "hdf5":
+            attributes = {"window": plan.window, "stride": plan.stride, "task": info.task, "rc": config.rc}
+            tracks.append((MatrixTrack(temporary(path), chromosomes, profiles, attributes), None, False))
+            continue
+        for column, profile in enumerate(profiles):
+            target = _profile_path(path, profile, len(profiles) > 1)
+            track = (BigWigTrack(temporary(target), chromosomes) if kind == "bigwig"
+                     else BedGraphTrack(text(target), f"{description} {profile}"))
+            tracks.append((track, column, False))
+    if config.bed is not None:
+        strand = "." if config.rc else "+"
+        tracks.append((RegionTrack(text(config.bed), info.threshold, strand, info.task), 0, True))
+    if config.skipped is not None:
+        tracks.append((SkippedTrack(text(config.skipped), plan.window, dict(chromosomes)), 0, False))
+    return tracks
+
+
+def _write_tracks(config, formats, plan: ScanPlan, work: WorkDirectory, info, profiles: list[str]) -> dict:
+    """Stream every output from the merged parts, chunk by chunk; files appear when all are complete."""
+    counts = {"bins": 0, "scored_bins": 0}
+    with contextlib.ExitStack() as stack:
+        tracks = _open_tracks(stack, config, formats, plan, info, profiles)
         for index, chromosome in enumerate(plan.chromosomes):
             scores = work.scores(index)
             for lo in range(0, chromosome.bins, WRITE_CHUNK):
                 hi = min(lo + WRITE_CHUNK, chromosome.bins)
                 starts, ends = plan.bins(index, lo, hi)
                 windows = plan.window_starts(index, starts)
-                chunk = np.asarray(scores[lo:hi])
+                chunk = np.asarray(scores[lo:hi])  # (bins, C')
                 counts["bins"] += hi - lo
-                counts["scored_bins"] += int((~np.isnan(chunk[:, 0])).sum()) if len(chunk) else 0
+                counts["scored_bins"] += int((~np.isnan(chunk[:, 0])).sum())
                 for track, column, by_window in tracks:
                     values = chunk if column is None else chunk[:, column]
                     if by_window:

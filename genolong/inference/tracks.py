@@ -6,6 +6,8 @@ bigWig and bedGraph (a gap in the browser) and kept as NaN in HDF5.
 
 * :class:`BigWigTrack`: bigWig through pyBigWig, bedGraph-style entries (float32 values);
 * :class:`BedGraphTrack`: the same entries as text, values as ``%.6g``;
+
+Text writers write to a file the caller opens and closes; ``close()`` ends the track.
 * :class:`MatrixTrack`: HDF5, ``scores`` (bins, P) float32 with the coordinates ``chrom``
   (index into ``chromosomes``), ``start``, ``end`` (bins,), and ``profiles`` (P,) names;
 * :class:`RegionTrack`: BED6 of called regions: windows scoring at least the threshold,
@@ -15,6 +17,7 @@ bigWig and bedGraph (a gap in the browser) and kept as NaN in HDF5.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TextIO
 
 import h5py
 import numpy as np
@@ -43,8 +46,8 @@ class BigWigTrack:
 
 
 class BedGraphTrack:
-    def __init__(self, path: Path, description: str):
-        self.file = open(path, "w")
+    def __init__(self, file: TextIO, description: str):
+        self.file = file
         self.file.write(f'track type=bedGraph name="{description}"\n')
 
     def add(self, name: str, starts: np.ndarray, ends: np.ndarray, scores: np.ndarray) -> None:
@@ -52,7 +55,7 @@ class BedGraphTrack:
         self.file.writelines(f"{name}\t{starts[i]}\t{ends[i]}\t{scores[i]:.6g}\n" for i in keep)
 
     def close(self) -> None:
-        self.file.close()
+        """The caller closes the text file."""
 
 
 class MatrixTrack:
@@ -60,9 +63,10 @@ class MatrixTrack:
 
     def __init__(self, path: Path, chromosomes: list[tuple[str, int]], profiles: list[str], attributes: dict):
         self.file = h5py.File(path, "w")
-        self.file.create_dataset("chromosomes", data=np.array([name for name, _ in chromosomes], dtype="S"))
+        text = h5py.string_dtype()  # UTF-8 (profile names are not all ASCII)
+        self.file.create_dataset("chromosomes", data=[name for name, _ in chromosomes], dtype=text)
         self.file.create_dataset("chromosome_lengths", data=np.array([length for _, length in chromosomes]))
-        self.file.create_dataset("profiles", data=np.array(profiles, dtype="S"))
+        self.file.create_dataset("profiles", data=profiles, dtype=text)
         columns = len(profiles)
         self.scores = self.file.create_dataset("scores", (0, columns), dtype="f4", maxshape=(None, columns),
                                                chunks=(max(1, 65536 // columns), columns), compression="gzip")
@@ -86,8 +90,8 @@ class MatrixTrack:
 class RegionTrack:
     """Called regions from window scores: ``add(name, window_starts, window_ends, scores)``."""
 
-    def __init__(self, path: Path, threshold: float, strand: str, label: str):
-        self.file = open(path, "w")
+    def __init__(self, file: TextIO, threshold: float, strand: str, label: str):
+        self.file = file
         self.threshold, self.strand, self.label = threshold, strand, label
         self.name: str | None = None
         self.merger = RegionMerger(threshold)
@@ -105,14 +109,13 @@ class RegionTrack:
 
     def close(self) -> None:
         self._flush(self.merger.close())
-        self.file.close()
 
 
 class SkippedTrack:
     """BED4 of the bins without a score, merged when they touch: ``mostly_N`` or ``shorter_than_window``."""
 
-    def __init__(self, path: Path, window: int, lengths: dict[str, int]):
-        self.file = open(path, "w")
+    def __init__(self, file: TextIO, window: int, lengths: dict[str, int]):
+        self.file = file
         self.window, self.lengths = window, lengths
         self.open: list | None = None  # [name, start, end, reason] of the run being extended
 
@@ -133,4 +136,3 @@ class SkippedTrack:
 
     def close(self) -> None:
         self._flush()
-        self.file.close()
