@@ -13,8 +13,10 @@ worker, merge, tracks), then the three stages alone, each over every batch of th
 *tokenise* (read the windows from the genome, skip N-rich ones, token ids), *model* (the
 predict step, after one untimed call), *write* (bigWig + bedGraph, or HDF5). The GRCh37
 extrapolation divides its 3,101,804,739 bp by the end-to-end rate (N runs counted as scored).
-``model_kbp_per_cpu_s`` divides by the CPU time of the model stage instead of the wall time: on
-a machine shared with other jobs it estimates what a dedicated core delivers.
+``model_kbp_per_core_s`` is the model stage on one thread divided by its CPU time instead of the
+wall time: on a machine shared with other jobs it estimates what one free core delivers, and
+``grch37_hours_2_free_cores`` extrapolates it to two ranks (``--accelerator cpu --devices 2``)
+on two free cores, the model being >= 99% of the work.
 
 Usage::
 
@@ -77,9 +79,10 @@ def stages(model: Path, genome: Path, stride: int, batch_size: int, work: Path, 
     module = ScanModule(classifier.model, rc=False, columns=None)
     with torch.inference_mode():
         module.predict_step(items[0], 0)  # first call out of the timed path
-        started, cpu = time.perf_counter(), time.process_time()
+        started = time.perf_counter()
         scores = [module.predict_step(item, i)["scores"] for i, item in enumerate(items)]
-        model_s, model_cpu_s = time.perf_counter() - started, time.process_time() - cpu
+        model_s = time.perf_counter() - started
+        core_rate = per_core_bp_per_s(module, items, plan)
     started = time.perf_counter()
     chromosome = plan.chromosomes[0]
     starts, ends = plan.bins(0, 0, chromosome.bins)
@@ -98,7 +101,24 @@ def stages(model: Path, genome: Path, stride: int, batch_size: int, work: Path, 
         text.close()
     write = time.perf_counter() - started
     return {"windows": sum(int(item["scored"].sum()) for item in items), "tokenise_s": tokenise,
-            "model_s": model_s, "model_cpu_s": model_cpu_s, "write_s": write}
+            "model_s": model_s, "write_s": write, "core_bp_per_s": core_rate}
+
+
+def per_core_bp_per_s(module: ScanModule, items: list[dict], plan: ScanPlan, windows: int = 2048) -> float:
+    """bp per CPU-second of the model stage on one thread (over the first ``windows`` windows): what
+    one dedicated core delivers; ranks (``--devices``) scale it by the number of cores."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    subset = items[: max(1, windows // plan.batch_bins)]
+    try:
+        with torch.inference_mode():
+            started = time.process_time()
+            for item in subset:
+                module.predict_step(item, 0)
+            seconds = time.process_time() - started
+    finally:
+        torch.set_num_threads(threads)
+    return sum(int(item["bp"]) for item in subset) / seconds
 
 
 def end_to_end(model: Path, genome: Path, stride: int, batch_size: int, out: list[Path]) -> float:
@@ -118,9 +138,9 @@ def row(name: str, bp: int, stride: int, total_s: float, parts: dict) -> dict:
         "tokenise_%": round(100 * parts["tokenise_s"] / busy, 1), "model_%": round(100 * parts["model_s"] / busy, 1),
         "write_%": round(100 * parts["write_s"] / busy, 1),
         "model_only_kbp_per_s": round(bp / parts["model_s"] / 1000, 1),
-        # CPU seconds of this process in the model stage: less sensitive to other jobs on a shared machine
-        "model_kbp_per_cpu_s": round(bp / parts["model_cpu_s"] / 1000, 1),
         "grch37_hours": round(GRCH37_BP / rate / 3600, 1),
+        "model_kbp_per_core_s": round(parts["core_bp_per_s"] / 1000, 1),
+        "grch37_hours_2_free_cores": round(GRCH37_BP / (2 * parts["core_bp_per_s"]) / 3600, 1),
     }
 
 
@@ -129,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=2, help="torch threads (default: 2)")
     parser.add_argument("--bp", type=int, default=1_000_000, help="bases scanned by the promoter model")
     parser.add_argument("--chromatin-bp", type=int, default=100_000, help="bases scanned by the chromatin model")
-    parser.add_argument("--batch-size", type=int, default=128)
+    parser.add_argument("--batch-size", type=int, default=128, help="bins per batch (default: 128)")
     parser.add_argument("--shared", type=Path, default=SHARED, help="the shared real-data directory")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)

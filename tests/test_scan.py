@@ -5,6 +5,7 @@ resume, bad input, and the 2-process (gloo DDP) run byte-identical to one proces
 from __future__ import annotations
 
 import csv
+import gzip
 import os
 import subprocess
 import sys
@@ -21,27 +22,31 @@ from genolong.genome import Genome
 from genolong.inference import parts
 from genolong.inference.plan import ScanPlan, merge_intervals, read_regions, whole_chromosomes
 from genolong.inference.windows import WindowEncoder, is_per_base
-from genolong.sequence import write_fasta
+from genolong.sequence import clean, write_fasta
 
-N_RUN = (12_000, 14_500)  # an assembly gap written into the real sequence
+N_RUN = (5_000, 7_500)  # an assembly gap written into the real sequence
 
 
 def ce_slice(shared_data: Path, length: int) -> str:
-    """The first ``length`` bp of the real C. elegans chrX (ce2)."""
-    genome = Genome(shared_data / "genomes" / "ce2chrX.fa.gz")
-    return next(genome.records()).sequence[:length]
+    """The first ``length`` bp of the real C. elegans chrX (ce2), read no further than needed."""
+    lines = []
+    with gzip.open(shared_data / "genomes" / "ce2chrX.fa.gz", "rt") as handle:
+        assert next(handle).startswith(">chrX")
+        while sum(map(len, lines)) < length:
+            lines.append(next(handle).strip())
+    return clean("".join(lines)[:length])
 
 
 @pytest.fixture(scope="module")
 def genome(shared_data, tmp_path_factory) -> Path:
-    """30 kbp of real chrX with a 2.5-kbp N run, a second real chromosome (the next 8 kbp) and
+    """12 kbp of real chrX with a 2.5-kbp N run, a second real chromosome (the next 3 kbp) and
     one shorter than the model's window, as bgzip with .fai/.gzi (``genolong genome prepare``)."""
     from genolong.data_prep.genome_prepare import prepare_genome
 
-    sequence = ce_slice(shared_data, 38_000)
-    x = sequence[: N_RUN[0]] + "N" * (N_RUN[1] - N_RUN[0]) + sequence[N_RUN[1] : 30_000]
+    sequence = ce_slice(shared_data, 15_000)
+    x = sequence[: N_RUN[0]] + "N" * (N_RUN[1] - N_RUN[0]) + sequence[N_RUN[1] : 12_000]
     work = tmp_path_factory.mktemp("scan_genome")
-    write_fasta(work / "raw.fa", [("chrX", x), ("chrII", sequence[30_000:]), ("chrS", sequence[:100])])
+    write_fasta(work / "raw.fa", [("chrX", x), ("chrII", sequence[12_000:]), ("chrS", sequence[:100])])
     return prepare_genome(work / "raw.fa", work / "ce.fa.bgz", progress=False).path
 
 
@@ -65,6 +70,14 @@ def predict_promoter(tmp_path: Path, windows: list[str]) -> np.ndarray:
     assert main(["predict-promoter", str(fasta), "--out", str(table)]) == 0
     with open(table) as handle:
         return np.array([float(row["probability"]) for row in csv.DictReader(handle, delimiter="\t")])
+
+
+def assert_bins_equal_predict_promoter(tmp_path: Path, sequence: str, values: np.ndarray, bins: list[int]) -> None:
+    """The track's value at each bin start == `predict-promoter` on the 251-bp window centred on
+    the 50-bp bin (start clamped inside the chromosome), to the TSV's 4 decimals."""
+    starts = [min(max(b + 25 - 125, 0), len(sequence) - 251) for b in bins]
+    expected = predict_promoter(tmp_path, [sequence[s : s + 251] for s in starts])
+    np.testing.assert_allclose(values[bins], expected, rtol=0, atol=5.1e-5)
 
 
 # -- plan: bins, windows, regions ------------------------------------------------------------------
@@ -127,29 +140,25 @@ def test_scan_tracks_equal_predict_promoter_on_the_same_windows(genome, classifi
     threshold = classifier.info.threshold
     sequence = {name: Genome(genome).fetch(name, 0, length) for name, length in Genome(genome).chromosomes.items()}
     with pyBigWig.open(str(out["bw"])) as bw:
-        assert bw.chroms() == {"chrX": 30_000, "chrII": 8_000, "chrS": 100}
+        assert bw.chroms() == {"chrX": 12_000, "chrII": 3_000, "chrS": 100}
         intervals = bw.intervals("chrX")
-        values = np.array(bw.values("chrX", 0, 30_000))
+        values = np.array(bw.values("chrX", 0, 12_000))
         assert bw.intervals("chrS") is None  # shorter than the window: no value
     # every bin has a value except those whose centred window is mostly N
     starts = np.array([s for s, _, _ in intervals])
-    assert (np.diff(starts) >= 50).all() and intervals[-1][1] == 30_000
-    mostly_n = [b for b in range(0, 30_000, 50)
+    assert (np.diff(starts) >= 50).all() and intervals[-1][1] == 12_000
+    mostly_n = [b for b in range(0, 12_000, 50)
                 if sequence["chrX"][max(b + 25 - 125, 0) : max(b + 25 - 125, 0) + 251].count("N") > 125]
-    assert sorted(set(range(0, 30_000, 50)) - set(starts.tolist())) == mostly_n
-    assert np.isnan(values[13_000:13_500]).all()
+    assert sorted(set(range(0, 12_000, 50)) - set(starts.tolist())) == mostly_n
+    assert np.isnan(values[6_000:6_500]).all()
     # bedGraph holds the same intervals and values
     lines = [line.split("\t") for line in out["bedGraph"].read_text().splitlines()[1:]]
     chrx = [(int(s), int(e), float(v)) for c, s, e, v in lines if c == "chrX"]
     assert [(s, e) for s, e, _ in chrx] == [(s, e) for s, e, _ in intervals]
     np.testing.assert_allclose([v for *_, v in chrx], [v for *_, v in intervals], rtol=1e-5)
     # sampled bins (chromosome edges, both sides of the N run, anywhere) == predict-promoter on their window
-    picks = [0, 50, 11_850, 11_900, 14_600, 14_650, 29_950, *range(700, 29_000, 2_900)]
-    picks = [b for b in picks if b in set(starts.tolist())]
-    window_starts = [min(max(b + 25 - 125, 0), 30_000 - 251) for b in picks]
-    expected = predict_promoter(tmp_path, [sequence["chrX"][s : s + 251] for s in window_starts])
-    observed = np.array([values[b] for b in picks])
-    np.testing.assert_allclose(observed, expected, rtol=0, atol=5.1e-5)  # the TSV has 4 decimals
+    picks = [0, 50, 4_850, 4_900, 7_600, 7_650, 11_900, 11_950, *range(700, 11_000, 2_100)]
+    assert_bins_equal_predict_promoter(tmp_path, sequence["chrX"], values, [b for b in picks if b in set(starts)])
     # skipped bins are listed with the reason; called regions are windows above the threshold
     skipped = [line.split("\t") for line in out["skipped"].read_text().splitlines()]
     assert ["chrS", "0", "100", "shorter_than_window"] in skipped
@@ -160,17 +169,32 @@ def test_scan_tracks_equal_predict_promoter_on_the_same_windows(genome, classifi
         assert (int(e) - int(s)) >= 251
 
 
+@pytest.mark.slow  # ~1 Mbp through the shipped model: minutes on the shared 2-core machine
+def test_one_megabase_of_real_sequence(shared_data, tmp_path):
+    from genolong.data_prep.genome_prepare import prepare_genome
+
+    sequence = ce_slice(shared_data, 1_000_000)
+    write_fasta(tmp_path / "raw.fa", [("chrX", sequence)])
+    genome = prepare_genome(tmp_path / "raw.fa", tmp_path / "ce1m.fa.bgz", progress=False).path
+    out = scan(tmp_path, genome, "--batch-size", "256")
+    with pyBigWig.open(str(out["bw"])) as bw:
+        assert bw.chroms() == {"chrX": 1_000_000} and len(bw.intervals("chrX")) == 20_000
+        values = np.array(bw.values("chrX", 0, 1_000_000))
+    bins = [0, 999_950, *np.random.default_rng(0).choice(np.arange(50, 999_950, 50), 40, replace=False).tolist()]
+    assert_bins_equal_predict_promoter(tmp_path, sequence, values, bins)
+    assert len(out["bedGraph"].read_text().splitlines()) == 20_001
+
+
 def test_regions_score_like_the_whole_genome_and_edges_are_exact(genome, tmp_path):
     whole = scan(tmp_path, genome, "--chromosomes", "X", name="whole")
     bed = tmp_path / "regions.bed"
-    bed.write_text("chrX\t29000\t29990\nchrX\t0\t1000\nchrX\t11800\t12300\n")  # unsorted; ends at odd places
+    bed.write_text("chrX\t11000\t11990\nchrX\t0\t1000\nchrX\t4800\t5300\n")  # unsorted; ends at odd places
     regional = scan(tmp_path, genome, "--regions", str(bed), name="regions")
     with pyBigWig.open(str(whole["bw"])) as a, pyBigWig.open(str(regional["bw"])) as b:
-        assert b.chroms() == {"chrX": 30_000}
+        assert b.chroms() == {"chrX": 12_000}
         got = b.intervals("chrX")
-        assert got[0][:2] == (0, 50) and got[-1][:2] == (29_950, 29_990)  # last bin cut at the region end
-        assert {(s, e) for s, e, _ in got} <= {(s, min(e, 29_990)) for s, e, _ in a.intervals("chrX")} | {
-            (29_950, 29_990)}
+        assert got[0][:2] == (0, 50) and got[-1][:2] == (11_950, 11_990)  # last bin cut at the region end
+        assert {(s, e) for s, e, _ in got} <= {(s, min(e, 11_990)) for s, e, _ in a.intervals("chrX")}
         for start, _, value in got:  # a bin's window does not depend on the region's cut
             assert value == pytest.approx(a.values("chrX", start, start + 1)[0], abs=2e-6)
 
@@ -201,7 +225,7 @@ def test_an_interrupted_scan_resumes_without_recomputing_finished_chromosomes(ge
 # -- bad input: exit 2, one line, nothing written ----------------------------------------------------------
 @pytest.mark.parametrize(("bed_text", "message"), [
     ("chrX\t0\t100\nchr9\t0\t100\n", r"regions.bed:2: chromosome 'chr9' is not in the genome"),
-    ("chrX\t0\t100\nchrX\t29900\t30001\n", r"regions.bed:2: region chrX:29900-30001 is outside chrX"),
+    ("chrX\t0\t100\nchrX\t11900\t12001\n", r"regions.bed:2: region chrX:11900-12001 is outside chrX"),
     ("chrX\tzero\t100\n", r"regions.bed:1: not a BED line"),
 ])
 def test_bad_regions_name_the_line(genome, tmp_path, capsys, bed_text, message):
@@ -280,13 +304,13 @@ def test_chromatin_model_writes_a_matrix_and_one_bigwig_per_profile(genome, tmp_
     assert main([*base, "--out", str(tmp_path / "t.bw"), "--profiles", names[2], "1"]) == 0
     with h5py.File(tmp_path / "all.h5") as h5:
         scores, starts = h5["scores"][:], h5["start"][:]
-        assert scores.shape == (80, 3) and [p.decode() for p in h5["profiles"]] == names
-        assert starts.tolist() == list(range(0, 8000, 100)) and (h5["end"][:] - starts == 100).all()
+        assert scores.shape == (30, 3) and [p.decode() for p in h5["profiles"]] == names
+        assert starts.tolist() == list(range(0, 3000, 100)) and (h5["end"][:] - starts == 100).all()
     classifier = Classifier.load(model, device="cpu")
-    sequence = Genome(genome).fetch("chrII", 0, 8000)
-    picks = [0, 3_000, 7_900]
-    windows = [sequence[min(max(b + 50 - 100, 0), 7_800) :][:200] for b in picks]
+    sequence = Genome(genome).fetch("chrII", 0, 3000)
+    picks = [0, 1_500, 2_900]
+    windows = [sequence[min(max(b + 50 - 100, 0), 2_800) :][:200] for b in picks]
     np.testing.assert_allclose(scores[[b // 100 for b in picks]], classifier.probabilities(windows), atol=2e-6)
     for column, slug in ((2, "GM12878_H3K4me3_None"), (1, "HepG2_CTCF_None")):
         with pyBigWig.open(str(tmp_path / f"t.{slug}.bw")) as bw:
-            np.testing.assert_array_equal(np.array(bw.values("chrII", 0, 8000))[::100], scores[:, column])
+            np.testing.assert_array_equal(np.array(bw.values("chrII", 0, 3000))[::100], scores[:, column])
