@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import gzip
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -199,20 +200,24 @@ def test_regions_score_like_the_whole_genome_and_edges_are_exact(genome, tmp_pat
             assert value == pytest.approx(a.values("chrX", start, start + 1)[0], abs=2e-6)
 
 
-def test_an_interrupted_scan_resumes_without_recomputing_finished_chromosomes(genome, tmp_path, monkeypatch):
+def test_an_interrupted_scan_resumes_without_recomputing_finished_chromosomes(genome, tmp_path, monkeypatch, capsys):
     reference = scan(tmp_path, genome, name="reference")
     original = parts.RankWriter.write
     written: list[int] = []
 
-    def fail_on_the_second_chromosome(self, batch_index, scores):
+    def interrupt_on_the_second_chromosome(self, batch_index, scores):
         if self.work.plan.batch(batch_index).chromosome == 1:
-            raise RuntimeError("simulated node failure")
+            raise KeyboardInterrupt  # as Ctrl+C would
         original(self, batch_index, scores)
 
     argv = ["scan", "--genome", str(genome), "--out", str(tmp_path / "again.bw")]
-    monkeypatch.setattr(parts.RankWriter, "write", fail_on_the_second_chromosome)
-    with pytest.raises(RuntimeError, match="simulated"):
-        main(argv)
+    monkeypatch.setattr(parts.RankWriter, "write", interrupt_on_the_second_chromosome)
+    handler = signal.getsignal(signal.SIGINT)
+    try:
+        assert main(argv) == 130
+    finally:
+        signal.signal(signal.SIGINT, handler)  # Lightning ignores SIGINT while it shuts down
+    assert "genolong scan: interrupted" in capsys.readouterr().err
     assert not (tmp_path / "again.bw").exists()
     assert [p.name for p in tmp_path.glob(".again.bw.scan-*/0*")] == ["00000.rank0of1.f32"]
     monkeypatch.setattr(parts.RankWriter, "write", lambda self, b, s: (written.append(b), original(self, b, s)))

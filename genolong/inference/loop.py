@@ -94,6 +94,7 @@ class PartWriter(BasePredictionWriter):
         self.bar = None
         self.started = None
         self.done_bp = 0
+        self.interrupted = False
 
     def on_predict_start(self, trainer, pl_module) -> None:
         self.writer = self.work.writer(trainer.global_rank)
@@ -117,8 +118,12 @@ class PartWriter(BasePredictionWriter):
         log.info("rank %d/%d: %s bp in %.1f s", trainer.global_rank, trainer.world_size, f"{self.done_bp:,}", elapsed)
 
     def on_exception(self, trainer, pl_module, exception) -> None:
+        self.interrupted = isinstance(exception, KeyboardInterrupt)
         if self.writer is not None:
             self.writer.close()
+        if trainer.global_rank == 0:
+            log.warning("stopped: the chromosomes finished so far are kept in %s; rerun the same command to resume",
+                        self.work.path)
 
 
 def scan_precision(accelerator: str) -> str:

@@ -117,7 +117,12 @@ def _predict(config, classifier, plan, work, batches, columns, trainer) -> None:
                         description=config.genome.name)
     trainer.callbacks.append(writer)
     module = ScanModule(classifier.model, rc=config.rc, columns=columns)
-    trainer.predict(module, dataloaders=loader, return_predictions=False)
+    try:
+        trainer.predict(module, dataloaders=loader, return_predictions=False)
+    except SystemExit:
+        if writer.interrupted:  # Lightning turns Ctrl+C into exit status 1; the CLI's is 130
+            raise KeyboardInterrupt from None
+        raise
 
 
 def _check_outputs(config: ScanConfig, info) -> list[str]:
