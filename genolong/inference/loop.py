@@ -61,7 +61,7 @@ class ScanModule(pl.LightningModule):
     def predict_step(self, batch: dict, batch_idx: int) -> dict:
         """Returns ``batch`` (the plan's index), ``bp`` (its bins' width) and ``scores`` (bins, C')
         float32 on the CPU."""
-        scored = batch["scored"]
+        scored = batch["scored"].cpu()
         width = self.model.config.num_labels if self.columns is None else len(self.columns)
         scores = torch.full((len(scored), width), float("nan"))
         if batch["input_ids"].shape[0]:

@@ -86,14 +86,13 @@ def run_scan(config: ScanConfig) -> dict | None:
     trainer = build_trainer(accelerator=config.accelerator, devices=config.devices, num_nodes=config.num_nodes,
                             callbacks=[])
     rank, world = trainer.global_rank, trainer.world_size
-    work = WorkDirectory(_work_path(config, plan, columns, classifier), plan, len(profiles), world)
+    work = WorkDirectory(_work_path(config, plan, columns), plan, len(profiles), world)
     pending = work.pending()
     resumed = len(plan.chromosomes) - len(pending)
     if resumed:
         log.info("resuming: %d of %d chromosomes already scored in %s", resumed, len(plan.chromosomes), work.path)
     if pending:
-        batches = [b for c in pending for b in work.plan.batch_range(c) if b % world == rank]
-        _predict(config, classifier, plan, work, batches, columns, trainer)
+        _predict(config, classifier, work, pending, columns, trainer)
     if world > 1:
         trainer.strategy.barrier()
     if rank != 0:
@@ -106,14 +105,17 @@ def run_scan(config: ScanConfig) -> dict | None:
             "stride": plan.stride, "window": plan.window, "ranks": world, "seconds": time.perf_counter() - started}
 
 
-def _predict(config, classifier, plan, work, batches, columns, trainer) -> None:
+def _predict(config, classifier, work: WorkDirectory, pending: list[int], columns, trainer) -> None:
+    """Run the predict loop over this rank's batches of the ``pending`` chromosomes."""
+    plan, rank, world = work.plan, trainer.global_rank, trainer.world_size
+    batches = [b for c in pending for b in plan.batch_range(c) if b % world == rank]
     encoder = WindowEncoder(classifier.tokenizer, classifier.info.max_len)
     dataset = WindowBatches(plan, config.genome, encoder, batches, rc=config.rc,
                             max_n_fraction=config.max_n_fraction)
     loader = torch.utils.data.DataLoader(dataset, batch_size=None, num_workers=config.workers,
                                          pin_memory=torch.cuda.is_available())
-    pending_bp = sum(plan.chromosomes[c].target_bp for c in {plan.batch(b).chromosome for b in batches})
-    writer = PartWriter(work, pending_bp // trainer.world_size, progress=config.progress,
+    pending_bp = sum(plan.chromosomes[c].target_bp for c in pending)
+    writer = PartWriter(work, pending_bp // world, progress=config.progress,
                         description=config.genome.name)
     trainer.callbacks.append(writer)
     module = ScanModule(classifier.model, rc=config.rc, columns=columns)
@@ -174,7 +176,7 @@ def _targets(config: ScanConfig, genome: Genome) -> list[tuple[str, int, np.ndar
     return targets
 
 
-def _work_path(config: ScanConfig, plan: ScanPlan, columns, classifier) -> Path:
+def _work_path(config: ScanConfig, plan: ScanPlan, columns) -> Path:
     """The work directory: next to the first output, named after the run's settings."""
     digest = hashlib.sha256(plan.fingerprint().encode())
     stat = config.genome.stat()
