@@ -17,7 +17,7 @@ import pyBigWig
 import pytest
 import torch
 
-from genolong.classifier import Classifier, TokenEncoder, default_promoter_model
+from genolong.classifier import Classifier, StrandAveraged, TokenEncoder, default_promoter_model
 from genolong.cli import main
 from genolong.genome import Genome
 from genolong.inference import parts
@@ -168,6 +168,18 @@ def test_scan_tracks_equal_predict_promoter_on_the_same_windows(genome, classifi
     for c, s, e, name, score, strand in (line.split("\t") for line in out["bed"].read_text().splitlines()):
         assert c in ("chrX", "chrII") and name == "promoter" and strand == "+" and int(score) >= 1000 * threshold - 1
         assert (int(e) - int(s)) >= 251
+
+
+def test_rc_averages_both_strands_of_each_window(genome, classifier, tmp_path):
+    out = tmp_path / "rc.bedGraph"
+    assert main(["scan", "--genome", str(genome), "--chromosomes", "chrII", "--rc", "--out", str(out)]) == 0
+    rows = [line.split("\t") for line in out.read_text().splitlines()[1:]]
+    sequence = Genome(genome).fetch("chrII", 0, 3_000)
+    bins = [0, 1_500, 2_950]
+    windows = [sequence[min(max(b - 100, 0), 3_000 - 251) :][:251] for b in bins]
+    expected = StrandAveraged(classifier).probabilities(windows)[:, 0]
+    observed = [float(rows[b // 50][3]) for b in bins]
+    np.testing.assert_allclose(observed, expected, rtol=1e-5, atol=2e-6)  # bedGraph keeps 6 digits
 
 
 @pytest.mark.slow  # ~1 Mbp through the shipped model: minutes on the shared 2-core machine
