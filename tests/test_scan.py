@@ -22,7 +22,7 @@ from genolong.cli import main
 from genolong.genome import Genome
 from genolong.inference import parts
 from genolong.inference.plan import ScanPlan, merge_intervals, read_regions, whole_chromosomes
-from genolong.inference.windows import WindowEncoder, is_per_base
+from genolong.inference.windows import WindowBatches, WindowEncoder, is_per_base
 from genolong.sequence import clean, write_fasta
 
 N_RUN = (5_000, 7_500)  # an assembly gap written into the real sequence
@@ -133,6 +133,28 @@ def test_first_token_only_equals_the_full_forward(classifier):
     with torch.inference_mode():
         full = torch.sigmoid(classifier.model(input_ids=ids, attention_mask=mask).logits)
         torch.testing.assert_close(module.probabilities(ids, mask), full, rtol=0, atol=2e-6)
+
+
+def test_batch_scores_do_not_depend_on_the_thread_count(genome, classifier):
+    """What makes a scan over several processes (1 thread each) equal to one with 2 threads."""
+    from genolong.inference.loop import ScanModule
+
+    plan = ScanPlan(whole_chromosomes({"chrX": 12_000}), window=251, stride=50, batch_bins=32)
+    dataset = WindowBatches(plan, genome, WindowEncoder(classifier.tokenizer, 320), list(range(plan.batches)),
+                            rc=False, max_n_fraction=0.5)
+    items = [dataset[i] for i in (0, 3, 4)]  # plain, and batches with N-rich and padded windows
+    assert not items[2]["scored"].all() and not items[2]["attention_mask"].all()
+    module = ScanModule(classifier.model, rc=False, columns=None)
+    scores = {}
+    threads = torch.get_num_threads()
+    try:
+        for count in (1, 2):
+            torch.set_num_threads(count)
+            with torch.inference_mode():
+                scores[count] = [module.predict_step(item, 0)["scores"] for item in items]
+    finally:
+        torch.set_num_threads(threads)
+    assert all(np.array_equal(a, b, equal_nan=True) for a, b in zip(scores[1], scores[2], strict=True))
 
 
 # -- end to end on real sequence ---------------------------------------------------------------------

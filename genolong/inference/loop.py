@@ -14,6 +14,7 @@ Rank ``r`` of ``W`` computes batches ``b % W == r`` (no padding or repeats, unli
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
 import time
@@ -22,6 +23,7 @@ import warnings
 import lightning.pytorch as pl
 import torch
 from lightning.pytorch.callbacks import BasePredictionWriter
+from torch.nn.attention import SDPBackend, sdpa_kernel
 from tqdm import tqdm
 
 from genolong.inference.parts import WorkDirectory
@@ -49,13 +51,22 @@ class ScanModule(pl.LightningModule):
         self.warmed_up = False
 
     def probabilities(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        """(B, T) token rows -> (B, C) float32 sigmoid probabilities."""
-        mask = None if bool(attention_mask.all()) else attention_mask  # no padding: the unmasked kernel
-        if self.first_token_only:
-            hidden = self.model.genolong.encoder(input_ids, mask, first_token_only=True)  # (B, 1, N)
-            logits = self.model.classifier(hidden)[0]
-        else:
-            logits = self.model(input_ids=input_ids, attention_mask=mask).logits
+        """(B, T) token rows -> (B, C) float32 sigmoid probabilities.
+
+        The values of a batch do not depend on the number of threads, so that any split of the
+        work gives the same bytes: without padding the default attention kernels are
+        thread-invariant; with padding (windows with N runs) the masked flash kernel is not, so
+        those batches run the math kernel.
+        """
+        padded = not bool(attention_mask.all())
+        kernel = sdpa_kernel(SDPBackend.MATH) if padded else contextlib.nullcontext()
+        mask = attention_mask if padded else None
+        with kernel:
+            if self.first_token_only:
+                hidden = self.model.genolong.encoder(input_ids, mask, first_token_only=True)  # (B, 1, N)
+                logits = self.model.classifier(hidden)[0]
+            else:
+                logits = self.model(input_ids=input_ids, attention_mask=mask).logits
         return torch.sigmoid(logits.float())
 
     def predict_step(self, batch: dict, batch_idx: int) -> dict:

@@ -203,7 +203,7 @@ def _open_tracks(stack: contextlib.ExitStack, config, formats, plan: ScanPlan, i
     all), ``by_window`` whether it wants window coordinates (called regions) instead of bins.
     """
     chromosomes = [(c.name, c.length) for c in plan.chromosomes]
-    description = f"{info.task} {Path(config.model or default_promoter_model()).name}"
+    model = Path(config.model or default_promoter_model()).name
 
     def temporary(path: Path) -> Path:
         return stack.enter_context(atomic_path(path))
@@ -220,7 +220,7 @@ def _open_tracks(stack: contextlib.ExitStack, config, formats, plan: ScanPlan, i
         for column, profile in enumerate(profiles):
             target = _profile_path(path, profile, len(profiles) > 1)
             track = (BigWigTrack(temporary(target), chromosomes) if kind == "bigwig"
-                     else BedGraphTrack(text(target), f"{description} {profile}"))
+                     else BedGraphTrack(text(target), f"{model} {profile}" if info.task == "chromatin" else model))
             tracks.append((track, column, False))
     if config.bed is not None:
         strand = "." if config.rc else "+"
