@@ -68,7 +68,7 @@ class WorkDirectory:
         if target.is_file():
             return
         plan, width = self.plan, self.columns
-        sources = {rank: np.fromfile(self.rank_path(chromosome, rank), dtype=np.float32).reshape(-1, width)
+        sources = {rank: _read_scores(self.rank_path(chromosome, rank), width)
                    for rank in range(self.world_size) if self.rank_batches(chromosome, rank)}
         offsets = dict.fromkeys(sources, 0)
         tmp = target.with_suffix(".tmp")
@@ -84,10 +84,7 @@ class WorkDirectory:
 
     def scores(self, chromosome: int) -> np.ndarray:
         """A finished chromosome's (bins, C) float32 scores, memory-mapped."""
-        path = self.merged_path(chromosome)
-        if path.stat().st_size == 0:
-            return np.zeros((0, self.columns), dtype=np.float32)
-        return np.memmap(path, dtype=np.float32, mode="r").reshape(-1, self.columns)
+        return _read_scores(self.merged_path(chromosome), self.columns)
 
     def remove(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)
@@ -126,3 +123,10 @@ class RankWriter:
             self.handle.close()
             self.work.rank_path(self.chromosome, self.rank).with_suffix(".tmp").unlink(missing_ok=True)
             self.chromosome, self.handle = None, None
+
+
+def _read_scores(path: Path, columns: int) -> np.ndarray:
+    """A score file as a (rows, columns) float32 memory map (read on demand: constant memory)."""
+    if path.stat().st_size == 0:
+        return np.zeros((0, columns), dtype=np.float32)
+    return np.memmap(path, dtype=np.float32, mode="r").reshape(-1, columns)
