@@ -222,7 +222,7 @@ def test_one_megabase_of_real_sequence(shared_data, tmp_path):
 
 def test_regions_score_like_the_whole_genome_and_edges_are_exact(genome, tmp_path):
     whole = scan(tmp_path, genome, "--chromosomes", "X", name="whole")
-    bed = tmp_path / "regions.bed"
+    bed = tmp_path / "targets.bed"
     bed.write_text("chrX\t11000\t11990\nchrX\t0\t1000\nchrX\t4800\t5300\n")  # unsorted; ends at odd places
     regional = scan(tmp_path, genome, "--regions", str(bed), name="regions")
     with pyBigWig.open(str(whole["bw"])) as a, pyBigWig.open(str(regional["bw"])) as b:
@@ -251,7 +251,7 @@ def test_an_interrupted_scan_resumes_without_recomputing_finished_chromosomes(ge
         assert main(argv) == 130
     finally:
         signal.signal(signal.SIGINT, handler)  # Lightning ignores SIGINT while it shuts down
-    assert "genolong scan: interrupted" in capsys.readouterr().err
+    assert "genolong scan: interrupted; the same command resumes" in capsys.readouterr().err
     assert not (tmp_path / "again.bw").exists()
     assert [p.name for p in tmp_path.glob(".again.bw.scan-*/0*")] == ["00000.rank0of1.f32"]
     monkeypatch.setattr(parts.RankWriter, "write", lambda self, b, s: (written.append(b), original(self, b, s)))

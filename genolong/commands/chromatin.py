@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from genolong.outputs import OutputDirectory, declare
+
 
 def register(subparsers) -> None:
     group = subparsers.add_parser("chromatin", help="prepare the 919-profile DeepSEA chromatin data")
@@ -51,6 +53,8 @@ def register(subparsers) -> None:
         help="inputs with more candidate hits than this are left unlocated (default 20000)",
     )
     prepare.set_defaults(func=run_prepare)
+    declare(prepare, inputs=["mat_dir", "genome"],
+            directories={"out": OutputDirectory("chromatin-data", atomic=True)})
 
 
 def run_prepare(args) -> int:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from genolong.outputs import OutputDirectory, declare
+
 
 def register(subparsers) -> None:
     group = subparsers.add_parser("corpus", help="build document-style MLM corpora")
@@ -22,6 +24,7 @@ def register(subparsers) -> None:
                        help="also hold out this final fraction of every other chromosome for validation")
     build.add_argument("--test-tail-fraction", type=float, default=None)
     build.set_defaults(func=run_build)
+    declare(build, inputs=["genome", "tokenizer", "config"], directories={"out": OutputDirectory("corpus")})
 
 
 def corpus_config_from_args(args):

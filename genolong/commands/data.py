@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from genolong.errors import UserError
+from genolong.outputs import OutputDirectory, declare
 
 _TARGETS = ("grch37", "epdnew", "deepsea")
 
@@ -36,6 +37,7 @@ def register(subparsers) -> None:
     )
     fetch.add_argument("--retries", type=int, default=4, help="retries after a network failure (default 4)")
     fetch.set_defaults(func=run_fetch)
+    declare(fetch, inputs=["url"], directories={"dest": OutputDirectory(None)})
 
     status = commands.add_parser(
         "status",
@@ -47,6 +49,7 @@ def register(subparsers) -> None:
     status.add_argument("--dest", type=Path, help="cache directory (default: $GENOLONG_HOME/data)")
     status.add_argument("--verify", action="store_true", help="re-hash every download (reads gigabytes)")
     status.set_defaults(func=run_status)
+    declare(status, inputs=["dest"])
 
 
 def run_fetch(args) -> int:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from genolong.outputs import declare
+
 
 def register(subparsers) -> None:
     group = subparsers.add_parser("eval", help="evaluate a fine-tuned classifier on a dataset")
@@ -30,6 +32,7 @@ def register(subparsers) -> None:
     chromatin.add_argument("--batch-size", type=int, default=16, help="rows per model call (default: 16)")
     chromatin.add_argument("--device", default="auto", help="auto (GPU when present), cpu, cuda, ...")
     chromatin.set_defaults(func=run_chromatin)
+    declare(chromatin, inputs=["model", "data"], files=["out"])
 
 
 def run_chromatin(args) -> int:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from genolong.outputs import declare
+
 DESCRIPTION = (
     "Slide the model's window over a genome (or BED regions) and write tracks. Positions are cut into "
     "bins of --stride bp from the start of each chromosome or region; each bin gets the score of the "
@@ -51,6 +53,7 @@ def register(subparsers) -> None:
     parser.add_argument("--accelerator", default="auto", help="auto, cpu, gpu (Lightning)")
     parser.add_argument("--devices", default="1", help="devices per node, or auto (default: 1)")
     parser.add_argument("--num-nodes", type=int, default=1, help="machines (default: 1)")
+    declare(parser, inputs=["genome", "model", "regions"], files=["out", "bed", "skipped"])
     parser.set_defaults(func=run)
 
 

@@ -132,9 +132,6 @@ class PartWriter(BasePredictionWriter):
         self.interrupted = isinstance(exception, KeyboardInterrupt)
         if self.writer is not None:
             self.writer.close()
-        if trainer.global_rank == 0:
-            log.warning("stopped: the chromosomes finished so far are kept in %s; rerun the same command to resume",
-                        self.work.path)
 
 
 def scan_precision(accelerator: str) -> str:

@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from genolong import interrupts
 from genolong.classifier import Classifier, default_promoter_model
 from genolong.errors import UserError
 from genolong.files import atomic_path
@@ -122,8 +123,8 @@ def _predict(config, classifier, work: WorkDirectory, pending: list[int], column
     try:
         trainer.predict(module, dataloaders=loader, return_predictions=False)
     except SystemExit:
-        if writer.interrupted:  # Lightning turns Ctrl+C into exit status 1; the CLI's is 130
-            raise KeyboardInterrupt from None
+        if writer.interrupted:  # Lightning turns SIGINT/SIGTERM into exit status 1: give the CLI its own
+            interrupts.stop(f"interrupted; the same command resumes (finished chromosomes are kept in {work.path})")
         raise
 
 

@@ -49,6 +49,7 @@ from genolong.classifier import Classifier, TaskInfo, TokenEncoder
 from genolong.config import from_dict, to_dict
 from genolong.errors import ConfigError, UserError
 from genolong.files import atomic_write_text
+from genolong.outputs import claim_directory
 from genolong.tasks.common import (
     Throughput,
     TrainConfig,
@@ -559,7 +560,7 @@ def run_finetune(
     if pretrained is not None and tokenizer_dir is not None:
         raise UserError("give --model or --tokenizer, not both: a pretrained model brings its tokenizer")
     data = load_task_data(config.task, data_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    claim_directory(out, "finetune")
     if pretrained is not None:
         tokenizer_dir = Path(pretrained)
     elif tokenizer_dir is None:
