@@ -97,7 +97,7 @@ class TokenEncoder:
         if max_len < 3:
             raise UserError(f"max_len must be at least 3 ([CLS] token [SEP]), got {max_len}")
         self.backend = tokenizer.backend_tokenizer
-        self.cls, self.sep, self.pad = tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id
+        self.cls, self.sep, self.pad_id = tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id
         self.max_len = max_len
 
     def kept(self, n_tokens: int, centre: int | None = None) -> slice:
@@ -132,13 +132,24 @@ class TokenEncoder:
                 e.ids[self.kept(len(e.ids), None if c is None else bisect.bisect_right([end for _, end in e.offsets], c))]
                 for e, c in zip(encodings, centres, strict=True)
             ]
+        return self.pad(bodies)
+
+    def central(self, ids):
+        """The central ``max_len - 2`` token ids of one input (all of them when it is shorter)."""
+        return ids[self.kept(len(ids))]
+
+    def pad(self, bodies) -> dict[str, torch.Tensor]:
+        """``[CLS] body [SEP] [PAD]...`` rows from token-id sequences (lists or 1-D arrays), each
+        no longer than ``max_len - 2``: ``input_ids`` and ``attention_mask`` (B, T) int64."""
         length = max(len(ids) for ids in bodies) + 2
-        input_ids = torch.full((len(bodies), length), self.pad, dtype=torch.long)
-        attention_mask = torch.zeros((len(bodies), length), dtype=torch.long)
+        input_ids = np.full((len(bodies), length), self.pad_id, dtype=np.int64)
+        attention_mask = np.zeros((len(bodies), length), dtype=np.int64)
+        input_ids[:, 0] = self.cls
         for row, ids in enumerate(bodies):
-            input_ids[row, : len(ids) + 2] = torch.tensor([self.cls, *ids, self.sep])
+            input_ids[row, 1 : len(ids) + 1] = ids
+            input_ids[row, len(ids) + 1] = self.sep
             attention_mask[row, : len(ids) + 2] = 1
-        return {"input_ids": input_ids, "attention_mask": attention_mask}
+        return {"input_ids": torch.from_numpy(input_ids), "attention_mask": torch.from_numpy(attention_mask)}
 
 
 def resolve_device(device: str | torch.device | None) -> torch.device:

@@ -25,7 +25,7 @@ from genolong.outputs import guarded
 
 #: Command modules under ``genolong.commands``, in ``--help`` order.
 COMMAND_MODULES = ["data", "tokenizer", "genome", "promoter", "corpus", "chromatin", "bench", "pretrain", "finetune",
-                   "predict", "variants", "explain", "evaluate", "compare"]
+                   "predict", "scan", "variants", "explain", "evaluate", "compare"]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from genolong.attention import register_attention
 
@@ -19,6 +21,8 @@ class FullAttention(nn.Module):
     """
 
     config_defaults: dict[str, Any] = {}
+    #: queries may be any prefix of the keys' tokens (``Block.forward(queries=...)``)
+    accepts_query_subset = True
 
     def __init__(self, config: Any, layer_idx: int = 0):
         super().__init__()
@@ -41,6 +45,10 @@ class FullAttention(nn.Module):
     def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                 padding_mask: torch.Tensor | None = None) -> torch.Tensor:
         mask = None if padding_mask is None else padding_mask[:, None, None, :]  # (B, 1, 1, L)
-        return F.scaled_dot_product_attention(
-            q, k, v, attn_mask=mask, dropout_p=self.dropout if self.training else 0.0
-        )
+        # A few queries (a query subset, e.g. [CLS] alone): the flash kernel would split the keys
+        # across threads, making the sums depend on the thread count; the math kernel does not.
+        kernel = sdpa_kernel(SDPBackend.MATH) if q.shape[2] < k.shape[2] else contextlib.nullcontext()
+        with kernel:
+            return F.scaled_dot_product_attention(
+                q, k, v, attn_mask=mask, dropout_p=self.dropout if self.training else 0.0
+            )

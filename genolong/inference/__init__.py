@@ -1,4 +1,18 @@
-"""Inference beyond whole-record prediction: variant effects and attributions.
+"""Inference beyond whole-record prediction: genome-wide tracks, variant effects and attributions.
+
+Tracks (``genolong scan``): window plans, batched scoring through Lightning's predict loop,
+and tracks (bigWig, bedGraph, HDF5, BED) written from per-chromosome parts.
+
+* :mod:`~genolong.inference.plan`: what to scan (chromosomes, BED regions) cut into position
+  bins, the window scored for each bin, and fixed batches of bins.
+* :mod:`~genolong.inference.windows`: a batch of bins -> token ids (genome read by random
+  access, N-rich windows skipped, per-base tokenizers vectorised).
+* :mod:`~genolong.inference.loop`: the Lightning predict loop (one process or many ranks).
+* :mod:`~genolong.inference.parts`: per-rank, per-chromosome score files; merge and resume.
+* :mod:`~genolong.inference.tracks`: the writers.
+* :mod:`~genolong.inference.scan`: ``genolong scan`` end to end.
+
+Variant effects (``genolong score-variants``) and attributions (``genolong explain``):
 
 * :mod:`~genolong.inference.variants` reads VCF/TSV variants, one item per allele;
 * :mod:`~genolong.inference.variant_windows` checks them against the genome, left-normalises them

@@ -94,7 +94,7 @@ def gradient_attributions(
     input_ids = torch.tensor([[encoder.cls, *ids, encoder.sep]], device=device)
     mask = torch.ones_like(input_ids)
     baseline = input_ids.clone()
-    baseline[0, 1:-1] = encoder.pad
+    baseline[0, 1:-1] = encoder.pad_id
     attributor = _token_attributor(classifier, method)
     reference = one_hot(sequence)
     result = np.zeros((len(columns), 4, length), np.float32)

@@ -88,20 +88,30 @@ class Block(nn.Module):
         self.feed_forward_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
-    def attend(self, x: torch.Tensor, padding_mask: torch.Tensor | None) -> torch.Tensor:
-        """Multi-head self-attention, (B, L, N) -> (B, L, N)."""
+    def attend(self, x: torch.Tensor, padding_mask: torch.Tensor | None, queries: int | None = None) -> torch.Tensor:
+        """Multi-head self-attention, (B, L, N) -> (B, Q, N) for the first Q = ``queries`` tokens
+        (default all L); keys and values are always all L tokens."""
         batch, length, hidden = x.shape
         # (B, L, 3N) -> (B, L, 3, H, D) -> (3, B, H, L, D)
         qkv = self.qkv(x).view(batch, length, 3, self.num_heads, hidden // self.num_heads)
         q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)
-        context = self.attention(q, k, v, padding_mask)  # (B, H, L, D)
-        return self.out(context.transpose(1, 2).reshape(batch, length, hidden))
+        if queries is not None:
+            q = q[:, :, :queries]  # (B, H, Q, D)
+        context = self.attention(q, k, v, padding_mask)  # (B, H, Q, D)
+        return self.out(context.transpose(1, 2).reshape(batch, q.shape[2], hidden))
 
-    def forward(self, x: torch.Tensor, padding_mask: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, padding_mask: torch.Tensor | None = None,
+                queries: int | None = None) -> torch.Tensor:
+        """(B, L, N) -> (B, Q, N): the outputs of the first ``queries`` tokens (default all).
+
+        Every output row depends on all L inputs, so the last layer of a classifier that reads
+        [CLS] only needs ``queries=1`` (only attentions that accept a query subset: ``full``).
+        """
+        residual = x if queries is None else x[:, :queries]
         if self.pre_layer_norm:
-            x = x + self.dropout(self.attend(self.attention_norm(x), padding_mask))
+            x = residual + self.dropout(self.attend(self.attention_norm(x), padding_mask, queries))
             return x + self.dropout(self.feed_forward(self.feed_forward_norm(x)))
-        x = self.attention_norm(x + self.dropout(self.attend(x, padding_mask)))
+        x = self.attention_norm(residual + self.dropout(self.attend(x, padding_mask, queries)))
         return self.feed_forward_norm(x + self.dropout(self.feed_forward(x)))
 
 
@@ -138,7 +148,19 @@ class Encoder(nn.Module):
         self.gradient_checkpointing = False
         self._gradient_checkpointing_func = functools.partial(checkpoint, use_reentrant=False)
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+    @property
+    def supports_first_token_only(self) -> bool:
+        """Whether ``forward(first_token_only=True)`` is exact for this encoder."""
+        return (type(self) is Encoder and self.global_tokens is None and self.length_multiple == 1
+                and getattr(self.blocks[-1].attention, "accepts_query_subset", False))
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                first_token_only: bool = False) -> torch.Tensor:
+        """(B, L) -> (B, L, N), or (B, 1, N) with ``first_token_only``: the last layer then
+        computes the [CLS] row alone (same values; only for ``full`` attention without
+        global tokens, where a query subset is exact)."""
+        if first_token_only and not self.supports_first_token_only:
+            raise UserError("first_token_only needs dense attention without global tokens")
         batch, length = input_ids.shape
         max_length = self.embeddings.position.num_embeddings
         if length > max_length:
@@ -159,13 +181,14 @@ class Encoder(nn.Module):
             x = torch.cat([self.global_tokens.expand(batch, -1, -1).to(x.dtype), x], dim=1)
             if padding_mask is not None:
                 padding_mask = F.pad(padding_mask, (num_global, 0), value=True)  # (B, G + L + padding)
-        for block in self.blocks:
+        for index, block in enumerate(self.blocks):
             if self.gradient_checkpointing and self.training:
                 x = self._gradient_checkpointing_func(
                     block, x, padding_mask, context_fn=functools.partial(replay_generators, block)
                 )
             else:
-                x = block(x, padding_mask)
+                last = index == len(self.blocks) - 1
+                x = block(x, padding_mask, queries=1 if first_token_only and last else None)
         if self.final_norm is not None:
             x = self.final_norm(x)
         start = 0 if self.global_tokens is None else self.global_tokens.shape[0]

@@ -1,0 +1,80 @@
+"""``genolong scan``: genome-wide (or region) tracks of a classifier's scores.
+
+See :mod:`genolong.inference.scan` for the pipeline and :mod:`genolong.inference.plan` for how
+window scores map to position bins.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from genolong.outputs import declare
+
+DESCRIPTION = (
+    "Slide the model's window over a genome (or BED regions) and write tracks. Positions are cut into "
+    "bins of --stride bp from the start of each chromosome or region; each bin gets the score of the "
+    "window of the model's length centred on it (moved inside the chromosome at its ends, reading the "
+    "flanking genome at region edges). Windows with more than --max-n-fraction N are skipped: their bins "
+    "have no value (--skipped lists them). Output formats by suffix: .bw/.bigwig (bigWig), .bedGraph/.bg, "
+    ".h5 (HDF5 matrix bins x profiles with coordinates, chromatin models). A chromatin model writes one "
+    "bigWig/bedGraph per --profiles entry (FILE.PROFILE.bw when several). BED regions: sorted, and "
+    "overlapping or touching regions merged; a region on an unknown chromosome or outside it stops the "
+    "run (exit 2, file and line named). The genome must be plain FASTA or bgzip (a plain .gz cannot be "
+    "read at random: run `genolong genome prepare`). Resumable: an interrupted run leaves a work "
+    "directory .OUT.scan-*/ next to the first output; rerunning the same command skips the chromosomes "
+    "it finished. Outputs appear only when complete."
+)
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("scan", help="score windows along a genome into bigWig/bedGraph/HDF5 tracks",
+                                   description=DESCRIPTION)
+    parser.add_argument("--model", type=Path, default=None,
+                        help="classifier directory (default: the shipped promoter model)")
+    parser.add_argument("--genome", type=Path, required=True, help="FASTA: plain (indexed on first use) or bgzip")
+    parser.add_argument("--out", type=Path, nargs="+", required=True,
+                        help="one or more tracks: .bw, .bedGraph, .h5 (all from one pass)")
+    parser.add_argument("--regions", type=Path, default=None, help="BED of regions to scan (default: everything)")
+    parser.add_argument("--chromosomes", nargs="+", default=None, help="only these chromosomes (chr1 == 1)")
+    parser.add_argument("--stride", type=int, default=None,
+                        help="bin size and window step in bp, at most the window (default: promoter 50, chromatin 200)")
+    parser.add_argument("--rc", action="store_true", help="average each window with its reverse complement")
+    parser.add_argument("--profiles", nargs="+", default=None,
+                        help="chromatin: profile names (Cell|Assay|Treatment) or column numbers to write")
+    parser.add_argument("--bed", type=Path, default=None,
+                        help="promoter: BED of called regions (windows at or above the model's threshold, merged)")
+    parser.add_argument("--skipped", type=Path, default=None, help="BED of the bins left without a score, and why")
+    parser.add_argument("--max-n-fraction", type=float, default=0.5,
+                        help="skip windows with a larger fraction of N (default: 0.5)")
+    parser.add_argument("--batch-size", type=int, default=128, help="windows per model call (default: 128)")
+    parser.add_argument("--workers", type=int, default=1,
+                        help="DataLoader processes reading and tokenising (default: 1)")
+    parser.add_argument("--accelerator", default="auto", help="auto, cpu, gpu (Lightning)")
+    parser.add_argument("--devices", default="1", help="devices per node, or auto (default: 1)")
+    parser.add_argument("--num-nodes", type=int, default=1, help="machines (default: 1)")
+    declare(parser, inputs=["genome", "model", "regions"], files=["out", "bed", "skipped"])
+    parser.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from genolong.errors import UserError
+    from genolong.inference.scan import ScanConfig, run_scan
+
+    devices = args.devices if args.devices == "auto" else int(args.devices) if args.devices.isdigit() else None
+    if devices is None or args.num_nodes < 1 or args.batch_size < 1 or args.workers < 0:
+        raise UserError("--devices, --num-nodes and --batch-size must be positive integers, --workers >= 0")
+    config = ScanConfig(
+        genome=args.genome, out=args.out, model=args.model, regions=args.regions, chromosomes=args.chromosomes,
+        stride=args.stride, rc=args.rc, profiles=args.profiles, bed=args.bed, skipped=args.skipped,
+        batch_size=args.batch_size, workers=args.workers, max_n_fraction=args.max_n_fraction,
+        accelerator=args.accelerator, devices=devices, num_nodes=args.num_nodes,
+    )
+    summary = run_scan(config)
+    if summary is not None:
+        rate = summary["target_bp"] / max(summary["seconds"], 1e-9)
+        print(f"{summary['target_bp']:,} bp on {summary['chromosomes']:,} chromosomes ({summary['resumed']} resumed), "
+              f"{summary['scored_bins']:,} of {summary['bins']:,} bins scored ({summary['bins'] - summary['scored_bins']:,}"
+              f" skipped), window {summary['window']} bp, stride {summary['stride']} bp, {summary['ranks']} rank(s), "
+              f"{summary['seconds']:.1f} s ({rate / 1000:,.1f} kbp/s)", file=sys.stderr)
+    return 0

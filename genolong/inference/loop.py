@@ -1,0 +1,151 @@
+"""The scan's predict loop on Lightning: one process, or many ranks (``--devices``, ``--num-nodes``,
+SLURM or ``torchrun``), each computing its share of the plan's batches.
+
+* :class:`ScanModule` wraps a classifier: (S or 2S, T) token rows -> (bins, C) scores with
+  NaN for the skipped bins. For dense-attention models the last layer computes the [CLS] row
+  only (:attr:`Encoder.supports_first_token_only`, the same values for about half the cost).
+* :class:`PartWriter` appends each batch's scores to the rank's part files and advances the
+  progress bar (bp/s, ETA).
+* :func:`predict_batches` builds the Trainer, and runs the loop over the batches not done yet.
+
+Rank ``r`` of ``W`` computes batches ``b % W == r`` (no padding or repeats, unlike Lightning's
+``DistributedSampler``); predict has no collective operation, so uneven shares are fine.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sys
+import time
+import warnings
+
+import lightning.pytorch as pl
+import torch
+from lightning.pytorch.callbacks import BasePredictionWriter
+from torch.nn.attention import SDPBackend, sdpa_kernel
+from tqdm import tqdm
+
+from genolong.inference.parts import WorkDirectory
+
+log = logging.getLogger(__name__)
+# items are whole batches (DataLoader(batch_size=None)): PartWriter takes the plan's index from the item
+warnings.filterwarnings("ignore", message="Couldn't infer the batch indices")
+
+
+class ScanModule(pl.LightningModule):
+    """Probabilities of a batch of windows, scattered back onto its bins.
+
+    Args:
+        model: a ``GenolongForSequenceClassification`` (eval mode).
+        rc: the rows hold the S windows, then their S reverse complements; average the two.
+        columns: output columns to keep (profile indices), or None for all.
+    """
+
+    def __init__(self, model, *, rc: bool, columns: list[int] | None):
+        super().__init__()
+        self.model = model.eval()
+        self.rc, self.columns = rc, columns
+        encoder = model.genolong.encoder
+        self.first_token_only = encoder.supports_first_token_only and getattr(model, "fusion", None) is None
+        self.warmed_up = False
+
+    def probabilities(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """(B, T) token rows -> (B, C) float32 sigmoid probabilities.
+
+        The values of a batch do not depend on the number of threads, so that any split of the
+        work gives the same bytes: without padding the default attention kernels are
+        thread-invariant; with padding (windows with N runs) the masked flash kernel is not, so
+        those batches run the math kernel.
+        """
+        padded = not bool(attention_mask.all())
+        kernel = sdpa_kernel(SDPBackend.MATH) if padded else contextlib.nullcontext()
+        mask = attention_mask if padded else None
+        with kernel:
+            if self.first_token_only:
+                hidden = self.model.genolong.encoder(input_ids, mask, first_token_only=True)  # (B, 1, N)
+                logits = self.model.classifier(hidden)[0]
+            else:
+                logits = self.model(input_ids=input_ids, attention_mask=mask).logits
+        return torch.sigmoid(logits.float())
+
+    def predict_step(self, batch: dict, batch_idx: int) -> dict:
+        """Returns ``batch`` (the plan's index), ``bp`` (its bins' width) and ``scores`` (bins, C')
+        float32 on the CPU."""
+        scored = batch["scored"].cpu()
+        width = self.model.config.num_labels if self.columns is None else len(self.columns)
+        scores = torch.full((len(scored), width), float("nan"))
+        if batch["input_ids"].shape[0]:
+            probabilities = self.probabilities(batch["input_ids"], batch["attention_mask"])  # (S or 2S, C)
+            if self.rc:
+                half = probabilities.shape[0] // 2
+                probabilities = (probabilities[:half] + probabilities[half:]) / 2
+            if self.columns is not None:
+                probabilities = probabilities[:, self.columns]
+            scores[scored] = probabilities.cpu()
+        return {"batch": int(batch["batch"]), "bp": int(batch["bp"]), "scores": scores.numpy()}
+
+    def on_predict_start(self) -> None:
+        """One call on a dummy batch, so that one-time costs (allocations, kernel choice) are not timed."""
+        if not self.warmed_up:
+            ids = torch.full((2, 8), self.model.config.pad_token_id or 0, device=self.device)
+            with torch.inference_mode():
+                self.probabilities(ids, torch.ones_like(ids))
+            self.warmed_up = True
+
+
+class PartWriter(BasePredictionWriter):
+    """Writes every predicted batch to the rank's part files; shows progress on rank 0."""
+
+    def __init__(self, work: WorkDirectory, share_bp: int, *, progress: bool, description: str):
+        super().__init__(write_interval="batch")
+        self.work, self.share_bp = work, share_bp
+        self.show_progress, self.description = progress, description
+        self.writer = None
+        self.bar = None
+        self.started = None
+        self.done_bp = 0
+        self.interrupted = False
+
+    def on_predict_start(self, trainer, pl_module) -> None:
+        self.writer = self.work.writer(trainer.global_rank)
+        self.bar = tqdm(total=self.share_bp, unit="bp", unit_scale=True, desc=self.description, file=sys.stderr,
+                        disable=None if self.show_progress and trainer.global_rank == 0 else True)
+        self.started = time.perf_counter()
+        self.done_bp = 0
+
+    def write_on_batch_end(self, trainer, pl_module, prediction, batch_indices, batch, batch_idx,
+                           dataloader_idx=0) -> None:
+        if prediction["batch"] < 0:  # the empty item of a rank without batches
+            return
+        self.writer.write(prediction["batch"], prediction["scores"])
+        self.bar.update(prediction["bp"])
+        self.done_bp += prediction["bp"]
+
+    def on_predict_end(self, trainer, pl_module) -> None:
+        self.writer.close()
+        self.bar.close()
+        elapsed = time.perf_counter() - self.started
+        log.info("rank %d/%d: %s bp in %.1f s", trainer.global_rank, trainer.world_size, f"{self.done_bp:,}", elapsed)
+
+    def on_exception(self, trainer, pl_module, exception) -> None:
+        self.interrupted = isinstance(exception, KeyboardInterrupt)
+        if self.writer is not None:
+            self.writer.close()
+
+
+def scan_precision(accelerator: str) -> str:
+    """bf16 only on a GPU with native bf16 (the CPUs this runs on have none): else float32."""
+    cuda = accelerator in ("auto", "gpu", "cuda") and torch.cuda.is_available()
+    return "bf16-mixed" if cuda and torch.cuda.is_bf16_supported() else "32-true"
+
+
+def build_trainer(*, accelerator: str, devices, num_nodes: int, callbacks) -> pl.Trainer:
+    """A Trainer for predicting only: DDP when there is more than one device or node."""
+    distributed = num_nodes > 1 or (isinstance(devices, int) and devices > 1)
+    return pl.Trainer(
+        accelerator=accelerator, devices=devices, num_nodes=num_nodes,
+        strategy="ddp" if distributed else "auto", precision=scan_precision(accelerator),
+        logger=False, enable_checkpointing=False, enable_model_summary=False, enable_progress_bar=False,
+        use_distributed_sampler=False, callbacks=callbacks,
+    )

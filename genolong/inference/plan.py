@@ -1,0 +1,180 @@
+"""What a scan covers: chromosomes or BED regions, cut into position bins, one window per bin.
+
+**Bins and windows.** Each target interval ``[a, b)`` (a whole chromosome, or one region of
+the BED after sorting and merging) is tiled by bins of ``stride`` bp starting at ``a``:
+bin ``k`` is ``[a + k*stride, min(a + (k+1)*stride, b))``. Bin ``k`` gets the score of the
+window of ``window`` bp *centred on the bin*: the window starts at
+``a + k*stride + stride//2 - window//2``, so its central base is the bin's central base
+(for odd ``window``). Near a chromosome end the window is moved inside the chromosome
+(start clamped to ``[0, length - window]``), so edge bins get the score of the nearest full
+window. A region's windows read the flanking genome beyond the region: the score of a bin
+does not depend on where the region was cut.
+
+**Batches.** The bins of each chromosome are split into batches of ``batch_bins`` consecutive
+bins (the last may be shorter; a batch never spans two chromosomes). Batches are numbered
+over the whole plan; they are the unit of work that ranks share, so the scores of a batch are
+the same whichever process computes it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from genolong.errors import InputError, UserError
+
+
+@dataclass(frozen=True)
+class ChromosomePlan:
+    """The bins of one chromosome.
+
+    Attributes:
+        name: the genome's name of the chromosome.
+        length: its length (bp).
+        segments: (S, 2) int64, the target intervals ``[start, end)``, sorted, disjoint.
+        first_bin: (S + 1,) int64, index of each segment's first bin; ``first_bin[-1]`` = bins.
+        first_batch: index of the chromosome's first batch in the plan.
+    """
+
+    name: str
+    length: int
+    segments: np.ndarray
+    first_bin: np.ndarray
+    first_batch: int
+
+    @property
+    def bins(self) -> int:
+        return int(self.first_bin[-1])
+
+    @property
+    def target_bp(self) -> int:
+        return int((self.segments[:, 1] - self.segments[:, 0]).sum())
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Bins ``[lo, hi)`` of chromosome ``chromosome`` (an index into the plan)."""
+
+    index: int
+    chromosome: int
+    lo: int
+    hi: int
+
+
+class ScanPlan:
+    """Chromosome plans, bins and batches (see the module docstring).
+
+    Memory is O(chromosomes + regions): bins and windows are computed on demand.
+    """
+
+    def __init__(self, chromosomes: list[tuple[str, int, np.ndarray]], *, window: int, stride: int,
+                 batch_bins: int):
+        if window < 1 or stride < 1 or batch_bins < 1:
+            raise UserError(f"window, stride and batch size must be positive, got {window}, {stride}, {batch_bins}")
+        if stride > window:
+            raise UserError(f"--stride {stride} is larger than the model's window of {window} bp: "
+                            "bases between windows would never be scored")
+        self.window, self.stride, self.batch_bins = window, stride, batch_bins
+        self.chromosomes: list[ChromosomePlan] = []
+        first_batch = 0
+        for name, length, segments in chromosomes:
+            segments = np.asarray(segments, dtype=np.int64).reshape(-1, 2)
+            counts = -(-(segments[:, 1] - segments[:, 0]) // stride)  # ceil
+            first_bin = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+            plan = ChromosomePlan(name, length, segments, first_bin, first_batch)
+            self.chromosomes.append(plan)
+            first_batch += -(-plan.bins // batch_bins)
+        self.batches = first_batch
+
+    @property
+    def target_bp(self) -> int:
+        return sum(c.target_bp for c in self.chromosomes)
+
+    def batch_range(self, chromosome: int) -> range:
+        """The batch indices of one chromosome."""
+        plan = self.chromosomes[chromosome]
+        return range(plan.first_batch, plan.first_batch + -(-plan.bins // self.batch_bins))
+
+    def batch(self, index: int) -> Batch:
+        starts = [c.first_batch for c in self.chromosomes]
+        chromosome = int(np.searchsorted(starts, index, side="right")) - 1
+        plan = self.chromosomes[chromosome]
+        lo = (index - plan.first_batch) * self.batch_bins
+        return Batch(index, chromosome, lo, min(lo + self.batch_bins, plan.bins))
+
+    def bins(self, chromosome: int, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+        """Starts and ends (bp) of bins ``[lo, hi)`` of a chromosome, each (hi - lo,) int64."""
+        plan = self.chromosomes[chromosome]
+        index = np.arange(lo, hi, dtype=np.int64)
+        segment = np.searchsorted(plan.first_bin, index, side="right") - 1
+        starts = plan.segments[segment, 0] + (index - plan.first_bin[segment]) * self.stride
+        return starts, np.minimum(starts + self.stride, plan.segments[segment, 1])
+
+    def window_starts(self, chromosome: int, bin_starts: np.ndarray) -> np.ndarray:
+        """Start of the window scored for each bin: centred on the bin, kept inside the chromosome."""
+        length = self.chromosomes[chromosome].length
+        centred = bin_starts + self.stride // 2 - self.window // 2
+        return np.clip(centred, 0, max(length - self.window, 0))
+
+    def fingerprint(self) -> str:
+        """A digest of the bins and batches (any change in them changes it)."""
+        digest = hashlib.sha256(f"{self.window}:{self.stride}:{self.batch_bins}".encode())
+        for plan in self.chromosomes:
+            digest.update(f"|{plan.name}:{plan.length}:".encode())
+            digest.update(plan.segments.tobytes())
+        return digest.hexdigest()[:16]
+
+
+def whole_chromosomes(lengths: dict[str, int]) -> list[tuple[str, int, np.ndarray]]:
+    """Every listed chromosome as one target interval."""
+    return [(name, length, np.array([[0, length]])) for name, length in lengths.items()]
+
+
+def read_regions(path: Path, genome) -> list[tuple[str, int, np.ndarray]]:
+    """Target intervals from a BED file, per chromosome in genome order, sorted and merged.
+
+    Unsorted input is sorted; overlapping or touching regions are merged into one (so every
+    base is scored once). Columns after the third are ignored; ``track``, ``browser`` and
+    ``#`` lines are skipped.
+
+    Raises:
+        InputError: a malformed line, an unknown chromosome, or a region outside its
+            chromosome (the file and line are named).
+    """
+    lengths = genome.chromosomes
+    by_chromosome: dict[str, list[tuple[int, int]]] = {}
+    with open(path) as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip() or line.startswith(("#", "track", "browser")):
+                continue
+            fields = line.rstrip("\n").split("\t")
+            try:
+                chrom, start, end = fields[0], int(fields[1]), int(fields[2])
+            except (IndexError, ValueError):
+                raise InputError(path, "not a BED line (chrom, start, end; tab-separated)", line=number) from None
+            try:
+                name = genome.resolve(chrom)
+            except UserError:
+                raise InputError(path, f"chromosome {chrom!r} is not in the genome {genome.path}",
+                                 line=number) from None
+            if not 0 <= start < end <= lengths[name]:
+                raise InputError(path, f"region {chrom}:{start}-{end} is outside {name} (length "
+                                 f"{lengths[name]:,}) or empty", line=number)
+            by_chromosome.setdefault(name, []).append((start, end))
+    if not by_chromosome:
+        raise InputError(path, "no regions")
+    return [(name, lengths[name], merge_intervals(by_chromosome[name])) for name in lengths if name in by_chromosome]
+
+
+def merge_intervals(intervals: list[tuple[int, int]]) -> np.ndarray:
+    """Sort half-open intervals and merge those that overlap or touch: (S, 2) int64."""
+    merged: list[list[int]] = []
+    for start, end in sorted(intervals):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    return np.array(merged, dtype=np.int64)

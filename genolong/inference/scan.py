@@ -1,0 +1,256 @@
+"""``genolong scan``: a classifier slid over a genome (or BED regions) into tracks.
+
+1. The plan (:mod:`genolong.inference.plan`): bins of ``stride`` bp, each scored by the window
+   centred on it; batches of bins.
+2. The predict loop (:mod:`genolong.inference.loop`): each rank computes its batches and appends
+   the scores to per-chromosome part files in a work directory next to the first output
+   (:mod:`genolong.inference.parts`); chromosomes finished by an earlier, interrupted run of the
+   same settings are not recomputed.
+3. Rank 0 merges the parts and streams the tracks (:mod:`genolong.inference.tracks`), each
+   written under a temporary name and renamed when complete; the work directory is removed.
+
+Memory is one batch per worker plus one chunk of bins while writing, whatever the genome size.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from genolong import interrupts
+from genolong.classifier import Classifier, default_promoter_model
+from genolong.errors import UserError
+from genolong.files import atomic_path
+from genolong.genome import Genome
+from genolong.inference.loop import PartWriter, ScanModule, build_trainer
+from genolong.inference.parts import WorkDirectory
+from genolong.inference.plan import ScanPlan, read_regions, whole_chromosomes
+from genolong.inference.tracks import (
+    FORMATS,
+    BedGraphTrack,
+    BigWigTrack,
+    MatrixTrack,
+    RegionTrack,
+    SkippedTrack,
+)
+from genolong.inference.windows import WindowBatches, WindowEncoder
+
+log = logging.getLogger(__name__)
+
+#: Default stride (bp) by task: promoter bins of 50 bp; DeepSEA's 200-bp bins for chromatin.
+DEFAULT_STRIDE = {"promoter": 50, "chromatin": 200}
+#: Bins written per chunk (bounds the writer's memory).
+WRITE_CHUNK = 1 << 18
+
+
+@dataclass
+class ScanConfig:
+    """What to scan and where to write it (``genolong scan --help`` describes each option)."""
+
+    genome: Path
+    out: list[Path]
+    model: Path | None = None
+    regions: Path | None = None
+    chromosomes: list[str] | None = None
+    stride: int | None = None
+    rc: bool = False
+    profiles: list[str] | None = None
+    bed: Path | None = None
+    skipped: Path | None = None
+    batch_size: int = 128
+    workers: int = 1
+    max_n_fraction: float = 0.5
+    accelerator: str = "auto"
+    devices: int | str = 1
+    num_nodes: int = 1
+    progress: bool = True
+
+
+def run_scan(config: ScanConfig) -> dict | None:
+    """Scan, merge, write. Returns the summary on rank 0 (None on the other ranks)."""
+    started = time.perf_counter()
+    classifier = Classifier.load(config.model or default_promoter_model(), device="cpu")
+    info = classifier.info
+    formats = _check_outputs(config, info)
+    columns, profiles = _select_profiles(config.profiles, info)
+    genome = Genome(config.genome)
+    plan = ScanPlan(_targets(config, genome), window=info.window_bp,
+                    stride=config.stride or DEFAULT_STRIDE[info.task], batch_bins=config.batch_size)
+    trainer = build_trainer(accelerator=config.accelerator, devices=config.devices, num_nodes=config.num_nodes,
+                            callbacks=[])
+    rank, world = trainer.global_rank, trainer.world_size
+    work = WorkDirectory(_work_path(config, plan, columns), plan, len(profiles), world)
+    pending = work.pending()
+    resumed = len(plan.chromosomes) - len(pending)
+    if resumed:
+        log.info("resuming: %d of %d chromosomes already scored in %s", resumed, len(plan.chromosomes), work.path)
+    if pending:
+        _predict(config, classifier, work, pending, columns, trainer)
+    if world > 1:
+        trainer.strategy.barrier()
+    if rank != 0:
+        return None
+    for chromosome in range(len(plan.chromosomes)):
+        work.merge(chromosome)
+    counts = _write_tracks(config, formats, plan, work, info, profiles)
+    work.remove()
+    return {**counts, "chromosomes": len(plan.chromosomes), "resumed": resumed, "target_bp": plan.target_bp,
+            "stride": plan.stride, "window": plan.window, "ranks": world, "seconds": time.perf_counter() - started}
+
+
+def _predict(config, classifier, work: WorkDirectory, pending: list[int], columns, trainer) -> None:
+    """Run the predict loop over this rank's batches of the ``pending`` chromosomes."""
+    plan, rank, world = work.plan, trainer.global_rank, trainer.world_size
+    batches = [b for c in pending for b in plan.batch_range(c) if b % world == rank]
+    encoder = WindowEncoder(classifier.tokenizer, classifier.info.max_len)
+    dataset = WindowBatches(plan, config.genome, encoder, batches, rc=config.rc,
+                            max_n_fraction=config.max_n_fraction)
+    loader = torch.utils.data.DataLoader(dataset, batch_size=None, num_workers=config.workers,
+                                         pin_memory=torch.cuda.is_available())
+    pending_bp = sum(plan.chromosomes[c].target_bp for c in pending)
+    writer = PartWriter(work, pending_bp // world, progress=config.progress,
+                        description=config.genome.name)
+    trainer.callbacks.append(writer)
+    module = ScanModule(classifier.model, rc=config.rc, columns=columns)
+    try:
+        trainer.predict(module, dataloaders=loader, return_predictions=False)
+    except SystemExit:
+        if writer.interrupted:  # Lightning turns SIGINT/SIGTERM into exit status 1: give the CLI its own
+            interrupts.stop(f"interrupted; the same command resumes (finished chromosomes are kept in {work.path})")
+        raise
+
+
+def _check_outputs(config: ScanConfig, info) -> list[str]:
+    """The format of each output; bad combinations raise before any work."""
+    formats = []
+    for path in config.out:
+        kind = FORMATS.get(path.suffix.lower())
+        if kind is None:
+            raise UserError(f"{path}: unknown track format; use one of: {', '.join(FORMATS)}")
+        formats.append(kind)
+    if info.task == "chromatin" and not config.profiles and set(formats) - {"hdf5"}:
+        raise UserError(f"a chromatin model has {len(info.label_names)} profiles: choose some with --profiles "
+                        "for bigWig/bedGraph tracks, or write them all as an HDF5 matrix (--out FILE.h5)")
+    if info.task == "promoter" and config.profiles:
+        raise UserError("--profiles is for chromatin models; a promoter model has one output")
+    if config.bed is not None and info.threshold is None:
+        raise UserError("--bed needs a model with a decision threshold (a promoter model)")
+    if config.stride is not None and config.stride < 1:
+        raise UserError(f"--stride must be positive, got {config.stride}")
+    if not 0.0 <= config.max_n_fraction <= 1.0:
+        raise UserError(f"--max-n-fraction must be within [0, 1], got {config.max_n_fraction}")
+    return formats
+
+
+def _select_profiles(profiles: list[str] | None, info) -> tuple[list[int] | None, list[str]]:
+    """Column indices and names of the selected outputs (None: all of them)."""
+    if not profiles:
+        return None, list(info.label_names)
+    index = {name: i for i, name in enumerate(info.label_names)}
+    columns = []
+    for profile in profiles:
+        if profile in index:
+            columns.append(index[profile])
+        elif profile.isdigit() and int(profile) < len(info.label_names):
+            columns.append(int(profile))
+        else:
+            raise UserError(f"unknown profile {profile!r}: give a name of the model's label_names (e.g. "
+                            f"{info.label_names[0]!r}) or a column number < {len(info.label_names)}")
+    return columns, [info.label_names[c] for c in columns]
+
+
+def _targets(config: ScanConfig, genome: Genome) -> list[tuple[str, int, np.ndarray]]:
+    targets = read_regions(config.regions, genome) if config.regions else whole_chromosomes(genome.chromosomes)
+    if config.chromosomes:
+        wanted = {genome.resolve(name) for name in config.chromosomes}
+        targets = [target for target in targets if target[0] in wanted]
+        if not targets:
+            raise UserError(f"no regions on the chromosomes {', '.join(config.chromosomes)}")
+    return targets
+
+
+def _work_path(config: ScanConfig, plan: ScanPlan, columns) -> Path:
+    """The work directory: next to the first output, named after the run's settings."""
+    digest = hashlib.sha256(plan.fingerprint().encode())
+    stat = config.genome.stat()
+    digest.update(f"{config.genome.resolve()}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+    model = Path(config.model or default_promoter_model())
+    for path in sorted(model.iterdir()):
+        digest.update(f"{path.name}:{path.stat().st_size}:{path.stat().st_mtime_ns}".encode())
+    digest.update(f"{config.rc}:{columns}:{config.max_n_fraction}".encode())
+    first = config.out[0]
+    return first.parent / f".{first.name}.scan-{digest.hexdigest()[:12]}"
+
+
+def _profile_path(path: Path, profile: str, several: bool) -> Path:
+    if not several:
+        return path
+    slug = re.sub(r"[^A-Za-z0-9_.+-]+", "_", profile).strip("_")
+    return path.with_name(f"{path.stem}.{slug}{path.suffix}")
+
+
+def _open_tracks(stack: contextlib.ExitStack, config, formats, plan: ScanPlan, info, profiles: list[str]):
+    """The writers of every output, each on a temporary file renamed when ``stack`` closes without error.
+
+    Returns ``(writer, column, by_window)`` triples: ``column`` is the profile a writer takes (None:
+    all), ``by_window`` whether it wants window coordinates (called regions) instead of bins.
+    """
+    chromosomes = [(c.name, c.length) for c in plan.chromosomes]
+    model = Path(config.model or default_promoter_model()).name
+
+    def temporary(path: Path) -> Path:
+        return stack.enter_context(atomic_path(path))
+
+    def text(path: Path):
+        return stack.enter_context(open(temporary(path), "w"))
+
+    tracks = []
+    for path, kind in zip(config.out, formats, strict=True):
+        if kind == "hdf5":
+            attributes = {"window": plan.window, "stride": plan.stride, "task": info.task, "rc": config.rc}
+            tracks.append((MatrixTrack(temporary(path), chromosomes, profiles, attributes), None, False))
+            continue
+        for column, profile in enumerate(profiles):
+            target = _profile_path(path, profile, len(profiles) > 1)
+            track = (BigWigTrack(temporary(target), chromosomes) if kind == "bigwig"
+                     else BedGraphTrack(text(target), f"{model} {profile}" if info.task == "chromatin" else model))
+            tracks.append((track, column, False))
+    if config.bed is not None:
+        strand = "." if config.rc else "+"
+        tracks.append((RegionTrack(text(config.bed), info.threshold, strand, info.task), 0, True))
+    if config.skipped is not None:
+        tracks.append((SkippedTrack(text(config.skipped), plan.window, dict(chromosomes)), 0, False))
+    return tracks
+
+
+def _write_tracks(config, formats, plan: ScanPlan, work: WorkDirectory, info, profiles: list[str]) -> dict:
+    """Stream every output from the merged parts, chunk by chunk; files appear when all are complete."""
+    counts = {"bins": 0, "scored_bins": 0}
+    with contextlib.ExitStack() as stack:
+        tracks = _open_tracks(stack, config, formats, plan, info, profiles)
+        for index, chromosome in enumerate(plan.chromosomes):
+            scores = work.scores(index)
+            for lo in range(0, chromosome.bins, WRITE_CHUNK):
+                hi = min(lo + WRITE_CHUNK, chromosome.bins)
+                starts, ends = plan.bins(index, lo, hi)
+                windows = plan.window_starts(index, starts)
+                chunk = np.asarray(scores[lo:hi])  # (bins, C')
+                counts["bins"] += hi - lo
+                counts["scored_bins"] += int((~np.isnan(chunk[:, 0])).sum())
+                for track, column, by_window in tracks:
+                    values = chunk if column is None else chunk[:, column]
+                    if by_window:
+                        track.add(chromosome.name, windows, windows + plan.window, values)
+                    else:
+                        track.add(chromosome.name, starts, ends, values)
+        for track, _, _ in tracks:
+            track.close()
+    return counts

@@ -1,0 +1,138 @@
+"""Track writers: one chromosome's bin scores at a time, streamed to the file.
+
+Every writer takes ``add(name, bin_starts, bin_ends, scores)`` per chunk of bins, in plan
+order (chromosomes in genome order, bins in order); NaN scores (skipped bins) are left out of
+bigWig and bedGraph (a gap in the browser) and kept as NaN in HDF5.
+
+* :class:`BigWigTrack`: bigWig through pyBigWig, bedGraph-style entries (float32 values);
+* :class:`BedGraphTrack`: the same entries as text, values as ``%.6g``;
+
+Text writers write to a file the caller opens and closes; ``close()`` ends the track.
+* :class:`MatrixTrack`: HDF5, ``scores`` (bins, P) float32 with the coordinates ``chrom``
+  (index into ``chromosomes``), ``start``, ``end`` (bins,), and ``profiles`` (P,) names;
+* :class:`RegionTrack`: BED6 of called regions: windows scoring at least the threshold,
+  merged when they overlap or touch (as ``predict-promoter --bed``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TextIO
+
+import h5py
+import numpy as np
+import pyBigWig
+
+from genolong.predict import RegionMerger
+
+#: Output formats by file suffix.
+FORMATS = {".bw": "bigwig", ".bigwig": "bigwig", ".bedgraph": "bedgraph", ".bg": "bedgraph", ".h5": "hdf5",
+           ".hdf5": "hdf5"}
+
+
+class BigWigTrack:
+    def __init__(self, path: Path, chromosomes: list[tuple[str, int]]):
+        self.file = pyBigWig.open(str(path), "w")
+        self.file.addHeader(chromosomes, maxZooms=10)
+
+    def add(self, name: str, starts: np.ndarray, ends: np.ndarray, scores: np.ndarray) -> None:
+        keep = ~np.isnan(scores)
+        if keep.any():
+            self.file.addEntries([name] * int(keep.sum()), starts[keep].tolist(), ends=ends[keep].tolist(),
+                                 values=scores[keep].astype(np.float64).tolist())
+
+    def close(self) -> None:
+        self.file.close()
+
+
+class BedGraphTrack:
+    def __init__(self, file: TextIO, description: str):
+        self.file = file
+        self.file.write(f'track type=bedGraph name="{description}"\n')
+
+    def add(self, name: str, starts: np.ndarray, ends: np.ndarray, scores: np.ndarray) -> None:
+        keep = np.flatnonzero(~np.isnan(scores))
+        self.file.writelines(f"{name}\t{starts[i]}\t{ends[i]}\t{scores[i]:.6g}\n" for i in keep)
+
+    def close(self) -> None:
+        """The caller closes the text file."""
+
+
+class MatrixTrack:
+    """Appends bins to resizable, chunked HDF5 datasets (constant memory)."""
+
+    def __init__(self, path: Path, chromosomes: list[tuple[str, int]], profiles: list[str], attributes: dict):
+        self.file = h5py.File(path, "w")
+        text = h5py.string_dtype()  # UTF-8 (profile names are not all ASCII)
+        self.file.create_dataset("chromosomes", data=[name for name, _ in chromosomes], dtype=text)
+        self.file.create_dataset("chromosome_lengths", data=np.array([length for _, length in chromosomes]))
+        self.file.create_dataset("profiles", data=profiles, dtype=text)
+        columns = len(profiles)
+        self.scores = self.file.create_dataset("scores", (0, columns), dtype="f4", maxshape=(None, columns),
+                                               chunks=(max(1, 65536 // columns), columns), compression="gzip")
+        self.coordinates = {key: self.file.create_dataset(key, (0,), dtype=dtype, maxshape=(None,), chunks=(65536,))
+                            for key, dtype in (("chrom", "i4"), ("start", "i8"), ("end", "i8"))}
+        self.file.attrs.update(attributes)
+        self.index = {name: i for i, (name, _) in enumerate(chromosomes)}
+
+    def add(self, name: str, starts: np.ndarray, ends: np.ndarray, scores: np.ndarray) -> None:
+        size, new = self.scores.shape[0], len(starts)
+        self.scores.resize(size + new, axis=0)
+        self.scores[size:] = scores
+        for key, values in (("chrom", np.full(new, self.index[name])), ("start", starts), ("end", ends)):
+            self.coordinates[key].resize(size + new, axis=0)
+            self.coordinates[key][size:] = values
+
+    def close(self) -> None:
+        self.file.close()
+
+
+class RegionTrack:
+    """Called regions from window scores: ``add(name, window_starts, window_ends, scores)``."""
+
+    def __init__(self, file: TextIO, threshold: float, strand: str, label: str):
+        self.file = file
+        self.threshold, self.strand, self.label = threshold, strand, label
+        self.name: str | None = None
+        self.merger = RegionMerger(threshold)
+
+    def add(self, name: str, starts: np.ndarray, ends: np.ndarray, scores: np.ndarray) -> None:
+        if name != self.name:
+            self._flush(self.merger.close())
+            self.name = name
+        for i in np.flatnonzero(scores >= self.threshold):  # NaN compares False: skipped windows drop out
+            self._flush(self.merger.add(int(starts[i]), int(ends[i]), float(scores[i])))
+
+    def _flush(self, regions) -> None:
+        self.file.writelines(f"{self.name}\t{start}\t{end}\t{self.label}\t{round(1000 * score)}\t{self.strand}\n"
+                             for start, end, score in regions)
+
+    def close(self) -> None:
+        self._flush(self.merger.close())
+
+
+class SkippedTrack:
+    """BED4 of the bins without a score, merged when they touch: ``mostly_N`` or ``shorter_than_window``."""
+
+    def __init__(self, file: TextIO, window: int, lengths: dict[str, int]):
+        self.file = file
+        self.window, self.lengths = window, lengths
+        self.open: list | None = None  # [name, start, end, reason] of the run being extended
+
+    def add(self, name: str, starts: np.ndarray, ends: np.ndarray, scores: np.ndarray) -> None:
+        reason = "shorter_than_window" if self.lengths[name] < self.window else "mostly_N"
+        for i in np.flatnonzero(np.isnan(scores)):
+            start, end = int(starts[i]), int(ends[i])
+            if self.open is not None and self.open[0] == name and self.open[2] == start:
+                self.open[2] = end
+                continue
+            self._flush()
+            self.open = [name, start, end, reason]
+
+    def _flush(self) -> None:
+        if self.open is not None:
+            self.file.write("\t".join(map(str, self.open)) + "\n")
+            self.open = None
+
+    def close(self) -> None:
+        self._flush()
