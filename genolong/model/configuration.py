@@ -36,6 +36,9 @@ class GenolongConfig(PretrainedConfig):
         pre_layer_norm: LayerNorm before each sub-layer (pre-LN) instead of after (post-LN).
         positive_label_weight: weight of positive labels in the multi-label loss
             (8 for the chromatin profile, BigBird App. F.3).
+        tokenizer_fingerprint: :func:`genolong.tokenizer.tokenizer_fingerprint` of the tokenizer
+            the model was trained with, set by every genolong save and checked by
+            :mod:`genolong.model.loading`; None in directories saved before it existed.
         **kwargs: the backbone's parameters (see its ``config_defaults``) and the usual
             ``PretrainedConfig`` arguments (``num_labels``, ``problem_type``, ``id2label``...).
     """
@@ -61,6 +64,7 @@ class GenolongConfig(PretrainedConfig):
         classifier_dropout: float | None = None,
         positive_label_weight: float = 1.0,
         tie_word_embeddings: bool = True,
+        tokenizer_fingerprint: str | None = None,
         **kwargs: Any,
     ):
         backbone_params = {
@@ -83,6 +87,7 @@ class GenolongConfig(PretrainedConfig):
         self.pre_layer_norm = pre_layer_norm
         self.classifier_dropout = classifier_dropout
         self.positive_label_weight = positive_label_weight
+        self.tokenizer_fingerprint = tokenizer_fingerprint
         for name, value in backbone_params.items():
             setattr(self, name, value)
         self.validate_genolong()
@@ -121,6 +126,8 @@ class GenolongConfig(PretrainedConfig):
             raise ConfigError(
                 f"unknown problem_type {self.problem_type!r}; choose one of: {', '.join(PROBLEM_TYPES)}"
             )
+        if self.tokenizer_fingerprint is not None and not isinstance(self.tokenizer_fingerprint, str):
+            raise ConfigError(f"tokenizer_fingerprint must be a string, got {self.tokenizer_fingerprint!r}")
         if self.positive_label_weight <= 0:
             raise ConfigError(f"positive_label_weight must be positive, got {self.positive_label_weight!r}")
         attention = attention_class(self.backbone)

@@ -49,6 +49,7 @@ from genolong.classifier import Classifier, TaskInfo, TokenEncoder
 from genolong.config import from_dict, to_dict
 from genolong.errors import ConfigError, UserError
 from genolong.files import atomic_write_text
+from genolong.model.loading import backbone_keys, check_tokenizer, load_model, read_model_config
 from genolong.tasks.common import (
     Throughput,
     TrainConfig,
@@ -465,7 +466,8 @@ def build_classifier_model(config: ClassifyConfig, num_labels: int, tokenizer, p
         model_config = GenolongConfig(**fields, **head)
         model = GenolongForSequenceClassification(model_config)
     else:
-        base = GenolongConfig.from_pretrained(str(pretrained))
+        base = read_model_config(pretrained)
+        check_tokenizer(tokenizer, base, Path(pretrained))
         fields = base.to_diff_dict()
         overrides = dict(config.model)
         ignored = {k: v for k, v in overrides.items() if k in ARCHITECTURE_FIELDS and getattr(base, k) != v}
@@ -479,10 +481,11 @@ def build_classifier_model(config: ClassifyConfig, num_labels: int, tokenizer, p
             for name in attention_defaults(base.backbone):
                 fields.pop(name, None)
         model_config = GenolongConfig(**(fields | overrides | head))
-        model, loading = GenolongForSequenceClassification.from_pretrained(
-            str(pretrained), config=model_config, output_loading_info=True
-        )
-        _rebuild_missing_attention_buffers(model, set(loading["missing_keys"]))
+        # the head is new, an MLM head is dropped, and so are the weights of a backbone switched from
+        ours, theirs = backbone_keys(model_config), backbone_keys(base)
+        model = load_model(GenolongForSequenceClassification, pretrained, config=model_config,
+                           new={"classifier.", "fusion.", *(ours - theirs)}, dropped={"lm_head.", *(theirs - ours)})
+        _rebuild_missing_attention_buffers(model, ours - theirs)
     if config.max_len > model_config.max_position_embeddings:
         raise ConfigError(
             f"max_len={config.max_len} exceeds the model's max_position_embeddings="
@@ -558,6 +561,8 @@ def run_finetune(
     out = Path(out)
     if pretrained is not None and tokenizer_dir is not None:
         raise UserError("give --model or --tokenizer, not both: a pretrained model brings its tokenizer")
+    if pretrained is not None:
+        read_model_config(pretrained)  # a missing or broken model directory fails before any work
     data = load_task_data(config.task, data_dir)
     out.mkdir(parents=True, exist_ok=True)
     if pretrained is not None:

@@ -195,6 +195,7 @@ def inference_rate(model_dir: Path, corpus_dir: Path, max_len: int, windows: int
     from genolong.corpus import Corpus
     from genolong.mlm import MaskingConfig, MLMWindows, SpecialIds
     from genolong.model.hf import GenolongModel
+    from genolong.model.loading import load_model
     from genolong.tokenizer import load_tokenizer
 
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -205,7 +206,7 @@ def inference_rate(model_dir: Path, corpus_dir: Path, max_len: int, windows: int
     length = max(len(t) for t in tokens)
     input_ids = torch.stack([torch.nn.functional.pad(t, (0, length - len(t))) for t in tokens]).to(device)
     mask = torch.stack([torch.arange(length) < len(t) for t in tokens]).long().to(device)
-    model = GenolongModel.from_pretrained(str(model_dir)).to(device).eval()
+    model = load_model(GenolongModel, model_dir, dropped={"lm_head."}).to(device)
     with torch.inference_mode():
         model(input_ids=input_ids[:batch_size], attention_mask=mask[:batch_size])
         if device.type == "cuda":

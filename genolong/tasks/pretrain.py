@@ -37,6 +37,7 @@ from genolong.corpus import Corpus, CorpusConfig, build_corpus
 from genolong.errors import ConfigError, UserError
 from genolong.files import atomic_path, atomic_write_text
 from genolong.mlm import MaskingConfig, MLMWindows, PositionSampler, SpecialIds, collate_windows
+from genolong.model.loading import save_model
 from genolong.tasks.common import (
     Throughput,
     TrainConfig,
@@ -385,8 +386,7 @@ def run_pretrain(genome: Path, out: Path, config: PretrainConfig, *, tokenizer_d
     }
     if trainer.is_global_zero:
         with atomic_path(out / "model", directory=True) as tmp:
-            model.save_pretrained(str(tmp))
-            tokenizer.save_pretrained(str(tmp))
+            save_model(model, tokenizer, tmp)
         report |= _throughput_from_logs(out)
         atomic_write_text(out / "report.json", json.dumps(report, indent=2) + "\n")
         plot_learning_curve(out, out / "learning_curve.png")
