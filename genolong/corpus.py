@@ -82,6 +82,8 @@ class CorpusConfig:
             raise ConfigError(f"passes must be >= 1, got {self.passes}")
         if self.max_start_offset < 1:
             raise ConfigError(f"max_start_offset must be >= 1, got {self.max_start_offset}")
+        if self.encode_batch < 1:
+            raise ConfigError(f"encode_batch must be >= 1, got {self.encode_batch}")
         for name in ("sentence_bp", "sentences_per_document"):
             low, high = getattr(self, name)
             if not 1 <= low <= high:

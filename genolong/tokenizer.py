@@ -78,6 +78,8 @@ class TokenizerTrainConfig:
                               f"sample_bp={self.sample_bp}")
         if not 0.0 <= self.max_n_fraction <= 1.0:
             raise ConfigError(f"max_n_fraction must be in [0, 1], got {self.max_n_fraction}")
+        if self.min_frequency < 0:
+            raise ConfigError(f"min_frequency must be >= 0, got {self.min_frequency}")
 
 
 # -- regions -------------------------------------------------------------------------------

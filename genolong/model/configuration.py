@@ -11,11 +11,14 @@ that registering it with ``AutoConfig`` does not import the modeling code.
 
 from __future__ import annotations
 
+import inspect
+import typing
 from typing import Any
 
 from transformers import PretrainedConfig
 
 from genolong.attention import attention_class, attention_defaults, available_attentions
+from genolong.config import check_type, describe_unknown, where
 from genolong.errors import ConfigError
 from genolong.model.encoder import ACTIVATIONS
 
@@ -149,3 +152,28 @@ def _reject_other_backbones_params(backbone: str, kwargs: dict[str, Any]) -> Non
                 f"{', '.join(misplaced)} {'is a parameter' if len(misplaced) == 1 else 'are parameters'} "
                 f"of backbone {other!r}, not of {backbone!r}"
             )
+
+
+def check_model_fields(fields: dict[str, Any], source: str = "", prefix: str = "model.") -> None:
+    """Check a config file's ``model:`` section without building the model: every key is a
+    ``GenolongConfig`` argument or a parameter of the chosen backbone, every value has that
+    argument's type (a backbone parameter: its default's type). Raises ConfigError naming
+    ``source`` and the key."""
+    backbone = fields.get("backbone", "full")
+    if backbone not in available_attentions():
+        raise ConfigError(f"{where(source)}{prefix}backbone: unknown backbone {backbone!r}; choose one of: "
+                          f"{', '.join(available_attentions())}")
+    own = attention_defaults(backbone)
+    try:
+        _reject_other_backbones_params(backbone, {k: v for k, v in fields.items() if k not in own})
+    except ConfigError as err:
+        raise ConfigError(f"{where(source)}{prefix.rstrip('.')}: {err.message}") from None
+    hints = typing.get_type_hints(GenolongConfig.__init__)
+    known = {name: hints[name] for name in inspect.signature(GenolongConfig.__init__).parameters
+             if name not in ("self", "kwargs")}
+    known |= {name: Any if default is None else type(default) for name, default in own.items()}
+    unknown = sorted(set(fields) - set(known), key=str)
+    if unknown:
+        raise ConfigError(f"{where(source)}unknown key {describe_unknown(unknown, list(known), prefix)}")
+    for name, value in fields.items():
+        check_type(value, known[name], source, f"{prefix}{name}")

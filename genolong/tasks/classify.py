@@ -46,9 +46,10 @@ from torch.utils.data import DataLoader, Dataset
 
 from genolong.chromatin_eval import evaluation_rows
 from genolong.classifier import Classifier, TaskInfo, TokenEncoder
-from genolong.config import from_dict, to_dict
+from genolong.config import from_dict, set_dotted, to_dict
 from genolong.errors import ConfigError, UserError
 from genolong.files import atomic_write_text
+from genolong.model.configuration import check_model_fields
 from genolong.model.loading import backbone_keys, check_tokenizer, load_model, read_model_config
 from genolong.tasks.common import (
     Throughput,
@@ -111,6 +112,7 @@ class ClassifyConfig:
     def __post_init__(self) -> None:
         if self.task not in MONITORS:
             raise ConfigError(f"unknown task {self.task!r}; choose one of: {', '.join(MONITORS)}")
+        check_model_fields(self.model)
         if self.max_len < 3:
             raise ConfigError(f"max_len must be >= 3 ([CLS] token [SEP]), got {self.max_len}")
         if self.patience < 1 or self.batch_size_eval < 1:
@@ -140,8 +142,7 @@ def load_classify_config(
     if data.setdefault("task", task) != task:
         raise UserError(f"{source} is a {data['task']} preset, not a {task} one")
     for key, value in (overrides or {}).items():
-        section, _, name = key.rpartition(".")
-        (data.setdefault(section, {}) if section else data)[name] = value
+        set_dotted(data, key, value, source=str(source))
     return from_dict(ClassifyConfig, data, source=str(source))
 
 

@@ -34,6 +34,7 @@ import torch
 from genolong.config import from_dict, to_dict
 from genolong.errors import ConfigError, UserError
 from genolong.files import atomic_write_text
+from genolong.model.configuration import check_model_fields
 from genolong.tasks.classify import ClassifyConfig, run_finetune
 from genolong.tasks.pretrain import (
     PretrainConfig,
@@ -107,6 +108,8 @@ class CompareConfig:
 
     def __post_init__(self) -> None:
         _check_names(self.backbones, BACKBONES, "backbones")
+        for name, params in self.backbones.items():
+            check_model_fields({"backbone": name} | params, prefix=f"backbones.{name}.")
         if self.inference_windows < 1 or self.inference_batch_size < 1:
             raise ConfigError("inference_windows and inference_batch_size must be >= 1")
         missing = sorted(set(self.ablation.backbones) - set(self.backbones))
@@ -144,7 +147,14 @@ def load_compare_config(preset: str | Path) -> CompareConfig:
     from genolong.tasks.pretrain import _read_preset
 
     source = preset_path("compare", str(preset))
-    return from_dict(CompareConfig, _read_preset(source), source=str(source))
+    config = from_dict(CompareConfig, _read_preset(source), source=str(source))
+    for backbone in config.backbones:  # the pretrain: and finetune: sections, checked before any run
+        try:
+            config.pretrain_config(backbone, seed=0)
+            config.finetune_config(backbone, seed=0)
+        except ConfigError as err:
+            raise ConfigError(f"{source}: {err.message}", hint=err.hint) from None
+    return config
 
 
 def parse_backbones(text: str, config: CompareConfig) -> list[str]:
