@@ -103,7 +103,10 @@ def prepare_chromatin(
         if len(lengths) != 1:
             raise InputError(mat_dir, f"the .mat files hold sequences of different lengths {sorted(lengths)}")
         length = lengths.pop()
-        context = (context or DEFAULT_CONTEXT) if genome is not None else length
+        if context is not None and (genome is None or context < 1):
+            raise UserError(f"context={context} needs a genome and must be a positive number of bp", hint="pass "
+                            "--genome with --context, or leave out --context")
+        context = (DEFAULT_CONTEXT if context is None else context) if genome is not None else length
         centred_flank(context, length)
         options = {
             "context": context,

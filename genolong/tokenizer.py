@@ -118,7 +118,10 @@ def iter_regions(path: str | Path, regions: list[Region] | None = None) -> Itera
             continue
         for region in wanted.get(canonical_chrom(record.name), []):
             found.add(region)
-            end = len(record) if region.end is None else min(region.end, len(record))
+            end = len(record) if region.end is None else region.end
+            if end > len(record) or region.start >= len(record):
+                raise InputError(path, f"region {region.chrom}:{region.start}-{end} extends past the record's end "
+                                 f"({len(record):,} bp)", record=record.name)
             yield FastaRecord(f"{record.name}:{region.start}-{end}", record.sequence[region.start:end])
     missing = [r.chrom for r in regions or [] if r not in found]
     if missing:

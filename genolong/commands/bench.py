@@ -8,6 +8,8 @@ import platform
 import sys
 from pathlib import Path
 
+from genolong.commands.arguments import positive_float, positive_int
+
 DEFAULT_LENGTHS = [1024, 2048, 4096, 8192, 16384]
 DEFAULT_EXTRA_LENGTHS = [32768, 65536]
 
@@ -50,11 +52,11 @@ def register(subparsers) -> None:
         action="store_false",
         help="skip our model with the attention skipped (the floor)",
     )
-    attention.add_argument("--lengths", nargs="+", type=int, default=DEFAULT_LENGTHS, metavar="N")
+    attention.add_argument("--lengths", nargs="+", type=positive_int, default=DEFAULT_LENGTHS, metavar="N")
     attention.add_argument(
         "--extra-lengths",
         nargs="*",
-        type=int,
+        type=positive_int,
         default=DEFAULT_EXTRA_LENGTHS,
         metavar="N",
         help="lengths for our sparse backbones and the floor only (default: %(default)s)",
@@ -66,20 +68,20 @@ def register(subparsers) -> None:
         default="fp32",
         help="bf16 = torch.autocast(bfloat16) for every model",
     )
-    attention.add_argument("--threads", type=int, default=2)
-    attention.add_argument("--repeats", type=int, default=3, help="timed calls after the untimed first one")
+    attention.add_argument("--threads", type=positive_int, default=2)
+    attention.add_argument("--repeats", type=positive_int, default=3, help="timed calls after the untimed first one")
     attention.add_argument(
-        "--budget", type=float, default=30.0, help="fewer repeats once the timed calls took this many seconds"
+        "--budget", type=positive_float, default=30.0, help="fewer repeats once the timed calls took this many seconds"
     )
-    attention.add_argument("--hidden", type=int, default=256)
-    attention.add_argument("--layers", type=int, default=4)
-    attention.add_argument("--heads", type=int, default=4)
-    attention.add_argument("--ffn", type=int, default=1024)
-    attention.add_argument("--vocab", type=int, default=32000)
-    attention.add_argument("--timeout", type=float, default=1200, help="seconds per model and length")
+    attention.add_argument("--hidden", type=positive_int, default=256)
+    attention.add_argument("--layers", type=positive_int, default=4)
+    attention.add_argument("--heads", type=positive_int, default=4)
+    attention.add_argument("--ffn", type=positive_int, default=1024)
+    attention.add_argument("--vocab", type=positive_int, default=32000)
+    attention.add_argument("--timeout", type=positive_float, default=1200, help="seconds per model and length")
     attention.add_argument(
         "--max-memory-gb",
-        type=float,
+        type=positive_float,
         default=12,
         help="kill a measurement whose resident set grows past this",
     )

@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from genolong.commands.arguments import positive_int
+
 
 def register(subparsers) -> None:
     group = subparsers.add_parser("eval", help="evaluate a fine-tuned classifier on a dataset")
@@ -25,9 +27,9 @@ def register(subparsers) -> None:
         "--rc", action="store_true", help="average each row's probabilities with its reverse complement's"
     )
     chromatin.add_argument(
-        "--rows", type=int, default=None, help="evaluate N evenly spaced rows (default: all)"
+        "--rows", type=positive_int, default=None, help="evaluate N evenly spaced rows (default: all)"
     )
-    chromatin.add_argument("--batch-size", type=int, default=16, help="rows per model call (default: 16)")
+    chromatin.add_argument("--batch-size", type=positive_int, default=16, help="rows per model call (default: 16)")
     chromatin.add_argument("--device", default="auto", help="auto (GPU when present), cpu, cuda, ...")
     chromatin.set_defaults(func=run_chromatin)
 

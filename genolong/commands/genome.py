@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from genolong.commands.arguments import positive_int
+
 
 def register(subparsers) -> None:
     group = subparsers.add_parser("genome", help="inspect, slice and prepare reference genomes")
@@ -41,7 +43,7 @@ def register(subparsers) -> None:
         action="store_true",
         help="keep only assembled chromosomes (drop unplaced contigs and haplotypes)",
     )
-    prepare.add_argument("--line-width", type=int, default=60, help="bases per line (default 60)")
+    prepare.add_argument("--line-width", type=positive_int, default=60, help="bases per line (default 60)")
     prepare.set_defaults(func=run_prepare)
 
 
