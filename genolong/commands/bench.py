@@ -115,8 +115,6 @@ def run_attention(args) -> int:
         raise UserError(f"unknown peer {', '.join(unknown)}; choose from: {', '.join(known_peers)}")
     if args.legacy_site is not None and not (args.legacy_site / "transformers").is_dir():
         raise UserError(f"--legacy-site {args.legacy_site}: no transformers package in that directory")
-    if min(args.lengths + args.extra_lengths) < 1 or args.threads < 1 or args.repeats < 1:
-        raise UserError("lengths, --threads and --repeats must be positive")
 
     size = bench.BenchSize(
         vocab_size=args.vocab,

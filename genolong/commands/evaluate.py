@@ -43,11 +43,8 @@ def run_chromatin(args) -> int:
     from genolong.chromatin_profiles import profile_classes
     from genolong.classifier import Classifier, StrandAveraged
     from genolong.data_prep.chromatin_dataset import PreparedChromatin
-    from genolong.errors import UserError
     from genolong.metrics import format_chromatin_medians, median_auc_by_class
 
-    if args.rows is not None and args.rows < 1:
-        raise UserError(f"--rows must be positive, got {args.rows}")
     classifier = Classifier.load(args.model, task="chromatin", device=args.device)
     split = PreparedChromatin(args.data)[args.split]
     if split.context != classifier.info.window_bp:
