@@ -306,7 +306,7 @@ def build_corpus(genome: str | Path, tokenizer_dir: str | Path, out: str | Path,
     started = time.perf_counter()
     shards: list[ShardInfo] = []
     built_bp = 0
-    with tqdm(unit="bp", unit_scale=True, desc="corpus", disable=not show_progress) as progress:
+    with tqdm(unit="bp", unit_scale=True, desc="corpus", disable=None if show_progress else True) as progress:
         for record in read_fasta(genome):
             for split, name, start, end in config.pieces(record.name, len(record)):
                 folder = out / split
