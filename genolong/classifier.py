@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from genolong.config import from_dict
 from genolong.errors import InputError, UserError
 from genolong.sequence import clean, reverse_complement
 
@@ -71,9 +72,9 @@ class TaskInfo:
         path = directory / TASK_FILE
         try:
             data = json.loads(path.read_text())
-            if data.pop("format", None) != FORMAT:
+            if not isinstance(data, dict) or data.pop("format", None) != FORMAT:
                 raise ValueError(f"format is not {FORMAT!r}")
-            return cls(**data)
+            return from_dict(cls, data, source="")
         except (ValueError, TypeError) as err:
             raise InputError(path, f"not a valid task description: {err}") from None
 
@@ -173,6 +174,9 @@ class Classifier:
                 path / TASK_FILE,
                 f"{len(info.label_names)} label names for a model with {config.num_labels} outputs",
             )
+        if info.max_len > config.max_position_embeddings:
+            raise InputError(path / TASK_FILE, f"max_len={info.max_len} exceeds the model's max_position_embeddings="
+                             f"{config.max_position_embeddings}")
         tokenizer = load_model_tokenizer(path, config)
         return cls(load_model(GenolongForSequenceClassification, path, config=config), tokenizer, info, device)
 

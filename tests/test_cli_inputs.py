@@ -15,7 +15,7 @@ import zlib
 import numpy as np
 import pytest
 from _http_server import FixtureServer
-from classify_helpers import random_classifier, tiny_tokenizer
+from classify_helpers import random_promoter_model
 from deepsea_fixtures import deepsea_rows, write_bundle
 
 from genolong.cli import main
@@ -38,14 +38,13 @@ def one_line(capsys, *needles) -> str:
 
 
 @pytest.fixture(scope="module")
-def tokenizer_dir(tmp_path_factory):
-    return tiny_tokenizer(tmp_path_factory.mktemp("tok") / "tokenizer")
+def promoter_model(tmp_path_factory):
+    return random_promoter_model(tmp_path_factory, window_bp=100)
 
 
 @pytest.fixture(scope="module")
-def promoter_model(tokenizer_dir, tmp_path_factory):
-    return random_classifier(tmp_path_factory.mktemp("model") / "promoter", tokenizer_dir, task="promoter",
-                             window_bp=100, min_bp=100, label_names=["promoter"], threshold=0.5)
+def tokenizer_dir(promoter_model):
+    return promoter_model.parent / "tokenizer"
 
 
 # -- option values ----------------------------------------------------------------------------

@@ -10,7 +10,7 @@ import shutil
 
 import pytest
 import torch
-from classify_helpers import promoter_dataset, random_classifier, tiny_tokenizer
+from classify_helpers import promoter_dataset, random_promoter_model
 from safetensors.torch import load_file, save_file
 
 from genolong.classifier import Classifier, default_promoter_model
@@ -27,14 +27,13 @@ SEQUENCE = "ACGTTGCAAT" * 30
 
 
 @pytest.fixture(scope="module")
-def tokenizer_dir(tmp_path_factory):
-    return tiny_tokenizer(tmp_path_factory.mktemp("tok") / "tokenizer")
+def model_dir(tmp_path_factory):
+    return random_promoter_model(tmp_path_factory, window_bp=251)
 
 
 @pytest.fixture(scope="module")
-def model_dir(tokenizer_dir, tmp_path_factory):
-    return random_classifier(tmp_path_factory.mktemp("model") / "promoter", tokenizer_dir, task="promoter",
-                             window_bp=251, min_bp=251, label_names=["promoter"], threshold=0.5)
+def tokenizer_dir(model_dir):
+    return model_dir.parent / "tokenizer"
 
 
 @pytest.fixture
@@ -239,3 +238,14 @@ def test_model_built_and_loaded_under_inference_mode_predicts(tokenizer_dir, tmp
         loaded = load_model(GenolongForSequenceClassification, tmp_path)
         assert torch.allclose(loaded(ids).logits, expected, atol=1e-6)
     assert torch.allclose(load_model(GenolongForSequenceClassification, tmp_path)(ids).logits, expected, atol=1e-6)
+
+
+@pytest.mark.parametrize("change, needle", [
+    (lambda info: [info], "format is not"),
+    (lambda info: info | {"window_bp": "wide"}, "window_bp must be an integer, got 'wide'"),
+    (lambda info: info | {"max_len": 100_000}, "max_len=100000 exceeds the model's max_position_embeddings"),
+])
+def test_broken_task_description_is_refused(broken, fasta, capsys, change, needle):
+    info = json.loads((broken / "genolong_task.json").read_text())
+    (broken / "genolong_task.json").write_text(json.dumps(change(info)))
+    assert_refused(*predict(broken, fasta, capsys), "genolong_task.json", needle)
