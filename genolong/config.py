@@ -168,11 +168,9 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
     return data
 
 
-def read_with_extends(path: str | Path, merge: Callable[[dict, dict], dict],
-                      locate: Callable[[Path, str], Path] | None = None, _chain: tuple[Path, ...] = ()) -> dict:
-    """:func:`read_yaml`, then, when the file says ``extends: PARENT``, ``merge(parent's data, this
-    file's data)``. ``locate(path, PARENT)`` finds the parent (default: beside ``path``).
-    A chain that comes back to a file is a ConfigError."""
+def read_with_extends(path: str | Path, merge: Callable[[dict, dict], dict], _chain: tuple[Path, ...] = ()) -> dict:
+    """:func:`read_yaml`, then, when the file says ``extends: PARENT`` (a file beside it),
+    ``merge(parent's data, this file's data)``. A chain that comes back to a file is a ConfigError."""
     path = Path(path)
     chain = (*_chain, path.resolve())
     data = read_yaml(path)
@@ -181,11 +179,11 @@ def read_with_extends(path: str | Path, merge: Callable[[dict, dict], dict],
         return data
     if not isinstance(parent, str):
         raise ConfigError(f"{path}: extends must be a config name or file, got {parent!r}")
-    parent_path = locate(path, parent) if locate else path.parent / parent
+    parent_path = path.parent / parent
     if parent_path.resolve() in chain:
         cycle = " -> ".join(str(p) for p in (*chain, parent_path.resolve()))
         raise ConfigError(f"{path}: extends makes a cycle: {cycle}")
-    return merge(read_with_extends(parent_path, merge, locate, chain), data)
+    return merge(read_with_extends(parent_path, merge, chain), data)
 
 
 def load_yaml(path: str | Path, cls: type[T]) -> T:
