@@ -38,13 +38,9 @@ def one_line(capsys, *needles) -> str:
 
 
 @pytest.fixture(scope="module")
-def promoter_model(tmp_path_factory):
-    return random_promoter_model(tmp_path_factory, window_bp=100)
-
-
-@pytest.fixture(scope="module")
-def tokenizer_dir(promoter_model):
-    return promoter_model.parent / "tokenizer"
+def tokenizer_dir(tmp_path_factory):
+    """A tiny tokenizer, with a random 100-bp promoter model over it beside it (``../model``)."""
+    return random_promoter_model(tmp_path_factory, window_bp=100).parent / "tokenizer"
 
 
 # -- option values ----------------------------------------------------------------------------
@@ -81,11 +77,11 @@ def test_tokenizer_region_past_the_record_end_is_refused(tmp_path, capsys):
 
 
 # -- FASTA headers and gzip -------------------------------------------------------------------
-def test_a_tab_in_a_header_never_reaches_an_output_column(promoter_model, tmp_path, capsys):
+def test_a_tab_in_a_header_never_reaches_an_output_column(tokenizer_dir, tmp_path, capsys):
     fasta = tmp_path / "in.fa"
     fasta.write_text(">rec1\tdescription with\ttabs\n" + "ACGT" * 60 + "\n>rec2 plain words\n" + "TTGCA" * 40 + "\n")
     out, bed = tmp_path / "p.tsv", tmp_path / "p.bed"
-    assert main(["predict-promoter", str(fasta), "--model", str(promoter_model), "--out", str(out),
+    assert main(["predict-promoter", str(fasta), "--model", str(tokenizer_dir.parent / "model"), "--out", str(out),
                  "--bed", str(bed)]) == 0
     rows = [line.split("\t") for line in out.read_text().splitlines()]
     assert {len(row) for row in rows} == {len(rows[0])} and [row[0] for row in rows[1:]] == ["rec1", "rec2"]
