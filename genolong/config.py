@@ -180,6 +180,9 @@ def read_with_extends(path: str | Path, merge: Callable[[dict, dict], dict], _ch
     if not isinstance(parent, str):
         raise ConfigError(f"{path}: extends must be a config name or file, got {parent!r}")
     parent_path = path.parent / parent
+    if not parent_path.is_file():
+        raise UserError(f"{path}: extends {parent!r}, but there is no config file {parent_path}",
+                        hint="extends names a YAML file, relative to the file that extends it")
     if parent_path.resolve() in chain:
         cycle = " -> ".join(str(p) for p in (*chain, parent_path.resolve()))
         raise ConfigError(f"{path}: extends makes a cycle: {cycle}")

@@ -72,7 +72,7 @@ def test_self_extends_is_a_cycle(tmp_path, capsys):
 
 def test_missing_parent_is_named(tmp_path, capsys):
     status, err, path = run_pretrain(tmp_path, "extends: nowhere.yaml\n", capsys)
-    assert_one_line(status, err, "nowhere.yaml: no such config file")
+    assert_one_line(status, err, "bad.yaml: extends 'nowhere.yaml', but there is no config file")
 
 
 def test_a_good_config_extending_a_file_loads(tmp_path):
