@@ -194,7 +194,7 @@ def fetch_source(
         if not cache.products_present(entry):
             try:
                 products = _make_products(source, cache, progress)
-            except UserError as err:  # not the file it should be: never reuse it
+            except InputError as err:  # not the file it should be (not a disk or permission error): never reuse it
                 rejected = cache.set_aside(source.relpath)
                 raise UserError(err.message, hint=f"{err.hint + '; ' if err.hint else ''}the download was moved to "
                                 f"{rejected.name}; run the command again (with --url of a good copy) to fetch it "

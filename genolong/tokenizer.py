@@ -308,7 +308,7 @@ def load_tokenizer(path: str | Path):
     except BaseException as err:  # JSON, Key, Type errors, or a Rust panic of tokenizers
         if not is_library_failure(err):
             raise
-        raise InputError(path / "tokenizer.json", f"not a readable tokenizer: {first_line(err)}",
+        raise InputError(path / "tokenizer.json", f"not a readable tokenizer: {'no key ' if isinstance(err, KeyError) else ''}{first_line(err)}",
                          hint="re-save the tokenizer, or train one with `genolong tokenizer train`") from None
     if None in (tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id, tokenizer.mask_token_id):
         raise InputError(path, "not a genolong tokenizer: [CLS], [SEP], [PAD] and [MASK] are not all defined "
