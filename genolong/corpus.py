@@ -411,13 +411,16 @@ def _read_manifest(path: Path) -> dict:
 
 
 def _stems(shards: list[dict], path: Path) -> list[str]:
-    """The file stem of each shard; a corpus built before stems carried the index used the
-    sanitised name alone, which is refused where two names collide (one shard overwrote the other)."""
+    """The file stem of each shard, confined to the corpus directory; a corpus built before stems
+    carried the index used the sanitised name alone, which is refused where two names collide
+    (one shard overwrote the other)."""
     try:
         stems = [info.get("stem") or _safe_name(info["chrom"]) for info in shards]
         legacy = [(info["split"], stem) for info, stem in zip(shards, stems, strict=True) if not info.get("stem")]
     except (AttributeError, KeyError, TypeError):
         raise InputError(path, "not a genolong corpus manifest (malformed shards list)") from None
+    if any(info["split"] not in SPLITS or stem != _safe_name(stem) for info, stem in zip(shards, stems, strict=True)):
+        raise InputError(path, "a shard's split or file name would lie outside the corpus directory")
     if len(set(legacy)) != len(legacy):
         raise InputError(path, "built by an older genolong whose shard files collide for record names that "
                          "differ only in characters other than letters, digits and ._- (one overwrote another)",

@@ -128,6 +128,12 @@ def test_a_corrupt_gzip_stream_is_one_line(tmp_path, capsys, argv):
     assert not out.exists()
 
 
+def edit_manifest(directory, name, change):
+    manifest = json.loads((directory / name).read_text())
+    change(manifest)
+    (directory / name).write_text(json.dumps(manifest))
+
+
 # -- the corpus -------------------------------------------------------------------------------
 CORPUS_YAML = ("passes: 1\nmax_start_offset: 10\nsentence_bp: [50, 100]\nsentences_per_document: [5, 10]\n"
                "valid_chromosomes: []\ntest_chromosomes: []\nvalid_tail_fraction: 0.2\ntest_tail_fraction: 0.2\n")
@@ -177,6 +183,10 @@ def test_a_legacy_corpus_with_colliding_shard_names_is_refused(colliding_corpus,
     (lambda c: (c / "corpus.json").write_text("[1, 2]"), "not a genolong corpus manifest"),
     (lambda c: [p.write_bytes(p.read_bytes()[:10]) for p in (c / "train").glob("*.tokens.u16")],
      ".tokens.u16: missing or truncated"),
+    (lambda c: edit_manifest(c, "corpus.json", lambda m: m["shards"][0].update(stem="../../../etc/x")),
+     "would lie outside the corpus directory"),
+    (lambda c: edit_manifest(c, "corpus.json", lambda m: m["shards"][0].update(split="../..")),
+     "would lie outside the corpus directory"),
 ])
 def test_a_damaged_corpus_is_refused_naming_the_file(colliding_corpus, tmp_path, damage, needle):
     corpus = shutil.copytree(colliding_corpus[0], tmp_path / "corpus")
@@ -276,18 +286,12 @@ def test_a_truncated_mat_file_is_one_line(prepared, tmp_path, capsys):
     assert not (tmp_path / "out").exists()
 
 
-def edit_manifest(directory, change):
-    manifest = json.loads((directory / "manifest.json").read_text())
-    change(manifest)
-    (directory / "manifest.json").write_text(json.dumps(manifest))
-
-
 @pytest.mark.parametrize("damage, needle", [
     (lambda d: (d / "manifest.json").write_text("{"), "manifest.json: invalid JSON"),
     (lambda d: (d / "manifest.json").write_text('{"format": "genolong.chromatin/1"}'), "malformed manifest"),
-    (lambda d: edit_manifest(d, lambda m: m["splits"]["test"]["files"].update(sequences="../other/test.sequences.npy")),
+    (lambda d: edit_manifest(d, "manifest.json", lambda m: m["splits"]["test"]["files"].update(sequences="../other/test.sequences.npy")),
      "lies outside the dataset directory"),
-    (lambda d: edit_manifest(d, lambda m: m["splits"]["test"]["files"].update(sequences="/etc/passwd")),
+    (lambda d: edit_manifest(d, "manifest.json", lambda m: m["splits"]["test"]["files"].update(sequences="/etc/passwd")),
      "lies outside the dataset directory"),
     (lambda d: (d / "train.labels.npy").write_bytes((d / "train.labels.npy").read_bytes()[:300]),
      "truncated or not a .npy array"),
