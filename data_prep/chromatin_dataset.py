@@ -44,6 +44,7 @@ import numpy as np
 from genolong import __version__
 from genolong.errors import ConfigError, InputError, UserError
 from genolong.files import atomic_write_text
+from genolong.outputs import mark_directory
 
 from .checksums import file_digests
 from .deepsea import N_PROFILES, ONE_HOT_ORDER, SPLITS, DeepSEAMat, strand_pair_layout
@@ -227,6 +228,7 @@ class _Job:
         manifest = self._manifest()
         atomic_write_text(self.work / "manifest.json", json.dumps(manifest, indent=1) + "\n")
         self.progress_path.unlink()
+        mark_directory(self.work, "chromatin-data")
         self.work.rename(self.out)
         return manifest
 

@@ -34,6 +34,7 @@ import numpy as np
 from genolong import __version__
 from genolong.errors import ConfigError, InputError, UserError
 from genolong.files import atomic_path
+from genolong.outputs import mark_directory
 from genolong.sequence import InvalidSequenceError, clean
 
 from .negatives import (
@@ -213,6 +214,7 @@ def build_promoter_dataset(
         for name, rows in splits.items():
             _write_tsv(tmp / f"{name}.tsv", rows)
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+        mark_directory(tmp, "promoter-data")
     return manifest
 
 

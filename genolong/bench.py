@@ -51,6 +51,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from genolong.errors import ConfigError
 from genolong.files import atomic_write_text
 from genolong.memory import proc_status_mb, reset_peak_memory
 from genolong.model.encoder import Block
@@ -72,7 +73,7 @@ COLUMNS = [
 
 @dataclass(frozen=True)
 class BenchSize:
-    """Model size shared by every model in a run (issue 3: hidden 256, 4 layers, 4 heads, FFN 1024)."""
+    """Model size shared by every model in a run (hidden 256, 4 layers, 4 heads, FFN 1024)."""
 
     vocab_size: int = 32000
     hidden_size: int = 256
@@ -107,12 +108,25 @@ class SkipAttention(nn.Module):
         return v
 
 
+def genolong_config(backbone: str, size: BenchSize, length: int):
+    """The configuration of our model with ``backbone`` attention at its paper defaults.
+
+    Raises:
+        ConfigError: ``size`` and ``length`` are impossible for ``backbone``.
+    """
+    from genolong.model.hf import GenolongConfig
+
+    try:
+        return GenolongConfig(backbone=backbone, max_position_embeddings=length, **asdict(size))
+    except ConfigError as err:
+        raise ConfigError(f"{backbone} at length {length}: {err}") from None
+
+
 def genolong_model(backbone: str, size: BenchSize, length: int, mlm: bool):
     """Our encoder (or MLM model) with ``backbone`` attention at its paper defaults."""
-    from genolong.model.hf import GenolongConfig, GenolongForMaskedLM, GenolongModel
+    from genolong.model.hf import GenolongForMaskedLM, GenolongModel
 
-    config = GenolongConfig(backbone=backbone, max_position_embeddings=length, **asdict(size))
-    return (GenolongForMaskedLM if mlm else GenolongModel)(config), {}
+    return (GenolongForMaskedLM if mlm else GenolongModel)(genolong_config(backbone, size, length)), {}
 
 
 def floor_model(size: BenchSize, length: int, mlm: bool):
@@ -357,6 +371,14 @@ def plan(
     pairs = [(model, length) for length in lengths for model in models]
     pairs += [(model, length) for length in extra_lengths if length not in lengths for model in long_models]
     return pairs
+
+
+def check_plan(pairs: list[tuple[str, int]], size: BenchSize) -> None:
+    """Raise :class:`ConfigError` for a pair of ours that cannot be built, before any measurement
+    (its worker would only fail and leave a row of errors)."""
+    for model, length in pairs:
+        if model not in PEERS + LEGACY_PEERS:
+            genolong_config("full" if model == FLOOR else model, size, length)
 
 
 def run_benchmark(

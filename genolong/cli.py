@@ -1,9 +1,15 @@
 """The ``genolong`` command line.
 
 Thin by design: each command group lives in ``genolong/commands/<group>.py`` and
-exposes ``register(subparsers)``, which adds its sub-parsers and sets
-``func`` to a typed function. This module only dispatches and turns
-:class:`~genolong.errors.UserError` into a one-line message with exit code 2.
+exposes ``register(subparsers)``, which adds its sub-parsers, sets ``func`` to a typed
+function and declares the roles of its path arguments (:func:`genolong.outputs.declare`).
+This module only dispatches, within the output policy of :func:`genolong.outputs.guarded`
+and the signal handling of :func:`genolong.interrupts.handled`, and turns the outcome into
+an exit status with at most one line on stderr:
+
+* 0 on success;
+* 2 for a :class:`~genolong.errors.UserError` (bad input, unusable output location);
+* 128 + the signal number when interrupted: 130 for SIGINT (Ctrl-C), 143 for SIGTERM.
 """
 
 from __future__ import annotations
@@ -13,8 +19,9 @@ import importlib
 import logging
 import sys
 
-from genolong import __version__
+from genolong import __version__, interrupts
 from genolong.errors import UserError
+from genolong.outputs import guarded
 
 #: Command modules under ``genolong.commands``, in ``--help`` order.
 COMMAND_MODULES = ["data", "tokenizer", "genome", "promoter", "corpus", "chromatin", "bench", "pretrain", "finetune",
@@ -58,13 +65,14 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 0
     try:
-        result = args.func(args)
+        with interrupts.handled(), guarded(args):
+            result = args.func(args)
     except UserError as err:
         print(f"genolong {args.command}: error: {err}", file=sys.stderr)
         return err.exit_code
-    except KeyboardInterrupt:
-        print(f"genolong {args.command}: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as stop:
+        print(f"genolong {args.command}: {stop or 'interrupted'}", file=sys.stderr)
+        return interrupts.exit_code(stop)
     return int(result or 0)
 
 

@@ -39,6 +39,7 @@ import numpy as np
 from genolong.errors import ConfigError, InputError, UserError
 from genolong.files import atomic_path, atomic_write_text
 from genolong.genome import canonical_chrom
+from genolong.outputs import claim_directory
 from genolong.sequence import read_fasta
 
 log = logging.getLogger(__name__)
@@ -303,6 +304,7 @@ def build_corpus(genome: str | Path, tokenizer_dir: str | Path, out: str | Path,
         if (old.get("config_fingerprint"), old.get("tokenizer_fingerprint")) != (config.fingerprint(), tokenizer_id):
             raise UserError(f"{out} holds a corpus built with another tokenizer or configuration",
                             hint="choose another --out or delete it")
+    claim_directory(out, "corpus")
     started = time.perf_counter()
     shards: list[ShardInfo] = []
     built_bp = 0

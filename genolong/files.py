@@ -43,14 +43,7 @@ def atomic_path(path: str | os.PathLike, *, directory: bool = False) -> Iterator
     try:
         yield tmp
         if directory:
-            if path.exists():
-                old = path.with_name(f".{path.name}.old")
-                shutil.rmtree(old, ignore_errors=True)
-                path.rename(old)
-                tmp.rename(path)
-                shutil.rmtree(old, ignore_errors=True)
-            else:
-                tmp.rename(path)
+            _replace_directory(tmp, path)
         else:
             os.replace(tmp, path)
     except BaseException:
@@ -59,6 +52,24 @@ def atomic_path(path: str | os.PathLike, *, directory: bool = False) -> Iterator
         else:
             tmp.unlink(missing_ok=True)
         raise
+
+
+def _replace_directory(new: Path, path: Path) -> None:
+    """Rename ``new`` to ``path``; an existing ``path`` is moved aside first and deleted after,
+    or moved back when the rename fails or is interrupted (a signal between the two renames)."""
+    if not path.exists():
+        new.rename(path)
+        return
+    old = path.with_name(f".{path.name}.old")
+    shutil.rmtree(old, ignore_errors=True)
+    try:
+        path.rename(old)
+        new.rename(path)
+    except BaseException:
+        if old.exists() and not path.exists():
+            old.rename(path)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def _umask() -> int:

@@ -32,6 +32,7 @@ import numpy as np
 
 from genolong.errors import ConfigError, InputError, UserError, first_line, is_library_failure
 from genolong.files import atomic_path
+from genolong.outputs import MARKER, mark_directory
 from genolong.sequence import ALPHABET, FastaRecord, read_fasta
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
@@ -232,14 +233,19 @@ def _finish(tok, model_max_length: int):
 
 
 def check_output_dir(out: Path, *, force: bool) -> None:
-    """Refuse to overwrite an existing directory unless ``force``; name what is there."""
+    """Refuse an existing directory unless it holds a tokenizer and ``force`` is given: files
+    that are not a tokenizer are never replaced."""
     if not out.exists():
         return
     if not out.is_dir():
         raise UserError(f"{out} exists and is not a directory")
-    if any(out.iterdir()) and not force:
-        what = "a tokenizer" if (out / "tokenizer.json").exists() else "files that are not a tokenizer"
-        raise UserError(f"output directory {out} already holds {what}", hint="pass --force to replace it")
+    if not any(p.name != MARKER for p in out.iterdir()):
+        return
+    if not (out / "tokenizer.json").exists():
+        raise UserError(f"output directory {out} holds files that are not a tokenizer",
+                        hint="choose a new or empty directory")
+    if not force:
+        raise UserError(f"output directory {out} already holds a tokenizer", hint="pass --force to replace it")
 
 
 def train_tokenizer(genome: str | Path, out: str | Path, config: TokenizerTrainConfig, *,
@@ -285,6 +291,7 @@ def train_tokenizer(genome: str | Path, out: str | Path, config: TokenizerTrainC
     with atomic_path(out, directory=True) as tmp:
         _finish(tok, model_max_length).save_pretrained(str(tmp))
         (tmp / METADATA_FILE).write_text(json.dumps(metadata, indent=2) + "\n")
+        mark_directory(tmp, "tokenizer")
     return metadata
 
 

@@ -315,7 +315,8 @@ def server():
 
 
 def test_a_download_that_fails_preparation_is_set_aside_and_fetched_again(server, tmp_path, capsys):
-    dest = tmp_path / "cache"
+    dest = tmp_path / "cache"  # a cache in use (a new one would be removed whole after the error)
+    DataCache(dest).fetch(server.url("good/Hs.bed"), "other/x.bed", timeout=5.0, progress=False)
     assert main(["data", "fetch", "epdnew", "--dest", str(dest), "--url", server.url("bad/Hs.bed")]) == 2
     one_line(capsys, "not a BED file", "moved to Hs_EPDnew_006_hg19.bed.rejected", "run the command again")
     assert (dest / "epdnew" / "Hs_EPDnew_006_hg19.bed.rejected").read_bytes() == ERROR_PAGE

@@ -24,6 +24,7 @@ from genolong.data_prep.chromatin_dataset import PreparedChromatin, prepare_chro
 from genolong.data_prep.deepsea import DeepSEAMat
 from genolong.data_prep.locate import LocateStatus
 from genolong.errors import ConfigError, InputError, UserError
+from genolong.outputs import MARKER
 from genolong.sequence import reverse_complement, write_fasta
 
 
@@ -56,7 +57,7 @@ def test_round_trip_without_genome(rows, bundle, tmp_path):
     out = tmp_path / "prepared"
     manifest = prepare_chromatin(bundle, out, chunk_rows=64)
     assert sorted(path.name for path in out.iterdir()) == sorted(
-        ["manifest.json"]
+        ["manifest.json", MARKER]
         + [f"{split}.{name}.npy" for split in ("train", "valid", "test") for name in ("sequences", "labels")]
     )
     assert not list(tmp_path.glob(".*"))  # no work directory left behind

@@ -19,6 +19,7 @@ from genolong.data_prep.promoter_dataset import (
 from genolong.data_prep.promoters import PromoterRecord, TssWindow
 from genolong.data_prep.splits import chromosome_split, deduplicate, stratified_random_split
 from genolong.errors import ConfigError, UserError
+from genolong.outputs import MARKER
 from genolong.sequence import write_fasta
 
 SPLITS = ("train", "valid", "test")
@@ -103,7 +104,7 @@ def test_derived_negative_dataset(tmp_path, positives_with_duplicates, method):
     manifest = build_promoter_dataset(
         PromoterDatasetConfig(text=positives_with_duplicates, negatives=method), out
     )
-    assert sorted(p.name for p in out.iterdir()) == ["manifest.json", "test.tsv", "train.tsv", "valid.tsv"]
+    assert sorted(p.name for p in out.iterdir()) == [MARKER, "manifest.json", "test.tsv", "train.tsv", "valid.tsv"]
     assert manifest["counts"] == {
         "train": {"0": 96, "1": 96},
         "valid": {"0": 12, "1": 12},

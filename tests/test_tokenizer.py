@@ -141,17 +141,23 @@ def test_cli_refuses_foreign_output_dir_and_leaves_nothing_behind(tmp_path, caps
     (out / "notes.txt").write_text("keep me")
     args = ["tokenizer", "train", "--genome", genome, "--out", out, "--vocab-size", 64,
             "--sample-bp", 5000, "--chunk-bp", 500]
-    code, err = _run_cli(capsys, *args)
-    assert code == 2 and "not a tokenizer" in err and "--force" in err
-    assert (out / "notes.txt").read_text() == "keep me"
+    for force in ([], ["--force"]):  # --force replaces a tokenizer genolong made, never the user's files
+        code, err = _run_cli(capsys, *args, *force)
+        assert code == 2 and "genolong did not write (such as notes.txt)" in err
+        assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]
+        assert (out / "notes.txt").read_text() == "keep me"
 
     code, err = _run_cli(capsys, "tokenizer", "train", "--genome", genome, "--out", tmp_path / "small",
                          "--vocab-size", 8)
     assert code == 2 and "vocab size 8" in err
 
-    assert _run_cli(capsys, *args, "--force")[0] == 0
-    assert (out / "tokenizer.json").exists() and not (out / "notes.txt").exists()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # no temp dirs left behind
+    ours = [*args[:5], tmp_path / "ours", *args[6:]]
+    assert _run_cli(capsys, *ours)[0] == 0
+    code, err = _run_cli(capsys, *ours)
+    assert code == 2 and "already holds a tokenizer" in err and "--force" in err
+    assert _run_cli(capsys, *ours, "--force")[0] == 0
+    assert (tmp_path / "ours" / "tokenizer.json").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ours", "out"]  # no temp dirs left behind
 
 
 def test_failed_training_leaves_no_partial_output(tmp_path, monkeypatch, shared_data):

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from genolong.commands.arguments import positive_float, positive_int
+from genolong.outputs import OutputDirectory, declare
 
 DEFAULT_LENGTHS = [1024, 2048, 4096, 8192, 16384]
 DEFAULT_EXTRA_LENGTHS = [32768, 65536]
@@ -92,6 +93,7 @@ def register(subparsers) -> None:
         help="keep the measurements already in OUT/attention_DTYPE.csv and run the rest",
     )
     attention.set_defaults(func=run_attention)
+    declare(attention, inputs=["legacy_site"], directories={"out": OutputDirectory("bench")})
 
 
 def run_attention(args) -> int:
@@ -158,6 +160,7 @@ def run_attention(args) -> int:
         "load_average_start": os.getloadavg(),
     }
     pairs = bench.plan(backbones, peers, args.floor, args.lengths, args.extra_lengths)
+    bench.check_plan(pairs, size)
     print(
         f"{len(pairs)} model/length pairs, {args.threads} threads, {args.dtype}, size {vars(size)}; "
         f"load average {os.getloadavg()[0]:.2f}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from genolong.commands.arguments import positive_int
+from genolong.outputs import OutputDirectory, declare
 
 
 def register(subparsers) -> None:
@@ -53,6 +54,8 @@ def register(subparsers) -> None:
         help="inputs with more candidate hits than this are left unlocated (default 20000)",
     )
     prepare.set_defaults(func=run_prepare)
+    declare(prepare, inputs=["mat_dir", "genome"],
+            directories={"out": OutputDirectory("chromatin-data", atomic=True)})
 
 
 def run_prepare(args) -> int:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from genolong import interrupts
 from genolong.commands.arguments import non_negative_int
 from genolong.errors import UserError
+from genolong.outputs import OutputDirectory, declare
 
 
 def _add_common(parser) -> None:
@@ -32,6 +34,7 @@ def register(subparsers) -> None:
     compare.add_argument("--backbones", default="full,bigbird,longformer,lsg,vcc,sled",
                          help="comma-separated (default: %(default)s)")
     compare.set_defaults(func=run_compare)
+    declare(compare, inputs=["genome", "preset", "promoters"], directories={"out": OutputDirectory("compare")})
 
     ablation = subparsers.add_parser(
         "context-ablation", help="pretrain one model at several context lengths with equal tokens seen",
@@ -42,6 +45,7 @@ def register(subparsers) -> None:
     ablation.add_argument("--backbones", default=None, help="comma-separated (default: the preset's)")
     ablation.add_argument("--lengths", default=None, help="comma-separated max lengths (default: the preset's)")
     ablation.set_defaults(func=run_ablation)
+    declare(ablation, inputs=["genome", "preset"], directories={"out": OutputDirectory("compare")})
 
 
 def _workspace(args):
@@ -64,8 +68,7 @@ def run_compare(args) -> int:
     try:
         rows = run_comparison(space, args.promoters, parse_backbones(args.backbones, space.config))
     except Interrupted as stopped:
-        print(f"{stopped.args[0]} stopped early; run the same command again to continue")
-        return 130
+        interrupts.stop(f"{stopped.args[0]} stopped early; run the same command again to continue")
     _report(space, rows, "comparison.csv", COLUMNS)
     return 0
 
@@ -83,7 +86,6 @@ def run_ablation(args) -> int:
     try:
         rows = run_context_ablation(space, backbones, lengths)
     except Interrupted as stopped:
-        print(f"{stopped.args[0]} stopped early; run the same command again to continue")
-        return 130
+        interrupts.stop(f"{stopped.args[0]} stopped early; run the same command again to continue")
     _report(space, rows, "context_ablation.csv", ABLATION_COLUMNS)
     return 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from genolong.commands.arguments import fraction, non_negative_int, positive_int
+from genolong.outputs import OutputDirectory, declare
 
 
 def register(subparsers) -> None:
@@ -24,6 +25,7 @@ def register(subparsers) -> None:
                        help="also hold out this final fraction of every other chromosome for validation")
     build.add_argument("--test-tail-fraction", type=fraction, default=None)
     build.set_defaults(func=run_build)
+    declare(build, inputs=["genome", "tokenizer", "config"], directories={"out": OutputDirectory("corpus")})
 
 
 def corpus_config_from_args(args):

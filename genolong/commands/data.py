@@ -6,6 +6,7 @@ from pathlib import Path
 
 from genolong.commands.arguments import non_negative_int, positive_float
 from genolong.errors import UserError
+from genolong.outputs import OutputDirectory, declare
 
 _TARGETS = ("grch37", "epdnew", "deepsea")
 
@@ -37,6 +38,7 @@ def register(subparsers) -> None:
     )
     fetch.add_argument("--retries", type=non_negative_int, default=4, help="retries after a network failure (default 4)")
     fetch.set_defaults(func=run_fetch)
+    declare(fetch, inputs=["url"], directories={"dest": OutputDirectory(None)})
 
     status = commands.add_parser(
         "status",
@@ -48,6 +50,7 @@ def register(subparsers) -> None:
     status.add_argument("--dest", type=Path, help="cache directory (default: $GENOLONG_HOME/data)")
     status.add_argument("--verify", action="store_true", help="re-hash every download (reads gigabytes)")
     status.set_defaults(func=run_status)
+    declare(status, inputs=["dest"])
 
 
 def run_fetch(args) -> int:

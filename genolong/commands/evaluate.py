@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from genolong.commands.arguments import positive_int
+from genolong.outputs import declare
 
 
 def register(subparsers) -> None:
@@ -32,6 +33,7 @@ def register(subparsers) -> None:
     chromatin.add_argument("--batch-size", type=positive_int, default=16, help="rows per model call (default: 16)")
     chromatin.add_argument("--device", default="auto", help="auto (GPU when present), cpu, cuda, ...")
     chromatin.set_defaults(func=run_chromatin)
+    declare(chromatin, inputs=["model", "data"], files=["out"])
 
 
 def run_chromatin(args) -> int:

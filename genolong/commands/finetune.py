@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from genolong.outputs import OutputDirectory, declare
+
 TASK_HELP = {
     "promoter": (
         "fine-tune a promoter classifier on a `genolong promoter prepare` dataset",
@@ -53,6 +55,8 @@ def register(subparsers) -> None:
         parser.add_argument("--precision", default=None, help="auto, 32-true, bf16-mixed, 16-mixed")
         parser.add_argument("--resume", action="store_true", help="continue from OUT/checkpoints/last.ckpt")
         parser.set_defaults(func=run, task=task)
+        declare(parser, inputs=["data", "model", "tokenizer", "config"],
+                directories={"out": OutputDirectory("finetune")})
 
 
 def run(args) -> int:

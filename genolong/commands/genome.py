@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from genolong.commands.arguments import positive_int
+from genolong.outputs import declare
 
 
 def register(subparsers) -> None:
@@ -16,8 +17,9 @@ def register(subparsers) -> None:
     fetch.add_argument("region", help="CHROM:START-END, 0-based half-open (chr1 and 1 are aliases)")
     fetch.add_argument("--strand", choices=["+", "-"], default="+")
     fetch.set_defaults(func=run_fetch)
+    declare(fetch, inputs=["genome"])
 
-    # `genome prepare` (data acquisition, issue 5): the logic lives in data_prep/genome_prepare.py
+    # `genome prepare` (data acquisition): the logic lives in data_prep/genome_prepare.py
     prepare = commands.add_parser(
         "prepare",
         help="write an indexed bgzip (or plain) copy of a FASTA with a per-chromosome table",
@@ -45,6 +47,13 @@ def register(subparsers) -> None:
     )
     prepare.add_argument("--line-width", type=positive_int, default=60, help="bases per line (default 60)")
     prepare.set_defaults(func=run_prepare)
+    declare(prepare, inputs=["fasta"], files=["out"], defaults={"out": _default_output})
+
+
+def _default_output(args) -> Path:
+    from genolong.data_prep.genome_prepare import default_output
+
+    return default_output(args.fasta, plain=args.plain)
 
 
 def run_fetch(args) -> int:

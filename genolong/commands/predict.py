@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 
 from genolong.commands.arguments import positive_int
+from genolong.outputs import declare
 
 PROMOTER_COLUMNS = ("id", "length", "windows", "probability", "label", "error")
 WINDOW_COLUMNS = ("id", "start", "end", "probability", "label")
@@ -81,6 +82,7 @@ def register(subparsers) -> None:
         help="BED of predicted promoter regions (windows at or above the threshold, merged)",
     )
     promoter.set_defaults(func=run_promoter)
+    declare(promoter, inputs=["fasta", "model"], files=["out", "windows", "bed"])
 
     chromatin = subparsers.add_parser(
         "predict-chromatin",
@@ -93,6 +95,7 @@ def register(subparsers) -> None:
     chromatin.add_argument("--model", type=Path, required=True, help="chromatin classifier directory")
     chromatin.add_argument("--out", type=Path, required=True, help="TSV to write")
     chromatin.set_defaults(func=run_chromatin)
+    declare(chromatin, inputs=["fasta", "model"], files=["out"])
 
 
 @contextlib.contextmanager

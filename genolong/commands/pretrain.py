@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from genolong.outputs import OutputDirectory, declare
+
 #: Steps of the embedded default run (no --genome) unless --max-steps says otherwise.
 SAMPLE_STEPS = 100
 
@@ -29,6 +31,7 @@ def register(subparsers) -> None:
     parser.add_argument("--precision", default=None, help="auto, 32-true, bf16-mixed, 16-mixed")
     parser.add_argument("--resume", action="store_true", help="continue from out/checkpoints/last.ckpt")
     parser.set_defaults(func=run)
+    declare(parser, inputs=["genome", "tokenizer", "config"], directories={"out": OutputDirectory("pretrain")})
 
 
 def run(args) -> int:

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from genolong.commands.arguments import fraction, non_negative_int, positive_int
+from genolong.outputs import OutputDirectory, declare
 
 
 def register(subparsers) -> None:
@@ -80,6 +81,8 @@ def register(subparsers) -> None:
     prepare.add_argument("--seed", type=non_negative_int, default=42, help="seed of every random step (default: 42)")
     prepare.add_argument("--overwrite", action="store_true", help="replace an existing --out directory")
     prepare.set_defaults(func=run_prepare)
+    declare(prepare, inputs=["tss", "genome", "text", "fasta", "negative_fasta"],
+            directories={"out": OutputDirectory("promoter-data", atomic=True)})
 
     baseline = commands.add_parser(
         "baseline", help="k-mer frequency + logistic regression on a promoter dataset"
@@ -99,6 +102,7 @@ def register(subparsers) -> None:
     )
     baseline.add_argument("--out", type=Path, help="report JSON (default: DATA/kmer_baseline.json)")
     baseline.set_defaults(func=run_baseline)
+    declare(baseline, inputs=["data"], files=["out"], defaults={"out": lambda args: args.data / "kmer_baseline.json"})
 
 
 def _numbers(text: str) -> tuple[float, ...]:
@@ -153,9 +157,8 @@ def run_baseline(args) -> int:
 
     config = KmerBaselineConfig(k_min=args.k_min, k_max=args.k_max, Cs=args.Cs)
     report = run_kmer_baseline(args.data, config)
-    out = args.out or args.data / "kmer_baseline.json"
-    atomic_write_text(out, json.dumps(report, indent=2) + "\n")
+    atomic_write_text(args.out, json.dumps(report, indent=2) + "\n")
     name = f"kmer {config.k_min}-{config.k_max} (C={report['C']:g})"
     print(format_metrics_table({f"{name} valid": report["valid"], f"{name} test": report["test"]}))
-    print(f"report: {out}")
+    print(f"report: {args.out}")
     return 0

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from genolong.commands.arguments import non_negative_int, positive_int
+from genolong.outputs import OutputDirectory, declare
 
 
 def register(subparsers) -> None:
@@ -29,6 +30,7 @@ def register(subparsers) -> None:
                        help="train only on these regions (0-based, half-open; repeatable)")
     train.add_argument("--force", action="store_true", help="replace an existing output directory")
     train.set_defaults(func=run_train)
+    declare(train, inputs=["genome"], directories={"out": OutputDirectory("tokenizer", atomic=True)})
 
     stats = commands.add_parser("stats", help="bp/token, token lengths and encode throughput on a genome")
     stats.add_argument("--tokenizer", required=True, type=Path)
@@ -37,6 +39,7 @@ def register(subparsers) -> None:
     stats.add_argument("--max-bp", type=positive_int, default=None, help="stop after this many bases")
     stats.add_argument("--json", type=Path, default=None, help="also write the report here")
     stats.set_defaults(func=run_stats)
+    declare(stats, inputs=["tokenizer", "genome"], files=["json"])
 
 
 def run_train(args) -> int:

@@ -51,6 +51,7 @@ from genolong.errors import ConfigError, UserError
 from genolong.files import atomic_write_text
 from genolong.model.configuration import check_model_fields
 from genolong.model.loading import backbone_keys, check_tokenizer, load_model, read_model_config
+from genolong.outputs import claim_directory
 from genolong.tasks.common import (
     Throughput,
     TrainConfig,
@@ -565,7 +566,7 @@ def run_finetune(
     if pretrained is not None:
         read_model_config(pretrained)  # a missing or broken model directory fails before any work
     data = load_task_data(config.task, data_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    claim_directory(out, "finetune")
     if pretrained is not None:
         tokenizer_dir = Path(pretrained)
     elif tokenizer_dir is None:

@@ -35,6 +35,7 @@ from genolong.config import from_dict, to_dict
 from genolong.errors import ConfigError, UserError
 from genolong.files import atomic_write_text
 from genolong.model.configuration import check_model_fields
+from genolong.outputs import claim_directory
 from genolong.tasks.classify import ClassifyConfig, run_finetune
 from genolong.tasks.pretrain import (
     PretrainConfig,
@@ -258,7 +259,7 @@ class Workspace:
         """Train the shared tokenizer (once) from the shared pretraining settings."""
         if not self.genome.is_file():
             raise UserError(f"{self.genome}: no such genome file")
-        self.out.mkdir(parents=True, exist_ok=True)
+        claim_directory(self.out, "compare")
         any_backbone = next(iter(self.config.backbones))  # the tokenizer settings are shared
         _prepare_tokenizer(self.genome, None, self.out, self.config.pretrain_config(any_backbone, self.seed))
 

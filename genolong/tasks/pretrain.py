@@ -39,6 +39,7 @@ from genolong.files import atomic_path, atomic_write_text
 from genolong.mlm import MaskingConfig, MLMWindows, PositionSampler, SpecialIds, collate_windows
 from genolong.model.configuration import check_model_fields
 from genolong.model.loading import save_model
+from genolong.outputs import claim_directory
 from genolong.tasks.common import (
     Throughput,
     TrainConfig,
@@ -337,7 +338,7 @@ def run_pretrain(genome: Path, out: Path, config: PretrainConfig, *, tokenizer_d
     from genolong.model.hf import GenolongForMaskedLM
 
     started = time.perf_counter()
-    out.mkdir(parents=True, exist_ok=True)
+    claim_directory(out, "pretrain")
     corpus_dir = out / "corpus" if corpus_dir is None else corpus_dir
     if _launch_rank() == 0:  # under torchrun/SLURM, rank 0 prepares and the others wait
         tokenizer_dir = _prepare_tokenizer(genome, tokenizer_dir, out, config)
