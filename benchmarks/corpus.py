@@ -44,7 +44,7 @@ def main() -> None:
     manifest = json.loads((corpus / "corpus.json").read_text())
     genome_bp = sum(s["bp"] for s in manifest["shards"])
     tokens = sum(t["tokens"] for t in manifest["totals"].values())
-    shard_mb = max((corpus / s["split"] / f"{s['chrom']}.tokens.u16").stat().st_size
+    shard_mb = max((corpus / s["split"] / f"{s['stem']}.tokens.u16").stat().st_size
                    for s in manifest["shards"] if s["tokens"]) / 2**20
     rate = genome_bp * args.passes / seconds / 1e6
     result = {

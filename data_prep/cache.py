@@ -26,6 +26,8 @@ log = logging.getLogger(__name__)
 
 MANIFEST_NAME = "manifest.json"
 MANIFEST_VERSION = 1
+#: A download that failed verification or preparation is kept beside the cache under this suffix.
+REJECTED_SUFFIX = ".rejected"
 
 
 def default_data_root() -> Path:
@@ -90,9 +92,17 @@ class DataCache:
 
     def record(self, entry: Entry) -> None:
         """Add or replace ``entry`` in the manifest (locked read-modify-write, atomic)."""
+        self._update(lambda entries: entries.__setitem__(entry.path, entry))
+
+    def forget(self, relpath: str) -> None:
+        """Remove ``relpath``'s entry from the manifest (locked, atomic)."""
+        self._update(lambda entries: entries.pop(relpath, None))
+
+    def _update(self, change) -> None:
+        """Apply ``change(entries)`` to the manifest: a locked read-modify-write, written atomically."""
         with file_lock(self.manifest_path):
             entries = self.entries()
-            entries[entry.path] = entry
+            change(entries)
             payload = {
                 "version": MANIFEST_VERSION,
                 "files": {path: asdict(e) for path, e in sorted(entries.items())},
@@ -102,6 +112,15 @@ class DataCache:
     # -- files ---------------------------------------------------------------------------
     def path(self, relpath: str) -> Path:
         return self.root / relpath
+
+    def set_aside(self, relpath: str) -> Path:
+        """Move a cached file that proved unusable to ``<file>.rejected`` (replacing an older one)
+        and forget it, so that the next fetch downloads it afresh; returns the new path."""
+        rejected = self.path(relpath).with_name(self.path(relpath).name + REJECTED_SUFFIX)
+        if self.path(relpath).exists():
+            os.replace(self.path(relpath), rejected)
+        self.forget(relpath)
+        return rejected
 
     def cached(self, relpath: str) -> Entry | None:
         """The entry of ``relpath`` if the file on disk is still the one recorded."""
@@ -137,8 +156,11 @@ class DataCache:
         with file_lock(dest):
             entry = self.cached(relpath)
             if entry is not None and satisfied(entry.digests, expected):
-                log.info("%s: already in the cache", relpath)
-                return entry
+                if file_digests(dest, {"sha256"})["sha256"] == entry.digests["sha256"]:
+                    log.info("%s: already in the cache (sha256 re-checked)", relpath)
+                    return entry
+                log.warning("%s: the cached file no longer has its recorded sha256; moved to %s, downloading "
+                            "it again", relpath, self.set_aside(relpath).name)
             if dest.exists():
                 recorded = self.entry(relpath)
                 digests = file_digests(dest, {"sha256", *(check.algorithm for check in expected)})

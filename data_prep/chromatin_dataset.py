@@ -104,7 +104,10 @@ def prepare_chromatin(
         if len(lengths) != 1:
             raise InputError(mat_dir, f"the .mat files hold sequences of different lengths {sorted(lengths)}")
         length = lengths.pop()
-        context = (context or DEFAULT_CONTEXT) if genome is not None else length
+        if context is not None and (genome is None or context < 1):
+            raise UserError(f"context={context} needs a genome and must be a positive number of bp", hint="pass "
+                            "--genome with --context, or leave out --context")
+        context = (DEFAULT_CONTEXT if context is None else context) if genome is not None else length
         centred_flank(context, length)
         options = {
             "context": context,
@@ -421,6 +424,23 @@ class _Job:
         return summary
 
 
+_REPREPARE = "prepare the dataset again with `genolong chromatin prepare`"
+
+
+def _open_prepared(directory: Path, name: str) -> np.ndarray:
+    """Memory-map the array ``name`` of a prepared directory, which must lie inside it (a manifest
+    cannot point elsewhere) and be a complete ``.npy`` file."""
+    if not isinstance(name, str) or not (directory / name).resolve().is_relative_to(directory.resolve()):
+        raise InputError(directory / "manifest.json", f"file {name!r} lies outside the dataset directory")
+    path = directory / name
+    try:
+        return np.load(path, mmap_mode="r")
+    except FileNotFoundError:
+        raise InputError(path, "missing from the prepared dataset", hint=_REPREPARE) from None
+    except (ValueError, OSError, EOFError) as err:  # a truncated file cannot be mapped with its header's shape
+        raise InputError(path, f"truncated or not a .npy array ({err})", hint=_REPREPARE) from None
+
+
 class ChromatinSplit:
     """One split of a prepared directory, memory-mapped.
 
@@ -437,9 +457,9 @@ class ChromatinSplit:
         self.name = split
         self.input_length, self.context = manifest["input_length"], manifest["context"]
         self.flank = (self.context - self.input_length) // 2
-        self.sequences = np.load(directory / files["sequences"], mmap_mode="r")
-        self.labels = np.load(directory / files["labels"], mmap_mode="r")
-        self.loci = np.load(directory / files["loci"], mmap_mode="r") if "loci" in files else None
+        self.sequences = _open_prepared(directory, files["sequences"])
+        self.labels = _open_prepared(directory, files["labels"])
+        self.loci = _open_prepared(directory, files["loci"]) if "loci" in files else None
         self.located = (
             np.ones(len(self.labels), bool)
             if self.loci is None
@@ -478,12 +498,19 @@ class PreparedChromatin:
                 "not a prepared chromatin dataset (no manifest.json); "
                 "create one with `genolong chromatin prepare`",
             )
-        self.manifest = json.loads(manifest_path.read_text())
-        if self.manifest.get("format") != FORMAT:
-            raise InputError(manifest_path, f"format {self.manifest.get('format')!r}, expected {FORMAT!r}")
-        self.splits = {
-            split: ChromatinSplit(self.directory, split, self.manifest) for split in self.manifest["splits"]
-        }
+        try:
+            self.manifest = json.loads(manifest_path.read_text())
+        except (UnicodeDecodeError, ValueError) as err:
+            raise InputError(manifest_path, f"invalid JSON: {err}", hint=_REPREPARE) from None
+        found = self.manifest.get("format") if isinstance(self.manifest, dict) else None
+        if found != FORMAT:
+            raise InputError(manifest_path, f"not a prepared chromatin manifest (format {found!r}, expected {FORMAT!r})")
+        try:
+            self.splits = {
+                split: ChromatinSplit(self.directory, split, self.manifest) for split in self.manifest["splits"]
+            }
+        except (KeyError, TypeError, AttributeError) as err:
+            raise InputError(manifest_path, f"malformed manifest (no valid {err})", hint=_REPREPARE) from None
 
     def __getitem__(self, split: str) -> ChromatinSplit:
         if split not in self.splits:

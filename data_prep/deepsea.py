@@ -46,6 +46,9 @@ FORMAT_V73 = "MATLAB v7.3 (HDF5)"
 FORMAT_V5 = "MATLAB v5"
 
 
+_DAMAGED = "the file is truncated or damaged; download or unpack it again"
+
+
 class DeepSEAMat:
     """One DeepSEA ``.mat`` file, validated on opening, read in chunks of rows.
 
@@ -74,7 +77,10 @@ class DeepSEAMat:
         self._arrays: tuple[np.ndarray, np.ndarray] | None = None  # v5 data, loaded on first read
         if h5py.is_hdf5(self.path):
             self.format = FORMAT_V73
-            self._h5 = h5py.File(self.path, "r")
+            try:
+                self._h5 = h5py.File(self.path, "r")
+            except OSError as err:
+                raise InputError(self.path, f"unreadable HDF5 (MATLAB v7.3) file: {err}", hint=_DAMAGED) from None
             self._require_keys([key for key, item in self._h5.items() if isinstance(item, h5py.Dataset)])
             stored = self._h5[self.x_key].shape, self._h5[self.y_key].shape
             # HDF5 sees MATLAB's (rows, 4, length) and (rows, 919) with the axes reversed.
@@ -110,7 +116,10 @@ class DeepSEAMat:
         if self._arrays is None:
             import scipy.io
 
-            mat = scipy.io.loadmat(self.path, variable_names=[self.x_key, self.y_key])
+            try:
+                mat = scipy.io.loadmat(self.path, variable_names=[self.x_key, self.y_key])
+            except (scipy.io.matlab.MatReadError, ValueError, OSError) as err:
+                raise InputError(self.path, f"unreadable MATLAB v5 file ({err})", hint=_DAMAGED) from None
             self._arrays = mat[self.x_key], mat[self.y_key]
         return self._arrays
 
@@ -175,8 +184,11 @@ class DeepSEAMat:
         for begin in range(start, self.rows, step):
             end = min(begin + step, self.rows)
             if self._h5 is not None:
-                one_hot = np.transpose(one_hot_data[:, :, begin:end], (2, 1, 0))  # (rows, 4, length)
-                labels = np.transpose(label_data[:, begin:end])  # (rows, 919)
+                try:
+                    one_hot = np.transpose(one_hot_data[:, :, begin:end], (2, 1, 0))  # (rows, 4, length)
+                    labels = np.transpose(label_data[:, begin:end])  # (rows, 919)
+                except OSError as err:  # a truncated or damaged data block
+                    raise InputError(self.path, f"cannot read rows {begin}-{end}: {err}", hint=_DAMAGED) from None
             else:
                 one_hot, labels = one_hot_data[begin:end], label_data[begin:end]
             yield begin, decode_one_hot(one_hot, self.path, begin), check_labels(labels, self.path, begin)

@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import logging
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +35,7 @@ from genolong import __version__
 from genolong.errors import ConfigError, InputError, UserError
 from genolong.files import atomic_path
 from genolong.outputs import mark_directory
+from genolong.sequence import InvalidSequenceError, clean
 
 from .negatives import (
     DERIVED_METHODS,
@@ -59,7 +59,6 @@ from .splits import SPLITS, check_fractions, chromosome_split, deduplicate, stra
 
 COLUMNS = ("id", "chrom", "start", "end", "strand", "label", "sequence")
 MANIFEST = "manifest.json"
-log = logging.getLogger(__name__)
 FORMAT = "genolong-promoter-dataset"
 # Independent random streams, so that changing one step never reshuffles another.
 _SPLIT_STREAM, _NEGATIVE_STREAM, _GENOMIC_STREAM, _ORDER_STREAM = range(4)
@@ -206,9 +205,11 @@ def build_promoter_dataset(
         "seed": config.seed,
         "counts": {name: _label_counts(rows) for name, rows in splits.items()},
     }
-    for name, counts in manifest["counts"].items():
-        if 0 in counts.values():
-            log.warning("split %s has no example of a label (%s); evaluation on it will fail", name, counts)
+    lacking = {name: counts for name, counts in manifest["counts"].items() if 0 in counts.values()}
+    if lacking:
+        raise UserError(f"the dataset would have splits without promoters or without non-promoters: {lacking} "
+                        f"(after removing {sum(dropped.values())} duplicate or colliding sequences)",
+                        hint="give more (distinct) sequences, or change the split fractions")
     with atomic_path(out_dir, directory=True) as tmp:
         for name, rows in splits.items():
             _write_tsv(tmp / f"{name}.tsv", rows)
@@ -385,9 +386,12 @@ def load_manifest(data_dir: str | Path) -> dict:
             f"{data_dir} is not a promoter dataset (no {MANIFEST})",
             hint="build one with `genolong promoter prepare`",
         )
-    manifest = json.loads(path.read_text())
-    if manifest.get("format") != FORMAT:
-        raise InputError(path, f"format is {manifest.get('format')!r}, expected {FORMAT!r}")
+    try:
+        manifest = json.loads(path.read_text())
+    except (UnicodeDecodeError, ValueError) as err:
+        raise InputError(path, f"invalid JSON: {err}", hint="rebuild the dataset with `genolong promoter prepare`") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise InputError(path, f"not a promoter dataset manifest (format {FORMAT!r} expected)")
     return manifest
 
 
@@ -395,34 +399,34 @@ def load_split(data_dir: str | Path, split: str) -> list[PromoterRecord]:
     """Read one split (``train``, ``valid`` or ``test``) of a dataset directory.
 
     Raises:
-        InputError: a missing file, a wrong header, or a malformed row (named by line).
+        InputError: a missing file, a wrong header, or a malformed row (named by line): not 7
+            fields, a label other than 0/1, a coordinate that is not an integer, a sequence
+            with a non-IUPAC character or of another length than the manifest's.
     """
     path = Path(data_dir) / f"{split}.tsv"
     if not path.is_file():
         raise UserError(
             f"{path}: no such split file", hint="build the dataset with `genolong promoter prepare`"
         )
-    records = []
+    length = load_manifest(data_dir).get("sequence_length")
     with open(path) as handle:
         header = handle.readline().rstrip("\n").split("\t")
         if tuple(header) != COLUMNS:
             raise InputError(path, f"header is {header}, expected {list(COLUMNS)}", line=1)
-        for line_number, line in enumerate(handle, start=2):
-            fields = line.rstrip("\n").split("\t")
-            if len(fields) != len(COLUMNS) or fields[5] not in ("0", "1"):
-                raise InputError(
-                    path, f"expected {len(COLUMNS)} tab-separated fields with label 0 or 1", line=line_number
-                )
-            record_id, chrom, start, end, strand, label, sequence = (None if f == "." else f for f in fields)
-            records.append(
-                PromoterRecord(
-                    record_id,
-                    sequence,
-                    int(label),
-                    chrom,
-                    None if start is None else int(start),
-                    None if end is None else int(end),
-                    strand,
-                )
-            )
-    return records
+        return [_parse_row(line.rstrip("\n").split("\t"), length, path, number)
+                for number, line in enumerate(handle, start=2)]
+
+
+def _parse_row(fields: list[str], length: int | None, path: Path, line: int) -> PromoterRecord:
+    if len(fields) != len(COLUMNS) or fields[5] not in ("0", "1"):
+        raise InputError(path, f"expected {len(COLUMNS)} tab-separated fields with label 0 or 1", line=line)
+    record_id, chrom, start, end, strand, label, sequence = (None if f == "." else f for f in fields)
+    try:
+        clean(sequence or "")
+        start, end = (None if v is None else int(v) for v in (start, end))
+    except (InvalidSequenceError, ValueError) as err:
+        raise InputError(path, str(err), line=line, record=record_id) from None
+    if sequence is None or (length is not None and len(sequence) != length):
+        raise InputError(path, f"sequence of {len(sequence or '')} bp; the dataset's are {length} bp",
+                         line=line, record=record_id)
+    return PromoterRecord(record_id, sequence, int(label), chrom, start, end, strand)

@@ -192,7 +192,14 @@ def fetch_source(
     with file_lock(cache.path(f"{source.relpath}.products")):
         entry = cache.entry(source.relpath) or entry
         if not cache.products_present(entry):
-            entry = cache.set_products(source.relpath, _make_products(source, cache, progress))
+            try:
+                products = _make_products(source, cache, progress)
+            except InputError as err:  # not the file it should be (not a disk or permission error): never reuse it
+                rejected = cache.set_aside(source.relpath)
+                raise UserError(err.message, hint=f"{err.hint + '; ' if err.hint else ''}the download was moved to "
+                                f"{rejected.name}; run the command again (with --url of a good copy) to fetch it "
+                                "afresh") from None
+            entry = cache.set_products(source.relpath, products)
     return ready_path_of(source, cache, entry)
 
 
@@ -362,9 +369,9 @@ def _check_bed(path: Path) -> None:
                 path,
                 "not a BED file with strand (6+ columns: chrom start end name score strand)",
                 line=number,
-                hint="check the URL; remove the file to download it again",
+                hint="check the URL",
             )
-    raise InputError(path, "empty BED file", hint="check the URL; remove the file to download it again")
+    raise InputError(path, "empty BED file", hint="check the URL")
 
 
 def human_size(size: float) -> str:

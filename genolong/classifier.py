@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from genolong.config import from_dict
 from genolong.errors import InputError, UserError
 from genolong.sequence import clean, reverse_complement
 
@@ -72,9 +73,9 @@ class TaskInfo:
         path = directory / TASK_FILE
         try:
             data = json.loads(path.read_text())
-            if data.pop("format", None) != FORMAT:
+            if not isinstance(data, dict) or data.pop("format", None) != FORMAT:
                 raise ValueError(f"format is not {FORMAT!r}")
-            return cls(**data)
+            return from_dict(cls, data, source="")
         except (ValueError, TypeError) as err:
             raise InputError(path, f"not a valid task description: {err}") from None
 
@@ -192,7 +193,7 @@ class Classifier:
             UserError: not a classifier directory, or one of another task.
         """
         from genolong.model.hf import GenolongForSequenceClassification
-        from genolong.tokenizer import load_tokenizer
+        from genolong.model.loading import load_model, load_model_tokenizer, read_model_config
 
         path = Path(path)
         if not path.is_dir():
@@ -210,21 +211,25 @@ class Classifier:
         info = TaskInfo.read(path)
         if task is not None and info.task != task:
             raise UserError(f"{path} is a {info.task} model, not a {task} model")
-        model = _quietly(GenolongForSequenceClassification.from_pretrained, str(path))
-        if model.config.num_labels != len(info.label_names):
+        config = read_model_config(path)
+        if config.num_labels != len(info.label_names):
             raise InputError(
                 path / TASK_FILE,
-                f"{len(info.label_names)} label names for a model with {model.config.num_labels} outputs",
+                f"{len(info.label_names)} label names for a model with {config.num_labels} outputs",
             )
-        return cls(model, load_tokenizer(path), info, device)
+        if info.max_len > config.max_position_embeddings:
+            raise InputError(path / TASK_FILE, f"max_len={info.max_len} exceeds the model's max_position_embeddings="
+                             f"{config.max_position_embeddings}")
+        tokenizer = load_model_tokenizer(path, config)
+        return cls(load_model(GenolongForSequenceClassification, path, config=config), tokenizer, info, device)
 
     def save(self, path: str | Path) -> None:
         """Write the classifier directory atomically."""
         from genolong.files import atomic_path
+        from genolong.model.loading import save_model
 
         with atomic_path(path, directory=True) as tmp:
-            _quietly(self.model.save_pretrained, str(tmp))
-            self.tokenizer.save_pretrained(str(tmp))
+            save_model(self.model, self.tokenizer, tmp)
             self.info.write(tmp)
 
     @torch.inference_mode()
@@ -237,19 +242,6 @@ class Classifier:
     def probabilities(self, sequences: list[str], centres: list[int | None] | None = None) -> np.ndarray:
         """Sigmoid probabilities of one batch, shape (B, C) float32."""
         return torch.sigmoid(self.logits(sequences, centres)).cpu().numpy()
-
-
-def _quietly(load, *args, **kwargs):
-    """Call a transformers loader without its progress bar (it would garble the CLI's stderr)."""
-    from transformers.utils import logging as hf_logging
-
-    enabled = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()
-    try:
-        return load(*args, **kwargs)
-    finally:
-        if enabled:
-            hf_logging.enable_progress_bar()
 
 
 class StrandAveraged:

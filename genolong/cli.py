@@ -28,8 +28,17 @@ COMMAND_MODULES = ["data", "tokenizer", "genome", "promoter", "corpus", "chromat
                    "predict", "scan", "variants", "explain", "evaluate", "compare"]
 
 
+class OneLineErrorParser(argparse.ArgumentParser):
+    """An ArgumentParser (and, through ``add_subparsers``, every sub-parser) whose usage errors
+    are one line, like every other user error: ``genolong predict-promoter: error: argument
+    --stride: must be a positive integer, got '0' (see --help)``, exit status 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineErrorParser(
         prog="genolong",
         description="Long-context DNA language models: tokenizer, corpora, sparse encoders, fine-tuning.",
     )
@@ -43,7 +52,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as stop:  # --help, --version, or a usage error already printed
+        return stop.code if isinstance(stop.code, int) else 2
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",

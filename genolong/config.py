@@ -2,14 +2,21 @@
 
 Every config is a dataclass whose ``__post_init__`` raises
 :class:`~genolong.errors.ConfigError` on nonsense. :func:`from_dict` builds one from
-plain data (nested dataclasses included) and rejects unknown keys with the list of
-known ones, so a typo in a YAML file is an error, not a silently ignored setting.
+plain data (nested dataclasses included): it rejects unknown keys (suggesting the closest known
+one), checks every value against the field's type (an integer field refuses 64.7, a float field
+NaN, a section a scalar), takes a single string where a list of strings goes as a one-item list
+(``valid_chromosomes: chr17``), and prefixes every error with the file and the key.
+:func:`read_yaml` reads one file, :func:`read_with_extends` follows ``extends:`` chains.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
+import math
+import types
 import typing
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -20,24 +27,114 @@ from genolong.errors import ConfigError, UserError
 T = TypeVar("T")
 
 
-def from_dict(cls: type[T], data: dict[str, Any] | None, *, source: str = "config") -> T:
-    """Build dataclass ``cls`` from ``data``; unknown keys raise ConfigError."""
-    data = dict(data or {})
+def from_dict(cls: type[T], data: Any, *, source: str = "config", prefix: str = "") -> T:
+    """Build dataclass ``cls`` from mapping ``data`` read from ``source`` (a file name); ``prefix``
+    is the dotted key of a nested section. Raises ConfigError naming ``source`` and the key."""
+    if data is None:
+        data = {}
     if not isinstance(data, dict):
-        raise ConfigError(f"{source}: expected a mapping for {cls.__name__}, got {type(data).__name__}")
+        raise ConfigError(f"{where(source)}{prefix.rstrip('.') or 'the config'} must be a mapping (key: value lines), "
+                          f"got {type(data).__name__} {data!r}")
     hints = typing.get_type_hints(cls)
-    names = {f.name for f in dataclasses.fields(cls) if f.init}
-    unknown = sorted(set(data) - names)
+    names = [f.name for f in dataclasses.fields(cls) if f.init]
+    unknown = sorted(set(data) - set(names), key=str)
     if unknown:
-        raise ConfigError(f"{source}: unknown key(s) {', '.join(unknown)} for {cls.__name__}; "
-                          f"known: {', '.join(sorted(names))}")
-    for name, value in data.items():
-        if dataclasses.is_dataclass(hints.get(name)) and isinstance(value, dict):
-            data[name] = from_dict(hints[name], value, source=f"{source}.{name}")
+        raise ConfigError(f"{where(source)}unknown key {describe_unknown(unknown, names, prefix)}")
+    values = {name: check_type(value, hints[name], source, f"{prefix}{name}") for name, value in data.items()}
     try:
-        return cls(**data)
-    except TypeError as err:
-        raise ConfigError(f"{source}: {err}") from None
+        return cls(**values)
+    except ConfigError as err:
+        section = f"{prefix.rstrip('.')}: " if prefix else ""
+        raise ConfigError(f"{where(source)}{section}{err.message}", hint=err.hint) from None
+
+
+def describe_unknown(unknown: list, known: list[str], prefix: str = "") -> str:
+    """``model.num_hiden_layers (did you mean num_hidden_layers?); known: ...``."""
+    parts = []
+    for key in unknown:
+        close = difflib.get_close_matches(str(key), known, n=1)
+        parts.append(f"{prefix}{key}" + (f" (did you mean {close[0]}?)" if close else ""))
+    return f"{', '.join(parts)}; known: {', '.join(sorted(known))}"
+
+
+def check_type(value: Any, hint: Any, source: str, key: str) -> Any:
+    """``value`` checked against type ``hint`` (and converted: a list to a tuple, a string to a
+    one-item list of strings); a nested dataclass is built with :func:`from_dict`."""
+    if dataclasses.is_dataclass(hint):
+        return from_dict(hint, value, source=source, prefix=f"{key}.")
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        for option in args:
+            try:
+                return check_type(value, option, source, key)
+            except ConfigError:
+                continue
+        raise _type_error(source, key, " or ".join(_type_name(a) for a in args), value)
+    if hint is Any:
+        return value
+    if origin in (list, tuple):
+        if isinstance(value, str) and args == (str,):
+            return [value]
+        if not isinstance(value, list | tuple):
+            raise _type_error(source, key, _type_name(hint), value)
+        if origin is tuple and len(args) != len(value) and Ellipsis not in args:
+            raise _type_error(source, key, _type_name(hint), value)
+        items = args[:1] * len(value) if origin is list or Ellipsis in args else args
+        checked = [check_type(v, a, source, f"{key}[{i}]") for i, (v, a) in enumerate(zip(value, items, strict=True))]
+        return tuple(checked) if origin is tuple else checked
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise _type_error(source, key, "a mapping (key: value lines)", value)
+        return {k: check_type(v, args[1], source, f"{key}.{k}") for k, v in value.items()}
+    check = _SCALAR_CHECKS.get(hint)
+    if check is None:
+        raise TypeError(f"no type check for {hint!r}")  # a field type this module does not know: a bug
+    if not check(value):
+        raise _type_error(source, key, _type_name(hint), value)
+    return value
+
+
+_SCALAR_CHECKS: dict[Any, Callable[[Any], bool]] = {
+    int: lambda v: isinstance(v, int) and not isinstance(v, bool),
+    float: lambda v: isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v),
+    bool: lambda v: isinstance(v, bool),
+    str: lambda v: isinstance(v, str),
+    type(None): lambda v: v is None,
+}
+
+
+def _type_name(hint: Any) -> str:
+    names = {int: "an integer", float: "a finite number", bool: "true or false", str: "a string",
+             type(None): "null"}
+    if hint in names:
+        return names[hint]
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is list:
+        return f"a list of {_type_name(args[0]).removeprefix('an ').removeprefix('a ')}s"
+    if origin is tuple:
+        return f"a list of {len(args)} values ({', '.join(_type_name(a) for a in args)})"
+    return str(hint)
+
+
+def _type_error(source: str, key: str, expected: str, value: Any) -> ConfigError:
+    return ConfigError(f"{where(source)}{key} must be {expected}, got {value!r}")
+
+
+def where(source: str) -> str:
+    """``"file.yaml: "``, the start of an error message about ``source``; empty without one."""
+    return f"{source}: " if source else ""
+
+
+def set_dotted(data: dict[str, Any], key: str, value: Any, *, source: str) -> None:
+    """``data[section][name] = value`` for ``key = "section.name"`` (or a top-level ``key``)."""
+    section, _, name = key.rpartition(".")
+    if not section:
+        data[key] = value
+        return
+    target = data.setdefault(section, {})
+    if not isinstance(target, dict):
+        raise ConfigError(f"{where(source)}{section} must be a mapping (key: value lines), got {target!r}")
+    target[name] = value
 
 
 def to_dict(config: Any) -> dict[str, Any]:
@@ -53,16 +150,48 @@ def to_dict(config: Any) -> dict[str, Any]:
     return plain(dataclasses.asdict(config))
 
 
-def load_yaml(path: str | Path, cls: type[T]) -> T:
-    """Read a YAML file into dataclass ``cls`` (validated)."""
+def read_yaml(path: str | Path) -> dict[str, Any]:
+    """The mapping in YAML file ``path``; an unreadable, invalid, empty or non-mapping file is a UserError."""
     path = Path(path)
     if not path.is_file():
         raise UserError(f"{path}: no such config file")
     try:
         data = yaml.safe_load(path.read_text())
+    except (OSError, UnicodeDecodeError) as err:
+        raise UserError(f"{path}: cannot read the config: {err}") from None
     except yaml.YAMLError as err:
-        raise UserError(f"{path}: invalid YAML: {str(err).splitlines()[0]}") from None
-    return from_dict(cls, data, source=str(path))
+        raise UserError(f"{path}: invalid YAML: {' '.join(str(err).split())}") from None
+    if data is None:
+        raise ConfigError(f"{path}: the config is empty", hint="give at least one setting, or leave out the file")
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: a config must be a mapping (key: value lines), got {type(data).__name__}")
+    return data
+
+
+def read_with_extends(path: str | Path, merge: Callable[[dict, dict], dict], _chain: tuple[Path, ...] = ()) -> dict:
+    """:func:`read_yaml`, then, when the file says ``extends: PARENT`` (a file beside it),
+    ``merge(parent's data, this file's data)``. A chain that comes back to a file is a ConfigError."""
+    path = Path(path)
+    chain = (*_chain, path.resolve())
+    data = read_yaml(path)
+    parent = data.pop("extends", None)
+    if parent is None:
+        return data
+    if not isinstance(parent, str):
+        raise ConfigError(f"{path}: extends must be a config name or file, got {parent!r}")
+    parent_path = path.parent / parent
+    if not parent_path.is_file():
+        raise UserError(f"{path}: extends {parent!r}, but there is no config file {parent_path}",
+                        hint="extends names a YAML file, relative to the file that extends it")
+    if parent_path.resolve() in chain:
+        cycle = " -> ".join(str(p) for p in (*chain, parent_path.resolve()))
+        raise ConfigError(f"{path}: extends makes a cycle: {cycle}")
+    return merge(read_with_extends(parent_path, merge, chain), data)
+
+
+def load_yaml(path: str | Path, cls: type[T]) -> T:
+    """Read a YAML file into dataclass ``cls`` (validated)."""
+    return from_dict(cls, read_yaml(path), source=str(path))
 
 
 def dump_yaml(config: Any) -> str:

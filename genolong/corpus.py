@@ -6,12 +6,15 @@ For every chromosome and each of ``passes`` passes: start at a random offset in
 mostly ``N`` (and a final sentence shorter than the minimum) are dropped. Each
 sentence is tokenized on its own.
 
-On disk, one shard per chromosome, under ``<out>/<split>/``::
+On disk, one shard per chromosome (or held-out piece), under ``<out>/<split>/``, named
+``<stem> = <index>_<name>``: the piece's index in the genome, then its name with characters
+other than letters, digits and ``._-`` replaced by ``_`` (the index keeps ``a/b`` and ``a_b``
+apart)::
 
-    <chrom>.tokens.u16       flat uint16 token ids of all sentences of all passes
-    <chrom>.sentences.i64    (n_sentences + 1,) token offsets of the sentences
-    <chrom>.documents.i64    (n_documents, 4): first sentence, end sentence, pass, bp start
-    <chrom>.json             counts and sha256 of the three files; written last (the
+    <stem>.tokens.u16        flat uint16 token ids of all sentences of all passes
+    <stem>.sentences.i64     (n_sentences + 1,) token offsets of the sentences
+    <stem>.documents.i64     (n_documents, 4): first sentence, end sentence, pass, bp start
+    <stem>.json              counts and sha256 of the three files; written last (the
                              shard's "done" marker, so an interrupted build resumes
                              without redoing finished chromosomes)
 
@@ -33,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from genolong.errors import ConfigError, UserError
+from genolong.errors import ConfigError, InputError, UserError
 from genolong.files import atomic_path, atomic_write_text
 from genolong.genome import canonical_chrom
 from genolong.outputs import claim_directory
@@ -83,6 +86,8 @@ class CorpusConfig:
             raise ConfigError(f"passes must be >= 1, got {self.passes}")
         if self.max_start_offset < 1:
             raise ConfigError(f"max_start_offset must be >= 1, got {self.max_start_offset}")
+        if self.encode_batch < 1:
+            raise ConfigError(f"encode_batch must be >= 1, got {self.encode_batch}")
         for name in ("sentence_bp", "sentences_per_document"):
             low, high = getattr(self, name)
             if not 1 <= low <= high:
@@ -166,6 +171,12 @@ def _safe_name(chrom: str) -> str:
     return "".join(c if c.isalnum() or c in "._-" else "_" for c in chrom)
 
 
+def shard_stem(index: int, chrom: str) -> str:
+    """The file name stem of the ``index``-th piece of the genome: unique even where two
+    names sanitise alike."""
+    return f"{index:04d}_{_safe_name(chrom)}"
+
+
 @dataclass
 class ShardInfo:
     chrom: str
@@ -180,6 +191,7 @@ class ShardInfo:
     files: dict[str, str]
     config: str
     tokenizer: str
+    stem: str = ""  # empty in corpora built before shard names carried the index
 
 
 class _TokenWriter:
@@ -216,9 +228,10 @@ class _TokenWriter:
 
 
 def build_shard(chrom: str, sequence: str, split: str, tokenizer, config: CorpusConfig, folder: Path,
-                tokenizer_id: str, progress=None) -> ShardInfo:
-    """Cut, tokenize and write the shard of one chromosome (or held-out piece) atomically."""
-    name = _safe_name(chrom)
+                tokenizer_id: str, progress=None, *, stem: str) -> ShardInfo:
+    """Cut, tokenize and write the shard of one chromosome (or held-out piece) atomically, as
+    files ``folder/<stem>.*``."""
+    name = stem
     files = {"tokens": f"{name}.tokens.u16", "sentences": f"{name}.sentences.i64",
              "documents": f"{name}.documents.i64"}
     min_bp = config.sentence_bp[0]
@@ -250,18 +263,24 @@ def build_shard(chrom: str, sequence: str, split: str, tokenizer, config: Corpus
         chrom=chrom, split=split, bp=len(sequence), passes=config.passes,
         documents=len(documents), sentences=n_sentences, tokens=writer.tokens, sentence_bp=kept_bp,
         dropped_sentences=dropped, files={k: _sha256(folder / v) for k, v in files.items()},
-        config=config.fingerprint(), tokenizer=tokenizer_id,
+        config=config.fingerprint(), tokenizer=tokenizer_id, stem=stem,
     )
     atomic_write_text(folder / f"{name}.json", json.dumps(asdict(info), indent=1) + "\n")
     return info
 
 
-def _finished_shard(folder: Path, chrom: str, config: CorpusConfig, tokenizer_id: str) -> ShardInfo | None:
-    marker = folder / f"{_safe_name(chrom)}.json"
+def _finished_shard(folder: Path, stem: str, chrom: str, config: CorpusConfig, tokenizer_id: str) -> ShardInfo | None:
+    """The shard's marker when it was built for this piece, configuration and tokenizer; an
+    unreadable marker (an interrupted copy, a foreign file) means: build it again."""
+    marker = folder / f"{stem}.json"
     if not marker.exists():
         return None
-    info = ShardInfo(**json.loads(marker.read_text()))
-    return info if (info.config, info.tokenizer) == (config.fingerprint(), tokenizer_id) else None
+    try:
+        info = ShardInfo(**json.loads(marker.read_text()))
+    except (ValueError, TypeError):
+        log.warning("%s is not a shard marker; the shard is built again", marker)
+        return None
+    return info if (info.chrom, info.config, info.tokenizer) == (chrom, config.fingerprint(), tokenizer_id) else None
 
 
 def build_corpus(genome: str | Path, tokenizer_dir: str | Path, out: str | Path, config: CorpusConfig,
@@ -281,7 +300,7 @@ def build_corpus(genome: str | Path, tokenizer_dir: str | Path, out: str | Path,
     tokenizer_id = tokenizer_fingerprint(tokenizer)
     manifest_path = out / "corpus.json"
     if manifest_path.exists():
-        old = json.loads(manifest_path.read_text())
+        old = _read_manifest(manifest_path)
         if (old.get("config_fingerprint"), old.get("tokenizer_fingerprint")) != (config.fingerprint(), tokenizer_id):
             raise UserError(f"{out} holds a corpus built with another tokenizer or configuration",
                             hint="choose another --out or delete it")
@@ -289,15 +308,16 @@ def build_corpus(genome: str | Path, tokenizer_dir: str | Path, out: str | Path,
     started = time.perf_counter()
     shards: list[ShardInfo] = []
     built_bp = 0
-    with tqdm(unit="bp", unit_scale=True, desc="corpus", disable=not show_progress) as progress:
+    with tqdm(unit="bp", unit_scale=True, desc="corpus", disable=None if show_progress else True) as progress:
         for record in read_fasta(genome):
             for split, name, start, end in config.pieces(record.name, len(record)):
                 folder = out / split
                 folder.mkdir(parents=True, exist_ok=True)
-                info = _finished_shard(folder, name, config, tokenizer_id)
+                stem = shard_stem(len(shards), name)
+                info = _finished_shard(folder, stem, name, config, tokenizer_id)
                 if info is None:
                     info = build_shard(name, record.sequence[start:end], split, tokenizer, config, folder,
-                                       tokenizer_id, progress)
+                                       tokenizer_id, progress, stem=stem)
                     built_bp += info.bp * config.passes
                 else:
                     log.info("%s: shard already built, skipped", name)
@@ -308,6 +328,13 @@ def build_corpus(genome: str | Path, tokenizer_dir: str | Path, out: str | Path,
     seconds = time.perf_counter() - started
     totals = {split: {key: sum(getattr(s, key) for s in shards if s.split == split)
                       for key in ("bp", "documents", "sentences", "tokens", "sentence_bp")} for split in SPLITS}
+    empty = [split for split in SPLITS if not totals[split]["sentences"]]
+    if empty:
+        raise UserError(f"{genome}: the corpus would have no {' and no '.join(empty)} documents (held-out "
+                        f"chromosomes: valid {', '.join(config.valid_chromosomes) or 'none'}, test "
+                        f"{', '.join(config.test_chromosomes) or 'none'})",
+                        hint="name chromosomes of this genome, or hold out tails with --valid-tail-fraction "
+                             "and --test-tail-fraction")
     manifest = {
         "format": FORMAT,
         "genome": str(genome),
@@ -338,29 +365,69 @@ class Corpus:
         path = self.root / "corpus.json"
         if not path.exists():
             raise UserError(f"{self.root} is not a corpus (no corpus.json)", hint="build one with `genolong corpus build`")
-        self.manifest = json.loads(path.read_text())
-        if self.manifest.get("format") != FORMAT:
-            raise UserError(f"{path}: unknown corpus format {self.manifest.get('format')!r}")
+        self.manifest = _read_manifest(path)
+        if self.manifest.get("format") != FORMAT or not isinstance(self.manifest.get("shards"), list):
+            raise InputError(path, f"not a genolong corpus manifest (format {self.manifest.get('format')!r})",
+                             hint="build the corpus with `genolong corpus build`")
+        self.stems = _stems(self.manifest["shards"], path)
 
     @property
     def tokenizer_fingerprint(self) -> str:
         return self.manifest["tokenizer_fingerprint"]
 
     def shards(self, split: str) -> list[Shard]:
-        """The non-empty shards of ``split``, in genome order."""
+        """The non-empty shards of ``split``, in genome order.
+
+        Raises:
+            InputError: a shard file is missing or has another size than the manifest says.
+        """
         shards = []
-        for info in self.manifest["shards"]:
+        for info, stem in zip(self.manifest["shards"], self.stems, strict=True):
             if info["split"] != split or not info["sentences"]:
                 continue
-            name = _safe_name(info["chrom"])
             folder = self.root / split
+            sizes = {"tokens.u16": info["tokens"] * 2, "sentences.i64": (info["sentences"] + 1) * 8,
+                     "documents.i64": info["documents"] * 32}
+            for suffix, size in sizes.items():
+                shard_file = folder / f"{stem}.{suffix}"
+                if not shard_file.is_file() or shard_file.stat().st_size != size:
+                    raise InputError(shard_file, f"missing or truncated (expected {size:,} bytes)",
+                                     hint="rebuild the corpus with `genolong corpus build` into a new directory")
             shards.append(Shard(
                 chrom=info["chrom"],
-                tokens=np.memmap(folder / f"{name}.tokens.u16", dtype=np.uint16, mode="r"),
-                sentences=np.fromfile(folder / f"{name}.sentences.i64", dtype=np.int64),
-                documents=np.fromfile(folder / f"{name}.documents.i64", dtype=np.int64).reshape(-1, 4),
+                tokens=np.memmap(folder / f"{stem}.tokens.u16", dtype=np.uint16, mode="r"),
+                sentences=np.fromfile(folder / f"{stem}.sentences.i64", dtype=np.int64),
+                documents=np.fromfile(folder / f"{stem}.documents.i64", dtype=np.int64).reshape(-1, 4),
             ))
         return shards
+
+
+def _read_manifest(path: Path) -> dict:
+    try:
+        manifest = json.loads(path.read_text())
+    except (UnicodeDecodeError, ValueError) as err:
+        raise InputError(path, f"invalid JSON: {err}", hint="the corpus manifest is damaged; rebuild the corpus") from None
+    if not isinstance(manifest, dict):
+        raise InputError(path, "not a genolong corpus manifest (not a JSON object)")
+    return manifest
+
+
+def _stems(shards: list[dict], path: Path) -> list[str]:
+    """The file stem of each shard, confined to the corpus directory; a corpus built before stems
+    carried the index used the sanitised name alone, which is refused where two names collide
+    (one shard overwrote the other)."""
+    try:
+        stems = [info.get("stem") or _safe_name(info["chrom"]) for info in shards]
+        legacy = [(info["split"], stem) for info, stem in zip(shards, stems, strict=True) if not info.get("stem")]
+    except (AttributeError, KeyError, TypeError):
+        raise InputError(path, "not a genolong corpus manifest (malformed shards list)") from None
+    if any(info["split"] not in SPLITS or stem != _safe_name(stem) for info, stem in zip(shards, stems, strict=True)):
+        raise InputError(path, "a shard's split or file name would lie outside the corpus directory")
+    if len(set(legacy)) != len(legacy):
+        raise InputError(path, "built by an older genolong whose shard files collide for record names that "
+                         "differ only in characters other than letters, digits and ._- (one overwrote another)",
+                         hint="rebuild the corpus with `genolong corpus build` into a new directory")
+    return stems
 
 
 @dataclass

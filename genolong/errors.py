@@ -37,3 +37,14 @@ class InputError(UserError):
 
 class ConfigError(UserError, ValueError):
     """An impossible configuration, raised at construction time."""
+
+
+def first_line(err: BaseException) -> str:
+    """The first line of an exception's message (third-party messages can span many lines)."""
+    return (str(err).strip().splitlines() or [type(err).__name__])[0]
+
+
+def is_library_failure(err: BaseException) -> bool:
+    """Whether ``err`` is a third-party library's failure on a bad file rather than a signal or
+    exit: Rust extensions (tokenizers, safetensors) raise panics that derive from BaseException."""
+    return not isinstance(err, KeyboardInterrupt | SystemExit | GeneratorExit)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,7 +73,8 @@ def reverse_complement(seq: str) -> str:
 
 @dataclass(frozen=True)
 class FastaRecord:
-    """One FASTA record: ``name`` is the first word of the header line."""
+    """One FASTA record: ``name`` is the header line up to its first whitespace, ``description``
+    the rest."""
 
     name: str
     sequence: str
@@ -137,7 +139,7 @@ def read_fasta(path: str | os.PathLike, *, raw: bool = False, unique_names: bool
                     header = line[1:].decode("utf-8", errors="replace").strip()
                     if not header:
                         raise InputError(path, "header line has no record name", line=line_number)
-                    name, _, description = header.partition(" ")
+                    name, _, description = _split_header(header)
                     if unique_names and name in seen:
                         raise InputError(path, "duplicate record name", line=line_number, record=name)
                     seen.add(name)
@@ -149,11 +151,19 @@ def read_fasta(path: str | os.PathLike, *, raw: bool = False, unique_names: bool
                                          line=line_number)
                 else:
                     chunks.append(line.strip())
-        except (OSError, EOFError) as err:  # truncated or corrupt gzip
-            raise InputError(path, f"cannot read: {err}", line=line_number or None) from None
+        except (OSError, EOFError, zlib.error) as err:  # truncated or corrupt gzip
+            raise InputError(path, f"cannot read: {err}", line=line_number or None,
+                             hint="the file is truncated or corrupt; download or copy it again") from None
     if name is None:
         raise InputError(path, "empty file: no FASTA records")
     yield finish()
+
+
+def _split_header(header: str) -> tuple[str, str, str]:
+    """``(name, separator, description)``: the name is the header up to its first whitespace
+    (space, TAB, ...), so that no TAB of a header reaches a TSV, BED or ``.fai`` column."""
+    parts = header.split(maxsplit=1)
+    return parts[0], " ", parts[1] if len(parts) > 1 else ""
 
 
 def _raise_at_line(path, name, header_line: int, chunks: list[bytes], table: bytes) -> None:

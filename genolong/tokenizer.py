@@ -20,6 +20,7 @@ Design:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import time
@@ -29,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from genolong.errors import ConfigError, UserError
+from genolong.errors import ConfigError, InputError, UserError, first_line, is_library_failure
 from genolong.files import atomic_path
 from genolong.outputs import MARKER, mark_directory
 from genolong.sequence import ALPHABET, FastaRecord, read_fasta
@@ -78,6 +79,8 @@ class TokenizerTrainConfig:
                               f"sample_bp={self.sample_bp}")
         if not 0.0 <= self.max_n_fraction <= 1.0:
             raise ConfigError(f"max_n_fraction must be in [0, 1], got {self.max_n_fraction}")
+        if self.min_frequency < 0:
+            raise ConfigError(f"min_frequency must be >= 0, got {self.min_frequency}")
 
 
 # -- regions -------------------------------------------------------------------------------
@@ -116,7 +119,10 @@ def iter_regions(path: str | Path, regions: list[Region] | None = None) -> Itera
             continue
         for region in wanted.get(canonical_chrom(record.name), []):
             found.add(region)
-            end = len(record) if region.end is None else min(region.end, len(record))
+            end = len(record) if region.end is None else region.end
+            if end > len(record) or region.start >= len(record):
+                raise InputError(path, f"region {region.chrom}:{region.start}-{end} extends past the record's end "
+                                 f"({len(record):,} bp)", record=record.name)
             yield FastaRecord(f"{record.name}:{region.start}-{end}", record.sequence[region.start:end])
     missing = [r.chrom for r in regions or [] if r not in found]
     if missing:
@@ -294,6 +300,8 @@ def load_tokenizer(path: str | Path):
 
     Raises:
         UserError: ``path`` is not a genolong tokenizer directory.
+        InputError: its ``tokenizer.json`` or ``tokenizer_config.json`` is unreadable, or it
+            lacks one of the special tokens.
     """
     from transformers import PreTrainedTokenizerFast
 
@@ -301,14 +309,52 @@ def load_tokenizer(path: str | Path):
     if not (path / "tokenizer.json").is_file():
         raise UserError(f"{path} is not a tokenizer directory (no tokenizer.json)",
                         hint="train one with `genolong tokenizer train`")
-    return PreTrainedTokenizerFast.from_pretrained(str(path))
+    try:
+        _check_bpe_model(json.loads((path / "tokenizer.json").read_text())["model"])
+        tokenizer = PreTrainedTokenizerFast.from_pretrained(str(path))
+    except BaseException as err:  # JSON, Key, Type errors, or a Rust panic of tokenizers
+        if not is_library_failure(err):
+            raise
+        raise InputError(path / "tokenizer.json", f"not a readable tokenizer: {'no key ' if isinstance(err, KeyError) else ''}{first_line(err)}",
+                         hint="re-save the tokenizer, or train one with `genolong tokenizer train`") from None
+    if None in (tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id, tokenizer.mask_token_id):
+        raise InputError(path, "not a genolong tokenizer: [CLS], [SEP], [PAD] and [MASK] are not all defined "
+                         "(tokenizer.json, tokenizer_config.json)")
+    return tokenizer
+
+
+def _check_bpe_model(model: dict) -> None:
+    """Raise ValueError unless ``model`` (``tokenizer.json``'s ``model``) is a consistent BPE table:
+    unique integer ids, and every merge's parts and result in the vocabulary (``tokenizers``
+    panics on an inconsistent one)."""
+    if not isinstance(model, dict) or model.get("type") != "BPE":
+        raise ValueError("its model is not a BPE table")
+    vocab, merges = model.get("vocab"), model.get("merges")
+    if not isinstance(vocab, dict) or not isinstance(merges, list):
+        raise ValueError("its BPE table has no vocab mapping or merges list")
+    ids = list(vocab.values())
+    if not all(isinstance(i, int) and i >= 0 for i in ids) or len(set(ids)) != len(ids):
+        raise ValueError("the vocabulary's ids are not distinct non-negative integers")
+    for merge in merges:
+        parts = merge.split(" ") if isinstance(merge, str) else merge
+        if not isinstance(parts, list) or len(parts) != 2 or not all(
+                isinstance(p, str) and p in vocab for p in parts) or "".join(parts) not in vocab:
+            raise ValueError(f"merge {merge!r} is not a pair of tokens of the vocabulary")
+
+
+#: Parts of a ``tokenizers`` JSON that decide which ids a sequence encodes to (not truncation,
+#: padding or the decoder).
+_ID_DEFINING_PARTS = ("model", "added_tokens", "normalizer", "pre_tokenizer", "post_processor")
 
 
 def tokenizer_fingerprint(tokenizer) -> str:
-    """A short hash of the vocabulary and merges: equal fingerprints encode identically."""
-    import hashlib
-
-    return hashlib.sha256(tokenizer.backend_tokenizer.to_str().encode()).hexdigest()[:16]
+    """SHA-256 of what maps text to ids: the vocabulary (token -> id), merges, special and added
+    tokens, normaliser, pre-tokenizer and post-processor, as canonical JSON (sorted keys).
+    Equal fingerprints encode identically; swapping two ids changes it. 64 hex digits."""
+    spec = json.loads(tokenizer.backend_tokenizer.to_str())
+    canonical = json.dumps({part: spec.get(part) for part in _ID_DEFINING_PARTS}, sort_keys=True,
+                           separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 # -- statistics -------------------------------------------------------------------------------

@@ -161,3 +161,11 @@ def finetuned_chromatin(shared_data: Path, tmp_path_factory) -> tuple[Path, Path
         # 128 tokens: 4 blocks of the preset's BigBird, enough for its 3-block window
         run_finetune(prepared, run, micro_config("chromatin", max_len=128), show_progress=False)
     return prepared, run, json.loads((run / "report.json").read_text())
+
+
+def random_promoter_model(tmp_path_factory, window_bp: int) -> Path:
+    """A random promoter classifier over a fresh :func:`tiny_tokenizer` (its directory beside it
+    as ``tokenizer``), for tests of loading and inputs."""
+    work = tmp_path_factory.mktemp("promoter_model")
+    return random_classifier(work / "model", tiny_tokenizer(work / "tokenizer"), task="promoter",
+                             window_bp=window_bp, min_bp=window_bp, label_names=["promoter"], threshold=0.5)

@@ -105,7 +105,8 @@ def test_a_run_directory_is_claimed_and_resumed(shared_data, tokenizer_dir, tmp_
     """corpus build into a new directory marks it; the same command again resumes there."""
     genome = shared_data / "genomes" / "chr17.hg19.part.fa"
     argv = ["corpus", "build", "--genome", genome, "--tokenizer", tokenizer_dir, "--out", tmp_path / "c",
-            "--passes", "1", "--valid-chromosomes", "chrX", "--test-chromosomes", "chrY"]
+            "--passes", "1", "--valid-chromosomes", "chrX", "--test-chromosomes", "chrY", "--valid-tail-fraction", "0.1",
+            "--test-tail-fraction", "0.1"]  # a corpus needs documents in every split
     assert run_cli(capsys, *argv)[0] == 0
     assert json.loads((tmp_path / "c" / MARKER).read_text())["kind"] == "corpus"
     built = snapshot(tmp_path / "c")

@@ -278,7 +278,7 @@ def test_eval_and_predict_errors(finetuned, prepared_1000, tmp_path, capsys):
         ),
         (
             ["eval", "chromatin", "--model", str(out / "model"), "--data", str(prepared_1000), "--rows", "0"],
-            "--rows must be positive",
+            "--rows: must be a positive integer",
         ),
         (["predict-chromatin", str(bad_fasta), "--model", str(out / "model")], "invalid character '-'"),
         (["predict-chromatin", str(bad_fasta), "--model", str(promoter)], "is a promoter model"),

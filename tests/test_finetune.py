@@ -19,6 +19,7 @@ from genolong.configs import available_presets, preset_path
 from genolong.data_prep.promoter_dataset import load_split
 from genolong.errors import ConfigError, UserError
 from genolong.metrics import best_f1_threshold, promoter_metrics
+from genolong.model.loading import save_model
 from genolong.predict import predict_all
 from genolong.tasks.classify import (
     ClassifyConfig,
@@ -155,8 +156,8 @@ def test_from_pretrained_keeps_encoder_weights_and_may_switch_backbone(tmp_path)
             max_position_embeddings=128,
         )
     )
-    mlm.save_pretrained(tmp_path / "pretrained")
-    tokenizer.save_pretrained(tmp_path / "pretrained")
+    (tmp_path / "pretrained").mkdir()
+    save_model(mlm, tokenizer, tmp_path / "pretrained")
     backbone = "bigbird" if "bigbird" in available_attentions() else "full"
     extra = {"block_size": 16} if backbone == "bigbird" else {}
     config = micro_config(

@@ -344,7 +344,7 @@ def test_option_errors(promoter_model, tmp_path, capsys):
     for option in (["--stride", "-5"], ["--batch-size", "0"]):
         code = main(["predict-promoter", str(fasta), "--model", str(promoter_model), *option])
         err = capsys.readouterr().err
-        assert code == 2 and "must be positive" in err
+        assert code == 2 and "must be a positive integer" in err and len(err.strip().splitlines()) == 1
 
 
 @pytest.mark.gpu

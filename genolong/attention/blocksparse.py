@@ -147,14 +147,19 @@ class BlockSparseAttention(nn.Module):
         if self.pattern_uses_draws and self.training and self.redraw_random_per_step:
             return self.build_pattern(seq_len, device)
         key: tuple = (seq_len, str(device))
-        if self.pattern_uses_draws:  # a loaded state dict or a moved buffer invalidates the cache
-            key += tuple((b.data_ptr(), b._version) for b in self.buffers(recurse=False))
+        if self.pattern_uses_draws:  # a moved or modified buffer invalidates the cache
+            key += tuple((b.data_ptr(), _version(b)) for b in self.buffers(recurse=False))
         if key not in self._patterns:
             self._patterns = {k: p for k, p in self._patterns.items() if k[:2] != key[:2]}
             if len(self._patterns) >= MAX_CACHED_PATTERNS:  # forget the oldest length
                 del self._patterns[next(iter(self._patterns))]
             self._patterns[key] = self.build_pattern(seq_len, device)
         return self._patterns[key]
+
+    def _load_from_state_dict(self, *args, **kwargs) -> None:
+        # loading copies into the buffers in place; under inference_mode that bumps no version
+        self._patterns = {}
+        super()._load_from_state_dict(*args, **kwargs)
 
     def forward(
         self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, padding_mask: torch.Tensor | None = None
@@ -174,6 +179,12 @@ class BlockSparseAttention(nn.Module):
         needs_grad = torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v))
         path = choose_path(self.attention_impl, self.attention_name, q.device, q.dtype, needs_grad, dropout)
         return run_path(path, q, k, v, pattern, key_valid, extra_k, extra_v, dropout)
+
+
+def _version(tensor: torch.Tensor) -> int:
+    """The in-place modification counter of ``tensor``; -1 for an inference tensor (one made
+    under ``torch.inference_mode()``), which has none."""
+    return -1 if tensor.is_inference() else tensor._version
 
 
 def _key_validity(

@@ -401,7 +401,7 @@ def flex_block_mask(pattern: BlockPattern, block: int = FLEX_BLOCK_SIZE):
         *ordered(full),
         BLOCK_SIZE=block,
         mask_mod=pattern.mask_mod(),
-        seq_lengths=(length, num_keys),
+        seq_lengths=(q_tiles * block, k_tiles * block),  # whole tiles: see flex_attention_path
     )
 
 
@@ -434,16 +434,25 @@ def flex_attention_path(
 ) -> torch.Tensor:
     """Compiled ``flex_attention`` over the pattern's ``BlockMask``; padding via a ``score_mod``.
 
+    Queries and keys are padded at the end to whole tiles of :data:`FLEX_BLOCK_SIZE` (the extra
+    keys masked, the extra rows dropped): torch 2.13's CPU kernel applies ``score_mod`` and
+    ``mask_mod`` to a last, partial key tile with the stride of a whole tile, so their results
+    land on the wrong scores and the output depends on stale buffer contents (wrong values or
+    NaN that change from call to call with the same inputs).
+
     The first call for each new shape compiles. It logs a warning and then the compile time.
     """
-    g = pattern.num_global
+    g, length = pattern.num_global, q.shape[2]
     pad, block_mask = _flex_layout(pattern)
-    if pad:
-        if key_valid is None:
-            key_valid = torch.ones(1, 1, pattern.num_keys, dtype=torch.bool, device=q.device)
-        q, k, v = (_insert(x, g, pad, 0.0) for x in (q, k, v))
-        key_valid = _insert(key_valid, g, pad, False)
     keys, values = _with_extra(k, extra_k), _with_extra(v, extra_v)
+    tail = -(keys.shape[2] + pad) % FLEX_BLOCK_SIZE
+    if pad or tail:
+        if key_valid is None:
+            key_valid = torch.ones(q.shape[0], 1, keys.shape[2], dtype=torch.bool, device=q.device)
+        q, keys, values = (_insert(x, g, pad, 0.0) for x in (q, keys, values))
+        key_valid = F.pad(_insert(key_valid, g, pad, False), (0, tail), value=False)
+        keys, values = (F.pad(x, (0, 0, 0, tail)) for x in (keys, values))
+        q = F.pad(q, (0, 0, 0, -q.shape[2] % FLEX_BLOCK_SIZE))
     score_mod = None
     if key_valid is not None:
         shared = key_valid.shape[1] == 1
@@ -468,6 +477,4 @@ def flex_attention_path(
     if first:
         _compiled_shapes.add(shape_key)
         logger.warning("flex_attention: first call for this shape took %.1f s", time.perf_counter() - started)
-    if pad:
-        out = torch.cat([out[:, :, :g], out[:, :, g + pad :]], dim=2)
-    return out
+    return torch.cat([out[:, :, :g], out[:, :, g + pad : pad + length]], dim=2)

@@ -8,6 +8,7 @@ import platform
 import sys
 from pathlib import Path
 
+from genolong.commands.arguments import positive_float, positive_int
 from genolong.outputs import OutputDirectory, declare
 
 DEFAULT_LENGTHS = [1024, 2048, 4096, 8192, 16384]
@@ -52,11 +53,11 @@ def register(subparsers) -> None:
         action="store_false",
         help="skip our model with the attention skipped (the floor)",
     )
-    attention.add_argument("--lengths", nargs="+", type=int, default=DEFAULT_LENGTHS, metavar="N")
+    attention.add_argument("--lengths", nargs="+", type=positive_int, default=DEFAULT_LENGTHS, metavar="N")
     attention.add_argument(
         "--extra-lengths",
         nargs="*",
-        type=int,
+        type=positive_int,
         default=DEFAULT_EXTRA_LENGTHS,
         metavar="N",
         help="lengths for our sparse backbones and the floor only (default: %(default)s)",
@@ -68,20 +69,20 @@ def register(subparsers) -> None:
         default="fp32",
         help="bf16 = torch.autocast(bfloat16) for every model",
     )
-    attention.add_argument("--threads", type=int, default=2)
-    attention.add_argument("--repeats", type=int, default=3, help="timed calls after the untimed first one")
+    attention.add_argument("--threads", type=positive_int, default=2)
+    attention.add_argument("--repeats", type=positive_int, default=3, help="timed calls after the untimed first one")
     attention.add_argument(
-        "--budget", type=float, default=30.0, help="fewer repeats once the timed calls took this many seconds"
+        "--budget", type=positive_float, default=30.0, help="fewer repeats once the timed calls took this many seconds"
     )
-    attention.add_argument("--hidden", type=int, default=256)
-    attention.add_argument("--layers", type=int, default=4)
-    attention.add_argument("--heads", type=int, default=4)
-    attention.add_argument("--ffn", type=int, default=1024)
-    attention.add_argument("--vocab", type=int, default=32000)
-    attention.add_argument("--timeout", type=float, default=1200, help="seconds per model and length")
+    attention.add_argument("--hidden", type=positive_int, default=256)
+    attention.add_argument("--layers", type=positive_int, default=4)
+    attention.add_argument("--heads", type=positive_int, default=4)
+    attention.add_argument("--ffn", type=positive_int, default=1024)
+    attention.add_argument("--vocab", type=positive_int, default=32000)
+    attention.add_argument("--timeout", type=positive_float, default=1200, help="seconds per model and length")
     attention.add_argument(
         "--max-memory-gb",
-        type=float,
+        type=positive_float,
         default=12,
         help="kill a measurement whose resident set grows past this",
     )
@@ -116,8 +117,6 @@ def run_attention(args) -> int:
         raise UserError(f"unknown peer {', '.join(unknown)}; choose from: {', '.join(known_peers)}")
     if args.legacy_site is not None and not (args.legacy_site / "transformers").is_dir():
         raise UserError(f"--legacy-site {args.legacy_site}: no transformers package in that directory")
-    if min(args.lengths + args.extra_lengths) < 1 or args.threads < 1 or args.repeats < 1:
-        raise UserError("lengths, --threads and --repeats must be positive")
 
     size = bench.BenchSize(
         vocab_size=args.vocab,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from genolong.commands.arguments import positive_int
 from genolong.outputs import OutputDirectory, declare
 
 
@@ -31,7 +32,7 @@ def register(subparsers) -> None:
         type=Path,
         help="FASTA (plain, gzip or bgzip) of the genome of the inputs: GRCh37/hg19 for DeepSEA",
     )
-    prepare.add_argument("--context", type=int, help="window length with --genome (default 8000, as BigBird)")
+    prepare.add_argument("--context", type=positive_int, help="window length with --genome (default 8000, as BigBird)")
     prepare.add_argument(
         "--unlocated",
         choices=["keep", "drop"],
@@ -39,16 +40,16 @@ def register(subparsers) -> None:
         help="rows whose input is not located exactly once: keep them at their original "
         "length, or drop them (default keep)",
     )
-    prepare.add_argument("--chunk-rows", type=int, default=16384, help="rows per chunk (default 16384)")
+    prepare.add_argument("--chunk-rows", type=positive_int, default=16384, help="rows per chunk (default 16384)")
     prepare.add_argument(
         "--probe-windows",
-        type=int,
+        type=positive_int,
         default=8,
         help="probe windows counted per input when locating (default 8)",
     )
     prepare.add_argument(
         "--max-candidates",
-        type=int,
+        type=positive_int,
         default=20_000,
         help="inputs with more candidate hits than this are left unlocated (default 20000)",
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from genolong import interrupts
+from genolong.commands.arguments import non_negative_int
 from genolong.errors import UserError
 from genolong.outputs import OutputDirectory, declare
 
@@ -15,7 +16,7 @@ def _add_common(parser) -> None:
                         help="comparison preset: micro, tiny, small, base, or a YAML file (default: %(default)s)")
     parser.add_argument("--out", type=Path, required=True,
                         help="output directory, shared by both commands (tokenizer and corpus are built once)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of every run (default: %(default)s)")
+    parser.add_argument("--seed", type=non_negative_int, default=0, help="seed of every run (default: %(default)s)")
 
 
 def register(subparsers) -> None:

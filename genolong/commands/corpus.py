@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from genolong.commands.arguments import fraction, non_negative_int, positive_int
 from genolong.outputs import OutputDirectory, declare
 
 
@@ -16,13 +17,13 @@ def register(subparsers) -> None:
     build.add_argument("--tokenizer", required=True, type=Path, help="tokenizer directory")
     build.add_argument("--out", required=True, type=Path, help="corpus directory (resumed if it exists)")
     build.add_argument("--config", type=Path, default=None, help="YAML with CorpusConfig fields")
-    build.add_argument("--passes", type=int, default=None, help="passes per chromosome (default 10)")
-    build.add_argument("--seed", type=int, default=None)
+    build.add_argument("--passes", type=positive_int, default=None, help="passes per chromosome (default 10)")
+    build.add_argument("--seed", type=non_negative_int, default=None)
     build.add_argument("--valid-chromosomes", default=None, help="comma-separated (default chr7)")
     build.add_argument("--test-chromosomes", default=None, help="comma-separated (default chr8,chr9)")
-    build.add_argument("--valid-tail-fraction", type=float, default=None,
+    build.add_argument("--valid-tail-fraction", type=fraction, default=None,
                        help="also hold out this final fraction of every other chromosome for validation")
-    build.add_argument("--test-tail-fraction", type=float, default=None)
+    build.add_argument("--test-tail-fraction", type=fraction, default=None)
     build.set_defaults(func=run_build)
     declare(build, inputs=["genome", "tokenizer", "config"], directories={"out": OutputDirectory("corpus")})
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from genolong.commands.arguments import non_negative_int, positive_float
 from genolong.errors import UserError
 from genolong.outputs import OutputDirectory, declare
 
@@ -33,9 +34,9 @@ def register(subparsers) -> None:
     fetch.add_argument("--sha256", help="the SHA-256 the download must have")
     fetch.add_argument("--offline", action="store_true", help="only check the cache; never download")
     fetch.add_argument(
-        "--timeout", type=float, default=30.0, help="seconds without data before a retry (default 30)"
+        "--timeout", type=positive_float, default=30.0, help="seconds without data before a retry (default 30)"
     )
-    fetch.add_argument("--retries", type=int, default=4, help="retries after a network failure (default 4)")
+    fetch.add_argument("--retries", type=non_negative_int, default=4, help="retries after a network failure (default 4)")
     fetch.set_defaults(func=run_fetch)
     declare(fetch, inputs=["url"], directories={"dest": OutputDirectory(None)})
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from genolong.commands.arguments import positive_int
 from genolong.outputs import declare
 
 
@@ -27,9 +28,9 @@ def register(subparsers) -> None:
         "--rc", action="store_true", help="average each row's probabilities with its reverse complement's"
     )
     chromatin.add_argument(
-        "--rows", type=int, default=None, help="evaluate N evenly spaced rows (default: all)"
+        "--rows", type=positive_int, default=None, help="evaluate N evenly spaced rows (default: all)"
     )
-    chromatin.add_argument("--batch-size", type=int, default=16, help="rows per model call (default: 16)")
+    chromatin.add_argument("--batch-size", type=positive_int, default=16, help="rows per model call (default: 16)")
     chromatin.add_argument("--device", default="auto", help="auto (GPU when present), cpu, cuda, ...")
     chromatin.set_defaults(func=run_chromatin)
     declare(chromatin, inputs=["model", "data"], files=["out"])
@@ -44,11 +45,8 @@ def run_chromatin(args) -> int:
     from genolong.chromatin_profiles import profile_classes
     from genolong.classifier import Classifier, StrandAveraged
     from genolong.data_prep.chromatin_dataset import PreparedChromatin
-    from genolong.errors import UserError
     from genolong.metrics import format_chromatin_medians, median_auc_by_class
 
-    if args.rows is not None and args.rows < 1:
-        raise UserError(f"--rows must be positive, got {args.rows}")
     classifier = Classifier.load(args.model, task="chromatin", device=args.device)
     split = PreparedChromatin(args.data)[args.split]
     if split.context != classifier.info.window_bp:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from genolong.commands.arguments import positive_int
 from genolong.outputs import declare
 
 
@@ -44,7 +45,7 @@ def register(subparsers) -> None:
         action="store_true",
         help="keep only assembled chromosomes (drop unplaced contigs and haplotypes)",
     )
-    prepare.add_argument("--line-width", type=int, default=60, help="bases per line (default 60)")
+    prepare.add_argument("--line-width", type=positive_int, default=60, help="bases per line (default 60)")
     prepare.set_defaults(func=run_prepare)
     declare(prepare, inputs=["fasta"], files=["out"], defaults={"out": _default_output})
 

@@ -22,6 +22,7 @@ import contextlib
 import sys
 from pathlib import Path
 
+from genolong.commands.arguments import positive_int
 from genolong.outputs import declare
 
 PROMOTER_COLUMNS = ("id", "length", "windows", "probability", "label", "error")
@@ -38,7 +39,7 @@ def _add_common(parser) -> None:
     parser.add_argument("fasta", type=Path, help="FASTA file (plain, gzip or bgzip)")
     parser.add_argument(
         "--stride",
-        type=int,
+        type=positive_int,
         default=None,
         help="bp between scanning windows on records longer than the model window "
         "(default: promoter half the window, chromatin 200)",
@@ -46,10 +47,10 @@ def _add_common(parser) -> None:
     parser.add_argument(
         "--rc", action="store_true", help="average each window's probabilities with its reverse complement's"
     )
-    parser.add_argument("--batch-size", type=int, default=32, help="windows per model call (default: 32)")
+    parser.add_argument("--batch-size", type=positive_int, default=32, help="windows per model call (default: 32)")
     parser.add_argument(
         "--min-length",
-        type=int,
+        type=positive_int,
         default=None,
         help="shortest record to score, in bp (default: the model's minimum, see its genolong_task.json)",
     )
@@ -118,15 +119,12 @@ def _scored_records(args, classifier, default_stride: int):
     from tqdm import tqdm
 
     from genolong.classifier import StrandAveraged
-    from genolong.errors import UserError
     from genolong.predict import group_by_record, iter_windows, score_windows
     from genolong.sequence import read_fasta
 
     info = classifier.info
-    stride = args.stride or default_stride
-    min_length = args.min_length or info.min_bp
-    if min_length < 1 or stride < 1:
-        raise UserError(f"--stride and --min-length must be positive, got {stride} and {min_length}")
+    stride = default_stride if args.stride is None else args.stride
+    min_length = info.min_bp if args.min_length is None else args.min_length
     scorer = StrandAveraged(classifier) if args.rc else classifier
     windows = iter_windows(read_fasta(args.fasta, unique_names=False), info.window_bp, stride, min_length)
     progress = tqdm(unit=" windows", disable=None, file=sys.stderr, desc=args.fasta.name)

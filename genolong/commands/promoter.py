@@ -6,6 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
+from genolong.commands.arguments import fraction, non_negative_int, positive_int
 from genolong.outputs import OutputDirectory, declare
 
 
@@ -45,17 +46,17 @@ def register(subparsers) -> None:
     negatives.add_argument("--negative-fasta", type=Path, help="non-promoter FASTA for --negatives fasta")
     negatives.add_argument(
         "--per-positive",
-        type=int,
+        type=positive_int,
         help="negatives per positive for substitution/shuffle/genomic (default: 1)",
     )
     negatives.add_argument(
         "--min-tss-distance",
-        type=int,
+        type=non_negative_int,
         help="bp between a genomic negative and the nearest TSS (default: 10000)",
     )
     prepare.add_argument(
         "--max-n-fraction",
-        type=float,
+        type=fraction,
         default=0.0,
         help="skip sequences with a larger fraction of N (default: 0)",
     )
@@ -77,7 +78,7 @@ def register(subparsers) -> None:
     split.add_argument(
         "--test-chroms", type=_names, default=(), help="comma-separated, for --split chromosome"
     )
-    prepare.add_argument("--seed", type=int, default=42, help="seed of every random step (default: 42)")
+    prepare.add_argument("--seed", type=non_negative_int, default=42, help="seed of every random step (default: 42)")
     prepare.add_argument("--overwrite", action="store_true", help="replace an existing --out directory")
     prepare.set_defaults(func=run_prepare)
     declare(prepare, inputs=["tss", "genome", "text", "fasta", "negative_fasta"],
@@ -89,8 +90,8 @@ def register(subparsers) -> None:
     baseline.add_argument(
         "--data", type=Path, required=True, help="dataset directory from `promoter prepare`"
     )
-    baseline.add_argument("--k-min", type=int, default=4, help="smallest k-mer (default: 4)")
-    baseline.add_argument("--k-max", type=int, default=6, help="largest k-mer (default: 6)")
+    baseline.add_argument("--k-min", type=positive_int, default=4, help="smallest k-mer (default: 4)")
+    baseline.add_argument("--k-max", type=positive_int, default=6, help="largest k-mer (default: 6)")
     baseline.add_argument(
         "--C",
         type=_numbers,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from genolong.commands.arguments import non_negative_int, positive_int
 from genolong.outputs import OutputDirectory, declare
 
 
@@ -19,12 +20,12 @@ def register(subparsers) -> None:
     train.add_argument("--genome", type=Path, default=None,
                        help="FASTA (plain, gzip or bgzip); default: the shipped 56 kbp hg19 sample")
     train.add_argument("--out", required=True, type=Path, help="output directory")
-    train.add_argument("--vocab-size", type=int, default=defaults.vocab_size)
-    train.add_argument("--sample-bp", type=int, default=defaults.sample_bp,
+    train.add_argument("--vocab-size", type=positive_int, default=defaults.vocab_size)
+    train.add_argument("--sample-bp", type=positive_int, default=defaults.sample_bp,
                        help="bases of training text to sample (bounds memory: ~70 bytes/base; default %(default)s)")
-    train.add_argument("--chunk-bp", type=int, default=defaults.chunk_bp, help="sampled chunk length")
-    train.add_argument("--min-frequency", type=int, default=defaults.min_frequency)
-    train.add_argument("--seed", type=int, default=defaults.seed)
+    train.add_argument("--chunk-bp", type=positive_int, default=defaults.chunk_bp, help="sampled chunk length")
+    train.add_argument("--min-frequency", type=non_negative_int, default=defaults.min_frequency)
+    train.add_argument("--seed", type=non_negative_int, default=defaults.seed)
     train.add_argument("--region", action="append", default=[], metavar="CHROM[:START-END]",
                        help="train only on these regions (0-based, half-open; repeatable)")
     train.add_argument("--force", action="store_true", help="replace an existing output directory")
@@ -35,7 +36,7 @@ def register(subparsers) -> None:
     stats.add_argument("--tokenizer", required=True, type=Path)
     stats.add_argument("--genome", required=True, type=Path)
     stats.add_argument("--region", action="append", default=[], metavar="CHROM[:START-END]")
-    stats.add_argument("--max-bp", type=int, default=None, help="stop after this many bases")
+    stats.add_argument("--max-bp", type=positive_int, default=None, help="stop after this many bases")
     stats.add_argument("--json", type=Path, default=None, help="also write the report here")
     stats.set_defaults(func=run_stats)
     declare(stats, inputs=["tokenizer", "genome"], files=["json"])

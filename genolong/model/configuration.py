@@ -11,11 +11,14 @@ that registering it with ``AutoConfig`` does not import the modeling code.
 
 from __future__ import annotations
 
+import inspect
+import typing
 from typing import Any
 
 from transformers import PretrainedConfig
 
 from genolong.attention import attention_class, attention_defaults, available_attentions
+from genolong.config import check_type, describe_unknown, where
 from genolong.errors import ConfigError
 from genolong.model.encoder import ACTIVATIONS
 
@@ -36,6 +39,9 @@ class GenolongConfig(PretrainedConfig):
         pre_layer_norm: LayerNorm before each sub-layer (pre-LN) instead of after (post-LN).
         positive_label_weight: weight of positive labels in the multi-label loss
             (8 for the chromatin profile, BigBird App. F.3).
+        tokenizer_fingerprint: :func:`genolong.tokenizer.tokenizer_fingerprint` of the tokenizer
+            the model was trained with, set by every genolong save and checked by
+            :mod:`genolong.model.loading`; None in directories saved before it existed.
         **kwargs: the backbone's parameters (see its ``config_defaults``) and the usual
             ``PretrainedConfig`` arguments (``num_labels``, ``problem_type``, ``id2label``...).
     """
@@ -61,6 +67,7 @@ class GenolongConfig(PretrainedConfig):
         classifier_dropout: float | None = None,
         positive_label_weight: float = 1.0,
         tie_word_embeddings: bool = True,
+        tokenizer_fingerprint: str | None = None,
         **kwargs: Any,
     ):
         backbone_params = {
@@ -83,6 +90,7 @@ class GenolongConfig(PretrainedConfig):
         self.pre_layer_norm = pre_layer_norm
         self.classifier_dropout = classifier_dropout
         self.positive_label_weight = positive_label_weight
+        self.tokenizer_fingerprint = tokenizer_fingerprint
         for name, value in backbone_params.items():
             setattr(self, name, value)
         self.validate_genolong()
@@ -121,6 +129,8 @@ class GenolongConfig(PretrainedConfig):
             raise ConfigError(
                 f"unknown problem_type {self.problem_type!r}; choose one of: {', '.join(PROBLEM_TYPES)}"
             )
+        if self.tokenizer_fingerprint is not None and not isinstance(self.tokenizer_fingerprint, str):
+            raise ConfigError(f"tokenizer_fingerprint must be a string, got {self.tokenizer_fingerprint!r}")
         if self.positive_label_weight <= 0:
             raise ConfigError(f"positive_label_weight must be positive, got {self.positive_label_weight!r}")
         attention = attention_class(self.backbone)
@@ -142,3 +152,28 @@ def _reject_other_backbones_params(backbone: str, kwargs: dict[str, Any]) -> Non
                 f"{', '.join(misplaced)} {'is a parameter' if len(misplaced) == 1 else 'are parameters'} "
                 f"of backbone {other!r}, not of {backbone!r}"
             )
+
+
+def check_model_fields(fields: dict[str, Any], source: str = "", prefix: str = "model.") -> None:
+    """Check a config file's ``model:`` section without building the model: every key is a
+    ``GenolongConfig`` argument or a parameter of the chosen backbone, every value has that
+    argument's type (a backbone parameter: its default's type). Raises ConfigError naming
+    ``source`` and the key."""
+    backbone = fields.get("backbone", "full")
+    if backbone not in available_attentions():
+        raise ConfigError(f"{where(source)}{prefix}backbone: unknown backbone {backbone!r}; choose one of: "
+                          f"{', '.join(available_attentions())}")
+    own = attention_defaults(backbone)
+    try:
+        _reject_other_backbones_params(backbone, {k: v for k, v in fields.items() if k not in own})
+    except ConfigError as err:
+        raise ConfigError(f"{where(source)}{prefix.rstrip('.')}: {err.message}") from None
+    hints = typing.get_type_hints(GenolongConfig.__init__)
+    known = {name: hints[name] for name in inspect.signature(GenolongConfig.__init__).parameters
+             if name not in ("self", "kwargs")}
+    known |= {name: Any if default is None else type(default) for name, default in own.items()}
+    unknown = sorted(set(fields) - set(known), key=str)
+    if unknown:
+        raise ConfigError(f"{where(source)}unknown key {describe_unknown(unknown, list(known), prefix)}")
+    for name, value in fields.items():
+        check_type(value, known[name], source, f"{prefix}{name}")

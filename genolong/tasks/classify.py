@@ -46,9 +46,11 @@ from torch.utils.data import DataLoader, Dataset
 
 from genolong.chromatin_eval import evaluation_rows
 from genolong.classifier import Classifier, TaskInfo, TokenEncoder
-from genolong.config import from_dict, to_dict
+from genolong.config import from_dict, set_dotted, to_dict
 from genolong.errors import ConfigError, UserError
 from genolong.files import atomic_write_text
+from genolong.model.configuration import check_model_fields
+from genolong.model.loading import backbone_keys, check_tokenizer, load_model, read_model_config
 from genolong.outputs import claim_directory
 from genolong.tasks.checkpoints import read_checkpoint, resume_checkpoint
 from genolong.tasks.common import (
@@ -113,6 +115,7 @@ class ClassifyConfig:
     def __post_init__(self) -> None:
         if self.task not in MONITORS:
             raise ConfigError(f"unknown task {self.task!r}; choose one of: {', '.join(MONITORS)}")
+        check_model_fields(self.model)
         if self.max_len < 3:
             raise ConfigError(f"max_len must be >= 3 ([CLS] token [SEP]), got {self.max_len}")
         if self.patience < 1 or self.batch_size_eval < 1:
@@ -136,8 +139,7 @@ def load_classify_config(
     if data.setdefault("task", task) != task:
         raise UserError(f"{source} is a {data['task']} preset, not a {task} one")
     for key, value in (overrides or {}).items():
-        section, _, name = key.rpartition(".")
-        (data.setdefault(section, {}) if section else data)[name] = value
+        set_dotted(data, key, value, source=str(source))
     return from_dict(ClassifyConfig, data, source=str(source))
 
 
@@ -447,7 +449,8 @@ def build_classifier_model(config: ClassifyConfig, num_labels: int, tokenizer, p
         model_config = GenolongConfig(**fields, **head)
         model = GenolongForSequenceClassification(model_config)
     else:
-        base = GenolongConfig.from_pretrained(str(pretrained))
+        base = read_model_config(pretrained)
+        check_tokenizer(tokenizer, base, Path(pretrained))
         fields = base.to_diff_dict()
         overrides = dict(config.model)
         ignored = {k: v for k, v in overrides.items() if k in ARCHITECTURE_FIELDS and getattr(base, k) != v}
@@ -461,10 +464,11 @@ def build_classifier_model(config: ClassifyConfig, num_labels: int, tokenizer, p
             for name in attention_defaults(base.backbone):
                 fields.pop(name, None)
         model_config = GenolongConfig(**(fields | overrides | head))
-        model, loading = GenolongForSequenceClassification.from_pretrained(
-            str(pretrained), config=model_config, output_loading_info=True
-        )
-        _rebuild_missing_attention_buffers(model, set(loading["missing_keys"]))
+        # the head is new, an MLM head is dropped, and so are the weights of a backbone switched from
+        ours, theirs = backbone_keys(model_config), backbone_keys(base)
+        model = load_model(GenolongForSequenceClassification, pretrained, config=model_config,
+                           new={"classifier.", "fusion.", *(ours - theirs)}, dropped={"lm_head.", *(theirs - ours)})
+        _rebuild_missing_attention_buffers(model, ours - theirs)
     if config.max_len > model_config.max_position_embeddings:
         raise ConfigError(
             f"max_len={config.max_len} exceeds the model's max_position_embeddings="
@@ -541,6 +545,8 @@ def run_finetune(
     out = Path(out)
     if pretrained is not None and tokenizer_dir is not None:
         raise UserError("give --model or --tokenizer, not both: a pretrained model brings its tokenizer")
+    if pretrained is not None:
+        read_model_config(pretrained)  # a missing or broken model directory fails before any work
     data = load_task_data(config.task, data_dir)
     claim_directory(out, "finetune")
     resume_from = resume_checkpoint(out, resume)

@@ -34,6 +34,7 @@ import torch
 from genolong.config import from_dict, to_dict
 from genolong.errors import ConfigError, UserError
 from genolong.files import atomic_write_text
+from genolong.model.configuration import check_model_fields
 from genolong.outputs import claim_directory
 from genolong.tasks.classify import ClassifyConfig, run_finetune
 from genolong.tasks.pretrain import (
@@ -108,6 +109,8 @@ class CompareConfig:
 
     def __post_init__(self) -> None:
         _check_names(self.backbones, BACKBONES, "backbones")
+        for name, params in self.backbones.items():
+            check_model_fields({"backbone": name} | params, prefix=f"backbones.{name}.")
         if self.inference_windows < 1 or self.inference_batch_size < 1:
             raise ConfigError("inference_windows and inference_batch_size must be >= 1")
         missing = sorted(set(self.ablation.backbones) - set(self.backbones))
@@ -145,7 +148,14 @@ def load_compare_config(preset: str | Path) -> CompareConfig:
     from genolong.tasks.pretrain import _read_preset
 
     source = preset_path("compare", str(preset))
-    return from_dict(CompareConfig, _read_preset(source), source=str(source))
+    config = from_dict(CompareConfig, _read_preset(source), source=str(source))
+    for backbone in config.backbones:  # the pretrain: and finetune: sections, checked before any run
+        try:
+            config.pretrain_config(backbone, seed=0)
+            config.finetune_config(backbone, seed=0)
+        except ConfigError as err:
+            raise ConfigError(f"{source}: {err.message}", hint=err.hint) from None
+    return config
 
 
 def parse_backbones(text: str, config: CompareConfig) -> list[str]:
@@ -196,6 +206,7 @@ def inference_rate(model_dir: Path, corpus_dir: Path, max_len: int, windows: int
     from genolong.corpus import Corpus
     from genolong.mlm import MaskingConfig, MLMWindows, SpecialIds
     from genolong.model.hf import GenolongModel
+    from genolong.model.loading import load_model
     from genolong.tokenizer import load_tokenizer
 
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -206,7 +217,7 @@ def inference_rate(model_dir: Path, corpus_dir: Path, max_len: int, windows: int
     length = max(len(t) for t in tokens)
     input_ids = torch.stack([torch.nn.functional.pad(t, (0, length - len(t))) for t in tokens]).to(device)
     mask = torch.stack([torch.arange(length) < len(t) for t in tokens]).long().to(device)
-    model = GenolongModel.from_pretrained(str(model_dir)).to(device).eval()
+    model = load_model(GenolongModel, model_dir, dropped={"lm_head."}).to(device)
     with torch.inference_mode():
         model(input_ids=input_ids[:batch_size], attention_mask=mask[:batch_size])
         if device.type == "cuda":

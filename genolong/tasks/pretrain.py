@@ -32,11 +32,13 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader
 
-from genolong.config import from_dict, to_dict
+from genolong.config import from_dict, read_with_extends, set_dotted, to_dict
 from genolong.corpus import Corpus, CorpusConfig, build_corpus
 from genolong.errors import ConfigError, UserError
 from genolong.files import atomic_path, atomic_write_text
 from genolong.mlm import MaskingConfig, MLMWindows, PositionSampler, SpecialIds, collate_windows
+from genolong.model.configuration import check_model_fields
+from genolong.model.loading import save_model
 from genolong.outputs import claim_directory
 from genolong.tasks.checkpoints import resume_checkpoint
 from genolong.tasks.common import (
@@ -75,6 +77,8 @@ class PretrainConfig:
     def __post_init__(self) -> None:
         if self.max_len < 8:
             raise ConfigError(f"max_len must be >= 8, got {self.max_len}")
+        check_model_fields(self.model)
+        self.model_config(self.model.get("vocab_size", self.tokenizer.vocab_size))  # the model's own checks
 
     def model_config(self, vocab_size: int):
         """The validated ``GenolongConfig`` for a tokenizer of ``vocab_size`` tokens."""
@@ -104,14 +108,14 @@ def load_pretrain_config(path: str | Path | None, overrides: dict[str, Any] | No
     """
     from genolong.configs import preset_path
 
+    source = str(path or "pretrain config")
     data = _read_preset(preset_path("pretrain", str(path))) if path else {}
     for key, value in (overrides or {}).items():
-        section, _, name = key.rpartition(".")
-        if key == "model.backbone":
+        if key == "model.backbone" and isinstance(data.get("model", {}), dict):
             data["model"] = _switch_backbone(data.get("model", {}), {"backbone": value})
         else:
-            (data.setdefault(section, {}) if section else data)[name] = value
-    return from_dict(PretrainConfig, data, source=str(path or "pretrain config"))
+            set_dotted(data, key, value, source=source)
+    return from_dict(PretrainConfig, data, source=source)
 
 
 def _switch_backbone(model: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
@@ -127,26 +131,22 @@ def _switch_backbone(model: dict[str, Any], update: dict[str, Any]) -> dict[str,
 
 
 def _read_preset(path: Path) -> dict[str, Any]:
-    import yaml
-
-    if not path.is_file():
-        raise UserError(f"{path}: no such config file")
-    data = yaml.safe_load(path.read_text()) or {}
-    parent = data.pop("extends", None)
-    return data if parent is None else merge_preset(_read_preset(path.parent / parent), data)
+    """A YAML preset with its ``extends:`` chain (parents beside it) merged in."""
+    return read_with_extends(path, merge_preset)
 
 
 def merge_preset(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
     """``base`` updated by ``update`` one section deep; a new ``model.backbone`` drops the old
-    backbone's own parameters (see :func:`_switch_backbone`)."""
+    backbone's own parameters (see :func:`_switch_backbone`). A section that is not a mapping on
+    either side is replaced (and refused later by the dataclass)."""
     merged = dict(base)
     for key, value in update.items():
-        if key == "model":
-            merged[key] = _switch_backbone(merged.get(key, {}), value)
-        elif isinstance(value, dict):
-            merged[key] = merged.get(key, {}) | value
-        else:
+        if not (isinstance(value, dict) and isinstance(merged.get(key, {}), dict)):
             merged[key] = value
+        elif key == "model":
+            merged[key] = _switch_backbone(merged.get(key, {}), value)
+        else:
+            merged[key] = merged.get(key, {}) | value
     return merged
 
 
@@ -378,8 +378,7 @@ def run_pretrain(genome: Path, out: Path, config: PretrainConfig, *, tokenizer_d
         }
         if trainer.is_global_zero:
             with atomic_path(out / "model", directory=True) as tmp:
-                model.save_pretrained(str(tmp))
-                tokenizer.save_pretrained(str(tmp))
+                save_model(model, tokenizer, tmp)
             report |= _throughput_from_logs(out)
             atomic_write_text(out / "report.json", json.dumps(report, indent=2) + "\n")
             plot_learning_curve(out, out / "learning_curve.png")
