@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from genolong.commands.arguments import positive_int
 from genolong.commands.variants import add_profiles_and_device
 from genolong.outputs import OutputDirectory, declare
 
@@ -26,14 +27,14 @@ def register(subparsers) -> None:
     parser.add_argument("--genome", type=Path, default=None, help="reference FASTA for --regions")
     parser.add_argument("--out", type=Path, required=True, help="output directory")
     add_profiles_and_device(parser, "explain (needed beyond 8 outputs)")
-    parser.add_argument("--ism-window", type=int, default=None,
+    parser.add_argument("--ism-window", type=positive_int, default=None,
                         help="central bp of each input to attribute (default: 1000, or the model window if shorter)")
     parser.add_argument("--gradients", choices=("ig", "input-x-gradient", "none"), default="ig",
                         help="gradient method: integrated gradients (default), input x gradient, or none")
-    parser.add_argument("--ig-steps", type=int, default=16, help="integrated-gradients steps (default: 16)")
-    parser.add_argument("--logo-width", type=int, default=100,
+    parser.add_argument("--ig-steps", type=positive_int, default=16, help="integrated-gradients steps (default: 16)")
+    parser.add_argument("--logo-width", type=positive_int, default=100,
                         help="bp shown in each logo: the most attributed stretch (default: 100)")
-    parser.add_argument("--batch-size", type=int, default=32, help="mutants per model call (default: 32)")
+    parser.add_argument("--batch-size", type=positive_int, default=32, help="mutants per model call (default: 32)")
     parser.set_defaults(func=run)
     declare(parser, inputs=["model", "fasta", "regions", "genome"],
             directories={"out": OutputDirectory("explain", atomic=True)})

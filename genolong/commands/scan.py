@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from genolong.commands.arguments import fraction, non_negative_int, positive_int
 from genolong.outputs import declare
 
 DESCRIPTION = (
@@ -37,7 +38,7 @@ def register(subparsers) -> None:
                         help="one or more tracks: .bw, .bedGraph, .h5 (all from one pass)")
     parser.add_argument("--regions", type=Path, default=None, help="BED of regions to scan (default: everything)")
     parser.add_argument("--chromosomes", nargs="+", default=None, help="only these chromosomes (chr1 == 1)")
-    parser.add_argument("--stride", type=int, default=None,
+    parser.add_argument("--stride", type=positive_int, default=None,
                         help="bin size and window step in bp, at most the window (default: promoter 50, chromatin 200)")
     parser.add_argument("--rc", action="store_true", help="average each window with its reverse complement")
     parser.add_argument("--profiles", nargs="+", default=None,
@@ -45,14 +46,14 @@ def register(subparsers) -> None:
     parser.add_argument("--bed", type=Path, default=None,
                         help="promoter: BED of called regions (windows at or above the model's threshold, merged)")
     parser.add_argument("--skipped", type=Path, default=None, help="BED of the bins left without a score, and why")
-    parser.add_argument("--max-n-fraction", type=float, default=0.5,
+    parser.add_argument("--max-n-fraction", type=fraction, default=0.5,
                         help="skip windows with a larger fraction of N (default: 0.5)")
-    parser.add_argument("--batch-size", type=int, default=128, help="windows per model call (default: 128)")
-    parser.add_argument("--workers", type=int, default=1,
+    parser.add_argument("--batch-size", type=positive_int, default=128, help="windows per model call (default: 128)")
+    parser.add_argument("--workers", type=non_negative_int, default=1,
                         help="DataLoader processes reading and tokenising (default: 1)")
     parser.add_argument("--accelerator", default="auto", help="auto, cpu, gpu (Lightning)")
     parser.add_argument("--devices", default="1", help="devices per node, or auto (default: 1)")
-    parser.add_argument("--num-nodes", type=int, default=1, help="machines (default: 1)")
+    parser.add_argument("--num-nodes", type=positive_int, default=1, help="machines (default: 1)")
     declare(parser, inputs=["genome", "model", "regions"], files=["out", "bed", "skipped"])
     parser.set_defaults(func=run)
 

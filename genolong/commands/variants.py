@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from genolong.commands.arguments import non_negative_int, positive_int
 from genolong.inference.variant_windows import REF_MISMATCH
 from genolong.outputs import declare
 
@@ -33,18 +34,18 @@ def register(subparsers) -> None:
     parser.add_argument("--ref-mismatch", choices=REF_MISMATCH, default="skip",
                         help="a REF allele that differs from the genome: stop, skip and count (default), or "
                         "score on the genome's reference with the flag ref_mismatch")
-    parser.add_argument("--max-indel", type=int, default=100,
+    parser.add_argument("--max-indel", type=non_negative_int, default=100,
                         help="longest allele scored, bp after trimming shared bases (default: 100)")
     parser.add_argument("--score", choices=("effect", "mlm-llr"), default="effect",
                         help="effect: a fine-tuned classifier; mlm-llr: zero-shot log-likelihood ratio of a "
                         "pretrained masked language model")
-    parser.add_argument("--window", type=int, default=None, help="bp around each variant for --score mlm-llr")
+    parser.add_argument("--window", type=positive_int, default=None, help="bp around each variant for --score mlm-llr")
     parser.add_argument("--annotate-vcf", type=Path, default=None, metavar="VCF",
                         help="also write the input VCF (.vcf or .vcf.gz) with each allele's top effects in INFO "
                         "GENOLONG=ALT:PROFILE:VALUE&...")
-    parser.add_argument("--top-k", type=int, default=3, help="effects per allele in --annotate-vcf (default: 3)")
-    parser.add_argument("--batch-size", type=int, default=32, help="sequences per model call (default: 32)")
-    parser.add_argument("--chunk-size", type=int, default=1024,
+    parser.add_argument("--top-k", type=positive_int, default=3, help="effects per allele in --annotate-vcf (default: 3)")
+    parser.add_argument("--batch-size", type=positive_int, default=32, help="sequences per model call (default: 32)")
+    parser.add_argument("--chunk-size", type=positive_int, default=1024,
                         help="alleles per output part, the unit of memory and of resuming (default: 1024)")
     parser.set_defaults(func=run)
     declare(parser, inputs=["vcf", "genome", "model"], files=["out", "annotate_vcf"])

@@ -22,11 +22,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from genolong.classifier import TASK_FILE, _quietly, resolve_device
+from genolong.classifier import TASK_FILE, resolve_device
 from genolong.errors import UserError
 from genolong.inference.variant_windows import VariantWindows
 from genolong.model.hf import GenolongForMaskedLM
-from genolong.tokenizer import load_tokenizer
+from genolong.model.loading import load_model, load_model_tokenizer, read_model_config
 
 
 def differing_span(ref_ids: list[int], alt_ids: list[int]) -> tuple[int, int, int]:
@@ -51,11 +51,10 @@ class MaskedLMEffects:
     def __init__(self, directory: Path, batch_size: int, device="auto"):
         if (directory / TASK_FILE).is_file():
             raise UserError(f"{directory} is a fine-tuned classifier; --score mlm-llr needs a pretrained (MLM) model")
-        if not (directory / "config.json").is_file():
-            raise UserError(f"{directory} is not a genolong model directory (no config.json)")
         self.device = resolve_device(device)
-        self.model = _quietly(GenolongForMaskedLM.from_pretrained, str(directory)).to(self.device).eval()
-        tokenizer = load_tokenizer(directory)
+        config = read_model_config(directory)
+        self.model = load_model(GenolongForMaskedLM, directory, config=config).to(self.device)
+        tokenizer = load_model_tokenizer(directory, config)
         self.backend = tokenizer.backend_tokenizer
         self.cls, self.sep, self.mask = tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.mask_token_id
         self.pad = tokenizer.pad_token_id
