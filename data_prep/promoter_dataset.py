@@ -57,6 +57,8 @@ from .promoters import (
 from .splits import SPLITS, check_fractions, chromosome_split, deduplicate, stratified_random_split
 
 COLUMNS = ("id", "chrom", "start", "end", "strand", "label", "sequence")
+#: The columns of a dataset built across sources (:mod:`data_prep.source_split`).
+SOURCE_COLUMNS = (*COLUMNS, "source")
 MANIFEST = "manifest.json"
 log = logging.getLogger(__name__)
 FORMAT = "genolong-promoter-dataset"
@@ -210,7 +212,7 @@ def build_promoter_dataset(
             log.warning("split %s has no example of a label (%s); evaluation on it will fail", name, counts)
     with atomic_path(out_dir, directory=True) as tmp:
         for name, rows in splits.items():
-            _write_tsv(tmp / f"{name}.tsv", rows)
+            write_split_tsv(tmp / f"{name}.tsv", rows)
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
     return manifest
 
@@ -359,16 +361,18 @@ def _label_counts(rows: list[PromoterRecord]) -> dict[str, int]:
     return {"0": counts[0], "1": counts[1]}
 
 
-def _write_tsv(path: Path, rows: list[PromoterRecord]) -> None:
+def write_split_tsv(path: Path, rows: list[PromoterRecord]) -> None:
+    """Write one split; the ``source`` column is added when any record has a source."""
+
     def cell(value) -> str:
         return "." if value is None else str(value)
 
+    with_source = any(r.source is not None for r in rows)
     with open(path, "w") as out:
-        out.write("\t".join(COLUMNS) + "\n")
+        out.write("\t".join(SOURCE_COLUMNS if with_source else COLUMNS) + "\n")
         for r in rows:
-            out.write(
-                "\t".join(map(cell, (r.id, r.chrom, r.start, r.end, r.strand, r.label, r.sequence))) + "\n"
-            )
+            fields = [r.id, r.chrom, r.start, r.end, r.strand, r.label, r.sequence]
+            out.write("\t".join(map(cell, fields + ([r.source] if with_source else []))) + "\n")
 
 
 def load_manifest(data_dir: str | Path) -> dict:
@@ -402,16 +406,18 @@ def load_split(data_dir: str | Path, split: str) -> list[PromoterRecord]:
         )
     records = []
     with open(path) as handle:
-        header = handle.readline().rstrip("\n").split("\t")
-        if tuple(header) != COLUMNS:
-            raise InputError(path, f"header is {header}, expected {list(COLUMNS)}", line=1)
+        header = tuple(handle.readline().rstrip("\n").split("\t"))
+        if header not in (COLUMNS, SOURCE_COLUMNS):
+            raise InputError(path, f"header is {list(header)}, expected {list(COLUMNS)} [+ source]", line=1)
         for line_number, line in enumerate(handle, start=2):
             fields = line.rstrip("\n").split("\t")
-            if len(fields) != len(COLUMNS) or fields[5] not in ("0", "1"):
+            if len(fields) != len(header) or fields[5] not in ("0", "1"):
                 raise InputError(
-                    path, f"expected {len(COLUMNS)} tab-separated fields with label 0 or 1", line=line_number
+                    path, f"expected {len(header)} tab-separated fields with label 0 or 1", line=line_number
                 )
-            record_id, chrom, start, end, strand, label, sequence = (None if f == "." else f for f in fields)
+            record_id, chrom, start, end, strand, label, sequence, *source = (
+                None if f == "." else f for f in fields
+            )
             records.append(
                 PromoterRecord(
                     record_id,
@@ -421,6 +427,7 @@ def load_split(data_dir: str | Path, split: str) -> list[PromoterRecord]:
                     None if start is None else int(start),
                     None if end is None else int(end),
                     strand,
+                    source[0] if source else None,
                 )
             )
     return records
