@@ -112,13 +112,17 @@ class SourceSplitConfig:
         return Path(self.root) / name
 
 
-def load_source_split_config(path: str | Path, root: str | Path | None = None) -> SourceSplitConfig:
-    """Read a YAML spec; paths resolve against ``root`` (default: the spec's ``root``, else its directory)."""
+def load_source_split_config(spec: str | Path, root: str | Path | None = None) -> SourceSplitConfig:
+    """Read a YAML spec (a path, or the name of a shipped one in ``configs/promoter_sources/``).
+
+    Its paths resolve against ``root`` when given, else against the spec's ``root`` key taken
+    relative to the spec's directory.
+    """
     import yaml
 
-    path = Path(path)
-    if not path.is_file():
-        raise UserError(f"{path}: no such source spec")
+    from genolong.configs import preset_path
+
+    path = preset_path("promoter_sources", str(spec))
     data = yaml.safe_load(path.read_text()) or {}
     data["root"] = str(root if root is not None else path.parent / data.get("root", "."))
     return from_dict(SourceSplitConfig, data, source=str(path))

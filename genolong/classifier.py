@@ -81,6 +81,23 @@ class TaskInfo:
         (directory / TASK_FILE).write_text(json.dumps({"format": FORMAT, **asdict(self)}, indent=2) + "\n")
 
 
+def describe_model(path: str | Path, info: TaskInfo) -> str:
+    """One line naming a classifier, its threshold and what it was trained on (for output headers)."""
+    trained_on = info.provenance.get("trained_on")
+    if trained_on is None:  # a fine-tuning run records the dataset it used
+        trained_on = info.provenance.get("report", {}).get("data", {}).get("data", "unrecorded data")
+    threshold = "none" if info.threshold is None else f"{info.threshold:.4f}"
+    return f"model {path}; threshold {threshold}; trained on {trained_on}"
+
+
+def default_promoter_description() -> str:
+    """What the shipped promoter model was trained on and its threshold, for ``--help``."""
+    try:
+        return describe_model("(default)", TaskInfo.read(default_promoter_model()))
+    except (OSError, UserError):
+        return "the shipped model is missing"
+
+
 class TokenEncoder:
     """DNA strings -> padded token batches ``[CLS] tokens [SEP] [PAD]...``.
 

@@ -54,3 +54,25 @@ def _metrics(labels: np.ndarray, probabilities: np.ndarray, threshold: float) ->
     metrics = promoter_metrics(labels, probabilities, threshold)
     metrics["ece"] = expected_calibration_error(labels, probabilities)
     return metrics
+
+
+def format_pair_table(model: dict[str, dict[str, dict]], baseline: dict[str, dict[str, dict]]) -> str:
+    """A Markdown table of F1 / AUROC / MCC / ECE per split and source pair, model next to baseline.
+
+    Args:
+        model, baseline: ``{split: pair_metrics(...)}`` of the model and of the k-mer baseline
+            on the same records.
+    """
+    lines = [
+        "| split | promoters vs non-promoters | n | F1 | AUROC | MCC | ECE | k-mer F1 | k-mer AUROC | k-mer MCC "
+        "| k-mer ECE |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for split, pairs in model.items():
+        for pair, metrics in pairs.items():
+            other = baseline[split][pair]
+            cells = [metrics[k] for k in ("f1", "auroc", "mcc", "ece")] + [
+                other[k] for k in ("f1", "auroc", "mcc", "ece")
+            ]
+            lines.append(f"| {split} | {pair} | {metrics['n']:,} | " + " | ".join(f"{c:.3f}" for c in cells) + " |")
+    return "\n".join(lines)

@@ -666,6 +666,8 @@ def run_finetune(
         "backbone": model.config.backbone,
         "pretrained": identity["pretrained"],
         "max_len": config.max_len,
+        "window_bp": info.window_bp,
+        "min_bp": info.min_bp,
         "data": data.source,
     }
     report |= (
