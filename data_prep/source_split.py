@@ -96,7 +96,9 @@ class SourceSplitConfig:
         self.groups = [g if isinstance(g, SourceGroup) else from_dict(SourceGroup, g) for g in self.groups]
         unknown = sorted(set(self.derived) - set(DERIVED_METHODS))
         if unknown:
-            raise ConfigError(f"unknown derived negatives {unknown}; choose from {', '.join(DERIVED_METHODS)}")
+            raise ConfigError(
+                f"unknown derived negatives {unknown}; choose from {', '.join(DERIVED_METHODS)}"
+            )
         roles = Counter(g.role for g in self.groups)
         if not roles["train"] or not roles["test"]:
             raise ConfigError("a held-out-source split needs at least one train and one test source")
@@ -170,8 +172,16 @@ def read_group(group: SourceGroup, config: SourceSplitConfig) -> list[PromoterRe
 
     def tagged(records: list[PromoterRecord], stem: str) -> list[PromoterRecord]:
         return [
-            PromoterRecord(f"{group.name}/{r.id}", r.sequence, r.label, r.chrom, r.start, r.end, r.strand,
-                           f"{group.name}/{stem}")
+            PromoterRecord(
+                f"{group.name}/{r.id}",
+                r.sequence,
+                r.label,
+                r.chrom,
+                r.start,
+                r.end,
+                r.strand,
+                f"{group.name}/{stem}",
+            )
             for r in records
         ]
 
@@ -243,11 +253,20 @@ def add_derived_negatives(splits: dict[str, list[PromoterRecord]], config: Sourc
 
 def _with_source(record: PromoterRecord, source: str) -> PromoterRecord:
     return PromoterRecord(
-        record.id, record.sequence, record.label, record.chrom, record.start, record.end, record.strand, source
+        record.id,
+        record.sequence,
+        record.label,
+        record.chrom,
+        record.start,
+        record.end,
+        record.strand,
+        source,
     )
 
 
-def build_source_split_dataset(config: SourceSplitConfig, out_dir: str | Path, *, overwrite: bool = False) -> dict:
+def build_source_split_dataset(
+    config: SourceSplitConfig, out_dir: str | Path, *, overwrite: bool = False
+) -> dict:
     """Build the held-out-source dataset of ``config`` into ``out_dir`` (atomically); return its manifest."""
     out_dir = Path(out_dir)
     if out_dir.exists() and not overwrite:
@@ -287,8 +306,12 @@ def build_source_split_dataset(config: SourceSplitConfig, out_dir: str | Path, *
 
 def _source_files(config: SourceSplitConfig) -> list[dict]:
     return [
-        {"group": g.name, "role": g.role, "path": str(config.path(name).resolve()),
-         "sha256": sha256_file(config.path(name))}
+        {
+            "group": g.name,
+            "role": g.role,
+            "path": str(config.path(name).resolve()),
+            "sha256": sha256_file(config.path(name)),
+        }
         for g in config.groups
         for name in [*g.promoters, *g.non_promoters, *([g.genome] if g.genome else [])]
     ]

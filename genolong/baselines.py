@@ -137,6 +137,6 @@ def run_kmer_baseline(data_dir: str | Path, config: KmerBaselineConfig = KmerBas
     if manifest["split"]["method"] == "source":
         report["by_source"] = {
             name: pair_metrics(*scores(name), threshold, [r.source for r in splits[name]])
-            for name in names[2:]
+            for name in ("test", "valid", "random_test")
         }
     return report

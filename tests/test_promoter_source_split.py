@@ -8,8 +8,11 @@ import json
 import numpy as np
 import pytest
 import torch
+from classify_helpers import micro_config
 
+from genolong.classifier import Classifier
 from genolong.cli import main
+from genolong.commands.finetune import summary
 from genolong.data_prep.promoter_dataset import load_split
 from genolong.data_prep.source_split import (
     SOURCE_SPLITS,
@@ -22,7 +25,7 @@ from genolong.evaluation.calibration import fit_platt, fold_into_head
 from genolong.evaluation.cross_source import pair_metrics
 from genolong.metrics import expected_calibration_error
 from genolong.sequence import write_fasta
-from genolong.tasks.classify import random_crop
+from genolong.tasks.classify import random_crop, run_finetune
 
 
 def random_sequences(n: int, length: int, seed: int) -> list[str]:
@@ -54,8 +57,14 @@ def three_sources(tmp_path):
         "groups": [
             {"name": "a", "role": "train", "promoters": ["a.fa"], "non_promoters": ["neg.fa"]},
             {"name": "b", "role": "valid", "promoters": ["b.txt"]},
-            {"name": "c", "role": "test", "promoters": ["c.fa"], "genome": "genome.fa",
-             "genome_windows": 20, "genome_window_bp": 60},
+            {
+                "name": "c",
+                "role": "test",
+                "promoters": ["c.fa"],
+                "genome": "genome.fa",
+                "genome_windows": 20,
+                "genome_window_bp": 60,
+            },
         ],
         "random_test_fraction": 0.25,
         "seed": 7,
@@ -76,7 +85,9 @@ def test_source_split_never_shares_a_sequence(tmp_path, three_sources):
     assert sources["test"] == {"c/c", "c/c|substitution", "c/c|shuffle", "c/genome"}
     assert sources["train"] == sources["random_test"] == {"a/a", "a/neg", "a/a|substitution", "a/a|shuffle"}
     counts = manifest["counts_by_source"]
-    assert counts["random_test"]["a/a"] == round(0.25 * 40) and counts["random_test"]["a/neg"] == round(0.25 * 30)
+    assert counts["random_test"]["a/a"] == round(0.25 * 40) and counts["random_test"]["a/neg"] == round(
+        0.25 * 30
+    )
     for name, records in splits.items():  # one derived negative of each kind per promoter of the split
         promoters = sum(r.label for r in records)
         assert sum(r.source.endswith("|shuffle") for r in records) == promoters, name
@@ -101,7 +112,9 @@ def test_source_split_config_errors():
 
 def test_cli_prepare_sources_bad_spec_is_one_line_exit_2(tmp_path, capsys):
     spec = tmp_path / "bad.yaml"
-    spec.write_text("groups: [{name: a, role: train, promoters: [missing.fa]}, {name: b, role: test, promoters: [missing.fa]}]\n")
+    spec.write_text(
+        "groups: [{name: a, role: train, promoters: [missing.fa]}, {name: b, role: test, promoters: [missing.fa]}]\n"
+    )
     assert main(["promoter", "prepare-sources", "--spec", str(spec), "--out", str(tmp_path / "out")]) == 2
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
     assert not (tmp_path / "out").exists()
@@ -154,7 +167,9 @@ def test_platt_scaling_folds_into_the_head_and_is_measured_on_other_data():
     hidden = torch.tensor(true_logits[held_out], dtype=torch.float32).reshape(-1, 1)
     calibrated = torch.sigmoid(head(hidden)).detach().numpy().ravel()
     before = 1 / (1 + np.exp(-overconfident[held_out]))
-    np.testing.assert_allclose(calibrated, 1 / (1 + np.exp(-(scale * overconfident[held_out] + offset))), rtol=1e-4)
+    np.testing.assert_allclose(
+        calibrated, 1 / (1 + np.exp(-(scale * overconfident[held_out] + offset))), rtol=1e-4
+    )
     assert expected_calibration_error(labels[held_out], calibrated) < 0.5 * expected_calibration_error(
         labels[held_out], before
     )
@@ -167,3 +182,26 @@ def test_random_crop_lengths_and_seed():
     assert len({len(c) for c in crops}) > 20
     assert crops[5] == random_crop(sequence, 251, np.random.default_rng([3, 5]))
     assert random_crop("ACGT", 251, np.random.default_rng(0)) == "ACGT"
+
+
+def test_finetune_by_source_crops_calibrates_and_reports_pairs(tmp_path, three_sources):
+    spec, _ = three_sources
+    build_source_split_dataset(load_source_split_config(spec), tmp_path / "data")
+    config = micro_config("promoter", crop_min_bp=50, calibrate=True)
+    report = run_finetune(tmp_path / "data", tmp_path / "run", config, show_progress=False)
+    assert (
+        set(report["by_source"])
+        == set(report["kmer_baseline"]["by_source"])
+        == {"test", "valid", "random_test"}
+    )
+    assert "c/c vs c/genome" in report["by_source"]["test"] and "ece" in report["by_source"]["test"]["all"]
+    assert report["calibration"]["scale"] > 0 and report["min_bp"] == 50 and report["window_bp"] == 60
+    classifier = Classifier.load(tmp_path / "run" / "model", device="cpu")
+    assert classifier.info.min_bp == 50
+    valid = load_split(tmp_path / "data", "valid")  # the threshold was chosen on the calibrated model
+    probabilities = classifier.probabilities([r.sequence for r in valid])[:, 0]
+    assert report["valid"]["auroc"] == pytest.approx(
+        pair_metrics([r.label for r in valid], probabilities, 0.5, [r.source for r in valid])["all"]["auroc"],
+        abs=1e-4,
+    )
+    assert "| test | c/c vs c/genome |" in summary(report)

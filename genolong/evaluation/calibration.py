@@ -33,7 +33,9 @@ def fit_platt(logits: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
     fit = LogisticRegression(C=1e6, max_iter=1000).fit(np.asarray(logits, dtype=float).reshape(-1, 1), labels)
     scale, offset = float(fit.coef_[0, 0]), float(fit.intercept_[0])
     if scale <= 0:
-        raise UserError(f"calibration found a scale of {scale:.3g}: the model ranks validation data backwards")
+        raise UserError(
+            f"calibration found a scale of {scale:.3g}: the model ranks validation data backwards"
+        )
     return scale, offset
 
 

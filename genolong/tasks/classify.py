@@ -690,7 +690,8 @@ def _checkpoint_step(path: str) -> int:
 def _promoter_report(classifier: Classifier, data: TaskData, config: ClassifyConfig) -> dict:
     """Calibration and threshold (max F1) on the whole validation split; test metrics; the k-mer
     baseline beside them. A dataset built by source also gets metrics per pair of sources on
-    its held-out sources (``test``) and its in-source random split (``random_test``)."""
+    its held-out sources (``test``; ``valid``, which chose the checkpoint, calibration and
+    threshold) and on its in-source random split (``random_test``)."""
     from genolong.metrics import best_f1_threshold, promoter_metrics
     from genolong.predict import predict_all
 
@@ -716,7 +717,7 @@ def _promoter_report(classifier: Classifier, data: TaskData, config: ClassifyCon
     if data.source["split"] == "source":
         report["by_source"] = {
             name: pair_metrics(*scores(name), threshold, data.splits[name].sources)
-            for name in ("test", "random_test")
+            for name in ("test", "valid", "random_test")
         }
     if config.kmer_baseline:
         from genolong.baselines import run_kmer_baseline
