@@ -11,11 +11,11 @@ the shipped spec ``configs/promoter_sources/default.yaml``:
   (``Mouse_tata_dbtss.fa``) against yeast chromosome I windows;
 - test: *A. thaliana* EPDnew TATA and non-TATA promoters against real *A. thaliana*
   non-promoters;
-- every split also gets substitution (DeePromoter) and shuffle (GENA-LM) negatives made
-  from its own promoters. No human sequence is read.
+- every split also gets substitution (DeePromoter) negatives made from its own promoters.
+  No human sequence is read.
 
 Model: the ``promoter_default`` preset (``promoter_tiny``'s per-base 2-layer backbone from
-scratch, random crops of 240 bp up to the window, positives weighted 3x). It runs the same
+scratch, random crops of 240 bp up to the window, positives weighted 2.5x). It runs the same
 steps as these commands, then (with ``--install``) copies the model into the package with a
 README that records the data, the commands, the commit and the metrics next to the k-mer
 baseline's::
@@ -47,7 +47,7 @@ PRESET = "promoter_default"
 COMMIT_FILE = "genolong_commit.txt"
 TRAINED_ON = (
     "mouse TATA promoters (EPDnew -200..+50 and -249..+50) vs real mouse non-promoters, C. elegans "
-    "chrX background, substitution and shuffle negatives; calibrated on mouse DBTSS promoters vs "
+    "chrX background and substitution negatives; calibrated on mouse DBTSS promoters vs "
     "yeast chrI (no human data)"
 )
 
