@@ -83,19 +83,24 @@ class TaskInfo:
 
 def describe_model(path: str | Path, info: TaskInfo) -> str:
     """One line naming a classifier, its threshold and what it was trained on (for output headers)."""
+    return f"model {path}; {_threshold_and_data(info)}"
+
+
+def default_promoter_description() -> str:
+    """The shipped promoter model's threshold, minimum length and training data, for ``--help``."""
+    try:
+        info = TaskInfo.read(default_promoter_model())
+    except (OSError, UserError):
+        return "missing from this installation"
+    return f"{_threshold_and_data(info)}; scores records of {info.min_bp} bp or more"
+
+
+def _threshold_and_data(info: TaskInfo) -> str:
     trained_on = info.provenance.get("trained_on")
     if trained_on is None:  # a fine-tuning run records the dataset it used
         trained_on = info.provenance.get("report", {}).get("data", {}).get("data", "unrecorded data")
     threshold = "none" if info.threshold is None else f"{info.threshold:.4f}"
-    return f"model {path}; threshold {threshold}; trained on {trained_on}"
-
-
-def default_promoter_description() -> str:
-    """What the shipped promoter model was trained on and its threshold, for ``--help``."""
-    try:
-        return describe_model("(default)", TaskInfo.read(default_promoter_model()))
-    except (OSError, UserError):
-        return "the shipped model is missing"
+    return f"threshold {threshold}; trained on {trained_on}"
 
 
 class TokenEncoder:

@@ -63,9 +63,9 @@ def register(subparsers) -> None:
         description="One row per record: id, length, windows scored, probability (the best window's), label "
         "(1 when the probability reaches the model's threshold, chosen on validation), error. The first "
         "line of each output is a '#' comment naming the model, its threshold and its training data. "
-        "Without --model, the promoter model shipped with genolong: "
+        "Without --model, the promoter model shipped with genolong ("
         + default_promoter_description()
-        + " (see genolong/resources/models/promoter/README.md)."
+        + "; see genolong/resources/models/promoter/README.md)."
         + BAD_INPUT,
     )
     _add_common(promoter)
