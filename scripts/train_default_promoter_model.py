@@ -14,8 +14,9 @@ the shipped spec ``configs/promoter_sources/default.yaml``:
 - every split also gets substitution (DeePromoter) negatives made from its own promoters.
   No human sequence is read.
 
-Model: the ``promoter_default`` preset (``promoter_tiny``'s per-base 2-layer backbone from
-scratch, random crops of 240 bp up to the window, positives weighted 2.5x). It runs the same
+Model: the ``promoter_default`` preset (``promoter_bpe``'s 2-layer backbone with a 256-token BPE
+tokenizer trained on the training split, from scratch; random crops of 240 bp up to the
+window; positives weighted 2.5x). It runs the same
 steps as these commands, then (with ``--install``) copies the model into the package with a
 README that records the data, the commands, the commit and the metrics next to the k-mer
 baseline's::
@@ -123,7 +124,7 @@ Identical sequences are removed across all sources before splitting: {counts}.
 {files}
 
 **Model**: preset `{PRESET}` from scratch: {report["parameters"]:,} parameters, backbone
-`{report["backbone"]}`, one token per base; best validation F1 at step {report["best_step"]} of
+`{report["backbone"]}`, 256 BPE tokens trained on the training split; best validation F1 at step {report["best_step"]} of
 {report["steps"]}.
 
 **Results**, next to the k-mer (k = 4..6) logistic-regression baseline fitted on the same
