@@ -30,6 +30,7 @@ is given). The run directory::
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -695,6 +696,7 @@ def _promoter_report(classifier: Classifier, data: TaskData, config: ClassifyCon
     from genolong.metrics import best_f1_threshold, promoter_metrics
     from genolong.predict import predict_all
 
+    @functools.cache  # each split is scored once (after calibration, when there is one)
     def scores(name: str) -> tuple[np.ndarray, np.ndarray]:
         rows = data.splits[name]
         probabilities = predict_all(
@@ -706,6 +708,7 @@ def _promoter_report(classifier: Classifier, data: TaskData, config: ClassifyCon
     report = {}
     if config.calibrate:
         report["calibration"] = calibrate_on(classifier, valid_true, valid_prob)
+        scores.cache_clear()
         valid_true, valid_prob = scores("valid")
     threshold = best_f1_threshold(valid_true, valid_prob)
     report |= {
