@@ -36,7 +36,6 @@ def test_shipped_model_is_small_and_documented():
         assert f"| test | {pair} | {metrics['n']:,} | {metrics['f1']:.3f} | {metrics['auroc']:.3f} |" in readme
 
 
-@pytest.mark.slow
 def test_recorded_metrics_reproduce(shared_data, tmp_path):
     """The script's dataset, scored by the shipped model, gives the recorded random-split metrics
     and the recorded metrics of a held-out source pair, ECE (measured on data calibration never saw)
