@@ -204,4 +204,4 @@ def test_finetune_by_source_crops_calibrates_and_reports_pairs(tmp_path, three_s
         pair_metrics([r.label for r in valid], probabilities, 0.5, [r.source for r in valid])["all"]["auroc"],
         abs=1e-4,
     )
-    assert "| test | c/c vs c/genome |" in summary(report)
+    assert "| test | c/c vs c/genome |" in summary(report) and "c/c vs c/c\\|substitution" in summary(report)

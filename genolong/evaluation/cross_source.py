@@ -74,7 +74,8 @@ def format_pair_table(model: dict[str, dict[str, dict]], baseline: dict[str, dic
             cells = [metrics[k] for k in ("f1", "auroc", "mcc", "ece")] + [
                 other[k] for k in ("f1", "auroc", "mcc", "ece")
             ]
+            name = pair.replace("|", "\\|")  # derived sources are named <source>|<method>
             lines.append(
-                f"| {split} | {pair} | {metrics['n']:,} | " + " | ".join(f"{c:.3f}" for c in cells) + " |"
+                f"| {split} | {name} | {metrics['n']:,} | " + " | ".join(f"{c:.3f}" for c in cells) + " |"
             )
     return "\n".join(lines)
