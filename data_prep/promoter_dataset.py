@@ -173,9 +173,7 @@ def build_promoter_dataset(
     config: PromoterDatasetConfig, out_dir: str | Path, *, overwrite: bool = False
 ) -> dict:
     """Build the dataset described by ``config`` into ``out_dir`` (atomically); return its manifest."""
-    out_dir = Path(out_dir)
-    if out_dir.exists() and not overwrite:
-        raise UserError(f"{out_dir} already exists", hint="pass --overwrite to replace it")
+    out_dir = writable_dataset_dir(out_dir, overwrite)
     with contextlib.ExitStack() as stack:
         genome = sites = None
         if config.genome is not None:
@@ -210,11 +208,24 @@ def build_promoter_dataset(
     for name, counts in manifest["counts"].items():
         if 0 in counts.values():
             log.warning("split %s has no example of a label (%s); evaluation on it will fail", name, counts)
+    write_dataset(out_dir, splits, manifest)
+    return manifest
+
+
+def writable_dataset_dir(out_dir: str | Path, overwrite: bool) -> Path:
+    """``out_dir`` as a Path; an existing one is an error unless ``overwrite``."""
+    out_dir = Path(out_dir)
+    if out_dir.exists() and not overwrite:
+        raise UserError(f"{out_dir} already exists", hint="pass --overwrite to replace it")
+    return out_dir
+
+
+def write_dataset(out_dir: Path, splits: dict[str, list[PromoterRecord]], manifest: dict) -> None:
+    """Write every split's TSV and the manifest into ``out_dir``, atomically."""
     with atomic_path(out_dir, directory=True) as tmp:
         for name, rows in splits.items():
             write_split_tsv(tmp / f"{name}.tsv", rows)
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
-    return manifest
 
 
 def _read_positives(config, genome, sites) -> tuple[list[PromoterRecord], dict]:

@@ -25,21 +25,21 @@ classes within a source.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import yaml
 
 from genolong import __version__
 from genolong.config import from_dict
+from genolong.configs import preset_path
 from genolong.errors import ConfigError, UserError
-from genolong.files import atomic_path
-from genolong.sequence import read_fasta
+from genolong.sequence import read_fasta, reverse_complement
 
 from .negatives import DERIVED_METHODS, derive_negatives
-from .promoter_dataset import FORMAT, MANIFEST, SOURCE_COLUMNS, sha256_file, write_split_tsv
+from .promoter_dataset import FORMAT, SOURCE_COLUMNS, sha256_file, writable_dataset_dir, write_dataset
 from .promoters import PromoterRecord, n_fraction, read_fasta_records, read_sequence_lines
 from .splits import deduplicate
 
@@ -120,10 +120,6 @@ def load_source_split_config(spec: str | Path, root: str | Path | None = None) -
     Its paths resolve against ``root`` when given, else against the spec's ``root`` key taken
     relative to the spec's directory.
     """
-    import yaml
-
-    from genolong.configs import preset_path
-
     path = preset_path("promoter_sources", str(spec))
     data = yaml.safe_load(path.read_text()) or {}
     data["root"] = str(root if root is not None else path.parent / data.get("root", "."))
@@ -138,8 +134,6 @@ def genome_windows(path: Path, count: int, length: int, rng: np.random.Generator
     Raises:
         UserError: the genome has too few N-free windows to draw from.
     """
-    from genolong.sequence import reverse_complement
-
     chroms = [(r.name, r.sequence.upper()) for r in read_fasta(path) if len(r.sequence) >= length]
     sizes = np.array([len(s) - length + 1 for _, s in chroms])
     if not len(chroms):
@@ -268,9 +262,7 @@ def build_source_split_dataset(
     config: SourceSplitConfig, out_dir: str | Path, *, overwrite: bool = False
 ) -> dict:
     """Build the held-out-source dataset of ``config`` into ``out_dir`` (atomically); return its manifest."""
-    out_dir = Path(out_dir)
-    if out_dir.exists() and not overwrite:
-        raise UserError(f"{out_dir} already exists", hint="pass --overwrite to replace it")
+    out_dir = writable_dataset_dir(out_dir, overwrite)
     splits, dropped = split_by_source(config)
     dropped["derived_collision"] = add_derived_negatives(splits, config)
     order = config.rng(_ORDER_STREAM)
@@ -297,10 +289,7 @@ def build_source_split_dataset(
         "counts": {name: _counts(rows) for name, rows in splits.items()},
         "counts_by_source": {name: _counts_by_source(rows) for name, rows in splits.items()},
     }
-    with atomic_path(out_dir, directory=True) as tmp:
-        for name, rows in splits.items():
-            write_split_tsv(tmp / f"{name}.tsv", rows)
-        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+    write_dataset(out_dir, splits, manifest)
     return manifest
 
 
