@@ -58,6 +58,8 @@ from .promoters import (
 from .splits import SPLITS, check_fractions, chromosome_split, deduplicate, stratified_random_split
 
 COLUMNS = ("id", "chrom", "start", "end", "strand", "label", "sequence")
+#: The columns of a dataset built across sources (:mod:`data_prep.source_split`).
+SOURCE_COLUMNS = (*COLUMNS, "source")
 MANIFEST = "manifest.json"
 FORMAT = "genolong-promoter-dataset"
 # Independent random streams, so that changing one step never reshuffles another.
@@ -171,9 +173,7 @@ def build_promoter_dataset(
     config: PromoterDatasetConfig, out_dir: str | Path, *, overwrite: bool = False
 ) -> dict:
     """Build the dataset described by ``config`` into ``out_dir`` (atomically); return its manifest."""
-    out_dir = Path(out_dir)
-    if out_dir.exists() and not overwrite:
-        raise UserError(f"{out_dir} already exists", hint="pass --overwrite to replace it")
+    out_dir = writable_dataset_dir(out_dir, overwrite)
     with contextlib.ExitStack() as stack:
         genome = sites = None
         if config.genome is not None:
@@ -210,12 +210,25 @@ def build_promoter_dataset(
         raise UserError(f"the dataset would have splits without promoters or without non-promoters: {lacking} "
                         f"(after removing {sum(dropped.values())} duplicate or colliding sequences)",
                         hint="give more (distinct) sequences, or change the split fractions")
+    write_dataset(out_dir, splits, manifest)
+    return manifest
+
+
+def writable_dataset_dir(out_dir: str | Path, overwrite: bool) -> Path:
+    """``out_dir`` as a Path; an existing one is an error unless ``overwrite``."""
+    out_dir = Path(out_dir)
+    if out_dir.exists() and not overwrite:
+        raise UserError(f"{out_dir} already exists", hint="pass --overwrite to replace it")
+    return out_dir
+
+
+def write_dataset(out_dir: Path, splits: dict[str, list[PromoterRecord]], manifest: dict) -> None:
+    """Write every split's TSV, the manifest and the run marker into ``out_dir``, atomically."""
     with atomic_path(out_dir, directory=True) as tmp:
         for name, rows in splits.items():
-            _write_tsv(tmp / f"{name}.tsv", rows)
+            write_split_tsv(tmp / f"{name}.tsv", rows)
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
         mark_directory(tmp, "promoter-data")
-    return manifest
 
 
 def _read_positives(config, genome, sites) -> tuple[list[PromoterRecord], dict]:
@@ -362,16 +375,18 @@ def _label_counts(rows: list[PromoterRecord]) -> dict[str, int]:
     return {"0": counts[0], "1": counts[1]}
 
 
-def _write_tsv(path: Path, rows: list[PromoterRecord]) -> None:
+def write_split_tsv(path: Path, rows: list[PromoterRecord]) -> None:
+    """Write one split; the ``source`` column is added when any record has a source."""
+
     def cell(value) -> str:
         return "." if value is None else str(value)
 
+    with_source = any(r.source is not None for r in rows)
     with open(path, "w") as out:
-        out.write("\t".join(COLUMNS) + "\n")
+        out.write("\t".join(SOURCE_COLUMNS if with_source else COLUMNS) + "\n")
         for r in rows:
-            out.write(
-                "\t".join(map(cell, (r.id, r.chrom, r.start, r.end, r.strand, r.label, r.sequence))) + "\n"
-            )
+            fields = [r.id, r.chrom, r.start, r.end, r.strand, r.label, r.sequence]
+            out.write("\t".join(map(cell, fields + ([r.source] if with_source else []))) + "\n")
 
 
 def load_manifest(data_dir: str | Path) -> dict:
@@ -408,25 +423,30 @@ def load_split(data_dir: str | Path, split: str) -> list[PromoterRecord]:
         raise UserError(
             f"{path}: no such split file", hint="build the dataset with `genolong promoter prepare`"
         )
-    length = load_manifest(data_dir).get("sequence_length")
+    manifest = load_manifest(data_dir)
+    longest = manifest.get("sequence_length")
+    lengths = None if longest is None else (manifest.get("min_sequence_length", longest), longest)
     with open(path) as handle:
-        header = handle.readline().rstrip("\n").split("\t")
-        if tuple(header) != COLUMNS:
-            raise InputError(path, f"header is {header}, expected {list(COLUMNS)}", line=1)
-        return [_parse_row(line.rstrip("\n").split("\t"), length, path, number)
+        header = tuple(handle.readline().rstrip("\n").split("\t"))
+        if header not in (COLUMNS, SOURCE_COLUMNS):
+            raise InputError(path, f"header is {list(header)}, expected {list(COLUMNS)} [+ source]", line=1)
+        return [_parse_row(line.rstrip("\n").split("\t"), len(header), lengths, path, number)
                 for number, line in enumerate(handle, start=2)]
 
 
-def _parse_row(fields: list[str], length: int | None, path: Path, line: int) -> PromoterRecord:
-    if len(fields) != len(COLUMNS) or fields[5] not in ("0", "1"):
-        raise InputError(path, f"expected {len(COLUMNS)} tab-separated fields with label 0 or 1", line=line)
-    record_id, chrom, start, end, strand, label, sequence = (None if f == "." else f for f in fields)
+def _parse_row(fields: list[str], columns: int, lengths: tuple[int, int] | None, path: Path,
+               line: int) -> PromoterRecord:
+    """One dataset row; ``lengths`` = (shortest, longest) sequence length of the dataset, if known."""
+    if len(fields) != columns or fields[5] not in ("0", "1"):
+        raise InputError(path, f"expected {columns} tab-separated fields with label 0 or 1", line=line)
+    record_id, chrom, start, end, strand, label, sequence, *source = (None if f == "." else f for f in fields)
     try:
         clean(sequence or "")
         start, end = (None if v is None else int(v) for v in (start, end))
     except (InvalidSequenceError, ValueError) as err:
         raise InputError(path, str(err), line=line, record=record_id) from None
-    if sequence is None or (length is not None and len(sequence) != length):
-        raise InputError(path, f"sequence of {len(sequence or '')} bp; the dataset's are {length} bp",
+    if sequence is None or (lengths is not None and not lengths[0] <= len(sequence) <= lengths[1]):
+        expected = "unknown" if lengths is None else "-".join(str(n) for n in sorted(set(lengths)))
+        raise InputError(path, f"sequence of {len(sequence or '')} bp; the dataset's are {expected} bp",
                          line=line, record=record_id)
-    return PromoterRecord(record_id, sequence, int(label), chrom, start, end, strand)
+    return PromoterRecord(record_id, sequence, int(label), chrom, start, end, strand, source[0] if source else None)

@@ -47,6 +47,8 @@ class PromoterRecord:
         chrom, start, end, strand: genomic origin as a 0-based half-open interval on the
             forward strand, or ``None`` when unknown (text and FASTA inputs). A negative made
             from a positive (substitution, shuffle) keeps the coordinates of its positive.
+        source: the data set it came from, in datasets built across sources
+            (:mod:`data_prep.source_split`); ``None`` elsewhere.
     """
 
     id: str
@@ -56,6 +58,7 @@ class PromoterRecord:
     start: int | None = None
     end: int | None = None
     strand: str | None = None
+    source: str | None = None
 
 
 @dataclass(frozen=True)

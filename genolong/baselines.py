@@ -25,6 +25,7 @@ from sklearn.preprocessing import Normalizer, StandardScaler
 from genolong.data_prep.promoter_dataset import load_manifest, load_split
 from genolong.data_prep.promoters import PromoterRecord
 from genolong.errors import ConfigError, UserError
+from genolong.evaluation.cross_source import pair_metrics
 from genolong.metrics import best_f1_threshold, promoter_metrics
 
 
@@ -100,7 +101,8 @@ def run_kmer_baseline(data_dir: str | Path, config: KmerBaselineConfig = KmerBas
         :func:`genolong.metrics.promoter_metrics`), and the fit time.
     """
     manifest = load_manifest(data_dir)
-    splits = {name: load_split(data_dir, name) for name in ("train", "valid", "test")}
+    names = ("train", "valid", "test", *(["random_test"] if "random_test" in manifest["counts"] else []))
+    splits = {name: load_split(data_dir, name) for name in names}
     for name, records in splits.items():
         if len({r.label for r in records}) < 2:
             raise UserError(
@@ -118,7 +120,7 @@ def run_kmer_baseline(data_dir: str | Path, config: KmerBaselineConfig = KmerBas
 
     valid_true, valid_prob = scores("valid")
     threshold = best_f1_threshold(valid_true, valid_prob)
-    return {
+    report = {
         "model": "kmer-logistic-regression",
         "config": asdict(config),
         "C": float(pipeline.named_steps["logistic"].C),
@@ -132,3 +134,9 @@ def run_kmer_baseline(data_dir: str | Path, config: KmerBaselineConfig = KmerBas
         "test": promoter_metrics(*scores("test"), threshold),
         "fit_seconds": round(fit_seconds, 2),
     }
+    if manifest["split"]["method"] == "source":
+        report["by_source"] = {
+            name: pair_metrics(*scores(name), threshold, [r.source for r in splits[name]])
+            for name in ("test", "valid", "random_test")
+        }
+    return report

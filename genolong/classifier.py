@@ -83,6 +83,28 @@ class TaskInfo:
         (directory / TASK_FILE).write_text(json.dumps({"format": FORMAT, **asdict(self)}, indent=2) + "\n")
 
 
+def describe_model(path: str | Path, info: TaskInfo) -> str:
+    """One line naming a classifier, its threshold and what it was trained on (for output headers)."""
+    return f"model {path}; {_threshold_and_data(info)}"
+
+
+def default_promoter_description() -> str:
+    """The shipped promoter model's threshold, minimum length and training data, for ``--help``."""
+    try:
+        info = TaskInfo.read(default_promoter_model())
+    except (OSError, UserError):
+        return "missing from this installation"
+    return f"{_threshold_and_data(info)}; scores records of {info.min_bp} bp or more"
+
+
+def _threshold_and_data(info: TaskInfo) -> str:
+    trained_on = info.provenance.get("trained_on")
+    if trained_on is None:  # a fine-tuning run records the dataset it used
+        trained_on = info.provenance.get("report", {}).get("data", {}).get("data", "unrecorded data")
+    threshold = "none" if info.threshold is None else f"{info.threshold:.4f}"
+    return f"threshold {threshold}; trained on {trained_on}"
+
+
 class TokenEncoder:
     """DNA strings -> padded token batches ``[CLS] tokens [SEP] [PAD]...``.
 

@@ -2,7 +2,8 @@
 
 Promoter prediction (binary): :func:`best_f1_threshold` picks the decision threshold on
 validation, :func:`promoter_metrics` reports F1, precision, recall, MCC, AUROC and AUPRC
-(scikit-learn) at that threshold on test, and :func:`format_metrics_table` prints several
+(scikit-learn) at that threshold on test, :func:`expected_calibration_error` measures how far
+probabilities are from observed frequencies, and :func:`format_metrics_table` prints several
 models side by side (model vs baseline).
 
 Chromatin profiles (919 binary labels, DeepSEA / BigBird App. F.3):
@@ -92,6 +93,24 @@ def promoter_metrics(y_true, prob, threshold: float) -> dict[str, float]:
         "n": int(y_true.size),
         "n_positive": int(y_true.sum()),
     }
+
+
+def expected_calibration_error(y_true, prob, bins: int = 10) -> float:
+    """ECE (Naeini et al. 2015): the mean over ``bins`` equal-width probability bins of
+    |fraction of positives - mean probability|, weighted by the share of examples in the bin.
+
+    Args:
+        y_true: shape ``(n,)``, labels 0/1.
+        prob: shape ``(n,)``, probabilities of label 1 in [0, 1].
+    """
+    y_true = np.asarray(y_true, dtype=float).ravel()
+    prob = np.asarray(prob, dtype=float).ravel()
+    which = np.minimum((prob * bins).astype(int), bins - 1)
+    error = 0.0
+    for b in np.unique(which):
+        members = which == b
+        error += members.mean() * abs(y_true[members].mean() - prob[members].mean())
+    return float(error)
 
 
 def format_metrics_table(rows: Mapping[str, Mapping[str, float]]) -> str:

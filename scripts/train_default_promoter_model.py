@@ -1,20 +1,28 @@
 """Train the default promoter model that ships in ``genolong/resources/models/promoter/``.
 
-Data (``../shared/data/promoters``, see its README): Umarov & Solovyev's mouse TATA promoters
-(``Mouse_tata.fa``, EPDnew, -200..+50 around the TSS, 251 bp) against their real mouse
-non-promoters (``Mouse_nonprom.fa``), split 80/10/10 at random, stratified by label (seed 42).
-Model: the ``promoter_tiny`` preset trained from scratch (one token per base, 2 pre-LN layers).
+Data (``../shared/data``, see its README for provenance and licences), split by SOURCE with
+the shipped spec ``configs/promoter_sources/default.yaml``:
 
-It runs the same steps as these commands, then (with ``--install``) copies the model into the
-package with a README that records the data, the commands, the commit and the test metrics
-next to the k-mer baseline's::
+- train: mouse EPDnew TATA promoters in both windows (``Mouse_tata.fa``, -200..+50, 251 bp;
+  ``mm_pos_TATA.txt``, -249..+50, 300 bp), real mouse non-promoters (``Mouse_nonprom.fa``)
+  and random windows of *C. elegans* chromosome X as real genomic background; a random 10%
+  of these sources is held out as ``random_test`` (the random-split numbers);
+- valid (early stopping, Platt calibration, threshold): mouse DBTSS TATA promoters
+  (``Mouse_tata_dbtss.fa``) against yeast chromosome I windows;
+- test: *A. thaliana* EPDnew TATA and non-TATA promoters against real *A. thaliana*
+  non-promoters;
+- every split also gets substitution (DeePromoter) negatives made from its own promoters.
+  No human sequence is read.
 
-    genolong promoter prepare --fasta Mouse_tata.fa --negatives fasta \\
-        --negative-fasta Mouse_nonprom.fa --out WORK/data
-    genolong finetune promoter --data WORK/data --out WORK/run --config promoter_tiny
+Model: the ``promoter_default`` preset (``promoter_bpe``'s 2-layer backbone with a 256-token BPE
+tokenizer trained on the training split, from scratch; random crops of 240 bp up to the
+window; positives weighted 2.5x). It runs the same
+steps as these commands, then (with ``--install``) copies the model into the package with a
+README that records the data, the commands, the commit and the metrics next to the k-mer
+baseline's::
 
-``--dataset substitution`` trains the same recipe on ``mm_pos_TATA.txt`` with DeePromoter
-substitution negatives instead (BigBird App. F.2's setting), for comparison; it is never installed.
+    genolong promoter prepare-sources --spec default --root ../shared/data --out WORK/data
+    genolong finetune promoter --data WORK/data --out WORK/run --config promoter_default
 
 Usage::
 
@@ -35,30 +43,25 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-DATASETS = {
-    "real": {"fasta": "Mouse_tata.fa", "negatives": "fasta", "negative_fasta": "Mouse_nonprom.fa"},
-    "substitution": {"text": "mm_pos_TATA.txt", "negatives": "substitution"},
-}
-PRESET = "promoter_tiny"
+SPEC = "default"
+PRESET = "promoter_default"
 COMMIT_FILE = "genolong_commit.txt"
-SEED = 42
+TRAINED_ON = (
+    "mouse TATA promoters (EPDnew -200..+50 and -249..+50) vs real mouse non-promoters, C. elegans "
+    "chrX background and substitution negatives; calibrated on mouse DBTSS promoters vs "
+    "yeast chrI (no human data)"
+)
 
 
-def build_dataset(promoters: Path, name: str, out: Path) -> dict:
-    from genolong.data_prep.promoter_dataset import (
-        PromoterDatasetConfig,
-        build_promoter_dataset,
-        load_manifest,
-    )
+def build_dataset(data_root: Path, out: Path) -> dict:
+    """The held-out-source dataset of the default model (reused when ``out`` exists)."""
+    from genolong.data_prep.promoter_dataset import load_manifest
+    from genolong.data_prep.source_split import build_source_split_dataset, load_source_split_config
 
     if (out / "manifest.json").is_file():
         print(f"dataset: {out} exists, reused")
         return load_manifest(out)
-    spec = {
-        key: promoters / value if key in ("fasta", "negative_fasta", "text") else value
-        for key, value in DATASETS[name].items()
-    }
-    return build_promoter_dataset(PromoterDatasetConfig(**spec, seed=SEED), out)
+    return build_source_split_dataset(load_source_split_config(SPEC, data_root), out)
 
 
 def git_commit() -> str:
@@ -71,47 +74,75 @@ def git_commit() -> str:
 
 
 def readme(report: dict, manifest: dict, commit: str, seconds: float) -> str:
+    from genolong.evaluation.cross_source import format_pair_table
     from genolong.metrics import PROMOTER_METRICS, format_metrics_table
 
-    rows = {"this model (test)": report["test"], "k-mer baseline (test)": report["kmer_baseline"]["test"]}
-    sources = "\n".join(
-        f"- `{Path(s['path']).name}` ({s['role']}), sha256 `{s['sha256']}`" for s in manifest["sources"]
+    kmer = report["kmer_baseline"]
+    rows = {
+        "this model, held-out sources (test)": report["test"],
+        "k-mer baseline, held-out sources (test)": kmer["test"],
+        "this model, random split (random_test)": report["by_source"]["random_test"]["all"],
+        "k-mer baseline, random split (random_test)": kmer["by_source"]["random_test"]["all"],
+    }
+    files = "\n".join(
+        f"- `{Path(s['path']).name}` ({s['group']}, {s['role']}), sha256 `{s['sha256']}`" for s in manifest["sources"]
     )
     counts = ", ".join(
-        f"{split} {c['1']} promoters / {c['0']} non-promoters" for split, c in manifest["counts"].items()
+        f"{split} {c['1']:,} promoters / {c['0']:,} non-promoters" for split, c in manifest["counts"].items()
     )
+    calibration = report["calibration"]
     return f"""# Default promoter model
 
 `genolong predict-promoter` uses this model when no `--model` is given. It was produced by
 
     python scripts/train_default_promoter_model.py --work WORK --install
 
-with the code of commit `{commit}` (torch {report["torch"]}, {platform.machine()}; training took
-{seconds / 60:.0f} min on 2 CPU cores shared with other jobs).
+with the code of commit `{commit}` (torch {report["torch"]}, {platform.machine()}, 2-core AMD EPYC CPU
+shared with other jobs, no GPU; dataset and training took {seconds / 60:.0f} min), that is:
 
-**Task**: mouse TATA promoters (EPDnew, -200..+50 around the TSS, 251 bp) against real mouse
-non-promoter sequences, the sets of Umarov & Solovyev (2016), MIT licence (via
-nmach22/Promoter-Classification; `../shared/data/promoters/README`). Longer records are
-scanned in 251-bp windows; shorter ones are not scored.
+    genolong promoter prepare-sources --spec {SPEC} --root ../shared/data --out WORK/data
+    genolong finetune promoter --data WORK/data --out WORK/run --config {PRESET}
 
-**Data**: `genolong promoter prepare --fasta Mouse_tata.fa --negatives fasta --negative-fasta
-Mouse_nonprom.fa` (stratified random split 80/10/10, seed {manifest["seed"]}): {counts}.
+**Trained on**: {TRAINED_ON}.
 
-{sources}
+**Records**: any length from {report["min_bp"]} bp. Records up to {report["window_bp"]} bp are scored
+whole; longer ones are scanned in {report["window_bp"]}-bp windows (stride 150 bp) and get their best
+window's probability. The model was trained on random crops of 240 bp up to the whole 251- or
+300-bp window, so the TSS need not sit at one offset.
+
+**Threshold**: {report["threshold"]:.4f}, the F1-best threshold on the validation sources (after calibration).
+
+**Probability**: Platt-scaled on the validation sources (scale {calibration["scale"]:.3f}, offset
+{calibration["offset"]:.3f}, folded into the output layer; validation ECE {calibration["valid_ece_before"]:.3f}
+before). The ECE columns below are measured on the test sources and the random split, which
+calibration never saw.
+
+**Data** (`configs/promoter_sources/{SPEC}.yaml`; sets of Umarov & Solovyev 2016 and
+DeePromoter, MIT; genomes from Bioconductor, Artistic-2.0; see `../shared/data/README.md`).
+Identical sequences are removed across all sources before splitting: {counts}.
+
+{files}
 
 **Model**: preset `{PRESET}` from scratch: {report["parameters"]:,} parameters, backbone
-`{report["backbone"]}`, one token per base; best validation F1 at step {report["best_step"]} of
-{report["steps"]}; decision threshold {report["threshold"]:.4f} (max F1 on validation).
+`{report["backbone"]}`, 256 BPE tokens trained on the training split; best validation F1 at step {report["best_step"]} of
+{report["steps"]}.
 
-**Test set** ({report["test"]["n"]} sequences, {report["test"]["n_positive"]} promoters), with the
-k-mer (k = 4..6) logistic-regression baseline fitted on the same splits:
+**Results**, next to the k-mer (k = 4..6) logistic-regression baseline fitted on the same
+training data (its C and threshold chosen on the same validation sources):
 
 ```
 {format_metrics_table(rows)}
 ```
 
-Metrics: {", ".join(PROMOTER_METRICS)} (scikit-learn), both at thresholds chosen on validation.
-`genolong_task.json` holds the full report and configuration.
+Per pair of sources (test: *A. thaliana*, never seen in training or selection; random_test: a
+random 10% of the training sources; derived negatives are paired with the promoters they were
+made from). Note that `Mouse_tata` and `mm_pos_TATA` hold windows of the same promoters, so the
+random split shares promoters (not sequences) between train and random_test:
+
+{format_pair_table(report["by_source"], kmer["by_source"])}
+
+Metrics: {", ".join(PROMOTER_METRICS)} (scikit-learn) at the thresholds chosen on validation; ECE:
+10 equal-width bins. `genolong_task.json` holds the full report and configuration.
 """
 
 
@@ -125,6 +156,7 @@ def install(run: Path, report: dict, manifest: dict, commit: str, seconds: float
             shutil.copy2(path, tmp / path.name)
         task = json.loads((tmp / "genolong_task.json").read_text())
         task["provenance"].pop("genolong_run", None)  # a path on the training machine
+        task["provenance"]["trained_on"] = TRAINED_ON
         (tmp / "genolong_task.json").write_text(json.dumps(task, indent=2) + "\n")
         (tmp / "README.md").write_text(readme(report, manifest, commit, seconds))
         for path in tmp.iterdir():  # package data: readable by all (temporary files are private)
@@ -138,18 +170,15 @@ def install(run: Path, report: dict, manifest: dict, commit: str, seconds: float
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "--promoters",
+        "--data-root",
         type=Path,
-        default=REPO.parent / "shared" / "data" / "promoters",
-        help="directory with Mouse_tata.fa, Mouse_nonprom.fa, mm_pos_TATA.txt",
+        default=REPO.parent / "shared" / "data",
+        help="directory with promoters/ and genomes/ (default: ../shared/data)",
     )
     parser.add_argument("--work", type=Path, required=True, help="working directory (dataset and run)")
-    parser.add_argument("--dataset", choices=sorted(DATASETS), default="real")
     parser.add_argument("--max-steps", type=int, default=None, help="override the preset's max_steps")
     parser.add_argument("--install", action="store_true", help="copy the model into the package")
     args = parser.parse_args(argv)
-    if args.install and args.dataset != "real":
-        parser.error("only the model trained on real negatives (--dataset real) is installed")
 
     import torch
 
@@ -157,8 +186,8 @@ def main(argv: list[str] | None = None) -> int:
     from genolong.tasks.classify import load_classify_config, run_finetune
 
     started = time.perf_counter()
-    data, run = args.work / f"data_{args.dataset}", args.work / f"run_{args.dataset}"
-    manifest = build_dataset(args.promoters, args.dataset, data)
+    data, run = args.work / "data", args.work / "run"
+    manifest = build_dataset(args.data_root, data)
     overrides = {} if args.max_steps is None else {"train.max_steps": args.max_steps}
     if (run / "report.json").is_file():
         print(f"training: {run} is complete, reused")

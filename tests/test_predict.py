@@ -205,7 +205,9 @@ def test_classifier_round_trip(promoter_model, tmp_path, mouse):
 
 # -- the command ------------------------------------------------------------------------------
 def read_tsv(path):
+    """The rows of a predict-promoter TSV, after its '#' line naming the model and threshold."""
     with open(path, newline="") as handle:
+        assert handle.readline().startswith("# model ")
         return list(csv.DictReader(handle, delimiter="\t"))
 
 
@@ -271,7 +273,9 @@ def test_predict_promoter_to_stdout_with_rc(promoter_model, mouse, tmp_path, cap
     fasta = tmp_path / "in.fa"
     write_fasta(fasta, [(r.name, r.sequence) for r in mouse[:2]])
     assert main(["predict-promoter", str(fasta), "--model", str(promoter_model), "--rc"]) == 0
-    lines = capsys.readouterr().out.splitlines()
+    comment, *lines = capsys.readouterr().out.splitlines()
+    threshold = Classifier.load(promoter_model, device="cpu").info.threshold
+    assert comment.startswith(f"# model {promoter_model}; threshold {threshold:.4f}; trained on ")
     assert lines[0].split("\t") == ["id", "length", "windows", "probability", "label", "error"]
     both = StrandAveraged(Classifier.load(promoter_model, device="cpu")).probabilities(
         [r.sequence for r in mouse[:2]]

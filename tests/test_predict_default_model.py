@@ -10,7 +10,6 @@ import pytest
 
 from genolong.classifier import TASK_FILE, Classifier, default_promoter_model
 from genolong.cli import main
-from genolong.metrics import promoter_metrics
 from genolong.predict import predict_all
 from genolong.sequence import read_fasta, write_fasta
 
@@ -21,33 +20,52 @@ SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "train_default_promot
 def test_shipped_model_is_small_and_documented():
     files = {path.name: path.stat().st_size for path in MODEL.iterdir()}
     assert {TASK_FILE, "config.json", "model.safetensors", "tokenizer.json", "README.md"} <= set(files)
-    assert sum(files.values()) <= 20e6
-    report = json.loads((MODEL / TASK_FILE).read_text())["provenance"]["report"]
+    assert sum(files.values()) <= 2e6
+    info = json.loads((MODEL / TASK_FILE).read_text())
+    report = info["provenance"]["report"]
     readme = (MODEL / "README.md").read_text()
     assert "python scripts/train_default_promoter_model.py" in readme
+    assert f"{report['threshold']:.4f}" in readme and info["provenance"]["trained_on"] in readme
     assert (
         f"{report['test']['f1']:>9.4f}" in readme
         and f"{report['kmer_baseline']['test']['f1']:>9.4f}" in readme
     )
+    pairs = report["by_source"]["test"]
+    assert "arabidopsis_epdnew/Arabidopsis_tata vs arabidopsis_epdnew/Arabidopsis_non_prom" in pairs
+    for pair, metrics in pairs.items():  # every held-out pair is in the README's table
+        name = pair.replace("|", "\\|")
+        assert f"| test | {name} | {metrics['n']:,} | {metrics['f1']:.3f} | {metrics['auroc']:.3f} |" in readme
 
 
-def test_recorded_test_metrics_reproduce(shared_data, tmp_path):
+def test_recorded_metrics_reproduce(shared_data, tmp_path):
+    """The script's dataset, scored by the shipped model, gives the recorded random-split metrics
+    and the recorded metrics of a held-out source pair, ECE (measured on data calibration never saw)
+    included."""
     import importlib.util
 
     from genolong.data_prep.promoter_dataset import load_split
+    from genolong.evaluation.cross_source import pair_metrics
 
     spec = importlib.util.spec_from_file_location("train_default", SCRIPT)
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)
-    script.build_dataset(shared_data / "promoters", "real", tmp_path / "data")
+    script.build_dataset(shared_data, tmp_path / "data")
     classifier = Classifier.load(MODEL, task="promoter", device="cpu")
     report = classifier.info.provenance["report"]
-    test = load_split(tmp_path / "data", "test")
-    probabilities = predict_all(classifier, [r.sequence for r in test], batch_size=64)[:, 0]
-    metrics = promoter_metrics([r.label for r in test], probabilities, classifier.info.threshold)
-    assert metrics["n"] == report["test"]["n"] and metrics["n_positive"] == report["test"]["n_positive"]
-    assert metrics["auroc"] == pytest.approx(report["test"]["auroc"], abs=1e-4)
-    assert metrics["f1"] == pytest.approx(report["test"]["f1"], abs=5e-3)  # one flipped call moves F1 ~0.004
+    pair = "arabidopsis_epdnew/Arabidopsis_tata vs arabidopsis_epdnew/Arabidopsis_non_prom"
+    for split, name in (("random_test", "all"), ("test", pair)):
+        records = load_split(tmp_path / "data", split)
+        if name != "all":
+            records = [r for r in records if r.source in name.split(" vs ")]
+        probabilities = predict_all(classifier, [r.sequence for r in records], batch_size=64)[:, 0]
+        labels, sources = [r.label for r in records], [r.source for r in records]
+        metrics = pair_metrics(labels, probabilities, classifier.info.threshold, sources)["all"]
+        recorded = report["by_source"][split][name]
+        assert metrics["n"] == recorded["n"] and metrics["n_positive"] == recorded["n_positive"]
+        assert metrics["auroc"] == pytest.approx(recorded["auroc"], abs=1e-4)
+        assert metrics["ece"] == pytest.approx(recorded["ece"], abs=1e-3)
+        assert metrics["f1"] == pytest.approx(recorded["f1"], abs=5e-3)  # a flipped call moves F1 a little
+    assert set(report["calibration"]) >= {"scale", "offset"}
 
 
 def test_predict_promoter_works_without_a_model_argument(shared_data, tmp_path, capsys):
@@ -57,6 +75,17 @@ def test_predict_promoter_works_without_a_model_argument(shared_data, tmp_path, 
     fasta = tmp_path / "in.fa"
     write_fasta(fasta, records)
     assert main(["predict-promoter", str(fasta), "--out", str(tmp_path / "p.tsv")]) == 0
-    rows = (tmp_path / "p.tsv").read_text().splitlines()[1:]
+    comment, _, *rows = (tmp_path / "p.tsv").read_text().splitlines()
     assert [row.split("\t")[0] for row in rows] == [r.name for r in records]
+    info = Classifier.load(MODEL, device="cpu").info
+    assert comment == f"# model {MODEL} (default); threshold {info.threshold:.4f}; trained on {info.provenance['trained_on']}"
     assert "4 records, 4 windows scored" in capsys.readouterr().err
+
+
+def test_help_names_the_default_models_threshold_and_training_data(capsys):
+    info = Classifier.load(MODEL, device="cpu").info
+    with pytest.raises(SystemExit):
+        main(["predict-promoter", "--help"])
+    text = " ".join(capsys.readouterr().out.split())  # argparse wraps lines
+    assert f"threshold {info.threshold:.4f}; trained on {info.provenance['trained_on']}" in text
+    assert f"scores records of {info.min_bp} bp or more" in text

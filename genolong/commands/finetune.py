@@ -102,7 +102,13 @@ def summary(report: dict) -> str:
         rows = {f"{name} valid": report["valid"], f"{name} test": report["test"]}
         if "kmer_baseline" in report:
             rows[f"kmer baseline (C={report['kmer_baseline']['C']:g}) test"] = report["kmer_baseline"]["test"]
-        return format_metrics_table(rows)
+        table = format_metrics_table(rows)
+        if "by_source" in report and "by_source" in report.get("kmer_baseline", {}):
+            from genolong.evaluation.cross_source import format_pair_table
+
+            table += "\n\nper source pair (test: held-out sources; random_test: random split of the train sources):\n"
+            table += format_pair_table(report["by_source"], report["kmer_baseline"]["by_source"])
+        return table
     if "test" not in report:
         return "no test split: no test AUCs"
     from genolong.metrics import format_chromatin_medians

@@ -22,6 +22,7 @@ import contextlib
 import sys
 from pathlib import Path
 
+from genolong.classifier import default_promoter_description
 from genolong.commands.arguments import positive_int
 from genolong.outputs import declare
 
@@ -62,8 +63,12 @@ def register(subparsers) -> None:
         "predict-promoter",
         help="promoter probability of every FASTA record (scanned in windows)",
         description="One row per record: id, length, windows scored, probability (the best window's), label "
-        "(1 when the probability reaches the model's threshold, chosen on validation), error. "
-        "Without --model, the promoter model shipped with genolong." + BAD_INPUT,
+        "(1 when the probability reaches the model's threshold, chosen on validation), error. The first "
+        "line of each output is a '#' comment naming the model, its threshold and its training data. "
+        "Without --model, the promoter model shipped with genolong ("
+        + default_promoter_description()
+        + "; see genolong/resources/models/promoter/README.md)."
+        + BAD_INPUT,
     )
     _add_common(promoter)
     promoter.add_argument(
@@ -146,10 +151,12 @@ def _write_regions(bed, name: str, regions: list[tuple[int, int, float]], strand
 
 
 def run_promoter(args) -> int:
-    from genolong.classifier import Classifier, default_promoter_model
+    from genolong.classifier import Classifier, default_promoter_model, describe_model
     from genolong.predict import RegionMerger, Skipped
 
-    classifier = Classifier.load(args.model or default_promoter_model(), task="promoter", device=args.device)
+    path = args.model or default_promoter_model()
+    classifier = Classifier.load(path, task="promoter", device=args.device)
+    header = f"# {describe_model(path if args.model else f'{path} (default)', classifier.info)}\n"
     threshold = classifier.info.threshold
     strand = "." if args.rc else "+"
     counts = {"records": 0, "windows": 0, "promoters": 0, "skipped": 0}
@@ -157,9 +164,9 @@ def run_promoter(args) -> int:
         out = handles[0]
         windows_out = handles[1] if args.windows else None
         bed = handles[-1] if args.bed else None
-        out.write("\t".join(PROMOTER_COLUMNS) + "\n")
+        out.write(header + "\t".join(PROMOTER_COLUMNS) + "\n")
         if windows_out:
-            windows_out.write("\t".join(WINDOW_COLUMNS) + "\n")
+            windows_out.write(header + "\t".join(WINDOW_COLUMNS) + "\n")
         for first, pairs in _scored_records(args, classifier, max(1, classifier.info.window_bp // 2)):
             counts["records"] += 1
             if isinstance(first, Skipped):

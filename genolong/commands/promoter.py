@@ -84,6 +84,29 @@ def register(subparsers) -> None:
     declare(prepare, inputs=["tss", "genome", "text", "fasta", "negative_fasta"],
             directories={"out": OutputDirectory("promoter-data", atomic=True)})
 
+    by_source = commands.add_parser(
+        "prepare-sources",
+        help="build a held-out-SOURCE promoter dataset (train on some data sets, test on others)",
+        description="Build a promoter dataset from several sources named in a YAML spec (promoter FASTA or "
+        "text files, real non-promoter FASTA files, genomes for random background windows), each "
+        "with a role: train, valid or test. Identical sequences are removed across all sources "
+        "before splitting; the train sources are also split at random into train and random_test "
+        "(the in-source test); every split gets substitution and shuffle negatives made from its own "
+        "promoters. `genolong finetune promoter` on it reports metrics per pair of sources on the "
+        "held-out test sources and on random_test, next to the k-mer baseline.",
+    )
+    by_source.add_argument(
+        "--spec",
+        default="default",
+        help="YAML spec, or a shipped one by name (default: default, the default model's)",
+    )
+    by_source.add_argument(
+        "--root", type=Path, help="directory the spec's paths are relative to (default: the spec's)"
+    )
+    by_source.add_argument("--out", type=Path, required=True, help="dataset directory to write")
+    by_source.add_argument("--overwrite", action="store_true", help="replace an existing --out directory")
+    by_source.set_defaults(func=run_prepare_sources)
+
     baseline = commands.add_parser(
         "baseline", help="k-mer frequency + logistic regression on a promoter dataset"
     )
@@ -147,6 +170,21 @@ def run_prepare(args) -> int:
     skipped = {**manifest["positives"].get("skipped", {}), **manifest["deduplication"]}
     if any(skipped.values()):
         print("  dropped: " + ", ".join(f"{key} {value:,}" for key, value in skipped.items() if value))
+    return 0
+
+
+def run_prepare_sources(args) -> int:
+    from genolong.data_prep.source_split import build_source_split_dataset, load_source_split_config
+
+    config = load_source_split_config(args.spec, args.root)
+    manifest = build_source_split_dataset(config, args.out, overwrite=args.overwrite)
+    print(f"wrote {args.out}: {manifest['min_sequence_length']}-{manifest['sequence_length']} bp, split by source")
+    for name, counts in manifest["counts_by_source"].items():
+        print(f"  {name}")
+        for source, count in counts.items():
+            print(f"    {source:<60} {count:>7,}")
+    if any(manifest["deduplication"].values()):
+        print("  dropped: " + ", ".join(f"{k} {v:,}" for k, v in manifest["deduplication"].items() if v))
     return 0
 
 

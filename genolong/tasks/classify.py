@@ -30,6 +30,7 @@ is given). The run directory::
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -48,6 +49,7 @@ from genolong.chromatin_eval import evaluation_rows
 from genolong.classifier import Classifier, TaskInfo, TokenEncoder
 from genolong.config import from_dict, set_dotted, to_dict
 from genolong.errors import ConfigError, UserError
+from genolong.evaluation.cross_source import pair_metrics
 from genolong.files import atomic_write_text
 from genolong.model.configuration import check_model_fields
 from genolong.model.loading import backbone_keys, check_tokenizer, load_model, read_model_config
@@ -96,6 +98,13 @@ class ClassifyConfig:
         tokenizer: how to train a tokenizer on the training split (from scratch only).
         patience: validation rounds without improvement of the monitored metric before stopping.
         kmer_baseline: promoter only: also fit the k-mer baseline on the same splits.
+        crop_min_bp: promoter only: train on random crops, each training input a random
+            sub-window of ``crop_min_bp`` bp up to its full length (a random shift of the window
+            around the TSS); the classifier then scores records from ``crop_min_bp`` bp. None:
+            whole sequences.
+        calibrate: promoter only: Platt-scale the probability on the validation split, folded
+            into the output layer (:mod:`genolong.evaluation.calibration`), before the
+            threshold is chosen there.
         test_rows: evaluate this many evenly spaced test rows (None: all).
         batch_size_eval: inputs per model call when scoring validation and test after training.
         train: optimisation and run settings (``val_windows`` = validation inputs, evenly
@@ -108,6 +117,8 @@ class ClassifyConfig:
     tokenizer: TokenizerTrainConfig = field(default_factory=lambda: TokenizerTrainConfig(vocab_size=256))
     patience: int = 5
     kmer_baseline: bool = True
+    crop_min_bp: int | None = None
+    calibrate: bool = False
     test_rows: int | None = None
     batch_size_eval: int = 64
     train: TrainConfig = field(default_factory=TrainConfig)
@@ -120,6 +131,8 @@ class ClassifyConfig:
             raise ConfigError(f"max_len must be >= 3 ([CLS] token [SEP]), got {self.max_len}")
         if self.patience < 1 or self.batch_size_eval < 1:
             raise ConfigError("patience and batch_size_eval must be >= 1")
+        if self.crop_min_bp is not None and (self.task != "promoter" or self.crop_min_bp < 1):
+            raise ConfigError(f"crop_min_bp applies to promoters and must be >= 1, got {self.crop_min_bp}")
         if self.test_rows is not None and self.test_rows < 1:
             raise ConfigError(f"test_rows must be >= 1 or null, got {self.test_rows}")
 
@@ -161,6 +174,7 @@ class PromoterRows:
 
     def __init__(self, records):
         self.sequences = [record.sequence for record in records]
+        self.sources = [record.source for record in records]
         self.targets = np.array([[record.label] for record in records], dtype=np.float32).reshape(-1, 1)
 
     def __len__(self) -> int:
@@ -219,7 +233,7 @@ def load_task_data(task: str, data_dir: str | Path) -> TaskData:
 
         manifest = load_manifest(data_dir)
         splits = {}
-        for name in ("train", "valid", "test"):
+        for name in ("train", "valid", "test", *(["random_test"] if "random_test" in manifest["counts"] else [])):
             records = load_split(data_dir, name)
             if {r.label for r in records} != {0, 1}:
                 raise UserError(
@@ -227,14 +241,14 @@ def load_task_data(task: str, data_dir: str | Path) -> TaskData:
                     f"{len(records)} rows with labels {sorted({r.label for r in records})}"
                 )
             splits[name] = PromoterRows(records)
-        length = manifest["sequence_length"]
+        length, shortest = manifest["sequence_length"], manifest.get("min_sequence_length", manifest["sequence_length"])
         source = {
             "data": str(data_dir.resolve()),
             "negatives": manifest["negatives"]["method"],
             "split": manifest["split"]["method"],
             "counts": manifest["counts"],
         }
-        return TaskData(task, splits, ["promoter"], length, length, source)
+        return TaskData(task, splits, ["promoter"], length, shortest, source)
     from genolong.chromatin_profiles import chromatin_profiles
     from genolong.data_prep.chromatin_dataset import PreparedChromatin
 
@@ -259,19 +273,40 @@ def load_task_data(task: str, data_dir: str | Path) -> TaskData:
     )
 
 
+def random_crop(sequence: str, min_bp: int, rng: np.random.Generator) -> str:
+    """A random sub-window of ``sequence``: length uniform in ``min_bp..len``, start uniform where it fits.
+
+    A sequence no longer than ``min_bp`` comes back whole.
+    """
+    if len(sequence) <= min_bp:
+        return sequence
+    length = int(rng.integers(min_bp, len(sequence) + 1))
+    start = int(rng.integers(0, len(sequence) - length + 1))
+    return sequence[start : start + length]
+
+
 class TrainingInputs(Dataset):
     """``dataset[(position, index)]`` (from :class:`~genolong.mlm.PositionSampler`) or ``dataset[index]``:
-    ``{"sequence": str, "labels": (C,) float32}``."""
+    ``{"sequence": str, "labels": (C,) float32}``.
 
-    def __init__(self, rows: LabelledSequences):
+    With ``crop_min_bp``, a training input (keyed by its sample position) is a random crop
+    (:func:`random_crop`) drawn from ``(seed, position)``: a resumed run sees the same crops.
+    """
+
+    def __init__(self, rows: LabelledSequences, crop_min_bp: int | None = None, seed: int = 0):
         self.rows = rows
+        self.crop_min_bp = crop_min_bp
+        self.seed = seed
 
     def __len__(self) -> int:
         return len(self.rows)
 
     def __getitem__(self, key: int | tuple[int, int]) -> dict[str, Any]:
-        index = key[1] if isinstance(key, tuple) else key
-        return {"sequence": self.rows.sequence(index), "labels": self.rows.labels(index)}
+        position, index = key if isinstance(key, tuple) else (None, key)
+        sequence = self.rows.sequence(index)
+        if self.crop_min_bp is not None and position is not None:
+            sequence = random_crop(sequence, self.crop_min_bp, np.random.default_rng([self.seed, position]))
+        return {"sequence": sequence, "labels": self.rows.labels(index)}
 
 
 class Collate:
@@ -313,7 +348,8 @@ class ClassificationDataModule(pl.LightningDataModule):
             rank=rank,
             world_size=world,
         )
-        return self._loader(TrainingInputs(self.data.splits["train"]), sampler)
+        inputs = TrainingInputs(self.data.splits["train"], self.config.crop_min_bp, train.seed)
+        return self._loader(inputs, sampler)
 
     def val_dataloader(self) -> DataLoader:
         valid = self.data.splits["valid"]
@@ -567,6 +603,7 @@ def run_finetune(
         "pretrained": None if pretrained is None else str(Path(pretrained).resolve()),
         "model": {k: v for k, v in model.config.to_diff_dict().items() if k != "transformers_version"},
         "max_len": config.max_len,
+        "crop_min_bp": config.crop_min_bp,
         "train": to_dict(config.train) | {"max_steps": None},
     }
     _check_run_identity(out, identity, resume)
@@ -603,7 +640,8 @@ def run_finetune(
     with after_training(trainer):  # a signal from here on: stop at once, --resume redoes this part
         state = read_checkpoint(best.best_model_path)["state_dict"]
         module.load_state_dict(state)
-        info = TaskInfo(config.task, data.window_bp, data.min_bp, config.max_len, data.label_names)
+        min_bp = data.min_bp if config.crop_min_bp is None else min(config.crop_min_bp, data.min_bp)
+        info = TaskInfo(config.task, data.window_bp, min_bp, config.max_len, data.label_names)
         classifier = Classifier(model, tokenizer, info)
         report = {
             "task": config.task,
@@ -615,6 +653,8 @@ def run_finetune(
             "backbone": model.config.backbone,
             "pretrained": identity["pretrained"],
             "max_len": config.max_len,
+            "window_bp": info.window_bp,
+            "min_bp": info.min_bp,
             "data": data.source,
         }
         report |= (
@@ -635,10 +675,14 @@ def _checkpoint_step(path: str) -> int:
 
 
 def _promoter_report(classifier: Classifier, data: TaskData, config: ClassifyConfig) -> dict:
-    """Threshold by F1 on the whole validation split; test metrics; the k-mer baseline beside them."""
+    """Calibration and threshold (max F1) on the whole validation split; test metrics; the k-mer
+    baseline beside them. A dataset built by source also gets metrics per pair of sources on
+    its held-out sources (``test``; ``valid``, which chose the checkpoint, calibration and
+    threshold) and on its in-source random split (``random_test``)."""
     from genolong.metrics import best_f1_threshold, promoter_metrics
     from genolong.predict import predict_all
 
+    @functools.cache  # each split is scored once (after calibration, when there is one)
     def scores(name: str) -> tuple[np.ndarray, np.ndarray]:
         rows = data.splits[name]
         probabilities = predict_all(
@@ -647,19 +691,47 @@ def _promoter_report(classifier: Classifier, data: TaskData, config: ClassifyCon
         return rows.all_labels(np.arange(len(rows)))[:, 0], probabilities[:, 0]
 
     valid_true, valid_prob = scores("valid")
+    report = {}
+    if config.calibrate:
+        report["calibration"] = calibrate_on(classifier, valid_true, valid_prob)
+        scores.cache_clear()
+        valid_true, valid_prob = scores("valid")
     threshold = best_f1_threshold(valid_true, valid_prob)
-    report = {
+    report |= {
         "threshold": threshold,
         "threshold_chosen_on": "valid (max F1)",
         "valid": promoter_metrics(valid_true, valid_prob, threshold),
         "test": promoter_metrics(*scores("test"), threshold),
     }
+    if data.source["split"] == "source":
+        report["by_source"] = {
+            name: pair_metrics(*scores(name), threshold, data.splits[name].sources)
+            for name in ("test", "valid", "random_test")
+        }
     if config.kmer_baseline:
         from genolong.baselines import run_kmer_baseline
 
         baseline = run_kmer_baseline(data.source["data"])
-        report["kmer_baseline"] = {key: baseline[key] for key in ("C", "features", "valid", "test")}
+        report["kmer_baseline"] = {
+            key: baseline[key] for key in ("C", "features", "valid", "test", "by_source") if key in baseline
+        }
     return report
+
+
+def calibrate_on(classifier: Classifier, labels: np.ndarray, probabilities: np.ndarray) -> dict:
+    """Platt-scale ``classifier`` in place from its ``probabilities`` of held-out ``labels``."""
+    from genolong.evaluation.calibration import fit_platt, fold_into_head
+    from genolong.metrics import expected_calibration_error
+
+    logits = np.log(np.clip(probabilities, 1e-7, 1 - 1e-7) / np.clip(1 - probabilities, 1e-7, 1))
+    scale, offset = fit_platt(logits, labels)
+    fold_into_head(classifier.model.classifier.classifier, scale, offset)
+    return {
+        "method": "Platt scaling on valid, folded into the output layer",
+        "scale": scale,
+        "offset": offset,
+        "valid_ece_before": expected_calibration_error(labels, probabilities),
+    }
 
 
 def _chromatin_report(classifier: Classifier, data: TaskData, config: ClassifyConfig, out: Path) -> dict:

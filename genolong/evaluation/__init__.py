@@ -1,0 +1,1 @@
+"""Evaluation beyond one split: promoter metrics per pair of sources, calibration."""

@@ -1,0 +1,46 @@
+"""Platt scaling (Platt 1999) folded into a classifier's output layer.
+
+A model trained on one set of sources is rarely calibrated on another: its probabilities
+say more (or less) than the frequencies it achieves. Platt scaling fits
+``p = sigmoid(a * logit + b)`` by logistic regression on held-out data (here: the validation
+sources, never the test ones). Because the head is linear, ``a * (W h + c) + b = (a W) h +
+(a c + b)``: the scaled head is an ordinary head, and the calibrated model is an ordinary
+classifier directory that every command loads unchanged.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from sklearn.linear_model import LogisticRegression
+
+from genolong.errors import UserError
+
+
+def fit_platt(logits: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
+    """The scale ``a`` and offset ``b`` of ``sigmoid(a * logit + b)`` that best fit ``labels``.
+
+    Args:
+        logits: shape ``(n,)``, the model's logits on held-out data.
+        labels: shape ``(n,)``, 0/1, both present.
+
+    Raises:
+        UserError: one label only, or a fit whose scale is not positive (it would invert the ranking).
+    """
+    labels = np.asarray(labels).astype(int).ravel()
+    if set(np.unique(labels)) != {0, 1}:
+        raise UserError("calibration needs both promoters and non-promoters in the validation split")
+    fit = LogisticRegression(C=1e6, max_iter=1000).fit(np.asarray(logits, dtype=float).reshape(-1, 1), labels)
+    scale, offset = float(fit.coef_[0, 0]), float(fit.intercept_[0])
+    if scale <= 0:
+        raise UserError(
+            f"calibration found a scale of {scale:.3g}: the model ranks validation data backwards"
+        )
+    return scale, offset
+
+
+@torch.no_grad()
+def fold_into_head(linear: torch.nn.Linear, scale: float, offset: float) -> None:
+    """Make ``linear`` output ``scale * logit + offset`` (in place)."""
+    linear.weight.mul_(scale)
+    linear.bias.mul_(scale).add_(offset)
