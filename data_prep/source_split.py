@@ -30,10 +30,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import yaml
 
 from genolong import __version__
-from genolong.config import from_dict
+from genolong.config import from_dict, read_yaml
 from genolong.configs import preset_path
 from genolong.errors import ConfigError, UserError
 from genolong.sequence import read_fasta, reverse_complement
@@ -121,7 +120,7 @@ def load_source_split_config(spec: str | Path, root: str | Path | None = None) -
     relative to the spec's directory.
     """
     path = preset_path("promoter_sources", str(spec))
-    data = yaml.safe_load(path.read_text()) or {}
+    data = read_yaml(path)
     data["root"] = str(root if root is not None else path.parent / data.get("root", "."))
     return from_dict(SourceSplitConfig, data, source=str(path))
 

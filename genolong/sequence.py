@@ -96,6 +96,19 @@ def open_text_or_gzip(path: str | os.PathLike):
     return gzip.open(path, "rb") if magic == b"\x1f\x8b" else open(path, "rb")
 
 
+def numbered_lines(path: str | os.PathLike) -> Iterator[tuple[int, bytes]]:
+    """``(line number, line)`` of a plain, gzip or bgzip text file, read as bytes; a truncated or
+    corrupt stream is an InputError naming the file and line."""
+    line_number = 0
+    try:
+        with open_text_or_gzip(path) as handle:
+            for line_number, line in enumerate(handle, start=1):
+                yield line_number, line
+    except (OSError, EOFError, zlib.error) as err:
+        raise InputError(path, f"cannot read: {err}", line=line_number + 1,
+                         hint="the file is truncated or corrupt; download or copy it again") from None
+
+
 def read_fasta(path: str | os.PathLike, *, raw: bool = False, unique_names: bool = True) -> Iterator[FastaRecord]:
     """Stream the records of a FASTA file (plain, gzip or bgzip), validating as it goes.
 

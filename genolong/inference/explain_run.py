@@ -29,6 +29,7 @@ from genolong.classifier import Classifier
 from genolong.errors import InputError, UserError
 from genolong.files import atomic_path
 from genolong.genome import Genome
+from genolong.inference.bed import read_bed_regions
 from genolong.inference.explain import BASES, gradient_attributions, one_hot, saturation_mutagenesis
 from genolong.inference.labels import select_labels
 from genolong.inference.variant_windows import fetch_padded
@@ -62,20 +63,11 @@ def fasta_records(path: Path, length: int) -> Iterator[ExplainRecord]:
 
 def bed_records(path: Path, genome: Genome, window: int, length: int) -> Iterator[ExplainRecord]:
     """Each BED region gives an input of ``window`` bp centred on it (``N`` beyond the contig)."""
-    with open(path) as handle:
-        for line_number, line in enumerate(handle, start=1):
-            fields = line.rstrip("\n").split("\t")
-            if not line.strip() or fields[0].startswith(("#", "track", "browser")):
-                continue
-            try:
-                chrom, start, end = fields[0], int(fields[1]), int(fields[2])
-            except (IndexError, ValueError):
-                raise InputError(path, "expected chrom, start, end (tab-separated integers)", line=line_number) from None
-            contig = genome.resolve(chrom)
-            first = (start + end) // 2 - window // 2
-            sequence, _ = fetch_padded(genome, contig, first, first + window)
-            name = fields[3] if len(fields) > 3 else f"{chrom}:{start}-{end}"
-            yield _centred(name, sequence, length, f"{contig}:{first}-{first + window}", path)
+    for region in read_bed_regions(path, genome):
+        first = (region.start + region.end) // 2 - window // 2
+        sequence, _ = fetch_padded(genome, region.chrom, first, first + window)
+        name = region.name or f"{region.chrom}:{region.start}-{region.end}"
+        yield _centred(name, sequence, length, f"{region.chrom}:{first}-{first + window}", path)
 
 
 def logo_stretch(importance: np.ndarray, width: int) -> int:

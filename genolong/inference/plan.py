@@ -24,7 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from genolong.errors import InputError, UserError
+from genolong.errors import UserError
+from genolong.inference.bed import read_bed_regions
 
 
 @dataclass(frozen=True)
@@ -146,26 +147,8 @@ def read_regions(path: Path, genome) -> list[tuple[str, int, np.ndarray]]:
     """
     lengths = genome.chromosomes
     by_chromosome: dict[str, list[tuple[int, int]]] = {}
-    with open(path) as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip() or line.startswith(("#", "track", "browser")):
-                continue
-            fields = line.rstrip("\n").split("\t")
-            try:
-                chrom, start, end = fields[0], int(fields[1]), int(fields[2])
-            except (IndexError, ValueError):
-                raise InputError(path, "not a BED line (chrom, start, end; tab-separated)", line=number) from None
-            try:
-                name = genome.resolve(chrom)
-            except UserError:
-                raise InputError(path, f"chromosome {chrom!r} is not in the genome {genome.path}",
-                                 line=number) from None
-            if not 0 <= start < end <= lengths[name]:
-                raise InputError(path, f"region {chrom}:{start}-{end} is outside {name} (length "
-                                 f"{lengths[name]:,}) or empty", line=number)
-            by_chromosome.setdefault(name, []).append((start, end))
-    if not by_chromosome:
-        raise InputError(path, "no regions")
+    for region in read_bed_regions(path, genome):
+        by_chromosome.setdefault(region.chrom, []).append((region.start, region.end))
     return [(name, lengths[name], merge_intervals(by_chromosome[name])) for name in lengths if name in by_chromosome]
 
 

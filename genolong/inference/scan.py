@@ -42,6 +42,7 @@ from genolong.inference.tracks import (
     SkippedTrack,
 )
 from genolong.inference.windows import WindowBatches, WindowEncoder
+from genolong.tasks.common import check_device_hardware, check_device_settings
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +78,8 @@ class ScanConfig:
 def run_scan(config: ScanConfig) -> dict | None:
     """Scan, merge, write. Returns the summary on rank 0 (None on the other ranks)."""
     started = time.perf_counter()
+    check_device_settings(config.accelerator, config.devices)
+    check_device_hardware(config.accelerator, config.devices)
     classifier = Classifier.load(config.model or default_promoter_model(), device="cpu")
     info = classifier.info
     formats = _check_outputs(config, info)

@@ -19,7 +19,7 @@ from pathlib import Path
 import cyvcf2
 
 from genolong.errors import InputError, UserError
-from genolong.sequence import open_text_or_gzip
+from genolong.sequence import numbered_lines
 
 _BASES = frozenset("ACGTN")
 
@@ -96,8 +96,7 @@ class VariantFile:
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
-        with open_text_or_gzip(self.path) as handle:
-            head = handle.read(16)
+        head = next(numbered_lines(self.path), (0, b""))[1][:16]
         self.is_vcf = head.startswith((b"##fileformat=VCF", b"BCF\x02"))
         self.contigs: dict[str, int] = {}
         if self.is_vcf:
@@ -116,11 +115,16 @@ class VariantFile:
         return self._read_vcf() if self.is_vcf else self._read_tsv()
 
     def _read_vcf(self) -> Iterator[Variant | SkippedAllele]:
-        """Alleles with their text line number (BCF: their record number)."""
+        """Alleles with their text line number (BCF: their record number). Each text line is
+        checked before htslib parses it: a record with a bad position or too few columns can
+        crash cyvcf2 (a segmentation fault) when the header declares no contigs."""
         line = self.header_lines or 0
         records = iter(self._vcf)
+        lines = _data_lines(self.path) if self.header_lines is not None else None
         while True:
             line += 1
+            if lines is not None:
+                line = _check_vcf_line(self.path, lines)
             try:
                 record = next(records)
             except StopIteration:
@@ -133,38 +137,55 @@ class VariantFile:
 
     def _read_tsv(self) -> Iterator[Variant | SkippedAllele]:
         first_row = True
-        with open_text_or_gzip(self.path) as handle:
-            for line, raw in enumerate(handle, start=1):
-                text = raw.decode("utf-8", errors="replace").rstrip("\r\n")
-                if not text.strip() or text.startswith("#"):
-                    continue
-                fields = text.split("\t")
-                if first_row and fields[0].lower() == "chrom":  # an optional header line
-                    first_row = False
-                    continue
+        for line, raw in numbered_lines(self.path):
+            text = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+            if not text.strip() or text.startswith("#"):
+                continue
+            fields = text.split("\t")
+            if first_row and fields[0].lower() == "chrom":  # an optional header line
                 first_row = False
-                if len(fields) not in (4, 5):
-                    raise InputError(
-                        self.path, f"expected 4 or 5 tab-separated columns (chrom pos ref alt [id]), got {len(fields)}",
-                        line=line,
-                    )
-                try:
-                    pos = int(fields[1])
-                except ValueError:
-                    raise InputError(self.path, f"position {fields[1]!r} is not an integer", line=line) from None
-                vid = fields[4] if len(fields) == 5 else "."
-                yield from _alleles(self.path, line, fields[0], pos, vid, fields[2], fields[3].split(","))
+                continue
+            first_row = False
+            if len(fields) not in (4, 5):
+                raise InputError(
+                    self.path, f"expected 4 or 5 tab-separated columns (chrom pos ref alt [id]), got {len(fields)}",
+                    line=line,
+                )
+            try:
+                pos = int(fields[1])
+            except ValueError:
+                raise InputError(self.path, f"position {fields[1]!r} is not an integer", line=line) from None
+            vid = fields[4] if len(fields) == 5 else "."
+            yield from _alleles(self.path, line, fields[0], pos, vid, fields[2], fields[3].split(","))
 
 
 def _header_lines(path: Path) -> int:
     """Number of ``#`` lines at the top of a text VCF (htslib's parsed header adds lines of its own)."""
     count = 0
-    with open_text_or_gzip(path) as handle:
-        for raw in handle:
-            if not raw.startswith(b"#"):
-                break
-            count += 1
+    for _, raw in numbered_lines(path):
+        if not raw.startswith(b"#"):
+            break
+        count += 1
     return count
+
+
+def _data_lines(path: Path) -> Iterator[tuple[int, bytes]]:
+    """The record lines of a text VCF, numbered (the lines htslib reads as records)."""
+    return ((number, raw) for number, raw in numbered_lines(path) if not raw.startswith(b"#") and raw.strip())
+
+
+def _check_vcf_line(path: Path, lines: Iterator[tuple[int, bytes]]) -> int:
+    """The number of the next record line, after checking its columns and position."""
+    number, raw = next(lines, (None, b""))
+    if number is None:
+        return 0  # htslib ends here too
+    fields = raw.rstrip(b"\r\n").split(b"\t")
+    if len(fields) < 8:
+        raise InputError(path, f"expected 8 or more tab-separated VCF columns, got {len(fields)}", line=number)
+    if not fields[1].isdigit() or int(fields[1]) < 1:
+        raise InputError(path, f"position {fields[1].decode(errors='replace')!r} is not a 1-based integer",
+                         line=number)
+    return number
 
 
 def check_not_empty(path: Path, first) -> None:

@@ -84,11 +84,7 @@ class TrainConfig:
         _require_number(self, "max_grad_norm")
         if self.precision not in PRECISIONS:
             raise ConfigError(f"unknown precision {self.precision!r}; choose one of: {', '.join(PRECISIONS)}")
-        if self.accelerator not in ACCELERATORS:
-            raise ConfigError(f"unknown accelerator {self.accelerator!r}; choose one of: {', '.join(ACCELERATORS)}")
-        if not _valid_devices(self.devices):
-            raise ConfigError(f"devices must be 'auto', a number of devices >= 1 or GPU indices like '0,1', "
-                              f"got {self.devices!r}")
+        check_device_settings(self.accelerator, self.devices)
 
     def validation_interval(self) -> int:
         """Optimizer steps between validations: ``val_every_steps``, or ``max_steps`` for a run
@@ -101,7 +97,7 @@ class TrainConfig:
 
     def uses_gpu(self) -> bool:
         """Whether Lightning will train on CUDA GPUs with this accelerator on this machine."""
-        return self.accelerator in ("gpu", "cuda") or (self.accelerator == "auto" and torch.cuda.is_available())
+        return _uses_gpu(self.accelerator)
 
     def resolved_precision(self) -> str:
         if self.precision != "auto":
@@ -112,17 +108,7 @@ class TrainConfig:
 
     def check_hardware(self) -> None:
         """Raise UserError when this machine lacks what the accelerator, devices and precision ask for."""
-        if self.accelerator in ("gpu", "cuda") and not torch.cuda.is_available():
-            raise UserError(f"accelerator {self.accelerator!r}: no CUDA GPU is available on this machine",
-                            hint="use --accelerator cpu, or auto")
-        if self.accelerator == "mps" and not torch.backends.mps.is_available():
-            raise UserError("accelerator 'mps': no Apple GPU is available on this machine",
-                            hint="use --accelerator cpu, or auto")
-        if self.uses_gpu() and self.devices != "auto":
-            wanted = max(_device_indices(self.devices)) + 1
-            if wanted > torch.cuda.device_count():
-                raise UserError(f"devices {self.devices!r} needs {wanted} GPUs; this machine has "
-                                f"{torch.cuda.device_count()}")
+        check_device_hardware(self.accelerator, self.devices)
         if not self.uses_gpu() and self.precision == "16-mixed":
             raise UserError("precision '16-mixed' needs a GPU (Lightning would silently train in bf16 on the CPU)",
                             hint="use --precision 32-true or auto on the CPU")
@@ -130,6 +116,34 @@ class TrainConfig:
 
 #: Lightning accelerators a run may ask for.
 ACCELERATORS = ("auto", "cpu", "gpu", "cuda", "mps")
+
+
+def check_device_settings(accelerator: str, devices: int | str) -> None:
+    """ConfigError for an accelerator Lightning is not asked for here or malformed ``devices``
+    (shared by training runs and ``scan``: Lightning would raise a multi-line traceback)."""
+    if accelerator not in ACCELERATORS:
+        raise ConfigError(f"unknown accelerator {accelerator!r}; choose one of: {', '.join(ACCELERATORS)}")
+    if not _valid_devices(devices):
+        raise ConfigError(f"devices must be 'auto', a number of devices >= 1 or GPU indices like '0,1', "
+                          f"got {devices!r}")
+
+
+def check_device_hardware(accelerator: str, devices: int | str) -> None:
+    """UserError when this machine lacks the GPUs that ``accelerator`` and ``devices`` ask for."""
+    if accelerator in ("gpu", "cuda") and not torch.cuda.is_available():
+        raise UserError(f"accelerator {accelerator!r}: no CUDA GPU is available on this machine",
+                        hint="use --accelerator cpu, or auto")
+    if accelerator == "mps" and not torch.backends.mps.is_available():
+        raise UserError("accelerator 'mps': no Apple GPU is available on this machine",
+                        hint="use --accelerator cpu, or auto")
+    if _uses_gpu(accelerator) and devices != "auto":
+        wanted = max(_device_indices(devices)) + 1
+        if wanted > torch.cuda.device_count():
+            raise UserError(f"devices {devices!r} needs {wanted} GPUs; this machine has {torch.cuda.device_count()}")
+
+
+def _uses_gpu(accelerator: str) -> bool:
+    return accelerator in ("gpu", "cuda") or (accelerator == "auto" and torch.cuda.is_available())
 
 
 def _require_int(config: TrainConfig, name: str, minimum: int) -> None:
