@@ -101,11 +101,11 @@ class VariantFile:
         self.contigs: dict[str, int] = {}
         if self.is_vcf:
             _quiet_htslib()
+            self.header_lines = _header_lines(self.path) if head.startswith(b"##") else None
             try:
                 self._vcf = cyvcf2.VCF(str(self.path), lazy=True)
-            except (OSError, ValueError) as err:
+            except Exception as err:  # cyvcf2 raises a bare Exception for a header htslib cannot parse
                 raise InputError(self.path, f"not a readable VCF: {err}") from None
-            self.header_lines = _header_lines(self.path) if head.startswith(b"##") else None
             try:
                 self.contigs = dict(zip(self._vcf.seqnames, self._vcf.seqlens, strict=True))
             except (AttributeError, ValueError):  # no ##contig lines, or some without a length

@@ -1,0 +1,131 @@
+"""Hostile inputs to the newer commands (scan, score-variants, explain, promoter prepare-sources),
+through the CLI: each ends in exit 0 or in exit 2 with one line naming the file, line or setting,
+with no partial output and no user file touched."""
+
+from __future__ import annotations
+
+import gzip
+
+import pytest
+import torch
+
+from genolong.classifier import default_promoter_model
+from genolong.cli import main
+from genolong.resources import sample_genome
+from genolong.sequence import read_fasta
+
+HEADER = "##fileformat=VCFv4.2\n#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\n"
+
+
+def one_line(capsys, *needles) -> str:
+    """The command's single stderr line; it contains every needle and no traceback."""
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "Traceback" not in err[0], err
+    for needle in needles:
+        assert needle in err[0], err[0]
+    return err[0]
+
+
+@pytest.fixture
+def small_genome(tmp_path):
+    """Two 300-bp records of the shipped hg19 sample, named ``a`` and ``b``."""
+    sequence = next(iter(read_fasta(sample_genome()))).sequence
+    path = tmp_path / "g.fa"
+    path.write_text(f">a\n{sequence[20000:20300]}\n>b\n{sequence[21000:21300]}\n")
+    return path
+
+
+@pytest.mark.parametrize("record, needle", [
+    ("a\tx\t.\tA\tC\t.\t.\t.", "v.vcf:3: position 'x' is not a 1-based integer"),
+    ("a\t-3\t.\tA\tC\t.\t.\t.", "v.vcf:3: position '-3' is not a 1-based integer"),
+    ("a\t10\tA", "v.vcf:3: expected 8 or more tab-separated VCF columns, got 3"),
+])
+def test_a_malformed_vcf_record_without_contig_lines_is_one_line_not_a_crash(tmp_path, capsys, small_genome,
+                                                                             record, needle):
+    """htslib crashed cyvcf2 (a segmentation fault) on these records when the header declares no
+    contigs: each text line is now checked before htslib parses it."""
+    vcf = tmp_path / "v.vcf"
+    vcf.write_text(HEADER + record + "\n")
+    out = tmp_path / "o.tsv"
+    code = main(["score-variants", "--vcf", str(vcf), "--genome", str(small_genome),
+                 "--model", str(default_promoter_model()), "--out", str(out)])
+    assert code == 2
+    one_line(capsys, needle)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["g.fa", "v.vcf"]
+
+
+def test_a_truncated_gzip_vcf_is_one_line(tmp_path, capsys, small_genome):
+    vcf = tmp_path / "v.vcf.gz"
+    vcf.write_bytes(gzip.compress((HEADER + "a\t11\t.\tA\tC\t.\t.\t.\n").encode())[:50])
+    code = main(["score-variants", "--vcf", str(vcf), "--genome", str(small_genome),
+                 "--model", str(default_promoter_model()), "--out", str(tmp_path / "o.tsv")])
+    assert code == 2
+    one_line(capsys, "v.vcf.gz", "truncated or corrupt")
+    assert not (tmp_path / "o.tsv").exists()
+
+
+@pytest.mark.parametrize("content, needle", [
+    (bytes(range(256)), "not a text BED file"),
+    ("a\t-5\t100\n", "r.bed:1: region a:-5-100 is outside a"),
+    ("a\t200\t100\n", "r.bed:1: region a:200-100 is outside a"),
+    ("track name=x\nbrowser position a\n#c\na\t100\n", "r.bed:4: not a BED line"),
+    ("zz\t0\t10\n", "r.bed:1: chromosome 'zz' is not in the genome"),
+    ("track name=x\n", "r.bed: no regions"),
+])
+@pytest.mark.parametrize("command", ["scan", "explain"])
+def test_scan_and_explain_share_one_checked_bed_reader(tmp_path, capsys, small_genome, content, needle, command):
+    """A binary BED was a UnicodeDecodeError traceback in both; explain accepted reversed and
+    negative regions. Both read BED through ``genolong.inference.bed``."""
+    bed = tmp_path / "r.bed"
+    bed.write_bytes(content if isinstance(content, bytes) else content.encode())
+    if command == "scan":
+        argv = ["scan", "--genome", str(small_genome), "--regions", str(bed), "--out", str(tmp_path / "o.bedGraph")]
+    else:
+        argv = ["explain", "--model", str(default_promoter_model()), "--genome", str(small_genome),
+                "--regions", str(bed), "--out", str(tmp_path / "ex"), "--gradients", "none", "--ism-window", "5"]
+    assert main(argv) == 2
+    one_line(capsys, needle)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["g.fa", "r.bed"]
+
+
+@pytest.mark.parametrize("options, needle", [
+    (["--devices", "0"], "devices must be 'auto', a number of devices >= 1"),
+    (["--accelerator", "tpu"], "unknown accelerator 'tpu'"),
+    (["--accelerator", "gpu"], "accelerator 'gpu': no CUDA GPU is available"),
+])
+def test_scan_device_options_are_checked_like_training_ones(tmp_path, capsys, small_genome, options, needle):
+    """Lightning's MisconfigurationException was a traceback; scan now uses the training runs'
+    shared device checks, before loading anything."""
+    if options[-1] == "gpu" and torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    out = tmp_path / "o.bedGraph"
+    assert main(["scan", "--genome", str(small_genome), "--out", str(out), *options]) == 2
+    one_line(capsys, needle)
+    assert not out.exists()
+
+
+def test_prepare_sources_keeps_the_output_policy(tmp_path, capsys):
+    """prepare-sources declared no path roles: ``--overwrite`` could replace a user's directory."""
+    spec = tmp_path / "s.yaml"
+    spec.write_text("seed: 1\n")
+    out = tmp_path / "d"
+    out.mkdir()
+    (out / "mine.txt").write_text("keep")
+    assert main(["promoter", "prepare-sources", "--spec", str(spec), "--out", str(out), "--overwrite"]) == 2
+    one_line(capsys, "holds files genolong did not write (such as mine.txt)")
+    assert [p.name for p in out.iterdir()] == ["mine.txt"] and (out / "mine.txt").read_text() == "keep"
+
+
+@pytest.mark.parametrize("content, needle", [
+    ("", "the config is empty"),
+    ("a: [\n", "invalid YAML"),
+    ("- 1\n- 2\n", "a config must be a mapping"),
+    (bytes(range(256)), "cannot read the config"),
+])
+def test_prepare_sources_reads_its_spec_with_the_shared_yaml_reader(tmp_path, capsys, content, needle):
+    """An empty, invalid, list or binary spec was a TypeError/YAMLError/AttributeError traceback."""
+    spec = tmp_path / "s.yaml"
+    spec.write_bytes(content if isinstance(content, bytes) else content.encode())
+    assert main(["promoter", "prepare-sources", "--spec", str(spec), "--out", str(tmp_path / "d")]) == 2
+    one_line(capsys, "s.yaml", needle)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.yaml"]
