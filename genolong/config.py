@@ -113,6 +113,8 @@ def _type_name(hint: Any) -> str:
         return f"a list of {_type_name(args[0]).removeprefix('an ').removeprefix('a ')}s"
     if origin is tuple:
         return f"a list of {len(args)} values ({', '.join(_type_name(a) for a in args)})"
+    if dataclasses.is_dataclass(hint):
+        return f"a {hint.__name__} mapping"
     return str(hint)
 
 

@@ -56,6 +56,27 @@ def _index_paths(path: Path) -> tuple[Path, Path]:
     return folder / f"{path.name}.{key}.fai", folder / f"{path.name}.{key}.gzi"
 
 
+def _check_index(path: Path, fai: Path, index) -> None:
+    """Refuse a ``.fai`` beside a plain FASTA that does not describe it (an index of an older
+    version of the file, or of another file): each record's header must end where the index
+    says its sequence starts, and the last sequence must end where the file does. ``index``
+    is pyfaidx's: name -> record with ``offset`` (first sequence byte), ``bend`` (byte after
+    the sequence) and ``prev_bend``."""
+    size = path.stat().st_size
+    with open(path, "rb") as handle:
+        for name, record in index.items():
+            span = record.offset - record.prev_bend
+            handle.seek(record.prev_bend)
+            header = handle.read(span).strip().split(maxsplit=1) if 0 < span <= 1 << 16 else []
+            if not header or header[0] != f">{name}".encode() or record.bend > size:
+                raise InputError(path, f"the index {fai} does not match the file (record {name!r})",
+                                 hint=f"delete {fai} and run again: it is rebuilt")
+        handle.seek(record.bend)
+        if handle.read(1 << 16).strip():
+            raise InputError(path, f"the index {fai} does not match the file (data after {name!r})",
+                             hint=f"delete {fai} and run again: it is rebuilt")
+
+
 class Genome:
     """A FASTA genome with random access and chromosome-name aliases.
 
@@ -92,6 +113,8 @@ class Genome:
                 )
             except (pyfaidx.FastaIndexingError, ValueError) as err:
                 raise InputError(self.path, f"cannot index FASTA: {err}") from None
+            if fai == Path(f"{self.path}.fai") and not is_bgzip(self.path):
+                _check_index(self.path, fai, self._fasta.faidx.index)
             self._aliases = {canonical_chrom(name): name for name in self._fasta.records}
         return self._fasta
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 
+import pyfaidx
 import pytest
 import torch
 
@@ -129,3 +130,28 @@ def test_prepare_sources_reads_its_spec_with_the_shared_yaml_reader(tmp_path, ca
     assert main(["promoter", "prepare-sources", "--spec", str(spec), "--out", str(tmp_path / "d")]) == 2
     one_line(capsys, "s.yaml", needle)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.yaml"]
+
+
+def test_a_stale_fai_beside_the_genome_is_refused_not_trusted(tmp_path, capsys, small_genome):
+    """A ``.fai`` of an older version of the FASTA (one 50-bp record) made scan write an empty
+    track with exit 0; an index that does not describe its file is now refused."""
+    (tmp_path / "g.fa.fai").write_text("a\t50\t3\t300\t301\n")
+    out = tmp_path / "o.bedGraph"
+    assert main(["scan", "--genome", str(small_genome), "--out", str(out), "--stride", "100"]) == 2
+    one_line(capsys, "g.fa.fai does not match the file", "delete")
+    assert not out.exists() and (tmp_path / "g.fa.fai").read_text() == "a\t50\t3\t300\t301\n"
+
+
+def test_a_fai_that_matches_its_genome_is_used(tmp_path, small_genome):
+    pyfaidx.Faidx(str(small_genome)).close()  # writes g.fa.fai beside it
+    out = tmp_path / "o.bedGraph"
+    assert main(["scan", "--genome", str(small_genome), "--out", str(out), "--stride", "100"]) == 0
+    rows = [line.split("\t") for line in out.read_text().splitlines()[1:]]
+    assert {row[0] for row in rows} == {"a", "b"}
+
+
+def test_a_spec_with_the_wrong_type_of_section_names_the_expected_mapping(tmp_path, capsys):
+    spec = tmp_path / "s.yaml"
+    spec.write_text("groups:\n  g1: chr1\n")
+    assert main(["promoter", "prepare-sources", "--spec", str(spec), "--out", str(tmp_path / "d")]) == 2
+    one_line(capsys, "s.yaml: groups must be a list of SourceGroup mappings")
