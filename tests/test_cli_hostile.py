@@ -5,13 +5,16 @@ with no partial output and no user file touched."""
 from __future__ import annotations
 
 import gzip
+import shutil
 
 import pyfaidx
 import pytest
 import torch
+from variant_helpers import write_vcf
 
 from genolong.classifier import default_promoter_model
 from genolong.cli import main
+from genolong.inference.variant_scoring import ClassifierEffects
 from genolong.resources import sample_genome
 from genolong.sequence import read_fasta
 
@@ -155,3 +158,29 @@ def test_a_spec_with_the_wrong_type_of_section_names_the_expected_mapping(tmp_pa
     spec.write_text("groups:\n  g1: chr1\n")
     assert main(["promoter", "prepare-sources", "--spec", str(spec), "--out", str(tmp_path / "d")]) == 2
     one_line(capsys, "s.yaml: groups must be a list of SourceGroup mappings")
+
+
+def test_score_variants_does_not_resume_over_a_genome_edited_since(tmp_path, monkeypatch):
+    """The resume identity held the genome's contig names and lengths only: parts scored on the
+    old sequence were kept after a base of the genome changed. The file's size and time count now."""
+    genome = tmp_path / "g.fa"
+    shutil.copy(sample_genome(), genome)
+    vcf = write_vcf(tmp_path / "in.vcf")
+    argv = ["score-variants", "--vcf", str(vcf), "--genome", str(genome), "--model", str(default_promoter_model()),
+            "--out", str(tmp_path / "out.tsv"), "--chunk-size", "3", "--device", "cpu"]
+    real_score, calls = ClassifierEffects.score, []
+
+    def interrupted(self, windows):
+        calls.append(len(windows))
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real_score(self, windows)
+
+    monkeypatch.setattr(ClassifierEffects, "score", interrupted)
+    assert main(argv) == 130 and (tmp_path / ".out.tsv.partial").is_dir()
+    genome.write_text(genome.read_text().replace("ACGT", "ACGA", 1))  # same names and lengths
+    scored = []
+    monkeypatch.setattr(ClassifierEffects, "score", lambda self, w: scored.append(len(w)) or real_score(self, w))
+    assert main(argv) == 0
+    assert sum(scored) == 8  # every scored allele again, none taken from the old parts
+    assert not (tmp_path / ".out.tsv.partial").exists()

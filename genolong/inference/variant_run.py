@@ -215,6 +215,7 @@ def score_variants(
     identity = {
         "model": str(model), "model_fingerprint": model_fingerprint(model),
         "genome": str(genome), "genome_fingerprint": genome_fingerprint(reference),
+        "genome_file": input_fingerprint(Path(genome)),  # an edited base keeps the names and lengths
         "variants": input_fingerprint(variants),
         "options": {"score": score, "profiles": profiles, "rc": rc, "ref_mismatch": ref_mismatch,
                     "max_indel": max_indel, "window": window, "chunk_size": chunk_size,
