@@ -90,7 +90,7 @@ def open_text_or_gzip(path: str | os.PathLike):
     if not path.exists():
         raise UserError(f"{path}: no such file")
     if path.is_dir():
-        raise UserError(f"{path}: is a directory, expected a FASTA file")
+        raise UserError(f"{path}: is a directory, not a file")
     with open(path, "rb") as handle:
         magic = handle.read(2)
     return gzip.open(path, "rb") if magic == b"\x1f\x8b" else open(path, "rb")

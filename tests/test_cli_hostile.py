@@ -184,3 +184,22 @@ def test_score_variants_does_not_resume_over_a_genome_edited_since(tmp_path, mon
     assert main(argv) == 0
     assert sum(scored) == 8  # every scored allele again, none taken from the old parts
     assert not (tmp_path / ".out.tsv.partial").exists()
+
+
+def test_scan_of_a_genome_with_an_empty_record_is_not_called_a_resume(tmp_path, caplog, small_genome):
+    """The empty record has no bins, so nothing was left to do for it: the first run said
+    "resuming: 1 of 2 chromosomes already scored"."""
+    genome = tmp_path / "e.fa"
+    genome.write_text(">empty\n" + small_genome.read_text())
+    out = tmp_path / "o.bedGraph"
+    with caplog.at_level("INFO", logger="genolong"):
+        assert main(["scan", "--genome", str(genome), "--out", str(out), "--stride", "100"]) == 0
+    assert "resuming" not in caplog.text
+    assert {line.split("\t")[0] for line in out.read_text().splitlines()[1:]} == {"a", "b"}
+
+
+def test_a_directory_given_as_a_variant_file_is_not_called_a_fasta(tmp_path, capsys, small_genome):
+    (tmp_path / "d").mkdir()
+    assert main(["score-variants", "--vcf", str(tmp_path / "d"), "--genome", str(small_genome),
+                 "--model", str(default_promoter_model()), "--out", str(tmp_path / "o.tsv")]) == 2
+    assert "FASTA" not in one_line(capsys, "d: is a directory, not a file")

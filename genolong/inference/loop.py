@@ -27,6 +27,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from tqdm import tqdm
 
 from genolong.inference.parts import WorkDirectory
+from genolong.tasks.console import quiet_lightning
 
 log = logging.getLogger(__name__)
 # items are whole batches (DataLoader(batch_size=None)): PartWriter takes the plan's index from the item
@@ -143,6 +144,7 @@ def scan_precision(accelerator: str) -> str:
 def build_trainer(*, accelerator: str, devices, num_nodes: int, callbacks) -> pl.Trainer:
     """A Trainer for predicting only: DDP when there is more than one device or node."""
     distributed = num_nodes > 1 or (isinstance(devices, int) and devices > 1)
+    quiet_lightning()
     return pl.Trainer(
         accelerator=accelerator, devices=devices, num_nodes=num_nodes,
         strategy="ddp" if distributed else "auto", precision=scan_precision(accelerator),

@@ -92,7 +92,7 @@ def run_scan(config: ScanConfig) -> dict | None:
     rank, world = trainer.global_rank, trainer.world_size
     work = WorkDirectory(_work_path(config, plan, columns), plan, len(profiles), world)
     pending = work.pending()
-    resumed = len(plan.chromosomes) - len(pending)
+    resumed = sum(1 for i, chromosome in enumerate(plan.chromosomes) if chromosome.bins and i not in pending)
     if resumed:
         log.info("resuming: %d of %d chromosomes already scored in %s", resumed, len(plan.chromosomes), work.path)
     if pending:
