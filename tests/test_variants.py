@@ -286,7 +286,7 @@ def _bad_cases(tmp_path, tokenizer_dir, chromatin_model):
     return {
         "short TSV line": (tmp_path / "bad.tsv", chromatin_model, "bad.tsv:2: expected 4 or 5 tab-separated columns"),
         "malformed": (write_vcf(tmp_path / "bad.vcf", [good, ("chr17_part", "12x", ".", "A", "G")]), chromatin_model,
-                      "bad.vcf:6: malformed VCF record"),
+                      "bad.vcf:6: position '12x' is not a 1-based integer"),
         "other build": (write_vcf(tmp_path / "b38.vcf", [good], header=chr17), chromatin_model,
                         "contig chr17_part is 83,257,441 bp in the VCF header but 40,000 bp"),
         "absent contig": (write_vcf(tmp_path / "absent.vcf", [("chr1", 1000, ".", "A", "G")]), chromatin_model,
