@@ -10,6 +10,7 @@ import shutil
 import pyfaidx
 import pytest
 import torch
+from cli_helpers import one_line
 from variant_helpers import write_vcf
 
 from genolong.classifier import default_promoter_model
@@ -19,15 +20,6 @@ from genolong.resources import sample_genome
 from genolong.sequence import read_fasta
 
 HEADER = "##fileformat=VCFv4.2\n#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\n"
-
-
-def one_line(capsys, *needles) -> str:
-    """The command's single stderr line; it contains every needle and no traceback."""
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "Traceback" not in err[0], err
-    for needle in needles:
-        assert needle in err[0], err[0]
-    return err[0]
 
 
 @pytest.fixture

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from _http_server import FixtureServer
 from classify_helpers import random_promoter_model
+from cli_helpers import one_line
 from deepsea_fixtures import deepsea_rows, write_bundle
 
 from genolong.cli import main
@@ -26,15 +27,6 @@ from genolong.sequence import write_fasta
 
 BED = "chr1\t894625\t894685\tNOC2L_1\t900\t-\t894635\t894636\n"
 ERROR_PAGE = b"<html><body>Service unavailable</body></html>\n"
-
-
-def one_line(capsys, *needles) -> str:
-    """The command's single stderr line; it contains every needle and no traceback."""
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "Traceback" not in err[0], err
-    for needle in needles:
-        assert needle in err[0], err[0]
-    return err[0]
 
 
 @pytest.fixture(scope="module")
