@@ -17,7 +17,7 @@ from genolong import __version__
 from genolong.errors import UserError
 
 #: Command modules under ``genolong.commands``, in ``--help`` order.
-COMMAND_MODULES = ["data", "tokenizer", "genome", "promoter", "corpus", "chromatin", "bench", "pretrain", "finetune",
+COMMAND_MODULES = ["data", "tokenizer", "genome", "promoter", "corpus", "chromatin", "bench", "pretrain", "convert", "finetune",
                    "predict", "evaluate", "compare"]
 
 
