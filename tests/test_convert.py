@@ -193,3 +193,39 @@ def test_gena_pre_ln_bert(shared_data, tmp_path, config_name, last_layer_norm):
         with torch.no_grad():
             theirs = gena_pre_ln_reference(state, config, ids, mask, last_layer_norm)
         assert_same_outputs(genolong_hidden_states(converted, ids, mask), theirs, mask)
+
+
+# -- ESM (Nucleotide Transformer v1: absolute positions) -----------------------------------------
+def esm_source(out):
+    """A small EsmForMaskedLM in Nucleotide Transformer v1's layout, with an EsmTokenizer of 6-mers."""
+    from itertools import product
+
+    from transformers import EsmConfig, EsmForMaskedLM, EsmTokenizer
+
+    out.mkdir()
+    vocab = ["<unk>", "<pad>", "<mask>", "<cls>", "<eos>", "<bos>", *("".join(k) for k in product("ACGT", repeat=3)),
+             "A", "C", "G", "T", "N"]
+    (out / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    EsmTokenizer(str(out / "vocab.txt")).save_pretrained(str(out))
+    config = EsmConfig(
+        vocab_size=len(vocab), pad_token_id=1, mask_token_id=2, max_position_embeddings=258,
+        position_embedding_type="absolute", emb_layer_norm_before=False, token_dropout=False,
+        tie_word_embeddings=False, **SMALL_ESM,
+    )
+    source = randomize(EsmForMaskedLM(config))
+    save_source(out, config.to_dict(), source.state_dict(), safetensors=True)
+    return source, len(vocab)
+
+
+SMALL_ESM = {"num_hidden_layers": 2, "hidden_size": 32, "num_attention_heads": 4, "intermediate_size": 64,
+             "layer_norm_eps": 1e-12}
+
+
+def test_esm_absolute_positions(tmp_path):
+    source, vocab = esm_source(tmp_path / "src")
+    converted = convert_checkpoint(tmp_path / "src", tmp_path / "out")
+    assert converted.config.max_position_embeddings == 256  # positions start after pad_token_id
+    assert not converted.config.tie_word_embeddings
+    for lengths in ([256], [200, 77, 5]):
+        ids, mask = token_batch(lengths, vocab, seed=len(lengths), special=(3, 4, 1))
+        assert_same_outputs(genolong_hidden_states(converted, ids, mask), transformers_outputs(source, ids, mask), mask)
