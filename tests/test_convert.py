@@ -229,3 +229,19 @@ def test_esm_absolute_positions(tmp_path):
     for lengths in ([256], [200, 77, 5]):
         ids, mask = token_batch(lengths, vocab, seed=len(lengths), special=(3, 4, 1))
         assert_same_outputs(genolong_hidden_states(converted, ids, mask), transformers_outputs(source, ids, mask), mask)
+
+
+def test_genolong_feeds_gena_tokenizer_what_it_expects(shared_data, tmp_path):
+    """Lowercase (soft-masked) bases and IUPAC codes are cleaned to ACGTN before GENA-LM's tokenizer,
+    whose vocabulary is uppercase; its own normalizer turns runs of >= 10 N into '-'."""
+    from convert_helpers import copy_gena_tokenizer
+
+    from genolong.classifier import TokenEncoder
+    from genolong.tokenizer import load_tokenizer
+
+    copy_gena_tokenizer(shared_data, tmp_path)
+    tokenizer = load_tokenizer(tmp_path)
+    batch = TokenEncoder(tokenizer, 64)(["acgtTTGACArYGG" + "N" * 12 + "GATTACA"])
+    tokens = tokenizer.convert_ids_to_tokens(batch["input_ids"][0])
+    assert tokens[0] == "[CLS]" and tokens[-1] == "[SEP]" and "[UNK]" not in tokens and "-" in tokens
+    assert "".join(tokens[1:-1]) == "ACGTTTGACANNGG-GATTACA"

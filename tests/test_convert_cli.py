@@ -135,3 +135,31 @@ def test_gena_bigbird_convert_finetune_predict(shared_data, tmp_path, capsys):
                  "--out", str(predictions)]) == 0
     rows = list(csv.DictReader(predictions.open(), delimiter="\t"))
     assert len(rows) == len(test_fasta) and all(0.0 <= float(row["probability"]) <= 1.0 for row in rows)
+
+
+MICRO_CHROMATIN = """task: chromatin
+max_len: 160
+model: {hidden_dropout_prob: 0.0}
+patience: 2
+batch_size_eval: 32
+train: {max_steps: 4, val_every_steps: 2, batch_size: 8, warmup_steps: 1, log_every_steps: 1,
+        checkpoint_every_steps: 2, val_windows: 32}
+"""
+
+
+def test_gena_bert_convert_finetune_eval_chromatin(shared_data, tmp_path, capsys):
+    """GENA-LM's pre-LN BERT (scaled down) and tokenizer on the 100 real DeepSEA rows:
+    convert -> finetune chromatin -> eval chromatin."""
+    from classify_helpers import chromatin_prepared
+
+    gena_bert_source(shared_data, tmp_path / "src")
+    assert main(["convert", str(tmp_path / "src"), "--out", str(tmp_path / "gena")]) == 0
+    prepared = chromatin_prepared(shared_data, tmp_path / "deepsea", context=None)
+    (tmp_path / "micro.yaml").write_text(MICRO_CHROMATIN)
+    run = tmp_path / "run"
+    assert main(["finetune", "chromatin", "--data", str(prepared), "--model", str(tmp_path / "gena"),
+                 "--config", str(tmp_path / "micro.yaml"), "--out", str(run)]) == 0
+    capsys.readouterr()
+    aucs = tmp_path / "aucs.csv"
+    assert main(["eval", "chromatin", "--model", str(run / "model"), "--data", str(prepared), "--out", str(aucs)]) == 0
+    assert "-> " + str(aucs) in capsys.readouterr().out and aucs.is_file()

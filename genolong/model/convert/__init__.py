@@ -60,6 +60,22 @@ def convert_checkpoint(src: str | Path, out: str | Path, *, force: bool = False)
     if out.exists() and (not out.is_dir() or any(out.iterdir())) and not force:
         raise ConversionError(f"{out} already exists", hint="pass --force to replace it")
     source = read_source(src)
+    fields, state = convert_weights(source)
+    vocab_rows = state["genolong.encoder.embeddings.token.weight"].shape[0]
+    fields |= tokenizer_fields(source.tokenizer, vocab_rows)
+    fields["converted_from"] = {
+        "model_type": source.config["model_type"],
+        "architectures": source.config.get("architectures"),
+        "name_or_path": source.config.get("_name_or_path") or Path(src).name,
+    }
+    model = build_masked_lm(fields, state)
+    write_model_directory(model, source.tokenizer, out)
+    return model
+
+
+def convert_weights(source: SourceCheckpoint) -> tuple[dict[str, Any], dict]:
+    """GenolongConfig fields and the state dict of a GenolongForMaskedLM for ``source`` (its
+    tokenizer is not read), or a ConversionError naming why it cannot be converted exactly."""
     model_type = source.config["model_type"]
     if model_type in REFUSED:
         raise ConversionError(f"model_type {model_type!r} is not supported: {REFUSED[model_type]}")
@@ -72,17 +88,7 @@ def convert_checkpoint(src: str | Path, out: str | Path, *, force: bool = False)
         raise ConversionError(
             f"model_type {model_type!r} is not supported (supported: {', '.join(CONVERTERS)})"
         )
-    fields, state = CONVERTERS[model_type](source)
-    vocab_rows = state["genolong.encoder.embeddings.token.weight"].shape[0]
-    fields |= tokenizer_fields(source.tokenizer, vocab_rows)
-    fields["converted_from"] = {
-        "model_type": model_type,
-        "architectures": source.config.get("architectures"),
-        "name_or_path": source.config.get("_name_or_path") or Path(src).name,
-    }
-    model = build_masked_lm(fields, state)
-    write_model_directory(model, source.tokenizer, out)
-    return model
+    return CONVERTERS[model_type](source)
 
 
-__all__ = ["CONVERTERS", "REFUSED", "ConversionError", "convert_checkpoint"]
+__all__ = ["CONVERTERS", "REFUSED", "ConversionError", "SourceCheckpoint", "convert_checkpoint", "convert_weights"]
