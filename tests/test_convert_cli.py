@@ -110,6 +110,7 @@ train: {max_steps: 6, val_every_steps: 3, batch_size: 8, warmup_steps: 1, log_ev
 """
 
 
+@pytest.mark.slow
 def test_gena_bigbird_convert_finetune_predict(shared_data, tmp_path, capsys):
     """GENA-LM's BigBird config (scaled down) and tokenizer: convert, then every promoter command."""
     config = BigBirdConfig(**gena_config(shared_data, "hf_bigbird_L12-H768-A12-V32k-L4096.json"))
