@@ -1,6 +1,6 @@
 """Attention kernels alone: forward and forward+backward time and peak memory, per backbone and path.
 
-One attention layer with batch 1, 4 heads of 64 dims (issue 3's small config), each backbone
+One attention layer with batch 1, 4 heads of 64 dims (the benchmark's small config), each backbone
 at its default pattern:
 
 * BigBird: blocks of 64, 3 window + 3 random + 2 global blocks, ITC.

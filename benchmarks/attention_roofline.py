@@ -1,4 +1,4 @@
-"""How small can BigBird's attention share get here? Issue 3's "at most +25%" against arithmetic.
+"""How small can BigBird's attention share get here? The "at most +25% over the floor" target against arithmetic.
 
 ``genolong bench attention`` reports the *attention share*: our ``bigbird`` forward time
 divided by the ``floor`` (the same encoder with the attention skipped), minus 1. This script

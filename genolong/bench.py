@@ -76,7 +76,7 @@ COLUMNS = [
 
 @dataclass(frozen=True)
 class BenchSize:
-    """Model size shared by every model in a run (issue 3: hidden 256, 4 layers, 4 heads, FFN 1024)."""
+    """Model size shared by every model in a run (hidden 256, 4 layers, 4 heads, FFN 1024)."""
 
     vocab_size: int = 32000
     hidden_size: int = 256

@@ -15,7 +15,7 @@ def register(subparsers) -> None:
     fetch.add_argument("--strand", choices=["+", "-"], default="+")
     fetch.set_defaults(func=run_fetch)
 
-    # `genome prepare` (data acquisition, issue 5): the logic lives in data_prep/genome_prepare.py
+    # `genome prepare` (data acquisition): the logic lives in data_prep/genome_prepare.py
     prepare = commands.add_parser(
         "prepare",
         help="write an indexed bgzip (or plain) copy of a FASTA with a per-chromosome table",
