@@ -61,6 +61,7 @@ def run_big_bird(big_bird, lengths, seed=0):
 
 def test_big_bird_short_input_full_attention_fallback(big_bird):
     assert big_bird[1].config.full_attention_max_tokens == 704  # (5 + 2 * 3) * 64
+    assert big_bird[1].config.attention_probs_dropout_prob == 0.0  # transformers' block-sparse has none
     run_big_bird(big_bird, [700])
 
 

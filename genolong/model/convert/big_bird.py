@@ -10,7 +10,9 @@ with transformers' pattern (Zaheer et al. 2020, ITC; transformers' ``BigBirdBloc
   (``random_layout="transformers_eval"``), so that a converted model gives the source model's
   outputs; set ``random_layout: seeded`` to fine-tune with random blocks instead;
 * full attention for inputs of at most ``(5 + 2 * num_random_blocks) * block_size`` tokens,
-  where transformers falls back to ``original_full`` (``full_attention_max_tokens``).
+  where transformers falls back to ``original_full`` (``full_attention_max_tokens``);
+* no attention dropout: transformers' block-sparse attention has none, whatever
+  ``attention_probs_dropout_prob`` says (only its ``original_full`` attention applies it).
 
 ``attention_type: original_full`` converts to the ``full`` backbone.
 """
@@ -48,6 +50,7 @@ def attention_fields(config: dict[str, Any]) -> dict[str, Any]:
         "global_token_location": "itc_ends",
         "random_layout": "transformers_eval",
         "full_attention_max_tokens": (5 + 2 * random) * block,
+        "attention_probs_dropout_prob": 0.0,
     }
 
 
