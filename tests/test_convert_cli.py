@@ -90,12 +90,17 @@ def test_bad_sources_exit_2_with_one_line_and_write_nothing(kind, message, share
     assert not (tmp_path / "out").exists() and sorted(p.name for p in tmp_path.iterdir()) == ["src"]
 
 
-def test_existing_output_needs_force(shared_data, tmp_path, capsys):
+def test_a_users_directory_is_never_replaced_and_a_converted_one_needs_force(shared_data, tmp_path, capsys):
     gena_bert_source(shared_data, tmp_path / "src")
-    (tmp_path / "out").mkdir()
-    (tmp_path / "out" / "keep.txt").write_text("mine")
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "keep.txt").write_text("mine")
+    for extra in ([], ["--force"]):
+        code = main(["convert", str(tmp_path / "src"), "--out", str(tmp_path / "mine"), *extra])
+        err = capsys.readouterr().err
+        assert code == 2 and "genolong did not write" in err and (tmp_path / "mine" / "keep.txt").read_text() == "mine"
+    assert main(["convert", str(tmp_path / "src"), "--out", str(tmp_path / "out")]) == 0
     code, captured = run_convert(tmp_path / "src", tmp_path / "out", capsys)
-    assert code == 2 and "already exists" in captured.err and (tmp_path / "out" / "keep.txt").exists()
+    assert code == 2 and "already exists" in captured.err
     assert main(["convert", str(tmp_path / "src"), "--out", str(tmp_path / "out"), "--force"]) == 0
 
 

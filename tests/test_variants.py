@@ -47,7 +47,7 @@ def read_rows(path):
     with opener(path, "rt") as handle:
         lines = handle.read().splitlines()
     meta = {line[2:].split("=", 1)[0]: json.loads(line.split("=", 1)[1]) for line in lines if line.startswith("##")}
-    rows = list(csv.DictReader([line for line in lines if not line.startswith("##")], delimiter="\t"))
+    rows = list(csv.DictReader([line for line in lines if not line.startswith("#")], delimiter="\t"))
     return meta, rows
 
 

@@ -106,6 +106,7 @@ def register(subparsers) -> None:
     by_source.add_argument("--out", type=Path, required=True, help="dataset directory to write")
     by_source.add_argument("--overwrite", action="store_true", help="replace an existing --out directory")
     by_source.set_defaults(func=run_prepare_sources)
+    declare(by_source, inputs=["root"], directories={"out": OutputDirectory("promoter-data", atomic=True)})
 
     baseline = commands.add_parser(
         "baseline", help="k-mer frequency + logistic regression on a promoter dataset"
