@@ -28,11 +28,13 @@ import warnings
 
 import lightning.pytorch as pl
 import torch
+from lightning.fabric.utilities.exceptions import MisconfigurationException
 from lightning.pytorch.callbacks import BasePredictionWriter
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from tqdm import tqdm
 
 from genolong import interrupts
+from genolong.errors import UserError
 from genolong.inference.parts import WorkDirectory
 from genolong.tasks.console import quiet_lightning
 
@@ -205,12 +207,20 @@ def build_trainer(*, accelerator: str, devices, num_nodes: int, callbacks, preci
     """A Trainer for predicting only: DDP when there is more than one device or node.
 
     ``precision``: Lightning's precision (default: :func:`scan_precision`).
+
+    Raises:
+        UserError: settings this machine cannot run (``--accelerator gpu`` without a GPU, ``--devices 4``
+            with two), before any work.
     """
     quiet_lightning()
     distributed = num_nodes > 1 or (isinstance(devices, int) and devices > 1)
-    return pl.Trainer(
-        accelerator=accelerator, devices=devices, num_nodes=num_nodes,
-        strategy="ddp" if distributed else "auto", precision=precision or scan_precision(accelerator),
-        logger=False, enable_checkpointing=False, enable_model_summary=False, enable_progress_bar=False,
-        use_distributed_sampler=False, callbacks=callbacks,
-    )
+    try:
+        return pl.Trainer(
+            accelerator=accelerator, devices=devices, num_nodes=num_nodes,
+            strategy="ddp" if distributed else "auto", precision=precision or scan_precision(accelerator),
+            logger=False, enable_checkpointing=False, enable_model_summary=False, enable_progress_bar=False,
+            use_distributed_sampler=False, callbacks=callbacks,
+        )
+    except (MisconfigurationException, TypeError, ValueError) as err:
+        raise UserError(f"Lightning refuses --accelerator {accelerator} --devices {devices}: "
+                        f"{str(err).splitlines()[0]}") from None
