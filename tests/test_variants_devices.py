@@ -4,15 +4,14 @@ into the bytes one process writes."""
 from __future__ import annotations
 
 import gzip
-import os
-import subprocess
-import sys
+from collections import Counter
 
 import h5py
 import numpy as np
 import pytest
 import torch
 from classify_helpers import random_classifier, tiny_tokenizer
+from rank_helpers import run_on_two_ranks
 from variant_helpers import write_vcf
 
 from genolong.classifier import Classifier
@@ -79,6 +78,20 @@ def test_chunks_shared_by_two_ranks_assemble_to_the_rows_of_one(chromatin_model,
     assert data_rows(out) == data_rows(tmp_path / "one.tsv.gz")
 
 
+def test_a_resumed_run_skips_the_finished_chunks_on_any_number_of_ranks(chromatin_model, tmp_path):
+    vcf = write_vcf(tmp_path / "in.vcf")
+    run = PartialRun(tmp_path / "out.tsv", {"test": 1})
+    run.prepare()
+    run.commit(1, Counter(alleles=3))  # chunk 1 finished by an interrupted run (of any number of ranks)
+    builder = WindowBuilder(Genome(GENOME), WINDOW)
+    shares = [[c.index for c in VariantChunks(VariantFile(vcf), builder, 3, run, rank, 2)] for rank in (0, 1)]
+    assert shares == [[0, 2], [3]]
+    run.prepare()  # the same identity again: kept
+    assert run.done(1)
+    PartialRun(tmp_path / "out.tsv", {"test": 2}).prepare()  # other settings: started afresh
+    assert not run.done(1)
+
+
 def test_gzip_members_carry_no_time_or_name(chromatin_model, tmp_path, monkeypatch):
     monkeypatch.setenv("SOURCE_DATE_EPOCH", DATE["SOURCE_DATE_EPOCH"])
     vcf = write_vcf(tmp_path / "in.vcf")
@@ -107,11 +120,7 @@ def test_two_cpu_processes_write_the_same_bytes_as_one(chromatin_model, tmp_path
             monkeypatch.setenv("SOURCE_DATE_EPOCH", DATE["SOURCE_DATE_EPOCH"])
             assert main(argv) == 0
         else:
-            result = subprocess.run([sys.executable, "-m", "genolong.cli", *argv], capture_output=True, text=True,
-                                    timeout=600, cwd=tmp_path / devices,
-                                    env=os.environ | DATE | {"OMP_NUM_THREADS": "1"})
-            assert result.returncode == 0, result.stderr[-3000:]
-            assert "rank 1/2" in result.stderr and "10 alleles, 8 scored" in result.stderr
+            assert "10 alleles, 8 scored" in run_on_two_ranks(argv, tmp_path / devices, DATE)
     written = sorted(p.name for p in (tmp_path / "1").iterdir())
     assert written == sorted(p.name for p in (tmp_path / "2").iterdir())
     assert written == ["annotated.vcf.gz", "out.tsv.gz"] if annotate else ["out.h5"]
