@@ -6,16 +6,14 @@ from __future__ import annotations
 
 import csv
 import gzip
-import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pyBigWig
 import pytest
 import torch
+from rank_helpers import run_on_two_ranks
 
 from genolong.classifier import Classifier, StrandAveraged, TokenEncoder, default_promoter_model
 from genolong.cli import main
@@ -322,10 +320,7 @@ def test_two_cpu_processes_write_the_same_bytes_as_one(genome, tmp_path):
         if devices == "1":  # in this process, on all its threads
             assert main(argv) == 0
         else:
-            result = subprocess.run([sys.executable, "-m", "genolong.cli", *argv], capture_output=True, text=True,
-                                    timeout=600, cwd=tmp_path, env=os.environ | {"OMP_NUM_THREADS": "1"})
-            assert result.returncode == 0, result.stderr[-3000:]
-            assert "rank 1/2" in result.stderr
+            run_on_two_ranks(argv, tmp_path)
         outputs[devices] = [path.read_bytes() for path in out]
     assert outputs["1"] == outputs["2"]
 

@@ -103,22 +103,23 @@ class VariantFile:
         if self.is_vcf:
             _quiet_htslib()
             try:
-                self._vcf = cyvcf2.VCF(str(self.path), lazy=True)
+                reader = cyvcf2.VCF(str(self.path), lazy=True)
             except (OSError, ValueError) as err:
                 raise InputError(self.path, f"not a readable VCF: {err}") from None
             self.header_lines = _header_lines(self.path) if head.startswith(b"##") else None
             try:
-                self.contigs = dict(zip(self._vcf.seqnames, self._vcf.seqlens, strict=True))
+                self.contigs = dict(zip(reader.seqnames, reader.seqlens, strict=True))
             except (AttributeError, ValueError):  # no ##contig lines, or some without a length
                 self.contigs = {}
 
     def __iter__(self) -> Iterator[Variant | SkippedAllele]:
+        """The alleles from the start of the file (each iteration reads it again)."""
         return self._read_vcf() if self.is_vcf else self._read_tsv()
 
     def _read_vcf(self) -> Iterator[Variant | SkippedAllele]:
         """Alleles with their text line number (BCF: their record number)."""
         line = self.header_lines or 0
-        records = iter(self._vcf)
+        records = iter(cyvcf2.VCF(str(self.path), lazy=True))
         while True:
             line += 1
             try:
