@@ -42,6 +42,11 @@ log = logging.getLogger(__name__)
 # items are whole batches (DataLoader(batch_size=None)): a PartWriter takes its index from the item
 warnings.filterwarnings("ignore", message="Couldn't infer the batch indices")
 
+#: Fewest rows a batch is run with. MKL's float32 GEMM (torch 2.13, MKL 2024.2) gives results that
+#: depend on the thread count for matrices of 5 to 11 rows, and the [CLS]-only last layer and the
+#: output layer have one row per window: smaller batches are filled up with copies of their last row.
+MIN_ROWS = 12
+
 
 class ScanModule(pl.LightningModule):
     """Probabilities of a batch of windows, scattered back onto its bins.
@@ -65,9 +70,14 @@ class ScanModule(pl.LightningModule):
 
         The values of a batch do not depend on the number of threads, so that any split of the
         work gives the same bytes: without padding the default attention kernels are
-        thread-invariant; with padding (windows with N runs) the masked flash kernel is not, so
-        those batches run the math kernel.
+        thread-invariant; with padding (windows with N runs, or BPE windows of unequal token
+        counts) the masked flash kernel is not, so those batches run the math kernel; batches of
+        fewer than :data:`MIN_ROWS` windows are run with that many rows.
         """
+        rows = input_ids.shape[0]
+        if rows < MIN_ROWS:
+            fill = [rows - 1] * (MIN_ROWS - rows)
+            input_ids, attention_mask = input_ids[[*range(rows), *fill]], attention_mask[[*range(rows), *fill]]
         padded = not bool(attention_mask.all())
         kernel = sdpa_kernel(SDPBackend.MATH) if padded else contextlib.nullcontext()
         mask = attention_mask if padded else None
@@ -77,7 +87,7 @@ class ScanModule(pl.LightningModule):
                 logits = self.model.classifier(hidden)[0]
             else:
                 logits = self.model(input_ids=input_ids, attention_mask=mask).logits
-        return torch.sigmoid(logits.float())
+        return torch.sigmoid(logits[:rows].float())
 
     def predict_step(self, batch: dict, batch_idx: int) -> dict:
         """Returns ``batch`` (the plan's index), ``bp`` (its bins' width) and ``scores`` (bins, C')
