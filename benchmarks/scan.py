@@ -3,7 +3,7 @@
 Input: the first ``--bp`` bases of the real C. elegans chrX (ce2, ``../shared/data/genomes``),
 written as an indexed bgzip FASTA. Two models:
 
-* the promoter model shipped with genolong (251-bp windows) at stride 50;
+* the promoter model shipped with genolong (its ``window_bp``, 300 bp for the BPE model) at stride 50;
 * the ``chromatin_tiny`` architecture (random weights, BigBird, 512 tokens of a 1,024-token
   BPE tokenizer, 919 outputs; the model of ``benchmarks/predict.py``) at stride 200 on 8-kb
   windows, writing an HDF5 matrix.

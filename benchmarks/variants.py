@@ -58,7 +58,7 @@ def run_case(vcf: Path, model: Path, out: Path, count: int, *options: str) -> di
     from genolong.cli import main
 
     command = ["score-variants", "--vcf", str(vcf), "--genome", str(sample_genome()), "--model", str(model),
-               "--out", str(out), "--device", "cpu", *options]
+               "--out", str(out), "--accelerator", "cpu", *options]
     started, cpu_started = time.perf_counter(), time.process_time()
     if main(command) != 0:
         raise SystemExit(f"{' '.join(command)} failed")
@@ -73,7 +73,7 @@ def peak_memory(vcf: Path, model: Path, out: Path, threads: int) -> tuple[float,
     code = (f"import resource, tracemalloc, torch; torch.set_num_threads({threads}); from genolong.cli import main; "
             "tracemalloc.start(); "
             f"code = main(['score-variants', '--vcf', '{vcf}', '--genome', '{sample_genome()}', "
-            f"'--model', '{model}', '--out', '{out}', '--device', 'cpu']); "
+            f"'--model', '{model}', '--out', '{out}', '--accelerator', 'cpu']); "
             "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, tracemalloc.get_traced_memory()[1]); "
             "raise SystemExit(code)")
     done = subprocess.run([sys.executable, "-c", code], check=True, stderr=subprocess.DEVNULL, stdout=subprocess.PIPE,

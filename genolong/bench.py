@@ -51,6 +51,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from genolong.bench_converted import CONVERTED, converted_builders, hf_esm
 from genolong.errors import ConfigError
 from genolong.files import atomic_write_text
 from genolong.memory import proc_status_mb, reset_peak_memory
@@ -58,6 +59,9 @@ from genolong.model.encoder import Block
 
 #: transformers' models measured beside ours, by benchmark name, with the installed transformers.
 PEERS = ("hf-bigbird", "hf-longformer", "hf-bert")
+#: Measured only when asked for (``--peers``): transformers' ESM and the genolong conversions of
+#: transformers' models (:mod:`genolong.bench_converted`).
+OPTIONAL_PEERS = ("hf-esm", *CONVERTED)
 #: Peers that need transformers 4.x (lsg-converter runs only there; transformers 4.44's BigBird
 #: does not fill the dense L x L probabilities that 5.x does): measured with a package directory
 #: holding transformers 4.x put first on the worker's PYTHONPATH (``legacy_site``).
@@ -191,7 +195,9 @@ def build(spec: Spec, mlm: bool):
         "hf-bert": hf_bert,
         "hf4-bigbird": hf_bigbird,
         "lsg-bert": lsg_bert,
+        "hf-esm": hf_esm,
     }
+    builders |= converted_builders(builders)
     if spec.model == FLOOR:
         return floor_model(spec.size, spec.length, mlm)
     if spec.model in builders:
@@ -283,7 +289,7 @@ def worker(spec: Spec) -> None:
     for phase in spec.phases:
         messages.messages.clear()
         row = run_phase(spec, phase)
-        if spec.model in PEERS + LEGACY_PEERS:
+        if spec.model in PEERS + LEGACY_PEERS + OPTIONAL_PEERS:
             import transformers
 
             messages.messages.append(f"transformers {transformers.__version__}")
@@ -367,7 +373,7 @@ def plan(
     Length-major, so that the models compared at one length are measured close in time (the
     load of a shared machine drifts)."""
     models = [*backbones, *([FLOOR] if floor else []), *peers]
-    long_models = [m for m in models if m not in PEERS + LEGACY_PEERS and m != "full"]
+    long_models = [m for m in models if m not in PEERS + LEGACY_PEERS + OPTIONAL_PEERS and m != "full"]
     pairs = [(model, length) for length in lengths for model in models]
     pairs += [(model, length) for length in extra_lengths if length not in lengths for model in long_models]
     return pairs

@@ -24,8 +24,8 @@ from genolong.errors import UserError
 from genolong.outputs import guarded
 
 #: Command modules under ``genolong.commands``, in ``--help`` order.
-COMMAND_MODULES = ["data", "tokenizer", "genome", "promoter", "corpus", "chromatin", "bench", "pretrain", "finetune",
-                   "predict", "scan", "variants", "explain", "evaluate", "compare"]
+COMMAND_MODULES = ["data", "tokenizer", "genome", "promoter", "corpus", "chromatin", "bench", "pretrain", "convert",
+                   "finetune", "predict", "scan", "variants", "explain", "evaluate", "compare"]
 
 
 class OneLineErrorParser(argparse.ArgumentParser):

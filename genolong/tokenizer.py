@@ -350,10 +350,18 @@ _ID_DEFINING_PARTS = ("model", "added_tokens", "normalizer", "pre_tokenizer", "p
 def tokenizer_fingerprint(tokenizer) -> str:
     """SHA-256 of what maps text to ids: the vocabulary (token -> id), merges, special and added
     tokens, normaliser, pre-tokenizer and post-processor, as canonical JSON (sorted keys).
-    Equal fingerprints encode identically; swapping two ids changes it. 64 hex digits."""
-    spec = json.loads(tokenizer.backend_tokenizer.to_str())
-    canonical = json.dumps({part: spec.get(part) for part in _ID_DEFINING_PARTS}, sort_keys=True,
-                           separators=(",", ":"))
+    Equal fingerprints encode identically; swapping two ids changes it. 64 hex digits.
+
+    A Python ("slow") tokenizer without a ``tokenizers`` backend (ESM's ``vocab.txt``) is
+    fingerprinted by its class, vocabulary and special tokens, which define its ids."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is None:
+        parts = {"class": type(tokenizer).__name__, "vocab": tokenizer.get_vocab(),
+                 "special": tokenizer.special_tokens_map}
+    else:
+        spec = json.loads(backend.to_str())
+        parts = {part: spec.get(part) for part in _ID_DEFINING_PARTS}
+    canonical = json.dumps(parts, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 

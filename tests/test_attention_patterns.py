@@ -293,7 +293,7 @@ def test_what_the_encoder_must_do(backbone, params, extra_globals, multiple):
         ("bigbird", dict(block_size=0), "block_size must be an integer >= 1"),
         ("bigbird", dict(block_size=8, num_window_blocks=2), "num_window_blocks must be odd"),
         ("bigbird", dict(block_size=32, num_window_blocks=5), "larger than the sequence"),
-        ("bigbird", dict(block_size=8, global_token_location="middle"), "must be 'itc' or 'etc'"),
+        ("bigbird", dict(block_size=8, global_token_location="middle"), "global_token_location must be one of itc, itc_ends, etc"),
         ("bigbird", dict(block_size=32, num_global_blocks=4), "no sparse part"),
         ("bigbird", dict(block_size=8, attention_impl="triton"), "unknown attention_impl 'triton'"),
         ("longformer", dict(attention_window=15), "attention_window must be even"),

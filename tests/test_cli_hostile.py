@@ -85,7 +85,7 @@ def test_scan_and_explain_share_one_checked_bed_reader(tmp_path, capsys, small_g
 
 
 @pytest.mark.parametrize("options, needle", [
-    (["--devices", "0"], "devices must be 'auto', a number of devices >= 1"),
+    (["--devices", "0"], "argument --devices: must be a positive integer"),
     (["--accelerator", "tpu"], "unknown accelerator 'tpu'"),
     (["--accelerator", "gpu"], "accelerator 'gpu': no CUDA GPU is available"),
 ])
@@ -159,7 +159,7 @@ def test_score_variants_does_not_resume_over_a_genome_edited_since(tmp_path, mon
     shutil.copy(sample_genome(), genome)
     vcf = write_vcf(tmp_path / "in.vcf")
     argv = ["score-variants", "--vcf", str(vcf), "--genome", str(genome), "--model", str(default_promoter_model()),
-            "--out", str(tmp_path / "out.tsv"), "--chunk-size", "3", "--device", "cpu"]
+            "--out", str(tmp_path / "out.tsv"), "--chunk-size", "3", "--accelerator", "cpu"]
     real_score, calls = ClassifierEffects.score, []
 
     def interrupted(self, windows):

@@ -41,7 +41,7 @@ def assert_one_line(status, err, *needles):
     ("train: [1, 2]\n", ("train must be a mapping",)),
     ("train:\n  max_step: 3\n", ("train.max_step", "did you mean max_steps")),
     ("train:\n  learning_rate: .nan\n", ("train.learning_rate must be a finite number",)),
-    ("train:\n  batch_size: 0\n", ("train: batch_size must be >= 1",)),
+    ("train:\n  batch_size: 0\n", ("train: batch_size must be an integer >= 1",)),
     ("max_len: '1024'\n", ("max_len must be an integer, got '1024'",)),
     ("corpus:\n  sentence_bp: 500\n", ("corpus.sentence_bp must be a list of 2 values",)),
     ("corpus:\n  encode_batch: 0\n", ("encode_batch must be >= 1",)),

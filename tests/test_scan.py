@@ -1,29 +1,38 @@
 """`genolong scan` on real C. elegans sequence with the shipped promoter model: bins and windows,
-tokenisation, tracks read back with pyBigWig against `predict-promoter`, N runs, region edges,
-resume, bad input, and the 2-process (gloo DDP) run byte-identical to one process."""
+tokenisation (per-base and BPE tokenizers), tracks read back with pyBigWig against
+`predict-promoter`, N runs, region edges, resume, bad input, and the 2-process (gloo DDP) run
+byte-identical to one process. Window and token lengths come from the model's TaskInfo, so the
+tests hold for whichever promoter model ships."""
 
 from __future__ import annotations
 
 import csv
 import gzip
-import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pyBigWig
 import pytest
 import torch
+from classify_helpers import random_classifier, tiny_tokenizer
+from rank_helpers import run_on_two_ranks
 
-from genolong.classifier import Classifier, StrandAveraged, TokenEncoder, default_promoter_model
+from genolong.classifier import Classifier, StrandAveraged, TaskInfo, TokenEncoder, default_promoter_model
 from genolong.cli import main
 from genolong.genome import Genome
 from genolong.inference import parts
 from genolong.inference.plan import ScanPlan, merge_intervals, read_regions, whole_chromosomes
 from genolong.inference.windows import WindowBatches, WindowEncoder, is_per_base
 from genolong.sequence import clean, write_fasta
+from genolong.tokenizer import (
+    ALPHABET,
+    N_RUN_POWERS,
+    SPECIAL_TOKENS,
+    TokenizerTrainConfig,
+    load_tokenizer,
+    train_tokenizer,
+)
 
 N_RUN = (5_000, 7_500)  # an assembly gap written into the real sequence
 
@@ -56,6 +65,25 @@ def classifier() -> Classifier:
     return Classifier.load(default_promoter_model(), device="cpu")
 
 
+@pytest.fixture(scope="module")
+def tokenizers(tmp_path_factory) -> dict:
+    """A per-base tokenizer (no merges: each token one base or an N run) and a 64-token BPE one."""
+    from genolong.resources import sample_genome
+
+    work = tmp_path_factory.mktemp("scan_tokenizers")
+    fixed = len(SPECIAL_TOKENS) + len(ALPHABET) + N_RUN_POWERS
+    train_tokenizer(sample_genome(), work / "per_base", TokenizerTrainConfig(vocab_size=fixed, sample_bp=20_000),
+                    show_progress=False)
+    return {"per_base": load_tokenizer(work / "per_base"), "bpe": load_tokenizer(tiny_tokenizer(work / "bpe"))}
+
+
+def centred_window(sequence: str, bin_start: int, window: int, stride: int = 50) -> str:
+    """The ``window`` bp scored for the bin at ``bin_start``: centred on the bin, kept inside the
+    sequence (computed here independently of :class:`ScanPlan`)."""
+    start = min(max(bin_start + stride // 2 - window // 2, 0), len(sequence) - window)
+    return sequence[start : start + window]
+
+
 def scan(tmp_path: Path, genome: Path, *extra: str, name: str = "track") -> dict[str, Path]:
     out = {kind: tmp_path / f"{name}.{kind}" for kind in ("bw", "bedGraph")}
     argv = ["scan", "--genome", str(genome), "--out", str(out["bw"]), str(out["bedGraph"]),
@@ -70,14 +98,15 @@ def predict_promoter(tmp_path: Path, windows: list[str]) -> np.ndarray:
     write_fasta(fasta, [(f"w{i}", w) for i, w in enumerate(windows)])
     assert main(["predict-promoter", str(fasta), "--out", str(table)]) == 0
     with open(table) as handle:
-        return np.array([float(row["probability"]) for row in csv.DictReader(handle, delimiter="\t")])
+        rows = csv.DictReader((line for line in handle if not line.startswith("#")), delimiter="\t")
+        return np.array([float(row["probability"]) for row in rows])
 
 
 def assert_bins_equal_predict_promoter(tmp_path: Path, sequence: str, values: np.ndarray, bins: list[int]) -> None:
-    """The track's value at each bin start == `predict-promoter` on the 251-bp window centred on
-    the 50-bp bin (start clamped inside the chromosome), to the TSV's 4 decimals."""
-    starts = [min(max(b + 25 - 125, 0), len(sequence) - 251) for b in bins]
-    expected = predict_promoter(tmp_path, [sequence[s : s + 251] for s in starts])
+    """The track's value at each bin start == `predict-promoter` on the model's window centred on
+    the 50-bp bin (kept inside the chromosome), to the TSV's 4 decimals."""
+    window = TaskInfo.read(default_promoter_model()).window_bp
+    expected = predict_promoter(tmp_path, [centred_window(sequence, b, window) for b in bins])
     np.testing.assert_allclose(values[bins], expected, rtol=0, atol=5.1e-5)
 
 
@@ -106,28 +135,35 @@ def test_bed_regions_are_sorted_and_merged(genome, tmp_path):
 
 
 # -- tokenisation and the model's fast path ----------------------------------------------------------
-def test_vectorised_tokens_equal_the_tokenizer(shared_data, classifier):
-    assert is_per_base(classifier.tokenizer)
+@pytest.mark.parametrize("kind", ["per_base", "bpe"])
+def test_window_tokens_equal_the_tokenizer(shared_data, tokenizers, kind):
+    """Per-base: the numpy lookup for windows without N; BPE: the tokenizer for every window.
+    Either way the ids and the central crop are :class:`TokenEncoder`'s."""
+    tokenizer = tokenizers[kind]
+    assert is_per_base(tokenizer) == (kind == "per_base")
+    assert (WindowEncoder(tokenizer, 320).lookup is not None) == (kind == "per_base")
     sequence = ce_slice(shared_data, 5_000)
     windows = [sequence[i : i + 251] for i in range(0, 4_000, 397)]
     windows[3] = windows[3][:100] + "N" * 40 + windows[3][140:]  # an N run: the tokenizer's path
     windows[5] = "N" * 251
     bases = np.frombuffer("".join(windows).encode(), dtype=np.uint8).reshape(len(windows), 251)
-    for rows in (bases, bases[[0, 1, 2]]):  # mixed batch, and the all-fast path
-        fast = WindowEncoder(classifier.tokenizer, 320)(rows)
-        reference = TokenEncoder(classifier.tokenizer, 320)([r.tobytes().decode() for r in rows])
+    for rows in (bases, bases[[0, 1, 2]]):  # mixed batch, and one without N
+        fast = WindowEncoder(tokenizer, 320)(rows)
+        reference = TokenEncoder(tokenizer, 320)([r.tobytes().decode() for r in rows])
         assert all(torch.equal(fast[k], reference[k]) for k in ("input_ids", "attention_mask"))
-    cropped = WindowEncoder(classifier.tokenizer, 100)(bases[:2])["input_ids"]  # central 98 bases
-    assert torch.equal(cropped, TokenEncoder(classifier.tokenizer, 100)(windows[:2])["input_ids"])
+    cropped = WindowEncoder(tokenizer, 40)(bases[:2])["input_ids"]  # the central 38 tokens
+    assert cropped.shape == (2, 40)
+    assert torch.equal(cropped, TokenEncoder(tokenizer, 40)(windows[:2])["input_ids"])
 
 
 def test_first_token_only_equals_the_full_forward(classifier):
     from genolong.inference.loop import ScanModule
 
-    ids = torch.randint(5, 10, (6, 253), generator=torch.Generator().manual_seed(0))
-    ids[:, 0], ids[:, -1] = 2, 3
+    length, vocab = classifier.info.max_len, classifier.model.config.vocab_size
+    ids = torch.randint(5, vocab, (6, length), generator=torch.Generator().manual_seed(0))
+    ids[:, 0], ids[:, -1] = classifier.tokenizer.cls_token_id, classifier.tokenizer.sep_token_id
     mask = torch.ones_like(ids)
-    mask[1, 200:], ids[1, 200:] = 0, 0
+    mask[1, length * 3 // 4 :], ids[1, length * 3 // 4 :] = 0, classifier.tokenizer.pad_token_id
     module = ScanModule(classifier.model, rc=False, columns=None)
     assert module.first_token_only
     with torch.inference_mode():
@@ -139,11 +175,16 @@ def test_batch_scores_do_not_depend_on_the_thread_count(genome, classifier):
     """What makes a scan over several processes (1 thread each) equal to one with 2 threads."""
     from genolong.inference.loop import ScanModule
 
-    plan = ScanPlan(whole_chromosomes({"chrX": 12_000}), window=251, stride=50, batch_bins=32)
-    dataset = WindowBatches(plan, genome, WindowEncoder(classifier.tokenizer, 320), list(range(plan.batches)),
+    info = classifier.info
+    plan = ScanPlan(whole_chromosomes({"chrX": 12_000}), window=info.window_bp, stride=50, batch_bins=32)
+    dataset = WindowBatches(plan, genome, WindowEncoder(classifier.tokenizer, info.max_len), list(range(plan.batches)),
                             rc=False, max_n_fraction=0.5)
     items = [dataset[i] for i in (0, 3, 4)]  # plain, and batches with N-rich and padded windows
     assert not items[2]["scored"].all() and not items[2]["attention_mask"].all()
+    for rows in (1, 5, 7, 10):  # few windows: the sizes whose matrix products depend on the thread count
+        scored = torch.arange(len(items[0]["scored"])) < rows
+        items.append({**items[0], "scored": scored, "input_ids": items[0]["input_ids"][:rows],
+                      "attention_mask": items[0]["attention_mask"][:rows]})
     module = ScanModule(classifier.model, rc=False, columns=None)
     scores = {}
     threads = torch.get_num_threads()
@@ -160,7 +201,7 @@ def test_batch_scores_do_not_depend_on_the_thread_count(genome, classifier):
 # -- end to end on real sequence ---------------------------------------------------------------------
 def test_scan_tracks_equal_predict_promoter_on_the_same_windows(genome, classifier, tmp_path):
     out = scan(tmp_path, genome)
-    threshold = classifier.info.threshold
+    threshold, window = classifier.info.threshold, classifier.info.window_bp
     sequence = {name: Genome(genome).fetch(name, 0, length) for name, length in Genome(genome).chromosomes.items()}
     with pyBigWig.open(str(out["bw"])) as bw:
         assert bw.chroms() == {"chrX": 12_000, "chrII": 3_000, "chrS": 100}
@@ -170,8 +211,7 @@ def test_scan_tracks_equal_predict_promoter_on_the_same_windows(genome, classifi
     # every bin has a value except those whose centred window is mostly N
     starts = np.array([s for s, _, _ in intervals])
     assert (np.diff(starts) >= 50).all() and intervals[-1][1] == 12_000
-    mostly_n = [b for b in range(0, 12_000, 50)
-                if sequence["chrX"][max(b + 25 - 125, 0) : max(b + 25 - 125, 0) + 251].count("N") > 125]
+    mostly_n = [b for b in range(0, 12_000, 50) if centred_window(sequence["chrX"], b, window).count("N") > window / 2]
     assert sorted(set(range(0, 12_000, 50)) - set(starts.tolist())) == mostly_n
     assert np.isnan(values[6_000:6_500]).all()
     # bedGraph holds the same intervals and values
@@ -185,11 +225,11 @@ def test_scan_tracks_equal_predict_promoter_on_the_same_windows(genome, classifi
     # skipped bins are listed with the reason; called regions are windows above the threshold
     skipped = [line.split("\t") for line in out["skipped"].read_text().splitlines()]
     assert ["chrS", "0", "100", "shorter_than_window"] in skipped
-    assert all(reason == "mostly_N" and N_RUN[0] - 150 <= int(s) and int(e) <= N_RUN[1] + 150
+    assert all(reason == "mostly_N" and N_RUN[0] - window // 2 <= int(s) and int(e) <= N_RUN[1] + window // 2
                for c, s, e, reason in skipped if c == "chrX")
     for c, s, e, name, score, strand in (line.split("\t") for line in out["bed"].read_text().splitlines()):
         assert c in ("chrX", "chrII") and name == "promoter" and strand == "+" and int(score) >= 1000 * threshold - 1
-        assert (int(e) - int(s)) >= 251
+        assert (int(e) - int(s)) >= window
 
 
 def test_rc_averages_both_strands_of_each_window(genome, classifier, tmp_path):
@@ -198,7 +238,7 @@ def test_rc_averages_both_strands_of_each_window(genome, classifier, tmp_path):
     rows = [line.split("\t") for line in out.read_text().splitlines()[1:]]
     sequence = Genome(genome).fetch("chrII", 0, 3_000)
     bins = [0, 1_500, 2_950]
-    windows = [sequence[min(max(b - 100, 0), 3_000 - 251) :][:251] for b in bins]
+    windows = [centred_window(sequence, b, classifier.info.window_bp) for b in bins]
     expected = StrandAveraged(classifier).probabilities(windows)[:, 0]
     observed = [float(rows[b // 50][3]) for b in bins]
     np.testing.assert_allclose(observed, expected, rtol=1e-5, atol=2e-6)  # bedGraph keeps 6 digits
@@ -276,10 +316,10 @@ def test_bad_regions_name_the_line(genome, tmp_path, capsys, bed_text, message):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["regions.bed"]
 
 
-def test_gzip_genome_and_large_stride_are_refused(shared_data, genome, tmp_path, capsys):
-    gz = shared_data / "genomes" / "ce2chrX.fa.gz"
+def test_gzip_genome_and_large_stride_are_refused(shared_data, genome, classifier, tmp_path, capsys):
+    gz, window = shared_data / "genomes" / "ce2chrX.fa.gz", classifier.info.window_bp
     cases = [(["--genome", str(gz)], "genolong genome prepare"),
-             (["--genome", str(genome), "--stride", "252"], "larger than the model's window of 251"),
+             (["--genome", str(genome), "--stride", str(window + 1)], f"larger than the model's window of {window}"),
              (["--genome", str(genome), "--profiles", "x"], "--profiles is for chromatin models")]
     for argv, message in cases:
         assert main(["scan", *argv, "--out", str(tmp_path / "t.bw")]) == 2
@@ -322,10 +362,7 @@ def test_two_cpu_processes_write_the_same_bytes_as_one(genome, tmp_path):
         if devices == "1":  # in this process, on all its threads
             assert main(argv) == 0
         else:
-            result = subprocess.run([sys.executable, "-m", "genolong.cli", *argv], capture_output=True, text=True,
-                                    timeout=600, cwd=tmp_path, env=os.environ | {"OMP_NUM_THREADS": "1"})
-            assert result.returncode == 0, result.stderr[-3000:]
-            assert "rank 1/2" in result.stderr
+            run_on_two_ranks(argv, tmp_path)
         outputs[devices] = [path.read_bytes() for path in out]
     assert outputs["1"] == outputs["2"]
 
@@ -333,7 +370,6 @@ def test_two_cpu_processes_write_the_same_bytes_as_one(genome, tmp_path):
 # -- chromatin models: HDF5 matrix and per-profile bigWigs ------------------------------------------------
 def test_chromatin_model_writes_a_matrix_and_one_bigwig_per_profile(genome, tmp_path):
     import h5py
-    from classify_helpers import random_classifier, tiny_tokenizer
 
     names = ["K562|DNase|None", "HepG2|CTCF|None", "GM12878|H3K4me3|None"]
     model = random_classifier(tmp_path / "chromatin", tiny_tokenizer(tmp_path / "tok"), task="chromatin",
@@ -348,7 +384,7 @@ def test_chromatin_model_writes_a_matrix_and_one_bigwig_per_profile(genome, tmp_
     classifier = Classifier.load(model, device="cpu")
     sequence = Genome(genome).fetch("chrII", 0, 3000)
     picks = [0, 1_500, 2_900]
-    windows = [sequence[min(max(b + 50 - 100, 0), 2_800) :][:200] for b in picks]
+    windows = [centred_window(sequence, b, 200, stride=100) for b in picks]
     np.testing.assert_allclose(scores[[b // 100 for b in picks]], classifier.probabilities(windows), atol=2e-6)
     for column, slug in ((2, "GM12878_H3K4me3_None"), (1, "HepG2_CTCF_None")):
         with pyBigWig.open(str(tmp_path / f"t.{slug}.bw")) as bw:

@@ -22,15 +22,29 @@ Global tokens (Sec. 2, "ITC" and "ETC"):
   ``num_global_blocks * block_size`` learned tokens
   (:meth:`BigBirdAttention.num_extra_global_tokens`).
 
-Either way the attention sees the global tokens first, so one pattern serves both.
+* ``"itc_ends"``: the first *and last* blocks of the sequence are global, as in transformers'
+  ``BigBirdModel`` (``num_global_blocks`` must be 2). The attention moves the last block to
+  the second place, runs the pattern with two leading global blocks, and moves it back:
+  attention does not depend on the order of the tokens, only on who sees whom.
+
+Either way the attention sees the global tokens first, so one pattern serves all three.
 
 Random layout: each layer keeps uniform draws ``(heads, max_blocks, num_random_blocks)`` as
 a buffer, drawn at init from a generator seeded with ``attention_seed + layer_idx``.
 :func:`random_blocks` turns them into blocks for any length. The layout is therefore fixed
 per layer and length, saved with the model, and the same in ``train()`` and ``eval()``.
-transformers' BigBird instead switches every random block to block 0 in eval mode; we do
-not. ``redraw_random_per_step=True`` draws a new layout at every training step from the
-layer's explicit generator.
+``redraw_random_per_step=True`` draws a new layout at every training step from the
+layer's explicit generator. That is ``random_layout="seeded"``, the default.
+
+``random_layout="transformers_eval"`` is the layout transformers' BigBird uses in eval mode:
+every random block is the *first* block, so each non-global query block sees the first block's
+keys ``1 + num_random_blocks`` times in its softmax (once as a global block, once per random
+slot). The copies are appended as extra keys, which reproduces those softmax weights exactly,
+in training and evaluation alike. ``genolong convert`` sets it for transformers BigBird
+checkpoints, so that a converted model gives the published model's outputs.
+
+``full_attention_max_tokens``: inputs of at most this many tokens get full attention, as
+transformers' BigBird does below ``(5 + 2 * num_random_blocks) * block_size`` tokens (0: never).
 
 Defaults are those of App. F, Table 21 (computational biology): blocks of 64, a window of
 3 blocks, 3 random blocks, 2 global blocks, ITC.
@@ -44,10 +58,12 @@ import torch
 
 from genolong.attention import register_attention
 from genolong.attention.blocksparse import RANDOM_DEFAULTS, SHARED_DEFAULTS, BlockSparseAttention, require_int
+from genolong.attention.full import full_attention
 from genolong.attention.pattern import BlockPattern
 from genolong.errors import ConfigError
 
-GLOBAL_TOKEN_LOCATIONS = ("itc", "etc")
+GLOBAL_TOKEN_LOCATIONS = ("itc", "itc_ends", "etc")
+RANDOM_LAYOUTS = ("seeded", "transformers_eval")
 
 
 def random_blocks(draws: torch.Tensor, num_blocks: int, radius: int) -> torch.Tensor:
@@ -108,6 +124,8 @@ class BigBirdAttention(BlockSparseAttention):
         "num_random_blocks": 3,
         "num_global_blocks": 2,
         "global_token_location": "itc",
+        "random_layout": "seeded",
+        "full_attention_max_tokens": 0,
     }
     pattern_uses_draws = True
 
@@ -118,7 +136,10 @@ class BigBirdAttention(BlockSparseAttention):
         self.num_random_blocks = int(config.num_random_blocks)
         self.num_global_tokens = int(config.num_global_blocks) * self.block_size
         self.max_blocks = int(config.max_position_embeddings) // self.block_size
-        if self.num_random_blocks:
+        self.last_block_global = config.global_token_location == "itc_ends"
+        self.first_block_as_random = config.random_layout == "transformers_eval"
+        self.full_attention_max_tokens = int(config.full_attention_max_tokens)
+        if self.num_random_blocks and not self.first_block_as_random:
             shape = (self.num_heads, self.max_blocks, self.num_random_blocks)
             self.register_draws("random_block_draws", "uniform", shape, config)
 
@@ -144,10 +165,19 @@ class BigBirdAttention(BlockSparseAttention):
                 f"bigbird: the window ({window} blocks of {block} = {window * block} tokens) is larger than "
                 f"the sequence (max_position_embeddings {max_len})"
             )
+        require_int(config, "full_attention_max_tokens", 0, name)
         location = config.global_token_location
         if location not in GLOBAL_TOKEN_LOCATIONS:
-            raise ConfigError(f"bigbird: global_token_location must be 'itc' or 'etc', got {location!r}")
-        if location == "itc" and global_blocks * block >= max_len:
+            raise ConfigError(
+                f"bigbird: global_token_location must be one of {', '.join(GLOBAL_TOKEN_LOCATIONS)}, got {location!r}"
+            )
+        if location == "itc_ends" and global_blocks != 2:
+            raise ConfigError(f"bigbird: itc_ends makes 2 blocks global (first, last), got num_global_blocks {global_blocks}")
+        if config.random_layout not in RANDOM_LAYOUTS:
+            raise ConfigError(
+                f"bigbird: random_layout must be one of {', '.join(RANDOM_LAYOUTS)}, got {config.random_layout!r}"
+            )
+        if location != "etc" and global_blocks * block >= max_len:
             raise ConfigError(
                 f"bigbird: {global_blocks} global blocks of {block} tokens leave no sparse part in "
                 f"max_position_embeddings {max_len}"
@@ -177,8 +207,47 @@ class BigBirdAttention(BlockSparseAttention):
         radius = self.window_radius
         window = torch.arange(num_blocks)[:, None] + torch.arange(-radius, radius + 1)  # (nb, w)
         units = window.where((window >= 0) & (window < num_blocks), -1)[None]  # (1, nb, w)
-        if self.num_random_blocks:
+        num_extra = 0
+        if self.num_random_blocks and self.first_block_as_random and num_blocks:
+            # the extra keys are num_random_blocks copies of the first block: units nb .. nb + r - 1
+            copies = torch.arange(num_blocks, num_blocks + self.num_random_blocks).expand(1, num_blocks, -1)
+            units = torch.cat([units, copies], dim=-1)
+            num_extra = self.num_random_blocks * self.block_size
+        elif self.num_random_blocks and not self.first_block_as_random:
             draws = self.draws("random_block_draws").cpu()
             randoms = random_blocks(draws, num_blocks, radius)  # (H, nb, r)
             units = torch.cat([units.expand(self.num_heads, -1, -1), randoms], dim=-1)
-        return BlockPattern(seq_len, num_global, self.block_size, self.block_size, units.to(device))
+        return BlockPattern(
+            seq_len, num_global, self.block_size, self.block_size, units.to(device), num_extra=num_extra
+        )
+
+    def extra_keys(self, k: torch.Tensor, v: torch.Tensor, padding_mask: torch.Tensor | None, num_global: int):
+        """``transformers_eval``: ``num_random_blocks`` copies of the first block's keys and values,
+        ``(B, H, r * block_size, D)`` each, and their validity ``(B, 1, r * block_size)``; else None."""
+        if not (self.first_block_as_random and self.num_random_blocks and k.shape[2] > num_global):
+            return None
+        copies, first = self.num_random_blocks, slice(0, self.block_size)
+        valid = None if padding_mask is None else padding_mask[:, None, first].repeat(1, 1, copies)
+        return k[:, :, first].repeat(1, 1, copies, 1), v[:, :, first].repeat(1, 1, copies, 1), valid
+
+    def forward(
+        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, padding_mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """Full attention up to ``full_attention_max_tokens``; else the sparse pattern, with the last
+        block moved next to the first while it runs when both are global (``itc_ends``)."""
+        length = q.shape[2]
+        if length <= self.full_attention_max_tokens:
+            return full_attention(q, k, v, padding_mask, self.dropout if self.training else 0.0)
+        if not self.last_block_global or length <= self.num_global_tokens:
+            return super().forward(q, k, v, padding_mask)
+        order = _ends_first(length, self.block_size, q.device)  # (L,)
+        q, k, v = (x.index_select(2, order) for x in (q, k, v))
+        padding_mask = None if padding_mask is None else padding_mask.index_select(1, order)
+        out = super().forward(q, k, v, padding_mask)
+        return out.index_select(2, torch.argsort(order))
+
+
+def _ends_first(length: int, block: int, device: torch.device) -> torch.Tensor:
+    """``(L,)`` token order: the first block, the last block, then the blocks in between."""
+    positions = torch.arange(length, device=device)
+    return torch.cat([positions[:block], positions[-block:], positions[block:-block]])

@@ -115,6 +115,13 @@ class BlockSparseAttention(nn.Module):
         """
         return None
 
+    def extra_keys(self, k: torch.Tensor, v: torch.Tensor, padding_mask: torch.Tensor | None, num_global: int):
+        """The extra keys of the pattern's key table, from the whole sequence ``(B, H, L, D)`` of
+        which the first ``num_global`` tokens are global; by default :meth:`sparse_tokens` of the
+        non-global part. Returns what :meth:`sparse_tokens` returns."""
+        real = None if padding_mask is None else padding_mask[:, num_global:]
+        return self.sparse_tokens(k[:, :, num_global:], v[:, :, num_global:], real)
+
     #: Whether the pattern depends on the random draws (then it is rebuilt when they change).
     pattern_uses_draws = False
 
@@ -169,9 +176,7 @@ class BlockSparseAttention(nn.Module):
         if heads != self.num_heads:
             raise ValueError(f"{self.attention_name}: built for {self.num_heads} heads, got {heads}")
         pattern = self.pattern_for(length, q.device)
-        g = pattern.num_global
-        real = None if padding_mask is None else padding_mask[:, g:]
-        extra = self.sparse_tokens(k[:, :, g:], v[:, :, g:], real)
+        extra = self.extra_keys(k, v, padding_mask, pattern.num_global)
         extra_k, extra_v, extra_valid = (None, None, None) if extra is None else extra
         num_extra = 0 if extra_k is None else extra_k.shape[2]
         key_valid = _key_validity(padding_mask, extra_valid, length, num_extra, q.device)

@@ -44,11 +44,18 @@ class FullAttention(nn.Module):
 
     def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                 padding_mask: torch.Tensor | None = None) -> torch.Tensor:
-        mask = None if padding_mask is None else padding_mask[:, None, None, :]  # (B, 1, 1, L)
-        # A few queries (a query subset, e.g. [CLS] alone): the flash kernel would split the keys
-        # across threads, making the sums depend on the thread count; the math kernel does not.
-        kernel = sdpa_kernel(SDPBackend.MATH) if q.shape[2] < k.shape[2] else contextlib.nullcontext()
-        with kernel:
-            return F.scaled_dot_product_attention(
-                q, k, v, attn_mask=mask, dropout_p=self.dropout if self.training else 0.0
-            )
+        return full_attention(q, k, v, padding_mask, self.dropout if self.training else 0.0)
+
+
+def full_attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, padding_mask: torch.Tensor | None, dropout_p: float
+) -> torch.Tensor:
+    """Softmax attention of every query over every real key: (B, H, Lq, D), (B, H, L, D) -> (B, H, Lq, D).
+
+    With fewer queries than keys (a query subset, e.g. [CLS] alone) the flash kernel would split
+    the keys across threads, making the sums depend on the thread count; the math kernel does not.
+    """
+    mask = None if padding_mask is None else padding_mask[:, None, None, :]  # (B, 1, 1, L)
+    kernel = sdpa_kernel(SDPBackend.MATH) if q.shape[2] < k.shape[2] else contextlib.nullcontext()
+    with kernel:
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)

@@ -57,3 +57,17 @@ def fraction(text: str) -> float:
     if not 0.0 <= value <= 1.0:
         raise argparse.ArgumentTypeError(f"must be a fraction in [0, 1], got {text!r}")
     return value
+
+
+def devices(text: str) -> int | str:
+    """``--devices``: a positive number of devices per node, or ``auto``."""
+    return text if text == "auto" else positive_int(text)
+
+
+def add_device_arguments(parser) -> None:
+    """``--accelerator``, ``--devices`` and ``--num-nodes`` of the commands that run Lightning's predict loop
+    (:mod:`genolong.inference.loop`): more than one device or node shards the work across ranks."""
+    parser.add_argument("--accelerator", default="auto", help="auto, cpu, gpu (Lightning)")
+    parser.add_argument("--devices", type=devices, default=1,
+                        help="devices per node, or auto (default: 1); more than one shards the work across processes")
+    parser.add_argument("--num-nodes", type=positive_int, default=1, help="machines (default: 1)")

@@ -37,7 +37,9 @@ def register(subparsers) -> None:
         default=None,
         metavar="NAME",
         help="peers: hf-bigbird hf-longformer hf-bert (installed transformers), hf4-bigbird lsg-bert "
-        "(transformers 4.x from --legacy-site); default: all that can run",
+        "(transformers 4.x from --legacy-site), and on request hf-esm and the genolong conversions of "
+        "transformers' models with the same weights: converted-bigbird converted-bert converted-esm; "
+        "default: all that can run, except the ones on request",
     )
     attention.add_argument(
         "--legacy-site",
@@ -65,9 +67,10 @@ def register(subparsers) -> None:
     attention.add_argument("--phases", nargs="+", choices=["forward", "train"], default=["forward", "train"])
     attention.add_argument(
         "--dtype",
-        choices=["fp32", "bf16"],
-        default="fp32",
-        help="bf16 = torch.autocast(bfloat16) for every model",
+        choices=["auto", "fp32", "bf16"],
+        default="auto",
+        help="bf16 = torch.autocast(bfloat16) for every model; auto = bf16 only on a CPU with native bf16 "
+        "(avx512_bf16/amx_bf16) where it measures faster, else fp32",
     )
     attention.add_argument("--threads", type=positive_int, default=2)
     attention.add_argument("--repeats", type=positive_int, default=3, help="timed calls after the untimed first one")
@@ -102,12 +105,13 @@ def run_attention(args) -> int:
 
     from genolong import bench, bench_report
     from genolong.attention import attention_class, available_attentions
+    from genolong.cpu_precision import matmul_rates, resolve_cpu_dtype
     from genolong.errors import UserError
 
     backbones = available_attentions() if args.backbones is None else args.backbones
     for name in backbones:
         attention_class(name)  # ConfigError for an unknown name
-    known_peers = bench.PEERS + bench.LEGACY_PEERS
+    known_peers = bench.PEERS + bench.LEGACY_PEERS + bench.OPTIONAL_PEERS
     if args.peers is None:
         peers = list(bench.PEERS + (bench.LEGACY_PEERS if args.legacy_site else ()))
     else:
@@ -118,6 +122,7 @@ def run_attention(args) -> int:
     if args.legacy_site is not None and not (args.legacy_site / "transformers").is_dir():
         raise UserError(f"--legacy-site {args.legacy_site}: no transformers package in that directory")
 
+    args.dtype = resolve_cpu_dtype(args.dtype)
     size = bench.BenchSize(
         vocab_size=args.vocab,
         hidden_size=args.hidden,
@@ -156,6 +161,7 @@ def run_attention(args) -> int:
             "python": platform.python_version(),
             "torch": torch.__version__,
             "transformers": transformers.__version__,
+            "fp32_gemm_gflops": round(matmul_rates().fp32, 1),
         },
         "load_average_start": os.getloadavg(),
     }

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from genolong.commands.arguments import positive_int
-from genolong.commands.variants import add_profiles_and_device
+from genolong.commands.variants import add_profiles
 from genolong.outputs import OutputDirectory, declare
 
 DESCRIPTION = (
@@ -26,7 +26,8 @@ def register(subparsers) -> None:
     parser.add_argument("--regions", type=Path, default=None, help="BED of regions (with --genome)")
     parser.add_argument("--genome", type=Path, default=None, help="reference FASTA for --regions")
     parser.add_argument("--out", type=Path, required=True, help="output directory")
-    add_profiles_and_device(parser, "explain (needed beyond 8 outputs)")
+    add_profiles(parser, "explain (needed beyond 8 outputs)")
+    parser.add_argument("--device", default="auto", help="auto (GPU when present), cpu, cuda, cuda:1, ...")
     parser.add_argument("--ism-window", type=positive_int, default=None,
                         help="central bp of each input to attribute (default: 1000, or the model window if shorter)")
     parser.add_argument("--gradients", choices=("ig", "input-x-gradient", "none"), default="ig",

@@ -14,6 +14,9 @@ Bad input, by design:
 * output files are written under temporary names and renamed when complete, so a run that
   stops leaves none behind. Rows written to standard output (no ``--out``) cannot be
   taken back: use ``--out`` when a partial table would do harm.
+
+``--devices N`` / ``--num-nodes M`` score the windows on several ranks and merge them into the
+same files (:mod:`genolong.inference.record_loop`).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import sys
 from pathlib import Path
 
 from genolong.classifier import default_promoter_description
-from genolong.commands.arguments import positive_int
+from genolong.commands.arguments import add_device_arguments, positive_int
 from genolong.outputs import declare
 
 PROMOTER_COLUMNS = ("id", "length", "windows", "probability", "label", "error")
@@ -55,7 +58,9 @@ def _add_common(parser) -> None:
         default=None,
         help="shortest record to score, in bp (default: the model's minimum, see its genolong_task.json)",
     )
-    parser.add_argument("--device", default="auto", help="auto (GPU when present), cpu, cuda, cuda:1, ...")
+    parser.add_argument("--device", default="auto",
+                        help="device of a one-process run: auto (GPU when present), cpu, cuda, cuda:1, ...")
+    add_device_arguments(parser)
 
 
 def register(subparsers) -> None:
@@ -119,24 +124,37 @@ def _outputs(*paths: Path | None):
         yield handles
 
 
-def _scored_records(args, classifier, default_stride: int):
-    """The records of ``args.fasta``, windowed, scored and grouped by record (see genolong.predict)."""
+def _load(args, path: Path, task: str):
+    """The classifier, on this rank's device, and the Trainer of a run on several ranks (None for one)."""
+    from genolong.classifier import Classifier
+    from genolong.errors import UserError
+    from genolong.inference.record_loop import ranks_trainer
+
+    trainer = ranks_trainer(args.accelerator, args.devices, args.num_nodes)
+    if trainer is not None and args.out is None:
+        raise UserError("--devices/--num-nodes above 1 need --out (the ranks' parts are kept beside it)")
+    device = args.device if trainer is None else str(trainer.strategy.root_device)
+    return Classifier.load(path, task=task, device=device), trainer
+
+
+def _scored_records(args, classifier, trainer, default_stride: int):
+    """The records of ``args.fasta``, windowed, scored and grouped by record (see genolong.predict);
+    None on a rank other than 0."""
     from tqdm import tqdm
 
     from genolong.classifier import StrandAveraged
-    from genolong.predict import group_by_record, iter_windows, score_windows
-    from genolong.sequence import read_fasta
+    from genolong.inference.record_loop import score_records
 
     info = classifier.info
-    stride = default_stride if args.stride is None else args.stride
-    min_length = info.min_bp if args.min_length is None else args.min_length
-    scorer = StrandAveraged(classifier) if args.rc else classifier
-    windows = iter_windows(read_fasta(args.fasta, unique_names=False), info.window_bp, stride, min_length)
-    progress = tqdm(unit=" windows", disable=None, file=sys.stderr, desc=args.fasta.name)
-    try:
-        yield from group_by_record(score_windows(windows, scorer, args.batch_size, progress=progress))
-    finally:
-        progress.close()
+    progress = None if trainer is not None else tqdm(unit=" windows", disable=None, file=sys.stderr,
+                                                     desc=args.fasta.name)
+    return score_records(
+        args.fasta, StrandAveraged(classifier) if args.rc else classifier, window=info.window_bp,
+        stride=default_stride if args.stride is None else args.stride,
+        min_length=info.min_bp if args.min_length is None else args.min_length, batch_size=args.batch_size,
+        trainer=trainer, parts=None if args.out is None else args.out.parent / f".{args.out.name}.parts",
+        progress=progress,
+    )
 
 
 def _cell(value: float) -> str:
@@ -151,11 +169,14 @@ def _write_regions(bed, name: str, regions: list[tuple[int, int, float]], strand
 
 
 def run_promoter(args) -> int:
-    from genolong.classifier import Classifier, default_promoter_model, describe_model
+    from genolong.classifier import default_promoter_model, describe_model
     from genolong.predict import RegionMerger, Skipped
 
     path = args.model or default_promoter_model()
-    classifier = Classifier.load(path, task="promoter", device=args.device)
+    classifier, trainer = _load(args, path, "promoter")
+    records = _scored_records(args, classifier, trainer, max(1, classifier.info.window_bp // 2))
+    if records is None:
+        return 0
     header = f"# {describe_model(path if args.model else f'{path} (default)', classifier.info)}\n"
     threshold = classifier.info.threshold
     strand = "." if args.rc else "+"
@@ -167,7 +188,7 @@ def run_promoter(args) -> int:
         out.write(header + "\t".join(PROMOTER_COLUMNS) + "\n")
         if windows_out:
             windows_out.write(header + "\t".join(WINDOW_COLUMNS) + "\n")
-        for first, pairs in _scored_records(args, classifier, max(1, classifier.info.window_bp // 2)):
+        for first, pairs in records:
             counts["records"] += 1
             if isinstance(first, Skipped):
                 counts["skipped"] += 1
@@ -200,16 +221,18 @@ def run_promoter(args) -> int:
 
 
 def run_chromatin(args) -> int:
-    from genolong.classifier import Classifier
     from genolong.predict import Skipped
 
-    classifier = Classifier.load(args.model, task="chromatin", device=args.device)
+    classifier, trainer = _load(args, args.model, "chromatin")
+    records = _scored_records(args, classifier, trainer, 200)
+    if records is None:
+        return 0
     names = classifier.info.label_names
     counts = {"records": 0, "windows": 0, "skipped": 0}
     with _outputs(args.out) as (out,):
         out.write("\t".join((*CHROMATIN_FIXED_COLUMNS, *names, "error")) + "\n")
         empty = "\t" * len(names)
-        for first, pairs in _scored_records(args, classifier, 200):
+        for first, pairs in records:
             counts["records"] += 1
             if isinstance(first, Skipped):
                 counts["skipped"] += 1

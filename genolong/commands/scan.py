@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from genolong.commands.arguments import fraction, non_negative_int, positive_int
+from genolong.commands.arguments import add_device_arguments, fraction, non_negative_int, positive_int
 from genolong.outputs import declare
 
 DESCRIPTION = (
@@ -51,25 +51,19 @@ def register(subparsers) -> None:
     parser.add_argument("--batch-size", type=positive_int, default=128, help="windows per model call (default: 128)")
     parser.add_argument("--workers", type=non_negative_int, default=1,
                         help="DataLoader processes reading and tokenising (default: 1)")
-    parser.add_argument("--accelerator", default="auto", help="auto, cpu, gpu (Lightning)")
-    parser.add_argument("--devices", default="1", help="devices per node, or auto (default: 1)")
-    parser.add_argument("--num-nodes", type=positive_int, default=1, help="machines (default: 1)")
+    add_device_arguments(parser)
     declare(parser, inputs=["genome", "model", "regions"], files=["out", "bed", "skipped"])
     parser.set_defaults(func=run)
 
 
 def run(args) -> int:
-    from genolong.errors import UserError
     from genolong.inference.scan import ScanConfig, run_scan
 
-    devices = args.devices if args.devices == "auto" else int(args.devices) if args.devices.isdigit() else None
-    if devices is None or args.num_nodes < 1 or args.batch_size < 1 or args.workers < 0:
-        raise UserError("--devices, --num-nodes and --batch-size must be positive integers, --workers >= 0")
     config = ScanConfig(
         genome=args.genome, out=args.out, model=args.model, regions=args.regions, chromosomes=args.chromosomes,
         stride=args.stride, rc=args.rc, profiles=args.profiles, bed=args.bed, skipped=args.skipped,
         batch_size=args.batch_size, workers=args.workers, max_n_fraction=args.max_n_fraction,
-        accelerator=args.accelerator, devices=devices, num_nodes=args.num_nodes,
+        accelerator=args.accelerator, devices=args.devices, num_nodes=args.num_nodes,
     )
     summary = run_scan(config)
     if summary is not None:

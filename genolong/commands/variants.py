@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from genolong.commands.arguments import non_negative_int, positive_int
+from genolong.commands.arguments import add_device_arguments, non_negative_int, positive_int
 from genolong.inference.variant_windows import REF_MISMATCH
 from genolong.outputs import declare
 
@@ -29,7 +29,7 @@ def register(subparsers) -> None:
     parser.add_argument("--genome", type=Path, required=True, help="reference FASTA (plain or bgzip)")
     parser.add_argument("--model", type=Path, required=True, help="classifier directory (or MLM with --score mlm-llr)")
     parser.add_argument("--out", type=Path, required=True, help=".tsv/.tsv.gz (long) or .h5 (wide)")
-    add_profiles_and_device(parser, "report")
+    add_profiles(parser, "report")
     parser.add_argument("--rc", action="store_true", help="average the probabilities of both strands")
     parser.add_argument("--ref-mismatch", choices=REF_MISMATCH, default="skip",
                         help="a REF allele that differs from the genome: stop, skip and count (default), or "
@@ -47,32 +47,28 @@ def register(subparsers) -> None:
     parser.add_argument("--batch-size", type=positive_int, default=32, help="sequences per model call (default: 32)")
     parser.add_argument("--chunk-size", type=positive_int, default=1024,
                         help="alleles per output part, the unit of memory and of resuming (default: 1024)")
+    add_device_arguments(parser)
     parser.set_defaults(func=run)
     declare(parser, inputs=["vcf", "genome", "model"], files=["out", "annotate_vcf"])
 
 
-def add_profiles_and_device(parser, verb: str) -> None:
-    """``--profiles`` (which model outputs to ``verb``) and ``--device``, shared with ``explain``."""
+def add_profiles(parser, verb: str) -> None:
+    """``--profiles``: which model outputs to ``verb`` (shared with ``explain``)."""
     parser.add_argument("--profiles", nargs="+", default=None, metavar="P",
                         help=f"outputs to {verb}: full names, classes DHS/TF/HM, or name parts (CTCF, HepG2)")
-    parser.add_argument("--device", default="auto", help="auto (GPU when present), cpu, cuda, cuda:1, ...")
 
 
 def run(args) -> int:
-    from tqdm import tqdm
-
     from genolong.inference.variant_run import score_variants
 
-    progress = tqdm(unit=" variants", disable=None, file=sys.stderr, desc=args.vcf.name)
-    try:
-        counts = score_variants(
-            args.vcf, args.genome, args.model, args.out, score=args.score, profiles=args.profiles, rc=args.rc,
-            ref_mismatch=args.ref_mismatch, max_indel=args.max_indel, window=args.window,
-            batch_size=args.batch_size, chunk_size=args.chunk_size, device=args.device,
-            annotate=args.annotate_vcf, top_k=args.top_k, progress=progress,
-        )
-    finally:
-        progress.close()
+    counts = score_variants(
+        args.vcf, args.genome, args.model, args.out, score=args.score, profiles=args.profiles, rc=args.rc,
+        ref_mismatch=args.ref_mismatch, max_indel=args.max_indel, window=args.window,
+        batch_size=args.batch_size, chunk_size=args.chunk_size, accelerator=args.accelerator,
+        devices=args.devices, num_nodes=args.num_nodes, annotate=args.annotate_vcf, top_k=args.top_k, progress=True,
+    )
+    if counts is None:  # a rank other than 0: rank 0 reports
+        return 0
     details = ", ".join(f"{count:,} {what}" for what, count in sorted(counts.items()) if what not in ("alleles", "scored"))
     print(f"{counts.get('alleles', 0):,} alleles, {counts.get('scored', 0):,} scored"
           + (f"; {details}" if details else "") + f" -> {args.out}", file=sys.stderr)

@@ -1,15 +1,21 @@
-"""The scan's predict loop on Lightning: one process, or many ranks (``--devices``, ``--num-nodes``,
-SLURM or ``torchrun``), each computing its share of the plan's batches.
+"""Lightning's predict loop for inference commands: one process, or many ranks (``--devices``,
+``--num-nodes``, SLURM or ``torchrun``), each computing its share of the work and writing it to
+part files that rank 0 merges into exactly the bytes a single process writes.
 
-* :class:`ScanModule` wraps a classifier: (S or 2S, T) token rows -> (bins, C) scores with
-  NaN for the skipped bins. For dense-attention models the last layer computes the [CLS] row
-  only (:attr:`Encoder.supports_first_token_only`, the same values for about half the cost).
-* :class:`PartWriter` appends each batch's scores to the rank's part files and advances the
-  progress bar (bp/s, ETA).
-* :func:`predict_batches` builds the Trainer, and runs the loop over the batches not done yet.
+* :func:`build_trainer` builds the predict-only Trainer (DDP with more than one device or node).
+* :class:`PartWriter` is the base of the callbacks that write each predicted item to the
+  rank's part files; it shows the progress bar (rank 0) and turns an interrupt into the
+  command's own line (:func:`predict`).
+* :class:`ScanModule` and :class:`ScanPartWriter` are ``genolong scan``'s: (S or 2S, T) token
+  rows -> (bins, C) scores with NaN for the skipped bins, appended to per-chromosome parts. For
+  dense-attention models the last layer computes the [CLS] row only
+  (:attr:`Encoder.supports_first_token_only`, the same values for about half the cost).
+  ``score-variants`` has its own in :mod:`genolong.inference.variant_loop`.
 
-Rank ``r`` of ``W`` computes batches ``b % W == r`` (no padding or repeats, unlike Lightning's
-``DistributedSampler``); predict has no collective operation, so uneven shares are fine.
+Work is shared round-robin: rank ``r`` of ``W`` computes items ``i % W == r`` (no padding or
+repeats, unlike Lightning's ``DistributedSampler``); predict has no collective operation, so
+uneven shares are fine. A rank without work gets one empty item (Lightning wants a batch on
+every rank).
 """
 
 from __future__ import annotations
@@ -22,16 +28,24 @@ import warnings
 
 import lightning.pytorch as pl
 import torch
+from lightning.fabric.utilities.exceptions import MisconfigurationException
 from lightning.pytorch.callbacks import BasePredictionWriter
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from tqdm import tqdm
 
+from genolong import interrupts
+from genolong.errors import UserError
 from genolong.inference.parts import WorkDirectory
 from genolong.tasks.console import quiet_lightning
 
 log = logging.getLogger(__name__)
-# items are whole batches (DataLoader(batch_size=None)): PartWriter takes the plan's index from the item
+# items are whole batches (DataLoader(batch_size=None)): a PartWriter takes its index from the item
 warnings.filterwarnings("ignore", message="Couldn't infer the batch indices")
+
+#: Fewest rows a batch is run with. MKL's float32 GEMM (torch 2.13, MKL 2024.2) gives results that
+#: depend on the thread count for matrices of 5 to 11 rows, and the [CLS]-only last layer and the
+#: output layer have one row per window: smaller batches are filled up with copies of their last row.
+MIN_ROWS = 12
 
 
 class ScanModule(pl.LightningModule):
@@ -56,9 +70,14 @@ class ScanModule(pl.LightningModule):
 
         The values of a batch do not depend on the number of threads, so that any split of the
         work gives the same bytes: without padding the default attention kernels are
-        thread-invariant; with padding (windows with N runs) the masked flash kernel is not, so
-        those batches run the math kernel.
+        thread-invariant; with padding (windows with N runs, or BPE windows of unequal token
+        counts) the masked flash kernel is not, so those batches run the math kernel; batches of
+        fewer than :data:`MIN_ROWS` windows are run with that many rows.
         """
+        rows = input_ids.shape[0]
+        if rows < MIN_ROWS:
+            fill = [rows - 1] * (MIN_ROWS - rows)
+            input_ids, attention_mask = input_ids[[*range(rows), *fill]], attention_mask[[*range(rows), *fill]]
         padded = not bool(attention_mask.all())
         kernel = sdpa_kernel(SDPBackend.MATH) if padded else contextlib.nullcontext()
         mask = attention_mask if padded else None
@@ -68,7 +87,7 @@ class ScanModule(pl.LightningModule):
                 logits = self.model.classifier(hidden)[0]
             else:
                 logits = self.model(input_ids=input_ids, attention_mask=mask).logits
-        return torch.sigmoid(logits.float())
+        return torch.sigmoid(logits[:rows].float())
 
     def predict_step(self, batch: dict, batch_idx: int) -> dict:
         """Returns ``batch`` (the plan's index), ``bp`` (its bins' width) and ``scores`` (bins, C')
@@ -96,43 +115,96 @@ class ScanModule(pl.LightningModule):
 
 
 class PartWriter(BasePredictionWriter):
-    """Writes every predicted batch to the rank's part files; shows progress on rank 0."""
+    """Writes every predicted item to the rank's part files; progress bar on rank 0.
 
-    def __init__(self, work: WorkDirectory, share_bp: int, *, progress: bool, description: str):
+    Subclasses implement ``open(trainer)``, ``write(prediction) -> int`` (the progress made, in
+    ``unit``; 0 for an empty item) and ``close(finished)`` (``finished``: False on an exception).
+
+    Args:
+        total: progress units of this rank's share (None: unknown).
+        progress: show the bar (on rank 0 only).
+        description: the bar's label.
+        unit: the bar's unit (``bp``, `` variants``).
+    """
+
+    def __init__(self, total: int | None, *, progress: bool, description: str, unit: str):
         super().__init__(write_interval="batch")
-        self.work, self.share_bp = work, share_bp
-        self.show_progress, self.description = progress, description
-        self.writer = None
+        self.total, self.show_progress, self.description, self.unit = total, progress, description, unit
         self.bar = None
         self.started = None
-        self.done_bp = 0
+        self.done = 0
         self.interrupted = False
 
+    def open(self, trainer) -> None:
+        raise NotImplementedError
+
+    def write(self, prediction) -> int:
+        raise NotImplementedError
+
+    def close(self, finished: bool) -> None:
+        raise NotImplementedError
+
     def on_predict_start(self, trainer, pl_module) -> None:
-        self.writer = self.work.writer(trainer.global_rank)
-        self.bar = tqdm(total=self.share_bp, unit="bp", unit_scale=True, desc=self.description, file=sys.stderr,
+        self.open(trainer)
+        self.bar = tqdm(total=self.total, unit=self.unit, unit_scale=True, desc=self.description, file=sys.stderr,
                         disable=None if self.show_progress and trainer.global_rank == 0 else True)
         self.started = time.perf_counter()
-        self.done_bp = 0
+        self.done = 0
 
     def write_on_batch_end(self, trainer, pl_module, prediction, batch_indices, batch, batch_idx,
                            dataloader_idx=0) -> None:
-        if prediction["batch"] < 0:  # the empty item of a rank without batches
-            return
-        self.writer.write(prediction["batch"], prediction["scores"])
-        self.bar.update(prediction["bp"])
-        self.done_bp += prediction["bp"]
+        amount = self.write(prediction)
+        self.bar.update(amount)
+        self.done += amount
 
     def on_predict_end(self, trainer, pl_module) -> None:
-        self.writer.close()
+        self.close(finished=True)
         self.bar.close()
         elapsed = time.perf_counter() - self.started
-        log.info("rank %d/%d: %s bp in %.1f s", trainer.global_rank, trainer.world_size, f"{self.done_bp:,}", elapsed)
+        log.info("rank %d/%d: %s%s in %.1f s", trainer.global_rank, trainer.world_size, f"{self.done:,}",
+                 self.unit, elapsed)
 
     def on_exception(self, trainer, pl_module, exception) -> None:
         self.interrupted = isinstance(exception, KeyboardInterrupt)
+        self.close(finished=False)
+        if self.bar is not None:
+            self.bar.close()
+
+
+class ScanPartWriter(PartWriter):
+    """Appends each scan batch's scores to the rank's per-chromosome parts (:mod:`~genolong.inference.parts`)."""
+
+    def __init__(self, work: WorkDirectory, share_bp: int, *, progress: bool, description: str):
+        super().__init__(share_bp, progress=progress, description=description, unit="bp")
+        self.work = work
+        self.writer = None
+
+    def open(self, trainer) -> None:
+        self.writer = self.work.writer(trainer.global_rank)
+
+    def write(self, prediction: dict) -> int:
+        if prediction["batch"] < 0:  # the empty item of a rank without batches
+            return 0
+        self.writer.write(prediction["batch"], prediction["scores"])
+        return prediction["bp"]
+
+    def close(self, finished: bool) -> None:
         if self.writer is not None:
             self.writer.close()
+
+
+def predict(trainer: pl.Trainer, module: pl.LightningModule, loader, writer: PartWriter, *, resume_hint: str) -> None:
+    """Run the predict loop; an interrupt stops the command with ``resume_hint`` as its one line.
+
+    Lightning turns SIGINT/SIGTERM into exit status 1: the command gets its own line and status back.
+    """
+    trainer.callbacks.append(writer)
+    try:
+        trainer.predict(module, dataloaders=loader, return_predictions=False)
+    except SystemExit:
+        if writer.interrupted:
+            interrupts.stop(resume_hint)
+        raise
 
 
 def scan_precision(accelerator: str) -> str:
@@ -141,13 +213,24 @@ def scan_precision(accelerator: str) -> str:
     return "bf16-mixed" if cuda and torch.cuda.is_bf16_supported() else "32-true"
 
 
-def build_trainer(*, accelerator: str, devices, num_nodes: int, callbacks) -> pl.Trainer:
-    """A Trainer for predicting only: DDP when there is more than one device or node."""
-    distributed = num_nodes > 1 or (isinstance(devices, int) and devices > 1)
+def build_trainer(*, accelerator: str, devices, num_nodes: int, callbacks, precision: str | None = None) -> pl.Trainer:
+    """A Trainer for predicting only: DDP when there is more than one device or node.
+
+    ``precision``: Lightning's precision (default: :func:`scan_precision`).
+
+    Raises:
+        UserError: settings this machine cannot run (``--accelerator gpu`` without a GPU, ``--devices 4``
+            with two), before any work.
+    """
     quiet_lightning()
-    return pl.Trainer(
-        accelerator=accelerator, devices=devices, num_nodes=num_nodes,
-        strategy="ddp" if distributed else "auto", precision=scan_precision(accelerator),
-        logger=False, enable_checkpointing=False, enable_model_summary=False, enable_progress_bar=False,
-        use_distributed_sampler=False, callbacks=callbacks,
-    )
+    distributed = num_nodes > 1 or (isinstance(devices, int) and devices > 1)
+    try:
+        return pl.Trainer(
+            accelerator=accelerator, devices=devices, num_nodes=num_nodes,
+            strategy="ddp" if distributed else "auto", precision=precision or scan_precision(accelerator),
+            logger=False, enable_checkpointing=False, enable_model_summary=False, enable_progress_bar=False,
+            use_distributed_sampler=False, callbacks=callbacks,
+        )
+    except (MisconfigurationException, TypeError, ValueError) as err:
+        raise UserError(f"Lightning refuses --accelerator {accelerator} --devices {devices}: "
+                        f"{str(err).splitlines()[0]}") from None

@@ -25,12 +25,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from genolong import interrupts
 from genolong.classifier import Classifier, default_promoter_model
 from genolong.errors import UserError
 from genolong.files import atomic_path
 from genolong.genome import Genome
-from genolong.inference.loop import PartWriter, ScanModule, build_trainer
+from genolong.inference.loop import ScanModule, ScanPartWriter, build_trainer, predict
 from genolong.inference.parts import WorkDirectory
 from genolong.inference.plan import ScanPlan, read_regions, whole_chromosomes
 from genolong.inference.tracks import (
@@ -119,16 +118,10 @@ def _predict(config, classifier, work: WorkDirectory, pending: list[int], column
     loader = torch.utils.data.DataLoader(dataset, batch_size=None, num_workers=config.workers,
                                          pin_memory=torch.cuda.is_available())
     pending_bp = sum(plan.chromosomes[c].target_bp for c in pending)
-    writer = PartWriter(work, pending_bp // world, progress=config.progress,
-                        description=config.genome.name)
-    trainer.callbacks.append(writer)
+    writer = ScanPartWriter(work, pending_bp // world, progress=config.progress, description=config.genome.name)
     module = ScanModule(classifier.model, rc=config.rc, columns=columns)
-    try:
-        trainer.predict(module, dataloaders=loader, return_predictions=False)
-    except SystemExit:
-        if writer.interrupted:  # Lightning turns SIGINT/SIGTERM into exit status 1: give the CLI its own
-            interrupts.stop(f"interrupted; the same command resumes (finished chromosomes are kept in {work.path})")
-        raise
+    predict(trainer, module, loader, writer,
+            resume_hint=f"interrupted; the same command resumes (finished chromosomes are kept in {work.path})")
 
 
 def _check_outputs(config: ScanConfig, info) -> list[str]:

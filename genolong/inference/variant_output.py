@@ -6,7 +6,8 @@ what makes a run resumable and its memory independent of the number of variants.
 
 * TSV (``.tsv``, ``.tsv.gz``): ``##key=value`` provenance lines, then the columns
   ``chrom pos id ref alt flags profile class <scores>``. A ``.gz`` file is a series of gzip
-  members (one per part), which every gzip reader reads as one stream.
+  members (one per part), which every gzip reader reads as one stream; each member has mtime 0
+  and no file name, so equal content gives equal bytes.
 * HDF5 (``.h5``, ``.hdf5``): row metadata datasets ``chrom pos id ref alt flags`` (N,), one
   (N, P) float32 dataset per score, ``profiles`` (P,), and the provenance as JSON in the root
   attribute ``provenance``.
@@ -15,6 +16,7 @@ what makes a run resumable and its memory independent of the number of variants.
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import shutil
 from pathlib import Path
@@ -53,12 +55,15 @@ class LongTsv:
         self.compressed = out.name.endswith(".gz")
         self.part_suffix = ".tsv.gz" if self.compressed else ".tsv"
 
-    def _open(self, path: Path, mode: str):
-        return gzip.open(path, mode, compresslevel=4) if self.compressed else open(path, mode)
+    def _text(self, raw) -> io.TextIOWrapper:
+        """Text into the binary file ``raw``, gzip-compressed for ``.gz`` (mtime 0, no name in the header)."""
+        if self.compressed:
+            raw = gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=4, mtime=0)
+        return io.TextIOWrapper(raw, encoding="utf-8")
 
     def write_part(self, path: Path, windows: list[VariantWindows], scores: dict[str, np.ndarray]) -> None:
         meta = metadata_columns(windows)
-        with atomic_path(path) as tmp, self._open(tmp, "wt") as out:
+        with atomic_path(path) as tmp, open(tmp, "wb") as raw, self._text(raw) as out:
             for row in range(len(windows)):
                 fixed = "\t".join(str(meta[name][row]) for name in METADATA)
                 for column, (label, label_class) in enumerate(zip(self.labels, self.classes, strict=True)):
@@ -69,7 +74,7 @@ class LongTsv:
         header = "".join(f"##{key}={json.dumps(value)}\n" for key, value in provenance.items())
         header += "\t".join((*METADATA, "profile", "class", *self.score_names)) + "\n"
         with atomic_path(self.out) as tmp, open(tmp, "wb") as out:
-            out.write(gzip.compress(header.encode()) if self.compressed else header.encode())
+            out.write(gzip.compress(header.encode(), mtime=0) if self.compressed else header.encode())
             for part in parts:
                 with open(part, "rb") as handle:
                     shutil.copyfileobj(handle, out)

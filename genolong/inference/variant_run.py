@@ -1,24 +1,30 @@
-"""One ``score-variants`` run: stream the variants in chunks, score, write parts, resume, assemble.
+"""One ``score-variants`` run: chunks of variants through the predict loop, parts, resume, assembly.
 
-Memory is one chunk of variants (``chunk_size`` alleles, their windows and scores), whatever
-the number of variants. After each chunk its part file and ``progress.json`` (the number of
-input alleles done and the counts so far) are written atomically into ``.<out>.partial/``
-beside the output. A run started again with the same inputs, model and options continues
-after the last finished chunk; with anything changed it starts over. Bad input
-(:class:`~genolong.errors.UserError`) removes the partial directory: nothing is left behind.
+Memory is one chunk of variants (``chunk_size`` alleles, their windows and scores) per rank,
+whatever the number of variants. Each finished chunk leaves its part files and its counts in
+``.<out>.partial/`` beside the output (:class:`PartialRun`); the chunks are shared across
+ranks by :mod:`genolong.inference.variant_loop`. Rank 0 then assembles the parts in input
+order, so the output is the same bytes whatever the number of ranks. A run started again with
+the same inputs, model and options (on any number of devices) scores only the chunks not yet
+finished; with anything changed it starts over. Bad input (:class:`~genolong.errors.UserError`)
+removes the partial directory: nothing is left behind.
+
+The provenance header's date is the run's, or ``SOURCE_DATE_EPOCH`` when set (the
+reproducible-builds convention), for outputs that must be compared byte for byte.
 """
 
 from __future__ import annotations
 
 import datetime
 import hashlib
-import itertools
 import json
 import logging
+import os
 import shutil
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
+
+import torch
 
 from genolong import __version__
 from genolong.classifier import Classifier, StrandAveraged
@@ -26,17 +32,23 @@ from genolong.errors import UserError
 from genolong.files import atomic_write_text
 from genolong.genome import Genome
 from genolong.inference.labels import label_class, select_labels
+from genolong.inference.loop import build_trainer, predict
 from genolong.inference.mlm_llr import MaskedLMEffects
+from genolong.inference.variant_loop import (
+    ANNOTATION_SUFFIX,
+    VariantChunks,
+    VariantModule,
+    VariantPartWriter,
+)
 from genolong.inference.variant_output import writer_for
 from genolong.inference.variant_scoring import ClassifierEffects
-from genolong.inference.variant_vcf import annotate_vcf, annotation_rows
-from genolong.inference.variant_windows import VariantWindows, WindowBuilder, check_build
-from genolong.inference.variants import SkippedAllele, Variant, VariantFile, check_not_empty
+from genolong.inference.variant_vcf import annotate_vcf
+from genolong.inference.variant_windows import WindowBuilder, check_build
+from genolong.inference.variants import VariantFile, check_not_empty
 
 log = logging.getLogger(__name__)
 
-PROGRESS = "progress.json"
-ANNOTATION_SUFFIX = ".annotations.tsv"
+IDENTITY = "identity.json"
 MODEL_FILES = ("config.json", "model.safetensors", "tokenizer.json", "genolong_task.json")
 
 
@@ -66,114 +78,101 @@ def input_fingerprint(path: Path) -> str:
 
 
 class PartialRun:
-    """The partial directory of a run: its parts and ``progress.json``."""
+    """The partial directory of a run: ``identity.json`` (what makes two runs the same) and, per
+    finished chunk ``i``, its part files and ``part-i.json`` (its counts, written last: the mark
+    that chunk ``i`` is done)."""
 
     def __init__(self, out: Path, identity: dict):
         self.folder = out.parent / f".{out.name}.partial"
         self.identity = json.loads(json.dumps(identity))
-        self.state = {"identity": self.identity, "parts": 0, "alleles": 0, "counts": {}}
-        progress = self.folder / PROGRESS
-        if progress.is_file() and json.loads(progress.read_text()).get("identity") == self.identity:
-            self.state = json.loads(progress.read_text())
-        else:
-            shutil.rmtree(self.folder, ignore_errors=True)
-        self.folder.mkdir(parents=True, exist_ok=True)
 
-    @property
-    def resumed(self) -> bool:
-        return self.state["parts"] > 0
+    def prepare(self) -> None:
+        """Keep the directory of an earlier run with the same identity; else start it afresh."""
+        path = self.folder / IDENTITY
+        if not (path.is_file() and json.loads(path.read_text()) == self.identity):
+            shutil.rmtree(self.folder, ignore_errors=True)
+            self.folder.mkdir(parents=True)
+            atomic_write_text(path, json.dumps(self.identity))
+        finished = len(list(self.folder.glob("part-*.json")))
+        if finished:
+            log.info("%s: resuming with %d chunks done", self.folder, finished)
 
     def part(self, index: int, suffix: str) -> Path:
         return self.folder / f"part-{index:06d}{suffix}"
 
-    def commit(self, alleles: int, counts: Counter) -> None:
-        self.state.update(parts=self.state["parts"] + 1, alleles=self.state["alleles"] + alleles, counts=dict(counts))
-        atomic_write_text(self.folder / PROGRESS, json.dumps(self.state))
+    def done(self, index: int) -> bool:
+        return self.part(index, ".json").is_file()
+
+    def commit(self, index: int, counts: Counter) -> None:
+        atomic_write_text(self.part(index, ".json"), json.dumps(dict(counts)))
+
+    def counts(self, chunks: int) -> dict[str, int]:
+        """The counts of chunks ``0 .. chunks - 1`` together, by name."""
+        total = Counter()
+        for index in range(chunks):
+            total.update(json.loads(self.part(index, ".json").read_text()))
+        return dict(sorted(total.items()))
 
     def remove(self) -> None:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-def _windows_of(chunk: list, builder: WindowBuilder, source, counts: Counter) -> list[VariantWindows]:
-    """The scoreable windows of a chunk of alleles; skips and flags are counted in ``counts``."""
-    windows = []
-    for item in chunk:
-        counts["alleles"] += 1
-        if isinstance(item, Variant):
-            item = builder(item, source)
-        if isinstance(item, SkippedAllele):
-            counts[f"skipped: {item.reason}"] += 1
-            continue
-        counts["scored"] += 1
-        for flag in item.flags:
-            counts[f"flagged: {flag}"] += 1
-        windows.append(item)
-    return windows
-
-
-def _alleles(variants: VariantFile) -> Iterator[Variant | SkippedAllele]:
-    items = iter(variants)
-    first = next(items, None)
-    check_not_empty(variants.path, first)
-    return itertools.chain([first], items)
+def run_date() -> str:
+    """Now (UTC, seconds), or ``SOURCE_DATE_EPOCH`` when set."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    moment = (datetime.datetime.fromtimestamp(int(epoch), datetime.timezone.utc) if epoch and epoch.isdigit()
+              else datetime.datetime.now(datetime.timezone.utc))
+    return moment.isoformat(timespec="seconds")
 
 
 def score_variant_file(
-    variants: VariantFile, genome: Genome, builder: WindowBuilder, effects, writer, *,
-    identity: dict, chunk_size: int = 1024, annotate: Path | None = None, top_k: int = 3, progress=None,
-) -> dict:
+    variants: VariantFile, genome: Genome, builder: WindowBuilder, effects, writer, trainer, *,
+    identity: dict, chunk_size: int = 1024, annotate: Path | None = None, top_k: int = 3, progress: bool = False,
+) -> dict | None:
     """Score every allele of ``variants`` into ``writer.out`` (see the module docstring).
 
     Args:
         builder: variant -> windows (or a skip), with the REF policy.
-        effects: ``score(windows) -> {name: (n, P)}`` (module :mod:`variant_scoring`).
+        effects: an effect model on this rank's device (``score(windows) -> {name: (n, P)}``,
+            ``labels``, ``score_names``; module :mod:`variant_scoring`).
         writer: :class:`~genolong.inference.variant_output.LongTsv` or ``WideHdf5``.
+        trainer: the predict-only Trainer (:func:`~genolong.inference.loop.build_trainer`).
         identity: what makes two runs the same (model, genome and input fingerprints, options).
         annotate: also write the input VCF with each allele's ``top_k`` effects in INFO.
-        progress: optional tqdm-like object, advanced by one per allele.
+        progress: show a progress bar (variants/s).
 
     Returns:
-        The counts (alleles, scored, ``skipped: reason``, ``flagged: flag``).
+        The counts (alleles, scored, ``skipped: reason``, ``flagged: flag``); None on ranks other than 0.
     """
     if chunk_size < 1 or top_k < 1:
         raise UserError(f"--chunk-size and --top-k must be positive, got {chunk_size} and {top_k}")
     if annotate is not None and not variants.is_vcf:
         raise UserError(f"--annotate-vcf needs a VCF input; {variants.path} is a TSV")
     check_build(variants.contigs, genome, variants.path)
-    alleles = _alleles(variants)
+    check_not_empty(variants.path, next(iter(variants), None))
     run = PartialRun(writer.out, identity)
+    chunks = VariantChunks(variants, builder, chunk_size, run, trainer.global_rank, trainer.world_size)
+    loader = torch.utils.data.DataLoader(chunks, batch_size=None)
+    part_writer = VariantPartWriter(run, writer, effects.labels, None if annotate is None else top_k,
+                                    progress=progress, description=variants.path.name)
     try:
-        counts = Counter(run.state["counts"])
-        done = run.state["alleles"]
-        if run.resumed:
-            log.info("%s: resuming after %d alleles (%d parts done)", writer.out, done, run.state["parts"])
-        alleles = itertools.islice(alleles, done, None)
-        if progress is not None:
-            progress.update(done)
-        while chunk := list(itertools.islice(alleles, chunk_size)):
-            windows = _windows_of(chunk, builder, variants.path, counts)
-            scores = effects.score(windows)
-            if annotate is not None:
-                rows = annotation_rows(windows, scores, effects.labels, top_k)
-                atomic_write_text(run.part(run.state["parts"], ANNOTATION_SUFFIX), "".join(rows))
-            writer.write_part(run.part(run.state["parts"], writer.part_suffix), windows, scores)
-            run.commit(len(chunk), counts)
-            if progress is not None:
-                progress.update(len(chunk))
-        provenance = identity | {
-            "genolong": __version__,
-            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "counts": dict(counts),
-        }
+        predict(trainer, VariantModule(effects), loader, part_writer,
+                resume_hint=f"interrupted; the same command continues after the chunks kept in {run.folder}")
+        if trainer.world_size > 1:
+            trainer.strategy.barrier("variant parts")
+        if trainer.global_rank != 0:
+            return None
+        counts = run.counts(chunks.chunks)
+        provenance = identity | {"genolong": __version__, "date": run_date(), "counts": counts}
         if annotate is not None:
             rank = "combined" if "combined" in effects.score_names else effects.score_names[0]
-            annotate_vcf(variants, [run.part(i, ANNOTATION_SUFFIX) for i in range(run.state["parts"])], annotate, rank)
-        writer.assemble([run.part(i, writer.part_suffix) for i in range(run.state["parts"])], provenance)
+            annotate_vcf(variants, [run.part(i, ANNOTATION_SUFFIX) for i in range(chunks.chunks)], annotate, rank)
+        writer.assemble([run.part(i, writer.part_suffix) for i in range(chunks.chunks)], provenance)
     except UserError:
         run.remove()
         raise
     run.remove()
-    return dict(counts)
+    return counts
 
 
 def effects_for(model: Path, *, score: str, profiles: list[str] | None, rc: bool, batch_size: int, device: str):
@@ -198,16 +197,20 @@ def effects_for(model: Path, *, score: str, profiles: list[str] | None, rc: bool
 def score_variants(
     variants: Path, genome: Path, model: Path, out: Path, *, score: str = "effect", profiles=None, rc=False,
     ref_mismatch: str = "skip", max_indel: int = 100, window: int | None = None, batch_size: int = 32,
-    chunk_size: int = 1024, device: str = "auto", annotate: Path | None = None, top_k: int = 3, progress=None,
-) -> dict:
+    chunk_size: int = 1024, accelerator: str = "auto", devices: int | str = 1, num_nodes: int = 1,
+    annotate: Path | None = None, top_k: int = 3, progress: bool = False,
+) -> dict | None:
     """``genolong score-variants``: load everything, check it, score (see :func:`score_variant_file`).
 
     ``window`` is the input length for ``mlm-llr`` (a classifier's is its own ``window_bp``).
+    ``accelerator``, ``devices``, ``num_nodes``: Lightning's; more than one device or node
+    shares the chunks across ranks. Returns None on ranks other than 0.
     """
     variant_file, reference = VariantFile(variants), Genome(genome)
-    effects, window_bp, classes = effects_for(
-        model, score=score, profiles=profiles, rc=rc, batch_size=batch_size, device=device
-    )
+    trainer = build_trainer(accelerator=accelerator, devices=devices, num_nodes=num_nodes, callbacks=[],
+                            precision="32-true")
+    effects, window_bp, classes = effects_for(model, score=score, profiles=profiles, rc=rc, batch_size=batch_size,
+                                              device=str(trainer.strategy.root_device))
     window = window_bp or window
     if window is None or window < 1:
         raise UserError("--score mlm-llr needs --window (bp of sequence around each variant)")
@@ -223,6 +226,6 @@ def score_variants(
     }
     builder = WindowBuilder(reference, window, ref_mismatch=ref_mismatch, max_indel=max_indel)
     return score_variant_file(
-        variant_file, reference, builder, effects, writer, identity=identity, chunk_size=chunk_size,
-        annotate=annotate, top_k=top_k, progress=progress,
+        variant_file, reference, builder, effects, writer, trainer,
+        identity=identity, chunk_size=chunk_size, annotate=annotate, top_k=top_k, progress=progress,
     )

@@ -4,8 +4,8 @@ An *effect model* has ``score_names``, ``labels`` (the P outputs it reports) and
 ``score(windows) -> {score name: (n, P) float32}`` for a list of
 :class:`~genolong.inference.variant_windows.VariantWindows`. :class:`ClassifierEffects` is the
 one for fine-tuned classifiers; :class:`~genolong.inference.mlm_llr.MaskedLMEffects` the zero-shot
-one. The driver (:mod:`~genolong.inference.variant_run`) only calls ``score`` on chunks of
-windows, so another executor (a multi-device predict loop) can stand in for it.
+one. The predict loop (:mod:`~genolong.inference.variant_loop`) calls ``score`` on chunks of
+windows, on whichever rank; a chunk's scores depend on nothing but the chunk.
 
 Scores per variant x output, with probabilities ``p_ref``, ``p_alt`` (averaged over both
 strands with ``--rc``) and ``logit(p) = log(p / (1 - p))`` of ``p`` clipped to
@@ -20,8 +20,6 @@ strands with ``--rc``) and ``logit(p) = log(p / (1 - p))`` of ``p`` clipped to
 """
 
 from __future__ import annotations
-
-from collections import OrderedDict
 
 import numpy as np
 
@@ -56,8 +54,8 @@ class ClassifierEffects:
     """Effects of variants under a classifier.
 
     Each call runs the unique sequences of its windows: variants that share a reference
-    window (the alleles of one site) share its forward pass, and the last ``cache_size``
-    reference windows are remembered across calls.
+    window (the alleles of one site) share its forward pass. Nothing is remembered across
+    calls, so a chunk's model batches, and thus its bytes, are the same on any rank.
 
     Args:
         scorer: ``probabilities(sequences, centres) -> (B, C)`` and ``info`` (a
@@ -68,28 +66,16 @@ class ClassifierEffects:
 
     score_names = SCORES
 
-    def __init__(self, scorer, labels: list[int], batch_size: int, cache_size: int = 256):
+    def __init__(self, scorer, labels: list[int], batch_size: int):
         self.scorer, self.columns, self.batch_size = scorer, np.asarray(labels), batch_size
         self.labels = [scorer.info.label_names[i] for i in labels]
-        self.cache: OrderedDict[tuple[str, int], np.ndarray] = OrderedDict()
-        self.cache_size = cache_size
         self.forward_passes = 0
 
     def _reference(self, windows: list[VariantWindows]) -> np.ndarray:
-        """(n, P) reference probabilities, running only the windows not seen before."""
-        missing = {w.ref_key: (w.ref_window, w.centre) for w in windows if w.ref_key not in self.cache}
-        if missing:
-            probabilities = self._run(list(missing.values()))
-            for key, row in zip(missing, probabilities, strict=True):
-                self.cache[key] = row
-        rows = []
-        for window in windows:
-            self.cache.move_to_end(window.ref_key)
-            rows.append(self.cache[window.ref_key])
-        result = np.stack(rows)
-        while len(self.cache) > self.cache_size:
-            self.cache.popitem(last=False)
-        return result
+        """(n, P) reference probabilities, one forward pass per distinct reference window."""
+        unique = {w.ref_key: (w.ref_window, w.centre) for w in windows}
+        by_key = dict(zip(unique, self._run(list(unique.values())), strict=True))
+        return np.stack([by_key[w.ref_key] for w in windows])
 
     def _run(self, inputs: list[tuple[str, int | None]]) -> np.ndarray:
         """(n, P) probabilities of distinct ``(sequence, centre)`` inputs, in batches."""

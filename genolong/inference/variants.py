@@ -103,15 +103,16 @@ class VariantFile:
             _quiet_htslib()
             self.header_lines = _header_lines(self.path) if head.startswith(b"##") else None
             try:
-                self._vcf = cyvcf2.VCF(str(self.path), lazy=True)
+                reader = cyvcf2.VCF(str(self.path), lazy=True)
             except Exception as err:  # cyvcf2 raises a bare Exception for a header htslib cannot parse
                 raise InputError(self.path, f"not a readable VCF: {err}") from None
             try:
-                self.contigs = dict(zip(self._vcf.seqnames, self._vcf.seqlens, strict=True))
+                self.contigs = dict(zip(reader.seqnames, reader.seqlens, strict=True))
             except (AttributeError, ValueError):  # no ##contig lines, or some without a length
                 self.contigs = {}
 
     def __iter__(self) -> Iterator[Variant | SkippedAllele]:
+        """The alleles from the start of the file (each iteration reads it again)."""
         return self._read_vcf() if self.is_vcf else self._read_tsv()
 
     def _read_vcf(self) -> Iterator[Variant | SkippedAllele]:
@@ -119,7 +120,7 @@ class VariantFile:
         checked before htslib parses it: a record with a bad position or too few columns can
         crash cyvcf2 (a segmentation fault) when the header declares no contigs."""
         line = self.header_lines or 0
-        records = iter(self._vcf)
+        records = iter(cyvcf2.VCF(str(self.path), lazy=True))
         lines = _data_lines(self.path) if self.header_lines is not None else None
         while True:
             line += 1

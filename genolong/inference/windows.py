@@ -4,10 +4,12 @@
 whole batch of the plan (``DataLoader(batch_size=None)``), so reading and tokenising run in
 the DataLoader's worker processes while the model runs.
 
-Tokenisation is exact and fast: with a *per-base* tokenizer (every token is one base, or a run
-of N, as in the shipped promoter model) a window without N encodes to one token per base, so a
-numpy table lookup replaces the tokenizer for those windows. Windows with N, and every window
-of a BPE tokenizer, go through the tokenizer (:class:`~genolong.classifier.TokenEncoder`).
+Tokenisation is exactly the classifier's (:class:`~genolong.classifier.TokenEncoder`: the
+tokenizer's ids, cropped to the central ``max_len - 2`` tokens), so a bin scores what
+``predict-promoter`` scores on its window. With a *per-base* tokenizer (every token is one base,
+or a run of N) a window without N encodes to one token per base, and a numpy table lookup
+replaces the tokenizer for those windows; windows with N, and every window of a BPE tokenizer
+(the shipped promoter model's), go through the tokenizer.
 """
 
 from __future__ import annotations

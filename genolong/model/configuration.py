@@ -37,6 +37,8 @@ class GenolongConfig(PretrainedConfig):
         hidden_act, hidden_dropout_prob, attention_probs_dropout_prob, max_position_embeddings,
         layer_norm_eps, initializer_range, pad_token_id, classifier_dropout: as in BERT.
         pre_layer_norm: LayerNorm before each sub-layer (pre-LN) instead of after (post-LN).
+        final_layer_norm: a LayerNorm after the last layer; None: with pre-LN only.
+        embedding_layer_norm: a LayerNorm on the embeddings (BERT); False for ESM.
         positive_label_weight: weight of positive labels in the multi-label loss
             (8 for the chromatin profile, BigBird App. F.3).
         tokenizer_fingerprint: :func:`genolong.tokenizer.tokenizer_fingerprint` of the tokenizer
@@ -63,6 +65,8 @@ class GenolongConfig(PretrainedConfig):
         layer_norm_eps: float = 1e-12,
         initializer_range: float = 0.02,
         pre_layer_norm: bool = False,
+        final_layer_norm: bool | None = None,
+        embedding_layer_norm: bool = True,
         pad_token_id: int = 0,
         classifier_dropout: float | None = None,
         positive_label_weight: float = 1.0,
@@ -88,6 +92,8 @@ class GenolongConfig(PretrainedConfig):
         self.layer_norm_eps = layer_norm_eps
         self.initializer_range = initializer_range
         self.pre_layer_norm = pre_layer_norm
+        self.final_layer_norm = final_layer_norm
+        self.embedding_layer_norm = embedding_layer_norm
         self.classifier_dropout = classifier_dropout
         self.positive_label_weight = positive_label_weight
         self.tokenizer_fingerprint = tokenizer_fingerprint

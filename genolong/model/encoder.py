@@ -37,7 +37,8 @@ ACTIVATIONS = {
 
 
 class Embeddings(nn.Module):
-    """Token + learned absolute position embeddings, then LayerNorm and dropout (BERT).
+    """Token + learned absolute position embeddings, then LayerNorm (BERT; none when
+    ``config.embedding_layer_norm`` is False, as in ESM) and dropout.
 
     Shapes: input_ids (B, L) -> (B, L, N).
     """
@@ -46,7 +47,11 @@ class Embeddings(nn.Module):
         super().__init__()
         self.token = nn.Embedding(config.vocab_size, config.hidden_size)
         self.position = nn.Embedding(config.max_position_embeddings, config.hidden_size)
-        self.norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.norm = (
+            nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+            if getattr(config, "embedding_layer_norm", True)
+            else nn.Identity()
+        )
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
     def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
@@ -116,7 +121,8 @@ class Block(nn.Module):
 
 
 class Encoder(nn.Module):
-    """Embeddings, ``num_hidden_layers`` Blocks and (pre-LN only) a final LayerNorm.
+    """Embeddings, ``num_hidden_layers`` Blocks and a final LayerNorm when
+    ``config.final_layer_norm`` says so (None: with pre-LN only).
 
     Two things the attention asks of the encoder, through classmethods of its class:
 
@@ -143,7 +149,7 @@ class Encoder(nn.Module):
         self.global_tokens = nn.Parameter(torch.zeros(num_global, config.hidden_size)) if num_global else None
         self.blocks = nn.ModuleList(Block(config, i) for i in range(config.num_hidden_layers))
         self.final_norm = (
-            nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps) if config.pre_layer_norm else None
+            nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps) if has_final_layer_norm(config) else None
         )
         self.gradient_checkpointing = False
         self._gradient_checkpointing_func = functools.partial(checkpoint, use_reentrant=False)
@@ -193,6 +199,12 @@ class Encoder(nn.Module):
             x = self.final_norm(x)
         start = 0 if self.global_tokens is None else self.global_tokens.shape[0]
         return x[:, start : start + length]
+
+
+def has_final_layer_norm(config: Any) -> bool:
+    """``config.final_layer_norm``, or when it is None (or absent) ``config.pre_layer_norm``."""
+    final = getattr(config, "final_layer_norm", None)
+    return config.pre_layer_norm if final is None else bool(final)
 
 
 def replay_generators(module: nn.Module):

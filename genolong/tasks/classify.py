@@ -78,6 +78,8 @@ ARCHITECTURE_FIELDS = (
     "max_position_embeddings",
     "hidden_act",
     "pre_layer_norm",
+    "final_layer_norm",
+    "embedding_layer_norm",
 )
 #: The metric early stopping and the best checkpoint follow, per task (higher is better).
 MONITORS = {"promoter": "val/f1", "chromatin": "val/mean_auc"}

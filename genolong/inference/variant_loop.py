@@ -1,0 +1,145 @@
+"""``score-variants`` in Lightning's predict loop (:mod:`genolong.inference.loop`).
+
+The input's alleles are cut into numbered chunks of ``chunk_size``; rank ``r`` of ``W`` scores
+the chunks ``i % W == r`` that an earlier, interrupted run did not finish. Every rank reads
+the whole input (cheap next to the model) but builds windows only for its own chunks.
+
+* :class:`VariantChunks` yields this rank's :class:`Chunk` items: an index, the scoreable
+  windows and the counts (skips, flags) of its alleles.
+* :class:`VariantModule` runs the effect model on a chunk.
+* :class:`VariantPartWriter` writes each chunk's part, annotation rows and counts into the
+  run's partial directory (:class:`~genolong.inference.variant_run.PartialRun`); rank 0
+  prepares that directory once the ranks are connected.
+
+A chunk's scores depend only on the chunk (the effect models keep no state across calls), so
+whichever rank computes it writes the same bytes.
+"""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+from collections import Counter
+
+import lightning.pytorch as pl
+import torch
+
+from genolong.files import atomic_write_text
+from genolong.inference.loop import PartWriter
+from genolong.inference.variant_vcf import annotation_rows
+from genolong.inference.variant_windows import VariantWindows, WindowBuilder
+from genolong.inference.variants import SkippedAllele, Variant, VariantFile
+
+ANNOTATION_SUFFIX = ".annotations.tsv"
+# one process reads the input and builds the windows: the model, not the reading, is the cost
+warnings.filterwarnings("ignore", message=".*does not have many workers.*")
+
+
+class Chunk:
+    """Chunk ``index`` of the input: its scoreable ``windows`` and the ``counts`` of its alleles
+    (``alleles``, ``scored``, ``skipped: reason``, ``flagged: flag``). Index -1: the empty item of
+    a rank without chunks. (A plain class, so that Lightning moves no part of it to a device.)"""
+
+    def __init__(self, index: int, windows: list[VariantWindows], counts: Counter):
+        self.index, self.windows, self.counts = index, windows, counts
+
+
+def windows_of(chunk: list, builder: WindowBuilder, source) -> tuple[list[VariantWindows], Counter]:
+    """The scoreable windows of a chunk of alleles, and the chunk's counts."""
+    windows, counts = [], Counter()
+    for item in chunk:
+        counts["alleles"] += 1
+        if isinstance(item, Variant):
+            item = builder(item, source)
+        if isinstance(item, SkippedAllele):
+            counts[f"skipped: {item.reason}"] += 1
+            continue
+        counts["scored"] += 1
+        for flag in item.flags:
+            counts[f"flagged: {flag}"] += 1
+        windows.append(item)
+    return windows, counts
+
+
+class VariantChunks(torch.utils.data.IterableDataset):
+    """This rank's unfinished chunks, in order (see the module docstring).
+
+    Args:
+        variants: the input.
+        builder: variant -> windows (or a skip).
+        chunk_size: alleles per chunk.
+        run: the partial directory (``done(index)``), read when iterating (after rank 0 prepared it).
+        rank, world_size: this rank and the number of ranks.
+    """
+
+    def __init__(self, variants: VariantFile, builder: WindowBuilder, chunk_size: int, run, rank: int,
+                 world_size: int):
+        super().__init__()
+        self.variants, self.builder, self.chunk_size, self.run = variants, builder, chunk_size, run
+        self.rank, self.world_size = rank, world_size
+        self.chunks = 0
+
+    def __iter__(self):
+        alleles = iter(self.variants)
+        mine = 0
+        for index in itertools.count():
+            chunk = list(itertools.islice(alleles, self.chunk_size))
+            if not chunk:
+                self.chunks = index
+                break
+            if index % self.world_size != self.rank or self.run.done(index):
+                continue
+            mine += 1
+            yield Chunk(index, *windows_of(chunk, self.builder, self.variants.path))
+        if not mine:
+            yield Chunk(-1, [], Counter())
+
+
+class VariantModule(pl.LightningModule):
+    """Scores of a chunk under an effect model (``score(windows) -> {name: (n, P)}``), which is
+    already on this rank's device."""
+
+    def __init__(self, effects):
+        super().__init__()
+        self.effects = effects
+
+    def predict_step(self, chunk: Chunk, batch_idx: int) -> tuple[Chunk, dict]:
+        return chunk, self.effects.score(chunk.windows) if chunk.index >= 0 else {}
+
+
+class VariantPartWriter(PartWriter):
+    """Writes each scored chunk into the partial directory; its counts file last (the chunk is then done).
+
+    Args:
+        run: the partial directory.
+        writer: :class:`~genolong.inference.variant_output.LongTsv` or ``WideHdf5`` (``write_part``).
+        labels: the reported outputs' names (for annotation rows).
+        top_k: effects per allele in the annotation rows, or None for no annotation.
+    """
+
+    def __init__(self, run, writer, labels: list[str], top_k: int | None, *, progress: bool, description: str):
+        super().__init__(None, progress=progress, description=description, unit=" variants")
+        self.run, self.writer, self.labels, self.top_k = run, writer, labels, top_k
+
+    def setup(self, trainer, pl_module, stage: str) -> None:
+        """Rank 0 keeps or clears the partial directory before any rank looks at it."""
+        if trainer.global_rank == 0:
+            self.run.prepare()
+        trainer.strategy.barrier("variant partial directory")
+
+    def open(self, trainer) -> None:
+        """Nothing to open: each chunk's files are written whole."""
+
+    def write(self, prediction: tuple[Chunk, dict]) -> int:
+        chunk, scores = prediction
+        if chunk.index < 0:
+            return 0
+        if self.top_k is not None:
+            rows = annotation_rows(chunk.windows, scores, self.labels, self.top_k)
+            atomic_write_text(self.run.part(chunk.index, ANNOTATION_SUFFIX), "".join(rows))
+        self.writer.write_part(self.run.part(chunk.index, self.writer.part_suffix), chunk.windows, scores)
+        self.run.commit(chunk.index, chunk.counts)
+        return chunk.counts["alleles"]
+
+    def close(self, finished: bool) -> None:
+        """Nothing to close: a chunk's files are complete or absent."""

@@ -1,0 +1,72 @@
+"""transformers ``big_bird`` checkpoints (GENA-LM's ``gena-lm-bigbird-base-t2t`` among them).
+
+BigBird's layers, embeddings and masked-LM head are BERT's (post-LN, ``gelu_new`` in GENA-LM's),
+so their weights convert as BERT's. The attention maps onto genolong's ``bigbird`` backbone
+with transformers' pattern (Zaheer et al. 2020, ITC; transformers' ``BigBirdBlockSparseAttention``):
+
+* the first and last blocks are global (``global_token_location="itc_ends"``);
+* three sliding blocks (``num_window_blocks=3``) and ``num_random_blocks`` random blocks;
+* transformers' eval-mode random layout, every random block = the first block
+  (``random_layout="transformers_eval"``), so that a converted model gives the source model's
+  outputs; set ``random_layout: seeded`` to fine-tune with random blocks instead;
+* full attention for inputs of at most ``(5 + 2 * num_random_blocks) * block_size`` tokens,
+  where transformers falls back to ``original_full`` (``full_attention_max_tokens``);
+* no attention dropout: transformers' block-sparse attention has none, whatever
+  ``attention_probs_dropout_prob`` says (only its ``original_full`` attention applies it).
+
+``attention_type: original_full`` converts to the ``full`` backbone.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from genolong.model.convert.bert import (
+    IGNORED,
+    bert_embeddings,
+    bert_layers,
+    bert_mlm_head,
+    check_absolute_positions,
+    common_fields,
+    finish,
+)
+from genolong.model.convert.source import ConversionError, SourceCheckpoint, Weights
+
+
+def attention_fields(config: dict[str, Any]) -> dict[str, Any]:
+    """GenolongConfig fields of the attention that reproduces transformers' BigBird."""
+    kind = config.get("attention_type", "block_sparse")
+    if kind == "original_full":
+        return {"backbone": "full"}
+    if kind != "block_sparse":
+        raise ConversionError(f"attention_type {kind!r} is not a BigBird attention type")
+    block, random = int(config.get("block_size", 64)), int(config.get("num_random_blocks", 3))
+    return {
+        "backbone": "bigbird",
+        "block_size": block,
+        "num_random_blocks": random,
+        "num_window_blocks": 3,
+        "num_global_blocks": 2,
+        "global_token_location": "itc_ends",
+        "random_layout": "transformers_eval",
+        "full_attention_max_tokens": (5 + 2 * random) * block,
+        "attention_probs_dropout_prob": 0.0,
+    }
+
+
+def convert_big_bird(source: SourceCheckpoint) -> tuple[dict[str, Any], dict]:
+    """GenolongConfig fields and state dict of a transformers BigBird masked-LM checkpoint."""
+    config = source.config
+    check_absolute_positions(config)
+    if config.get("rescale_embeddings"):
+        raise ConversionError("rescale_embeddings=true (Pegasus-style scaled embeddings) is not supported")
+    weights = Weights(source.weights, "bert.", IGNORED)
+    fields = common_fields(config, weights) | attention_fields(config)
+    state = bert_embeddings(weights) | bert_layers(
+        weights, fields["num_hidden_layers"], pre_layer_norm=False, zero_qkv_bias=not config.get("use_bias", True)
+    )
+    state |= bert_mlm_head(weights)
+    return fields, finish(weights, state)
+
+
+

@@ -1,0 +1,121 @@
+"""The genolong side of a conversion: state-dict names, the model, the output directory.
+
+Converters describe a source model in genolong's terms (:class:`GenolongConfig` fields and
+tensors per module) through the helpers here, so that the names of genolong's parameters are
+spelled in one place. Shapes: N = hidden size, I = intermediate size, V = vocabulary, P =
+positions.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+from transformers import PreTrainedTokenizerBase
+
+from genolong.files import atomic_path
+from genolong.model.configuration import GenolongConfig
+from genolong.model.convert.source import ConversionError
+from genolong.model.hf import GenolongForMaskedLM
+from genolong.model.loading import save_model
+from genolong.outputs import mark_directory
+
+Linear = tuple[torch.Tensor, torch.Tensor]  # (weight (out, in), bias (out,)); a LayerNorm's (weight, bias)
+ENCODER = "genolong.encoder"
+
+
+def embedding_state(token: torch.Tensor, position: torch.Tensor, norm: Linear | None) -> dict[str, torch.Tensor]:
+    """Token (V, N) and position (P, N) embeddings and their LayerNorm (None: no LayerNorm)."""
+    state = {f"{ENCODER}.embeddings.token.weight": token, f"{ENCODER}.embeddings.position.weight": position}
+    if norm is not None:
+        state |= _pair(f"{ENCODER}.embeddings.norm", norm)
+    return state
+
+
+def block_state(
+    index: int,
+    query: Linear,
+    key: Linear,
+    value: Linear,
+    out: Linear,
+    up: Linear,
+    down: Linear,
+    attention_norm: Linear,
+    feed_forward_norm: Linear,
+) -> dict[str, torch.Tensor]:
+    """One :class:`~genolong.model.encoder.Block`: query, key, value (N, N) fused into ``qkv``
+    (3N, N), attention output (N, N), feed-forward up (I, N) and down (N, I), and the two
+    LayerNorms (before or after their sub-layer, as ``pre_layer_norm`` says)."""
+    prefix = f"{ENCODER}.blocks.{index}"
+    qkv = (torch.cat([query[0], key[0], value[0]]), torch.cat([query[1], key[1], value[1]]))
+    return (
+        _pair(f"{prefix}.qkv", qkv)
+        | _pair(f"{prefix}.out", out)
+        | _pair(f"{prefix}.feed_forward.up", up)
+        | _pair(f"{prefix}.feed_forward.down", down)
+        | _pair(f"{prefix}.attention_norm", attention_norm)
+        | _pair(f"{prefix}.feed_forward_norm", feed_forward_norm)
+    )
+
+
+def final_norm_state(norm: Linear) -> dict[str, torch.Tensor]:
+    """The LayerNorm after the last Block."""
+    return _pair(f"{ENCODER}.final_norm", norm)
+
+
+def head_state(dense: Linear, norm: Linear, decoder: Linear) -> dict[str, torch.Tensor]:
+    """The masked-LM head: dense (N, N), LayerNorm, decoder (V, N) with its bias (V,)."""
+    return _pair("lm_head.dense", dense) | _pair("lm_head.norm", norm) | _pair("lm_head.decoder", decoder)
+
+
+def _pair(name: str, weight_and_bias: Linear) -> dict[str, torch.Tensor]:
+    weight, bias = weight_and_bias
+    return {f"{name}.weight": weight, f"{name}.bias": bias}
+
+
+def build_masked_lm(fields: dict[str, Any], state: dict[str, torch.Tensor]) -> GenolongForMaskedLM:
+    """A GenolongForMaskedLM with ``fields`` and every parameter from ``state``.
+
+    Its own buffers (a seeded random layout) are kept; any parameter that ``state`` does not set,
+    or any entry of ``state`` the model has no place for, is a ConversionError.
+    """
+    decoder = state["lm_head.decoder.weight"]
+    fields["tie_word_embeddings"] = bool(torch.equal(decoder, state[f"{ENCODER}.embeddings.token.weight"]))
+    model = GenolongForMaskedLM(GenolongConfig(**fields))
+    parameters = {name for name, _ in model.named_parameters(remove_duplicate=False)}
+    missing = sorted(parameters - set(state))
+    unexpected = sorted(set(state) - set(model.state_dict()))
+    if missing or unexpected:
+        raise ConversionError(f"conversion left parameters unset {missing} or unplaced {unexpected}")
+    model.load_state_dict(state, strict=False)
+    return model.eval()
+
+
+def write_model_directory(model: GenolongForMaskedLM, tokenizer: PreTrainedTokenizerBase, out: str | Path) -> None:
+    """``out``: the model (safetensors, config.json stamped with the tokenizer's fingerprint), the
+    tokenizer and the run marker, written atomically."""
+    tokenizer.model_max_length = model.config.max_position_embeddings
+    with atomic_path(out, directory=True) as tmp:
+        save_model(model, tokenizer, tmp)
+        mark_directory(tmp, "convert")
+
+
+def tokenizer_fields(tokenizer: PreTrainedTokenizerBase, vocab_rows: int) -> dict[str, Any]:
+    """Config fields that come from the tokenizer, never from the source's config.json (GENA-LM's
+    BigBird config says ``sep_token_id: 66``, a BigBirdConfig default; its tokenizer's [SEP] is 2).
+
+    This is the one place where the saved config gets the tokenizer's metadata.
+
+    Raises:
+        ConversionError: the tokenizer's vocabulary does not match the embedding's ``vocab_rows``.
+    """
+    if len(tokenizer) != vocab_rows:
+        raise ConversionError(
+            f"the tokenizer has {len(tokenizer)} tokens but the embedding matrix {vocab_rows} rows: "
+            "they do not belong to the same model"
+        )
+    if tokenizer.pad_token_id is None:
+        raise ConversionError("the tokenizer has no [PAD] token")
+    ids = {name: getattr(tokenizer, f"{name}_token_id") for name in ("pad", "cls", "sep", "mask")}
+    return {f"{name}_token_id": token_id for name, token_id in ids.items()}
