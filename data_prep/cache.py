@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from genolong.errors import UserError
 from genolong.files import atomic_write_text, cache_home
 
 from .checksums import Checksum, file_digests, satisfied
@@ -70,6 +71,8 @@ class DataCache:
 
     def __init__(self, root: str | os.PathLike | None = None):
         self.root = Path(root).expanduser() if root is not None else default_data_root()
+        if self.root.exists() and not self.root.is_dir():
+            raise UserError(f"{self.root}: is a file, not a data cache directory")
 
     @property
     def manifest_path(self) -> Path:

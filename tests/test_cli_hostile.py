@@ -195,3 +195,12 @@ def test_a_directory_given_as_a_variant_file_is_not_called_a_fasta(tmp_path, cap
     assert main(["score-variants", "--vcf", str(tmp_path / "d"), "--genome", str(small_genome),
                  "--model", str(default_promoter_model()), "--out", str(tmp_path / "o.tsv")]) == 2
     assert "FASTA" not in one_line(capsys, "d: is a directory, not a file")
+
+
+def test_data_status_of_a_file_is_one_line(tmp_path, capsys):
+    """``data status --dest FILE`` printed warnings about an unreadable manifest and exit 0."""
+    dest = tmp_path / "f"
+    dest.write_text("x")
+    assert main(["data", "status", "--dest", str(dest)]) == 2
+    one_line(capsys, "f: is a file, not a data cache directory")
+    assert dest.read_text() == "x"
