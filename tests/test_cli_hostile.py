@@ -100,6 +100,23 @@ def test_scan_device_options_are_checked_like_training_ones(tmp_path, capsys, sm
     assert not out.exists()
 
 
+@pytest.mark.parametrize("command", ["scan", "predict-promoter", "pretrain"])
+def test_several_nodes_without_a_multi_node_launch_are_refused_not_awaited(tmp_path, capsys, small_genome,
+                                                                           monkeypatch, command):
+    """``--num-nodes 2`` on one machine waited forever for a second node (and ignored SIGTERM)."""
+    for name in ("SLURM_NTASKS", "TORCHELASTIC_RUN_ID", "LSB_JOBID", "NODE_RANK"):
+        monkeypatch.delenv(name, raising=False)
+    out = tmp_path / ("run" if command == "pretrain" else "o.tsv")
+    arguments = {
+        "scan": ["scan", "--genome", str(small_genome), "--out", str(tmp_path / "o.bedGraph")],
+        "predict-promoter": ["predict-promoter", str(small_genome), "--out", str(out), "--devices", "2"],
+        "pretrain": ["pretrain", "--genome", str(small_genome), "--out", str(out)],
+    }[command]
+    assert main([*arguments, "--num-nodes", "2"]) == 2
+    one_line(capsys, "--num-nodes 2: no multi-node launch found")
+    assert not out.exists() and not (tmp_path / "o.bedGraph").exists()
+
+
 def test_prepare_sources_keeps_the_output_policy(tmp_path, capsys):
     """prepare-sources declared no path roles: ``--overwrite`` could replace a user's directory."""
     spec = tmp_path / "s.yaml"

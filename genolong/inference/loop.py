@@ -36,6 +36,7 @@ from tqdm import tqdm
 from genolong import interrupts
 from genolong.errors import UserError
 from genolong.inference.parts import WorkDirectory
+from genolong.tasks.common import check_num_nodes
 from genolong.tasks.console import quiet_lightning
 
 log = logging.getLogger(__name__)
@@ -223,6 +224,7 @@ def build_trainer(*, accelerator: str, devices, num_nodes: int, callbacks, preci
             with two), before any work.
     """
     quiet_lightning()
+    check_num_nodes(num_nodes)
     distributed = num_nodes > 1 or (isinstance(devices, int) and devices > 1)
     try:
         return pl.Trainer(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import random
 import re
 import signal
@@ -109,6 +110,7 @@ class TrainConfig:
     def check_hardware(self) -> None:
         """Raise UserError when this machine lacks what the accelerator, devices and precision ask for."""
         check_device_hardware(self.accelerator, self.devices)
+        check_num_nodes(self.num_nodes)
         if not self.uses_gpu() and self.precision == "16-mixed":
             raise UserError("precision '16-mixed' needs a GPU (Lightning would silently train in bf16 on the CPU)",
                             hint="use --precision 32-true or auto on the CPU")
@@ -140,6 +142,21 @@ def check_device_hardware(accelerator: str, devices: int | str) -> None:
         wanted = max(_device_indices(devices)) + 1
         if wanted > torch.cuda.device_count():
             raise UserError(f"devices {devices!r} needs {wanted} GPUs; this machine has {torch.cuda.device_count()}")
+
+
+#: Variables a multi-node launch sets on every node: SLURM, torchrun, LSF, or Lightning's own
+#: (``NODE_RANK`` with ``MASTER_ADDR``, set by hand or by a scheduler script).
+_NODE_LAUNCH_VARIABLES = ("SLURM_NTASKS", "TORCHELASTIC_RUN_ID", "LSB_JOBID", "NODE_RANK")
+
+
+def check_num_nodes(num_nodes: int) -> None:
+    """UserError for ``num_nodes > 1`` outside a multi-node launch: the process would wait forever
+    for nodes that were never started."""
+    if num_nodes > 1 and not any(name in os.environ for name in _NODE_LAUNCH_VARIABLES):
+        raise UserError(f"--num-nodes {num_nodes}: no multi-node launch found (none of "
+                        f"{', '.join(_NODE_LAUNCH_VARIABLES)} is set)",
+                        hint="start one process per node under SLURM (srun) or torchrun, or set NODE_RANK, "
+                        "MASTER_ADDR and MASTER_PORT on each node")
 
 
 def _uses_gpu(accelerator: str) -> bool:
