@@ -20,6 +20,7 @@ every rank).
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import logging
 import sys
@@ -115,7 +116,7 @@ class ScanModule(pl.LightningModule):
             self.warmed_up = True
 
 
-class PartWriter(BasePredictionWriter):
+class PartWriter(BasePredictionWriter, abc.ABC):
     """Writes every predicted item to the rank's part files; progress bar on rank 0.
 
     Subclasses implement ``open(trainer)``, ``write(prediction) -> int`` (the progress made, in
@@ -136,14 +137,17 @@ class PartWriter(BasePredictionWriter):
         self.done = 0
         self.interrupted = False
 
+    @abc.abstractmethod
     def open(self, trainer) -> None:
-        raise NotImplementedError
+        """Open this rank's part files (``trainer.global_rank``)."""
 
+    @abc.abstractmethod
     def write(self, prediction) -> int:
-        raise NotImplementedError
+        """Write one predicted item; return the progress it made, in ``unit``."""
 
+    @abc.abstractmethod
     def close(self, finished: bool) -> None:
-        raise NotImplementedError
+        """Close the part files; ``finished`` is False after an exception."""
 
     def on_predict_start(self, trainer, pl_module) -> None:
         self.open(trainer)
