@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from genolong.data_prep.locate import GenomeIndex, LocateStatus, reverse_complement_rows
-from genolong.sequence import read_fasta
+from genolong.dna.sequence import read_fasta
 
 REPO = Path(__file__).resolve().parents[1]
 CE_X = REPO.parent / "shared" / "data" / "genomes" / "ce2chrX.fa.gz"

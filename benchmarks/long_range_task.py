@@ -33,7 +33,7 @@ import time
 import numpy as np
 import torch
 
-from genolong.model.hf import GenolongConfig, GenolongForSequenceClassification
+from genolong.model.modeling import GenolongConfig, GenolongForSequenceClassification
 
 NUM_SPECIAL = 5  # [PAD] [UNK] [CLS] [SEP] [MASK], as genolong's tokenizers
 CLS = 2

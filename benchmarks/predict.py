@@ -42,7 +42,7 @@ def real_sequences(shared: Path) -> dict[str, list[str]]:
 
 
 def write_records(path: Path, pool: list[str], count: int) -> Path:
-    from genolong.sequence import write_fasta
+    from genolong.dna.sequence import write_fasta
 
     write_fasta(path, ((f"seq{i}", seq) for i, seq in zip(range(count), itertools.cycle(pool), strict=False)))
     return path
@@ -52,11 +52,11 @@ def chromatin_model(work: Path) -> Path:
     """The chromatin_tiny architecture with random weights, saved as a classifier directory."""
     import torch
 
-    from genolong.chromatin_profiles import chromatin_profiles
-    from genolong.classifier import Classifier, TaskInfo
+    from genolong.dna.tokenizer import TokenizerTrainConfig, load_tokenizer, train_tokenizer
+    from genolong.evaluation.profiles import chromatin_profiles
+    from genolong.inference.classifier import Classifier, TaskInfo
     from genolong.resources import sample_genome
     from genolong.tasks.classify import build_classifier_model, load_classify_config
-    from genolong.tokenizer import TokenizerTrainConfig, load_tokenizer, train_tokenizer
 
     config = load_classify_config("chromatin", "chromatin_tiny")
     tokenizer_dir = work / "tokenizer"
@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from genolong.classifier import Classifier, default_promoter_model
+    from genolong.inference.classifier import Classifier, default_promoter_model
 
     torch.set_num_threads(args.threads)
     pools = real_sequences(args.shared)
@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         short = write_records(work / "short.fa", pools["300 bp"], args.short)
         long = write_records(work / "long.fa", pools["8 kb"], args.long)
         batch = ["--batch-size", str(args.batch_size), "--device", "cpu"]
-        from genolong.predict import window_starts
+        from genolong.inference.records import window_starts
 
         results["predict-promoter, 300 bp"] = run_case(
             ["predict-promoter", str(short), "--out", str(work / "p1.tsv"), *batch],

@@ -44,7 +44,7 @@ def train(genome: Path, out: Path, sample_bp: int, regions: list[str]) -> tuple[
 
 
 def held_out(tokenizer_dir: Path) -> dict:
-    from genolong.tokenizer import Region, iter_regions, load_tokenizer, tokenizer_stats
+    from genolong.dna.tokenizer import Region, iter_regions, load_tokenizer, tokenizer_stats
 
     tok = load_tokenizer(tokenizer_dir)
     return tokenizer_stats(tok, iter_regions(CE_X, [Region("chrX", SPLIT)]))
@@ -52,7 +52,7 @@ def held_out(tokenizer_dir: Path) -> dict:
 
 def make_big_genome(path: Path, target_mbp: int, seed: int = 0) -> int:
     """Copies of chrX with 1% point mutations each, as separate chromosomes, until target size."""
-    from genolong.sequence import read_fasta
+    from genolong.dna.sequence import read_fasta
 
     (record,) = list(read_fasta(CE_X))
     rng = random.Random(seed)

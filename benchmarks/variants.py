@@ -35,8 +35,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from predict import chromatin_model  # noqa: E402 (the benchmarks folder is not a package)
 
+from genolong.dna.sequence import read_fasta  # noqa: E402
 from genolong.resources import sample_genome  # noqa: E402
-from genolong.sequence import read_fasta  # noqa: E402
 
 
 def write_snvs(path: Path, count: int, margin: int = 4000, seed: int = 0) -> Path:
@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from genolong.classifier import default_promoter_model
+    from genolong.inference.classifier import default_promoter_model
 
     torch.set_num_threads(args.threads)
     speed, memory = {}, {}

@@ -7,7 +7,7 @@ rewrites one as BGZF (block gzip, what ``bgzip`` writes) with fixed-width lines,
 table (length, N fraction, soft-masked fraction). With ``plain=True`` it writes an
 uncompressed FASTA and its ``.fai`` instead.
 
-The input streams through :func:`genolong.sequence.read_fasta` in raw mode (case and IUPAC
+The input streams through :func:`genolong.dna.sequence.read_fasta` in raw mode (case and IUPAC
 codes kept, validated), so memory holds one chromosome at a time and the soft-masking
 (lowercase) survives for the table and the output. The indexes are written from the
 offsets known while writing, instead of re-reading the output as pyfaidx would (which
@@ -33,10 +33,10 @@ from pathlib import Path
 from Bio import bgzf
 from tqdm.auto import tqdm
 
+from genolong.dna.genome import canonical_chrom
+from genolong.dna.sequence import read_fasta
 from genolong.errors import ConfigError, InputError, UserError
 from genolong.files import atomic_path
-from genolong.genome import canonical_chrom
-from genolong.sequence import read_fasta
 
 log = logging.getLogger(__name__)
 

@@ -229,7 +229,7 @@ class GenomeIndex:
     @classmethod
     def from_fasta(cls, path: str | os.PathLike) -> GenomeIndex:
         """Stream a FASTA genome (plain, gzip or bgzip) into memory and index it."""
-        from genolong.genome import Genome
+        from genolong.dna.genome import Genome
 
         genome = Genome(path)
         return cls.from_records((record.name, record.sequence) for record in genome.records())

@@ -32,10 +32,10 @@ from pathlib import Path
 import numpy as np
 
 from genolong import __version__
+from genolong.dna.sequence import InvalidSequenceError, clean
 from genolong.errors import ConfigError, InputError, UserError
 from genolong.files import atomic_path
 from genolong.outputs import mark_directory
-from genolong.sequence import InvalidSequenceError, clean
 
 from .negatives import (
     DERIVED_METHODS,
@@ -177,7 +177,7 @@ def build_promoter_dataset(
     with contextlib.ExitStack() as stack:
         genome = sites = None
         if config.genome is not None:
-            from genolong.genome import Genome
+            from genolong.dna.genome import Genome
 
             sites = read_tss_bed(config.tss_bed)
             genome = stack.enter_context(Genome(config.genome))

@@ -32,8 +32,8 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from genolong.dna.sequence import InvalidSequenceError, clean, open_text_or_gzip, read_fasta
 from genolong.errors import ConfigError, InputError, UserError
-from genolong.sequence import InvalidSequenceError, clean, open_text_or_gzip, read_fasta
 
 
 @dataclass(frozen=True)
@@ -183,7 +183,7 @@ def cut_tss_windows(
     """Cut one positive window per TSS, reverse-complemented on the minus strand.
 
     Args:
-        genome: a :class:`genolong.genome.Genome`.
+        genome: a :class:`genolong.dna.genome.Genome`.
         sites: the TSSs.
         window: offsets around each TSS.
         max_n_fraction: windows with a larger fraction of ``N`` are skipped.

@@ -34,8 +34,8 @@ import numpy as np
 from genolong import __version__
 from genolong.config import from_dict, read_yaml
 from genolong.configs import preset_path
+from genolong.dna.sequence import read_fasta, reverse_complement
 from genolong.errors import ConfigError, UserError
-from genolong.sequence import read_fasta, reverse_complement
 
 from .negatives import DERIVED_METHODS, derive_negatives
 from .promoter_dataset import FORMAT, SOURCE_COLUMNS, sha256_file, writable_dataset_dir, write_dataset

@@ -75,7 +75,7 @@ def git_commit() -> str:
 
 def readme(report: dict, manifest: dict, commit: str, seconds: float) -> str:
     from genolong.evaluation.cross_source import format_pair_table
-    from genolong.metrics import PROMOTER_METRICS, format_metrics_table
+    from genolong.evaluation.metrics import PROMOTER_METRICS, format_metrics_table
 
     kmer = report["kmer_baseline"]
     rows = {
@@ -147,8 +147,8 @@ Metrics: {", ".join(PROMOTER_METRICS)} (scikit-learn) at the thresholds chosen o
 
 
 def install(run: Path, report: dict, manifest: dict, commit: str, seconds: float) -> Path:
-    from genolong.classifier import default_promoter_model
     from genolong.files import atomic_path
+    from genolong.inference.classifier import default_promoter_model
 
     target = default_promoter_model()
     with atomic_path(target, directory=True) as tmp:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from deepsea_fixtures import CENTRE, deepsea_rows, real_rows, synthetic_genome, write_bundle
 
-from genolong.classifier import Classifier, TaskInfo
-from genolong.sequence import read_fasta, write_fasta
+from genolong.dna.sequence import read_fasta, write_fasta
+from genolong.inference.classifier import Classifier, TaskInfo
 
 #: Overrides that make any finetune preset a micro run (seconds on one core).
 MICRO = {
@@ -94,8 +94,8 @@ def real_deepsea_fastas(shared_data: Path, work: Path) -> tuple[Path, Path]:
 
 def tiny_tokenizer(out: Path) -> Path:
     """A 64-token BPE tokenizer trained on the shipped human sample genome."""
+    from genolong.dna.tokenizer import TokenizerTrainConfig, train_tokenizer
     from genolong.resources import sample_genome
-    from genolong.tokenizer import TokenizerTrainConfig, train_tokenizer
 
     train_tokenizer(
         sample_genome(), out, TokenizerTrainConfig(vocab_size=64, sample_bp=20_000), show_progress=False
@@ -118,9 +118,9 @@ def random_classifier(
     """Save a classifier directory with random weights (dropout off)."""
     import torch
 
+    from genolong.dna.tokenizer import load_tokenizer
     from genolong.model.configuration import GenolongConfig
-    from genolong.model.hf import GenolongForSequenceClassification
-    from genolong.tokenizer import load_tokenizer
+    from genolong.model.modeling import GenolongForSequenceClassification
 
     tokenizer = load_tokenizer(tokenizer_dir)
     torch.manual_seed(seed)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from genolong.sequence import reverse_complement
+from genolong.dna.sequence import reverse_complement
 
 CSV = Path("chromatin") / "gena_lm_deepsea_test.dataset.csv.gz"
 WINDOW, INPUT = 8000, 1000

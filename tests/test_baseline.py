@@ -7,13 +7,18 @@ import json
 import numpy as np
 import pytest
 
-from genolong.baselines import KmerBaselineConfig, run_kmer_baseline
 from genolong.cli import main
 from genolong.data_prep.promoter_dataset import PromoterDatasetConfig, build_promoter_dataset
 from genolong.data_prep.promoters import read_fasta_records
+from genolong.dna.sequence import write_fasta
 from genolong.errors import ConfigError, UserError
-from genolong.metrics import PROMOTER_METRICS, best_f1_threshold, format_metrics_table, promoter_metrics
-from genolong.sequence import write_fasta
+from genolong.evaluation.kmer_baseline import KmerBaselineConfig, run_kmer_baseline
+from genolong.evaluation.metrics import (
+    PROMOTER_METRICS,
+    best_f1_threshold,
+    format_metrics_table,
+    promoter_metrics,
+)
 
 
 # -- metrics --------------------------------------------------------------------------------

@@ -7,21 +7,22 @@ import logging
 import pytest
 import torch
 
-from genolong import bench, cpu_precision
-from genolong.bench_converted import CONVERTED
+from genolong.bench import attention as attention_bench
+from genolong.bench import cpu_precision
+from genolong.bench.converted import CONVERTED
 
-TINY = bench.BenchSize(vocab_size=64, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32)
+TINY = attention_bench.BenchSize(vocab_size=64, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32)
 
 
 @pytest.mark.parametrize("name", sorted(CONVERTED))
 def test_converted_entries_compute_what_their_transformers_peer_computes(name):
     """Same weights, same outputs: the benchmark compares implementations, not models."""
     length = 1024 if name == "converted-bigbird" else 96  # BigBird: past the full-attention fallback
-    spec = bench.Spec(model=name, length=length, size=TINY)
+    spec = attention_bench.Spec(model=name, length=length, size=TINY)
     torch.manual_seed(0)
-    ours, _ = bench.build(spec, mlm=True)
+    ours, _ = attention_bench.build(spec, mlm=True)
     torch.manual_seed(0)
-    theirs, _ = bench.build(bench.Spec(model=CONVERTED[name], length=length, size=TINY), mlm=True)
+    theirs, _ = attention_bench.build(attention_bench.Spec(model=CONVERTED[name], length=length, size=TINY), mlm=True)
     ids = torch.randint(5, TINY.vocab_size, (1, length), generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
         difference = (ours.eval()(input_ids=ids).logits - theirs.eval()(input_ids=ids).logits).abs().max()
@@ -53,7 +54,7 @@ def test_auto_picks_bf16_where_flagged_and_measured_fast(monkeypatch):
 
 def test_explicit_bf16_on_a_slow_cpu_warns_with_the_measurement(monkeypatch, caplog):
     monkeypatch.setattr(cpu_precision, "matmul_rates", lambda: cpu_precision.MatmulRates(fp32=130.0, bf16=0.3))
-    with caplog.at_level(logging.WARNING, logger="genolong.cpu_precision"):
+    with caplog.at_level(logging.WARNING, logger="genolong.bench.cpu_precision"):
         assert cpu_precision.resolve_cpu_dtype("bf16", flags={"avx2"}) == "bf16"
     assert "no avx512_bf16/amx_bf16 flag" in caplog.text and "0.3 GFLOP/s in bf16 against 130.0 in fp32" in caplog.text
 

@@ -13,11 +13,11 @@ import torch
 from cli_helpers import one_line
 from variant_helpers import write_vcf
 
-from genolong.classifier import default_promoter_model
 from genolong.cli import main
+from genolong.dna.sequence import read_fasta
+from genolong.inference.classifier import default_promoter_model
 from genolong.inference.variant_scoring import ClassifierEffects
 from genolong.resources import sample_genome
-from genolong.sequence import read_fasta
 
 HEADER = "##fileformat=VCFv4.2\n#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\n"
 

@@ -20,10 +20,10 @@ from cli_helpers import one_line
 from deepsea_fixtures import deepsea_rows, write_bundle
 
 from genolong.cli import main
-from genolong.corpus import Corpus
 from genolong.data_prep.cache import DataCache
+from genolong.datasets.corpus import Corpus
+from genolong.dna.sequence import write_fasta
 from genolong.errors import InputError
-from genolong.sequence import write_fasta
 
 BED = "chr1\t894625\t894685\tNOC2L_1\t900\t-\t894635\t894636\n"
 ERROR_PAGE = b"<html><body>Service unavailable</body></html>\n"
@@ -145,7 +145,7 @@ def colliding_corpus(tokenizer_dir, tmp_path_factory):
 
 
 def test_records_whose_names_sanitise_alike_keep_their_own_shards(colliding_corpus, tokenizer_dir):
-    from genolong.tokenizer import load_tokenizer
+    from genolong.dna.tokenizer import load_tokenizer
 
     corpus_dir, records = colliding_corpus
     backend = load_tokenizer(tokenizer_dir).backend_tokenizer

@@ -11,8 +11,8 @@ import pytest
 from classify_helpers import promoter_dataset
 
 from genolong.cli import main
-from genolong.compare_report import read_csv
 from genolong.errors import ConfigError, UserError
+from genolong.evaluation.compare_report import read_csv
 from genolong.resources import sample_genome
 from genolong.tasks import compare as compare_module
 from genolong.tasks.compare import (

@@ -15,7 +15,7 @@ SHRINK = {"model.hidden_size": 32, "model.num_hidden_layers": 1, "model.num_atte
 
 @pytest.mark.parametrize("name", available_presets("pretrain"))
 def test_pretrain_preset_builds_a_model(name):
-    from genolong.model.hf import GenolongForMaskedLM
+    from genolong.model.modeling import GenolongForMaskedLM
 
     config = load_pretrain_config(name)
     full_size = config.model_config(vocab_size=config.tokenizer.vocab_size)
@@ -37,7 +37,7 @@ def test_presets_exist_and_unknown_names_are_clear():
 def test_compare_preset_builds_every_backbone(name):
     """Each backbone's pretraining config validates at the preset's max_len (and at every ablation
     length) and runs as a shrunk model; the fine-tuning config is a promoter one."""
-    from genolong.model.hf import GenolongForMaskedLM
+    from genolong.model.modeling import GenolongForMaskedLM
     from genolong.tasks.compare import load_compare_config
 
     config = load_compare_config(name)

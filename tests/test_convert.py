@@ -25,7 +25,7 @@ from transformers import BertConfig, BertForMaskedLM, BigBirdConfig, BigBirdForP
 
 import genolong  # noqa: F401  (registers the genolong Auto classes)
 from genolong.model.convert import convert_checkpoint
-from genolong.model.hf import GenolongForMaskedLM
+from genolong.model.modeling import GenolongForMaskedLM
 
 VOCAB = 32000
 
@@ -238,8 +238,8 @@ def test_genolong_feeds_gena_tokenizer_what_it_expects(shared_data, tmp_path):
     whose vocabulary is uppercase; its own normalizer turns runs of >= 10 N into '-'."""
     from convert_helpers import copy_gena_tokenizer
 
-    from genolong.classifier import TokenEncoder
-    from genolong.tokenizer import load_tokenizer
+    from genolong.dna.tokenizer import load_tokenizer
+    from genolong.inference.classifier import TokenEncoder
 
     copy_gena_tokenizer(shared_data, tmp_path)
     tokenizer = load_tokenizer(tmp_path)

@@ -9,13 +9,13 @@ import random
 import numpy as np
 import pytest
 
-import genolong.corpus as corpus_module
+import genolong.datasets.corpus as corpus_module
 from genolong.cli import main
 from genolong.config import dump_yaml, from_dict, load_yaml
-from genolong.corpus import Corpus, CorpusConfig, build_corpus, cut_documents
+from genolong.datasets.corpus import Corpus, CorpusConfig, build_corpus, cut_documents
+from genolong.dna.sequence import read_fasta, write_fasta
+from genolong.dna.tokenizer import TokenizerTrainConfig, load_tokenizer, train_tokenizer
 from genolong.errors import ConfigError, UserError
-from genolong.sequence import read_fasta, write_fasta
-from genolong.tokenizer import TokenizerTrainConfig, load_tokenizer, train_tokenizer
 
 
 def test_cut_documents_follows_bigbird_rule():

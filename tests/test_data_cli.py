@@ -16,7 +16,7 @@ from genolong.cli import COMMAND_MODULES, build_parser, main
 from genolong.data_prep.cache import DataCache
 from genolong.data_prep.checksums import BsdSum
 from genolong.data_prep.sources import USAGES, ready_path
-from genolong.genome import Genome
+from genolong.dna.genome import Genome
 
 HG19_TOY = ">chr1\nNNNNacgtACGTacgtACGTAAAA\nCCCCGGGG\n>chrM\nGATCACAGGT\n>chr6_apd_hap1\nACGTN\n"
 ENSEMBL_TOY = ">1 dna:chromosome chromosome:GRCh37:1:1:24:1 REF\nNNNNACGTACGTACGTACGTAAAA\n>MT dna:chromosome\nGATCACAGGT\n"

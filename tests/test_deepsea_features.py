@@ -1,4 +1,4 @@
-"""The 919 DeepSEA profile names and classes (genolong/chromatin_profiles.py) against the real table."""
+"""The 919 DeepSEA profile names and classes (genolong/evaluation/profiles.py) against the real table."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from collections import Counter
 
 import pytest
 
-from genolong.chromatin_profiles import (
+from genolong.errors import InputError
+from genolong.evaluation.profiles import (
     CLASS_COLUMNS,
     N_PROFILES,
     chromatin_profiles,
@@ -16,7 +17,6 @@ from genolong.chromatin_profiles import (
     profile_class,
     profile_classes,
 )
-from genolong.errors import InputError
 
 HISTONE_MARK = re.compile(r"H[2-4][A-Za-z0-9]*")
 

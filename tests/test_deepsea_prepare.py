@@ -23,9 +23,9 @@ from genolong.data_prep import chromatin_dataset
 from genolong.data_prep.chromatin_dataset import PreparedChromatin, prepare_chromatin
 from genolong.data_prep.deepsea import DeepSEAMat
 from genolong.data_prep.locate import LocateStatus
+from genolong.dna.sequence import reverse_complement, write_fasta
 from genolong.errors import ConfigError, InputError, UserError
 from genolong.outputs import MARKER
-from genolong.sequence import reverse_complement, write_fasta
 
 
 @pytest.fixture(scope="module")

@@ -17,14 +17,14 @@ from classify_helpers import (
 from deepsea_fixtures import real_rows
 from sklearn.metrics import average_precision_score, roc_auc_score
 
-from genolong.chromatin_eval import AUC_COLUMNS, evaluation_rows, profile_aucs, read_auc_table
-from genolong.chromatin_profiles import chromatin_profiles
-from genolong.classifier import Classifier, StrandAveraged
 from genolong.cli import main
 from genolong.data_prep.chromatin_dataset import PreparedChromatin
+from genolong.dna.sequence import write_fasta
 from genolong.errors import InputError
-from genolong.metrics import per_profile_auc
-from genolong.sequence import write_fasta
+from genolong.evaluation.chromatin import AUC_COLUMNS, evaluation_rows, profile_aucs, read_auc_table
+from genolong.evaluation.metrics import per_profile_auc
+from genolong.evaluation.profiles import chromatin_profiles
+from genolong.inference.classifier import Classifier, StrandAveraged
 
 
 @pytest.fixture(scope="module")

@@ -9,14 +9,14 @@ import pytest
 import torch
 from classify_helpers import tiny_tokenizer
 
-from genolong.classifier import Classifier, TaskInfo
 from genolong.cli import main
+from genolong.dna.sequence import read_fasta, write_fasta
+from genolong.dna.tokenizer import load_tokenizer
+from genolong.inference.classifier import Classifier, TaskInfo
 from genolong.inference.explain import gradient_attributions, mutants, one_hot, saturation_mutagenesis
 from genolong.model.configuration import GenolongConfig
-from genolong.model.hf import GenolongForSequenceClassification
+from genolong.model.modeling import GenolongForSequenceClassification
 from genolong.resources import sample_genome
-from genolong.sequence import read_fasta, write_fasta
-from genolong.tokenizer import load_tokenizer
 
 MOTIF = "CACGTGACGTCA"
 LENGTH = 120

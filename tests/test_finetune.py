@@ -13,14 +13,15 @@ from classify_helpers import micro_config, promoter_dataset, tiny_tokenizer
 from lightning.pytorch.callbacks import Callback
 
 from genolong.attention import available_attentions
-from genolong.classifier import Classifier, TaskInfo, TokenEncoder
 from genolong.cli import main
 from genolong.configs import available_presets, preset_path
 from genolong.data_prep.promoter_dataset import load_split
+from genolong.dna.tokenizer import load_tokenizer
 from genolong.errors import ConfigError, UserError
-from genolong.metrics import best_f1_threshold, promoter_metrics
+from genolong.evaluation.metrics import best_f1_threshold, promoter_metrics
+from genolong.inference.classifier import Classifier, TaskInfo, TokenEncoder
+from genolong.inference.records import predict_all
 from genolong.model.loading import save_model
-from genolong.predict import predict_all
 from genolong.tasks.classify import (
     ClassifyConfig,
     Collate,
@@ -29,7 +30,6 @@ from genolong.tasks.classify import (
     run_finetune,
     validation_metrics,
 )
-from genolong.tokenizer import load_tokenizer
 
 
 @pytest.fixture(scope="module")
@@ -142,7 +142,7 @@ def test_validation_metrics_by_task():
 def test_from_pretrained_keeps_encoder_weights_and_may_switch_backbone(tmp_path):
     from genolong.attention import available_attentions
     from genolong.model.configuration import GenolongConfig
-    from genolong.model.hf import GenolongForMaskedLM, GenolongForSequenceClassification
+    from genolong.model.modeling import GenolongForMaskedLM, GenolongForSequenceClassification
 
     tokenizer_dir = tiny_tokenizer(tmp_path / "tok")
     tokenizer = load_tokenizer(tokenizer_dir)

@@ -8,9 +8,9 @@ import pytest
 from Bio import bgzf
 
 from genolong.cli import main
+from genolong.dna.genome import Genome, canonical_chrom, is_bgzip
+from genolong.dna.sequence import read_fasta, reverse_complement, write_fasta
 from genolong.errors import UserError
-from genolong.genome import Genome, canonical_chrom, is_bgzip
-from genolong.sequence import read_fasta, reverse_complement, write_fasta
 
 
 @pytest.mark.parametrize("a, b", [("chr1", "1"), ("chrM", "MT"), ("chrMT", "M"), ("chrX", "X")])

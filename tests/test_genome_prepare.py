@@ -14,9 +14,9 @@ from genolong.data_prep.genome_prepare import (
     normalise_name,
     prepare_genome,
 )
+from genolong.dna.genome import Genome
+from genolong.dna.sequence import read_fasta
 from genolong.errors import ConfigError, InputError, UserError
-from genolong.genome import Genome
-from genolong.sequence import read_fasta
 
 
 def random_dna(rng: random.Random, length: int) -> str:

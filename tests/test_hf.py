@@ -14,7 +14,7 @@ from model_helpers import probe_attention, tiny_config  # noqa: F401
 from genolong.errors import ConfigError
 from genolong.model.auto import RegisterAfterImport, Registration
 from genolong.model.configuration import GenolongConfig
-from genolong.model.hf import GenolongForMaskedLM, GenolongForSequenceClassification, GenolongModel
+from genolong.model.modeling import GenolongForMaskedLM, GenolongForSequenceClassification, GenolongModel
 
 
 def random_ids(batch: int, length: int) -> torch.Tensor:

@@ -17,8 +17,8 @@ from genolong.data_prep.locate import (
     reverse_complement_rows,
     rolling_kmers,
 )
+from genolong.dna.sequence import read_fasta, reverse_complement
 from genolong.errors import ConfigError
-from genolong.sequence import read_fasta, reverse_complement
 
 CODES = {base: code for code, base in enumerate("ACGT")}
 

@@ -1,4 +1,4 @@
-"""Per-profile chromatin AUCs (genolong/metrics.py): hand-computed cases, scikit-learn, undefined profiles."""
+"""Per-profile chromatin AUCs (genolong/evaluation/metrics.py): hand-computed cases, scikit-learn, undefined profiles."""
 
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ import pytest
 from deepsea_fixtures import real_rows
 from sklearn.metrics import average_precision_score, roc_auc_score
 
-from genolong.chromatin_profiles import profile_classes
 from genolong.errors import UserError
-from genolong.metrics import (
+from genolong.evaluation.metrics import (
     CHROMATIN_REFERENCE_MEDIAN_AUC,
     format_chromatin_medians,
     median_auc_by_class,
     per_profile_auc,
 )
+from genolong.evaluation.profiles import profile_classes
 
 
 def test_hand_computed_aucs():

@@ -11,7 +11,7 @@ from genolong.attention import available_attentions
 from genolong.errors import UserError
 from genolong.model.encoder import Encoder
 from genolong.model.heads import IGNORE_INDEX
-from genolong.model.hf import GenolongForMaskedLM, GenolongForSequenceClassification, GenolongModel
+from genolong.model.modeling import GenolongForMaskedLM, GenolongForSequenceClassification, GenolongModel
 
 # Long enough for every registered pattern at its paper defaults (BigBird: 8 blocks of 64).
 LENGTH = 640

@@ -13,15 +13,20 @@ import torch
 from classify_helpers import promoter_dataset, random_promoter_model
 from safetensors.torch import load_file, save_file
 
-from genolong.classifier import Classifier, default_promoter_model
 from genolong.cli import main
+from genolong.dna.sequence import write_fasta
+from genolong.dna.tokenizer import (
+    TokenizerTrainConfig,
+    load_tokenizer,
+    tokenizer_fingerprint,
+    train_tokenizer,
+)
 from genolong.errors import InputError
+from genolong.inference.classifier import Classifier, default_promoter_model
 from genolong.model.configuration import GenolongConfig
-from genolong.model.hf import GenolongForMaskedLM, GenolongForSequenceClassification
 from genolong.model.loading import load_model, read_model_config, save_model
+from genolong.model.modeling import GenolongForMaskedLM, GenolongForSequenceClassification
 from genolong.resources import sample_genome
-from genolong.sequence import write_fasta
-from genolong.tokenizer import TokenizerTrainConfig, load_tokenizer, tokenizer_fingerprint, train_tokenizer
 
 SEQUENCE = "ACGTTGCAAT" * 30
 

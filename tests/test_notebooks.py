@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 from classify_helpers import finetuned_chromatin
 
-from genolong.chromatin_eval import write_auc_table
-from genolong.chromatin_profiles import N_PROFILES
-from genolong.compare_report import CURVE_COLUMNS
-from genolong.metrics import ProfileAUCs
+from genolong.evaluation.chromatin import write_auc_table
+from genolong.evaluation.compare_report import CURVE_COLUMNS
+from genolong.evaluation.metrics import ProfileAUCs
+from genolong.evaluation.profiles import N_PROFILES
 
 nbclient = pytest.importorskip("nbclient")
 nbformat = pytest.importorskip("nbformat")
@@ -89,7 +89,7 @@ def test_notebook_runs_on_a_fine_tuned_models_table(shared_data, tmp_path, tmp_p
 
 def generated_comparison(out: Path, with_ablation: bool) -> Path:
     """comparison.csv and curves for the six backbones (and an ablation where BPC falls with length)."""
-    from genolong.compare_report import write_csv
+    from genolong.evaluation.compare_report import write_csv
     from genolong.tasks.compare import ABLATION_COLUMNS, BACKBONES, COLUMNS
 
     rng = np.random.default_rng(0)

@@ -1,4 +1,4 @@
-"""Inference: windows, batching, strand averaging (genolong/predict.py, genolong/classifier.py) and
+"""Inference: windows, batching, strand averaging (genolong/inference/records.py, genolong/inference/classifier.py) and
 `genolong predict-promoter` on real mouse promoters, including bad input."""
 
 from __future__ import annotations
@@ -10,9 +10,11 @@ import pytest
 import torch
 from classify_helpers import random_classifier, tiny_tokenizer
 
-from genolong.classifier import Classifier, StrandAveraged, TokenEncoder
 from genolong.cli import main
-from genolong.predict import (
+from genolong.dna.sequence import FastaRecord, read_fasta, reverse_complement, write_fasta
+from genolong.dna.tokenizer import load_tokenizer
+from genolong.inference.classifier import Classifier, StrandAveraged, TokenEncoder
+from genolong.inference.records import (
     RegionMerger,
     Skipped,
     Window,
@@ -22,8 +24,6 @@ from genolong.predict import (
     score_windows,
     window_starts,
 )
-from genolong.sequence import FastaRecord, read_fasta, reverse_complement, write_fasta
-from genolong.tokenizer import load_tokenizer
 
 
 @pytest.fixture(scope="module")

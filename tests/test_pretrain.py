@@ -15,12 +15,12 @@ from lightning.pytorch.callbacks import Callback
 
 from genolong.cli import main
 from genolong.configs import preset_path
-from genolong.corpus import Corpus
+from genolong.datasets.corpus import Corpus
+from genolong.datasets.mlm import MaskingConfig, MLMWindows, PositionSampler, SpecialIds, pack_windows
+from genolong.dna.tokenizer import load_tokenizer
 from genolong.errors import ConfigError, UserError
-from genolong.mlm import MaskingConfig, MLMWindows, PositionSampler, SpecialIds, pack_windows
 from genolong.resources import sample_genome
 from genolong.tasks.pretrain import load_pretrain_config, run_pretrain
-from genolong.tokenizer import load_tokenizer
 
 MICRO = {
     "max_len": 128,
@@ -73,9 +73,9 @@ def test_run_writes_model_report_and_curve(finished_run):
 
 def test_bpc_is_nll_in_bits_over_masked_bases(finished_run):
     """Recompute the validation BPC by hand from the saved model and the corpus."""
-    from genolong.mlm import collate_windows
-    from genolong.model.hf import GenolongForMaskedLM
-    from genolong.tokenizer import token_lengths
+    from genolong.datasets.mlm import collate_windows
+    from genolong.dna.tokenizer import token_lengths
+    from genolong.model.modeling import GenolongForMaskedLM
 
     out, report = finished_run
     config = micro()

@@ -14,9 +14,9 @@ from genolong.data_prep.promoters import (
     read_sequence_lines,
     read_tss_bed,
 )
+from genolong.dna.genome import Genome
+from genolong.dna.sequence import reverse_complement, write_fasta
 from genolong.errors import ConfigError, InputError
-from genolong.genome import Genome
-from genolong.sequence import reverse_complement, write_fasta
 
 COMPLEMENT = str.maketrans("ACGT", "TGCA")
 

@@ -18,9 +18,9 @@ from genolong.data_prep.promoter_dataset import (
 )
 from genolong.data_prep.promoters import PromoterRecord, TssWindow
 from genolong.data_prep.splits import chromosome_split, deduplicate, stratified_random_split
+from genolong.dna.sequence import write_fasta
 from genolong.errors import ConfigError, UserError
 from genolong.outputs import MARKER
-from genolong.sequence import write_fasta
 
 SPLITS = ("train", "valid", "test")
 

@@ -17,9 +17,9 @@ from genolong.data_prep.negatives import (
     substitution_negative,
 )
 from genolong.data_prep.promoters import Tss, read_fasta_records, read_sequence_lines
+from genolong.dna.genome import Genome
+from genolong.dna.sequence import reverse_complement, write_fasta
 from genolong.errors import UserError
-from genolong.genome import Genome
-from genolong.sequence import reverse_complement, write_fasta
 
 
 def pieces(sequence: str) -> list[str]:

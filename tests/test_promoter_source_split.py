@@ -10,7 +10,6 @@ import pytest
 import torch
 from classify_helpers import micro_config
 
-from genolong.classifier import Classifier
 from genolong.cli import main
 from genolong.commands.finetune import summary
 from genolong.data_prep.promoter_dataset import load_split
@@ -20,11 +19,12 @@ from genolong.data_prep.source_split import (
     build_source_split_dataset,
     load_source_split_config,
 )
+from genolong.dna.sequence import write_fasta
 from genolong.errors import ConfigError
 from genolong.evaluation.calibration import fit_platt, fold_into_head
 from genolong.evaluation.cross_source import pair_metrics
-from genolong.metrics import expected_calibration_error
-from genolong.sequence import write_fasta
+from genolong.evaluation.metrics import expected_calibration_error
+from genolong.inference.classifier import Classifier
 from genolong.tasks.classify import random_crop, run_finetune
 
 

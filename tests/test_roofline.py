@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from genolong.attention.bigbird import BigBirdAttention
-from genolong.bench import BenchSize
-from genolong.model.hf import GenolongConfig
+from genolong.bench.attention import BenchSize
+from genolong.model.modeling import GenolongConfig
 
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "attention_roofline.py"
 

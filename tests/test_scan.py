@@ -18,14 +18,10 @@ import torch
 from classify_helpers import random_classifier, tiny_tokenizer
 from rank_helpers import run_on_two_ranks
 
-from genolong.classifier import Classifier, StrandAveraged, TaskInfo, TokenEncoder, default_promoter_model
 from genolong.cli import main
-from genolong.genome import Genome
-from genolong.inference import parts
-from genolong.inference.plan import ScanPlan, merge_intervals, read_regions, whole_chromosomes
-from genolong.inference.windows import WindowBatches, WindowEncoder, is_per_base
-from genolong.sequence import clean, write_fasta
-from genolong.tokenizer import (
+from genolong.dna.genome import Genome
+from genolong.dna.sequence import clean, write_fasta
+from genolong.dna.tokenizer import (
     ALPHABET,
     N_RUN_POWERS,
     SPECIAL_TOKENS,
@@ -33,6 +29,16 @@ from genolong.tokenizer import (
     load_tokenizer,
     train_tokenizer,
 )
+from genolong.inference import parts
+from genolong.inference.classifier import (
+    Classifier,
+    StrandAveraged,
+    TaskInfo,
+    TokenEncoder,
+    default_promoter_model,
+)
+from genolong.inference.plan import ScanPlan, merge_intervals, read_regions, whole_chromosomes
+from genolong.inference.windows import WindowBatches, WindowEncoder, is_per_base
 
 N_RUN = (5_000, 7_500)  # an assembly gap written into the real sequence
 

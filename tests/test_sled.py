@@ -10,7 +10,7 @@ from model_helpers import tiny_config
 
 from genolong.errors import ConfigError, UserError
 from genolong.model.encoder import Encoder
-from genolong.model.hf import GenolongForSequenceClassification, GenolongModel
+from genolong.model.modeling import GenolongForSequenceClassification, GenolongModel
 from genolong.model.sled import SledEncoder, SledFusion, sled_windows
 
 
@@ -233,7 +233,7 @@ def test_padding_before_real_tokens_or_an_empty_row_is_a_user_error(padding):
 def test_preset_model_round_trips_and_its_mlm_checkpoint_starts_a_classifier(tmp_path):
     from transformers import AutoModelForMaskedLM, AutoModelForSequenceClassification
 
-    from genolong.model.hf import GenolongForMaskedLM
+    from genolong.model.modeling import GenolongForMaskedLM
     from genolong.tasks.pretrain import load_pretrain_config
 
     config = load_pretrain_config("sled").model_config(vocab_size=64)
@@ -256,7 +256,7 @@ def test_preset_model_round_trips_and_its_mlm_checkpoint_starts_a_classifier(tmp
 
 def test_the_attention_benchmark_measures_sled():
     """``genolong bench attention`` builds it by name, at any length (positions restart per chunk)."""
-    from genolong.bench import BenchSize, Spec, run_phase
+    from genolong.bench.attention import BenchSize, Spec, run_phase
 
     size = BenchSize(
         vocab_size=64, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64

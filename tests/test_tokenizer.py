@@ -9,9 +9,8 @@ import pytest
 from transformers import AutoTokenizer
 
 from genolong.cli import main
-from genolong.errors import ConfigError
-from genolong.sequence import read_fasta, write_fasta
-from genolong.tokenizer import (
+from genolong.dna.sequence import read_fasta, write_fasta
+from genolong.dna.tokenizer import (
     N_RUN_POWERS,
     SPECIAL_TOKENS,
     FastaRecord,
@@ -22,6 +21,7 @@ from genolong.tokenizer import (
     tokenizer_stats,
     train_tokenizer,
 )
+from genolong.errors import ConfigError
 
 
 @pytest.fixture(scope="session")
@@ -161,7 +161,7 @@ def test_cli_refuses_foreign_output_dir_and_leaves_nothing_behind(tmp_path, caps
 
 
 def test_failed_training_leaves_no_partial_output(tmp_path, monkeypatch, shared_data):
-    import genolong.tokenizer as module
+    import genolong.dna.tokenizer as module
 
     def broken(*args, **kwargs):
         raise RuntimeError("disk full")

@@ -19,9 +19,9 @@ from classify_helpers import promoter_dataset
 
 from genolong.cli import main
 from genolong.configs import preset_path
+from genolong.dna.tokenizer import TokenizerTrainConfig, train_tokenizer
 from genolong.resources import sample_genome
 from genolong.tasks.stopping import StopOnSignal
-from genolong.tokenizer import TokenizerTrainConfig, train_tokenizer
 
 #: A micro pretraining run: 12 steps of 2 micro-batches of 2 windows, dropout on, BigBird
 #: redrawing its random blocks every step (so every RNG must resume), checkpoints every 4 steps.

@@ -14,17 +14,17 @@ import torch
 from classify_helpers import random_classifier, tiny_tokenizer
 from variant_helpers import HEADER, genome_sequences, other, site_records, write_vcf
 
-from genolong.chromatin_profiles import chromatin_profiles
-from genolong.classifier import Classifier, StrandAveraged
 from genolong.cli import main
+from genolong.dna.genome import Genome
+from genolong.dna.sequence import write_fasta
 from genolong.errors import UserError
-from genolong.genome import Genome
+from genolong.evaluation.profiles import chromatin_profiles
+from genolong.inference.classifier import Classifier, StrandAveraged
 from genolong.inference.labels import select_labels
 from genolong.inference.mlm_llr import MaskedLMEffects, differing_span
 from genolong.inference.variant_scoring import ClassifierEffects
 from genolong.inference.variant_windows import left_normalise
 from genolong.resources import sample_genome
-from genolong.sequence import write_fasta
 
 GENOME = str(sample_genome())
 PROFILES = ["GM12878|CTCF|None", "HepG2|CTCF|None", "K562|DNase|None"]
@@ -315,9 +315,9 @@ def test_differing_span_by_hand():
 
 
 def test_mlm_llr_is_the_masked_marginal_of_the_variant_tokens(tokenizer_dir, tmp_path):
+    from genolong.dna.tokenizer import load_tokenizer
     from genolong.model.configuration import GenolongConfig
-    from genolong.model.hf import GenolongForMaskedLM
-    from genolong.tokenizer import load_tokenizer
+    from genolong.model.modeling import GenolongForMaskedLM
 
     tokenizer = load_tokenizer(tokenizer_dir)
     torch.manual_seed(0)

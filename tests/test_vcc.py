@@ -18,7 +18,7 @@ from genolong.attention import vcc as vcc_attention
 from genolong.errors import ConfigError, UserError
 from genolong.model.encoder import Block, Encoder
 from genolong.model.heads import IGNORE_INDEX
-from genolong.model.hf import GenolongForMaskedLM, GenolongModel
+from genolong.model.modeling import GenolongForMaskedLM, GenolongModel
 from genolong.model.vcc import (
     VCCEncoder,
     VipLayout,
@@ -344,7 +344,7 @@ def test_preset_model_round_trips_through_the_auto_classes(tmp_path):
 
 def test_the_attention_benchmark_measures_vcc():
     """``genolong bench attention`` builds it by name (its MLM step passes labels, hence VIPs)."""
-    from genolong.bench import BenchSize, Spec, run_phase
+    from genolong.bench.attention import BenchSize, Spec, run_phase
 
     size = BenchSize(
         vocab_size=64, hidden_size=32, num_hidden_layers=3, num_attention_heads=4, intermediate_size=64

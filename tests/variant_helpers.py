@@ -6,8 +6,8 @@ from pathlib import Path
 
 from Bio import bgzf
 
+from genolong.dna.sequence import read_fasta
 from genolong.resources import sample_genome
-from genolong.sequence import read_fasta
 
 HEADER = [
     "##fileformat=VCFv4.2",
@@ -18,7 +18,7 @@ HEADER = [
 
 
 def genome_sequences() -> dict[str, str]:
-    """The sample genome's records, read independently of genolong.genome (uppercased)."""
+    """The sample genome's records, read independently of genolong.dna.genome (uppercased)."""
     return {r.name: r.sequence for r in read_fasta(sample_genome())}
 
 

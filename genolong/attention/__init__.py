@@ -15,7 +15,7 @@ Construction and call (all tensors on one device and in one dtype)::
                                                 #   or None (no padding)
                                                 # out: (B, H, L, D)
 
-``config`` is a :class:`~genolong.model.hf.GenolongConfig`, or any object with the fields of
+``config`` is a :class:`~genolong.model.modeling.GenolongConfig`, or any object with the fields of
 ``cls.config_defaults`` plus ``num_attention_heads``, ``hidden_size``,
 ``max_position_embeddings`` and ``attention_probs_dropout_prob``. ``layer_idx`` seeds
 per-layer randomness (BigBird's random blocks, LSG's LSH projections) as

@@ -103,17 +103,18 @@ def run_attention(args) -> int:
     import torch
     import transformers
 
-    from genolong import bench, bench_report
     from genolong.attention import attention_class, available_attentions
-    from genolong.cpu_precision import matmul_rates, resolve_cpu_dtype
+    from genolong.bench import attention as attention_bench
+    from genolong.bench import report as bench_report
+    from genolong.bench.cpu_precision import matmul_rates, resolve_cpu_dtype
     from genolong.errors import UserError
 
     backbones = available_attentions() if args.backbones is None else args.backbones
     for name in backbones:
         attention_class(name)  # ConfigError for an unknown name
-    known_peers = bench.PEERS + bench.LEGACY_PEERS + bench.OPTIONAL_PEERS
+    known_peers = attention_bench.PEERS + attention_bench.LEGACY_PEERS + attention_bench.OPTIONAL_PEERS
     if args.peers is None:
-        peers = list(bench.PEERS + (bench.LEGACY_PEERS if args.legacy_site else ()))
+        peers = list(attention_bench.PEERS + (attention_bench.LEGACY_PEERS if args.legacy_site else ()))
     else:
         peers = args.peers
     unknown = sorted(set(peers) - set(known_peers))
@@ -123,14 +124,14 @@ def run_attention(args) -> int:
         raise UserError(f"--legacy-site {args.legacy_site}: no transformers package in that directory")
 
     args.dtype = resolve_cpu_dtype(args.dtype)
-    size = bench.BenchSize(
+    size = attention_bench.BenchSize(
         vocab_size=args.vocab,
         hidden_size=args.hidden,
         num_hidden_layers=args.layers,
         num_attention_heads=args.heads,
         intermediate_size=args.ffn,
     )
-    template = bench.Spec(
+    template = attention_bench.Spec(
         model="",
         length=0,
         size=size,
@@ -165,8 +166,8 @@ def run_attention(args) -> int:
         },
         "load_average_start": os.getloadavg(),
     }
-    pairs = bench.plan(backbones, peers, args.floor, args.lengths, args.extra_lengths)
-    bench.check_plan(pairs, size)
+    pairs = attention_bench.plan(backbones, peers, args.floor, args.lengths, args.extra_lengths)
+    attention_bench.check_plan(pairs, size)
     print(
         f"{len(pairs)} model/length pairs, {args.threads} threads, {args.dtype}, size {vars(size)}; "
         f"load average {os.getloadavg()[0]:.2f}"
@@ -181,7 +182,7 @@ def run_attention(args) -> int:
         else:
             print(f"  {row['model']:>14} {row['length']:>6} {row['phase']:>7}: {row['status']}")
 
-    rows = bench.run_benchmark(
+    rows = attention_bench.run_benchmark(
         pairs,
         template,
         stem.with_suffix(".csv"),

@@ -55,7 +55,7 @@ def _workspace(args):
 
 
 def _report(space, rows, table: str, columns) -> None:
-    from genolong.compare_report import markdown_table
+    from genolong.evaluation.compare_report import markdown_table
 
     print(markdown_table(rows, columns), end="")
     print(f"results: {space.out / table}")

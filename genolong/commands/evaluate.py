@@ -41,11 +41,11 @@ def run_chromatin(args) -> int:
 
     from tqdm import tqdm
 
-    from genolong.chromatin_eval import evaluate_chromatin, write_auc_table
-    from genolong.chromatin_profiles import profile_classes
-    from genolong.classifier import Classifier, StrandAveraged
     from genolong.data_prep.chromatin_dataset import PreparedChromatin
-    from genolong.metrics import format_chromatin_medians, median_auc_by_class
+    from genolong.evaluation.chromatin import evaluate_chromatin, write_auc_table
+    from genolong.evaluation.metrics import format_chromatin_medians, median_auc_by_class
+    from genolong.evaluation.profiles import profile_classes
+    from genolong.inference.classifier import Classifier, StrandAveraged
 
     classifier = Classifier.load(args.model, task="chromatin", device=args.device)
     split = PreparedChromatin(args.data)[args.split]

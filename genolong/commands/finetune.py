@@ -96,7 +96,7 @@ def run(args) -> int:
 def summary(report: dict) -> str:
     """The test results of a fine-tuning report as a printed table."""
     if report["task"] == "promoter":
-        from genolong.metrics import format_metrics_table
+        from genolong.evaluation.metrics import format_metrics_table
 
         name = f"genolong {report['backbone']}"
         rows = {f"{name} valid": report["valid"], f"{name} test": report["test"]}
@@ -111,7 +111,7 @@ def summary(report: dict) -> str:
         return table
     if "test" not in report:
         return "no test split: no test AUCs"
-    from genolong.metrics import format_chromatin_medians
+    from genolong.evaluation.metrics import format_chromatin_medians
 
     test = report["test"]
     return (

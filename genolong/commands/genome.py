@@ -57,8 +57,8 @@ def _default_output(args) -> Path:
 
 
 def run_fetch(args) -> int:
-    from genolong.genome import Genome
-    from genolong.tokenizer import Region
+    from genolong.dna.genome import Genome
+    from genolong.dna.tokenizer import Region
 
     region = Region.parse(args.region)
     with Genome(args.genome) as genome:

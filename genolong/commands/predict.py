@@ -25,8 +25,8 @@ import contextlib
 import sys
 from pathlib import Path
 
-from genolong.classifier import default_promoter_description
 from genolong.commands.arguments import add_device_arguments, positive_int
+from genolong.inference.classifier import default_promoter_description
 from genolong.outputs import declare
 
 PROMOTER_COLUMNS = ("id", "length", "windows", "probability", "label", "error")
@@ -126,8 +126,8 @@ def _outputs(*paths: Path | None):
 
 def _load(args, path: Path, task: str):
     """The classifier, on this rank's device, and the Trainer of a run on several ranks (None for one)."""
-    from genolong.classifier import Classifier
     from genolong.errors import UserError
+    from genolong.inference.classifier import Classifier
     from genolong.inference.record_loop import ranks_trainer
 
     trainer = ranks_trainer(args.accelerator, args.devices, args.num_nodes)
@@ -138,11 +138,11 @@ def _load(args, path: Path, task: str):
 
 
 def _scored_records(args, classifier, trainer, default_stride: int):
-    """The records of ``args.fasta``, windowed, scored and grouped by record (see genolong.predict);
+    """The records of ``args.fasta``, windowed, scored and grouped by record (see genolong.inference.records);
     None on a rank other than 0."""
     from tqdm import tqdm
 
-    from genolong.classifier import StrandAveraged
+    from genolong.inference.classifier import StrandAveraged
     from genolong.inference.record_loop import score_records
 
     info = classifier.info
@@ -169,8 +169,8 @@ def _write_regions(bed, name: str, regions: list[tuple[int, int, float]], strand
 
 
 def run_promoter(args) -> int:
-    from genolong.classifier import default_promoter_model, describe_model
-    from genolong.predict import RegionMerger, Skipped
+    from genolong.inference.classifier import default_promoter_model, describe_model
+    from genolong.inference.records import RegionMerger, Skipped
 
     path = args.model or default_promoter_model()
     classifier, trainer = _load(args, path, "promoter")
@@ -221,7 +221,7 @@ def run_promoter(args) -> int:
 
 
 def run_chromatin(args) -> int:
-    from genolong.predict import Skipped
+    from genolong.inference.records import Skipped
 
     classifier, trainer = _load(args, args.model, "chromatin")
     records = _scored_records(args, classifier, trainer, 200)

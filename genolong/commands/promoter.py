@@ -190,9 +190,9 @@ def run_prepare_sources(args) -> int:
 
 
 def run_baseline(args) -> int:
-    from genolong.baselines import KmerBaselineConfig, run_kmer_baseline
+    from genolong.evaluation.kmer_baseline import KmerBaselineConfig, run_kmer_baseline
+    from genolong.evaluation.metrics import format_metrics_table
     from genolong.files import atomic_write_text
-    from genolong.metrics import format_metrics_table
 
     config = KmerBaselineConfig(k_min=args.k_min, k_max=args.k_max, Cs=args.Cs)
     report = run_kmer_baseline(args.data, config)

@@ -13,7 +13,7 @@ def register(subparsers) -> None:
     group = subparsers.add_parser("tokenizer", help="train and inspect the BPE DNA tokenizer")
     commands = group.add_subparsers(dest="tokenizer_command", metavar="SUBCOMMAND", required=True)
 
-    from genolong.tokenizer import TokenizerTrainConfig
+    from genolong.dna.tokenizer import TokenizerTrainConfig
 
     defaults = TokenizerTrainConfig()
     train = commands.add_parser("train", help="train a BPE tokenizer on a sample of a genome")
@@ -43,7 +43,7 @@ def register(subparsers) -> None:
 
 
 def run_train(args) -> int:
-    from genolong.tokenizer import Region, TokenizerTrainConfig, train_tokenizer
+    from genolong.dna.tokenizer import Region, TokenizerTrainConfig, train_tokenizer
 
     config = TokenizerTrainConfig(vocab_size=args.vocab_size, sample_bp=args.sample_bp, chunk_bp=args.chunk_bp,
                                   min_frequency=args.min_frequency, seed=args.seed)
@@ -65,8 +65,8 @@ def run_train(args) -> int:
 
 
 def run_stats(args) -> int:
+    from genolong.dna.tokenizer import Region, iter_regions, load_tokenizer, tokenizer_stats
     from genolong.files import atomic_write_text
-    from genolong.tokenizer import Region, iter_regions, load_tokenizer, tokenizer_stats
 
     tokenizer = load_tokenizer(args.tokenizer)
     regions = [Region.parse(r) for r in args.region]

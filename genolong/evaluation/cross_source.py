@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from genolong.metrics import expected_calibration_error, promoter_metrics
+from genolong.evaluation.metrics import expected_calibration_error, promoter_metrics
 
 ALL = "all"
 
@@ -31,7 +31,7 @@ def pair_metrics(
 
     Returns:
         ``{"all": metrics, "P vs N": metrics, ...}``, each as
-        :func:`genolong.metrics.promoter_metrics` plus ``ece`` (10 equal-width bins).
+        :func:`genolong.evaluation.metrics.promoter_metrics` plus ``ece`` (10 equal-width bins).
     """
     probabilities = np.asarray(probabilities, dtype=float).ravel()
     labels, sources = np.asarray(labels).astype(int), np.asarray(sources, dtype=object)

@@ -25,7 +25,7 @@ class BedRegion(NamedTuple):
 
 
 def read_bed_regions(path: Path, genome) -> Iterator[BedRegion]:
-    """The regions of BED file ``path`` on ``genome`` (a :class:`genolong.genome.Genome`).
+    """The regions of BED file ``path`` on ``genome`` (a :class:`genolong.dna.genome.Genome`).
 
     Raises:
         InputError: an unreadable or binary file, a line without three tab-separated columns

@@ -20,8 +20,8 @@ import numpy as np
 import torch
 from captum.attr import LayerGradientXActivation, LayerIntegratedGradients
 
+from genolong.dna.sequence import clean
 from genolong.errors import UserError
-from genolong.sequence import clean
 
 BASES = "ACGT"
 GRADIENT_METHODS = ("ig", "input-x-gradient")

@@ -25,16 +25,16 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from genolong.classifier import Classifier
+from genolong.dna.genome import Genome
+from genolong.dna.sequence import read_fasta
 from genolong.errors import InputError, UserError
 from genolong.files import atomic_path
-from genolong.genome import Genome
 from genolong.inference.bed import read_bed_regions
+from genolong.inference.classifier import Classifier
 from genolong.inference.explain import BASES, gradient_attributions, one_hot, saturation_mutagenesis
 from genolong.inference.labels import select_labels
 from genolong.inference.variant_windows import fetch_padded
 from genolong.outputs import mark_directory
-from genolong.sequence import read_fasta
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from genolong.chromatin_profiles import CLASS_COLUMNS, N_PROFILES, profile_class
 from genolong.errors import UserError
+from genolong.evaluation.profiles import CLASS_COLUMNS, N_PROFILES, profile_class
 
 
 def select_labels(label_names: list[str], queries: list[str] | None) -> list[int]:

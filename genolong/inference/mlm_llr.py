@@ -22,11 +22,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from genolong.classifier import TASK_FILE, resolve_device
 from genolong.errors import UserError
+from genolong.inference.classifier import TASK_FILE, resolve_device
 from genolong.inference.variant_windows import VariantWindows
-from genolong.model.hf import GenolongForMaskedLM
 from genolong.model.loading import load_model, load_model_tokenizer, read_model_config
+from genolong.model.modeling import GenolongForMaskedLM
 
 
 def differing_span(ref_ids: list[int], alt_ids: list[int]) -> tuple[int, int, int]:

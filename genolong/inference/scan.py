@@ -25,10 +25,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from genolong.classifier import Classifier, default_promoter_model
+from genolong.dna.genome import Genome
 from genolong.errors import UserError
 from genolong.files import atomic_path
-from genolong.genome import Genome
+from genolong.inference.classifier import Classifier, default_promoter_model
 from genolong.inference.loop import ScanModule, ScanPartWriter, build_trainer, predict
 from genolong.inference.parts import WorkDirectory
 from genolong.inference.plan import ScanPlan, read_regions, whole_chromosomes

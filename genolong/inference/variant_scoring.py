@@ -59,7 +59,7 @@ class ClassifierEffects:
 
     Args:
         scorer: ``probabilities(sequences, centres) -> (B, C)`` and ``info`` (a
-            :class:`~genolong.classifier.Classifier`, or :class:`~genolong.classifier.StrandAveraged`).
+            :class:`~genolong.inference.classifier.Classifier`, or :class:`~genolong.inference.classifier.StrandAveraged`).
         labels: the output columns to report (P indices into C).
         batch_size: sequences per model call.
     """

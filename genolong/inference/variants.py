@@ -18,8 +18,8 @@ from pathlib import Path
 
 import cyvcf2
 
+from genolong.dna.sequence import numbered_lines
 from genolong.errors import InputError, UserError
-from genolong.sequence import numbered_lines
 
 _BASES = frozenset("ACGTN")
 

@@ -41,7 +41,7 @@ class GenolongConfig(PretrainedConfig):
         embedding_layer_norm: a LayerNorm on the embeddings (BERT); False for ESM.
         positive_label_weight: weight of positive labels in the multi-label loss
             (8 for the chromatin profile, BigBird App. F.3).
-        tokenizer_fingerprint: :func:`genolong.tokenizer.tokenizer_fingerprint` of the tokenizer
+        tokenizer_fingerprint: :func:`genolong.dna.tokenizer.tokenizer_fingerprint` of the tokenizer
             the model was trained with, set by every genolong save and checked by
             :mod:`genolong.model.loading`; None in directories saved before it existed.
         **kwargs: the backbone's parameters (see its ``config_defaults``) and the usual

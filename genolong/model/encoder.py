@@ -10,7 +10,7 @@ Shapes: B = batch, L = tokens, N = hidden size, H = heads, D = N / H, G = extra 
 * hidden states (B, L, N); inside the attention q, k, v are (B, H, L', D) with
   L' = G + L padded up to a multiple of the attention's ``length_multiple``.
 
-``config`` is a :class:`~genolong.model.hf.GenolongConfig` or any object with the same fields.
+``config`` is a :class:`~genolong.model.modeling.GenolongConfig` or any object with the same fields.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 A model directory holds ``config.json`` (a :class:`~genolong.model.configuration.GenolongConfig`),
 ``model.safetensors`` and the tokenizer the model was trained with (``tokenizer.json``,
 ``tokenizer_config.json``). :func:`save_model` stamps the tokenizer's
-:func:`~genolong.tokenizer.tokenizer_fingerprint` into the config; :func:`load_model` and
+:func:`~genolong.dna.tokenizer.tokenizer_fingerprint` into the config; :func:`load_model` and
 :func:`load_model_tokenizer` refuse, with an :class:`~genolong.errors.InputError` naming the
 file, everything that would otherwise give a model that runs but predicts garbage:
 
@@ -30,9 +30,9 @@ from pathlib import Path
 import torch
 from safetensors import safe_open
 
+from genolong.dna.tokenizer import load_tokenizer, tokenizer_fingerprint
 from genolong.errors import ConfigError, InputError, UserError, first_line, is_library_failure
 from genolong.model.configuration import GenolongConfig
-from genolong.tokenizer import load_tokenizer, tokenizer_fingerprint
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +75,7 @@ def read_model_config(directory: str | Path, **overrides) -> GenolongConfig:
 def backbone_keys(config: GenolongConfig) -> set[str]:
     """State-dict keys of the encoder (``genolong.``-prefixed) of a model with ``config``, built
     on the meta device (no memory): compare two configs to find a backbone's own weights."""
-    from genolong.model.hf import GenolongModel
+    from genolong.model.modeling import GenolongModel
 
     with torch.device("meta"):
         encoder = GenolongModel(config)

@@ -5,7 +5,7 @@ token (the part C) is compressed before each layer and the layer's update is cop
 it, so each compressed layer costs O(r) rows instead of O(n):
 
 1. **VIP tokens** (§3.1): [CLS], a central window of ``vcc_central_vip_tokens`` tokens, and the
-   positions of ``vip_mask`` (for MLM the masked tokens: :class:`~genolong.model.hf.GenolongForMaskedLM`
+   positions of ``vip_mask`` (for MLM the masked tokens: :class:`~genolong.model.modeling.GenolongForMaskedLM`
    passes ``labels != -100``).
 2. **Warm-up** (§4): the first ``vcc_warmup_layers`` layers attend inside independent segments
    of ``vcc_warmup_window`` tokens, in the original order.

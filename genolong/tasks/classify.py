@@ -23,7 +23,7 @@ is given). The run directory::
     out/tokenizer/     from scratch without --tokenizer
     out/checkpoints/   best.ckpt (by the monitored metric), last.ckpt, periodic
     out/logs/          csv/version_N/metrics.csv, tensorboard/
-    out/model/         the classifier directory (genolong.classifier), best weights
+    out/model/         the classifier directory (genolong.inference.classifier), best weights
     out/report.json    validation and test metrics
     out/aucs.csv       chromatin: per-profile AUCs on the test split
 """
@@ -45,12 +45,13 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from genolong.chromatin_eval import evaluation_rows
-from genolong.classifier import Classifier, TaskInfo, TokenEncoder
 from genolong.config import from_dict, set_dotted, to_dict
+from genolong.dna.tokenizer import TokenizerTrainConfig, load_tokenizer, tokenizer_fingerprint
 from genolong.errors import ConfigError, UserError
+from genolong.evaluation.chromatin import evaluation_rows
 from genolong.evaluation.cross_source import pair_metrics
 from genolong.files import atomic_write_text
+from genolong.inference.classifier import Classifier, TaskInfo, TokenEncoder
 from genolong.model.configuration import check_model_fields
 from genolong.model.loading import backbone_keys, check_tokenizer, load_model, read_model_config
 from genolong.outputs import claim_directory
@@ -64,7 +65,6 @@ from genolong.tasks.common import (
     data_loader,
 )
 from genolong.tasks.stopping import ResumableEarlyStopping, after_training, fit
-from genolong.tokenizer import TokenizerTrainConfig, load_tokenizer, tokenizer_fingerprint
 
 log = logging.getLogger(__name__)
 
@@ -251,8 +251,8 @@ def load_task_data(task: str, data_dir: str | Path) -> TaskData:
             "counts": manifest["counts"],
         }
         return TaskData(task, splits, ["promoter"], length, shortest, source)
-    from genolong.chromatin_profiles import chromatin_profiles
     from genolong.data_prep.chromatin_dataset import PreparedChromatin
+    from genolong.evaluation.profiles import chromatin_profiles
 
     prepared = PreparedChromatin(data_dir)
     splits = {name: ChromatinRows(prepared[name]) for name in ("train", "valid")}
@@ -288,7 +288,7 @@ def random_crop(sequence: str, min_bp: int, rng: np.random.Generator) -> str:
 
 
 class TrainingInputs(Dataset):
-    """``dataset[(position, index)]`` (from :class:`~genolong.mlm.PositionSampler`) or ``dataset[index]``:
+    """``dataset[(position, index)]`` (from :class:`~genolong.datasets.mlm.PositionSampler`) or ``dataset[index]``:
     ``{"sequence": str, "labels": (C,) float32}``.
 
     With ``crop_min_bp``, a training input (keyed by its sample position) is a random crop
@@ -324,7 +324,7 @@ class Collate:
 
 
 class ClassificationDataModule(pl.LightningDataModule):
-    """Training inputs through a step-indexed :class:`~genolong.mlm.PositionSampler` (exact resume,
+    """Training inputs through a step-indexed :class:`~genolong.datasets.mlm.PositionSampler` (exact resume,
     distinct rows per rank); a fixed, evenly spaced validation subset, scored whole on every rank."""
 
     def __init__(self, data: TaskData, encoder: TokenEncoder, config: ClassifyConfig):
@@ -337,7 +337,7 @@ class ClassificationDataModule(pl.LightningDataModule):
         return data_loader(dataset, sampler, self.config.train, self.collate)
 
     def train_dataloader(self) -> DataLoader:
-        from genolong.mlm import PositionSampler
+        from genolong.datasets.mlm import PositionSampler
 
         train = self.config.train
         rank, world = self.trainer.global_rank, self.trainer.world_size
@@ -367,8 +367,8 @@ def validation_metrics(task: str, labels: np.ndarray, probabilities: np.ndarray)
     chromatin: ``val/mean_auc``, the mean ROC AUC over the profiles with both labels, and
     ``val/profiles``, their number.
     """
-    from genolong.chromatin_eval import profile_aucs
-    from genolong.metrics import best_f1_threshold, promoter_metrics
+    from genolong.evaluation.chromatin import profile_aucs
+    from genolong.evaluation.metrics import best_f1_threshold, promoter_metrics
 
     if task == "promoter":
         y, p = labels[:, 0], probabilities[:, 0]
@@ -439,8 +439,8 @@ def train_task_tokenizer(
     rows: LabelledSequences, out: Path, config: TokenizerTrainConfig, max_len: int
 ) -> Path:
     """Train a tokenizer on (a sample of) the training split into ``out`` (reused when it matches)."""
-    from genolong.sequence import write_fasta
-    from genolong.tokenizer import METADATA_FILE, train_tokenizer
+    from genolong.dna.sequence import write_fasta
+    from genolong.dna.tokenizer import METADATA_FILE, train_tokenizer
 
     if (out / METADATA_FILE).is_file():
         if json.loads((out / METADATA_FILE).read_text())["config"] == to_dict(config):
@@ -473,7 +473,7 @@ def build_classifier_model(config: ClassifyConfig, num_labels: int, tokenizer, p
     """
     from genolong.attention import attention_defaults
     from genolong.model.configuration import GenolongConfig
-    from genolong.model.hf import GenolongForSequenceClassification
+    from genolong.model.modeling import GenolongForSequenceClassification
 
     head = {"num_labels": num_labels, "problem_type": "multi_label_classification"}
     if pretrained is None:
@@ -681,8 +681,8 @@ def _promoter_report(classifier: Classifier, data: TaskData, config: ClassifyCon
     baseline beside them. A dataset built by source also gets metrics per pair of sources on
     its held-out sources (``test``; ``valid``, which chose the checkpoint, calibration and
     threshold) and on its in-source random split (``random_test``)."""
-    from genolong.metrics import best_f1_threshold, promoter_metrics
-    from genolong.predict import predict_all
+    from genolong.evaluation.metrics import best_f1_threshold, promoter_metrics
+    from genolong.inference.records import predict_all
 
     @functools.cache  # each split is scored once (after calibration, when there is one)
     def scores(name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -711,7 +711,7 @@ def _promoter_report(classifier: Classifier, data: TaskData, config: ClassifyCon
             for name in ("test", "valid", "random_test")
         }
     if config.kmer_baseline:
-        from genolong.baselines import run_kmer_baseline
+        from genolong.evaluation.kmer_baseline import run_kmer_baseline
 
         baseline = run_kmer_baseline(data.source["data"])
         report["kmer_baseline"] = {
@@ -723,7 +723,7 @@ def _promoter_report(classifier: Classifier, data: TaskData, config: ClassifyCon
 def calibrate_on(classifier: Classifier, labels: np.ndarray, probabilities: np.ndarray) -> dict:
     """Platt-scale ``classifier`` in place from its ``probabilities`` of held-out ``labels``."""
     from genolong.evaluation.calibration import fit_platt, fold_into_head
-    from genolong.metrics import expected_calibration_error
+    from genolong.evaluation.metrics import expected_calibration_error
 
     logits = np.log(np.clip(probabilities, 1e-7, 1 - 1e-7) / np.clip(1 - probabilities, 1e-7, 1))
     scale, offset = fit_platt(logits, labels)
@@ -741,9 +741,9 @@ def _chromatin_report(classifier: Classifier, data: TaskData, config: ClassifyCo
     if "test" not in data.splits:
         log.warning("%s has no test split: no test AUCs", data.source["data"])
         return {}
-    from genolong.chromatin_eval import evaluate_chromatin, write_auc_table
-    from genolong.chromatin_profiles import profile_classes
-    from genolong.metrics import median_auc_by_class
+    from genolong.evaluation.chromatin import evaluate_chromatin, write_auc_table
+    from genolong.evaluation.metrics import median_auc_by_class
+    from genolong.evaluation.profiles import profile_classes
 
     aucs, rows = evaluate_chromatin(
         classifier, data.splits["test"].split, batch_size=config.batch_size_eval, limit=config.test_rows

@@ -180,7 +180,7 @@ class PeakMemory:
             torch.cuda.reset_peak_memory_stats()
             self._base = torch.cuda.memory_allocated() / 2**20
         else:
-            from genolong.memory import reset_peak_memory
+            from genolong.bench.memory import reset_peak_memory
 
             try:
                 self._base = reset_peak_memory()
@@ -194,7 +194,7 @@ class PeakMemory:
         if torch.cuda.is_available():
             peak = torch.cuda.max_memory_allocated() / 2**20
         else:
-            from genolong.memory import proc_status_mb
+            from genolong.bench.memory import proc_status_mb
 
             peak = proc_status_mb("VmHWM")
         self.megabytes = round(peak - self._base, 1)
@@ -203,11 +203,11 @@ class PeakMemory:
 def inference_rate(model_dir: Path, corpus_dir: Path, max_len: int, windows: int, batch_size: int) -> float:
     """Encoder forward passes (no grad, eval mode) over ``windows`` validation windows of
     ``max_len`` tokens: windows per second, after one untimed batch."""
-    from genolong.corpus import Corpus
-    from genolong.mlm import MaskingConfig, MLMWindows, SpecialIds
-    from genolong.model.hf import GenolongModel
+    from genolong.datasets.corpus import Corpus
+    from genolong.datasets.mlm import MaskingConfig, MLMWindows, SpecialIds
+    from genolong.dna.tokenizer import load_tokenizer
     from genolong.model.loading import load_model
-    from genolong.tokenizer import load_tokenizer
+    from genolong.model.modeling import GenolongModel
 
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     dataset = MLMWindows(Corpus(corpus_dir), "valid", SpecialIds.from_tokenizer(load_tokenizer(model_dir)),
@@ -375,7 +375,7 @@ def ablation_run(space: Workspace, backbone: str, max_len: int) -> dict[str, Any
 
 def run_comparison(space: Workspace, promoters: Path, backbones: list[str]) -> list[dict[str, Any]]:
     """Every backbone in turn (finished ones are read back), then the tables and plots."""
-    from genolong.compare_report import write_comparison
+    from genolong.evaluation.compare_report import write_comparison
 
     if not (promoters / "manifest.json").is_file():
         raise UserError(f"{promoters}: not a promoter dataset (no manifest.json)",
@@ -391,7 +391,7 @@ def run_context_ablation(space: Workspace, backbones: list[str], lengths: list[i
     """Every (backbone, length) pretraining in turn, then the table and plot."""
     from dataclasses import replace
 
-    from genolong.compare_report import write_ablation
+    from genolong.evaluation.compare_report import write_ablation
 
     replace(space.config.ablation, lengths=lengths, backbones=backbones)  # validates them
     space.prepare()

@@ -4,7 +4,7 @@
 whose outputs already exist and match::
 
     out/tokenizer/        (unless --tokenizer is given)
-    out/corpus/           document shards (genolong.corpus)
+    out/corpus/           document shards (genolong.datasets.corpus)
     out/checkpoints/      Lightning checkpoints (every N steps, last.ckpt)
     out/logs/             csv/version_N/metrics.csv (one version per start), tensorboard/
     out/model/            the final model (save_pretrained) with its tokenizer
@@ -33,10 +33,11 @@ import torch
 from torch.utils.data import DataLoader
 
 from genolong.config import from_dict, read_with_extends, set_dotted, to_dict
-from genolong.corpus import Corpus, CorpusConfig, build_corpus
+from genolong.datasets.corpus import Corpus, CorpusConfig, build_corpus
+from genolong.datasets.mlm import MaskingConfig, MLMWindows, PositionSampler, SpecialIds, collate_windows
+from genolong.dna.tokenizer import TokenizerTrainConfig, load_tokenizer, token_lengths, tokenizer_fingerprint
 from genolong.errors import ConfigError, UserError
 from genolong.files import atomic_path, atomic_write_text
-from genolong.mlm import MaskingConfig, MLMWindows, PositionSampler, SpecialIds, collate_windows
 from genolong.model.configuration import check_model_fields
 from genolong.model.loading import save_model
 from genolong.outputs import claim_directory
@@ -50,7 +51,6 @@ from genolong.tasks.common import (
     data_loader,
 )
 from genolong.tasks.stopping import after_training, fit
-from genolong.tokenizer import TokenizerTrainConfig, load_tokenizer, token_lengths, tokenizer_fingerprint
 
 log = logging.getLogger(__name__)
 LN2 = math.log(2.0)
@@ -253,7 +253,7 @@ def unigram_log2_probs(corpus: Corpus, vocab_size: int) -> np.ndarray:
 
 # -- the command -----------------------------------------------------------------------------
 def _prepare_tokenizer(genome: Path, tokenizer_dir: Path | None, out: Path, config: PretrainConfig) -> Path:
-    from genolong.tokenizer import METADATA_FILE, train_tokenizer
+    from genolong.dna.tokenizer import METADATA_FILE, train_tokenizer
 
     if tokenizer_dir is not None:
         load_tokenizer(tokenizer_dir)  # validates
@@ -326,7 +326,7 @@ def run_pretrain(genome: Path, out: Path, config: PretrainConfig, *, tokenizer_d
     ``corpus_dir`` (default ``out/corpus``) may be shared by runs with the same tokenizer
     and corpus configuration: finished shards are never rebuilt.
     """
-    from genolong.model.hf import GenolongForMaskedLM
+    from genolong.model.modeling import GenolongForMaskedLM
 
     started = time.perf_counter()
     config.train.check_hardware()  # before the tokenizer and corpus steps

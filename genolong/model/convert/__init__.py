@@ -45,7 +45,7 @@ def convert_checkpoint(src: str | Path, out: str | Path, *, force: bool = False)
     """Convert the transformers checkpoint in ``src`` into a genolong model directory ``out``.
 
     ``out`` receives ``config.json`` and ``model.safetensors`` of a
-    :class:`~genolong.model.hf.GenolongForMaskedLM`, and the source's tokenizer. Nothing is written
+    :class:`~genolong.model.modeling.GenolongForMaskedLM`, and the source's tokenizer. Nothing is written
     unless the whole conversion succeeds.
 
     Returns:

@@ -17,8 +17,8 @@ from transformers import PreTrainedTokenizerBase
 from genolong.files import atomic_path
 from genolong.model.configuration import GenolongConfig
 from genolong.model.convert.source import ConversionError
-from genolong.model.hf import GenolongForMaskedLM
 from genolong.model.loading import save_model
+from genolong.model.modeling import GenolongForMaskedLM
 from genolong.outputs import mark_directory
 
 Linear = tuple[torch.Tensor, torch.Tensor]  # (weight (out, in), bias (out,)); a LayerNorm's (weight, bias)

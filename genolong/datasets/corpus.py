@@ -36,11 +36,11 @@ from pathlib import Path
 
 import numpy as np
 
+from genolong.dna.genome import canonical_chrom
+from genolong.dna.sequence import read_fasta
 from genolong.errors import ConfigError, InputError, UserError
 from genolong.files import atomic_path, atomic_write_text
-from genolong.genome import canonical_chrom
 from genolong.outputs import claim_directory
-from genolong.sequence import read_fasta
 
 log = logging.getLogger(__name__)
 
@@ -293,7 +293,7 @@ def build_corpus(genome: str | Path, tokenizer_dir: str | Path, out: str | Path,
     """
     from tqdm import tqdm
 
-    from genolong.tokenizer import load_tokenizer, tokenizer_fingerprint
+    from genolong.dna.tokenizer import load_tokenizer, tokenizer_fingerprint
 
     out = Path(out)
     tokenizer = load_tokenizer(tokenizer_dir)

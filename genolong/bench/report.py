@@ -1,6 +1,6 @@
 """Reports of the attention benchmark: CSV rows, markdown tables, a log-log plot.
 
-Rows are the dicts of :func:`genolong.bench.run_spec` (one per model, length and phase).
+Rows are the dicts of :func:`genolong.bench.attention.run_spec` (one per model, length and phase).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from genolong.bench import FLOOR, LEGACY_PEERS, PEERS, PHASES
+from genolong.bench.attention import FLOOR, LEGACY_PEERS, PEERS, PHASES
 from genolong.files import atomic_path
 
 #: The lengths the issue's targets name; the summary falls back to the shortest and longest measured.

@@ -30,10 +30,10 @@ from pathlib import Path
 
 import numpy as np
 
+from genolong.dna.sequence import ALPHABET, FastaRecord, read_fasta
 from genolong.errors import ConfigError, InputError, UserError, first_line, is_library_failure
 from genolong.files import atomic_path
 from genolong.outputs import MARKER, mark_directory
-from genolong.sequence import ALPHABET, FastaRecord, read_fasta
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 #: Tokens N^2, N^4, ..., N^(2^N_RUN_POWERS) are added after training.
@@ -107,7 +107,7 @@ class Region:
 
 def iter_regions(path: str | Path, regions: list[Region] | None = None) -> Iterator[FastaRecord]:
     """Stream the records of ``path``, cropped to ``regions`` when given (aliases not applied)."""
-    from genolong.genome import canonical_chrom
+    from genolong.dna.genome import canonical_chrom
 
     wanted: dict[str, list[Region]] = {}
     for region in regions or []:

@@ -23,7 +23,7 @@ state, not the model and inputs already resident.
 the model (embeddings, projections, FFN, norms, heads), so ``time / floor - 1`` is the
 share the attention adds.
 
-The worker is ``python -m genolong.bench SPEC_JSON``; :mod:`genolong.bench_report` turns the
+The worker is ``python -m genolong.bench.attention SPEC_JSON``; :mod:`genolong.bench.report` turns the
 rows into CSV, markdown tables and a plot; ``genolong bench attention`` runs it all.
 """
 
@@ -51,16 +51,16 @@ from typing import Any
 import torch
 from torch import nn
 
-from genolong.bench_converted import CONVERTED, converted_builders, hf_esm
+from genolong.bench.converted import CONVERTED, converted_builders, hf_esm
+from genolong.bench.memory import proc_status_mb, reset_peak_memory
 from genolong.errors import ConfigError
 from genolong.files import atomic_write_text
-from genolong.memory import proc_status_mb, reset_peak_memory
 from genolong.model.encoder import Block
 
 #: transformers' models measured beside ours, by benchmark name, with the installed transformers.
 PEERS = ("hf-bigbird", "hf-longformer", "hf-bert")
 #: Measured only when asked for (``--peers``): transformers' ESM and the genolong conversions of
-#: transformers' models (:mod:`genolong.bench_converted`).
+#: transformers' models (:mod:`genolong.bench.converted`).
 OPTIONAL_PEERS = ("hf-esm", *CONVERTED)
 #: Peers that need transformers 4.x (lsg-converter runs only there; transformers 4.44's BigBird
 #: does not fill the dense L x L probabilities that 5.x does): measured with a package directory
@@ -118,7 +118,7 @@ def genolong_config(backbone: str, size: BenchSize, length: int):
     Raises:
         ConfigError: ``size`` and ``length`` are impossible for ``backbone``.
     """
-    from genolong.model.hf import GenolongConfig
+    from genolong.model.modeling import GenolongConfig
 
     try:
         return GenolongConfig(backbone=backbone, max_position_embeddings=length, **asdict(size))
@@ -128,7 +128,7 @@ def genolong_config(backbone: str, size: BenchSize, length: int):
 
 def genolong_model(backbone: str, size: BenchSize, length: int, mlm: bool):
     """Our encoder (or MLM model) with ``backbone`` attention at its paper defaults."""
-    from genolong.model.hf import GenolongForMaskedLM, GenolongModel
+    from genolong.model.modeling import GenolongForMaskedLM, GenolongModel
 
     return (GenolongForMaskedLM if mlm else GenolongModel)(genolong_config(backbone, size, length)), {}
 
@@ -333,7 +333,7 @@ def _run_worker(
     spec: Spec, env: dict[str, str], timeout_s: float, max_memory_gb: float
 ) -> tuple[list[dict[str, Any]], str | None]:
     """The rows the worker printed, and why it stopped early (None when it finished)."""
-    argv = [sys.executable, "-m", "genolong.bench", json.dumps(asdict(spec))]
+    argv = [sys.executable, "-m", "genolong.bench.attention", json.dumps(asdict(spec))]
     with tempfile.TemporaryFile("w+") as stdout, tempfile.TemporaryFile("w+") as stderr:
         process = subprocess.Popen(
             argv, stdout=stdout, stderr=stderr, text=True, env=env, preexec_fn=_die_with_parent

@@ -207,7 +207,7 @@ def median_auc_by_class(auc, classes) -> dict[str, dict[str, float | int]]:
 
     Args:
         auc: ``(profiles,)`` AUC values, NaN where undefined.
-        classes: ``(profiles,)`` class names (e.g. :func:`genolong.chromatin_profiles.profile_classes`).
+        classes: ``(profiles,)`` class names (e.g. :func:`genolong.evaluation.profiles.profile_classes`).
 
     Returns:
         ``{class: {"median": m, "profiles": defined, "undefined": n}}`` in

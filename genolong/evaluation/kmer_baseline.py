@@ -5,7 +5,7 @@ Every sequence becomes the frequencies of its overlapping k-mers for k = ``k_min
 training); the frequencies are standardized (no centring, they stay sparse) and fed to an
 L2 logistic regression. It is trained on ``train``; its regularization strength (by
 AUPRC) and its decision threshold (by F1) are chosen on ``valid``; it is scored on
-``test``, the same harness and the same metrics (:mod:`genolong.metrics`) as the
+``test``, the same harness and the same metrics (:mod:`genolong.evaluation.metrics`) as the
 fine-tuned models.
 """
 
@@ -26,7 +26,7 @@ from genolong.data_prep.promoter_dataset import load_manifest, load_split
 from genolong.data_prep.promoters import PromoterRecord
 from genolong.errors import ConfigError, UserError
 from genolong.evaluation.cross_source import pair_metrics
-from genolong.metrics import best_f1_threshold, promoter_metrics
+from genolong.evaluation.metrics import best_f1_threshold, promoter_metrics
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,7 @@ def run_kmer_baseline(data_dir: str | Path, config: KmerBaselineConfig = KmerBas
     Returns:
         A JSON-ready report: the config, the chosen ``C``, the dataset's counts and
         negative method, the validation and test metrics (see
-        :func:`genolong.metrics.promoter_metrics`), and the fit time.
+        :func:`genolong.evaluation.metrics.promoter_metrics`), and the fit time.
     """
     manifest = load_manifest(data_dir)
     names = ("train", "valid", "test", *(["random_test"] if "random_test" in manifest["counts"] else []))

@@ -20,11 +20,11 @@ from pathlib import Path
 
 import numpy as np
 
-from genolong.chromatin_profiles import N_PROFILES, chromatin_profiles
 from genolong.errors import InputError
+from genolong.evaluation.metrics import ProfileAUCs, checked_profile_inputs, median_auc_by_class
+from genolong.evaluation.profiles import N_PROFILES, chromatin_profiles
 from genolong.files import atomic_write_text
-from genolong.metrics import ProfileAUCs, checked_profile_inputs, median_auc_by_class
-from genolong.predict import predict_all
+from genolong.inference.records import predict_all
 
 AUC_COLUMNS = (
     "index",
@@ -53,7 +53,7 @@ def evaluate_chromatin(
     """Score the rows of a prepared chromatin split and compute per-profile AUCs.
 
     Args:
-        scorer: a chromatin :class:`~genolong.classifier.Classifier` (or strand-averaged one).
+        scorer: a chromatin :class:`~genolong.inference.classifier.Classifier` (or strand-averaged one).
         split: a :class:`~genolong.data_prep.chromatin_dataset.ChromatinSplit`; each row's
             model input is ``split.sequence(row)`` (the context window, or the original
             input for unlocated rows).
@@ -71,7 +71,7 @@ def evaluate_chromatin(
 def profile_aucs(labels, scores, *, chunk_elements: int = 1 << 24) -> ProfileAUCs:
     """Per-profile ROC AUC and PR AUC, vectorized over profiles.
 
-    The same numbers as :func:`genolong.metrics.per_profile_auc` (scikit-learn's
+    The same numbers as :func:`genolong.evaluation.metrics.per_profile_auc` (scikit-learn's
     ``roc_auc_score`` and ``average_precision_score``, ties included; the tests check it),
     about 100 times faster: scikit-learn costs milliseconds of input validation per profile
     and call, which is seconds per 919-profile evaluation and minutes on DeepSEA's test set.
@@ -87,7 +87,7 @@ def profile_aucs(labels, scores, *, chunk_elements: int = 1 << 24) -> ProfileAUC
         chunk_elements: profiles are processed in chunks of about this many elements.
 
     Returns:
-        :class:`~genolong.metrics.ProfileAUCs`, NaN where a profile lacks positives or negatives.
+        :class:`~genolong.evaluation.metrics.ProfileAUCs`, NaN where a profile lacks positives or negatives.
     """
     from scipy.stats import rankdata
 
@@ -164,7 +164,7 @@ class AucTable:
     pr_auc: np.ndarray
 
     def medians(self, metric: str = "roc_auc") -> dict:
-        """:func:`genolong.metrics.median_auc_by_class` of ``metric``."""
+        """:func:`genolong.evaluation.metrics.median_auc_by_class` of ``metric``."""
         return median_auc_by_class(getattr(self, metric), self.classes)
 
 

@@ -16,9 +16,9 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from genolong.dna.sequence import FastaRecord, clean, read_fasta, reverse_complement
 from genolong.errors import InputError, UserError
 from genolong.files import cache_home
-from genolong.sequence import FastaRecord, clean, read_fasta, reverse_complement
 
 _BGZF_MAGIC = b"\x1f\x8b\x08\x04"  # gzip with the FEXTRA flag; BGZF adds the 'BC' subfield
 

@@ -27,8 +27,8 @@ import numpy as np
 import torch
 
 from genolong.config import from_dict
+from genolong.dna.sequence import clean, reverse_complement
 from genolong.errors import InputError, UserError
-from genolong.sequence import clean, reverse_complement
 
 TASK_FILE = "genolong_task.json"
 FORMAT = "genolong-classifier/1"
@@ -112,7 +112,7 @@ class TokenEncoder:
     (the labels of both tasks describe the centre of the window).
 
     Args:
-        tokenizer: a genolong tokenizer (:func:`genolong.tokenizer.load_tokenizer`).
+        tokenizer: a genolong tokenizer (:func:`genolong.dna.tokenizer.load_tokenizer`).
         max_len: tokens per input, [CLS] and [SEP] included.
     """
 
@@ -214,8 +214,8 @@ class Classifier:
         Raises:
             UserError: not a classifier directory, or one of another task.
         """
-        from genolong.model.hf import GenolongForSequenceClassification
         from genolong.model.loading import load_model, load_model_tokenizer, read_model_config
+        from genolong.model.modeling import GenolongForSequenceClassification
 
         path = Path(path)
         if not path.is_dir():

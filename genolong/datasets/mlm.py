@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset, Sampler
 
-from genolong.corpus import Corpus
+from genolong.datasets.corpus import Corpus
 from genolong.errors import ConfigError, UserError
 from genolong.model.heads import IGNORE_INDEX
 

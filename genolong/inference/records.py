@@ -13,7 +13,7 @@ One pass over the file, memory bounded by the largest record plus one batch:
    :class:`RegionMerger` merges a record's high-scoring windows into regions as they come.
 
 Any scorer with ``probabilities(sequences) -> (B, C)`` and ``info`` works: a
-:class:`~genolong.classifier.Classifier` or a :class:`~genolong.classifier.StrandAveraged` one.
+:class:`~genolong.inference.classifier.Classifier` or a :class:`~genolong.inference.classifier.StrandAveraged` one.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from genolong.dna.sequence import FastaRecord
 from genolong.errors import UserError
-from genolong.sequence import FastaRecord
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,1 @@
+"""Benchmarks: attention kernels, converted models, memory, CPU precision."""

@@ -1,0 +1,1 @@
+"""On-disk datasets read at train and evaluation time."""

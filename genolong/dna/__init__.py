@@ -1,0 +1,1 @@
+"""DNA: alphabet and FASTA, random-access genomes, the BPE tokenizer."""
