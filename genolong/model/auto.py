@@ -38,7 +38,7 @@ def register_models() -> None:
     """Register the model classes with their Auto classes."""
     from transformers.models.auto import modeling_auto
 
-    from genolong.model import hf
+    from genolong.model import modeling as hf
 
     for auto_class, model_class in (
         (modeling_auto.AutoModel, hf.GenolongModel),
