@@ -1,0 +1,160 @@
+"""BPE token ids of a variant's windows, the alternative spliced into the reference's tokens.
+
+A variant's reference and alternative windows are ``W`` bp (8,000 for the chromatin setup)
+that differ in a few bases; BPE changes tokens only near them. Each reference window is
+tokenised whole, once; for a substitution (SNV or MNV: equal allele lengths) the alternative
+window's tokens are the reference's with the tokens that touch the changed bases, plus
+``margin`` tokens on each side, replaced by the tokens of that stretch of the alternative
+sequence tokenised alone.
+
+Why this is exact, and when it is not used: the BPE encoding of a text is its only *valid*
+token sequence (one that re-encodes to itself); a stretch of a valid sequence is valid, and a
+valid sequence followed by a token ``t`` is valid when its last token and ``t`` are a valid
+pair (the encoding of their two texts joined is these two tokens): Corollaries II and IIIa of
+the ``bpe`` crate of github/rust-gems (``crates/bpe/README.md``, "Properties of BPE"). The
+spliced sequence is the reference's left part, the stretch's own encoding and the reference's
+right part, all valid; it is therefore the alternative window's encoding when both seams are
+valid pairs, which is checked (and cached per pair). Otherwise, and for indels (the right flank
+moves), windows padded with ``N``, and stretches holding an ``N`` (tokenizers that normalise
+``N`` runs, as GENA-LM's, would see them cut), the alternative window is tokenised whole.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+
+import numpy as np
+
+from genolong.dna.sequence import clean, reverse_complement
+from genolong.inference.variant_windows import VariantWindows
+
+
+@dataclass(frozen=True)
+class Tokens:
+    """The BPE tokens of a text: ``ids`` (T,) and the end of each token in the text, bp (T,)."""
+
+    ids: list[int]
+    ends: list[int]
+
+
+class SplicingTokenizer:
+    """Tokens of texts, and of a text that differs from a tokenised one by a substitution.
+
+    Args:
+        backend: a HF ``tokenizers.Tokenizer`` (``tokenizer.backend_tokenizer``).
+        margin: tokens re-tokenised on each side of those the substitution touches.
+
+    Attributes:
+        spliced, whole: alternatives spliced, and tokenised whole because a seam was not a
+            valid pair (counts, for tests and profiling).
+    """
+
+    def __init__(self, backend, margin: int = 1):
+        self.backend, self.margin = backend, margin
+        self.pairs: dict[tuple[int, int], bool] = {}
+        self.spliced = self.whole = 0
+
+    def encode(self, texts: list[str]) -> list[Tokens]:
+        """Tokens of each text (cleaned to ``ACGTN`` first, as :class:`TokenEncoder` does)."""
+        encodings = self.backend.encode_batch([clean(t) for t in texts], add_special_tokens=False)
+        return [Tokens(e.ids, [end for _, end in e.offsets]) for e in encodings]
+
+    def valid_pair(self, left: int, right: int) -> bool:
+        """Whether the encoding of the two tokens' texts joined is ``[left, right]``."""
+        pair = (left, right)
+        if pair not in self.pairs:
+            text = self.backend.id_to_token(left) + self.backend.id_to_token(right)
+            self.pairs[pair] = self.backend.encode(text, add_special_tokens=False).ids == [left, right]
+        return self.pairs[pair]
+
+    def substituted(self, reference: Tokens, text: str, start: int, end: int) -> Tokens | None:
+        """The tokens of ``text``, which equals the reference's text but for the bases
+        ``[start, end)``; None when the splice cannot be shown exact (module docstring)."""
+        ends = reference.ends
+        first = max(0, bisect.bisect_right(ends, start) - self.margin)
+        last = min(len(ends), bisect.bisect_right(ends, end - 1) + 1 + self.margin)  # tokens [first, last)
+        begin = ends[first - 1] if first else 0
+        stretch = text[begin : ends[last - 1]]
+        if "N" in stretch:
+            return None
+        local = self.backend.encode(stretch, add_special_tokens=False)
+        ids = local.ids
+        if (first and not self.valid_pair(reference.ids[first - 1], ids[0])) or (
+                last < len(ends) and not self.valid_pair(ids[-1], reference.ids[last])):
+            self.whole += 1
+            return None
+        self.spliced += 1
+        return Tokens(reference.ids[:first] + ids + reference.ids[last:],
+                      ends[:first] + [begin + stop for _, stop in local.offsets] + ends[last:])
+
+
+def substitution(window: VariantWindows, reverse: bool) -> tuple[int, int] | None:
+    """The bases ``[start, end)`` where a window's alternative differs from its reference on
+    the given strand, for a substitution in an unpadded window; None otherwise."""
+    start, ref_length, alt_length = window.allele
+    if ref_length != alt_length or window.centre is not None:
+        return None
+    if reverse:
+        return len(window.ref_window) - start - ref_length, len(window.ref_window) - start
+    return start, start + ref_length
+
+
+class WindowInputs:
+    """The model's token inputs for the windows of a chunk of variants.
+
+    Args:
+        tokenizer: the classifier's tokenizer, as a :class:`SplicingTokenizer`.
+        encoder: the classifier's :class:`~genolong.inference.classifier.TokenEncoder` (its crop).
+        rc: also the reverse strand of every window.
+        group: windows tokenised per call (bounds the memory of the whole-window tokens).
+    """
+
+    def __init__(self, tokenizer: SplicingTokenizer, encoder, rc: bool, group: int = 64):
+        self.tokenizer, self.encoder, self.group = tokenizer, encoder, group
+        self.strands = (False, True) if rc else (False,)
+
+    def bodies(self, windows: list[VariantWindows]) -> tuple[dict, dict]:
+        """The kept token ids of the distinct inputs, as (T,) int64 arrays: ``(ref_key, reverse)``
+        -> reference body, ``(alt_window, centre, reverse)`` -> alternative body. They equal
+        :class:`TokenEncoder`'s on the same sequence and centre (the reverse strand: the
+        reverse complement, its centre mirrored)."""
+        references, alternatives = {}, {}
+        for first in range(0, len(windows), self.group):
+            for reverse in self.strands:
+                self._add(windows[first : first + self.group], reverse, references, alternatives)
+        return references, alternatives
+
+    def _add(self, group: list[VariantWindows], reverse: bool, references: dict, alternatives: dict) -> None:
+        unique = {w.ref_key: w for w in group}
+        tokens = dict(zip(unique, self.tokenizer.encode([strand(w.ref_window, reverse) for w in unique.values()]),
+                          strict=True))
+        for key, window in unique.items():
+            references.setdefault((key, reverse), self._body(tokens[key], window, reverse))
+        whole = {}
+        for window in group:
+            key = (window.alt_window, window.centre, reverse)
+            if key in alternatives or key in whole:
+                continue
+            span = substitution(window, reverse)
+            text = strand(window.alt_window, reverse)
+            spliced = None if span is None else self.tokenizer.substituted(tokens[window.ref_key], text, *span)
+            if spliced is None:
+                whole[key] = window
+            else:
+                alternatives[key] = self._body(spliced, window, reverse)
+        encoded = self.tokenizer.encode([strand(w.alt_window, reverse) for w in whole.values()])
+        for (key, window), alt_tokens in zip(whole.items(), encoded, strict=True):
+            alternatives[key] = self._body(alt_tokens, window, reverse)
+
+    def _body(self, tokens: Tokens, window: VariantWindows, reverse: bool) -> np.ndarray:
+        """The kept tokens: the central ones, or those around the variant's token in a padded window."""
+        centre = window.centre
+        if centre is not None:
+            base = len(window.ref_window) - 1 - centre if reverse else centre
+            centre = bisect.bisect_right(tokens.ends, base)
+        return np.asarray(tokens.ids[self.encoder.kept(len(tokens.ids), centre)], dtype=np.int64)
+
+
+def strand(sequence: str, reverse: bool) -> str:
+    return reverse_complement(sequence) if reverse else sequence
