@@ -22,6 +22,8 @@ moves), windows padded with ``N``, and stretches holding an ``N`` (tokenizers th
 from __future__ import annotations
 
 import bisect
+import itertools
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -46,11 +48,11 @@ class SplicingTokenizer:
         margin: tokens re-tokenised on each side of those the substitution touches.
 
     Attributes:
-        spliced, whole: alternatives spliced, and tokenised whole because a seam was not a
+        spliced, whole: splices shown exact, and splices refused because a seam was not a
             valid pair (counts, for tests and profiling).
     """
 
-    def __init__(self, backend, margin: int = 1):
+    def __init__(self, backend, margin: int = 2):
         self.backend, self.margin = backend, margin
         self.pairs: dict[tuple[int, int], bool] = {}
         self.spliced = self.whole = 0
@@ -68,6 +70,23 @@ class SplicingTokenizer:
             self.pairs[pair] = self.backend.encode(text, add_special_tokens=False).ids == [left, right]
         return self.pairs[pair]
 
+    def _piece(self, text: str) -> Tokens | None:
+        """Tokens of a stretch tokenised alone (ends relative to it); None when it holds an ``N``."""
+        if "N" in text:
+            return None
+        encoding = self.backend.encode(text, add_special_tokens=False)
+        return Tokens(encoding.ids, [end for _, end in encoding.offsets])
+
+    def _joined(self, runs: list[tuple[list[int], list[int]]]) -> Tokens | None:
+        """Valid token runs ``(ids, ends)`` joined, or None when a seam is not a valid pair."""
+        runs = [run for run in runs if run[0]]
+        for (left, _), (right, _) in itertools.pairwise(runs):
+            if not self.valid_pair(left[-1], right[0]):
+                self.whole += 1
+                return None
+        self.spliced += 1
+        return Tokens([i for ids, _ in runs for i in ids], [e for _, ends in runs for e in ends])
+
     def substituted(self, reference: Tokens, text: str, start: int, end: int) -> Tokens | None:
         """The tokens of ``text``, which equals the reference's text but for the bases
         ``[start, end)``; None when the splice cannot be shown exact (module docstring)."""
@@ -75,18 +94,26 @@ class SplicingTokenizer:
         first = max(0, bisect.bisect_right(ends, start) - self.margin)
         last = min(len(ends), bisect.bisect_right(ends, end - 1) + 1 + self.margin)  # tokens [first, last)
         begin = ends[first - 1] if first else 0
-        stretch = text[begin : ends[last - 1]]
-        if "N" in stretch:
+        local = self._piece(text[begin : ends[last - 1]])
+        if local is None:
             return None
-        local = self.backend.encode(stretch, add_special_tokens=False)
-        ids = local.ids
-        if (first and not self.valid_pair(reference.ids[first - 1], ids[0])) or (
-                last < len(ends) and not self.valid_pair(ids[-1], reference.ids[last])):
-            self.whole += 1
+        return self._joined([(reference.ids[:first], ends[:first]), (local.ids, [begin + e for e in local.ends]),
+                             (reference.ids[last:], ends[last:])])
+
+    def cropped(self, region: Tokens, text: str, start: int, end: int) -> Tokens | None:
+        """The tokens of ``text[start:end]`` (ends relative to ``start``) from those of ``text``:
+        the region's tokens between two re-tokenised edge stretches; None when not shown exact."""
+        ends = region.ends
+        first = bisect.bisect_right(ends, start) + self.margin + 1  # region tokens [first, last) are kept
+        last = bisect.bisect_right(ends, end - 1) - self.margin
+        if first > last:
             return None
-        self.spliced += 1
-        return Tokens(reference.ids[:first] + ids + reference.ids[last:],
-                      ends[:first] + [begin + stop for _, stop in local.offsets] + ends[last:])
+        left = self._piece(text[start : ends[first - 1]])
+        right = self._piece(text[ends[last - 1] : end])
+        if left is None or right is None:
+            return None
+        return self._joined([(left.ids, left.ends), (region.ids[first:last], [e - start for e in ends[first:last]]),
+                             (right.ids, [ends[last - 1] - start + e for e in right.ends])])
 
 
 def substitution(window: VariantWindows, reverse: bool) -> tuple[int, int] | None:
@@ -125,10 +152,29 @@ class WindowInputs:
                 self._add(windows[first : first + self.group], reverse, references, alternatives)
         return references, alternatives
 
+    def _references(self, windows: list[VariantWindows], reverse: bool) -> dict[tuple[str, int], Tokens]:
+        """ref_key -> tokens of each distinct reference window: windows that overlap are cropped
+        from the tokens of their region, tokenised once; padded windows are tokenised whole."""
+        tokens, whole = {}, [w for w in windows if w.centre is not None]
+        for region, members in overlapping(windows):
+            text = strand(region, reverse)
+            (region_tokens,) = self.tokenizer.encode([text])
+            for window, offset in members:
+                size = len(window.ref_window)
+                start = len(text) - offset - size if reverse else offset
+                cut = region_tokens if len(members) == 1 else self.tokenizer.cropped(region_tokens, text, start,
+                                                                                      start + size)
+                if cut is None:
+                    whole.append(window)
+                else:
+                    tokens[window.ref_key] = cut
+        encoded = self.tokenizer.encode([strand(w.ref_window, reverse) for w in whole])
+        tokens.update((w.ref_key, t) for w, t in zip(whole, encoded, strict=True))
+        return tokens
+
     def _add(self, group: list[VariantWindows], reverse: bool, references: dict, alternatives: dict) -> None:
         unique = {w.ref_key: w for w in group}
-        tokens = dict(zip(unique, self.tokenizer.encode([strand(w.ref_window, reverse) for w in unique.values()]),
-                          strict=True))
+        tokens = self._references(list(unique.values()), reverse)
         for key, window in unique.items():
             references.setdefault((key, reverse), self._body(tokens[key], window, reverse))
         whole = {}
@@ -158,3 +204,21 @@ class WindowInputs:
 
 def strand(sequence: str, reverse: bool) -> str:
     return reverse_complement(sequence) if reverse else sequence
+
+
+def overlapping(windows: list[VariantWindows]) -> Iterator[tuple[str, list[tuple[VariantWindows, int]]]]:
+    """Distinct unpadded reference windows merged where they overlap: ``(region sequence,
+    [(window, its start in the region), ...])``, each region from the windows' own sequences."""
+    region, members, region_start = "", [], 0
+    for window in sorted((w for w in windows if w.centre is None), key=lambda w: w.ref_key):
+        contig, first = window.ref_key
+        if members and (contig != members[0][0].ref_key[0] or first >= region_start + len(region)):
+            yield region, members
+            members = []
+        if members:
+            region += window.ref_window[region_start + len(region) - first :]
+        else:
+            region, region_start = window.ref_window, first
+        members.append((window, first - region_start))
+    if members:
+        yield region, members
