@@ -1,22 +1,27 @@
-"""BPE token ids of a variant's windows, the alternative spliced into the reference's tokens.
+"""BPE token ids of variants' windows without tokenising every window whole.
 
-A variant's reference and alternative windows are ``W`` bp (8,000 for the chromatin setup)
-that differ in a few bases; BPE changes tokens only near them. Each reference window is
-tokenised whole, once; for a substitution (SNV or MNV: equal allele lengths) the alternative
-window's tokens are the reference's with the tokens that touch the changed bases, plus
-``margin`` tokens on each side, replaced by the tokens of that stretch of the alternative
-sequence tokenised alone.
+A chunk's reference windows are ``W`` bp (8,000 for the chromatin setup), centred on nearby
+variants, so they overlap; each alternative window differs from its reference in a few bases.
+BPE changes tokens only near a cut or a change, so:
+
+* windows that overlap are merged into a region, tokenised once, and each window's tokens are
+  the region's tokens inside it with ``margin`` + 1 tokens at each edge re-tokenised
+  (:meth:`SplicingTokenizer.cropped`);
+* a substitution's (SNV, MNV: equal allele lengths) alternative tokens are the reference's with
+  the tokens that touch the changed bases, plus ``margin`` on each side, re-tokenised
+  (:meth:`SplicingTokenizer.substituted`).
 
 Why this is exact, and when it is not used: the BPE encoding of a text is its only *valid*
 token sequence (one that re-encodes to itself); a stretch of a valid sequence is valid, and a
 valid sequence followed by a token ``t`` is valid when its last token and ``t`` are a valid
 pair (the encoding of their two texts joined is these two tokens): Corollaries II and IIIa of
-the ``bpe`` crate of github/rust-gems (``crates/bpe/README.md``, "Properties of BPE"). The
-spliced sequence is the reference's left part, the stretch's own encoding and the reference's
-right part, all valid; it is therefore the alternative window's encoding when both seams are
-valid pairs, which is checked (and cached per pair). Otherwise, and for indels (the right flank
-moves), windows padded with ``N``, and stretches holding an ``N`` (tokenizers that normalise
-``N`` runs, as GENA-LM's, would see them cut), the alternative window is tokenised whole.
+the ``bpe`` crate of github/rust-gems (``crates/bpe/README.md``, "Properties of BPE"). A spliced
+sequence is made of valid runs (stretches of the region's or reference's tokens, and the
+re-tokenised stretches); it is therefore the window's encoding when every seam between runs is
+a valid pair, which is checked (and cached per pair). Otherwise, and for indels (the right
+flank moves), windows padded with ``N``, and re-tokenised stretches holding an ``N``
+(tokenizers that normalise ``N`` runs, as GENA-LM's, would see them cut), the window is
+tokenised whole.
 """
 
 from __future__ import annotations
@@ -41,11 +46,12 @@ class Tokens:
 
 
 class SplicingTokenizer:
-    """Tokens of texts, and of a text that differs from a tokenised one by a substitution.
+    """Tokens of texts; of a stretch of a tokenised text, and of a text that differs from a
+    tokenised one by a substitution, from the tokenised text's tokens (module docstring).
 
     Args:
         backend: a HF ``tokenizers.Tokenizer`` (``tokenizer.backend_tokenizer``).
-        margin: tokens re-tokenised on each side of those the substitution touches.
+        margin: tokens re-tokenised beyond those a cut or a substitution touches.
 
     Attributes:
         spliced, whole: splices shown exact, and splices refused because a seam was not a
