@@ -15,7 +15,7 @@ import math
 import pytest
 import torch
 
-from genolong.attention import attention_class, attention_config, build_attention, paths
+from genolong.attention import attention_class, attention_config, build_attention, flex, paths
 from genolong.attention.lsg import SPARSITY_TYPES
 from genolong.errors import ConfigError
 
@@ -177,7 +177,7 @@ def test_flex_block_mask_tiles_match_the_dense_pattern(variant):
     aligned = pattern.with_global_padding(
         -pattern.num_global % math.gcd(pattern.query_block, pattern.unit, tile)
     )
-    block_mask = paths.flex_block_mask(aligned, block=tile)
+    block_mask = flex.flex_block_mask(aligned, block=tile)
     dense = aligned.dense_mask()  # (Hp, L, L + E)
     q_tiles, k_tiles = -(-dense.shape[1] // tile), -(-dense.shape[2] // tile)
     dense = torch.nn.functional.pad(
