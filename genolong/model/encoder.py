@@ -172,7 +172,7 @@ class Encoder(nn.Module):
     def supports_first_token_only(self) -> bool:
         """Whether ``forward(first_token_only=True)`` is exact for this encoder."""
         return (type(self) is Encoder and self.global_tokens is None and self.length_multiple == 1
-                and getattr(self.blocks[-1].attention, "accepts_query_subset", False))
+                and self.blocks[-1].attention.accepts_query_subset)
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
                 first_token_only: bool = False) -> torch.Tensor:
