@@ -10,7 +10,6 @@ import math
 import pytest
 from classify_helpers import promoter_dataset
 
-from genolong.attention import BUILTIN_BACKBONES
 from genolong.cli import main
 from genolong.errors import ConfigError, UserError
 from genolong.evaluation.compare_report import ABLATION_COLUMNS, COLUMNS, read_csv
@@ -24,8 +23,11 @@ from genolong.tasks.compare import (
     run_context_ablation,
 )
 
+#: The micro preset's backbones, in its (the tables') order: every built-in one.
+BACKBONES = list(load_compare_config("micro").backbones)
 
-def comparison(out, promoters, *, seed=0, backbones=BUILTIN_BACKBONES):
+
+def comparison(out, promoters, *, seed=0, backbones=BACKBONES):
     space = Workspace(sample_genome(), out, load_compare_config("micro"), seed=seed, show_progress=False)
     return run_comparison(space, promoters, list(backbones))
 
@@ -43,9 +45,9 @@ def finished(promoters, tmp_path_factory):
 
 def test_every_backbone_has_a_row_table_and_plots(finished):
     out, rows = finished
-    assert [row["backbone"] for row in rows] == list(BUILTIN_BACKBONES)
+    assert [row["backbone"] for row in rows] == list(BACKBONES)
     written = read_csv(out / "comparison.csv")
-    assert [list(r) for r in written] == [list(COLUMNS)] * len(BUILTIN_BACKBONES)
+    assert [list(r) for r in written] == [list(COLUMNS)] * len(BACKBONES)
     for row in written:
         assert row["pretrain_steps"] == 4 and row["max_len"] == 128
         assert 0 < row["val_bpc"] < 4 and 0 < row["unigram_bpc"] < 4
@@ -58,9 +60,9 @@ def test_every_backbone_has_a_row_table_and_plots(finished):
     # only the attention differs: the same weights shapes up to a few global-token parameters
     assert max(r["parameters"] for r in written) - min(r["parameters"] for r in written) < 100
     markdown = (out / "comparison.md").read_text()
-    assert markdown.startswith("| backbone | parameters |") and markdown.count("\n") == 2 + len(BUILTIN_BACKBONES)
+    assert markdown.startswith("| backbone | parameters |") and markdown.count("\n") == 2 + len(BACKBONES)
     curves = read_csv(out / "comparison_curves.csv")
-    assert {c["run"] for c in curves} == set(BUILTIN_BACKBONES)
+    assert {c["run"] for c in curves} == set(BACKBONES)
     assert all(c["tokens_seen"] == c["step"] * 2 * 128 for c in curves)  # micro: batch 2 x 128 tokens
     for name in ("bpc_vs_step.png", "quality_vs_speed.png"):
         assert (out / name).read_bytes()[:4] == b"\x89PNG"

@@ -89,8 +89,8 @@ def test_notebook_runs_on_a_fine_tuned_models_table(shared_data, tmp_path, tmp_p
 
 def generated_comparison(out: Path, with_ablation: bool) -> Path:
     """comparison.csv and curves for the six backbones (and an ablation where BPC falls with length)."""
-    from genolong.attention import available_attentions
     from genolong.evaluation.compare_report import ABLATION_COLUMNS, COLUMNS, write_csv
+    from genolong.tasks.compare import load_compare_config
 
     rng = np.random.default_rng(0)
     rows = [{"backbone": name, "parameters": 400_000, "max_len": 1024, "pretrain_steps": 300,
@@ -98,7 +98,7 @@ def generated_comparison(out: Path, with_ablation: bool) -> Path:
              "val_bpc": 1.95 - 0.01 * i, "unigram_bpc": 1.99, "finetune_steps": 400, "promoter_f1": 0.80 + 0.01 * i,
              "promoter_auroc": 0.90, "promoter_mcc": 0.6, "kmer_f1": 0.785,
              "infer_windows_per_s": float(rng.uniform(5, 50)), "pretrain_s": 600.0, "finetune_s": 60.0,
-             "device": "cpu x2"} for i, name in enumerate(available_attentions())]
+             "device": "cpu x2"} for i, name in enumerate(load_compare_config("tiny").backbones)]
     curves = [{"run": r["backbone"], "backbone": r["backbone"], "max_len": 1024, "step": step,
                "tokens_seen": step * 8192, "val_bpc": r["val_bpc"] + 0.1 / step} for r in rows
               for step in (50, 100, 300)]

@@ -7,8 +7,9 @@ the name (its ``backbone`` field) and the pattern's own parameters, never a clas
 else (the encoder, the model classes, ``genolong compare``) asks the registry.
 
 Adding a backbone is one module that registers a class, plus an encoder subclass in
-:mod:`genolong.model` when the backbone changes more than the attention (VCC, SLED). A built-in
-one is also listed in ``BUILTIN_BACKBONES``; any other registers when its module is imported.
+:mod:`genolong.model` when the backbone changes more than the attention (VCC, SLED). The registry
+imports every module of this package before it answers, so a module placed here is a built-in
+backbone; one elsewhere registers when it is imported.
 
 Block-sparse attentions (``bigbird``, ``longformer``, ``lsg``) share
 :mod:`genolong.attention.pattern` (the pattern as data), :mod:`genolong.attention.paths` (the
@@ -20,7 +21,9 @@ the choice is logged on logger ``genolong.attention``.
 
 from __future__ import annotations
 
+import functools
 import importlib
+import pkgutil
 from types import SimpleNamespace
 from typing import Any
 
@@ -28,10 +31,6 @@ from genolong.attention.base import Attention
 from genolong.errors import ConfigError
 
 _REGISTRY: dict[str, type[Attention]] = {}
-
-#: The built-in backbones, in the order tables list them; each registers from the module of its
-#: name in this package.
-BUILTIN_BACKBONES = ("full", "bigbird", "longformer", "lsg", "vcc", "sled")
 
 
 def register_attention(name: str):
@@ -49,24 +48,25 @@ def register_attention(name: str):
     return decorator
 
 
+@functools.cache
 def _load_builtins() -> None:
-    for module in BUILTIN_BACKBONES:
-        importlib.import_module(f"{__name__}.{module}")
+    """Import every module of this package (once): the built-in backbones register from theirs."""
+    for module in pkgutil.iter_modules(__path__):
+        importlib.import_module(f"{__name__}.{module.name}")
 
 
 def attention_class(name: str) -> type[Attention]:
     """The class registered under ``name``; raises ConfigError for an unknown name."""
     _load_builtins()
     if name not in _REGISTRY:
-        raise ConfigError(f"unknown attention {name!r}; choose one of: {', '.join(available_attentions())}")
+        raise ConfigError(f"unknown attention {name!r}; choose one of: {', '.join(sorted(_REGISTRY))}")
     return _REGISTRY[name]
 
 
 def available_attentions() -> list[str]:
-    """Names of all registered backbones: the built-in ones in table order, then the others in the
-    order they registered."""
+    """Names of all registered backbones, sorted."""
     _load_builtins()
-    return [*BUILTIN_BACKBONES, *(name for name in _REGISTRY if name not in BUILTIN_BACKBONES)]
+    return sorted(_REGISTRY)
 
 
 def attention_defaults(name: str) -> dict[str, Any]:
