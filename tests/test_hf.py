@@ -140,3 +140,10 @@ def test_auto_classes_work_after_import_genolong(tmp_path, first):
     result = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip().endswith("ok")
+
+
+def test_import_genolong_loads_the_models_not_the_training_stack():
+    """The CLI imports genolong first: registering the models must not pull in Lightning or the tasks."""
+    script = "import sys, genolong; print(*(m in sys.modules for m in ('genolong.model', 'lightning', 'genolong.tasks')))"
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert result.stdout.split() == ["True", "False", "False"]
