@@ -33,8 +33,8 @@ def comparison(out, promoters, *, seed=0, backbones=BACKBONES):
 
 
 @pytest.fixture(scope="module")
-def promoters(shared_data, tmp_path_factory):
-    return promoter_dataset(shared_data, tmp_path_factory.mktemp("compare_data") / "promoters")
+def promoters(real_data, tmp_path_factory):
+    return promoter_dataset(real_data, tmp_path_factory.mktemp("compare_data") / "promoters")
 
 
 @pytest.fixture(scope="module")

@@ -29,8 +29,8 @@ from genolong.outputs import MARKER
 
 
 @pytest.fixture(scope="module")
-def rows(shared_data):
-    return deepsea_rows(shared_data)
+def rows(real_data):
+    return deepsea_rows(real_data)
 
 
 @pytest.fixture(scope="module")
@@ -39,9 +39,9 @@ def bundle(rows, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def genome(shared_data, tmp_path_factory):
+def genome(real_data, tmp_path_factory):
     """FASTA of the synthetic genome embedding the 100 real 8 kb rows, and their expected loci."""
-    windows, _ = real_rows(shared_data)
+    windows, _ = real_rows(real_data)
     records, expected = synthetic_genome(windows)
     path = tmp_path_factory.mktemp("genome") / "synthetic.fa"
     write_fasta(path, records)

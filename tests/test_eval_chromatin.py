@@ -33,14 +33,14 @@ def work(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def prepared_1000(shared_data, work):
-    return chromatin_prepared(shared_data, work / "p1000", context=None)
+def prepared_1000(real_data, work):
+    return chromatin_prepared(real_data, work / "p1000", context=None)
 
 
 @pytest.fixture(scope="module")
-def micro_run(shared_data, tmp_path_factory):
+def micro_run(real_data, tmp_path_factory):
     """The 8-kb prepared directory of the real rows and a micro model fine-tuned on it."""
-    return finetuned_chromatin(shared_data, tmp_path_factory)
+    return finetuned_chromatin(real_data, tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
@@ -74,8 +74,8 @@ def test_fine_tuning_writes_the_model_and_aucs(finetuned, prepared_8000):
     np.testing.assert_allclose(table.pr_auc, expected.pr_auc, atol=1e-6)
 
 
-def test_vectorized_aucs_equal_sklearn_on_the_real_labels(shared_data):
-    _, labels = real_rows(shared_data)
+def test_vectorized_aucs_equal_sklearn_on_the_real_labels(real_data):
+    _, labels = real_rows(real_data)
     labels = labels[:, ::4]  # 230 profiles of every class: scikit-learn takes ~10 ms per profile
     rng = np.random.default_rng(0)
     for scores in (rng.integers(0, 5, labels.shape).astype(float), rng.random(labels.shape)):  # ties, none
@@ -95,12 +95,12 @@ def read_tsv(path):
         return list(csv.reader(handle, delimiter="\t"))
 
 
-def test_predict_chromatin_on_the_real_8kb_and_1kb_sequences(finetuned, shared_data, tmp_path, capsys):
+def test_predict_chromatin_on_the_real_8kb_and_1kb_sequences(finetuned, real_data, tmp_path, capsys):
     out, _ = finetuned
-    long_fasta, short_fasta = real_deepsea_fastas(shared_data, tmp_path)
+    long_fasta, short_fasta = real_deepsea_fastas(real_data, tmp_path)
     classifier = Classifier.load(out / "model", device="cpu")
     names = [p.name for p in chromatin_profiles()]
-    windows, labels = real_rows(shared_data)
+    windows, labels = real_rows(real_data)
     for fasta, sequences in ((long_fasta, windows), (short_fasta, [w[3500:4500] for w in windows])):
         preds = tmp_path / f"{fasta.stem}.tsv"
         assert (
@@ -134,9 +134,9 @@ def test_predict_chromatin_on_the_real_8kb_and_1kb_sequences(finetuned, shared_d
     assert "100 records, 100 windows scored" in capsys.readouterr().err
 
 
-def test_predict_chromatin_scans_long_records_and_flags_short_ones(finetuned, shared_data, tmp_path):
+def test_predict_chromatin_scans_long_records_and_flags_short_ones(finetuned, real_data, tmp_path):
     out, _ = finetuned
-    windows, _ = real_rows(shared_data)
+    windows, _ = real_rows(real_data)
     fasta = tmp_path / "in.fa"
     write_fasta(fasta, [("joined", windows[0] + windows[1][:1000]), ("short", windows[2][:999])])
     preds = tmp_path / "preds.tsv"

@@ -33,8 +33,8 @@ from genolong.tasks.classify import (
 
 
 @pytest.fixture(scope="module")
-def dataset(shared_data, tmp_path_factory):
-    return promoter_dataset(shared_data, tmp_path_factory.mktemp("promoters") / "data")
+def dataset(real_data, tmp_path_factory):
+    return promoter_dataset(real_data, tmp_path_factory.mktemp("promoters") / "data")
 
 
 @pytest.fixture(scope="module")
