@@ -116,7 +116,7 @@ def generated_comparison(out: Path, with_ablation: bool) -> Path:
     return out
 
 
-@pytest.mark.parametrize("with_ablation", [True, False])
+@pytest.mark.parametrize("with_ablation", [True, pytest.param(False, marks=pytest.mark.slow)])
 def test_compare_notebook_on_generated_results(tmp_path, with_ablation):
     results = generated_comparison(tmp_path / "results", with_ablation)
     figures = tmp_path / "figures"
