@@ -31,7 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
-from genolong.data_prep.locate import GenomeIndex, LocateStatus, reverse_complement_rows
+from genolong.data_prep.locate import GenomeIndex, reverse_complement_rows
+from genolong.datasets.chromatin import LocateStatus
 from genolong.dna.sequence import read_fasta
 
 REPO = Path(__file__).resolve().parents[1]

@@ -25,7 +25,7 @@ A prepared directory holds, for each split present::
 Rows whose input is not located exactly once (not found, ambiguous, too many N, too
 repetitive) are either dropped (``unlocated="drop"``) or kept (``"keep"``, the default).
 A kept row is stored in the centre of an N-padded row so the array stays rectangular,
-and :meth:`ChromatinSplit.sequence` returns only its original input: it keeps its
+and :meth:`genolong.datasets.chromatin.ChromatinSplit.sequence` returns only its original input: it keeps its
 original length instead of being padded with thousands of N that the model never saw
 in pre-training. Windows that run past a chromosome end are padded with N.
 """
@@ -42,18 +42,16 @@ from pathlib import Path
 import numpy as np
 
 from genolong import __version__
+from genolong.datasets.chromatin import FORMAT, LOCI_DTYPE, LocateStatus
 from genolong.errors import ConfigError, InputError, UserError
-from genolong.files import atomic_write_text
+from genolong.files import atomic_write_text, sha256_file
 from genolong.outputs import mark_directory
 
-from .checksums import file_digests
 from .deepsea import N_PROFILES, ONE_HOT_ORDER, SPLITS, DeepSEAMat, strand_pair_layout
-from .locate import LOCI_DTYPE, GenomeIndex, LocateStatus, Locations, centred_flank
+from .locate import GenomeIndex, Locations, centred_flank
 
 log = logging.getLogger(__name__)
 
-#: Format tag written to (and required in) manifest.json.
-FORMAT = "genolong.chromatin/1"
 #: BigBird's context for the chromatin task (App. F.3).
 DEFAULT_CONTEXT = 8000
 UNLOCATED_POLICIES = ("keep", "drop")
@@ -130,10 +128,6 @@ def find_mat_files(mat_dir: Path) -> dict[str, Path]:
     if not sources:
         raise InputError(mat_dir, "no train.mat, valid.mat or test.mat found (unpack deepsea_train_bundle)")
     return sources
-
-
-def sha256_file(path: Path) -> str:
-    return file_digests(path, ["sha256"])["sha256"]
 
 
 def _file_identity(path: Path) -> list:
@@ -422,97 +416,3 @@ class _Job:
             summary,
         )
         return summary
-
-
-_REPREPARE = "prepare the dataset again with `genolong chromatin prepare`"
-
-
-def _open_prepared(directory: Path, name: str) -> np.ndarray:
-    """Memory-map the array ``name`` of a prepared directory, which must lie inside it (a manifest
-    cannot point elsewhere) and be a complete ``.npy`` file."""
-    if not isinstance(name, str) or not (directory / name).resolve().is_relative_to(directory.resolve()):
-        raise InputError(directory / "manifest.json", f"file {name!r} lies outside the dataset directory")
-    path = directory / name
-    try:
-        return np.load(path, mmap_mode="r")
-    except FileNotFoundError:
-        raise InputError(path, "missing from the prepared dataset", hint=_REPREPARE) from None
-    except (ValueError, OSError, EOFError) as err:  # a truncated file cannot be mapped with its header's shape
-        raise InputError(path, f"truncated or not a .npy array ({err})", hint=_REPREPARE) from None
-
-
-class ChromatinSplit:
-    """One split of a prepared directory, memory-mapped.
-
-    Attributes:
-        sequences: ``(rows, context)`` uint8 ASCII memmap.
-        labels: ``(rows, 919)`` uint8 memmap.
-        loci: ``(rows,)`` :data:`~genolong.data_prep.locate.LOCI_DTYPE` memmap, or None
-            without a genome.
-        located: ``(rows,)`` bool; all True without a genome (rows are the inputs themselves).
-    """
-
-    def __init__(self, directory: Path, split: str, manifest: dict):
-        files = manifest["splits"][split]["files"]
-        self.name = split
-        self.input_length, self.context = manifest["input_length"], manifest["context"]
-        self.flank = (self.context - self.input_length) // 2
-        self.sequences = _open_prepared(directory, files["sequences"])
-        self.labels = _open_prepared(directory, files["labels"])
-        self.loci = _open_prepared(directory, files["loci"]) if "loci" in files else None
-        self.located = (
-            np.ones(len(self.labels), bool)
-            if self.loci is None
-            else np.asarray(self.loci["status"]) == LocateStatus.LOCATED
-        )
-        if self.sequences.shape != (len(self.labels), self.context):
-            raise InputError(
-                directory / files["sequences"],
-                f"shape {self.sequences.shape} does not match "
-                f"the manifest ({len(self.labels)} rows of {self.context} bp)",
-            )
-
-    def __len__(self) -> int:
-        return len(self.labels)
-
-    def central(self, row: int) -> str:
-        """The original DeepSEA input of ``row`` (``input_length`` bp)."""
-        return self.sequences[row, self.flank : self.flank + self.input_length].tobytes().decode("ascii")
-
-    def sequence(self, row: int) -> str:
-        """The model input of ``row``: the context window, or the original input for unlocated rows."""
-        if not self.located[row]:
-            return self.central(row)
-        return self.sequences[row].tobytes().decode("ascii")
-
-
-class PreparedChromatin:
-    """A directory written by :func:`prepare_chromatin`; ``prepared["train"]`` is a :class:`ChromatinSplit`."""
-
-    def __init__(self, directory: str | os.PathLike):
-        self.directory = Path(directory)
-        manifest_path = self.directory / "manifest.json"
-        if not manifest_path.is_file():
-            raise InputError(
-                self.directory,
-                "not a prepared chromatin dataset (no manifest.json); "
-                "create one with `genolong chromatin prepare`",
-            )
-        try:
-            self.manifest = json.loads(manifest_path.read_text())
-        except (UnicodeDecodeError, ValueError) as err:
-            raise InputError(manifest_path, f"invalid JSON: {err}", hint=_REPREPARE) from None
-        found = self.manifest.get("format") if isinstance(self.manifest, dict) else None
-        if found != FORMAT:
-            raise InputError(manifest_path, f"not a prepared chromatin manifest (format {found!r}, expected {FORMAT!r})")
-        try:
-            self.splits = {
-                split: ChromatinSplit(self.directory, split, self.manifest) for split in self.manifest["splits"]
-            }
-        except (KeyError, TypeError, AttributeError) as err:
-            raise InputError(manifest_path, f"malformed manifest (no valid {err})", hint=_REPREPARE) from None
-
-    def __getitem__(self, split: str) -> ChromatinSplit:
-        if split not in self.splits:
-            raise UserError(f"{self.directory} has no {split!r} split; it has {sorted(self.splits)}")
-        return self.splits[split]

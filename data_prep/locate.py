@@ -30,7 +30,6 @@ Arrays of sequences are uint8 ASCII (``b"ACGTN"``), shape ``(rows, length)``.
 
 from __future__ import annotations
 
-import enum
 import logging
 import os
 from collections.abc import Iterable
@@ -38,6 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from genolong.datasets.chromatin import LOCI_DTYPE, LocateStatus
 from genolong.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -59,20 +59,6 @@ _COMPLEMENT[np.frombuffer(b"ACGTN", np.uint8)] = np.frombuffer(b"TGCAN", np.uint
 _FORWARD, _REVERSE = np.uint8(1), np.uint8(2)  # both set: a reverse-complement palindrome
 # All-T is never canonical (its reverse complement, all-A, is 0), so it can end the key table.
 _SENTINEL = np.uint64(2**64 - 1)
-
-
-class LocateStatus(enum.IntEnum):
-    """Outcome of locating one query."""
-
-    LOCATED = 0  #: exactly one exact occurrence
-    NOT_FOUND = 1  #: no exact occurrence on either strand
-    AMBIGUOUS = 2  #: two or more exact occurrences
-    TOO_MANY_N = 3  #: every probe window contains an N
-    TOO_REPETITIVE = 4  #: even the best probe window has more than ``max_candidates`` candidates
-
-
-#: On-disk record of one query's location (see :class:`Locations`).
-LOCI_DTYPE = np.dtype([("status", "u1"), ("chrom", "i4"), ("start", "i8"), ("strand", "i1"), ("hits", "i4")])
 
 
 @dataclass

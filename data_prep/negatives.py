@@ -26,9 +26,10 @@ from collections import Counter
 
 import numpy as np
 
+from genolong.datasets.promoter import PromoterRecord
 from genolong.errors import UserError
 
-from .promoters import PromoterRecord, Tss, n_fraction, resolve_chrom
+from .promoters import Tss, n_fraction, resolve_chrom
 
 NEGATIVE_METHODS = ("substitution", "shuffle", "genomic", "fasta")
 #: Negatives made from a positive (they inherit its split and coordinates).

@@ -20,9 +20,9 @@ from deepsea_fixtures import (
 
 from genolong import cli
 from genolong.data_prep import chromatin_dataset
-from genolong.data_prep.chromatin_dataset import PreparedChromatin, prepare_chromatin
+from genolong.data_prep.chromatin_dataset import prepare_chromatin
 from genolong.data_prep.deepsea import DeepSEAMat
-from genolong.data_prep.locate import LocateStatus
+from genolong.datasets.chromatin import LocateStatus, PreparedChromatin
 from genolong.dna.sequence import reverse_complement, write_fasta
 from genolong.errors import ConfigError, InputError, UserError
 from genolong.outputs import MARKER

@@ -18,7 +18,7 @@ from deepsea_fixtures import real_rows
 from sklearn.metrics import average_precision_score, roc_auc_score
 
 from genolong.cli import main
-from genolong.data_prep.chromatin_dataset import PreparedChromatin
+from genolong.datasets.chromatin import PreparedChromatin
 from genolong.dna.sequence import write_fasta
 from genolong.errors import InputError
 from genolong.evaluation.chromatin import AUC_COLUMNS, evaluation_rows, profile_aucs, read_auc_table

@@ -9,7 +9,6 @@ from deepsea_fixtures import CENTRE, as_array, real_rows, synthetic_genome
 from genolong.data_prep.locate import (
     BLOCK,
     GenomeIndex,
-    LocateStatus,
     Locations,
     canonical_kmers,
     centred_flank,
@@ -17,6 +16,7 @@ from genolong.data_prep.locate import (
     reverse_complement_rows,
     rolling_kmers,
 )
+from genolong.datasets.chromatin import LocateStatus
 from genolong.dna.sequence import read_fasta, reverse_complement
 from genolong.errors import ConfigError
 

@@ -54,7 +54,7 @@ def evaluate_chromatin(
 
     Args:
         scorer: a chromatin :class:`~genolong.inference.classifier.Classifier` (or strand-averaged one).
-        split: a :class:`~genolong.data_prep.chromatin_dataset.ChromatinSplit`; each row's
+        split: a :class:`~genolong.datasets.chromatin.ChromatinSplit`; each row's
             model input is ``split.sequence(row)`` (the context window, or the original
             input for unlocated rows).
         batch_size: rows per model call.

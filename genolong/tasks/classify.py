@@ -231,7 +231,7 @@ def load_task_data(task: str, data_dir: str | Path) -> TaskData:
     """
     data_dir = Path(data_dir)
     if task == "promoter":
-        from genolong.data_prep.promoter_dataset import load_manifest, load_split
+        from genolong.datasets.promoter import load_manifest, load_split
 
         manifest = load_manifest(data_dir)
         splits = {}
@@ -251,7 +251,7 @@ def load_task_data(task: str, data_dir: str | Path) -> TaskData:
             "counts": manifest["counts"],
         }
         return TaskData(task, splits, ["promoter"], length, shortest, source)
-    from genolong.data_prep.chromatin_dataset import PreparedChromatin
+    from genolong.datasets.chromatin import PreparedChromatin
     from genolong.evaluation.profiles import chromatin_profiles
 
     prepared = PreparedChromatin(data_dir)
