@@ -20,8 +20,8 @@ from pathlib import Path
 from genolong.errors import UserError
 from genolong.files import atomic_write_text, cache_home
 
-from .checksums import Checksum, file_digests, satisfied
-from .download import download, file_lock
+from .integrity import Checksum, file_digests, satisfied
+from .transfer import download, file_lock
 
 log = logging.getLogger(__name__)
 
@@ -149,7 +149,7 @@ class DataCache:
         ``expected``; otherwise it is downloaded again.
 
         Args:
-            url: source URL (or local path) for :func:`data_prep.download.download`.
+            url: source URL (or local path) for :func:`data_prep.transfer.download`.
             relpath: destination relative to the cache root.
             expected: checksums the file must match.
             download_options: ``timeout``, ``retries``, ``backoff``, ``progress``.

@@ -30,11 +30,10 @@ from pathlib import Path, PurePosixPath
 
 from genolong.errors import InputError, UserError
 
-from .archive import safe_extract
 from .cache import DataCache, Entry
-from .checksums import CHECKSUM_FILE_PARSERS, Checksum, file_digests, satisfied, sha256_checksum
-from .download import DownloadError, NotFoundError, fetch_bytes, file_lock, local_path, partial_path
 from .genome_prepare import index_paths, prepare_genome
+from .integrity import CHECKSUM_FILE_PARSERS, Checksum, file_digests, safe_extract, satisfied, sha256_checksum
+from .transfer import DownloadError, NotFoundError, fetch_bytes, file_lock, local_path, partial_path
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +48,7 @@ class Source:
         title: one line for humans.
         url: default download URL.
         checksum_file: name of the provider's checksum file beside ``url``, if any.
-        checksum_format: its format, a key of :data:`~data_prep.checksums.CHECKSUM_FILE_PARSERS`.
+        checksum_format: its format, a key of :data:`~data_prep.integrity.CHECKSUM_FILE_PARSERS`.
         kind: ``genome`` (prepared into indexed BGZF), ``archive`` (unpacked) or ``file``.
         required_members: for an archive, file names it must contain.
     """
@@ -172,7 +171,7 @@ def fetch_source(
 
     Raises:
         NotCachedError: with ``offline``, when the source is not ready.
-        DownloadError, ChecksumMismatch, InputError: see :func:`data_prep.download.download`.
+        DownloadError, ChecksumMismatch, InputError: see :func:`data_prep.transfer.download`.
     """
     expected = [sha256_checksum(sha256)] if sha256 else []
     entry = cache.entry(source.relpath)
