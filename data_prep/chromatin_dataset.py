@@ -42,14 +42,14 @@ from pathlib import Path
 import numpy as np
 
 from genolong import __version__
-from genolong.datasets.chromatin import FORMAT, LOCI_DTYPE, LocateStatus
+from genolong.datasets.chromatin import FORMAT, LOCI_DTYPE, LocateStatus, Locations
 from genolong.errors import ConfigError, InputError, UserError
 from genolong.evaluation.profiles import N_PROFILES
 from genolong.files import atomic_write_text, sha256_file
 from genolong.outputs import mark_directory
 
 from .deepsea import ONE_HOT_ORDER, SPLITS, DeepSEAMat, strand_pair_layout
-from .locate import GenomeIndex, Locations, centred_flank
+from .locate import GenomeIndex, centred_flank
 
 log = logging.getLogger(__name__)
 

@@ -29,7 +29,7 @@ import numpy as np
 from genolong.errors import InputError
 from genolong.evaluation.profiles import N_PROFILES
 
-from .locate import reverse_complement_rows
+from .kmers import reverse_complement_rows
 
 #: The DeepSEA files, by split name.
 SPLITS = ("train", "valid", "test")

@@ -18,6 +18,7 @@ from __future__ import annotations
 import enum
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -38,9 +39,60 @@ class LocateStatus(enum.IntEnum):
     TOO_REPETITIVE = 4  #: even the best probe window has more than ``max_candidates`` candidates
 
 
-#: On-disk record of one query's location (see :class:`data_prep.locate.Locations`).
+#: On-disk record of one query's location (see :class:`Locations`).
 LOCI_DTYPE = np.dtype([("status", "u1"), ("chrom", "i4"), ("start", "i8"), ("strand", "i1"), ("hits", "i4")])
 
+
+
+@dataclass
+class Locations:
+    """Where each query was found; all arrays have shape ``(queries,)``.
+
+    For AMBIGUOUS rows ``chrom``/``start``/``strand`` describe the occurrence with the
+    lowest genome position; for rows without an occurrence they are -1 / -1 / 0.
+
+    Attributes:
+        status: :class:`LocateStatus` values, uint8.
+        chrom: index into :attr:`data_prep.locate.GenomeIndex.names`, int32.
+        start: 0-based start of the occurrence on the plus strand, int64.
+        strand: +1 or -1 (the query equals the reverse complement of the plus strand), int8.
+        hits: number of exact occurrences found, int32.
+    """
+
+    status: np.ndarray
+    chrom: np.ndarray
+    start: np.ndarray
+    strand: np.ndarray
+    hits: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.status)
+
+    @classmethod
+    def empty(cls, rows: int) -> Locations:
+        return cls(
+            status=np.full(rows, LocateStatus.NOT_FOUND, np.uint8),
+            chrom=np.full(rows, -1, np.int32),
+            start=np.full(rows, -1, np.int64),
+            strand=np.zeros(rows, np.int8),
+            hits=np.zeros(rows, np.int32),
+        )
+
+    def to_records(self) -> np.ndarray:
+        """The locations as one structured array ``(queries,)`` of :data:`LOCI_DTYPE`."""
+        records = np.empty(len(self), LOCI_DTYPE)
+        for name in LOCI_DTYPE.names:
+            records[name] = getattr(self, name)
+        return records
+
+    @classmethod
+    def from_records(cls, records: np.ndarray) -> Locations:
+        return cls(**{name: np.asarray(records[name]) for name in LOCI_DTYPE.names})
+
+    def counts(self) -> dict[str, int]:
+        """Number of queries per status, by lowercase status name."""
+        tally = np.bincount(self.status, minlength=len(LocateStatus))
+        return {status.name.lower(): int(tally[status]) for status in LocateStatus}
 
 
 _REPREPARE = "prepare the dataset again with `genolong chromatin prepare`"
