@@ -37,6 +37,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from genolong.datasets.chromatin import LocateStatus, Locations
+from genolong.dna.genome import Genome
 from genolong.errors import ConfigError
 
 from .kmers import (
@@ -105,8 +106,6 @@ class GenomeIndex:
     @classmethod
     def from_fasta(cls, path: str | os.PathLike) -> GenomeIndex:
         """Stream a FASTA genome (plain, gzip or bgzip) into memory and index it."""
-        from genolong.dna.genome import Genome
-
         genome = Genome(path)
         return cls.from_records((record.name, record.sequence) for record in genome.records())
 

@@ -32,6 +32,7 @@ import numpy as np
 
 from genolong import __version__
 from genolong.datasets.promoter import COLUMNS, FORMAT, MANIFEST, SOURCE_COLUMNS, PromoterRecord
+from genolong.dna.genome import Genome
 from genolong.errors import ConfigError, UserError
 from genolong.files import atomic_path, sha256_file
 from genolong.outputs import mark_directory
@@ -170,8 +171,6 @@ def build_promoter_dataset(
     with contextlib.ExitStack() as stack:
         genome = sites = None
         if config.genome is not None:
-            from genolong.dna.genome import Genome
-
             sites = read_tss_bed(config.tss_bed)
             genome = stack.enter_context(Genome(config.genome))
         positives, positive_info = _read_positives(config, genome, sites)

@@ -29,10 +29,11 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from genolong.errors import InputError, UserError
+from genolong.files import sha256_file
 
 from .cache import DataCache, Entry
 from .genome_prepare import index_paths, prepare_genome
-from .integrity import CHECKSUM_FILE_PARSERS, Checksum, file_digests, safe_extract, satisfied, sha256_checksum
+from .integrity import CHECKSUM_FILE_PARSERS, Checksum, safe_extract, satisfied, sha256_checksum
 from .transfer import DownloadError, NotFoundError, fetch_bytes, file_lock, local_path, partial_path
 
 log = logging.getLogger(__name__)
@@ -273,7 +274,7 @@ def source_status(source: Source, cache: DataCache, *, verify: bool = False) -> 
     checks = ", ".join(entry.verified) if entry.verified else "no provider checksum; sha256 recorded"
     detail = f"{source.filename} {human_size(entry.size)}, {checks}"
     if verify and on_disk:
-        if file_digests(cache.path(source.relpath), ["sha256"])["sha256"] != entry.digests["sha256"]:
+        if sha256_file(cache.path(source.relpath)) != entry.digests["sha256"]:
             return SourceStatus(source, "corrupt", f"{detail}; sha256 differs from the manifest")
         detail += "; sha256 re-checked"
     elif on_disk and cache.cached(source.relpath) is None:

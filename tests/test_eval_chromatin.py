@@ -171,24 +171,15 @@ def test_predict_chromatin_scans_long_records_and_flags_short_ones(finetuned, sh
     assert all(len(r) == 4 + 919 + 1 for r in rows)
 
 
+def eval_chromatin(model, data, out, *options: str) -> int:
+    """``genolong eval chromatin --model MODEL --data DATA --out OUT [options]``; the exit status."""
+    return main(["eval", "chromatin", "--model", str(model), "--data", str(data), "--out", str(out), *options])
+
+
 def test_eval_cli_on_the_central_1000bp(finetuned, prepared_1000, tmp_path, capsys, caplog):
     out, _ = finetuned
     aucs = tmp_path / "aucs.csv"
-    assert (
-        main(
-            [
-                "eval",
-                "chromatin",
-                "--model",
-                str(out / "model"),
-                "--data",
-                str(prepared_1000),
-                "--out",
-                str(aucs),
-            ]
-        )
-        == 0
-    )
+    assert eval_chromatin(out / "model", prepared_1000, aucs) == 0
     printed = capsys.readouterr()
     assert "200 rows of" in printed.out and "-> " + str(aucs) in printed.out
     assert "DeepSEA (published)    95.8    92.3    85.6" in printed.out
@@ -212,24 +203,7 @@ def test_eval_cli_on_the_central_1000bp(finetuned, prepared_1000, tmp_path, caps
 def test_eval_cli_with_strand_averaging_on_8kb_rows(finetuned, prepared_8000, tmp_path):
     out, _ = finetuned
     aucs = tmp_path / "aucs.csv"
-    assert (
-        main(
-            [
-                "eval",
-                "chromatin",
-                "--model",
-                str(out / "model"),
-                "--data",
-                str(prepared_8000),
-                "--out",
-                str(aucs),
-                "--rc",
-                "--rows",
-                "150",
-            ]
-        )
-        == 0
-    )
+    assert eval_chromatin(out / "model", prepared_8000, aucs, "--rc", "--rows", "150") == 0
     table = read_auc_table(aucs)
     test = PreparedChromatin(prepared_8000)["test"]
     rows = evaluation_rows(len(test), 150)
