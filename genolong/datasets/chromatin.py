@@ -43,7 +43,6 @@ class LocateStatus(enum.IntEnum):
 LOCI_DTYPE = np.dtype([("status", "u1"), ("chrom", "i4"), ("start", "i8"), ("strand", "i1"), ("hits", "i4")])
 
 
-
 @dataclass
 class Locations:
     """Where each query was found; all arrays have shape ``(queries,)``.
