@@ -1,4 +1,6 @@
-"""Rebuild tests/data from the full real data set (default ../shared/data): python tests/data/make_subset.py [SOURCE]
+"""Rebuild tests/data from the full real data set: python tests/data/make_subset.py [SOURCE [OUT]]
+
+SOURCE defaults to ../shared/data (beside the repository), OUT to this directory.
 
 Every output is real bytes of a source file: small files are copied whole, FASTA and text files
 are cut at record or line boundaries, and the GENA-LM tokenizer is stored xz-compressed. The
@@ -29,7 +31,7 @@ WHOLE = [
 ]
 WHOLE_DIRECTORIES = ["checkpoints/gena_lm/configs", "LICENSES"]
 XZ = ["checkpoints/gena_lm/tokenizer_t2t_1000h_multi_32k/tokenizer.json"]
-GENOME_PREFIX_BP = {  # the first N bp of a one-record genome, cut at a line boundary
+GENOME_PREFIX_BP = {  # the first lines of a one-record genome that hold at least N bp
     "genomes/ce2chrX.fa.gz": 150_000,
     "genomes/yeast_sacCer_chrI_from_Biostrings_yeastSEQCHR1.fa": 100_000,
 }
@@ -51,6 +53,7 @@ def fasta_records(text: str) -> list[str]:
 
 
 def sequence_of(record: str) -> str:
+    """A FASTA record's sequence, uppercase (the key under which a data set builder finds duplicates)."""
     return "".join(record.splitlines()[1:]).upper()
 
 
@@ -78,27 +81,29 @@ def genome_prefix(path: Path, length: int) -> bytes:
 
 
 def write(path: Path, data: bytes) -> None:
+    """``data`` into ``path``, its directories made."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data)
 
 
-def main(source: Path) -> None:
+def main(source: Path, out: Path = HERE) -> None:
+    """Every file of tests/data (README.md and this script aside), cut from ``source`` into ``out``."""
     for name in WHOLE:
-        write(HERE / name, (source / name).read_bytes())
+        write(out / name, (source / name).read_bytes())
     for directory in WHOLE_DIRECTORIES:
         for path in sorted((source / directory).iterdir()):
-            write(HERE / directory / path.name, path.read_bytes())
+            write(out / directory / path.name, path.read_bytes())
     for name in XZ:
-        write(HERE / f"{name}.xz", lzma.compress((source / name).read_bytes(), preset=9 | lzma.PRESET_EXTREME))
+        write(out / f"{name}.xz", lzma.compress((source / name).read_bytes(), preset=9 | lzma.PRESET_EXTREME))
     for name, length in GENOME_PREFIX_BP.items():
         prefix = genome_prefix(source / name, length)
-        write(HERE / name, gzip.compress(prefix, compresslevel=9, mtime=0) if name.endswith(".gz") else prefix)
+        write(out / name, gzip.compress(prefix, compresslevel=9, mtime=0) if name.endswith(".gz") else prefix)
     for name, count in FIRST_LINES.items():
         lines = (source / name).read_text().splitlines(keepends=True)
-        write(HERE / name, "".join(lines[:count]).encode())
+        write(out / name, "".join(lines[:count]).encode())
     for name, (count, with_duplicates) in FIRST_RECORDS.items():
-        write(HERE / name, first_records((source / name).read_text(), count, with_duplicates).encode())
+        write(out / name, first_records((source / name).read_text(), count, with_duplicates).encode())
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT_SOURCE)
+    main(*map(Path, sys.argv[1:3] or [DEFAULT_SOURCE]))
