@@ -190,7 +190,7 @@ def test_flex_block_mask_tiles_match_the_dense_pattern(variant):
     assert torch.equal(partial, cells.any(4).any(2) & ~cells.all(4).all(2))
 
 
-@pytest.mark.parametrize("variant", ["bigbird-itc", "longformer", "lsg-stride"])
+@pytest.mark.parametrize("variant", [pytest.param("bigbird-itc", marks=pytest.mark.slow), "longformer", "lsg-stride"])
 def test_flex_forward_on_cpu_matches_dense_reference(variant):
     """Longformer's 98 tokens (2 global + 6 alignment padding + 90) end in a partial tile of
     flex's 16: the case where the CPU kernel, given it, read stale scores. Two calls must agree

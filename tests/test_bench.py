@@ -16,6 +16,7 @@ from genolong.cli import main
 TINY = ["--hidden", "32", "--layers", "1", "--heads", "2", "--ffn", "64", "--vocab", "100", "--repeats", "1"]
 
 
+@pytest.mark.slow  # three models in worker processes, twice: ~100 s on the loaded 2-core machine
 def test_bench_attention_writes_a_row_per_model_length_and_phase(tmp_path, monkeypatch):
     argv = ["bench", "attention", "--backbones", "full", "--peers", "hf-bert", "--lengths", "128",
             "--extra-lengths", "--out", str(tmp_path), *TINY]  # fmt: skip

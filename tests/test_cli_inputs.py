@@ -258,9 +258,9 @@ def test_baseline_refuses_a_damaged_dataset_row(tmp_path, capsys, edit, needle):
 
 # -- prepared chromatin data ------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def prepared(shared_data, tmp_path_factory):
+def prepared(real_data, tmp_path_factory):
     work = tmp_path_factory.mktemp("chromatin")
-    bundle = write_bundle(work / "bundle", *deepsea_rows(shared_data))
+    bundle = write_bundle(work / "bundle", *deepsea_rows(real_data))
     assert main(["chromatin", "prepare", "--mat-dir", str(bundle), "--out", str(work / "prepared")]) == 0
     return work
 

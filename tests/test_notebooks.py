@@ -78,8 +78,8 @@ def test_notebook_compares_two_generated_tables(tmp_path):
     assert "== full: best 10 ==" in text and "== bigbird: worst 10 ==" in text
 
 
-def test_notebook_runs_on_a_fine_tuned_models_table(shared_data, tmp_path, tmp_path_factory):
-    _, _, report = finetuned_chromatin(shared_data, tmp_path_factory)
+def test_notebook_runs_on_a_fine_tuned_models_table(real_data, tmp_path, tmp_path_factory):
+    _, _, report = finetuned_chromatin(real_data, tmp_path_factory)
     table = Path(report["test"]["aucs"])
     text = run_auc_notebook([str(table)], tmp_path / "figures", tmp_path)
     assert {p.name for p in (tmp_path / "figures").iterdir()} == FIGURES - {"per_profile_scatter.png"}
@@ -116,7 +116,7 @@ def generated_comparison(out: Path, with_ablation: bool) -> Path:
     return out
 
 
-@pytest.mark.parametrize("with_ablation", [True, False])
+@pytest.mark.parametrize("with_ablation", [True, pytest.param(False, marks=pytest.mark.slow)])
 def test_compare_notebook_on_generated_results(tmp_path, with_ablation):
     results = generated_comparison(tmp_path / "results", with_ablation)
     figures = tmp_path / "figures"

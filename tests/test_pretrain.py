@@ -202,6 +202,7 @@ def test_bad_max_len():
         micro(max_len=1000, **bigbird).model_config(256)
 
 
+@pytest.mark.slow  # two fresh processes importing torch and Lightning: ~40 s on the loaded 2-core machine
 def test_ddp_two_cpu_processes(tmp_path, finished_run):
     out_full, _ = finished_run
     env = os.environ | {"OMP_NUM_THREADS": "1"}

@@ -12,13 +12,13 @@ from classify_helpers import micro_config
 
 from genolong.cli import main
 from genolong.commands.finetune import summary
-from genolong.data_prep.promoter_dataset import load_split
 from genolong.data_prep.source_split import (
     SOURCE_SPLITS,
     SourceSplitConfig,
     build_source_split_dataset,
     load_source_split_config,
 )
+from genolong.datasets.promoter import load_split
 from genolong.dna.sequence import write_fasta
 from genolong.errors import ConfigError
 from genolong.evaluation.calibration import fit_platt, fold_into_head
@@ -120,9 +120,9 @@ def test_cli_prepare_sources_bad_spec_is_one_line_exit_2(tmp_path, capsys):
     assert not (tmp_path / "out").exists()
 
 
-def test_default_spec_on_real_data_never_shares_a_sequence(tmp_path, shared_data):
+def test_default_spec_on_real_data_never_shares_a_sequence(tmp_path, real_data):
     out = tmp_path / "data"
-    assert main(["promoter", "prepare-sources", "--root", str(shared_data), "--out", str(out)]) == 0
+    assert main(["promoter", "prepare-sources", "--root", str(real_data), "--out", str(out)]) == 0
     splits = assert_disjoint(out)
     groups = {name: {r.source.split("/")[0] for r in records} for name, records in splits.items()}
     assert groups["valid"] == {"mouse_dbtss", "yeast_background"}

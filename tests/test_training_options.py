@@ -12,8 +12,8 @@ from genolong.cli import main
 
 
 @pytest.fixture(scope="module")
-def promoters(shared_data, tmp_path_factory):
-    return promoter_dataset(shared_data, tmp_path_factory.mktemp("promoters") / "data")
+def promoters(real_data, tmp_path_factory):
+    return promoter_dataset(real_data, tmp_path_factory.mktemp("promoters") / "data")
 
 
 @pytest.mark.parametrize(

@@ -232,8 +232,8 @@ def test_pretrain_sigterm_to_the_process_group_stops_with_a_checkpoint_and_resum
 
 # -- fine-tuning --------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def promoters(shared_data, tmp_path_factory):
-    return promoter_dataset(shared_data, tmp_path_factory.mktemp("promoters") / "data")
+def promoters(real_data, tmp_path_factory):
+    return promoter_dataset(real_data, tmp_path_factory.mktemp("promoters") / "data")
 
 
 def finetune_args(out, data, tokenizer, config, *extra):
