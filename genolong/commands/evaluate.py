@@ -1,4 +1,5 @@
-"""``genolong eval chromatin``: per-profile AUCs of a chromatin classifier on a prepared split."""
+"""``genolong chromatin eval``: per-profile AUCs of a chromatin classifier on a prepared split; the chromatin
+group (:mod:`genolong.commands.chromatin`) adds the parser with :func:`add_parser`."""
 
 from __future__ import annotations
 
@@ -9,11 +10,10 @@ from genolong.commands.arguments import positive_int
 from genolong.outputs import declare
 
 
-def register(subparsers) -> None:
-    group = subparsers.add_parser("eval", help="evaluate a fine-tuned classifier on a dataset")
-    tasks = group.add_subparsers(dest="eval_task", metavar="TASK", required=True)
-    chromatin = tasks.add_parser(
-        "chromatin",
+def add_parser(commands) -> None:
+    """Add ``eval`` to the sub-commands of the chromatin group."""
+    chromatin = commands.add_parser(
+        "eval",
         help="per-profile ROC/PR AUC of a chromatin classifier, medians per class",
         description="Scores every row of a split of a `genolong chromatin prepare` directory, writes the "
         "per-profile ROC AUC and PR AUC (average precision) table, and prints the median ROC AUC "

@@ -1,4 +1,5 @@
-"""``genolong promoter ...``: build promoter datasets and score the k-mer baseline on them."""
+"""``genolong promoter prepare|prepare-sources|baseline|finetune|predict``: promoter datasets, the k-mer
+baseline, fine-tuning and prediction."""
 
 from __future__ import annotations
 
@@ -6,13 +7,14 @@ import argparse
 import json
 from pathlib import Path
 
+from genolong.commands import finetune, predict
 from genolong.commands.arguments import fraction, non_negative_int, positive_int
 from genolong.outputs import OutputDirectory, declare
 
 
 def register(subparsers) -> None:
     group = subparsers.add_parser(
-        "promoter", help="promoter datasets (windows, negatives, splits) and the k-mer baseline"
+        "promoter", help="promoters: datasets (windows, negatives, splits), k-mer baseline, fine-tune, predict"
     )
     commands = group.add_subparsers(dest="promoter_command", metavar="SUBCOMMAND", required=True)
 
@@ -92,7 +94,7 @@ def register(subparsers) -> None:
         "with a role: train, valid or test. Identical sequences are removed across all sources "
         "before splitting; the train sources are also split at random into train and random_test "
         "(the in-source test); every split gets substitution and shuffle negatives made from its own "
-        "promoters. `genolong finetune promoter` on it reports metrics per pair of sources on the "
+        "promoters. `genolong promoter finetune` on it reports metrics per pair of sources on the "
         "held-out test sources and on random_test, next to the k-mer baseline.",
     )
     by_source.add_argument(
@@ -127,6 +129,8 @@ def register(subparsers) -> None:
     baseline.add_argument("--out", type=Path, help="report JSON (default: DATA/kmer_baseline.json)")
     baseline.set_defaults(func=run_baseline)
     declare(baseline, inputs=["data"], files=["out"], defaults={"out": lambda args: args.data / "kmer_baseline.json"})
+    finetune.add_parser(commands, "promoter")
+    predict.add_promoter_parser(commands, "predict")
 
 
 def _numbers(text: str) -> tuple[float, ...]:
