@@ -127,7 +127,7 @@ def test_gena_bigbird_convert_finetune_predict(shared_data, tmp_path, capsys):
     dataset = promoter_dataset(shared_data, tmp_path / "promoters")
     (tmp_path / "micro.yaml").write_text(MICRO_FINETUNE)
     run = tmp_path / "run"
-    assert main(["finetune", "promoter", "--data", str(dataset), "--model", str(tmp_path / "gena"),
+    assert main(["promoter", "finetune", "--data", str(dataset), "--model", str(tmp_path / "gena"),
                  "--config", str(tmp_path / "micro.yaml"), "--out", str(run)]) == 0
     report = json.loads((run / "report.json").read_text())
     assert report["backbone"] == "bigbird" and report["test"]["n"] > 0
@@ -163,9 +163,9 @@ def test_gena_bert_convert_finetune_eval_chromatin(shared_data, tmp_path, capsys
     prepared = chromatin_prepared(shared_data, tmp_path / "deepsea", context=None)
     (tmp_path / "micro.yaml").write_text(MICRO_CHROMATIN)
     run = tmp_path / "run"
-    assert main(["finetune", "chromatin", "--data", str(prepared), "--model", str(tmp_path / "gena"),
+    assert main(["chromatin", "finetune", "--data", str(prepared), "--model", str(tmp_path / "gena"),
                  "--config", str(tmp_path / "micro.yaml"), "--out", str(run)]) == 0
     capsys.readouterr()
     aucs = tmp_path / "aucs.csv"
-    assert main(["eval", "chromatin", "--model", str(run / "model"), "--data", str(prepared), "--out", str(aucs)]) == 0
+    assert main(["chromatin", "eval", "--model", str(run / "model"), "--data", str(prepared), "--out", str(aucs)]) == 0
     assert "-> " + str(aucs) in capsys.readouterr().out and aucs.is_file()
