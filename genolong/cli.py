@@ -30,6 +30,7 @@ import argparse
 import importlib
 import logging
 import sys
+import warnings
 
 from genolong import __version__, interrupts
 from genolong.errors import UserError
@@ -95,22 +96,28 @@ def resolve_aliases(argv: list[str]) -> list[str]:
     return argv
 
 
+def _configure_logging(verbose: bool) -> None:
+    """genolong's log lines on stderr, with DEBUG lines (and, through :func:`genolong.tasks.console.quiet_lightning`,
+    Lightning's and transformers' own lines) only when ``verbose``. The levels are set on every call: one
+    process may run several commands."""
+    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
+    level = logging.DEBUG if verbose else logging.INFO
+    logging.getLogger().setLevel(level)
+    logging.getLogger("genolong").setLevel(level)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(resolve_aliases(sys.argv[1:] if argv is None else list(argv)))
     except SystemExit as stop:  # --help, --version, or a usage error already printed
         return stop.code if isinstance(stop.code, int) else 2
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        datefmt="%H:%M:%S",
-    )
+    _configure_logging(args.verbose)
     if not hasattr(args, "func"):
         parser.print_help()
         return 0
-    try:
-        with interrupts.handled(), guarded(args):
+    try:  # warnings filters a quiet run adds (genolong.tasks.console) end with the command
+        with warnings.catch_warnings(), interrupts.handled(), guarded(args):
             result = args.func(args)
     except UserError as err:
         print(f"genolong {args.command_name}: error: {err}", file=sys.stderr)
