@@ -58,6 +58,18 @@ def _write_regions(bed: TextIO, name: str, regions: list[tuple[int, int, float]]
                    for start, end, score in regions)
 
 
+def _scored(records: Iterable, counts: PredictionCounts, out: TextIO, skipped_cells: str) -> Iterator:
+    """The scored records of ``records``; each record is counted, and a skipped one gets its row in ``out``:
+    id, length, ``skipped_cells`` (the tab-separated cells between length and error), its reason."""
+    for first, pairs in records:
+        counts.records += 1
+        if isinstance(first, Skipped):
+            counts.skipped += 1
+            out.write(f"{first.name}\t{first.record_length}{skipped_cells}{first.error}\n")
+            continue
+        yield first, pairs
+
+
 def write_promoter_tables(records: Iterable, threshold: float, header: str, out: TextIO, *,
                           windows: TextIO | None = None, bed: TextIO | None = None,
                           strand: str = "+") -> PredictionCounts:
@@ -68,12 +80,7 @@ def write_promoter_tables(records: Iterable, threshold: float, header: str, out:
     out.write(header + "\t".join(PROMOTER_COLUMNS) + "\n")
     if windows:
         windows.write(header + "\t".join(WINDOW_COLUMNS) + "\n")
-    for first, pairs in records:
-        counts.records += 1
-        if isinstance(first, Skipped):
-            counts.skipped += 1
-            out.write(f"{first.name}\t{first.record_length}\t0\t\t\t{first.error}\n")
-            continue
+    for first, pairs in _scored(records, counts, out, "\t0\t\t\t"):  # 0 windows, no probability or label
         scored, best, regions = 0, 0.0, RegionMerger(threshold)
         for window, probabilities in pairs:
             score = float(probabilities[0])
@@ -96,13 +103,7 @@ def write_chromatin_table(records: Iterable, label_names: list[str], out: TextIO
     then error (a skipped record's reason, with empty probabilities)."""
     counts = PredictionCounts()
     out.write("\t".join((*CHROMATIN_FIXED_COLUMNS, *label_names, "error")) + "\n")
-    empty = "\t" * len(label_names)
-    for first, pairs in records:
-        counts.records += 1
-        if isinstance(first, Skipped):
-            counts.skipped += 1
-            out.write(f"{first.name}\t{first.record_length}\t\t\t{empty}{first.error}\n")
-            continue
+    for _, pairs in _scored(records, counts, out, "\t\t\t" + "\t" * len(label_names)):  # no start, end, probabilities
         for window, probabilities in pairs:
             counts.windows += 1
             cells = "\t".join(map(_cell, probabilities))
