@@ -20,14 +20,28 @@ def register(subparsers) -> None:
         description="Each model and length runs in a fresh process (batch 1). Writes OUT/attention_DTYPE.csv, "
         ".md (tables), .png (log-log plot) and .json (settings, machine, load).",
     )
+    _add_model_arguments(attention.add_argument_group("models"))
+    _add_size_arguments(attention.add_argument_group("model size (every model)"))
+    _add_measurement_arguments(attention.add_argument_group("measurements"))
+    attention.add_argument("--out", type=Path, default=Path("runs/bench"))
     attention.add_argument(
+        "--resume",
+        action="store_true",
+        help="keep the measurements already in OUT/attention_DTYPE.csv and run the rest",
+    )
+    attention.set_defaults(func=run_attention)
+    declare(attention, inputs=["legacy_site"], directories={"out": OutputDirectory("bench")})
+
+
+def _add_model_arguments(group) -> None:
+    group.add_argument(
         "--backbones",
         nargs="*",
         default=None,
         metavar="NAME",
         help="our backbones (default: every registered attention; none with an empty list)",
     )
-    attention.add_argument(
+    group.add_argument(
         "--peers",
         nargs="*",
         default=None,
@@ -37,7 +51,7 @@ def register(subparsers) -> None:
         "transformers' models with the same weights: converted-bigbird converted-bert converted-esm; "
         "default: all that can run, except the ones on request",
     )
-    attention.add_argument(
+    group.add_argument(
         "--legacy-site",
         type=Path,
         default=None,
@@ -45,14 +59,17 @@ def register(subparsers) -> None:
         help="package directory with transformers 4.x (4.44 tested) and lsg-converter, put first on the "
         "PYTHONPATH of the hf4-bigbird and lsg-bert workers",
     )
-    attention.add_argument(
+    group.add_argument(
         "--no-floor",
         dest="floor",
         action="store_false",
         help="skip our model with the attention skipped (the floor)",
     )
-    attention.add_argument("--lengths", nargs="+", type=positive_int, default=DEFAULT_LENGTHS, metavar="N")
-    attention.add_argument(
+
+
+def _add_measurement_arguments(group) -> None:
+    group.add_argument("--lengths", nargs="+", type=positive_int, default=DEFAULT_LENGTHS, metavar="N")
+    group.add_argument(
         "--extra-lengths",
         nargs="*",
         type=positive_int,
@@ -60,39 +77,34 @@ def register(subparsers) -> None:
         metavar="N",
         help="lengths for our sparse backbones and the floor only (default: %(default)s)",
     )
-    attention.add_argument("--phases", nargs="+", choices=["forward", "train"], default=["forward", "train"])
-    attention.add_argument(
+    group.add_argument("--phases", nargs="+", choices=["forward", "train"], default=["forward", "train"])
+    group.add_argument(
         "--dtype",
         choices=["auto", "fp32", "bf16"],
         default="auto",
         help="bf16 = torch.autocast(bfloat16) for every model; auto = bf16 only on a CPU with native bf16 "
         "(avx512_bf16/amx_bf16) where it measures faster, else fp32",
     )
-    attention.add_argument("--threads", type=positive_int, default=2)
-    attention.add_argument("--repeats", type=positive_int, default=3, help="timed calls after the untimed first one")
-    attention.add_argument(
+    group.add_argument("--threads", type=positive_int, default=2)
+    group.add_argument("--repeats", type=positive_int, default=3, help="timed calls after the untimed first one")
+    group.add_argument(
         "--budget", type=positive_float, default=30.0, help="fewer repeats once the timed calls took this many seconds"
     )
-    attention.add_argument("--hidden", type=positive_int, default=256)
-    attention.add_argument("--layers", type=positive_int, default=4)
-    attention.add_argument("--heads", type=positive_int, default=4)
-    attention.add_argument("--ffn", type=positive_int, default=1024)
-    attention.add_argument("--vocab", type=positive_int, default=32000)
-    attention.add_argument("--timeout", type=positive_float, default=1200, help="seconds per model and length")
-    attention.add_argument(
+    group.add_argument("--timeout", type=positive_float, default=1200, help="seconds per model and length")
+    group.add_argument(
         "--max-memory-gb",
         type=positive_float,
         default=12,
         help="kill a measurement whose resident set grows past this",
     )
-    attention.add_argument("--out", type=Path, default=Path("runs/bench"))
-    attention.add_argument(
-        "--resume",
-        action="store_true",
-        help="keep the measurements already in OUT/attention_DTYPE.csv and run the rest",
-    )
-    attention.set_defaults(func=run_attention)
-    declare(attention, inputs=["legacy_site"], directories={"out": OutputDirectory("bench")})
+
+
+def _add_size_arguments(group) -> None:
+    group.add_argument("--hidden", type=positive_int, default=256)
+    group.add_argument("--layers", type=positive_int, default=4)
+    group.add_argument("--heads", type=positive_int, default=4)
+    group.add_argument("--ffn", type=positive_int, default=1024)
+    group.add_argument("--vocab", type=positive_int, default=32000)
 
 
 def run_attention(args) -> int:

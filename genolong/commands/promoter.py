@@ -17,7 +17,14 @@ def register(subparsers) -> None:
         "promoter", help="promoters: datasets (windows, negatives, splits), k-mer baseline, fine-tune, predict"
     )
     commands = group.add_subparsers(dest="promoter_command", metavar="SUBCOMMAND", required=True)
+    _add_prepare(commands)
+    _add_prepare_sources(commands)
+    _add_baseline(commands)
+    finetune.add_parser(commands, "promoter")
+    predict.add_promoter_parser(commands, "predict")
 
+
+def _add_prepare(commands) -> None:
     prepare = commands.add_parser(
         "prepare",
         help="build a promoter dataset directory (train/valid/test TSV + manifest.json)",
@@ -36,7 +43,22 @@ def register(subparsers) -> None:
     )
     source.add_argument("--text", type=Path, help="positives, one sequence per line (DeePromoter format)")
     source.add_argument("--fasta", type=Path, help="positives as FASTA")
-    negatives = prepare.add_argument_group("negatives")
+    _add_negative_arguments(prepare.add_argument_group("negatives"))
+    prepare.add_argument(
+        "--max-n-fraction",
+        type=fraction,
+        default=0.0,
+        help="skip sequences with a larger fraction of N (default: 0)",
+    )
+    _add_split_arguments(prepare.add_argument_group("split"))
+    prepare.add_argument("--seed", type=non_negative_int, default=42, help="seed of every random step (default: 42)")
+    prepare.add_argument("--overwrite", action="store_true", help="replace an existing --out directory")
+    prepare.set_defaults(func=run_prepare)
+    declare(prepare, inputs=["tss", "genome", "text", "fasta", "negative_fasta"],
+            directories={"out": OutputDirectory("promoter-data", atomic=True)})
+
+
+def _add_negative_arguments(negatives) -> None:
     negatives.add_argument(
         "--negatives",
         default="substitution",
@@ -56,13 +78,9 @@ def register(subparsers) -> None:
         type=non_negative_int,
         help="bp between a genomic negative and the nearest TSS (default: 10000)",
     )
-    prepare.add_argument(
-        "--max-n-fraction",
-        type=fraction,
-        default=0.0,
-        help="skip sequences with a larger fraction of N (default: 0)",
-    )
-    split = prepare.add_argument_group("split")
+
+
+def _add_split_arguments(split) -> None:
     split.add_argument(
         "--split",
         choices=["random", "chromosome"],
@@ -80,12 +98,9 @@ def register(subparsers) -> None:
     split.add_argument(
         "--test-chroms", type=_names, default=(), help="comma-separated, for --split chromosome"
     )
-    prepare.add_argument("--seed", type=non_negative_int, default=42, help="seed of every random step (default: 42)")
-    prepare.add_argument("--overwrite", action="store_true", help="replace an existing --out directory")
-    prepare.set_defaults(func=run_prepare)
-    declare(prepare, inputs=["tss", "genome", "text", "fasta", "negative_fasta"],
-            directories={"out": OutputDirectory("promoter-data", atomic=True)})
 
+
+def _add_prepare_sources(commands) -> None:
     by_source = commands.add_parser(
         "prepare-sources",
         help="build a held-out-SOURCE promoter dataset (train on some data sets, test on others)",
@@ -110,6 +125,8 @@ def register(subparsers) -> None:
     by_source.set_defaults(func=run_prepare_sources)
     declare(by_source, inputs=["spec", "root"], directories={"out": OutputDirectory("promoter-data", atomic=True)})
 
+
+def _add_baseline(commands) -> None:
     baseline = commands.add_parser(
         "baseline", help="k-mer frequency + logistic regression on a promoter dataset"
     )
@@ -129,8 +146,6 @@ def register(subparsers) -> None:
     baseline.add_argument("--out", type=Path, help="report JSON (default: DATA/kmer_baseline.json)")
     baseline.set_defaults(func=run_baseline)
     declare(baseline, inputs=["data"], files=["out"], defaults={"out": lambda args: args.data / "kmer_baseline.json"})
-    finetune.add_parser(commands, "promoter")
-    predict.add_promoter_parser(commands, "predict")
 
 
 def _numbers(text: str) -> tuple[float, ...]:
