@@ -65,7 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Long-context DNA language models: tokenizer, corpora, sparse encoders, fine-tuning.",
     )
     parser.add_argument("--version", action="version", version=f"genolong {__version__}")
-    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="debug logging, with Lightning's own lines and warnings")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         importlib.import_module(f"genolong.commands.{name}").register(subparsers)
@@ -98,8 +99,8 @@ def resolve_aliases(argv: list[str]) -> list[str]:
 
 def _configure_logging(verbose: bool) -> None:
     """genolong's log lines on stderr, with DEBUG lines (and, through :func:`genolong.tasks.console.quiet_lightning`,
-    Lightning's and transformers' own lines) only when ``verbose``. The levels are set on every call: one
-    process may run several commands."""
+    Lightning's own lines) only when ``verbose``. The levels are set on every call: one process may run
+    several commands."""
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
     level = logging.DEBUG if verbose else logging.INFO
     logging.getLogger().setLevel(level)
