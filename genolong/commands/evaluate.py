@@ -3,7 +3,6 @@ group (:mod:`genolong.commands.chromatin`) adds the parser with :func:`add_parse
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from genolong.commands.arguments import positive_int
@@ -37,36 +36,17 @@ def add_parser(commands) -> None:
 
 
 def run_chromatin(args) -> int:
-    import logging
-
-    from tqdm import tqdm
-
     from genolong.data_prep.chromatin_dataset import PreparedChromatin
-    from genolong.evaluation.chromatin import evaluate_chromatin, write_auc_table
-    from genolong.evaluation.metrics import format_chromatin_medians, median_auc_by_class
-    from genolong.evaluation.profiles import profile_classes
-    from genolong.inference.classifier import Classifier, StrandAveraged
+    from genolong.evaluation.chromatin_model import evaluate_chromatin_model
+    from genolong.evaluation.metrics import format_chromatin_medians
 
-    classifier = Classifier.load(args.model, task="chromatin", device=args.device)
     split = PreparedChromatin(args.data)[args.split]
-    if split.context != classifier.info.window_bp:
-        logging.getLogger(__name__).warning(
-            "the model was trained on %d-bp windows, %s holds %d-bp windows",
-            classifier.info.window_bp,
-            args.data,
-            split.context,
-        )
-    scorer = StrandAveraged(classifier) if args.rc else classifier
-    with tqdm(unit=" rows", disable=None, file=sys.stderr, desc=args.split) as progress:
-        aucs, rows = evaluate_chromatin(
-            scorer, split, batch_size=args.batch_size, limit=args.rows, progress=progress
-        )
-    write_auc_table(args.out, aucs)
-    name = f"{args.model.name}{' (both strands)' if args.rc else ''}"
-    print(
-        f"{len(rows):,} rows of {args.data} [{args.split}]; {int(aucs.defined.sum())} of {len(aucs.roc_auc)} "
-        f"profiles have both labels -> {args.out}"
-    )
+    result = evaluate_chromatin_model(args.model, split, args.out, rc=args.rc, limit=args.rows,
+                                      batch_size=args.batch_size, device=args.device)
+    aucs = result.aucs
+    print(f"{result.rows:,} rows of {args.data} [{args.split}]; {int(aucs.defined.sum())} of {len(aucs.roc_auc)} "
+          f"profiles have both labels -> {args.out}")
     print("median ROC AUC (%):")
-    print(format_chromatin_medians({name: median_auc_by_class(aucs.roc_auc, profile_classes())}))
+    name = f"{args.model.name}{' (both strands)' if args.rc else ''}"
+    print(format_chromatin_medians({name: result.medians}))
     return 0
