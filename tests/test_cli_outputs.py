@@ -217,8 +217,8 @@ def test_an_output_directory_holding_an_input_is_refused(tmp_path, capsys):
 # -- unusable output locations, before the work ------------------------------------------------
 FILE_COMMANDS = {
     "predict-promoter": ["predict-promoter", "{fasta}", "--out"],
-    "predict-chromatin": ["chromatin", "predict", "{fasta}", "--model", "{model}", "--out"],
-    "eval chromatin": ["chromatin", "eval", "--model", "{model}", "--data", "{data}", "--out"],
+    "chromatin predict": ["chromatin", "predict", "{fasta}", "--model", "{model}", "--out"],
+    "chromatin eval": ["chromatin", "eval", "--model", "{model}", "--data", "{data}", "--out"],
     "promoter baseline": ["promoter", "baseline", "--data", "{data}", "--out"],
     "tokenizer stats": ["tokenizer", "stats", "--tokenizer", "{model}", "--genome", "{fasta}", "--json"],
     "genome prepare": ["genome", "prepare", "{fasta}", "--out"],

@@ -155,7 +155,7 @@ train: {max_steps: 4, val_every_steps: 2, batch_size: 8, warmup_steps: 1, log_ev
 
 def test_gena_bert_convert_finetune_eval_chromatin(shared_data, tmp_path, capsys):
     """GENA-LM's pre-LN BERT (scaled down) and tokenizer on the 100 real DeepSEA rows:
-    convert -> finetune chromatin -> eval chromatin."""
+    convert -> chromatin finetune -> chromatin eval."""
     from classify_helpers import chromatin_prepared
 
     gena_bert_source(shared_data, tmp_path / "src")

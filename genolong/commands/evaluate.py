@@ -36,12 +36,10 @@ def add_parser(commands) -> None:
 
 
 def run_chromatin(args) -> int:
-    from genolong.data_prep.chromatin_dataset import PreparedChromatin
     from genolong.evaluation.chromatin_model import evaluate_chromatin_model
     from genolong.evaluation.metrics import format_chromatin_medians
 
-    split = PreparedChromatin(args.data)[args.split]
-    result = evaluate_chromatin_model(args.model, split, args.out, rc=args.rc, limit=args.rows,
+    result = evaluate_chromatin_model(args.model, args.data, args.split, args.out, rc=args.rc, limit=args.rows,
                                       batch_size=args.batch_size, device=args.device)
     aucs = result.aucs
     print(f"{result.rows:,} rows of {args.data} [{args.split}]; {int(aucs.defined.sum())} of {len(aucs.roc_auc)} "

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from genolong.datasets.chromatin import PreparedChromatin
 from genolong.evaluation.chromatin import evaluate_chromatin, write_auc_table
 from genolong.evaluation.metrics import ProfileAUCs, median_auc_by_class
 from genolong.evaluation.profiles import profile_classes
@@ -30,16 +31,21 @@ class ChromatinEvaluation:
     medians: dict[str, dict[str, float | int]]
 
 
-def evaluate_chromatin_model(model: Path, split, out: Path, *, rc: bool = False, limit: int | None = None,
-                             batch_size: int = 16, device: str = "auto") -> ChromatinEvaluation:
-    """Score ``split`` (a split of a prepared chromatin dataset: ``name``, ``context`` and its rows) with the
-    classifier in ``model``, write the AUC table to ``out`` and return the summary. ``rc`` averages each
-    row's probabilities with its reverse complement's; ``limit`` scores that many evenly spaced rows. A model
-    trained on another window length is evaluated all the same, with a warning."""
+def evaluate_chromatin_model(model: Path, data: Path, split_name: str, out: Path, *, rc: bool = False,
+                             limit: int | None = None, batch_size: int = 16, device: str = "auto") -> ChromatinEvaluation:
+    """Score the rows of split ``split_name`` of the prepared chromatin dataset ``data`` with the classifier in
+    ``model``, write the AUC table to ``out`` and return the summary. ``rc`` averages each row's probabilities
+    with its reverse complement's; ``limit`` scores that many evenly spaced rows. A model trained on another
+    window length is evaluated all the same, with a warning.
+
+    Raises:
+        InputError: ``model`` is not a chromatin classifier, ``data`` not a prepared dataset or without that split.
+    """
     classifier = Classifier.load(model, task="chromatin", device=device)
+    split = PreparedChromatin(data)[split_name]
     if split.context != classifier.info.window_bp:
-        log.warning("the model was trained on %d-bp windows, split %s holds %d-bp windows",
-                    classifier.info.window_bp, split.name, split.context)
+        log.warning("the model was trained on %d-bp windows, %s holds %d-bp windows",
+                    classifier.info.window_bp, data, split.context)
     scorer = StrandAveraged(classifier) if rc else classifier
     with tqdm(unit=" rows", disable=None, file=sys.stderr, desc=split.name) as progress:
         aucs, rows = evaluate_chromatin(scorer, split, batch_size=batch_size, limit=limit, progress=progress)

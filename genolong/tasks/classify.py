@@ -231,7 +231,7 @@ def load_task_data(task: str, data_dir: str | Path) -> TaskData:
     """
     data_dir = Path(data_dir)
     if task == "promoter":
-        from genolong.data_prep.promoter_dataset import load_manifest, load_split
+        from genolong.datasets.promoter import load_manifest, load_split
 
         manifest = load_manifest(data_dir)
         splits = {}
@@ -251,7 +251,7 @@ def load_task_data(task: str, data_dir: str | Path) -> TaskData:
             "counts": manifest["counts"],
         }
         return TaskData(task, splits, ["promoter"], length, shortest, source)
-    from genolong.data_prep.chromatin_dataset import PreparedChromatin
+    from genolong.datasets.chromatin import PreparedChromatin
     from genolong.evaluation.profiles import chromatin_profiles
 
     prepared = PreparedChromatin(data_dir)
@@ -367,14 +367,13 @@ def validation_metrics(task: str, labels: np.ndarray, probabilities: np.ndarray)
     chromatin: ``val/mean_auc``, the mean ROC AUC over the profiles with both labels, and
     ``val/profiles``, their number.
     """
-    from genolong.evaluation.chromatin import profile_aucs
-    from genolong.evaluation.metrics import best_f1_threshold, promoter_metrics
+    from genolong.evaluation.metrics import best_f1_threshold, per_profile_auc, promoter_metrics
 
     if task == "promoter":
         y, p = labels[:, 0], probabilities[:, 0]
         metrics = promoter_metrics(y, p, best_f1_threshold(y, p))
         return {"val/f1": metrics["f1"], "val/auroc": metrics["auroc"], "val/auprc": metrics["auprc"]}
-    auc = profile_aucs(labels.astype(np.uint8), probabilities).roc_auc
+    auc = per_profile_auc(labels.astype(np.uint8), probabilities).roc_auc
     defined = ~np.isnan(auc)
     if not defined.any():
         raise UserError(

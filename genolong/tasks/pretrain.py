@@ -33,7 +33,8 @@ import torch
 from torch.utils.data import DataLoader
 
 from genolong.config import from_dict, read_with_extends, set_dotted, to_dict
-from genolong.datasets.corpus import Corpus, CorpusConfig, build_corpus
+from genolong.datasets.corpus import Corpus
+from genolong.datasets.corpus_build import CorpusConfig, build_corpus
 from genolong.datasets.mlm import MaskingConfig, MLMWindows, PositionSampler, SpecialIds, collate_windows
 from genolong.dna.tokenizer import TokenizerTrainConfig, load_tokenizer, token_lengths, tokenizer_fingerprint
 from genolong.errors import ConfigError, UserError
