@@ -88,12 +88,21 @@ def _name_leaf_commands(parser: argparse.ArgumentParser) -> None:
 def resolve_aliases(argv: list[str]) -> list[str]:
     """``argv`` with a deprecated spelling (:data:`DEPRECATED_ALIASES`) replaced by the current one, after
     one line on stderr: ``genolong finetune promoter: deprecated, use genolong promoter finetune``.
-    Global options (``-v``) may come first; the command is the first word that is not an option."""
+    Global options (``-v``) may come first; the command is the first word that is not an option.
+    A retired group with no task it had (``genolong finetune --help``) is a usage error naming the new
+    spellings (SystemExit 2)."""
     start = next((i for i, word in enumerate(argv) if not word.startswith("-")), len(argv))
     for old, new in DEPRECATED_ALIASES.items():
         if tuple(argv[start:start + len(old)]) == old:
             print(f"genolong {' '.join(old)}: deprecated, use genolong {' '.join(new)}", file=sys.stderr)
             return [*argv[:start], *new, *argv[start + len(old):]]
+    word = argv[start] if start < len(argv) else None
+    groups = {new[0] for new in DEPRECATED_ALIASES.values()}  # current groups (genome) keep their own errors
+    retired = [new for old, new in DEPRECATED_ALIASES.items() if old[0] == word and word not in groups]
+    if retired:  # a retired group without a task it had, e.g. `genolong finetune --help`
+        uses = " or ".join(f"genolong {' '.join(new)}" for new in retired)
+        print(f"genolong {word}: deprecated, use {uses}", file=sys.stderr)
+        raise SystemExit(2)
     return argv
 
 

@@ -62,6 +62,17 @@ def test_current_spellings_and_arguments_equal_to_alias_words_are_left_alone(cap
     assert capsys.readouterr().err == ""
 
 
+@pytest.mark.parametrize("argv, line", [
+    (["finetune"], "genolong finetune: deprecated, use genolong promoter finetune or genolong chromatin finetune"),
+    (["-v", "finetune", "--help"],
+     "genolong finetune: deprecated, use genolong promoter finetune or genolong chromatin finetune"),
+    (["eval", "promoter"], "genolong eval: deprecated, use genolong chromatin eval"),
+])
+def test_a_retired_group_without_its_task_names_the_new_spellings(argv, line, capsys):
+    assert main(argv) == 2
+    assert capsys.readouterr().err.splitlines() == [line]
+
+
 def test_genome_fetch_runs_genome_region_after_one_deprecation_line(tmp_path, capsys):
     genome = tmp_path / "g.fa"
     genome.write_text(">chrA\nACGTACGTAA\n")
