@@ -74,8 +74,8 @@ def user_directory(root: Path) -> Path:
 
 
 @pytest.mark.parametrize("command", [
-    ["finetune", "promoter", "--data", "{data}"],
-    ["finetune", "chromatin", "--data", "{data}"],
+    ["promoter", "finetune", "--data", "{data}"],
+    ["chromatin", "finetune", "--data", "{data}"],
     ["pretrain", "--genome", "{genome}"],
     ["compare", "--genome", "{genome}", "--promoters", "{data}", "--preset", "micro"],
     ["context-ablation", "--genome", "{genome}", "--preset", "micro"],
@@ -193,7 +193,7 @@ def test_two_outputs_on_one_path_are_refused(promoter_model, mouse_fasta, tmp_pa
 def test_an_output_file_inside_an_input_directory_is_refused(promoter_model, mouse_fasta, capsys):
     config = promoter_model / "config.json"
     original = config.read_bytes()
-    code, err = run_cli(capsys, "predict-chromatin", mouse_fasta, "--model", promoter_model, "--out", config)
+    code, err = run_cli(capsys, "chromatin", "predict", mouse_fasta, "--model", promoter_model, "--out", config)
     assert code == 2 and f"is a file of the input --model {promoter_model}" in err
     assert config.read_bytes() == original
 
@@ -217,15 +217,15 @@ def test_an_output_directory_holding_an_input_is_refused(tmp_path, capsys):
 # -- unusable output locations, before the work ------------------------------------------------
 FILE_COMMANDS = {
     "predict-promoter": ["predict-promoter", "{fasta}", "--out"],
-    "predict-chromatin": ["predict-chromatin", "{fasta}", "--model", "{model}", "--out"],
-    "eval chromatin": ["eval", "chromatin", "--model", "{model}", "--data", "{data}", "--out"],
+    "chromatin predict": ["chromatin", "predict", "{fasta}", "--model", "{model}", "--out"],
+    "chromatin eval": ["chromatin", "eval", "--model", "{model}", "--data", "{data}", "--out"],
     "promoter baseline": ["promoter", "baseline", "--data", "{data}", "--out"],
     "tokenizer stats": ["tokenizer", "stats", "--tokenizer", "{model}", "--genome", "{fasta}", "--json"],
     "genome prepare": ["genome", "prepare", "{fasta}", "--out"],
 }
 DIRECTORY_COMMANDS = {
     "pretrain": ["pretrain", "--out"],
-    "finetune": ["finetune", "promoter", "--data", "{data}", "--out"],
+    "finetune": ["promoter", "finetune", "--data", "{data}", "--out"],
     "bench": ["bench", "attention", "--out"],
     "corpus build": ["corpus", "build", "--genome", "{fasta}", "--tokenizer", "{model}", "--out"],
     "tokenizer train": ["tokenizer", "train", "--out"],

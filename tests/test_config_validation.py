@@ -115,7 +115,7 @@ def test_corpus_build_refuses_a_typo_in_its_config(tmp_path, capsys):
 def test_bad_finetune_config_is_refused(tmp_path, capsys, text, needles):
     (tmp_path / "f.yaml").write_text(text)
     out = tmp_path / "run"
-    status = main(["finetune", "promoter", "--data", str(tmp_path), "--config", str(tmp_path / "f.yaml"),
+    status = main(["promoter", "finetune", "--data", str(tmp_path), "--config", str(tmp_path / "f.yaml"),
                    "--out", str(out)])
     assert_one_line(status, capsys.readouterr().err.strip().splitlines(), "f.yaml", *needles)
     assert not out.exists()

@@ -127,7 +127,7 @@ def test_gena_bigbird_convert_finetune_predict(real_data, tmp_path, capsys):
     dataset = promoter_dataset(real_data, tmp_path / "promoters")
     (tmp_path / "micro.yaml").write_text(MICRO_FINETUNE)
     run = tmp_path / "run"
-    assert main(["finetune", "promoter", "--data", str(dataset), "--model", str(tmp_path / "gena"),
+    assert main(["promoter", "finetune", "--data", str(dataset), "--model", str(tmp_path / "gena"),
                  "--config", str(tmp_path / "micro.yaml"), "--out", str(run)]) == 0
     report = json.loads((run / "report.json").read_text())
     assert report["backbone"] == "bigbird" and report["test"]["n"] > 0
@@ -155,7 +155,7 @@ train: {max_steps: 4, val_every_steps: 2, batch_size: 8, warmup_steps: 1, log_ev
 
 def test_gena_bert_convert_finetune_eval_chromatin(real_data, tmp_path, capsys):
     """GENA-LM's pre-LN BERT (scaled down) and tokenizer on the 100 real DeepSEA rows:
-    convert -> finetune chromatin -> eval chromatin."""
+    convert -> chromatin finetune -> chromatin eval."""
     from classify_helpers import chromatin_prepared
 
     gena_bert_source(real_data, tmp_path / "src")
@@ -163,9 +163,9 @@ def test_gena_bert_convert_finetune_eval_chromatin(real_data, tmp_path, capsys):
     prepared = chromatin_prepared(real_data, tmp_path / "deepsea", context=None)
     (tmp_path / "micro.yaml").write_text(MICRO_CHROMATIN)
     run = tmp_path / "run"
-    assert main(["finetune", "chromatin", "--data", str(prepared), "--model", str(tmp_path / "gena"),
+    assert main(["chromatin", "finetune", "--data", str(prepared), "--model", str(tmp_path / "gena"),
                  "--config", str(tmp_path / "micro.yaml"), "--out", str(run)]) == 0
     capsys.readouterr()
     aucs = tmp_path / "aucs.csv"
-    assert main(["eval", "chromatin", "--model", str(run / "model"), "--data", str(prepared), "--out", str(aucs)]) == 0
+    assert main(["chromatin", "eval", "--model", str(run / "model"), "--data", str(prepared), "--out", str(aucs)]) == 0
     assert "-> " + str(aucs) in capsys.readouterr().out and aucs.is_file()

@@ -110,7 +110,7 @@ def test_checksum_mismatch_removes_the_file_and_exits_2(server, tmp_path, capsys
     url = server.url("epd/Hs_EPDnew_006_hg19.bed")
     assert run("data", "fetch", "epdnew", "--dest", str(dest), "--url", url, "--sha256", "ab" * 32) == 2
     err = one_line_error(capsys)
-    assert err.startswith("genolong data: error:") and "sha256 mismatch" in err and "removed" in err
+    assert err.startswith("genolong data fetch: error:") and "sha256 mismatch" in err and "removed" in err
     assert not dest.exists()  # the new cache directory held nothing but a lock: removed
 
 

@@ -1,4 +1,4 @@
-"""Chromatin fine-tuning, `genolong eval chromatin` and `genolong predict-chromatin` end to end on the
+"""Chromatin fine-tuning, `genolong chromatin eval` and `genolong chromatin predict` end to end on the
 100 real DeepSEA rows: 8,000-bp windows (located in a synthetic genome) and the central 1,000 bp."""
 
 from __future__ import annotations
@@ -110,7 +110,8 @@ def test_predict_chromatin_on_the_real_8kb_and_1kb_sequences(finetuned, real_dat
         assert (
             main(
                 [
-                    "predict-chromatin",
+                    "chromatin",
+                    "predict",
                     str(fasta),
                     "--model",
                     str(out / "model"),
@@ -147,7 +148,8 @@ def test_predict_chromatin_scans_long_records_and_flags_short_ones(finetuned, re
     assert (
         main(
             [
-                "predict-chromatin",
+                "chromatin",
+                "predict",
                 str(fasta),
                 "--model",
                 str(out / "model"),
@@ -172,8 +174,8 @@ def test_predict_chromatin_scans_long_records_and_flags_short_ones(finetuned, re
 
 
 def eval_chromatin(model, data, out, *options: str) -> int:
-    """``genolong eval chromatin --model MODEL --data DATA --out OUT [options]``; the exit status."""
-    return main(["eval", "chromatin", "--model", str(model), "--data", str(data), "--out", str(out), *options])
+    """``genolong chromatin eval --model MODEL --data DATA --out OUT [options]``; the exit status."""
+    return main(["chromatin", "eval", "--model", str(model), "--data", str(data), "--out", str(out), *options])
 
 
 def test_eval_cli_on_the_central_1000bp(finetuned, prepared_1000, tmp_path, capsys, caplog):
@@ -234,17 +236,17 @@ def test_eval_and_predict_errors(finetuned, prepared_1000, tmp_path, capsys):
     bad_fasta.write_text(">a\n" + "ACGT" * 300 + "\n>b\nAC-GT\n")
     cases = [
         (
-            ["eval", "chromatin", "--model", str(promoter), "--data", str(prepared_1000)],
+            ["chromatin", "eval", "--model", str(promoter), "--data", str(prepared_1000)],
             "is a promoter model, not a chromatin model",
         ),
         (
-            ["eval", "chromatin", "--model", str(out / "model"), "--data", str(tmp_path)],
+            ["chromatin", "eval", "--model", str(out / "model"), "--data", str(tmp_path)],
             "not a prepared chromatin dataset",
         ),
         (
             [
-                "eval",
                 "chromatin",
+                "eval",
                 "--model",
                 str(out / "model"),
                 "--data",
@@ -255,11 +257,11 @@ def test_eval_and_predict_errors(finetuned, prepared_1000, tmp_path, capsys):
             "has no 'dev' split",
         ),
         (
-            ["eval", "chromatin", "--model", str(out / "model"), "--data", str(prepared_1000), "--rows", "0"],
+            ["chromatin", "eval", "--model", str(out / "model"), "--data", str(prepared_1000), "--rows", "0"],
             "--rows: must be a positive integer",
         ),
-        (["predict-chromatin", str(bad_fasta), "--model", str(out / "model")], "invalid character '-'"),
-        (["predict-chromatin", str(bad_fasta), "--model", str(promoter)], "is a promoter model"),
+        (["chromatin", "predict", str(bad_fasta), "--model", str(out / "model")], "invalid character '-'"),
+        (["chromatin", "predict", str(bad_fasta), "--model", str(promoter)], "is a promoter model"),
     ]
     for args, message in cases:
         code = main([*args, "--out", str(tmp_path / "out.tsv")])

@@ -1,4 +1,4 @@
-"""Promoter fine-tuning (genolong/tasks/classify.py, `genolong finetune promoter`) on a small
+"""Promoter fine-tuning (genolong/tasks/classify.py, `genolong promoter finetune`) on a small
 real dataset: Mouse_tata promoters vs Mouse_nonprom non-promoters, micro models."""
 
 from __future__ import annotations
@@ -251,8 +251,8 @@ def test_cli_prints_model_and_baseline(dataset, finished, tmp_path, capsys):
     )
     code = main(
         [
-            "finetune",
             "promoter",
+            "finetune",
             "--data",
             str(dataset),
             "--out",
@@ -284,7 +284,7 @@ def test_cli_prints_model_and_baseline(dataset, finished, tmp_path, capsys):
 )
 def test_cli_errors_are_one_line(dataset, tmp_path, capsys, args, message):
     args = [{"DATA": str(dataset), "NOWHERE": str(tmp_path / "none")}.get(a, a) for a in args]
-    code = main(["finetune", "promoter", "--out", str(tmp_path / "out"), *args])
+    code = main(["promoter", "finetune", "--out", str(tmp_path / "out"), *args])
     err = capsys.readouterr().err
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1
 

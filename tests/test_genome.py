@@ -71,7 +71,7 @@ def test_plain_gzip_streams_but_refuses_random_access(real_data, capsys):
     assert not genome.random_access
     with pytest.raises(UserError, match="genolong genome prepare"):
         genome.fetch("chrX", 0, 10)
-    assert main(["genome", "fetch", str(path), "chrX:0-10"]) == 2
+    assert main(["genome", "region", str(path), "chrX:0-10"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "bgzip" in err
 

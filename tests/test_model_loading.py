@@ -184,7 +184,7 @@ def test_eval_refuses_a_model_with_a_missing_weight(model_dir, tmp_path, capsys)
     weights.pop("genolong.encoder.embeddings.position.weight")
     save_file(weights, broken / "model.safetensors", metadata={"format": "pt"})
     out = tmp_path / "aucs.csv"
-    status = main(["eval", "chromatin", "--model", str(broken), "--data", str(tmp_path), "--out", str(out)])
+    status = main(["chromatin", "eval", "--model", str(broken), "--data", str(tmp_path), "--out", str(out)])
     err = capsys.readouterr().err.strip().splitlines()
     assert_refused(status, err, out.exists(), "genolong.encoder.embeddings.position.weight")
 
@@ -222,7 +222,7 @@ def test_finetune_refuses_a_pretrained_model_with_a_missing_weight(pretrained, r
     save_file(weights, broken / "model.safetensors", metadata={"format": "pt"})
     data = promoter_dataset(real_data, tmp_path / "data", positives=20, negatives=20)
     out = tmp_path / "run"
-    status = main(["finetune", "promoter", "--data", str(data), "--model", str(broken), "--out", str(out)])
+    status = main(["promoter", "finetune", "--data", str(data), "--model", str(broken), "--out", str(out)])
     err = capsys.readouterr().err.strip().splitlines()
     assert_refused(status, err, (out / "model").exists(), "1 missing (genolong.encoder.blocks.0.qkv.weight)")
 

@@ -1,4 +1,4 @@
-"""`predict-promoter` / `predict-chromatin` on more than one rank: batches shared round-robin, rank 0
+"""`predict-promoter` / `chromatin predict` on more than one rank: batches shared round-robin, rank 0
 replays them into the files one process writes."""
 
 from __future__ import annotations

@@ -237,7 +237,7 @@ def promoters(real_data, tmp_path_factory):
 
 
 def finetune_args(out, data, tokenizer, config, *extra):
-    return ["finetune", "promoter", "--data", str(data), "--tokenizer", str(tokenizer), "--config", str(config),
+    return ["promoter", "finetune", "--data", str(data), "--tokenizer", str(tokenizer), "--config", str(config),
             "--out", str(out), "--accelerator", "cpu", *extra]
 
 
@@ -253,7 +253,7 @@ def test_finetune_sigterm_mid_cycle_resumes_to_identical_weights(promoters, toke
     assert main(finetune_args(out, promoters, tokenizer, config)) == 143
     disarm()
     err = capsys.readouterr().err.strip()
-    assert err.splitlines()[-1] == "genolong finetune: stopped at step 4; continue with --resume"
+    assert err.splitlines()[-1] == "genolong promoter finetune: stopped at step 4; continue with --resume"
     assert not (out / "model").exists() and not hidden_temporaries(out)
     assert main(finetune_args(out, promoters, tokenizer, config, "--resume")) == 0
     assert_same_weights(out, straight)
@@ -282,7 +282,7 @@ def test_finetune_interrupted_in_its_evaluation_after_early_stopping(promoters, 
     assert main(finetune_args(out, promoters, tokenizer, config)) == 143
     monkeypatch.undo()
     err = capsys.readouterr().err.strip().splitlines()[-1]
-    assert err == f"genolong finetune: stopped after the last step ({expected['steps']}); continue with --resume"
+    assert err == f"genolong promoter finetune: stopped after the last step ({expected['steps']}); continue with --resume"
     assert not (out / "model").exists() and not (out / "report.json").exists() and not hidden_temporaries(out)
     assert main(finetune_args(out, promoters, tokenizer, config, "--resume")) == 0
     report = json.loads((out / "report.json").read_text())

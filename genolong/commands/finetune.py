@@ -1,4 +1,6 @@
-"""``genolong finetune promoter|chromatin``: fine-tune a classifier (BigBird App. F.2 / F.3)."""
+"""``genolong promoter finetune`` and ``genolong chromatin finetune``: fine-tune a classifier
+(BigBird App. F.2 / F.3). The task groups (:mod:`genolong.commands.promoter`,
+:mod:`genolong.commands.chromatin`) add the parser with :func:`add_parser`."""
 
 from __future__ import annotations
 
@@ -22,41 +24,40 @@ TASK_HELP = {
 }
 
 
-def register(subparsers) -> None:
-    group = subparsers.add_parser("finetune", help="fine-tune a classifier: promoter or chromatin profiles")
-    tasks = group.add_subparsers(dest="finetune_task", metavar="TASK", required=True)
-    for task, (help_text, description) in TASK_HELP.items():
-        parser = tasks.add_parser(
-            task, help=help_text, description=f"{help_text[0].upper()}{help_text[1:]}: {description}"
-        )
-        parser.add_argument("--data", type=Path, required=True, help="dataset directory")
-        parser.add_argument("--out", type=Path, required=True, help="run directory")
-        parser.add_argument(
-            "--model",
-            type=Path,
-            default=None,
-            help="pretrained model directory (e.g. a pretrain run's OUT/model); default: from scratch",
-        )
-        parser.add_argument(
-            "--tokenizer",
-            type=Path,
-            default=None,
-            help="from scratch: use this tokenizer instead of training one on the training split",
-        )
-        parser.add_argument("--config", default=None, help=f"preset name or YAML file (default: {task}_tiny)")
-        parser.add_argument("--backbone", default=None, help="override the attention (full, bigbird, ...)")
-        parser.add_argument("--max-steps", type=int, default=None)
-        parser.add_argument("--val-every", type=int, default=None, help="validate every N steps")
-        parser.add_argument("--batch-size", type=int, default=None)
-        parser.add_argument("--learning-rate", type=float, default=None)
-        parser.add_argument("--seed", type=int, default=None)
-        parser.add_argument("--devices", default=None, help="Lightning devices (e.g. 2, or auto)")
-        parser.add_argument("--accelerator", default=None, help="cpu, gpu or auto")
-        parser.add_argument("--precision", default=None, help="auto, 32-true, bf16-mixed, 16-mixed")
-        parser.add_argument("--resume", action="store_true", help="continue from OUT/checkpoints/last.ckpt")
-        parser.set_defaults(func=run, task=task)
-        declare(parser, inputs=["data", "model", "tokenizer", "config"],
-                directories={"out": OutputDirectory("finetune")})
+def add_parser(commands, task: str) -> None:
+    """Add ``finetune`` for ``task`` (promoter or chromatin) to the sub-commands of its group."""
+    help_text, description = TASK_HELP[task]
+    parser = commands.add_parser(
+        "finetune", help=help_text, description=f"{help_text[0].upper()}{help_text[1:]}: {description}"
+    )
+    parser.add_argument("--data", type=Path, required=True, help="dataset directory")
+    parser.add_argument("--out", type=Path, required=True, help="run directory")
+    parser.add_argument(
+        "--model",
+        type=Path,
+        default=None,
+        help="pretrained model directory (e.g. a pretrain run's OUT/model); default: from scratch",
+    )
+    parser.add_argument(
+        "--tokenizer",
+        type=Path,
+        default=None,
+        help="from scratch: use this tokenizer instead of training one on the training split",
+    )
+    parser.add_argument("--config", default=None, help=f"preset name or YAML file (default: {task}_tiny)")
+    parser.add_argument("--backbone", default=None, help="override the attention (full, bigbird, ...)")
+    parser.add_argument("--max-steps", type=int, default=None)
+    parser.add_argument("--val-every", type=int, default=None, help="validate every N steps")
+    parser.add_argument("--batch-size", type=int, default=None)
+    parser.add_argument("--learning-rate", type=float, default=None)
+    parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--devices", default=None, help="Lightning devices (e.g. 2, or auto)")
+    parser.add_argument("--accelerator", default=None, help="cpu, gpu or auto")
+    parser.add_argument("--precision", default=None, help="auto, 32-true, bf16-mixed, 16-mixed")
+    parser.add_argument("--resume", action="store_true", help="continue from OUT/checkpoints/last.ckpt")
+    parser.set_defaults(func=run, task=task)
+    declare(parser, inputs=["data", "model", "tokenizer", "config"],
+            directories={"out": OutputDirectory("finetune")})
 
 
 def run(args) -> int:

@@ -1,6 +1,6 @@
 """A fine-tuned sequence classifier: the model directory, DNA -> token batches, probabilities.
 
-``genolong finetune`` writes a *classifier directory*; ``predict-*`` and ``eval`` read it::
+``genolong promoter|chromatin finetune`` writes a *classifier directory*; ``predict-*`` and ``eval`` read it::
 
     config.json, model.safetensors     GenolongForSequenceClassification (save_pretrained)
     tokenizer.json, tokenizer_config.json
@@ -228,7 +228,7 @@ class Classifier:
             )
             raise UserError(
                 f"{path} is {what} (no {TASK_FILE})",
-                hint=f"fine-tune one with `genolong finetune {task or 'promoter'} --model {path}`",
+                hint=f"fine-tune one with `genolong {task or 'promoter'} finetune --model {path}`",
             )
         info = TaskInfo.read(path)
         if task is not None and info.task != task:
