@@ -6,7 +6,7 @@
 
 ``roc_auc`` and ``pr_auc`` are empty for a profile without both positives and negatives in
 the evaluated rows (DeepSEA's test set has such profiles; so has any small subset).
-``genolong eval chromatin`` and ``genolong finetune chromatin`` write it; the notebook
+``genolong chromatin eval`` and ``genolong chromatin finetune`` write it; the notebook
 ``notebooks/per_profile_auc.ipynb`` reads it with :func:`read_auc_table`.
 """
 
@@ -129,7 +129,7 @@ def read_auc_table(path: str | Path) -> AucTable:
     """
     path = Path(path)
     if not path.is_file():
-        raise InputError(path, "no such AUC table (write one with `genolong eval chromatin`)")
+        raise InputError(path, "no such AUC table (write one with `genolong chromatin eval`)")
     with open(path, newline="") as handle:
         reader = csv.reader(handle)
         header = next(reader, None)

@@ -8,7 +8,7 @@ longer context, better MLM). Both share one output directory::
 
     out/tokenizer/, out/corpus/         trained once, shared by every run
     out/backbones/<name>/pretrain/      a `genolong pretrain` run directory
-    out/backbones/<name>/finetune/      a `genolong finetune promoter` run directory
+    out/backbones/<name>/finetune/      a `genolong promoter finetune` run directory
     out/backbones/<name>/result.json    the comparison row (a finished backbone is skipped)
     out/context/<name>_<len>/           the ablation's pretrain runs (pretrain/, pretrain.json)
     out/comparison.csv|.md, bpc_vs_step.png, quality_vs_speed.png
