@@ -20,6 +20,7 @@ from genolong.tasks.finetune import run_finetune
 from genolong.tasks.task import (
     FinetuneConfig,
     FinetuneTask,
+    SequenceRows,
     TaskData,
     available_tasks,
     get_task,
@@ -28,26 +29,6 @@ from genolong.tasks.task import (
 )
 
 WINDOW_BP = 80
-
-
-class SequenceRows:
-    """Rows of a ``sequence<TAB>label`` file: labels (1,)."""
-
-    def __init__(self, rows: list[tuple[str, int]]):
-        self.sequences = [sequence for sequence, _ in rows]
-        self.targets = np.array([[label] for _, label in rows], dtype=np.float32)
-
-    def __len__(self) -> int:
-        return len(self.sequences)
-
-    def sequence(self, index: int) -> str:
-        return self.sequences[index]
-
-    def labels(self, index: int) -> np.ndarray:
-        return self.targets[index]
-
-    def all_labels(self, rows: np.ndarray) -> np.ndarray:
-        return self.targets[rows]
 
 
 class GCRich(FinetuneTask):
@@ -60,7 +41,8 @@ class GCRich(FinetuneTask):
         splits = {}
         for split in ("train", "valid", "test"):
             lines = (data_dir / f"{split}.tsv").read_text().splitlines()
-            splits[split] = SequenceRows([(s, int(label)) for s, label in (line.split("\t") for line in lines)])
+            rows = [line.split("\t") for line in lines]
+            splits[split] = SequenceRows([sequence for sequence, _ in rows], np.array([int(y) for _, y in rows]))
         return TaskData(self.name, splits, ["gc_rich"], WINDOW_BP, WINDOW_BP, {"data": str(data_dir.resolve())})
 
     def validation_metrics(self, labels, probabilities):
@@ -134,3 +116,11 @@ def test_the_finetune_command_runs_a_registered_task(gc_dataset, tmp_path, capsy
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "best val/auroc" in out and "of 4" in out and "test ROC AUC" in out
+
+
+def test_an_unknown_task_is_one_line_before_any_work(gc_dataset, tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(["finetune", "gc_poor", "--data", str(gc_dataset), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["genolong finetune: error: unknown task 'gc_poor'; choose one of: chromatin, gc_rich, promoter"]
+    assert not out.exists()

@@ -130,7 +130,7 @@ def add_config_arguments(parser: argparse.ArgumentParser, shortcuts: Iterable[st
         shortcut = SHORTCUTS[flag]
         parser.add_argument(flag, dest=shortcut.key, type=shortcut.type, default=None,
                             metavar=flag.lstrip("-").upper().replace("-", "_"),
-                            help=f"{shortcut.help} (--set {shortcut.key}=...)")
+                            help=f"{shortcut.help}; same as --set {shortcut.key}=VALUE")
     parser.add_argument("--set", dest="overrides", metavar="SECTION.KEY=VALUE", type=assignment, action="append",
                         default=[], help="set any config key, e.g. --set train.warmup_steps=10 --set "
                         "model.hidden_dropout_prob=0.2 (the value is YAML; repeatable)")

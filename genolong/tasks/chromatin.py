@@ -44,6 +44,8 @@ class ChromatinRows:
 
 
 class ChromatinTask(FinetuneTask):
+    """The 919 profiles of a ``genolong chromatin prepare`` dataset; early stopping on the validation mean ROC AUC."""
+
     name = "chromatin"
     monitor = "val/mean_auc"
 

@@ -179,16 +179,7 @@ def run_finetune(
 
     pl.seed_everything(config.train.seed, workers=True, verbose=False)
     model = build_classifier_model(config, len(data.label_names), tokenizer, pretrained)
-    identity = {
-        "task": config.task,
-        "data": data.source,
-        "tokenizer": tokenizer_fingerprint(tokenizer),
-        "pretrained": None if pretrained is None else str(Path(pretrained).resolve()),
-        "model": {k: v for k, v in model.config.to_diff_dict().items() if k != "transformers_version"},
-        "max_len": config.max_len,
-        "crop_min_bp": config.crop_min_bp,
-        "train": to_dict(config.train) | {"max_steps": None},
-    }
+    identity = _run_identity(config, data, tokenizer, model, pretrained)
     check_run_identity(out, identity, resume, "fine-tuning")
 
     module = ClassifierModule(model, config)
@@ -213,6 +204,20 @@ def run_finetune(
         report["seconds"] = round(time.perf_counter() - started, 1)
         atomic_write_text(out / "report.json", json.dumps(report, indent=2) + "\n")
         return report
+
+
+def _run_identity(config: FinetuneConfig, data: TaskData, tokenizer, model, pretrained: Path | None) -> dict:
+    """The settings that decide a fine-tuning run's results (``max_steps`` aside: a run may be extended)."""
+    return {
+        "task": config.task,
+        "data": data.source,
+        "tokenizer": tokenizer_fingerprint(tokenizer),
+        "pretrained": None if pretrained is None else str(Path(pretrained).resolve()),
+        "model": {k: v for k, v in model.config.to_diff_dict().items() if k != "transformers_version"},
+        "max_len": config.max_len,
+        "crop_min_bp": config.crop_min_bp,
+        "train": to_dict(config.train) | {"max_steps": None},
+    }
 
 
 def _trainer(task: FinetuneTask, config: FinetuneConfig, out: Path, show_progress: bool, extra_callbacks):

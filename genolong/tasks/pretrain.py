@@ -227,6 +227,19 @@ def _wait_for(path: Path, timeout_s: float = 7 * 24 * 3600) -> dict:
     return json.loads(path.read_text())
 
 
+def _prepare_data(genome: Path, tokenizer_dir: Path | None, corpus_dir: Path, out: Path, config: PretrainConfig,
+                  show_progress: bool) -> Path:
+    """The tokenizer and the corpus, prepared by rank 0 while the other ranks of a torchrun/SLURM
+    launch wait for it; returns the tokenizer directory."""
+    if _launch_rank() != 0:
+        return Path(_wait_for(out / "prepared.json")["tokenizer"])
+    tokenizer_dir = _prepare_tokenizer(genome, tokenizer_dir, out, config)
+    config.model_config(len(load_tokenizer(tokenizer_dir)))  # validate before the long steps
+    build_corpus(genome, tokenizer_dir, corpus_dir, config.corpus, show_progress=show_progress)
+    atomic_write_text(out / "prepared.json", json.dumps({"tokenizer": str(tokenizer_dir)}) + "\n")
+    return tokenizer_dir
+
+
 def run_pretrain(genome: Path, out: Path, config: PretrainConfig, *, tokenizer_dir: Path | None = None,
                  corpus_dir: Path | None = None, resume: bool = False, show_progress: bool = True,
                  extra_callbacks=()) -> dict:
@@ -240,14 +253,7 @@ def run_pretrain(genome: Path, out: Path, config: PretrainConfig, *, tokenizer_d
     claim_directory(out, "pretrain")
     resume_from = resume_checkpoint(out, resume)
     corpus_dir = out / "corpus" if corpus_dir is None else corpus_dir
-    if _launch_rank() == 0:  # under torchrun/SLURM, rank 0 prepares and the others wait
-        tokenizer_dir = _prepare_tokenizer(genome, tokenizer_dir, out, config)
-        config.model_config(len(load_tokenizer(tokenizer_dir)))  # validate before the long steps
-        build_corpus(genome, tokenizer_dir, corpus_dir, config.corpus, show_progress=show_progress)
-        atomic_write_text(out / "prepared.json", json.dumps({"tokenizer": str(tokenizer_dir)}) + "\n")
-    else:
-        tokenizer_dir = Path(_wait_for(out / "prepared.json")["tokenizer"])
-    tokenizer = load_tokenizer(tokenizer_dir)
+    tokenizer = load_tokenizer(_prepare_data(genome, tokenizer_dir, corpus_dir, out, config, show_progress))
     model_config = config.model_config(len(tokenizer))
     corpus = Corpus(corpus_dir)
 

@@ -27,34 +27,23 @@ from genolong.evaluation.metrics import (
 )
 from genolong.inference.classifier import Classifier
 from genolong.inference.records import predict_all
-from genolong.tasks.task import FinetuneConfig, FinetuneTask, TaskData, register_task
+from genolong.tasks.task import FinetuneConfig, FinetuneTask, SequenceRows, TaskData, register_task
 
 #: The k-mer baseline's report entries copied into the fine-tuning report.
 KMER_REPORT_KEYS = ("C", "features", "valid", "test", "by_source")
 
 
-class PromoterRows:
+class PromoterRows(SequenceRows):
     """A promoter split: label (1,) = 1 for a promoter; ``sources`` name each record's source."""
 
     def __init__(self, records):
-        self.sequences = [record.sequence for record in records]
+        super().__init__([record.sequence for record in records], np.array([record.label for record in records]))
         self.sources = [record.source for record in records]
-        self.targets = np.array([[record.label] for record in records], dtype=np.float32).reshape(-1, 1)
-
-    def __len__(self) -> int:
-        return len(self.sequences)
-
-    def sequence(self, index: int) -> str:
-        return self.sequences[index]
-
-    def labels(self, index: int) -> np.ndarray:
-        return self.targets[index]
-
-    def all_labels(self, rows: np.ndarray) -> np.ndarray:
-        return self.targets[rows]
 
 
 class PromoterTask(FinetuneTask):
+    """Promoter or not, from a ``genolong promoter prepare`` dataset; early stopping on validation F1."""
+
     name = "promoter"
     monitor = "val/f1"
 

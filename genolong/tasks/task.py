@@ -41,6 +41,27 @@ class LabelledSequences(Protocol):
     def all_labels(self, rows: np.ndarray) -> np.ndarray: ...
 
 
+class SequenceRows:
+    """A split held in memory: ``sequences`` (N) and their ``targets`` (N, C) float32 (or (N,): C = 1)."""
+
+    def __init__(self, sequences: list[str], targets: np.ndarray):
+        targets = np.asarray(targets, dtype=np.float32)
+        self.sequences = sequences
+        self.targets = targets[:, None] if targets.ndim == 1 else targets
+
+    def __len__(self) -> int:
+        return len(self.sequences)
+
+    def sequence(self, index: int) -> str:
+        return self.sequences[index]
+
+    def labels(self, index: int) -> np.ndarray:
+        return self.targets[index]
+
+    def all_labels(self, rows: np.ndarray) -> np.ndarray:
+        return self.targets[rows]
+
+
 @dataclass
 class TaskData:
     """A task's splits (``train`` and ``valid`` at least, ``test`` for a test report) and what the
