@@ -55,8 +55,8 @@ TRAINED_ON = (
 
 def build_dataset(data_root: Path, out: Path) -> dict:
     """The held-out-source dataset of the default model (reused when ``out`` exists)."""
-    from genolong.data_prep.promoter_dataset import load_manifest
     from genolong.data_prep.source_split import build_source_split_dataset, load_source_split_config
+    from genolong.datasets.promoter import load_manifest
 
     if (out / "manifest.json").is_file():
         print(f"dataset: {out} exists, reused")

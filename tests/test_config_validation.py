@@ -8,7 +8,7 @@ import pytest
 
 from genolong.cli import main
 from genolong.config import load_yaml
-from genolong.datasets.corpus import CorpusConfig
+from genolong.datasets.corpus_build import CorpusConfig
 from genolong.tasks.pretrain import load_pretrain_config
 
 

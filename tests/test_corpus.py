@@ -9,10 +9,11 @@ import random
 import numpy as np
 import pytest
 
-import genolong.datasets.corpus as corpus_module
+import genolong.datasets.corpus_build as corpus_module
 from genolong.cli import main
 from genolong.config import dump_yaml, from_dict, load_yaml
-from genolong.datasets.corpus import Corpus, CorpusConfig, build_corpus, cut_documents
+from genolong.datasets.corpus import Corpus
+from genolong.datasets.corpus_build import CorpusConfig, build_corpus, cut_documents
 from genolong.dna.sequence import read_fasta, write_fasta
 from genolong.dna.tokenizer import TokenizerTrainConfig, load_tokenizer, train_tokenizer
 from genolong.errors import ConfigError, UserError

@@ -14,7 +14,7 @@ from _http_server import FixtureServer
 
 from genolong.cli import COMMAND_MODULES, build_parser, main
 from genolong.data_prep.cache import DataCache
-from genolong.data_prep.checksums import BsdSum
+from genolong.data_prep.integrity import BsdSum
 from genolong.data_prep.sources import USAGES, ready_path
 from genolong.dna.genome import Genome
 

@@ -18,10 +18,10 @@ from deepsea_fixtures import real_rows
 from sklearn.metrics import average_precision_score, roc_auc_score
 
 from genolong.cli import main
-from genolong.data_prep.chromatin_dataset import PreparedChromatin
+from genolong.datasets.chromatin import PreparedChromatin
 from genolong.dna.sequence import write_fasta
 from genolong.errors import InputError
-from genolong.evaluation.chromatin import AUC_COLUMNS, evaluation_rows, profile_aucs, read_auc_table
+from genolong.evaluation.chromatin import AUC_COLUMNS, evaluation_rows, read_auc_table
 from genolong.evaluation.metrics import per_profile_auc
 from genolong.evaluation.profiles import chromatin_profiles
 from genolong.inference.classifier import Classifier, StrandAveraged
@@ -69,7 +69,7 @@ def test_fine_tuning_writes_the_model_and_aucs(finetuned, prepared_8000):
     assert (table.positives == positives).all() and report["test"]["rows"] == len(test) == 200
     assert (~np.isnan(table.roc_auc) == ((positives > 0) & (positives < 200))).all()
     scores = classifier.probabilities([test.sequence(row) for row in range(len(test))])
-    expected = profile_aucs(labels, scores)
+    expected = per_profile_auc(labels, scores)
     np.testing.assert_allclose(table.roc_auc, expected.roc_auc, atol=1e-6)
     np.testing.assert_allclose(table.pr_auc, expected.pr_auc, atol=1e-6)
 
@@ -79,14 +79,18 @@ def test_vectorized_aucs_equal_sklearn_on_the_real_labels(shared_data):
     labels = labels[:, ::4]  # 230 profiles of every class: scikit-learn takes ~10 ms per profile
     rng = np.random.default_rng(0)
     for scores in (rng.integers(0, 5, labels.shape).astype(float), rng.random(labels.shape)):  # ties, none
-        fast, reference = profile_aucs(labels, scores, chunk_elements=5000), per_profile_auc(labels, scores)
-        np.testing.assert_allclose(fast.roc_auc, reference.roc_auc, rtol=0, atol=1e-12)
-        np.testing.assert_allclose(fast.pr_auc, reference.pr_auc, rtol=0, atol=1e-12)
-        assert (fast.positives == reference.positives).all() and (fast.defined == reference.defined).all()
-    hand = profile_aucs([[0], [1], [0], [1]], [[0.1], [0.9], [0.35], [0.3]])
+        fast = per_profile_auc(labels, scores, chunk_elements=5000)
+        defined = (labels.sum(0) > 0) & (labels.sum(0) < len(labels))
+        assert (fast.positives == labels.sum(0)).all() and (fast.defined == defined).all()
+        assert np.isnan(fast.roc_auc[~defined]).all() and np.isnan(fast.pr_auc[~defined]).all()
+        for column in np.flatnonzero(defined):
+            y, s = labels[:, column], scores[:, column]
+            assert fast.roc_auc[column] == pytest.approx(roc_auc_score(y, s), abs=1e-12)
+            assert fast.pr_auc[column] == pytest.approx(average_precision_score(y, s), abs=1e-12)
+    hand = per_profile_auc([[0], [1], [0], [1]], [[0.1], [0.9], [0.35], [0.3]])
     assert hand.roc_auc[0] == pytest.approx(0.75)  # 3 of 4 (positive, negative) pairs ordered
     assert hand.pr_auc[0] == pytest.approx((1 + 2 / 3) / 2)  # precision 1 at 0.9, 2/3 at 0.3
-    tied = profile_aucs([[1], [0], [1], [0]], [[0.5], [0.5], [0.5], [0.1]])
+    tied = per_profile_auc([[1], [0], [1], [0]], [[0.5], [0.5], [0.5], [0.1]])
     assert tied.roc_auc[0] == pytest.approx(0.75) and tied.pr_auc[0] == pytest.approx(2 / 3)
 
 
@@ -127,7 +131,7 @@ def test_predict_chromatin_on_the_real_8kb_and_1kb_sequences(finetuned, shared_d
         predicted = np.array([[float(v) for v in r[4:-1]] for r in rows])
         np.testing.assert_allclose(predicted, classifier.probabilities(sequences), atol=6e-5)
         # per-profile AUCs exist for the profiles with positives among the 100 rows
-        aucs = profile_aucs(labels, predicted)
+        aucs = per_profile_auc(labels, predicted)
         assert (
             aucs.defined == ((labels.sum(0) > 0) & (labels.sum(0) < 100))
         ).all() and aucs.defined.sum() > 100
@@ -167,24 +171,15 @@ def test_predict_chromatin_scans_long_records_and_flags_short_ones(finetuned, sh
     assert all(len(r) == 4 + 919 + 1 for r in rows)
 
 
+def eval_chromatin(model, data, out, *options: str) -> int:
+    """``genolong eval chromatin --model MODEL --data DATA --out OUT [options]``; the exit status."""
+    return main(["eval", "chromatin", "--model", str(model), "--data", str(data), "--out", str(out), *options])
+
+
 def test_eval_cli_on_the_central_1000bp(finetuned, prepared_1000, tmp_path, capsys, caplog):
     out, _ = finetuned
     aucs = tmp_path / "aucs.csv"
-    assert (
-        main(
-            [
-                "eval",
-                "chromatin",
-                "--model",
-                str(out / "model"),
-                "--data",
-                str(prepared_1000),
-                "--out",
-                str(aucs),
-            ]
-        )
-        == 0
-    )
+    assert eval_chromatin(out / "model", prepared_1000, aucs) == 0
     printed = capsys.readouterr()
     assert "200 rows of" in printed.out and "-> " + str(aucs) in printed.out
     assert "DeepSEA (published)    95.8    92.3    85.6" in printed.out
@@ -208,24 +203,7 @@ def test_eval_cli_on_the_central_1000bp(finetuned, prepared_1000, tmp_path, caps
 def test_eval_cli_with_strand_averaging_on_8kb_rows(finetuned, prepared_8000, tmp_path):
     out, _ = finetuned
     aucs = tmp_path / "aucs.csv"
-    assert (
-        main(
-            [
-                "eval",
-                "chromatin",
-                "--model",
-                str(out / "model"),
-                "--data",
-                str(prepared_8000),
-                "--out",
-                str(aucs),
-                "--rc",
-                "--rows",
-                "150",
-            ]
-        )
-        == 0
-    )
+    assert eval_chromatin(out / "model", prepared_8000, aucs, "--rc", "--rows", "150") == 0
     table = read_auc_table(aucs)
     test = PreparedChromatin(prepared_8000)["test"]
     rows = evaluation_rows(len(test), 150)

@@ -15,7 +15,7 @@ from lightning.pytorch.callbacks import Callback
 from genolong.attention import available_attentions
 from genolong.cli import main
 from genolong.configs import available_presets, preset_path
-from genolong.data_prep.promoter_dataset import load_split
+from genolong.datasets.promoter import load_split
 from genolong.dna.tokenizer import load_tokenizer
 from genolong.errors import ConfigError, UserError
 from genolong.evaluation.metrics import best_f1_threshold, promoter_metrics

@@ -43,7 +43,7 @@ def test_recorded_metrics_reproduce(shared_data, tmp_path):
     included."""
     import importlib.util
 
-    from genolong.data_prep.promoter_dataset import load_split
+    from genolong.datasets.promoter import load_split
     from genolong.evaluation.cross_source import pair_metrics
 
     spec = importlib.util.spec_from_file_location("train_default", SCRIPT)

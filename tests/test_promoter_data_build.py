@@ -9,15 +9,10 @@ import numpy as np
 import pytest
 
 from genolong.cli import main
-from genolong.data_prep.promoter_dataset import (
-    COLUMNS,
-    PromoterDatasetConfig,
-    build_promoter_dataset,
-    load_manifest,
-    load_split,
-)
-from genolong.data_prep.promoters import PromoterRecord, TssWindow
+from genolong.data_prep.promoter_dataset import PromoterDatasetConfig, build_promoter_dataset
+from genolong.data_prep.promoters import TssWindow
 from genolong.data_prep.splits import chromosome_split, deduplicate, stratified_random_split
+from genolong.datasets.promoter import COLUMNS, PromoterRecord, load_manifest, load_split
 from genolong.dna.sequence import write_fasta
 from genolong.errors import ConfigError, UserError
 from genolong.outputs import MARKER

@@ -74,7 +74,7 @@ def test_shuffle_moves_pieces_only_between_slots_of_equal_length():
 
 
 def test_derived_negatives_are_seeded_and_keep_the_positive_coordinates(real_promoters):
-    from genolong.data_prep.promoters import PromoterRecord
+    from genolong.datasets.promoter import PromoterRecord
 
     positives = [
         PromoterRecord(f"p{i}", s, 1, "chr1", 10 * i, 10 * i + len(s), "+")

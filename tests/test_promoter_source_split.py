@@ -11,13 +11,13 @@ import torch
 from classify_helpers import micro_config
 
 from genolong.cli import main
-from genolong.data_prep.promoter_dataset import load_split
 from genolong.data_prep.source_split import (
     SOURCE_SPLITS,
     SourceSplitConfig,
     build_source_split_dataset,
     load_source_split_config,
 )
+from genolong.datasets.promoter import load_split
 from genolong.dna.sequence import write_fasta
 from genolong.errors import ConfigError
 from genolong.evaluation.calibration import fit_platt, fold_into_head

@@ -9,12 +9,11 @@ import pytest
 from transformers import AutoTokenizer
 
 from genolong.cli import main
-from genolong.dna.sequence import read_fasta, write_fasta
+from genolong.dna.regions import Region
+from genolong.dna.sequence import FastaRecord, read_fasta, write_fasta
 from genolong.dna.tokenizer import (
     N_RUN_POWERS,
     SPECIAL_TOKENS,
-    FastaRecord,
-    Region,
     TokenizerTrainConfig,
     load_tokenizer,
     sample_chunks,

@@ -41,7 +41,7 @@ def run_chromatin(args) -> int:
 
     from tqdm import tqdm
 
-    from genolong.data_prep.chromatin_dataset import PreparedChromatin
+    from genolong.datasets.chromatin import PreparedChromatin
     from genolong.evaluation.chromatin import evaluate_chromatin, write_auc_table
     from genolong.evaluation.metrics import format_chromatin_medians, median_auc_by_class
     from genolong.evaluation.profiles import profile_classes

@@ -58,7 +58,7 @@ def _default_output(args) -> Path:
 
 def run_fetch(args) -> int:
     from genolong.dna.genome import Genome
-    from genolong.dna.tokenizer import Region
+    from genolong.dna.regions import Region
 
     region = Region.parse(args.region)
     with Genome(args.genome) as genome:

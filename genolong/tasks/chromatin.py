@@ -13,10 +13,10 @@ from pathlib import Path
 
 import numpy as np
 
-from genolong.data_prep.chromatin_dataset import PreparedChromatin
+from genolong.datasets.chromatin import PreparedChromatin
 from genolong.errors import ConfigError, UserError
-from genolong.evaluation.chromatin import evaluate_chromatin, profile_aucs, write_auc_table
-from genolong.evaluation.metrics import format_chromatin_medians, median_auc_by_class
+from genolong.evaluation.chromatin import evaluate_chromatin, write_auc_table
+from genolong.evaluation.metrics import format_chromatin_medians, median_auc_by_class, per_profile_auc
 from genolong.evaluation.profiles import chromatin_profiles, profile_classes
 from genolong.inference.classifier import Classifier
 from genolong.tasks.task import FinetuneConfig, FinetuneTask, TaskData, register_task
@@ -73,7 +73,7 @@ class ChromatinTask(FinetuneTask):
     def validation_metrics(self, labels: np.ndarray, probabilities: np.ndarray) -> dict[str, float]:
         """``val/mean_auc``, the mean ROC AUC over the profiles with both labels, and
         ``val/profiles``, their number."""
-        auc = profile_aucs(labels.astype(np.uint8), probabilities).roc_auc
+        auc = per_profile_auc(labels.astype(np.uint8), probabilities).roc_auc
         defined = ~np.isnan(auc)
         if not defined.any():
             raise UserError(

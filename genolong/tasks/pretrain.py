@@ -39,7 +39,8 @@ from genolong.config import from_dict, to_dict
 from genolong.config.model_section import ModelSection
 from genolong.config.presets import apply_overrides, read_preset
 from genolong.configs import preset_path
-from genolong.datasets.corpus import Corpus, CorpusConfig, build_corpus
+from genolong.datasets.corpus import Corpus
+from genolong.datasets.corpus_build import CorpusConfig, build_corpus
 from genolong.datasets.mlm import MaskingConfig, MLMWindows, SpecialIds, collate_windows
 from genolong.dna.tokenizer import (
     METADATA_FILE,

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from genolong.data_prep.promoter_dataset import load_manifest, load_split
+from genolong.datasets.promoter import load_manifest, load_split
 from genolong.errors import UserError
 from genolong.evaluation.calibration import fit_platt, fold_into_head
 from genolong.evaluation.cross_source import format_pair_table, pair_metrics
