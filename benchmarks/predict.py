@@ -56,9 +56,10 @@ def chromatin_model(work: Path) -> Path:
     from genolong.evaluation.profiles import chromatin_profiles
     from genolong.inference.classifier import Classifier, TaskInfo
     from genolong.resources import sample_genome
-    from genolong.tasks.classify import build_classifier_model, load_classify_config
+    from genolong.tasks.model_setup import build_classifier_model
+    from genolong.tasks.task import load_finetune_config
 
-    config = load_classify_config("chromatin", "chromatin_tiny")
+    config = load_finetune_config("chromatin", "chromatin_tiny")
     tokenizer_dir = work / "tokenizer"
     train_tokenizer(
         sample_genome(),

@@ -32,9 +32,9 @@ MICRO = {
 
 
 def micro_config(task: str, **overrides):
-    from genolong.tasks.classify import load_classify_config
+    from genolong.tasks.task import load_finetune_config
 
-    return load_classify_config(task, None, MICRO | overrides)
+    return load_finetune_config(task, None, MICRO | overrides)
 
 
 def promoter_dataset(real_data: Path, out: Path, positives: int = 60, negatives: int = 120) -> Path:
@@ -152,7 +152,7 @@ def finetuned_chromatin(real_data: Path, tmp_path_factory) -> tuple[Path, Path, 
     """
     import json
 
-    from genolong.tasks.classify import run_finetune
+    from genolong.tasks.finetune import run_finetune
 
     work = tmp_path_factory.getbasetemp() / "chromatin_micro_run"
     prepared, run = work / "prepared_8000", work / "run"

@@ -81,7 +81,7 @@ def test_a_good_config_extending_a_file_loads(tmp_path):
     (tmp_path / "child.yaml").write_text("extends: base.yaml\nmodel:\n  num_hidden_layers: 1\n")
     config = load_pretrain_config(tmp_path / "child.yaml")
     assert config.max_len == 512
-    assert config.model == {"backbone": "bigbird", "hidden_size": 32, "num_attention_heads": 2, "block_size": 32,
+    assert config.model.settings == {"backbone": "bigbird", "hidden_size": 32, "num_attention_heads": 2, "block_size": 32,
                             "num_hidden_layers": 1}
 
 

@@ -283,9 +283,9 @@ def test_auc_table_reader_errors(tmp_path):
 
 
 def test_finetune_summary_prints_medians_next_to_the_published_rows(finetuned):
-    from genolong.commands.finetune import summary
+    from genolong.tasks.task import report_summary
 
     _, report = finetuned
-    text = summary(report)
+    text = report_summary(report)
     assert f"test: 200 rows, {report['test']['profiles_with_auc']} profiles with an AUC" in text
     assert f"genolong {report['backbone']}" in text and "DeepSEA (published)    95.8    92.3    85.6" in text

@@ -175,7 +175,7 @@ def test_foreign_run_and_mismatched_tokenizer_are_refused(tmp_path, finished_run
     with pytest.raises(UserError, match="vocab_size=999 but the tokenizer has 256"):
         run_pretrain(sample_genome(), tmp_path / "v", micro(**{"model.vocab_size": 999}),
                      tokenizer_dir=out_full / "tokenizer", show_progress=False)
-    with pytest.raises(UserError, match="holds a run with another"):
+    with pytest.raises(UserError, match="holds a pretrain run with another"):
         run_pretrain(sample_genome(), out_full, micro(**{"train.learning_rate": 0.1}), show_progress=False)
 
 

@@ -11,7 +11,6 @@ import torch
 from classify_helpers import micro_config
 
 from genolong.cli import main
-from genolong.commands.finetune import summary
 from genolong.data_prep.source_split import (
     SOURCE_SPLITS,
     SourceSplitConfig,
@@ -25,7 +24,8 @@ from genolong.evaluation.calibration import fit_platt, fold_into_head
 from genolong.evaluation.cross_source import pair_metrics
 from genolong.evaluation.metrics import expected_calibration_error
 from genolong.inference.classifier import Classifier
-from genolong.tasks.classify import random_crop, run_finetune
+from genolong.tasks.finetune import random_crop, run_finetune
+from genolong.tasks.task import report_summary
 
 
 def random_sequences(n: int, length: int, seed: int) -> list[str]:
@@ -204,4 +204,4 @@ def test_finetune_by_source_crops_calibrates_and_reports_pairs(tmp_path, three_s
         pair_metrics([r.label for r in valid], probabilities, 0.5, [r.source for r in valid])["all"]["auroc"],
         abs=1e-4,
     )
-    assert "| test | c/c vs c/genome |" in summary(report) and "c/c vs c/c\\|substitution" in summary(report)
+    assert "| test | c/c vs c/genome |" in report_summary(report) and "c/c vs c/c\\|substitution" in report_summary(report)

@@ -266,7 +266,7 @@ def test_finetune_interrupted_in_its_evaluation_after_early_stopping(promoters, 
     """SIGTERM while the test split is scored, after early stopping: exit 143, no model, no report;
     --resume does not train on (the early-stopping decision is in the checkpoint) and writes the
     uninterrupted run's report."""
-    import genolong.tasks.classify as classify
+    from genolong.tasks.promoter import PromoterTask
 
     data = FINETUNE | {"patience": 1, "train": FINETUNE["train"] | {"val_every_steps": 1, "max_steps": 30}}
     config, straight, out = write_config(tmp_path / "micro.yaml", data), tmp_path / "straight", tmp_path / "run"
@@ -278,7 +278,7 @@ def test_finetune_interrupted_in_its_evaluation_after_early_stopping(promoters, 
         os.kill(os.getpid(), signal.SIGTERM)
         raise AssertionError("the signal did not stop the run")
 
-    monkeypatch.setattr(classify, "_promoter_report", killed_while_scoring)
+    monkeypatch.setattr(PromoterTask, "test_report", killed_while_scoring)
     assert main(finetune_args(out, promoters, tokenizer, config)) == 143
     monkeypatch.undo()
     err = capsys.readouterr().err.strip().splitlines()[-1]

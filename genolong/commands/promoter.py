@@ -20,7 +20,10 @@ def register(subparsers) -> None:
     _add_prepare(commands)
     _add_prepare_sources(commands)
     _add_baseline(commands)
-    finetune.add_parser(commands, "promoter")
+    finetune.add_parser(
+        commands, "promoter", "fine-tune a promoter classifier on a `genolong promoter prepare` dataset",
+        "early stopping on validation F1; the decision threshold is chosen on validation; test F1, precision, "
+        "recall, MCC, AUROC and AUPRC are printed next to the k-mer baseline.")
     predict.add_promoter_parser(commands, "predict")
 
 

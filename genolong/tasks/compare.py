@@ -34,6 +34,7 @@ import torch
 from genolong.attention import available_attentions
 from genolong.bench.memory import proc_status_mb, reset_peak_memory
 from genolong.config import from_dict, to_dict
+from genolong.config.presets import merge_preset, read_preset, resolve_preset
 from genolong.configs import preset_path
 from genolong.datasets.corpus import Corpus
 from genolong.datasets.mlm import MaskingConfig, MLMWindows, SpecialIds
@@ -45,16 +46,9 @@ from genolong.model.configuration import check_model_fields
 from genolong.model.loading import load_model
 from genolong.model.modeling import GenolongModel
 from genolong.outputs import claim_directory
-from genolong.tasks.classify import ClassifyConfig, run_finetune
-from genolong.tasks.pretrain import (
-    PretrainConfig,
-    _prepare_tokenizer,
-    _read_preset,
-    logged_rows,
-    merge_preset,
-    resolve_preset,
-    run_pretrain,
-)
+from genolong.tasks.finetune import run_finetune
+from genolong.tasks.pretrain import PretrainConfig, _prepare_tokenizer, logged_rows, run_pretrain
+from genolong.tasks.task import FinetuneConfig
 
 log = logging.getLogger(__name__)
 
@@ -126,10 +120,10 @@ class CompareConfig:
             (data if key == "max_len" else data["train"])[key] = value
         return from_dict(PretrainConfig, data, source=f"compare pretrain ({backbone})")
 
-    def finetune_config(self, backbone: str, seed: int) -> ClassifyConfig:
+    def finetune_config(self, backbone: str, seed: int) -> FinetuneConfig:
         data = merge_preset(resolve_preset("finetune", self.finetune), {"model": {"backbone": backbone}})
         data.setdefault("train", {})["seed"] = seed
-        config = from_dict(ClassifyConfig, data, source=f"compare finetune ({backbone})")
+        config = from_dict(FinetuneConfig, data, source=f"compare finetune ({backbone})")
         if config.task != "promoter":
             raise ConfigError(f"the comparison fine-tunes promoters, not {config.task}")
         return config
@@ -146,7 +140,7 @@ def _check_names(names, where: str) -> None:
 def load_compare_config(preset: str | Path) -> CompareConfig:
     """A shipped comparison preset (``micro``, ``tiny``, ``small``, ``base``) or a YAML file."""
     source = preset_path("compare", str(preset))
-    config = from_dict(CompareConfig, _read_preset(source), source=str(source))
+    config = from_dict(CompareConfig, read_preset(source), source=str(source))
     for backbone in config.backbones:  # the pretrain: and finetune: sections, checked before any run
         try:
             config.pretrain_config(backbone, seed=0)
