@@ -5,8 +5,8 @@ Every task puts C independent sigmoid outputs on the [CLS] token and trains them
 cross-entropy; the generic run (:func:`genolong.tasks.finetune.run_finetune`) does the rest.
 Adding a task is one module that subclasses :class:`FinetuneTask` and registers an instance
 with :func:`register_task` (the built-in ones: :mod:`genolong.tasks.promoter`,
-:mod:`genolong.tasks.chromatin`); its name is the config's ``task:`` and the command
-``genolong finetune NAME``.
+:mod:`genolong.tasks.chromatin`); its name is the config's ``task:``, and its command group adds
+``genolong NAME finetune`` with :func:`genolong.commands.finetune.add_parser`.
 """
 
 from __future__ import annotations
@@ -79,14 +79,14 @@ class TaskData:
 class FinetuneTask(ABC):
     """One fine-tuning task. Subclasses set the class attributes and implement the methods."""
 
-    #: The registry name: ``task:`` in configs, ``genolong finetune NAME``.
+    #: The registry name: ``task:`` in configs, ``genolong NAME finetune``.
     name: str
     #: The validation metric early stopping and the best checkpoint follow (higher is better).
     monitor: str
 
     @property
     def default_preset(self) -> str:
-        """The preset ``genolong finetune NAME`` uses without ``--config`` (a shipped one for built-in tasks)."""
+        """The preset ``genolong NAME finetune`` uses without ``--config`` (a shipped one for built-in tasks)."""
         return f"{self.name}_tiny"
 
     def check_config(self, config: FinetuneConfig) -> None:
