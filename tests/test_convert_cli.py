@@ -11,6 +11,7 @@ import torch
 from classify_helpers import promoter_dataset
 from convert_helpers import copy_gena_tokenizer, gena_config, randomize, save_source
 from test_convert import gena_pre_ln_state
+from test_predict import read_tsv
 from transformers import (
     BertConfig,
     BertForSequenceClassification,
@@ -159,6 +160,26 @@ train: {max_steps: 6, val_every_steps: 3, batch_size: 8, warmup_steps: 1, log_ev
 """
 
 
+def finetune_and_predict_promoters(model_dir, shared_data, tmp_path) -> dict:
+    """``genolong finetune promoter --model model_dir`` (a micro run) then ``predict-promoter`` on the
+    test split; returns the fine-tuning report after checking the predictions."""
+    dataset = promoter_dataset(shared_data, tmp_path / "promoters")
+    (tmp_path / "micro.yaml").write_text(MICRO_FINETUNE)
+    run = tmp_path / "run"
+    assert main(["finetune", "promoter", "--data", str(dataset), "--model", str(model_dir),
+                 "--config", str(tmp_path / "micro.yaml"), "--out", str(run)]) == 0
+    assert (run / "model" / "tokenizer.json").read_text() == (model_dir / "tokenizer.json").read_text()
+    with (dataset / "test.tsv").open() as rows:
+        test_fasta = [(f"test{i}", row["sequence"]) for i, row in enumerate(csv.DictReader(rows, delimiter="\t"))]
+    write_fasta(tmp_path / "test.fa", test_fasta)
+    predictions = tmp_path / "predictions.tsv"
+    assert main(["predict-promoter", str(tmp_path / "test.fa"), "--model", str(run / "model"),
+                 "--out", str(predictions)]) == 0
+    rows = read_tsv(predictions)
+    assert len(rows) == len(test_fasta) and all(0.0 <= float(row["probability"]) <= 1.0 for row in rows)
+    return json.loads((run / "report.json").read_text())
+
+
 @pytest.mark.slow
 def test_gena_bigbird_convert_finetune_predict(shared_data, tmp_path, capsys):
     """GENA-LM's BigBird config (scaled down) and tokenizer: convert, then every promoter command."""
@@ -167,24 +188,20 @@ def test_gena_bigbird_convert_finetune_predict(shared_data, tmp_path, capsys):
     copy_gena_tokenizer(shared_data, tmp_path / "src")
     assert main(["convert", str(tmp_path / "src"), "--out", str(tmp_path / "gena")]) == 0
     assert "converted big_bird (2 layers, hidden 32, 4096 positions, backbone bigbird)" in capsys.readouterr().out
-
-    dataset = promoter_dataset(shared_data, tmp_path / "promoters")
-    (tmp_path / "micro.yaml").write_text(MICRO_FINETUNE)
-    run = tmp_path / "run"
-    assert main(["finetune", "promoter", "--data", str(dataset), "--model", str(tmp_path / "gena"),
-                 "--config", str(tmp_path / "micro.yaml"), "--out", str(run)]) == 0
-    report = json.loads((run / "report.json").read_text())
+    report = finetune_and_predict_promoters(tmp_path / "gena", shared_data, tmp_path)
     assert report["backbone"] == "bigbird" and report["test"]["n"] > 0
-    assert (run / "model" / "tokenizer.json").read_text() == (tmp_path / "gena" / "tokenizer.json").read_text()
 
-    with (dataset / "test.tsv").open() as rows:
-        test_fasta = [(f"test{i}", row["sequence"]) for i, row in enumerate(csv.DictReader(rows, delimiter="\t"))]
-    write_fasta(tmp_path / "test.fa", test_fasta)
-    predictions = tmp_path / "predictions.tsv"
-    assert main(["predict-promoter", str(tmp_path / "test.fa"), "--model", str(run / "model"),
-                 "--out", str(predictions)]) == 0
-    rows = list(csv.DictReader(predictions.open(), delimiter="\t"))
-    assert len(rows) == len(test_fasta) and all(0.0 <= float(row["probability"]) <= 1.0 for row in rows)
+
+@pytest.mark.slow
+def test_nucleotide_transformer_convert_finetune_predict(shared_data, tmp_path):
+    """Nucleotide Transformer v1's layout with its vocab.txt-only tokenizer: the converted directory's
+    tokenizer.json carries fine-tuning and prediction."""
+    from test_convert import esm_source
+
+    esm_source(tmp_path / "src")
+    assert main(["convert", str(tmp_path / "src"), "--out", str(tmp_path / "nt")]) == 0
+    report = finetune_and_predict_promoters(tmp_path / "nt", shared_data, tmp_path)
+    assert report["backbone"] == "full" and report["test"]["n"] > 0
 
 
 MICRO_CHROMATIN = """task: chromatin
