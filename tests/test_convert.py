@@ -237,7 +237,7 @@ def test_esm_absolute_positions(tmp_path):
 
 def test_nucleotide_transformer_tokenizer_gets_a_tokenizer_json_with_the_same_ids(shared_data, tmp_path):
     """The converted directory's fast tokenizer, as genolong's commands load it, encodes real genome
-    sequence (human chr17, C. elegans chrX, with N runs) to EsmTokenizer's ids, and genolong's
+    sequence (human chr17, C. elegans chrX) and N runs to EsmTokenizer's ids, and genolong's
     encoder frames them as ESM does: <cls> tokens <eos>."""
     from transformers import EsmTokenizer
 
