@@ -34,16 +34,13 @@ ADVICE = "convert the masked-LM checkpoint it was fine-tuned from and fine-tune 
 
 
 def classifier_architecture(config: dict[str, Any], weights: dict) -> str | None:
-    """The classifier the checkpoint holds (``architectures[0]`` when the config names one), or
-    None for a checkpoint without ``classifier.*`` weights and without a classifier architecture.
-    Read from the weights as well as the config, since a config may not say."""
-    architectures = config.get("architectures") or []
-    named = [name for name in architectures if "Classification" in name]
-    if named:
-        return named[0]
-    if any(name.startswith("classifier.") for name in weights):
-        return f"a {config['model_type']} checkpoint with classifier weights"
-    return None
+    """The classifier the checkpoint holds, or None when its weights have no ``classifier.*``
+    tensor. The weights decide, the config only names it (its first ``...Classification``
+    architecture, if any)."""
+    if not any(name.startswith("classifier.") for name in weights):
+        return None
+    named = [name for name in config.get("architectures") or [] if "Classification" in name]
+    return named[0] if named else f"a {config['model_type']} checkpoint with classifier weights"
 
 
 def refuse_classifier(source: SourceCheckpoint) -> None:
