@@ -62,3 +62,9 @@ def test_explicit_bf16_on_a_slow_cpu_warns_with_the_measurement(monkeypatch, cap
 def test_matmul_rates_are_measured():
     rates = cpu_precision.matmul_rates(64)
     assert rates.fp32 > 0 and rates.bf16 > 0
+
+
+def test_the_plan_check_accepts_the_peers_on_request():
+    """Peers (converted ones included) are built by their own code, not as genolong backbones."""
+    pairs = [(name, 4096) for name in (*attention_bench.OPTIONAL_PEERS, *attention_bench.PEERS)]
+    attention_bench.check_plan(pairs, attention_bench.BenchSize())
