@@ -103,6 +103,7 @@ def write_model_directory(model: GenolongForMaskedLM, tokenizer: PreTrainedToken
     tokenizer.model_max_length = model.config.max_position_embeddings
     model.config.tokenizer_fingerprint = tokenizer_fingerprint(tokenizer)
     model.config.architectures = [type(model).__name__]
+    model.config.dtype = model.dtype
     state = model.state_dict()
     with atomic_path(out, directory=True) as tmp:
         model.config.save_pretrained(str(tmp))
