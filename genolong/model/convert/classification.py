@@ -14,7 +14,7 @@ a nonlinearity before theirs:
 A nonlinearity between two linear layers is not one linear layer, so no genolong classifier
 computes these logits; such a checkpoint is refused rather than converted approximately. Its
 encoder is the family's masked-LM encoder fine-tuned: convert the masked-LM checkpoint it was
-fine-tuned from and fine-tune that with ``genolong finetune``.
+fine-tuned from and fine-tune that (``genolong promoter finetune``, ``genolong chromatin finetune``).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ SEQUENCE_HEADS = {
     "esm": "dense, tanh, then a linear layer (out_proj) on <cls>",
 }
 GENOLONG_HEAD = "genolong's classifier is one linear layer on [CLS]"
-ADVICE = "convert the masked-LM checkpoint it was fine-tuned from and fine-tune it with `genolong finetune`"
+ADVICE = "convert the masked-LM checkpoint it was fine-tuned from and fine-tune it with `genolong promoter|chromatin finetune`"
 
 
 def classifier_architecture(config: dict[str, Any], weights: dict) -> str | None:
