@@ -47,7 +47,9 @@ def imported_modules(name: str, path: Path, known: set[str]) -> set[str]:
                 module = ".".join(base + ([node.module] if node.module else []))
             else:
                 module = node.module or ""
-            candidates = [module] + [f"{module}.{alias.name}" for alias in node.names]
+            # ``from package import submodule`` depends on the submodule; any other name on ``module``.
+            candidates = [f"{module}.{alias.name}" if f"{module}.{alias.name}" in known else module
+                          for alias in node.names]
         else:
             continue
         found.update(candidate for candidate in candidates if candidate in known and candidate != name)
@@ -99,8 +101,9 @@ def test_imports_resolve_absolute_relative_and_nested_forms(tmp_path):
     source = tmp_path / "m.py"
     source.write_text("import os.path\nfrom .kmers import BLOCK\n\ndef f():\n    from genolong.data_prep import cache\n")
     known = {"genolong.data_prep.kmers", "genolong.data_prep", "genolong.data_prep.cache", "genolong.data_prep.m"}
-    assert imported_modules("genolong.data_prep.m", source, known) == {
-        "genolong.data_prep.kmers", "genolong.data_prep", "genolong.data_prep.cache"}
+    assert imported_modules("genolong.data_prep.m", source, known) == {"genolong.data_prep.kmers", "genolong.data_prep.cache"}
+    source.write_text("from genolong.data_prep import kmers, SOURCES\n")
+    assert imported_modules("genolong.data_prep.m", source, known) == {"genolong.data_prep.kmers", "genolong.data_prep"}
 
 
 def test_the_graph_sees_imports_inside_functions():
