@@ -55,8 +55,8 @@ TRAINED_ON = (
 
 def build_dataset(data_root: Path, out: Path) -> dict:
     """The held-out-source dataset of the default model (reused when ``out`` exists)."""
-    from genolong.data_prep.promoter_dataset import load_manifest
     from genolong.data_prep.source_split import build_source_split_dataset, load_source_split_config
+    from genolong.datasets.promoter import load_manifest
 
     if (out / "manifest.json").is_file():
         print(f"dataset: {out} exists, reused")
@@ -182,8 +182,8 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from genolong.commands.finetune import summary
-    from genolong.tasks.classify import load_classify_config, run_finetune
+    from genolong.tasks.finetune import run_finetune
+    from genolong.tasks.task import load_finetune_config, report_summary
 
     started = time.perf_counter()
     data, run = args.work / "data", args.work / "run"
@@ -199,14 +199,14 @@ def main(argv: list[str] | None = None) -> int:
         report = run_finetune(
             data,
             run,
-            load_classify_config("promoter", PRESET, overrides),
+            load_finetune_config("promoter", PRESET, overrides),
             resume=(run / "checkpoints" / "last.ckpt").exists(),
         )
         if "stopped_at_step" in report:
             print(f"stopped at step {report['stopped_at_step']}; rerun to resume")
             return 1
     report["torch"] = torch.__version__
-    print(summary(report))
+    print(report_summary(report))
     if args.install:
         commit = (run / COMMIT_FILE).read_text().strip() if (run / COMMIT_FILE).is_file() else "unknown"
         install(run, report, manifest, commit, report.get("seconds", time.perf_counter() - started))

@@ -40,13 +40,13 @@ def transformers_outputs(model, input_ids, attention_mask):
 
 # -- BigBird (GENA-LM gena-lm-bigbird-base-t2t) -----------------------------------------------
 @pytest.fixture(scope="module")
-def big_bird(shared_data, tmp_path_factory):
+def big_bird(real_data, tmp_path_factory):
     """(transformers BigBirdForPreTraining, converted GenolongForMaskedLM)."""
-    config = BigBirdConfig(**gena_config(shared_data, "hf_bigbird_L12-H768-A12-V32k-L4096.json"))
+    config = BigBirdConfig(**gena_config(real_data, "hf_bigbird_L12-H768-A12-V32k-L4096.json"))
     source = randomize(BigBirdForPreTraining(config))
     work = tmp_path_factory.mktemp("big_bird")
     save_source(work / "src", config.to_dict(), source.state_dict(), safetensors=False)
-    copy_gena_tokenizer(shared_data, work / "src")
+    copy_gena_tokenizer(real_data, work / "src")
     convert_checkpoint(work / "src", work / "out")
     return source, GenolongForMaskedLM.from_pretrained(str(work / "out")).eval()
 
@@ -94,12 +94,12 @@ def test_seeded_layout_is_the_alternative(big_bird, tmp_path):
 
 
 # -- BERT: transformers' post-LN, GENA-LM's pre-LN ---------------------------------------------
-def test_post_ln_bert(shared_data, tmp_path):
-    fields = gena_config(shared_data, "L12-H768-A12-V32k-preln.json")
+def test_post_ln_bert(real_data, tmp_path):
+    fields = gena_config(real_data, "L12-H768-A12-V32k-preln.json")
     config = BertConfig(**{k: v for k, v in fields.items() if k not in ("pre_layer_norm", "last_layer_norm")})
     source = randomize(BertForMaskedLM(config))
     save_source(tmp_path / "src", config.to_dict(), source.state_dict(), safetensors=True)
-    copy_gena_tokenizer(shared_data, tmp_path / "src")
+    copy_gena_tokenizer(real_data, tmp_path / "src")
     converted = convert_checkpoint(tmp_path / "src", tmp_path / "out")
     assert not converted.config.pre_layer_norm
     for lengths in ([512], [400, 257, 31]):
@@ -181,13 +181,13 @@ def gena_pre_ln_reference(state, config, input_ids, attention_mask, last_layer_n
     "config_name, last_layer_norm",
     [("L12-H768-A12-V32k-preln.json", False), ("L12-H768-A12-V32k-preln-lastln.json", True)],
 )
-def test_gena_pre_ln_bert(shared_data, tmp_path, config_name, last_layer_norm):
+def test_gena_pre_ln_bert(real_data, tmp_path, config_name, last_layer_norm):
     """``last_layer_norm`` absent (the lastln config) means a final LayerNorm, as GENA-LM's code reads it."""
-    config = gena_config(shared_data, config_name)
+    config = gena_config(real_data, config_name)
     assert ("last_layer_norm" not in config) == last_layer_norm
     state = gena_pre_ln_state(config, last_layer_norm)
     save_source(tmp_path / "src", config, state, safetensors=False)
-    copy_gena_tokenizer(shared_data, tmp_path / "src")
+    copy_gena_tokenizer(real_data, tmp_path / "src")
     converted = convert_checkpoint(tmp_path / "src", tmp_path / "out")
     assert converted.config.pre_layer_norm and converted.config.final_layer_norm == last_layer_norm
     for lengths in ([512], [300, 199]):
@@ -198,24 +198,26 @@ def test_gena_pre_ln_bert(shared_data, tmp_path, config_name, last_layer_norm):
 
 
 # -- ESM (Nucleotide Transformer v1: absolute positions) -----------------------------------------
-def esm_source(out):
-    """A small EsmForMaskedLM in Nucleotide Transformer v1's layout, with an EsmTokenizer of 6-mers."""
+def esm_source(out, classifier_labels=None):
+    """A small EsmForMaskedLM in Nucleotide Transformer v1's layout, with its EsmTokenizer of 6-mers
+    (``vocab.txt`` and ``tokenizer_config.json``, no ``tokenizer.json``); with ``classifier_labels`` (config fields) an EsmForSequenceClassification."""
     from itertools import product
 
-    from transformers import EsmConfig, EsmForMaskedLM, EsmTokenizer
+    from transformers import EsmConfig, EsmForMaskedLM, EsmForSequenceClassification, EsmTokenizer
 
     out.mkdir()
-    vocab = ["<unk>", "<pad>", "<mask>", "<cls>", "<eos>", "<bos>", *("".join(k) for k in product("ACGT", repeat=3)),
-             "A", "C", "G", "T", "N"]
+    vocab = ["<unk>", "<pad>", "<mask>", "<cls>", "<eos>", "<bos>", *("".join(k) for k in product("ACGT", repeat=6)),
+             "A", "T", "C", "G", "N"]  # Nucleotide Transformer v1's vocab.txt
     (out / "vocab.txt").write_text("\n".join(vocab) + "\n")
     EsmTokenizer(str(out / "vocab.txt")).save_pretrained(str(out))
     config = EsmConfig(
         vocab_size=len(vocab), pad_token_id=1, mask_token_id=2, max_position_embeddings=258,
         position_embedding_type="absolute", emb_layer_norm_before=False, token_dropout=False,
-        tie_word_embeddings=False, **SMALL_ESM,
+        tie_word_embeddings=False, **SMALL_ESM, **(classifier_labels or {}),
     )
-    source = randomize(EsmForMaskedLM(config))
-    save_source(out, config.to_dict(), source.state_dict(), safetensors=True)
+    model_class = EsmForMaskedLM if classifier_labels is None else EsmForSequenceClassification
+    source = randomize(model_class(config))
+    save_source(out, config.to_dict() | {"architectures": [model_class.__name__]}, source.state_dict(), safetensors=True)
     return source, len(vocab)
 
 
@@ -233,7 +235,37 @@ def test_esm_absolute_positions(tmp_path):
         assert_same_outputs(genolong_hidden_states(converted, ids, mask), transformers_outputs(source, ids, mask), mask)
 
 
-def test_genolong_feeds_gena_tokenizer_what_it_expects(shared_data, tmp_path):
+def test_nucleotide_transformer_tokenizer_gets_a_tokenizer_json_with_the_same_ids(real_data, tmp_path):
+    """The converted directory's fast tokenizer, as genolong's commands load it, encodes real genome
+    sequence (human chr17, C. elegans chrX) and N runs to EsmTokenizer's ids, and genolong's
+    encoder frames them as ESM does: <cls> tokens <eos>."""
+    from transformers import EsmTokenizer
+
+    from genolong.dna.sequence import read_fasta
+    from genolong.inference.classifier import TokenEncoder
+    from genolong.model.loading import load_model_tokenizer
+
+    esm_source(tmp_path / "src")
+    assert not (tmp_path / "src" / "tokenizer.json").exists()
+    converted = convert_checkpoint(tmp_path / "src", tmp_path / "out")
+    assert (tmp_path / "out" / "tokenizer.json").is_file()
+    fast = load_model_tokenizer(tmp_path / "out", converted.config)
+    slow = EsmTokenizer(str(tmp_path / "src" / "vocab.txt"))
+    assert (converted.config.cls_token_id, converted.config.sep_token_id) == (slow.cls_token_id, slow.eos_token_id)
+    pieces = []
+    for genome in ("chr17.hg19.part.fa", "ce2chrX.fa.gz"):
+        sequence = next(read_fasta(real_data / "genomes" / genome)).sequence
+        pieces += [sequence[start : start + 997] for start in range(0, len(sequence) - 997, len(sequence) // 20)]
+    pieces += ["ACGTN" * 9, "ACGTACNNNNNNNNNNNNACGTAC", "ACGTACGTACG"]
+    assert any("N" in piece for piece in pieces)
+    expected = [slow(piece)["input_ids"] for piece in pieces]
+    assert [fast(piece)["input_ids"] for piece in pieces] == expected
+    framed = TokenEncoder(fast, max_len=400)(pieces[:4])
+    for row, ids in zip(framed["input_ids"].tolist(), expected[:4], strict=True):
+        assert row[: len(ids)] == ids
+
+
+def test_genolong_feeds_gena_tokenizer_what_it_expects(real_data, tmp_path):
     """Lowercase (soft-masked) bases and IUPAC codes are cleaned to ACGTN before GENA-LM's tokenizer,
     whose vocabulary is uppercase; its own normalizer turns runs of >= 10 N into '-'."""
     from convert_helpers import copy_gena_tokenizer
@@ -241,7 +273,7 @@ def test_genolong_feeds_gena_tokenizer_what_it_expects(shared_data, tmp_path):
     from genolong.dna.tokenizer import load_tokenizer
     from genolong.inference.classifier import TokenEncoder
 
-    copy_gena_tokenizer(shared_data, tmp_path)
+    copy_gena_tokenizer(real_data, tmp_path)
     tokenizer = load_tokenizer(tmp_path)
     batch = TokenEncoder(tokenizer, 64)(["acgtTTGACArYGG" + "N" * 12 + "GATTACA"])
     tokens = tokenizer.convert_ids_to_tokens(batch["input_ids"][0])

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from classify_helpers import random_classifier, tiny_tokenizer
+from convert_helpers import copy_gena_tokenizer
 from tokenizers import Tokenizer
 from variant_helpers import genome_sequences, other, site_records
 
@@ -30,12 +31,12 @@ class WholeWindow:
 
 
 @pytest.fixture(scope="module")
-def tokenizers(tmp_path_factory, shared_data):
+def tokenizers(tmp_path_factory, real_data):
     """genolong's BPE (64 tokens, trained on the sample genome) and GENA-LM's real 32K BPE."""
     tiny = load_tokenizer(tiny_tokenizer(tmp_path_factory.mktemp("tok") / "tokenizer")).backend_tokenizer
-    gena = Tokenizer.from_file(str(shared_data / "checkpoints" / "gena_lm" / "tokenizer_t2t_1000h_multi_32k"
-                                   / "tokenizer.json"))
-    return {"genolong": tiny, "gena_lm": gena}
+    gena_dir = tmp_path_factory.mktemp("gena")
+    copy_gena_tokenizer(real_data, gena_dir)
+    return {"genolong": tiny, "gena_lm": Tokenizer.from_file(str(gena_dir / "tokenizer.json"))}
 
 
 def real_variants() -> list[Variant]:

@@ -1,6 +1,6 @@
 """A fine-tuned sequence classifier: the model directory, DNA -> token batches, probabilities.
 
-``genolong finetune`` writes a *classifier directory*; ``predict-*`` and ``eval`` read it::
+``genolong promoter|chromatin finetune`` writes a *classifier directory*; ``predict-*`` and ``eval`` read it::
 
     config.json, model.safetensors     GenolongForSequenceClassification (save_pretrained)
     tokenizer.json, tokenizer_config.json
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import bisect
 import json
+import re
 from dataclasses import asdict, dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -32,7 +33,8 @@ from genolong.errors import InputError, UserError
 
 TASK_FILE = "genolong_task.json"
 FORMAT = "genolong-classifier/1"
-TASKS = ("promoter", "chromatin")
+#: A task name (:func:`genolong.tasks.task.get_task`): ``promoter``, ``chromatin``, ``my_task``.
+TASK_NAME = re.compile(r"[a-z][a-z0-9_]*")
 
 
 def default_promoter_model() -> Path:
@@ -45,7 +47,7 @@ class TaskInfo:
     """What a classifier was trained for; saved as ``genolong_task.json``.
 
     Attributes:
-        task: ``promoter`` or ``chromatin``.
+        task: the fine-tuning task's name: ``promoter``, ``chromatin``, or a registered one.
         window_bp: input length it was trained on; longer records are scanned in windows of it.
         min_bp: the shortest input it scores (promoter: the window; chromatin: DeepSEA's
             1,000-bp input, which unlocated rows keep).
@@ -65,8 +67,8 @@ class TaskInfo:
     provenance: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.task not in TASKS:
-            raise UserError(f"unknown task {self.task!r}; choose one of: {', '.join(TASKS)}")
+        if not isinstance(self.task, str) or not TASK_NAME.fullmatch(self.task):
+            raise UserError(f"task must be a task name like 'promoter', got {self.task!r}")
 
     @classmethod
     def read(cls, directory: Path) -> TaskInfo:
@@ -228,7 +230,7 @@ class Classifier:
             )
             raise UserError(
                 f"{path} is {what} (no {TASK_FILE})",
-                hint=f"fine-tune one with `genolong finetune {task or 'promoter'} --model {path}`",
+                hint=f"fine-tune one with `genolong {task or 'promoter'} finetune --model {path}`",
             )
         info = TaskInfo.read(path)
         if task is not None and info.task != task:
