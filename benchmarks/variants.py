@@ -52,7 +52,8 @@ from genolong.dna.sequence import read_fasta  # noqa: E402
 from genolong.dna.tokenizer import load_tokenizer  # noqa: E402
 from genolong.inference.classifier import Classifier, TaskInfo, default_promoter_model  # noqa: E402
 from genolong.resources import sample_genome  # noqa: E402
-from genolong.tasks.classify import build_classifier_model, load_classify_config  # noqa: E402
+from genolong.tasks.model_setup import build_classifier_model  # noqa: E402
+from genolong.tasks.task import load_finetune_config  # noqa: E402
 
 #: The memory series' tiny model: ``promoter_tiny`` cut down (one layer of width 16, 64 tokens).
 TINY = {"max_len": 64, "model.hidden_size": 16, "model.num_hidden_layers": 1, "model.num_attention_heads": 2,
@@ -77,7 +78,7 @@ def write_snvs(path: Path, count: int, margin: int = 4000, seed: int = 0) -> Pat
 def tiny_model(work: Path, tokenizer_dir: Path) -> Path:
     """A 300-bp promoter classifier of the :data:`TINY` size (random weights) on the BPE
     tokenizer saved in ``tokenizer_dir``."""
-    config = load_classify_config("promoter", "promoter_tiny", TINY)
+    config = load_finetune_config("promoter", "promoter_tiny", TINY)
     tokenizer = load_tokenizer(tokenizer_dir)
     torch.manual_seed(0)
     model = build_classifier_model(config, 1, tokenizer, None)
