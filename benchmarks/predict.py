@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         short = write_records(work / "short.fa", pools["300 bp"], args.short)
         long = write_records(work / "long.fa", pools["8 kb"], args.long)
         batch = ["--batch-size", str(args.batch_size), "--device", "cpu"]
-        from genolong.inference.records import window_starts
+        from genolong.inference.predict.records import window_starts
 
         results["predict-promoter, 300 bp"] = run_case(
             ["predict-promoter", str(short), "--out", str(work / "p1.tsv"), *batch],

@@ -43,10 +43,10 @@ from genolong.dna.genome import Genome
 from genolong.dna.sequence import write_fasta
 from genolong.inference.classifier import Classifier, default_promoter_model
 from genolong.inference.loop import ScanModule
-from genolong.inference.plan import ScanPlan, whole_chromosomes
-from genolong.inference.scan import ScanConfig, run_scan
-from genolong.inference.tracks import BedGraphTrack, BigWigTrack, MatrixTrack
-from genolong.inference.windows import WindowBatches, WindowEncoder
+from genolong.inference.scan.plan import ScanPlan, whole_chromosomes
+from genolong.inference.scan.run import ScanConfig, run_scan
+from genolong.inference.scan.tracks import BedGraphTrack, BigWigTrack, MatrixTrack
+from genolong.inference.scan.windows import WindowBatches, WindowEncoder
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from predict import chromatin_model  # noqa: E402 (the benchmark sibling's chromatin_tiny builder)

@@ -46,7 +46,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from predict import chromatin_model  # noqa: E402 (the benchmarks folder is not a package)
 
-import genolong.inference.variant_run  # noqa: E402, F401 (imported before any clock starts)
+import genolong.inference.variants.run  # noqa: E402, F401 (imported before any clock starts)
 from genolong.cli import main as genolong_main  # noqa: E402
 from genolong.dna.sequence import read_fasta  # noqa: E402
 from genolong.dna.tokenizer import load_tokenizer  # noqa: E402

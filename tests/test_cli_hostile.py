@@ -16,7 +16,7 @@ from variant_helpers import write_vcf
 from genolong.cli import main
 from genolong.dna.sequence import read_fasta
 from genolong.inference.classifier import default_promoter_model
-from genolong.inference.variant_scoring import ClassifierEffects
+from genolong.inference.variants.scoring import ClassifierEffects
 from genolong.resources import sample_genome
 
 HEADER = "##fileformat=VCFv4.2\n#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\n"

@@ -13,7 +13,12 @@ from genolong.cli import main
 from genolong.dna.sequence import read_fasta, write_fasta
 from genolong.dna.tokenizer import load_tokenizer
 from genolong.inference.classifier import Classifier, TaskInfo
-from genolong.inference.explain import gradient_attributions, mutants, one_hot, saturation_mutagenesis
+from genolong.inference.explain.attributions import (
+    gradient_attributions,
+    mutants,
+    one_hot,
+    saturation_mutagenesis,
+)
 from genolong.model.configuration import GenolongConfig
 from genolong.model.modeling import GenolongForSequenceClassification
 from genolong.resources import sample_genome

@@ -20,7 +20,7 @@ from genolong.dna.tokenizer import load_tokenizer
 from genolong.errors import ConfigError, UserError
 from genolong.evaluation.metrics import best_f1_threshold, promoter_metrics
 from genolong.inference.classifier import Classifier, TaskInfo, TokenEncoder
-from genolong.inference.records import predict_all
+from genolong.inference.predict.records import predict_all
 from genolong.model.loading import save_model
 from genolong.tasks.finetune import Collate, run_finetune
 from genolong.tasks.model_setup import build_classifier_model

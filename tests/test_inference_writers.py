@@ -1,4 +1,4 @@
-"""The prediction tables (genolong/inference/writers.py) on hand-checked records: rows, skipped records,
+"""The prediction tables (genolong/inference/predict/writers.py) on hand-checked records: rows, skipped records,
 merged BED regions, and outputs that appear only when complete."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import sys
 import numpy as np
 import pytest
 
-from genolong.inference.records import Skipped, Window
-from genolong.inference.writers import (
+from genolong.inference.predict.records import Skipped, Window
+from genolong.inference.predict.writers import (
     PredictionCounts,
     open_outputs,
     write_chromatin_table,

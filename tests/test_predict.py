@@ -1,4 +1,4 @@
-"""Inference: windows, batching, strand averaging (genolong/inference/records.py, genolong/inference/classifier.py) and
+"""Inference: windows, batching, strand averaging (genolong/inference/predict/records.py, genolong/inference/classifier.py) and
 `genolong predict-promoter` on real mouse promoters, including bad input."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from genolong.cli import main
 from genolong.dna.sequence import FastaRecord, read_fasta, reverse_complement, write_fasta
 from genolong.dna.tokenizer import load_tokenizer
 from genolong.inference.classifier import Classifier, StrandAveraged, TokenEncoder
-from genolong.inference.records import (
+from genolong.inference.predict.records import (
     RegionMerger,
     Skipped,
     Window,

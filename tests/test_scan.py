@@ -29,7 +29,6 @@ from genolong.dna.tokenizer import (
     load_tokenizer,
     train_tokenizer,
 )
-from genolong.inference import parts
 from genolong.inference.classifier import (
     Classifier,
     StrandAveraged,
@@ -37,8 +36,9 @@ from genolong.inference.classifier import (
     TokenEncoder,
     default_promoter_model,
 )
-from genolong.inference.plan import ScanPlan, merge_intervals, read_regions, whole_chromosomes
-from genolong.inference.windows import WindowBatches, WindowEncoder, is_per_base
+from genolong.inference.scan import parts
+from genolong.inference.scan.plan import ScanPlan, merge_intervals, read_regions, whole_chromosomes
+from genolong.inference.scan.windows import WindowBatches, WindowEncoder, is_per_base
 
 N_RUN = (5_000, 7_500)  # an assembly gap written into the real sequence
 

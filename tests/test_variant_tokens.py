@@ -1,4 +1,4 @@
-"""Token ids of variant windows without tokenising each window whole (genolong.inference.variant_tokens):
+"""Token ids of variant windows without tokenising each window whole (genolong.inference.variants.tokens):
 identical to whole-window tokenisation on real sequence, for genolong's BPE and GENA-LM's 32K BPE;
 scores identical to the model run on each window's sequence."""
 
@@ -14,10 +14,10 @@ from variant_helpers import genome_sequences, other, site_records
 from genolong.dna.genome import Genome
 from genolong.dna.tokenizer import load_tokenizer
 from genolong.inference.classifier import Classifier, StrandAveraged
-from genolong.inference.variant_scoring import ClassifierEffects
-from genolong.inference.variant_tokens import SplicingTokenizer, Tokens, WindowInputs, overlapping, strand
-from genolong.inference.variant_windows import WindowBuilder
-from genolong.inference.variants import Variant
+from genolong.inference.variants.reader import Variant
+from genolong.inference.variants.scoring import ClassifierEffects
+from genolong.inference.variants.tokens import SplicingTokenizer, Tokens, WindowInputs, overlapping, strand
+from genolong.inference.variants.windows import WindowBuilder
 from genolong.resources import sample_genome
 
 WINDOW = 2000

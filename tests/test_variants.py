@@ -21,9 +21,9 @@ from genolong.errors import UserError
 from genolong.evaluation.profiles import chromatin_profiles
 from genolong.inference.classifier import Classifier, StrandAveraged
 from genolong.inference.labels import select_labels
-from genolong.inference.mlm_llr import MaskedLMEffects, differing_span
-from genolong.inference.variant_scoring import ClassifierEffects
-from genolong.inference.variant_windows import left_normalise
+from genolong.inference.variants.mlm_llr import MaskedLMEffects, differing_span
+from genolong.inference.variants.scoring import ClassifierEffects
+from genolong.inference.variants.windows import left_normalise
 from genolong.resources import sample_genome
 
 GENOME = str(sample_genome())
@@ -115,8 +115,8 @@ def test_a_padded_window_keeps_the_tokens_around_the_variant(chromatin_model, tm
 
 
 def test_alleles_of_one_site_share_the_reference_pass(chromatin_model):
-    from genolong.inference.variant_windows import WindowBuilder
-    from genolong.inference.variants import Variant
+    from genolong.inference.variants.reader import Variant
+    from genolong.inference.variants.windows import WindowBuilder
 
     builder = WindowBuilder(Genome(GENOME), WINDOW)
     sequence = genome_sequences()["chr17_part"]
@@ -349,7 +349,7 @@ def test_mlm_llr_is_the_masked_marginal_of_the_variant_tokens(tokenizer_dir, tmp
 
 
 def test_build_check_names_the_builds(tmp_path):
-    from genolong.inference.variant_windows import check_build
+    from genolong.inference.variants.windows import check_build
 
     write_fasta(tmp_path / "g.fa", [("chr1", "ACGT" * 25), ("chrM", "ACGT" * 10)])
     genome = Genome(tmp_path / "g.fa")

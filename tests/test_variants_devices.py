@@ -18,12 +18,12 @@ from genolong.cli import main
 from genolong.dna.genome import Genome
 from genolong.inference.classifier import Classifier
 from genolong.inference.labels import label_class
-from genolong.inference.variant_loop import VariantChunks, VariantPartWriter
-from genolong.inference.variant_output import writer_for
-from genolong.inference.variant_run import PartialRun
-from genolong.inference.variant_scoring import ClassifierEffects
-from genolong.inference.variant_windows import WindowBuilder
-from genolong.inference.variants import VariantFile
+from genolong.inference.variants.loop import VariantChunks, VariantPartWriter
+from genolong.inference.variants.output import writer_for
+from genolong.inference.variants.reader import VariantFile
+from genolong.inference.variants.run import PartialRun
+from genolong.inference.variants.scoring import ClassifierEffects
+from genolong.inference.variants.windows import WindowBuilder
 from genolong.resources import sample_genome
 
 GENOME = str(sample_genome())

@@ -44,7 +44,7 @@ def register(subparsers) -> None:
 def run(args) -> int:
     from tqdm import tqdm
 
-    from genolong.inference.explain_run import explain
+    from genolong.inference.explain.run import explain
 
     progress = tqdm(unit=" mutants", disable=None, file=sys.stderr, desc="in-silico mutagenesis")
     try:

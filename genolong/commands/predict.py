@@ -1,5 +1,5 @@
 """``genolong promoter predict`` (and its shortcut ``genolong predict-promoter``) and ``genolong chromatin
-predict``: score the records of a FASTA file (:mod:`genolong.inference.fasta_predict`).
+predict``: score the records of a FASTA file (:mod:`genolong.inference.predict.fasta`).
 
 Both stream the FASTA (plain, gzip or bgzip) one record at a time, batch the model inputs,
 show progress on a terminal and use a GPU when there is one. A record longer than the
@@ -17,7 +17,7 @@ Bad input, by design:
   taken back: use ``--out`` when a partial table would do harm.
 
 ``--devices N`` / ``--num-nodes M`` score the windows on several ranks and merge them into the
-same files (:mod:`genolong.inference.record_loop`). The task groups add the parsers with
+same files (:mod:`genolong.inference.predict.loop`). The task groups add the parsers with
 :func:`add_promoter_parser` and :func:`add_chromatin_parser`.
 """
 
@@ -116,7 +116,7 @@ def add_chromatin_parser(commands) -> None:
 
 
 def _prediction(args):
-    from genolong.inference.fasta_predict import FastaPrediction  # Lightning: imported when a command runs
+    from genolong.inference.predict.fasta import FastaPrediction  # Lightning: imported when a command runs
 
     return FastaPrediction(
         fasta=args.fasta, model=args.model, out=args.out, stride=args.stride, rc=args.rc,
@@ -126,7 +126,7 @@ def _prediction(args):
 
 
 def run_promoter(args) -> int:
-    from genolong.inference.fasta_predict import predict_promoters
+    from genolong.inference.predict.fasta import predict_promoters
 
     result = predict_promoters(_prediction(args), windows=args.windows, bed=args.bed)
     if result is not None:
@@ -137,7 +137,7 @@ def run_promoter(args) -> int:
 
 
 def run_chromatin(args) -> int:
-    from genolong.inference.fasta_predict import predict_chromatin
+    from genolong.inference.predict.fasta import predict_chromatin
 
     counts = predict_chromatin(_prediction(args))
     if counts is not None:

@@ -1,6 +1,6 @@
 """``genolong scan``: genome-wide (or region) tracks of a classifier's scores.
 
-See :mod:`genolong.inference.scan` for the pipeline and :mod:`genolong.inference.plan` for how
+See :mod:`genolong.inference.scan.run` for the pipeline and :mod:`genolong.inference.scan.plan` for how
 window scores map to position bins.
 """
 
@@ -57,7 +57,7 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from genolong.inference.scan import ScanConfig, run_scan
+    from genolong.inference.scan.run import ScanConfig, run_scan
 
     config = ScanConfig(
         genome=args.genome, out=args.out, model=args.model, regions=args.regions, chromosomes=args.chromosomes,

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from genolong.commands.arguments import add_device_arguments, non_negative_int, positive_int
-from genolong.inference.variant_windows import REF_MISMATCH
+from genolong.inference.variants.windows import REF_MISMATCH
 from genolong.outputs import declare
 
 DESCRIPTION = (
@@ -59,7 +59,7 @@ def add_profiles(parser, verb: str) -> None:
 
 
 def run(args) -> int:
-    from genolong.inference.variant_run import score_variants
+    from genolong.inference.variants.run import score_variants
 
     counts = score_variants(
         args.vcf, args.genome, args.model, args.out, score=args.score, profiles=args.profiles, rc=args.rc,

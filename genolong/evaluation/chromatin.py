@@ -24,7 +24,7 @@ from genolong.errors import InputError
 from genolong.evaluation.metrics import ProfileAUCs, median_auc_by_class, per_profile_auc
 from genolong.evaluation.profiles import N_PROFILES, chromatin_profiles
 from genolong.files import atomic_write_text
-from genolong.inference.records import predict_all
+from genolong.inference.predict.records import predict_all
 
 AUC_COLUMNS = (
     "index",

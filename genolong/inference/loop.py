@@ -10,7 +10,7 @@ part files that rank 0 merges into exactly the bytes a single process writes.
   rows -> (bins, C) scores with NaN for the skipped bins, appended to per-chromosome parts. For
   dense-attention models the last layer computes the [CLS] row only
   (:attr:`Encoder.supports_first_token_only`, the same values for about half the cost).
-  ``score-variants`` has its own in :mod:`genolong.inference.variant_loop`.
+  ``score-variants`` has its own in :mod:`genolong.inference.variants.loop`.
 
 Work is shared round-robin: rank ``r`` of ``W`` computes items ``i % W == r`` (no padding or
 repeats, unlike Lightning's ``DistributedSampler``); predict has no collective operation, so
@@ -36,7 +36,7 @@ from tqdm import tqdm
 
 from genolong import interrupts
 from genolong.errors import UserError
-from genolong.inference.parts import WorkDirectory
+from genolong.inference.scan.parts import WorkDirectory
 from genolong.tasks.common import check_num_nodes
 from genolong.tasks.console import quiet_lightning
 
@@ -177,7 +177,7 @@ class PartWriter(BasePredictionWriter, abc.ABC):
 
 
 class ScanPartWriter(PartWriter):
-    """Appends each scan batch's scores to the rank's per-chromosome parts (:mod:`~genolong.inference.parts`)."""
+    """Appends each scan batch's scores to the rank's per-chromosome parts (:mod:`~genolong.inference.scan.parts`)."""
 
     def __init__(self, work: WorkDirectory, share_bp: int, *, progress: bool, description: str):
         super().__init__(share_bp, progress=progress, description=description, unit="bp")

@@ -26,7 +26,7 @@ from genolong.evaluation.metrics import (
     promoter_metrics,
 )
 from genolong.inference.classifier import Classifier
-from genolong.inference.records import predict_all
+from genolong.inference.predict.records import predict_all
 from genolong.tasks.task import FinetuneConfig, FinetuneTask, SequenceRows, TaskData, register_task
 
 #: The k-mer baseline's report entries copied into the fine-tuning report.

@@ -18,8 +18,8 @@ import cyvcf2
 import numpy as np
 
 from genolong.files import atomic_path
-from genolong.inference.variant_windows import VariantWindows
-from genolong.inference.variants import VariantFile
+from genolong.inference.variants.reader import VariantFile
+from genolong.inference.variants.windows import VariantWindows
 
 INFO_ID = "GENOLONG"
 

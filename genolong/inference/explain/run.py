@@ -31,9 +31,14 @@ from genolong.errors import InputError, UserError
 from genolong.files import atomic_path
 from genolong.inference.bed import read_bed_regions
 from genolong.inference.classifier import Classifier
-from genolong.inference.explain import BASES, gradient_attributions, one_hot, saturation_mutagenesis
+from genolong.inference.explain.attributions import (
+    BASES,
+    gradient_attributions,
+    one_hot,
+    saturation_mutagenesis,
+)
 from genolong.inference.labels import select_labels
-from genolong.inference.variant_windows import fetch_padded
+from genolong.inference.variants.windows import fetch_padded
 from genolong.outputs import mark_directory
 
 

@@ -8,7 +8,7 @@ the whole input (cheap next to the model) but builds windows only for its own ch
   windows and the counts (skips, flags) of its alleles.
 * :class:`VariantModule` runs the effect model on a chunk.
 * :class:`VariantPartWriter` writes each chunk's part, annotation rows and counts into the
-  run's partial directory (:class:`~genolong.inference.variant_run.PartialRun`); rank 0
+  run's partial directory (:class:`~genolong.inference.variants.run.PartialRun`); rank 0
   prepares that directory once the ranks are connected.
 
 A chunk's scores depend only on the chunk (the effect models keep no state across calls), so
@@ -26,9 +26,9 @@ import torch
 
 from genolong.files import atomic_write_text
 from genolong.inference.loop import PartWriter
-from genolong.inference.variant_vcf import annotation_rows
-from genolong.inference.variant_windows import VariantWindows, WindowBuilder
-from genolong.inference.variants import SkippedAllele, Variant, VariantFile
+from genolong.inference.variants.reader import SkippedAllele, Variant, VariantFile
+from genolong.inference.variants.vcf_annotation import annotation_rows
+from genolong.inference.variants.windows import VariantWindows, WindowBuilder
 
 ANNOTATION_SUFFIX = ".annotations.tsv"
 # one process reads the input and builds the windows: the model, not the reading, is the cost
@@ -112,7 +112,7 @@ class VariantPartWriter(PartWriter):
 
     Args:
         run: the partial directory.
-        writer: :class:`~genolong.inference.variant_output.LongTsv` or ``WideHdf5`` (``write_part``).
+        writer: :class:`~genolong.inference.variants.output.LongTsv` or ``WideHdf5`` (``write_part``).
         labels: the reported outputs' names (for annotation rows).
         top_k: effects per allele in the annotation rows, or None for no annotation.
     """

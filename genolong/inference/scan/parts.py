@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from genolong.inference.plan import ScanPlan
+from genolong.inference.scan.plan import ScanPlan
 
 
 class WorkDirectory:

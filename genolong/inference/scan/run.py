@@ -1,12 +1,12 @@
 """``genolong scan``: a classifier slid over a genome (or BED regions) into tracks.
 
-1. The plan (:mod:`genolong.inference.plan`): bins of ``stride`` bp, each scored by the window
+1. The plan (:mod:`genolong.inference.scan.plan`): bins of ``stride`` bp, each scored by the window
    centred on it; batches of bins.
 2. The predict loop (:mod:`genolong.inference.loop`): each rank computes its batches and appends
    the scores to per-chromosome part files in a work directory next to the first output
-   (:mod:`genolong.inference.parts`); chromosomes finished by an earlier, interrupted run of the
+   (:mod:`genolong.inference.scan.parts`); chromosomes finished by an earlier, interrupted run of the
    same settings are not recomputed.
-3. Rank 0 merges the parts and streams the tracks (:mod:`genolong.inference.tracks`), each
+3. Rank 0 merges the parts and streams the tracks (:mod:`genolong.inference.scan.tracks`), each
    written under a temporary name and renamed when complete; the work directory is removed.
 
 Memory is one batch per worker plus one chunk of bins while writing, whatever the genome size.
@@ -30,9 +30,9 @@ from genolong.errors import UserError
 from genolong.files import atomic_path
 from genolong.inference.classifier import Classifier, default_promoter_model
 from genolong.inference.loop import ScanModule, ScanPartWriter, build_trainer, predict
-from genolong.inference.parts import WorkDirectory
-from genolong.inference.plan import ScanPlan, read_regions, whole_chromosomes
-from genolong.inference.tracks import (
+from genolong.inference.scan.parts import WorkDirectory
+from genolong.inference.scan.plan import ScanPlan, read_regions, whole_chromosomes
+from genolong.inference.scan.tracks import (
     FORMATS,
     BedGraphTrack,
     BigWigTrack,
@@ -40,7 +40,7 @@ from genolong.inference.tracks import (
     RegionTrack,
     SkippedTrack,
 )
-from genolong.inference.windows import WindowBatches, WindowEncoder
+from genolong.inference.scan.windows import WindowBatches, WindowEncoder
 from genolong.tasks.common import check_device_hardware, check_device_settings
 
 log = logging.getLogger(__name__)

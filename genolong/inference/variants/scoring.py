@@ -2,9 +2,9 @@
 
 An *effect model* has ``score_names``, ``labels`` (the P outputs it reports) and
 ``score(windows) -> {score name: (n, P) float32}`` for a list of
-:class:`~genolong.inference.variant_windows.VariantWindows`. :class:`ClassifierEffects` is the
-one for fine-tuned classifiers; :class:`~genolong.inference.mlm_llr.MaskedLMEffects` the zero-shot
-one. The predict loop (:mod:`~genolong.inference.variant_loop`) calls ``score`` on chunks of
+:class:`~genolong.inference.variants.windows.VariantWindows`. :class:`ClassifierEffects` is the
+one for fine-tuned classifiers; :class:`~genolong.inference.variants.mlm_llr.MaskedLMEffects` the zero-shot
+one. The predict loop (:mod:`~genolong.inference.variants.loop`) calls ``score`` on chunks of
 windows, on whichever rank; a chunk's scores depend on nothing but the chunk.
 
 Scores per variant x output, with probabilities ``p_ref``, ``p_alt`` (averaged over both
@@ -24,8 +24,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from genolong.inference.variant_tokens import SplicingTokenizer, WindowInputs
-from genolong.inference.variant_windows import VariantWindows
+from genolong.inference.variants.tokens import SplicingTokenizer, WindowInputs
+from genolong.inference.variants.windows import VariantWindows
 
 SCORES = ("p_ref", "p_alt", "diff", "abs_diff", "logit_diff", "combined")
 #: Probabilities are clipped to [EPS, 1 - EPS] before the logit.
@@ -57,7 +57,7 @@ class ClassifierEffects:
 
     Each call runs the distinct inputs of its windows: variants that share a reference
     window (the alleles of one site) share its forward pass. Token ids come from
-    :class:`~genolong.inference.variant_tokens.WindowInputs` (each reference window tokenised
+    :class:`~genolong.inference.variants.tokens.WindowInputs` (each reference window tokenised
     once, a substitution's alternative spliced into its tokens: the ids of tokenising each
     window whole). With ``rc`` both strands of an input go through the model in one call and
     their probabilities are averaged, as :class:`~genolong.inference.classifier.StrandAveraged`

@@ -2,9 +2,9 @@
 its shortcut ``genolong predict-promoter``, and ``genolong chromatin predict``).
 
 The FASTA (plain, gzip or bgzip) is streamed one record at a time; a record longer than the model's
-window is scanned in windows ``stride`` bp apart (:mod:`genolong.inference.records`); ``rc`` averages
+window is scanned in windows ``stride`` bp apart (:mod:`genolong.inference.predict.records`); ``rc`` averages
 each window's probabilities with its reverse complement's. More than one device or node scores the
-windows on several ranks and merges them into the same files (:mod:`genolong.inference.record_loop`).
+windows on several ranks and merges them into the same files (:mod:`genolong.inference.predict.loop`).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from tqdm import tqdm
 
 from genolong.errors import UserError
 from genolong.inference.classifier import Classifier, StrandAveraged, default_promoter_model, describe_model
-from genolong.inference.record_loop import ranks_trainer, score_records
-from genolong.inference.writers import (
+from genolong.inference.predict.loop import ranks_trainer, score_records
+from genolong.inference.predict.writers import (
     PredictionCounts,
     open_outputs,
     write_chromatin_table,
@@ -74,7 +74,7 @@ def _scored_records(run: FastaPrediction, classifier: Classifier, trainer, defau
 def predict_promoters(run: FastaPrediction, *, windows: Path | None = None,
                       bed: Path | None = None) -> tuple[PredictionCounts, float] | None:
     """Write the per-record table to ``run.out``, and optionally the per-window table and the BED of predicted
-    promoter regions (:func:`~genolong.inference.writers.write_promoter_tables`). Returns the counts and the
+    promoter regions (:func:`~genolong.inference.predict.writers.write_promoter_tables`). Returns the counts and the
     model's threshold; None on a rank other than 0."""
     path = run.model or default_promoter_model()
     classifier, trainer = _load(run, path, "promoter")
@@ -94,7 +94,7 @@ def predict_promoters(run: FastaPrediction, *, windows: Path | None = None,
 
 def predict_chromatin(run: FastaPrediction) -> PredictionCounts | None:
     """Write one row of profile probabilities per window to ``run.out``
-    (:func:`~genolong.inference.writers.write_chromatin_table`); None on a rank other than 0."""
+    (:func:`~genolong.inference.predict.writers.write_chromatin_table`); None on a rank other than 0."""
     classifier, trainer = _load(run, run.model, "chromatin")
     records = _scored_records(run, classifier, trainer, CHROMATIN_STRIDE)
     if records is None:

@@ -23,7 +23,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from genolong.dna.genome import Genome
 from genolong.inference.classifier import TokenEncoder
-from genolong.inference.plan import ScanPlan
+from genolong.inference.scan.plan import ScanPlan
 
 _N = ord("N")
 _COMPLEMENT = np.arange(256, dtype=np.uint8)

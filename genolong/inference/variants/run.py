@@ -3,7 +3,7 @@
 Memory is one chunk of variants (``chunk_size`` alleles, their windows and scores) per rank,
 whatever the number of variants. Each finished chunk leaves its part files and its counts in
 ``.<out>.partial/`` beside the output (:class:`PartialRun`); the chunks are shared across
-ranks by :mod:`genolong.inference.variant_loop`. Rank 0 then assembles the parts in input
+ranks by :mod:`genolong.inference.variants.loop`. Rank 0 then assembles the parts in input
 order, so the output is the same bytes whatever the number of ranks. A run started again with
 the same inputs, model and options (on any number of devices) scores only the chunks not yet
 finished; with anything changed it starts over. Bad input (:class:`~genolong.errors.UserError`)
@@ -33,18 +33,18 @@ from genolong.files import atomic_write_text
 from genolong.inference.classifier import Classifier
 from genolong.inference.labels import label_class, select_labels
 from genolong.inference.loop import build_trainer, predict
-from genolong.inference.mlm_llr import MaskedLMEffects
-from genolong.inference.variant_loop import (
+from genolong.inference.variants.loop import (
     ANNOTATION_SUFFIX,
     VariantChunks,
     VariantModule,
     VariantPartWriter,
 )
-from genolong.inference.variant_output import writer_for
-from genolong.inference.variant_scoring import ClassifierEffects
-from genolong.inference.variant_vcf import annotate_vcf
-from genolong.inference.variant_windows import WindowBuilder, check_build
-from genolong.inference.variants import VariantFile, check_not_empty
+from genolong.inference.variants.mlm_llr import MaskedLMEffects
+from genolong.inference.variants.output import writer_for
+from genolong.inference.variants.reader import VariantFile, check_not_empty
+from genolong.inference.variants.scoring import ClassifierEffects
+from genolong.inference.variants.vcf_annotation import annotate_vcf
+from genolong.inference.variants.windows import WindowBuilder, check_build
 
 log = logging.getLogger(__name__)
 
@@ -135,7 +135,7 @@ def score_variant_file(
         builder: variant -> windows (or a skip), with the REF policy.
         effects: an effect model on this rank's device (``score(windows) -> {name: (n, P)}``,
             ``labels``, ``score_names``; module :mod:`variant_scoring`).
-        writer: :class:`~genolong.inference.variant_output.LongTsv` or ``WideHdf5``.
+        writer: :class:`~genolong.inference.variants.output.LongTsv` or ``WideHdf5``.
         trainer: the predict-only Trainer (:func:`~genolong.inference.loop.build_trainer`).
         identity: what makes two runs the same (model, genome and input fingerprints, options).
         annotate: also write the input VCF with each allele's ``top_k`` effects in INFO.

@@ -1,9 +1,9 @@
 """The tables of a FASTA prediction run (``genolong promoter predict``, ``genolong chromatin predict``):
 TSV rows per record or window and BED regions, written as the scored records stream in.
 
-The writers take the stream of :func:`genolong.inference.record_loop.score_records`: one
-``(first, pairs)`` per record, where ``first`` is the record's first :class:`~genolong.inference.records.Window`
-or its :class:`~genolong.inference.records.Skipped` reason, and ``pairs`` yields ``(window, probabilities (C,))``.
+The writers take the stream of :func:`genolong.inference.predict.loop.score_records`: one
+``(first, pairs)`` per record, where ``first`` is the record's first :class:`~genolong.inference.predict.records.Window`
+or its :class:`~genolong.inference.predict.records.Skipped` reason, and ``pairs`` yields ``(window, probabilities (C,))``.
 Probabilities are written with 4 decimals; a skipped record gets one row with its reason in ``error``.
 """
 
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TextIO
 
 from genolong.files import atomic_path
-from genolong.inference.records import RegionMerger, Skipped
+from genolong.inference.predict.records import RegionMerger, Skipped
 
 PROMOTER_COLUMNS = ("id", "length", "windows", "probability", "label", "error")
 WINDOW_COLUMNS = ("id", "start", "end", "probability", "label")

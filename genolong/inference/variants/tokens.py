@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from genolong.dna.sequence import clean, reverse_complement
-from genolong.inference.variant_windows import VariantWindows
+from genolong.inference.variants.windows import VariantWindows
 
 
 @dataclass(frozen=True)

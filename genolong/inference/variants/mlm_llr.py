@@ -24,7 +24,7 @@ import torch
 
 from genolong.errors import UserError
 from genolong.inference.classifier import TASK_FILE, resolve_device
-from genolong.inference.variant_windows import VariantWindows
+from genolong.inference.variants.windows import VariantWindows
 from genolong.model.loading import load_model, load_model_tokenizer, read_model_config
 from genolong.model.modeling import GenolongForMaskedLM
 

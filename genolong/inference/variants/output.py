@@ -26,7 +26,7 @@ import numpy as np
 
 from genolong.errors import UserError
 from genolong.files import atomic_path
-from genolong.inference.variant_windows import VariantWindows
+from genolong.inference.variants.windows import VariantWindows
 
 METADATA = ("chrom", "pos", "id", "ref", "alt", "flags")
 

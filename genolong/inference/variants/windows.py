@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from genolong.dna.genome import Genome, canonical_chrom
 from genolong.errors import UserError
-from genolong.inference.variants import SkippedAllele, Variant
+from genolong.inference.variants.reader import SkippedAllele, Variant
 
 #: Chromosome lengths of the two human builds, to name the build in an error.
 BUILD_LENGTHS = {

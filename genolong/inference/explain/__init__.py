@@ -1,0 +1,1 @@
+"""Attributions (``genolong explain``): in-silico mutagenesis, gradients, sequence logos."""
