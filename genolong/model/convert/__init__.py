@@ -115,7 +115,7 @@ def describe_conversion(model, out: str | Path, task: str | None) -> str:
         return line
     outputs = f"{config.num_labels} sigmoid output{'s' if config.num_labels > 1 else ''}"
     if task is not None:
-        return f"{line}: a {task} classifier ({outputs}) for `genolong {task} predict` and `genolong eval`"
+        return f"{line}: a {task} classifier ({outputs}) for `genolong {task} predict`"
     return (f"{line}: a sequence classifier ({outputs}) for AutoModelForSequenceClassification and fine-tuning "
             "(--model); convert with --task and --window-bp for the predict commands")
 
