@@ -98,6 +98,14 @@ def test_sequence_classifier_logit_parity(family, labels, real_data, tmp_path):
         assert_same_probabilities(*compare(source, converted, lengths, family, seed), softmax=labels is SOFTMAX_2)
 
 
+def test_big_bird_classifier_at_4096_tokens(real_data, tmp_path):
+    """GENA-LM BigBird's full length, block-sparse with transformers' eval-time random layout."""
+    source = classifier_source("big_bird", SOFTMAX_2, tmp_path / "src", real_data)
+    converted = convert_checkpoint(tmp_path / "src", tmp_path / "out")
+    source.bert.set_attention_type("block_sparse")
+    assert_same_probabilities(*compare(source, converted, [4096, 3000], "big_bird", seed=5), softmax=True)
+
+
 def gena_pre_ln_classifier_state(config: dict, seed: int = 1) -> dict[str, torch.Tensor]:
     """GENA-LM's pre-LN BertForSequenceClassification: their encoder, the pooler, a 2-class ``classifier``."""
     state = {k: v for k, v in gena_pre_ln_state(config, last_layer_norm=True).items() if not k.startswith("cls.")}

@@ -30,7 +30,7 @@ from genolong.model.convert.esm import convert_esm, esm_mlm_head
 from genolong.model.convert.fast_tokenizer import fast_tokenizer
 from genolong.model.convert.source import ConversionError, SourceCheckpoint, Weights, read_source
 from genolong.model.convert.target import build_model, tokenizer_fields, write_model_directory
-from genolong.model.modeling import GenolongForSequenceClassification
+from genolong.model.modeling import GenolongForSequenceClassification, GenolongPreTrainedModel
 
 #: Encoder converters by ``model_type``: GenolongConfig fields, the encoder's state dict, and
 #: the source's weights with the head's still to take.
@@ -87,6 +87,9 @@ def convert_checkpoint(
         raise ConversionError("--task and --window-bp go together: a classifier directory needs both")
     source = read_source(src)
     fields, state = convert_weights(source)
+    if task is not None and "lm_head.decoder.weight" in state:
+        raise ConversionError(f"--task {task} needs a sequence-classification checkpoint; {src} is a masked-LM one",
+                              hint=f"fine-tune the converted model with `genolong {task} finetune`")
     tokenizer = fast_tokenizer(source.tokenizer)
     vocab_rows = state["genolong.encoder.embeddings.token.weight"].shape[0]
     fields |= tokenizer_fields(tokenizer, vocab_rows)
@@ -96,15 +99,12 @@ def convert_checkpoint(
         "name_or_path": source.config.get("_name_or_path") or Path(src).name,
     }
     model = build_model(fields, state)
-    if task is not None and "lm_head.decoder.weight" in state:
-        raise ConversionError(f"--task {task} needs a sequence-classification checkpoint; {src} is a masked-LM one",
-                              hint=f"fine-tune the converted model with `genolong {task} finetune`")
     info = None if task is None else task_info(task, window_bp, model.config)
     write_model_directory(model, tokenizer, out, info)
     return model
 
 
-def describe_conversion(model, out: str | Path, task: str | None) -> str:
+def describe_conversion(model: GenolongPreTrainedModel, out: str | Path, task: str | None) -> str:
     """What ``genolong convert`` wrote to ``out``, and what the directory is for."""
     config = model.config
     line = (
