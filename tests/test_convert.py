@@ -139,6 +139,19 @@ def gena_pre_ln_state(config: dict, last_layer_norm: bool, seed: int = 0) -> dic
 
 
 def gena_pre_ln_reference(state, config, input_ids, attention_mask, last_layer_norm):
+    """GENA-LM's pre-LN BertForMaskedLM: MLM logits and the hidden states of :func:`gena_pre_ln_states`."""
+    states = gena_pre_ln_states(state, config, input_ids, attention_mask, last_layer_norm)
+
+    def transform(name):
+        return F.linear(states[-1], state[f"{name}.weight"], state[f"{name}.bias"])
+
+    h = F.gelu(transform("cls.predictions.transform.dense"))
+    h = F.layer_norm(h, h.shape[-1:], state["cls.predictions.transform.LayerNorm.weight"],
+                     state["cls.predictions.transform.LayerNorm.bias"], config["layer_norm_eps"])
+    return h @ state["cls.predictions.decoder.weight"].T + state["cls.predictions.bias"], states
+
+
+def gena_pre_ln_states(state, config, input_ids, attention_mask, last_layer_norm):
     """GENA-LM's pre-LN BERT, written from their modeling_bert.py: per layer
     ``x = x + Attn(pre_attention_ln(x))``, ``x = x + FFN(post_attention_ln(x))``, then
     ``last_layer_ln`` if set; hidden states = embeddings and every layer (the last one normalised)."""
@@ -172,9 +185,8 @@ def gena_pre_ln_reference(state, config, input_ids, attention_mask, last_layer_n
         x = x + linear(h, f"{prefix}.output.dense")
         states.append(x)
     if last_layer_norm:
-        states[-1] = x = norm(x, "bert.encoder.last_layer_ln")
-    h = norm(F.gelu(linear(x, "cls.predictions.transform.dense")), "cls.predictions.transform.LayerNorm")
-    return h @ w("cls.predictions.decoder.weight").T + w("cls.predictions.bias"), states
+        states[-1] = norm(x, "bert.encoder.last_layer_ln")
+    return states
 
 
 @pytest.mark.parametrize(

@@ -12,13 +12,7 @@ from classify_helpers import promoter_dataset
 from convert_helpers import copy_gena_tokenizer, gena_config, randomize, save_source
 from test_convert import gena_pre_ln_state
 from test_predict import read_tsv
-from transformers import (
-    BertConfig,
-    BertForSequenceClassification,
-    BigBirdConfig,
-    BigBirdForPreTraining,
-    BigBirdForSequenceClassification,
-)
+from transformers import BigBirdConfig, BigBirdForPreTraining
 
 from genolong.cli import main
 from genolong.dna.sequence import write_fasta
@@ -86,7 +80,8 @@ def broken_source(kind, real_data, src):
         ("deepspeed sparse", "random block layout is not stored"),
         ("dnabert2", "DNABERT-2 (ALiBi attention bias, GEGLU feed-forward) is not supported"),
         ("vocabulary", "the tokenizer has 32000 tokens but the embedding matrix 4000 rows"),
-        ("classifier weights", "a bert checkpoint with classifier weights is not supported: genolong's classifier"),
+        ("classifier weights", "a bert checkpoint with classifier weights is not supported: genolong converts "
+                               "masked-LM and sequence-classification"),
     ],
 )
 def test_bad_sources_exit_2_with_one_line_and_write_nothing(kind, message, real_data, tmp_path, capsys):
@@ -95,44 +90,6 @@ def test_bad_sources_exit_2_with_one_line_and_write_nothing(kind, message, real_
     assert code == 2 and message in captured.err, captured.err
     assert len(captured.err.strip().splitlines()) == 1
     assert not (tmp_path / "out").exists() and sorted(p.name for p in tmp_path.iterdir()) == ["src"]
-
-
-def sequence_classifier_source(family, real_data, out):
-    """transformers' sequence classifier of ``family`` (scaled down, random weights, 3 labels), saved
-    with its config's ``architectures``, ``num_labels`` and ``id2label``, and a tokenizer of its vocabulary."""
-    labels = {"num_labels": 3, "id2label": {0: "a", 1: "b", 2: "c"}, "label2id": {"a": 0, "b": 1, "c": 2}}
-    if family == "esm":
-        from test_convert import esm_source
-
-        esm_source(out, classifier_labels=labels)
-        return
-    config_class, model_class, name = {
-        "bert": (BertConfig, BertForSequenceClassification, "L12-H768-A12-V32k-preln.json"),
-        "big_bird": (BigBirdConfig, BigBirdForSequenceClassification, "hf_bigbird_L12-H768-A12-V32k-L4096.json"),
-    }[family]
-    fields = {k: v for k, v in gena_config(real_data, name).items() if k not in ("pre_layer_norm", "last_layer_norm")}
-    model = model_class(config_class(**fields, **labels))
-    config = model.config.to_dict() | {"architectures": [model_class.__name__]}
-    save_source(out, config, model.state_dict(), safetensors=True)
-    copy_gena_tokenizer(real_data, out)
-
-
-@pytest.mark.parametrize(
-    "family, head",
-    [
-        ("bert", "BertForSequenceClassification is not supported: its head is the pooler, tanh(dense([CLS])), then a "
-                 "linear layer, genolong's classifier is one linear layer on [CLS]"),
-        ("big_bird", "BigBirdForSequenceClassification is not supported: its head is dense, gelu_new, then a linear "
-                     "layer (out_proj) on [CLS]"),
-        ("esm", "EsmForSequenceClassification is not supported: its head is dense, tanh, then a linear layer "
-                "(out_proj) on <cls>"),
-    ],
-)
-def test_sequence_classifiers_are_refused_naming_the_head_that_differs(family, head, real_data, tmp_path, capsys):
-    sequence_classifier_source(family, real_data, tmp_path / "src")
-    code, captured = run_convert(tmp_path / "src", tmp_path / "out", capsys)
-    assert code == 2 and head in captured.err and "fine-tune it with `genolong promoter|chromatin finetune`" in captured.err, captured.err
-    assert len(captured.err.strip().splitlines()) == 1 and not (tmp_path / "out").exists()
 
 
 def test_a_users_directory_is_never_replaced_and_a_converted_one_needs_force(real_data, tmp_path, capsys):

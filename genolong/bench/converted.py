@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from genolong.model.convert import SourceCheckpoint, convert_weights
-from genolong.model.convert.target import build_masked_lm
+from genolong.model.convert.target import build_model
 
 #: Converted model -> the transformers peer it is converted from.
 CONVERTED = {"converted-bigbird": "hf-bigbird", "converted-bert": "hf-bert", "converted-esm": "hf-esm"}
@@ -44,7 +44,7 @@ def converted_model(peer: Callable, size, length: int, mlm: bool):
     config = source_model.config.to_dict()
     source = SourceCheckpoint(Path("."), config, source_model.state_dict(), tokenizer=None)
     fields, state = convert_weights(source)
-    model = build_masked_lm(fields | {"pad_token_id": config.get("pad_token_id") or 0}, state)
+    model = build_model(fields | {"pad_token_id": config.get("pad_token_id") or 0}, state)
     return (model if mlm else model.genolong), extra
 
 

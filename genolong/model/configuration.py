@@ -21,6 +21,7 @@ from genolong.attention import attention_class, attention_defaults, available_at
 from genolong.config import check_type, describe_unknown, where
 from genolong.errors import ConfigError
 from genolong.model.encoder import ACTIVATIONS
+from genolong.model.heads import POOLER_ACTIVATIONS
 
 PROBLEM_TYPES = ("single_label_classification", "multi_label_classification", "regression")
 
@@ -50,6 +51,9 @@ class GenolongConfig(PretrainedConfig):
         pre_layer_norm: LayerNorm before each sub-layer (pre-LN) instead of after (post-LN).
         final_layer_norm: a LayerNorm after the last layer; None: with pre-LN only.
         embedding_layer_norm: a LayerNorm on the embeddings (BERT); False for ESM.
+        classifier_pooler: None (default): the classifier is one linear layer on [CLS]; an
+            activation name (``tanh``, ``gelu``, ``gelu_tanh``, ...): a dense layer and that
+            activation before it, as in transformers' sequence classifiers.
         positive_label_weight: weight of positive labels in the multi-label loss
             (8 for the chromatin profile, BigBird App. F.3).
         tokenizer_fingerprint: :func:`genolong.dna.tokenizer.tokenizer_fingerprint` of the tokenizer
@@ -80,6 +84,7 @@ class GenolongConfig(PretrainedConfig):
         embedding_layer_norm: bool = True,
         pad_token_id: int = 0,
         classifier_dropout: float | None = None,
+        classifier_pooler: str | None = None,
         positive_label_weight: float = 1.0,
         tie_word_embeddings: bool = True,
         tokenizer_fingerprint: str | None = None,
@@ -106,6 +111,7 @@ class GenolongConfig(PretrainedConfig):
         self.final_layer_norm = final_layer_norm
         self.embedding_layer_norm = embedding_layer_norm
         self.classifier_dropout = classifier_dropout
+        self.classifier_pooler = classifier_pooler
         self.positive_label_weight = positive_label_weight
         self.tokenizer_fingerprint = tokenizer_fingerprint
         for name, value in backbone_params.items():
@@ -130,6 +136,11 @@ class GenolongConfig(PretrainedConfig):
         if self.hidden_act not in ACTIVATIONS:
             raise ConfigError(
                 f"unknown hidden_act {self.hidden_act!r}; choose one of: {', '.join(ACTIVATIONS)}"
+            )
+        if self.classifier_pooler is not None and self.classifier_pooler not in POOLER_ACTIVATIONS:
+            raise ConfigError(
+                f"unknown classifier_pooler {self.classifier_pooler!r}; choose null or one of: "
+                f"{', '.join(POOLER_ACTIVATIONS)}"
             )
         if self.pad_token_id is None or not 0 <= self.pad_token_id < self.vocab_size:
             raise ConfigError(

@@ -7,7 +7,9 @@ C = number of labels.
   (BigBird App. F.1 pretraining objective).
 * :class:`ClassificationHead` -- a linear layer on the [CLS] (first) token: the promoter
   classifier (App. F.2, binary) and the 919-way chromatin profile (App. F.3, 919 independent
-  binary classifiers), chosen by ``problem_type`` as in transformers.
+  binary classifiers), chosen by ``problem_type`` as in transformers; with
+  ``config.classifier_pooler`` a dense layer and that activation come first (the heads of
+  transformers' BERT, BigBird and ESM sequence classifiers).
 """
 
 from __future__ import annotations
@@ -19,6 +21,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from genolong.model.encoder import ACTIVATIONS
+
+#: Activations of the classifier's optional pooler (``config.classifier_pooler``): the encoder's,
+#: and BERT's and ESM's tanh.
+POOLER_ACTIVATIONS = {**ACTIVATIONS, "tanh": torch.tanh}
 
 #: Label value that marks a position without an MLM target (the transformers convention).
 IGNORE_INDEX = -100
@@ -63,6 +69,13 @@ class MaskedLMHead(nn.Module):
 class ClassificationHead(nn.Module):
     """Dropout and a linear layer on the first ([CLS]) token: (B, L, N) -> (B, C).
 
+    With ``config.classifier_pooler`` (an activation name of :data:`POOLER_ACTIVATIONS`), a
+    dense layer (N, N) and that activation come before the output layer:
+    ``classifier(dropout(act(dense(dropout(cls)))))``, the head of transformers' BigBird and ESM
+    sequence classifiers (BERT's pooler has no dropout before its dense layer; dropout is the
+    identity in eval mode, so the logits are the same). Without it (None) the head is the single
+    linear layer.
+
     ``config.problem_type`` picks the loss, as in transformers:
 
     * ``"single_label_classification"``: cross-entropy, labels (B,) int64 class ids
@@ -77,6 +90,9 @@ class ClassificationHead(nn.Module):
         super().__init__()
         dropout = config.classifier_dropout
         self.dropout = nn.Dropout(config.hidden_dropout_prob if dropout is None else dropout)
+        pooler = config.classifier_pooler
+        self.dense = None if pooler is None else nn.Linear(config.hidden_size, config.hidden_size)
+        self.activation = None if pooler is None else POOLER_ACTIVATIONS[pooler]
         self.classifier = nn.Linear(config.hidden_size, config.num_labels)
         self.problem_type = config.problem_type
         self.positive_label_weight = config.positive_label_weight
@@ -85,7 +101,10 @@ class ClassificationHead(nn.Module):
         self, hidden: torch.Tensor, labels: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Logits (B, C), and the loss (scalar) when labels are given."""
-        logits = self.classifier(self.dropout(hidden[:, 0]))
+        first = self.dropout(hidden[:, 0])  # (B, N)
+        if self.dense is not None:
+            first = self.dropout(self.activation(self.dense(first)))
+        logits = self.classifier(first)
         if labels is None:
             return logits, None
         return logits, self.loss(logits, labels)

@@ -4,8 +4,9 @@ registered with the Auto classes by ``import genolong``.
 * :class:`GenolongModel` -- the encoder: input_ids (B, L) -> last_hidden_state (B, L, N).
 * :class:`GenolongForMaskedLM` -- encoder + MLM head with tied embeddings (pretraining,
   BigBird App. F.1). With ``labels`` the logits are computed at masked positions only.
-* :class:`GenolongForSequenceClassification` -- encoder + linear head on [CLS]: promoter
-  (App. F.2, ``num_labels=2``) and the 919-way chromatin profile (App. F.3,
+* :class:`GenolongForSequenceClassification` -- encoder + linear head on [CLS] (after a dense
+  layer and ``classifier_pooler``'s activation when set): promoter (App. F.2, ``num_labels=2``)
+  and the 919-way chromatin profile (App. F.3,
   ``num_labels=919, problem_type="multi_label_classification"``).
 
 The models know no backbone by name: the config's backbone (an

@@ -8,8 +8,10 @@ tested layer by layer):
   apart by their weights: :mod:`.bert`;
 * ``esm`` with absolute positions (Nucleotide Transformer v1): :mod:`.esm`.
 
-Masked-LM checkpoints only: a classification head is refused with what differs from genolong's
-(:mod:`.classification`).
+A masked-LM checkpoint becomes a :class:`~genolong.model.modeling.GenolongForMaskedLM`; a
+sequence classifier (BERT's, BigBird's, ESM's ``...ForSequenceClassification``) a
+:class:`~genolong.model.modeling.GenolongForSequenceClassification` with the same head and its
+outputs as sigmoids (:mod:`.classification`). The encoder converts the same way in both.
 
 Anything else is refused with one line that names what genolong's encoder lacks, never
 converted approximately. No code from the source directory is run.
@@ -21,19 +23,24 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from genolong.model.convert.bert import convert_bert
+from genolong.model.convert.bert import bert_mlm_head, convert_bert
 from genolong.model.convert.big_bird import convert_big_bird
-from genolong.model.convert.classification import refuse_classifier
-from genolong.model.convert.esm import convert_esm
+from genolong.model.convert.classification import classifier_architecture, sequence_head, task_info
+from genolong.model.convert.esm import convert_esm, esm_mlm_head
 from genolong.model.convert.fast_tokenizer import fast_tokenizer
-from genolong.model.convert.source import ConversionError, SourceCheckpoint, read_source
-from genolong.model.convert.target import build_masked_lm, tokenizer_fields, write_model_directory
+from genolong.model.convert.source import ConversionError, SourceCheckpoint, Weights, read_source
+from genolong.model.convert.target import build_model, tokenizer_fields, write_model_directory
+from genolong.model.modeling import GenolongForSequenceClassification, GenolongPreTrainedModel
 
-CONVERTERS: dict[str, Callable[[SourceCheckpoint], tuple[dict[str, Any], dict]]] = {
+#: Encoder converters by ``model_type``: GenolongConfig fields, the encoder's state dict, and
+#: the source's weights with the head's still to take.
+CONVERTERS: dict[str, Callable[[SourceCheckpoint], tuple[dict[str, Any], dict, Weights]]] = {
     "big_bird": convert_big_bird,
     "bert": convert_bert,
     "esm": convert_esm,
 }
+#: Masked-LM heads by ``model_type`` (BigBird's is BERT's).
+MLM_HEADS: dict[str, Callable[[Weights], dict]] = {"big_bird": bert_mlm_head, "bert": bert_mlm_head, "esm": esm_mlm_head}
 
 #: Known DNA model families that cannot be converted exactly, by ``model_type``, and why.
 REFUSED = {
@@ -46,27 +53,43 @@ REFUSED = {
 DNABERT2_KEYS = ("alibi_starting_size",)
 
 
-def convert_checkpoint(src: str | Path, out: str | Path, *, force: bool = False):
+def convert_checkpoint(
+    src: str | Path,
+    out: str | Path,
+    *,
+    force: bool = False,
+    task: str | None = None,
+    window_bp: int | None = None,
+):
     """Convert the transformers checkpoint in ``src`` into a genolong model directory ``out``.
 
     ``out`` receives ``config.json`` and ``model.safetensors`` of a
-    :class:`~genolong.model.modeling.GenolongForMaskedLM`, and the source's tokenizer with its
-    ``tokenizer.json`` (built for a ``vocab.txt``-only ESM tokenizer: :mod:`.fast_tokenizer`).
-    Nothing is written unless the whole conversion succeeds.
+    :class:`~genolong.model.modeling.GenolongForMaskedLM` (or, for a sequence classifier, a
+    :class:`~genolong.model.modeling.GenolongForSequenceClassification`), and the source's
+    tokenizer with its ``tokenizer.json`` (built for a ``vocab.txt``-only ESM tokenizer:
+    :mod:`.fast_tokenizer`). With ``task`` and ``window_bp``, a classifier's directory also gets
+    ``genolong_task.json`` (:func:`.classification.task_info`), which makes it a classifier
+    directory for that task's commands. Nothing is written unless the whole conversion succeeds.
 
     Returns:
         The converted model (eval mode).
 
     Raises:
-        ConversionError: not a checkpoint, missing weights, an unsupported architecture, a
-            tokenizer of another vocabulary, a config that contradicts the weights; ``out``
-            is not empty and ``force`` is False.
+        ConversionError: not a checkpoint, missing weights, an unsupported architecture or
+            head, a tokenizer of another vocabulary, a config that contradicts the weights;
+            ``task`` without ``window_bp`` (or the reverse), or for a masked-LM checkpoint;
+            ``out`` is not empty and ``force`` is False.
     """
     out = Path(out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())) and not force:
         raise ConversionError(f"{out} already exists", hint="pass --force to replace it")
+    if (task is None) != (window_bp is None):
+        raise ConversionError("--task and --window-bp go together: a classifier directory needs both")
     source = read_source(src)
     fields, state = convert_weights(source)
+    if task is not None and "lm_head.decoder.weight" in state:
+        raise ConversionError(f"--task {task} needs a sequence-classification checkpoint; {src} is a masked-LM one",
+                              hint=f"fine-tune the converted model with `genolong {task} finetune`")
     tokenizer = fast_tokenizer(source.tokenizer)
     vocab_rows = state["genolong.encoder.embeddings.token.weight"].shape[0]
     fields |= tokenizer_fields(tokenizer, vocab_rows)
@@ -75,14 +98,32 @@ def convert_checkpoint(src: str | Path, out: str | Path, *, force: bool = False)
         "architectures": source.config.get("architectures"),
         "name_or_path": source.config.get("_name_or_path") or Path(src).name,
     }
-    model = build_masked_lm(fields, state)
-    write_model_directory(model, tokenizer, out)
+    model = build_model(fields, state)
+    info = None if task is None else task_info(task, window_bp, model.config)
+    write_model_directory(model, tokenizer, out, info)
     return model
 
 
+def describe_conversion(model: GenolongPreTrainedModel, out: str | Path, task: str | None) -> str:
+    """What ``genolong convert`` wrote to ``out``, and what the directory is for."""
+    config = model.config
+    line = (
+        f"converted {config.converted_from['model_type']} ({config.num_hidden_layers} layers, hidden "
+        f"{config.hidden_size}, {config.max_position_embeddings} positions, backbone {config.backbone}) -> {out}"
+    )
+    if not isinstance(model, GenolongForSequenceClassification):
+        return line
+    outputs = f"{config.num_labels} sigmoid output{'s' if config.num_labels > 1 else ''}"
+    if task is not None:
+        return f"{line}: a {task} classifier ({outputs}) for `genolong {task} predict`"
+    return (f"{line}: a sequence classifier ({outputs}) for AutoModelForSequenceClassification and fine-tuning "
+            "(--model); convert with --task and --window-bp for the predict commands")
+
+
 def convert_weights(source: SourceCheckpoint) -> tuple[dict[str, Any], dict]:
-    """GenolongConfig fields and the state dict of a GenolongForMaskedLM for ``source`` (its
-    tokenizer is not read), or a ConversionError naming why it cannot be converted exactly."""
+    """GenolongConfig fields and the state dict of a GenolongForMaskedLM, or of a
+    GenolongForSequenceClassification when ``source`` has a classifier (its tokenizer is not
+    read), or a ConversionError naming why it cannot be converted exactly."""
     model_type = source.config["model_type"]
     if model_type in REFUSED:
         raise ConversionError(f"model_type {model_type!r} is not supported: {REFUSED[model_type]}")
@@ -95,8 +136,18 @@ def convert_weights(source: SourceCheckpoint) -> tuple[dict[str, Any], dict]:
         raise ConversionError(
             f"model_type {model_type!r} is not supported (supported: {', '.join(CONVERTERS)})"
         )
-    refuse_classifier(source)
-    return CONVERTERS[model_type](source)
+    fields, state, weights = CONVERTERS[model_type](source)
+    if classifier_architecture(source.config, source.weights) is None:
+        state |= MLM_HEADS[model_type](weights)
+    else:
+        head_fields, head_state = sequence_head(source, weights)
+        fields, state = fields | head_fields, state | head_state
+    unused = weights.unused()
+    if unused:
+        shown = ", ".join(unused[:4]) + (f" and {len(unused) - 4} more" if len(unused) > 4 else "")
+        raise ConversionError(f"weights with no place in a genolong model: {shown}")
+    return fields, state
 
 
-__all__ = ["CONVERTERS", "REFUSED", "ConversionError", "SourceCheckpoint", "convert_checkpoint", "convert_weights"]
+__all__ = ["CONVERTERS", "REFUSED", "ConversionError", "SourceCheckpoint", "convert_checkpoint", "convert_weights",
+           "describe_conversion"]

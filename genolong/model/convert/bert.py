@@ -21,7 +21,8 @@ from typing import Any
 from genolong.model.convert import target
 from genolong.model.convert.source import ConversionError, SourceCheckpoint, Weights
 
-#: Weights a masked-LM model has no use for: the NSP head, the pooler, position-id buffers.
+#: Weights genolong has no use for: the NSP head, the pooler (a sequence classifier's is taken
+#: by :mod:`.classification`), position-id buffers.
 IGNORED = ("cls.seq_relationship.", "pooler.", "embeddings.position_ids", "embeddings.token_type_ids")
 PRE_LN_KEY = "encoder.layer.0.pre_attention_ln.weight"
 POST_LN_KEY = "encoder.layer.0.attention.output.LayerNorm.weight"
@@ -136,12 +137,21 @@ def check_absolute_positions(config: dict[str, Any]) -> None:
         )
 
 
+#: transformers' activation names (``ACT2FN``) -> genolong's (``ACTIVATIONS``), where they compute the same.
+ACTIVATION_NAMES = {"gelu": "gelu", "relu": "relu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh"}
+
+
+def genolong_activation(hidden_act: str | None) -> str:
+    """genolong's name of transformers' activation ``hidden_act``; ConversionError when it has none."""
+    if hidden_act not in ACTIVATION_NAMES:
+        raise ConversionError(f"hidden_act {hidden_act!r} is not supported")
+    return ACTIVATION_NAMES[hidden_act]
+
+
 def common_fields(config: dict[str, Any], weights: Weights) -> dict[str, Any]:
     """GenolongConfig fields shared by BERT and BigBird, with the sizes read from the weights."""
     vocab, hidden = weights.tensors["embeddings.word_embeddings.weight"].shape
-    if config.get("hidden_act") not in ("gelu", "gelu_new", "relu", "gelu_pytorch_tanh"):
-        raise ConversionError(f"hidden_act {config.get('hidden_act')!r} is not supported")
-    activation = {"gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh"}.get(config["hidden_act"], config["hidden_act"])
+    activation = genolong_activation(config.get("hidden_act"))
     if config.get("is_decoder") or config.get("add_cross_attention"):
         raise ConversionError("decoder checkpoints (is_decoder, add_cross_attention) are not supported")
     return {
@@ -159,8 +169,9 @@ def common_fields(config: dict[str, Any], weights: Weights) -> dict[str, Any]:
     }
 
 
-def convert_bert(source: SourceCheckpoint) -> tuple[dict[str, Any], dict]:
-    """GenolongConfig fields and state dict of a post-LN or GENA-LM pre-LN BERT."""
+def convert_bert(source: SourceCheckpoint) -> tuple[dict[str, Any], dict, Weights]:
+    """GenolongConfig fields and state dict of the encoder of a post-LN or GENA-LM pre-LN BERT,
+    and the source's weights (its head's still to take)."""
     config = source.config
     check_absolute_positions(config)
     weights = Weights(source.weights, "bert.", IGNORED)
@@ -173,14 +184,4 @@ def convert_bert(source: SourceCheckpoint) -> tuple[dict[str, Any], dict]:
     state = bert_embeddings(weights) | bert_layers(weights, fields["num_hidden_layers"], pre_layer_norm)
     if final_layer_norm:
         state |= target.final_norm_state(weights.linear(FINAL_LN))
-    state |= bert_mlm_head(weights)
-    return fields, finish(weights, state)
-
-
-def finish(weights: Weights, state: dict) -> dict:
-    """``state``, after checking that every weight of the source found its place."""
-    unused = weights.unused()
-    if unused:
-        shown = ", ".join(unused[:4]) + (f" and {len(unused) - 4} more" if len(unused) > 4 else "")
-        raise ConversionError(f"weights with no place in a genolong masked-LM model: {shown}")
-    return state
+    return fields, state, weights

@@ -25,10 +25,8 @@ from genolong.model.convert.bert import (
     IGNORED,
     bert_embeddings,
     bert_layers,
-    bert_mlm_head,
     check_absolute_positions,
     common_fields,
-    finish,
 )
 from genolong.model.convert.source import ConversionError, SourceCheckpoint, Weights
 
@@ -54,8 +52,9 @@ def attention_fields(config: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def convert_big_bird(source: SourceCheckpoint) -> tuple[dict[str, Any], dict]:
-    """GenolongConfig fields and state dict of a transformers BigBird masked-LM checkpoint."""
+def convert_big_bird(source: SourceCheckpoint) -> tuple[dict[str, Any], dict, Weights]:
+    """GenolongConfig fields and state dict of the encoder of a transformers BigBird checkpoint,
+    and the source's weights (its head's still to take)."""
     config = source.config
     check_absolute_positions(config)
     if config.get("rescale_embeddings"):
@@ -65,8 +64,4 @@ def convert_big_bird(source: SourceCheckpoint) -> tuple[dict[str, Any], dict]:
     state = bert_embeddings(weights) | bert_layers(
         weights, fields["num_hidden_layers"], pre_layer_norm=False, zero_qkv_bias=not config.get("use_bias", True)
     )
-    state |= bert_mlm_head(weights)
-    return fields, finish(weights, state)
-
-
-
+    return fields, state, weights

@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import Any
 
 from genolong.model.convert import target
-from genolong.model.convert.bert import finish
 from genolong.model.convert.source import ConversionError, SourceCheckpoint, Weights
 
 IGNORED = ("embeddings.position_ids", "contact_head.")
@@ -32,8 +31,9 @@ def check_esm_config(config: dict[str, Any]) -> None:
         raise ConversionError("ESMFold checkpoints are not supported")
 
 
-def convert_esm(source: SourceCheckpoint) -> tuple[dict[str, Any], dict]:
-    """GenolongConfig fields and state dict of an ESM masked-LM checkpoint with absolute positions."""
+def convert_esm(source: SourceCheckpoint) -> tuple[dict[str, Any], dict, Weights]:
+    """GenolongConfig fields and state dict of the encoder of an ESM checkpoint with absolute
+    positions, and the source's weights (its head's still to take)."""
     config = source.config
     check_esm_config(config)
     weights = Weights(source.weights, "esm.", IGNORED)
@@ -71,10 +71,15 @@ def convert_esm(source: SourceCheckpoint) -> tuple[dict[str, Any], dict]:
             feed_forward_norm=weights.linear(f"{layer}.LayerNorm"),
         )
     state |= target.final_norm_state(weights.linear("encoder.emb_layer_norm_after"))
+    return fields, state, weights
+
+
+def esm_mlm_head(weights: Weights) -> dict:
+    """``lm_head``: dense, LayerNorm and the decoder (the token embedding when not saved)."""
     if "lm_head.dense.weight" not in weights:
         raise ConversionError("the checkpoint has no masked-LM head (lm_head)")
-    decoder = weights.take("lm_head.decoder.weight") if "lm_head.decoder.weight" in weights else token
-    state |= target.head_state(
-        weights.linear("lm_head.dense"), weights.linear("lm_head.layer_norm"), (decoder, weights.take("lm_head.bias"))
+    decoder_name = "lm_head.decoder.weight" if "lm_head.decoder.weight" in weights else "embeddings.word_embeddings.weight"
+    return target.head_state(
+        weights.linear("lm_head.dense"), weights.linear("lm_head.layer_norm"),
+        (weights.take(decoder_name), weights.take("lm_head.bias")),
     )
-    return fields, finish(weights, state)

@@ -18,11 +18,16 @@ from transformers import PreTrainedTokenizerBase
 
 from genolong.dna.tokenizer import tokenizer_fingerprint
 from genolong.files import atomic_path
+from genolong.inference.classifier import TaskInfo
 from genolong.model.configuration import GenolongConfig
 from genolong.model.convert.source import ConversionError
 from genolong.model.convert.weights_file import distinct_tensors, write_safetensors
 from genolong.model.loading import WEIGHTS_FILE
-from genolong.model.modeling import GenolongForMaskedLM
+from genolong.model.modeling import (
+    GenolongForMaskedLM,
+    GenolongForSequenceClassification,
+    GenolongPreTrainedModel,
+)
 from genolong.outputs import mark_directory
 
 Linear = tuple[torch.Tensor, torch.Tensor]  # (weight (out, in), bias (out,)); a LayerNorm's (weight, bias)
@@ -73,20 +78,29 @@ def head_state(dense: Linear, norm: Linear, decoder: Linear) -> dict[str, torch.
     return _pair("lm_head.dense", dense) | _pair("lm_head.norm", norm) | _pair("lm_head.decoder", decoder)
 
 
+def classifier_state(dense: Linear, output: Linear) -> dict[str, torch.Tensor]:
+    """The classification head with a pooler: dense (N, N), output layer (C, N) with its bias (C,)."""
+    return _pair("classifier.dense", dense) | _pair("classifier.classifier", output)
+
+
 def _pair(name: str, weight_and_bias: Linear) -> dict[str, torch.Tensor]:
     weight, bias = weight_and_bias
     return {f"{name}.weight": weight, f"{name}.bias": bias}
 
 
-def build_masked_lm(fields: dict[str, Any], state: dict[str, torch.Tensor]) -> GenolongForMaskedLM:
-    """A GenolongForMaskedLM with ``fields`` and every parameter from ``state``.
+def build_model(fields: dict[str, Any], state: dict[str, torch.Tensor]) -> GenolongPreTrainedModel:
+    """A GenolongForMaskedLM (``state`` has the masked-LM head) or a
+    GenolongForSequenceClassification with ``fields`` and every parameter from ``state``.
 
     Its own buffers (a seeded random layout) are kept; any parameter that ``state`` does not set,
     or any entry of ``state`` the model has no place for, is a ConversionError.
     """
-    decoder = state["lm_head.decoder.weight"]
-    fields["tie_word_embeddings"] = bool(torch.equal(decoder, state[f"{ENCODER}.embeddings.token.weight"]))
-    model = GenolongForMaskedLM(GenolongConfig(**fields))
+    if "lm_head.decoder.weight" in state:
+        decoder = state["lm_head.decoder.weight"]
+        fields["tie_word_embeddings"] = bool(torch.equal(decoder, state[f"{ENCODER}.embeddings.token.weight"]))
+        model = GenolongForMaskedLM(GenolongConfig(**fields))
+    else:
+        model = GenolongForSequenceClassification(GenolongConfig(**fields))
     parameters = {name for name, _ in model.named_parameters(remove_duplicate=False)}
     missing = sorted(parameters - set(state))
     unexpected = sorted(set(state) - set(model.state_dict()))
@@ -96,10 +110,13 @@ def build_masked_lm(fields: dict[str, Any], state: dict[str, torch.Tensor]) -> G
     return model.eval()
 
 
-def write_model_directory(model: GenolongForMaskedLM, tokenizer: PreTrainedTokenizerBase, out: str | Path) -> None:
+def write_model_directory(
+    model: GenolongPreTrainedModel, tokenizer: PreTrainedTokenizerBase, out: str | Path, task: TaskInfo | None = None
+) -> None:
     """``out``: the model (config.json stamped with the tokenizer's fingerprint, and
-    model.safetensors with a progress bar on stderr: tensors written / total), the tokenizer and
-    the run marker, written atomically. The same files as :func:`~genolong.model.loading.save_model`."""
+    model.safetensors with a progress bar on stderr: tensors written / total), the tokenizer,
+    ``task`` (a classifier's ``genolong_task.json``) when given, and the run marker, written
+    atomically. The same files as :func:`~genolong.model.loading.save_model`."""
     tokenizer.model_max_length = model.config.max_position_embeddings
     model.config.tokenizer_fingerprint = tokenizer_fingerprint(tokenizer)
     model.config.architectures = [type(model).__name__]
@@ -111,6 +128,8 @@ def write_model_directory(model: GenolongForMaskedLM, tokenizer: PreTrainedToken
                   disable=None) as progress:
             write_safetensors(state, Path(tmp) / WEIGHTS_FILE, progress)
         tokenizer.save_pretrained(str(tmp))
+        if task is not None:
+            task.write(Path(tmp))
         mark_directory(tmp, "convert")
 
 
