@@ -145,7 +145,7 @@ def random_classifier(
 
 def finetuned_chromatin(real_data: Path, tmp_path_factory) -> tuple[Path, Path, dict]:
     """A micro chromatin model fine-tuned on the real rows' 8-kb windows, built once per test
-    session (cached in the session's base temporary directory; modules share it).
+    run (cached in pytest's base temporary directory; modules share it).
 
     Returns:
         The prepared directory, the run directory and the run's report.
