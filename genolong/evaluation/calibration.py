@@ -27,16 +27,35 @@ def fit_platt(logits: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
     Raises:
         UserError: one label only, or a fit whose scale is not positive (it would invert the ranking).
     """
+    weights, offset = fit_logit_stack(np.asarray(logits, dtype=float).reshape(-1, 1), labels)
+    return float(weights[0]), offset
+
+
+def fit_logit_stack(logits: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, float]:
+    """The weights ``w`` and offset ``b`` of ``sigmoid(logits @ w + b)`` that best fit ``labels``:
+    Platt scaling of several models at once, which weighs them and calibrates their sum (stacking
+    by logistic regression, Wolpert 1992).
+
+    Args:
+        logits: shape ``(n, m)``, the logits of ``m`` models on held-out data.
+        labels: shape ``(n,)``, 0/1, both present.
+
+    Returns:
+        ``w`` of shape ``(m,)``, all positive, and ``b``.
+
+    Raises:
+        UserError: one label only, or a weight that is not positive (that model would count backwards).
+    """
     labels = np.asarray(labels).astype(int).ravel()
     if set(np.unique(labels)) != {0, 1}:
         raise UserError("calibration needs both promoters and non-promoters in the validation split")
-    fit = LogisticRegression(C=1e6, max_iter=1000).fit(np.asarray(logits, dtype=float).reshape(-1, 1), labels)
-    scale, offset = float(fit.coef_[0, 0]), float(fit.intercept_[0])
-    if scale <= 0:
+    fit = LogisticRegression(C=1e6, max_iter=1000).fit(np.asarray(logits, dtype=float), labels)
+    weights, offset = fit.coef_[0].astype(float), float(fit.intercept_[0])
+    if (weights <= 0).any():
         raise UserError(
-            f"calibration found a scale of {scale:.3g}: the model ranks validation data backwards"
+            f"calibration found a scale of {weights.min():.3g}: the model ranks validation data backwards"
         )
-    return scale, offset
+    return weights, offset
 
 
 @torch.no_grad()
