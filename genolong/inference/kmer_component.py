@@ -77,25 +77,25 @@ class KmerComponent:
     def logits(self, sequences: Sequence[str]) -> np.ndarray:
         """The k-mer logit of each sequence (uppercase; other letters than ACGT break k-mers), shape (B,) float64.
 
-        A sequence without any training k-mer gets the bias.
+        A sequence without any training k-mer gets the bias. The batch is scored as one string,
+        its sequences joined by ``N`` (no k-mer spans two of them).
         """
-        out = np.full(len(sequences), self.bias)
-        for row, sequence in enumerate(sequences):
-            codes = _CODES[np.frombuffer(sequence.encode("ascii"), dtype=np.uint8)]
-            broken = np.concatenate([[0], np.cumsum(codes == 4)])  # non-ACGT bases before each position
-            total, count = 0.0, 0.0
-            for k, (table, seen) in self.tables.items():
-                n = len(codes) - k + 1
-                if n < 1:
-                    continue
-                index = np.zeros(n, dtype=np.int64)
-                for offset in range(k):
-                    index = 4 * index + codes[offset : offset + n]
-                index = index[broken[k : k + n] == broken[:n]]  # windows of ACGT only
-                total, count = total + table[index].sum(), count + seen[index].sum()
-            if count:
-                out[row] += total / count
-        return out
+        joined = "N".join(sequences) + "N"
+        codes = _CODES[np.frombuffer(joined.encode("ascii"), dtype=np.uint8)]  # (L,)
+        owner = np.repeat(np.arange(len(sequences)), [len(s) + 1 for s in sequences])  # (L,) sequence of each base
+        broken = np.concatenate([[0], np.cumsum(codes == 4)])  # non-ACGT bases before each position
+        total, count = np.zeros(len(sequences)), np.zeros(len(sequences))
+        for k, (table, seen) in self.tables.items():
+            n = len(codes) - k + 1
+            if n < 1:
+                continue
+            starts = np.flatnonzero(broken[k : k + n] == broken[:n])  # windows of ACGT only
+            index = np.zeros(len(starts), dtype=np.int64)
+            for offset in range(k):
+                index = 4 * index + codes[starts + offset]
+            total += np.bincount(owner[starts], weights=table[index], minlength=len(sequences))
+            count += np.bincount(owner[starts], weights=seen[index], minlength=len(sequences))
+        return self.bias + np.divide(total, count, out=np.zeros_like(total), where=count > 0)
 
     def bind(self, tokenizer) -> KmerComponent:
         """Read token rows of ``tokenizer`` (see :meth:`token_logits`); returns self."""
