@@ -58,15 +58,17 @@ def test_token_rows_read_as_their_bases(mouse):
     np.testing.assert_allclose(component.token_logits(ids).numpy(), component.logits(sequences), rtol=1e-6)
 
 
-def test_fit_logit_stack_recovers_weights_and_refuses_backwards_models():
+def test_fit_logit_stack_recovers_weights_and_drops_backwards_models():
     rng = np.random.default_rng(0)
     logits = rng.normal(0, 1.5, size=(20000, 2))
     labels = (rng.random(20000) < 1 / (1 + np.exp(-(logits @ [2.0, 0.5] - 1.0)))).astype(int)
     weights, offset = fit_logit_stack(logits, labels)
     np.testing.assert_allclose(weights, [2.0, 0.5], atol=0.1)
     assert offset == pytest.approx(-1.0, abs=0.1)
+    weights, _ = fit_logit_stack(logits * [-1, 1], labels)  # the first model counts backwards
+    assert weights[0] == 0 and weights[1] > 0
     with pytest.raises(UserError, match="backwards"):
-        fit_logit_stack(logits * [1, -1], labels)
+        fit_logit_stack(-logits, labels)
 
 
 def test_classifier_adds_the_component_in_every_path_and_saves_it(tmp_path, mouse):

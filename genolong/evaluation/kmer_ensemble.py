@@ -9,7 +9,7 @@ the random split better than either alone. :func:`fit_kmer_ensemble`
 2. scores the validation split with both (the k-mer model reads the bases the network reads);
 3. fits ``sigmoid(a * network logit + c * k-mer logit + b)`` on it by logistic regression
    (:func:`genolong.evaluation.calibration.fit_logit_stack`): one fit weighs the two models and
-   calibrates their sum;
+   calibrates their sum (a model that ranks the validation sources backwards gets weight 0);
 4. folds ``a`` and ``b`` into the network's output layer and ``c`` into a
    :class:`~genolong.inference.kmer_component.KmerComponent` that the classifier adds.
 
