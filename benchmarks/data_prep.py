@@ -99,8 +99,8 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
 
 
 def bench_downloads(size_mb: int, work: Path) -> list[dict]:
-    from genolong.data_prep.checksums import Checksum, file_digests
-    from genolong.data_prep.download import download
+    from genolong.data_prep.integrity import Checksum, file_digests
+    from genolong.data_prep.transfer import download
 
     served = work / "served"
     served.mkdir()

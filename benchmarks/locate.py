@@ -31,7 +31,9 @@ from pathlib import Path
 
 import numpy as np
 
-from genolong.data_prep.locate import GenomeIndex, LocateStatus, reverse_complement_rows
+from genolong.data_prep.kmers import reverse_complement_rows
+from genolong.data_prep.locate import GenomeIndex
+from genolong.datasets.chromatin import LocateStatus
 from genolong.dna.sequence import read_fasta
 
 REPO = Path(__file__).resolve().parents[1]

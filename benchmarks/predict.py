@@ -1,4 +1,4 @@
-"""Prediction throughput on CPU: `genolong predict-promoter` and `predict-chromatin`, end to end.
+"""Prediction throughput on CPU: `genolong predict-promoter` and `chromatin predict`, end to end.
 
 Inputs are real sequences: 300-bp mouse promoters (``mm_pos_TATA.txt``) and the 8,000-bp
 DeepSEA rows (``gena_lm_deepsea_test.dataset.csv.gz``), repeated to the requested count and
@@ -56,9 +56,10 @@ def chromatin_model(work: Path) -> Path:
     from genolong.evaluation.profiles import chromatin_profiles
     from genolong.inference.classifier import Classifier, TaskInfo
     from genolong.resources import sample_genome
-    from genolong.tasks.classify import build_classifier_model, load_classify_config
+    from genolong.tasks.model_setup import build_classifier_model
+    from genolong.tasks.task import load_finetune_config
 
-    config = load_classify_config("chromatin", "chromatin_tiny")
+    config = load_finetune_config("chromatin", "chromatin_tiny")
     tokenizer_dir = work / "tokenizer"
     train_tokenizer(
         sample_genome(),
@@ -127,8 +128,8 @@ def main(argv: list[str] | None = None) -> int:
             len(window_starts(8000, window, window // 2)),
         )
         model = chromatin_model(work)
-        results["predict-chromatin, 8 kb"] = run_case(
-            ["predict-chromatin", str(long), "--model", str(model), "--out", str(work / "c.tsv"), *batch],
+        results["chromatin predict, 8 kb"] = run_case(
+            ["chromatin", "predict", str(long), "--model", str(model), "--out", str(work / "c.tsv"), *batch],
             args.long,
             1,
         )

@@ -44,7 +44,8 @@ def train(genome: Path, out: Path, sample_bp: int, regions: list[str]) -> tuple[
 
 
 def held_out(tokenizer_dir: Path) -> dict:
-    from genolong.dna.tokenizer import Region, iter_regions, load_tokenizer, tokenizer_stats
+    from genolong.dna.regions import Region, iter_regions
+    from genolong.dna.tokenizer import load_tokenizer, tokenizer_stats
 
     tok = load_tokenizer(tokenizer_dir)
     return tokenizer_stats(tok, iter_regions(CE_X, [Region("chrX", SPLIT)]))

@@ -18,10 +18,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from genolong.errors import UserError
-from genolong.files import atomic_write_text, cache_home
+from genolong.files import atomic_write_text, cache_home, sha256_file
 
-from .checksums import Checksum, file_digests, satisfied
-from .download import download, file_lock
+from .integrity import Checksum, file_digests, satisfied
+from .transfer import download, file_lock
 
 log = logging.getLogger(__name__)
 
@@ -149,7 +149,7 @@ class DataCache:
         ``expected``; otherwise it is downloaded again.
 
         Args:
-            url: source URL (or local path) for :func:`data_prep.download.download`.
+            url: source URL (or local path) for :func:`data_prep.transfer.download`.
             relpath: destination relative to the cache root.
             expected: checksums the file must match.
             download_options: ``timeout``, ``retries``, ``backoff``, ``progress``.
@@ -159,7 +159,7 @@ class DataCache:
         with file_lock(dest):
             entry = self.cached(relpath)
             if entry is not None and satisfied(entry.digests, expected):
-                if file_digests(dest, {"sha256"})["sha256"] == entry.digests["sha256"]:
+                if sha256_file(dest) == entry.digests["sha256"]:
                     log.info("%s: already in the cache (sha256 re-checked)", relpath)
                     return entry
                 log.warning("%s: the cached file no longer has its recorded sha256; moved to %s, downloading "

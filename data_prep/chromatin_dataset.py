@@ -11,49 +11,39 @@ evaluation read fixed-width arrays instead of MATLAB files:
    (App. F.3: 8,000 bp of GRCh37 around each 1,000-bp DeepSEA input);
 4. write the final arrays and ``manifest.json``.
 
-The work happens in a hidden sibling directory ``.<out>.partial`` whose progress file is
-updated after every chunk: rerunning the same command after an interruption resumes
-where it stopped. The directory is renamed to ``<out>`` only when complete.
+The work (:class:`~data_prep.chromatin_job.ChromatinJob`) happens in a hidden sibling
+directory ``.<out>.partial`` whose progress file is updated after every chunk: rerunning
+the same command after an interruption resumes where it stopped. The directory is renamed
+to ``<out>`` only when complete.
 
 A prepared directory holds, for each split present::
 
     manifest.json              inputs (sha256, size), options, counts, located fraction
     <split>.sequences.npy      (rows, context) uint8 ASCII over ACGTN
     <split>.labels.npy         (rows, 919) uint8 0/1 in DeepSEA column order
-    <split>.loci.npy           (rows,) locate.LOCI_DTYPE records (only with a genome)
+    <split>.loci.npy           (rows,) LOCI_DTYPE records (only with a genome)
+
+(:mod:`genolong.datasets.chromatin` reads it.)
 
 Rows whose input is not located exactly once (not found, ambiguous, too many N, too
 repetitive) are either dropped (``unlocated="drop"``) or kept (``"keep"``, the default).
 A kept row is stored in the centre of an N-padded row so the array stays rectangular,
-and :meth:`ChromatinSplit.sequence` returns only its original input: it keeps its
-original length instead of being padded with thousands of N that the model never saw
-in pre-training. Windows that run past a chromosome end are padded with N.
+and :meth:`~genolong.datasets.chromatin.ChromatinSplit.sequence` returns only its original
+input: it keeps its original length instead of being padded with thousands of N that the
+model never saw in pre-training. Windows that run past a chromosome end are padded with N.
 """
 
 from __future__ import annotations
 
-import json
-import logging
 import os
-import shutil
-import time
 from pathlib import Path
 
-import numpy as np
-
-from genolong import __version__
 from genolong.errors import ConfigError, InputError, UserError
-from genolong.files import atomic_write_text
-from genolong.outputs import mark_directory
 
-from .checksums import file_digests
-from .deepsea import N_PROFILES, ONE_HOT_ORDER, SPLITS, DeepSEAMat, strand_pair_layout
-from .locate import LOCI_DTYPE, GenomeIndex, LocateStatus, Locations, centred_flank
+from .chromatin_job import ChromatinJob
+from .deepsea import SPLITS, DeepSEAMat
+from .locate import centred_flank
 
-log = logging.getLogger(__name__)
-
-#: Format tag written to (and required in) manifest.json.
-FORMAT = "genolong.chromatin/1"
 #: BigBird's context for the chromatin task (App. F.3).
 DEFAULT_CONTEXT = 8000
 UNLOCATED_POLICIES = ("keep", "drop")
@@ -115,7 +105,7 @@ def prepare_chromatin(
             "probe_windows": probe_windows,
             "max_candidates": max_candidates,
         }
-        job = _Job(out, mats, Path(genome) if genome else None, options, chunk_rows)
+        job = ChromatinJob(out, mats, Path(genome) if genome else None, options, chunk_rows)
         return job.run()
     finally:
         for mat in mats.values():
@@ -130,389 +120,3 @@ def find_mat_files(mat_dir: Path) -> dict[str, Path]:
     if not sources:
         raise InputError(mat_dir, "no train.mat, valid.mat or test.mat found (unpack deepsea_train_bundle)")
     return sources
-
-
-def sha256_file(path: Path) -> str:
-    return file_digests(path, ["sha256"])["sha256"]
-
-
-def _file_identity(path: Path) -> list:
-    stat = path.stat()
-    return [str(path.resolve()), stat.st_size, stat.st_mtime_ns]
-
-
-def _open_array(path: Path, shape: tuple, dtype) -> np.memmap:
-    """A writable memory-mapped ``.npy``: reopened when it exists (resume), created otherwise."""
-    if path.exists():
-        array = np.load(path, mmap_mode="r+")
-        if array.shape == tuple(shape) and array.dtype == np.dtype(dtype):
-            return array
-    return np.lib.format.open_memmap(path, mode="w+", dtype=dtype, shape=tuple(shape))
-
-
-class _Job:
-    """One resumable preparation: the state in ``<work>/progress.json`` says what is done."""
-
-    def __init__(
-        self, out: Path, mats: dict[str, DeepSEAMat], genome: Path | None, options: dict, chunk_rows: int
-    ):
-        self.out, self.mats, self.genome, self.options, self.chunk_rows = (
-            out,
-            mats,
-            genome,
-            options,
-            chunk_rows,
-        )
-        self.work = out.parent / f".{out.name}.partial"
-        self.progress_path = self.work / "progress.json"
-        self.fingerprint = {
-            "options": options,
-            "sources": {split: _file_identity(mat.path) for split, mat in mats.items()},
-            "genome": _file_identity(genome) if genome else None,
-        }
-        self._index: GenomeIndex | None = None
-
-    # -- progress ------------------------------------------------------------------------
-    def _start_or_resume(self) -> None:
-        if self.progress_path.exists():
-            state = json.loads(self.progress_path.read_text())
-            if state.get("fingerprint") == self.fingerprint:
-                log.info("resuming the interrupted preparation in %s", self.work)
-                self.state = state
-                return
-            log.info("discarding %s: it was started with other inputs or options", self.work)
-        shutil.rmtree(self.work, ignore_errors=True)
-        self.work.mkdir(parents=True)
-        self.state = {
-            "fingerprint": self.fingerprint,
-            "splits": {
-                split: {
-                    "decoded": 0,
-                    "strand_pairs": None,
-                    "located": 0,
-                    "locate": None,
-                    "written": 0,
-                    "finished": False,
-                }
-                for split in self.mats
-            },
-        }
-        self._save()
-
-    def _save(self) -> None:
-        atomic_write_text(self.progress_path, json.dumps(self.state, indent=1))
-
-    def _path(self, split: str, name: str) -> Path:
-        return self.work / f"{split}.{name}.npy"
-
-    # -- stages --------------------------------------------------------------------------
-    def run(self) -> dict:
-        self._start_or_resume()
-        for split, mat in self.mats.items():
-            progress = self.state["splits"][split]
-            self._hash_source(split, mat)
-            self._decode(split, mat, progress)
-            mat.close()  # frees a loaded v5 file before the next stage
-            if progress["strand_pairs"] is None:
-                progress["strand_pairs"] = strand_pair_layout(
-                    np.load(self._path(split, "input"), mmap_mode="r"),
-                    np.load(self._path(split, "all_labels"), mmap_mode="r"),
-                )
-                self._save()
-            if self.genome is not None:
-                self._locate(split, mat.rows, progress)
-                if progress.get("locate") is None:
-                    progress["locate"] = self._locate_summary(split, progress["strand_pairs"]["layout"])
-                    self._save()
-            self._write(split, mat.rows, progress)
-        manifest = self._manifest()
-        atomic_write_text(self.work / "manifest.json", json.dumps(manifest, indent=1) + "\n")
-        self.progress_path.unlink()
-        mark_directory(self.work, "chromatin-data")
-        self.work.rename(self.out)
-        return manifest
-
-    def _hash_source(self, split: str, mat: DeepSEAMat) -> None:
-        sources = self.state.setdefault("sources", {})
-        if split not in sources:
-            log.info("%s: sha256 of %s", split, mat.path)
-            sources[split] = {
-                "path": str(mat.path),
-                "size": mat.path.stat().st_size,
-                "sha256": sha256_file(mat.path),
-                "format": mat.format,
-            }
-            self._save()
-
-    def _decode(self, split: str, mat: DeepSEAMat, progress: dict) -> None:
-        if progress["decoded"] >= mat.rows:
-            return
-        sequences = _open_array(self._path(split, "input"), (mat.rows, mat.length), np.uint8)
-        labels = _open_array(self._path(split, "all_labels"), (mat.rows, N_PROFILES), np.uint8)
-        started = time.perf_counter()
-        for begin, chunk_sequences, chunk_labels in mat.chunks(self.chunk_rows, start=progress["decoded"]):
-            end = begin + len(chunk_sequences)
-            sequences[begin:end] = chunk_sequences
-            labels[begin:end] = chunk_labels
-            sequences.flush()
-            labels.flush()
-            progress["decoded"] = end
-            self._save()
-            log.info(
-                "%s: decoded %d / %d rows (%.0f rows/s)",
-                split,
-                end,
-                mat.rows,
-                end / max(time.perf_counter() - started, 1e-9),
-            )
-
-    def _genome_index(self) -> GenomeIndex:
-        if self._index is None:
-            log.info("indexing %s", self.genome)
-            self._index = GenomeIndex.from_fasta(self.genome)
-            if "genome" not in self.state:
-                self.state["genome"] = {
-                    "path": str(self.genome),
-                    "size": self.genome.stat().st_size,
-                    "sha256": sha256_file(self.genome),
-                    "chromosomes": self._index.names,
-                    "total_bp": self._index.total_bp,
-                }
-                self._save()
-        return self._index
-
-    def _locate(self, split: str, rows: int, progress: dict) -> None:
-        if progress["located"] >= rows:
-            return
-        index = self._genome_index()
-        queries = np.load(self._path(split, "input"), mmap_mode="r")
-        loci = _open_array(self._path(split, "all_loci"), (rows,), LOCI_DTYPE)
-        started, first = time.perf_counter(), progress["located"]
-        for begin in range(progress["located"], rows, self.chunk_rows):
-            end = min(begin + self.chunk_rows, rows)
-            found = index.locate(
-                queries[begin:end],
-                probe_windows=self.options["probe_windows"],
-                max_candidates=self.options["max_candidates"],
-            )
-            loci[begin:end] = found.to_records()
-            loci.flush()
-            progress["located"] = end
-            self._save()
-            log.info(
-                "%s: located %d / %d rows (%.0f rows/s)",
-                split,
-                end,
-                rows,
-                (end - first) / max(time.perf_counter() - started, 1e-9),
-            )
-
-    def _write(self, split: str, rows: int, progress: dict) -> None:
-        """Final arrays of ``split``: sequences (windows with a genome), labels, loci."""
-        if progress["finished"]:
-            return
-        final = {name: self.work / f"{split}.{name}.npy" for name in ("sequences", "labels", "loci")}
-        if self.genome is None:
-            self._path(split, "input").replace(final["sequences"])
-            self._path(split, "all_labels").replace(final["labels"])
-        else:
-            self._write_windows(split, rows, progress, final)
-        progress["finished"] = True
-        self._save()
-
-    def _write_windows(self, split: str, rows: int, progress: dict, final: dict[str, Path]) -> None:
-        index, context = self._genome_index(), self.options["context"]
-        inputs = np.load(self._path(split, "input"), mmap_mode="r")
-        all_loci = np.load(self._path(split, "all_loci"), mmap_mode="r")
-        drop = self.options["unlocated"] == "drop"
-        kept = all_loci["status"] == LocateStatus.LOCATED if drop else np.ones(rows, bool)
-        destination = np.concatenate([[0], np.cumsum(kept)])  # output row of each input row
-        kept_rows = int(destination[-1])
-        windows = _open_array(final["sequences"], (kept_rows, context), np.uint8)
-        if drop:
-            all_labels = np.load(self._path(split, "all_labels"), mmap_mode="r")
-            labels = _open_array(final["labels"], (kept_rows, N_PROFILES), np.uint8)
-            loci = _open_array(final["loci"], (kept_rows,), LOCI_DTYPE)
-        for begin in range(progress["written"], rows, self.chunk_rows):
-            end = min(begin + self.chunk_rows, rows)
-            chosen = begin + np.flatnonzero(kept[begin:end])
-            target = slice(destination[begin], destination[end])
-            windows[target] = index.cut_windows(
-                Locations.from_records(all_loci[chosen]), inputs[chosen], context
-            )
-            windows.flush()
-            if drop:
-                labels[target] = all_labels[chosen]
-                loci[target] = all_loci[chosen]
-                labels.flush()
-                loci.flush()
-            progress["written"] = end
-            self._save()
-            log.info("%s: wrote %d-bp windows for %d / %d rows", split, context, end, rows)
-        del inputs, all_loci
-        if drop:
-            for name in ("all_labels", "all_loci"):
-                self._path(split, name).unlink(missing_ok=True)
-        else:
-            for name, final_name in (("all_labels", "labels"), ("all_loci", "loci")):
-                if self._path(split, name).exists():
-                    self._path(split, name).replace(final[final_name])
-        self._path(split, "input").unlink(missing_ok=True)
-
-    # -- manifest ------------------------------------------------------------------------
-    def _manifest(self) -> dict:
-        manifest = {
-            "format": FORMAT,
-            "genolong_version": __version__,
-            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "n_profiles": N_PROFILES,
-            "one_hot_order": ONE_HOT_ORDER,
-            "sequence_encoding": "uint8 ASCII over ACGTN",
-            "input_length": next(iter(self.mats.values())).length,
-            "context": self.options["context"],
-            "unlocated": self.options["unlocated"],
-            "genome": self.state.get("genome"),
-            "locate": None
-            if self.genome is None
-            else {
-                "method": "exact match on either strand; canonical 32-mer index of 32-bp genome blocks",
-                "probe_windows": self.options["probe_windows"],
-                "max_candidates": self.options["max_candidates"],
-            },
-            "splits": {},
-        }
-        for split, mat in self.mats.items():
-            labels = np.load(self.work / f"{split}.labels.npy", mmap_mode="r")
-            entry = {
-                "source": self.state["sources"][split],
-                "rows_in": mat.rows,
-                "rows": len(labels),
-                "positive_labels": int(
-                    sum(labels[i : i + 65536].sum(dtype=np.int64) for i in range(0, len(labels), 65536))
-                ),
-                "strand_pairs": self.state["splits"][split]["strand_pairs"],
-                "files": {name: f"{split}.{name}.npy" for name in ("sequences", "labels")},
-            }
-            if self.genome is not None:
-                entry["files"]["loci"] = f"{split}.loci.npy"
-                entry["locate"] = self.state["splits"][split]["locate"]
-            manifest["splits"][split] = entry
-        return manifest
-
-    def _locate_summary(self, split: str, layout: str) -> dict:
-        """Counts per locate status; with a ``halves`` layout, the plus-strand share of each half."""
-        loci = np.load(self._path(split, "all_loci"), mmap_mode="r")
-        rows = len(loci)
-        summary = Locations.from_records(loci).counts()
-        summary["located_fraction"] = summary["located"] / rows if rows else 0.0
-        if layout == "halves":
-            located = loci["status"] == LocateStatus.LOCATED
-            plus = loci["strand"] > 0
-            halves = {"first_half": slice(0, rows // 2), "second_half": slice(rows // 2, rows)}
-            summary["plus_strand_fraction"] = {
-                name: float(plus[part][located[part]].mean()) if located[part].any() else None
-                for name, part in halves.items()
-            }
-        log.info(
-            "%s: located %d of %d rows (%.2f%%); %s",
-            split,
-            summary["located"],
-            rows,
-            100 * summary["located_fraction"],
-            summary,
-        )
-        return summary
-
-
-_REPREPARE = "prepare the dataset again with `genolong chromatin prepare`"
-
-
-def _open_prepared(directory: Path, name: str) -> np.ndarray:
-    """Memory-map the array ``name`` of a prepared directory, which must lie inside it (a manifest
-    cannot point elsewhere) and be a complete ``.npy`` file."""
-    if not isinstance(name, str) or not (directory / name).resolve().is_relative_to(directory.resolve()):
-        raise InputError(directory / "manifest.json", f"file {name!r} lies outside the dataset directory")
-    path = directory / name
-    try:
-        return np.load(path, mmap_mode="r")
-    except FileNotFoundError:
-        raise InputError(path, "missing from the prepared dataset", hint=_REPREPARE) from None
-    except (ValueError, OSError, EOFError) as err:  # a truncated file cannot be mapped with its header's shape
-        raise InputError(path, f"truncated or not a .npy array ({err})", hint=_REPREPARE) from None
-
-
-class ChromatinSplit:
-    """One split of a prepared directory, memory-mapped.
-
-    Attributes:
-        sequences: ``(rows, context)`` uint8 ASCII memmap.
-        labels: ``(rows, 919)`` uint8 memmap.
-        loci: ``(rows,)`` :data:`~genolong.data_prep.locate.LOCI_DTYPE` memmap, or None
-            without a genome.
-        located: ``(rows,)`` bool; all True without a genome (rows are the inputs themselves).
-    """
-
-    def __init__(self, directory: Path, split: str, manifest: dict):
-        files = manifest["splits"][split]["files"]
-        self.name = split
-        self.input_length, self.context = manifest["input_length"], manifest["context"]
-        self.flank = (self.context - self.input_length) // 2
-        self.sequences = _open_prepared(directory, files["sequences"])
-        self.labels = _open_prepared(directory, files["labels"])
-        self.loci = _open_prepared(directory, files["loci"]) if "loci" in files else None
-        self.located = (
-            np.ones(len(self.labels), bool)
-            if self.loci is None
-            else np.asarray(self.loci["status"]) == LocateStatus.LOCATED
-        )
-        if self.sequences.shape != (len(self.labels), self.context):
-            raise InputError(
-                directory / files["sequences"],
-                f"shape {self.sequences.shape} does not match "
-                f"the manifest ({len(self.labels)} rows of {self.context} bp)",
-            )
-
-    def __len__(self) -> int:
-        return len(self.labels)
-
-    def central(self, row: int) -> str:
-        """The original DeepSEA input of ``row`` (``input_length`` bp)."""
-        return self.sequences[row, self.flank : self.flank + self.input_length].tobytes().decode("ascii")
-
-    def sequence(self, row: int) -> str:
-        """The model input of ``row``: the context window, or the original input for unlocated rows."""
-        if not self.located[row]:
-            return self.central(row)
-        return self.sequences[row].tobytes().decode("ascii")
-
-
-class PreparedChromatin:
-    """A directory written by :func:`prepare_chromatin`; ``prepared["train"]`` is a :class:`ChromatinSplit`."""
-
-    def __init__(self, directory: str | os.PathLike):
-        self.directory = Path(directory)
-        manifest_path = self.directory / "manifest.json"
-        if not manifest_path.is_file():
-            raise InputError(
-                self.directory,
-                "not a prepared chromatin dataset (no manifest.json); "
-                "create one with `genolong chromatin prepare`",
-            )
-        try:
-            self.manifest = json.loads(manifest_path.read_text())
-        except (UnicodeDecodeError, ValueError) as err:
-            raise InputError(manifest_path, f"invalid JSON: {err}", hint=_REPREPARE) from None
-        found = self.manifest.get("format") if isinstance(self.manifest, dict) else None
-        if found != FORMAT:
-            raise InputError(manifest_path, f"not a prepared chromatin manifest (format {found!r}, expected {FORMAT!r})")
-        try:
-            self.splits = {
-                split: ChromatinSplit(self.directory, split, self.manifest) for split in self.manifest["splits"]
-            }
-        except (KeyError, TypeError, AttributeError) as err:
-            raise InputError(manifest_path, f"malformed manifest (no valid {err})", hint=_REPREPARE) from None
-
-    def __getitem__(self, split: str) -> ChromatinSplit:
-        if split not in self.splits:
-            raise UserError(f"{self.directory} has no {split!r} split; it has {sorted(self.splits)}")
-        return self.splits[split]

@@ -27,13 +27,12 @@ from pathlib import Path
 import numpy as np
 
 from genolong.errors import InputError
+from genolong.evaluation.profiles import N_PROFILES
 
-from .locate import reverse_complement_rows
+from .kmers import reverse_complement_rows
 
 #: The DeepSEA files, by split name.
 SPLITS = ("train", "valid", "test")
-#: Number of chromatin profiles (label columns).
-N_PROFILES = 919
 #: One-hot channel order of the .mat files.
 ONE_HOT_ORDER = "AGCT"
 

@@ -158,32 +158,9 @@ def prepare_genome(
         raise UserError(f"{out}: the output would overwrite the input FASTA", hint="pass --out")
     fai, gzi, table = index_paths(out)
     started = time.perf_counter()
-    try:
-        with contextlib.ExitStack() as stack:
-            # entered table-first so that, on success, the FASTA is renamed into place first
-            # and its indexes after it (pyfaidx rebuilds an index older than its FASTA)
-            tmp_table = stack.enter_context(atomic_path(table))
-            tmp_gzi = None if plain else stack.enter_context(atomic_path(gzi))
-            tmp_fai = stack.enter_context(atomic_path(fai))
-            tmp_out = stack.enter_context(atomic_path(out))
-            chromosomes, fai_lines = _write_fasta(
-                fasta,
-                tmp_out,
-                plain=plain,
-                names=names,
-                primary=primary,
-                line_width=line_width,
-                compresslevel=compresslevel,
-                progress=progress,
-            )
-            tmp_fai.write_text("".join(fai_lines))
-            if tmp_gzi is not None:
-                _write_gzi(tmp_out, tmp_gzi)
-            tmp_table.write_text(_format_table(chromosomes))
-            for stale in (fai, gzi):
-                stale.unlink(missing_ok=True)
-    except PermissionError as err:
-        raise UserError(f"cannot write {err.filename or out}: permission denied", hint="pass --out") from None
+    write_options = {"names": names, "primary": primary, "line_width": line_width,
+                     "compresslevel": compresslevel, "progress": progress}
+    chromosomes = _write_with_indexes(fasta, out, plain=plain, **write_options)
     prepared = PreparedGenome(out, fai, None if plain else gzi, table, tuple(chromosomes))
     seconds = time.perf_counter() - started
     log.info(
@@ -195,6 +172,29 @@ def prepare_genome(
         prepared.length / seconds / 1e6 if seconds else float("inf"),
     )
     return prepared
+
+
+def _write_with_indexes(fasta: Path, out: Path, *, plain: bool, **write_options) -> list[ChromosomeStats]:
+    """Write the FASTA ``out``, its indexes and its table atomically; return the table rows."""
+    fai, gzi, table = index_paths(out)
+    try:
+        with contextlib.ExitStack() as stack:
+            # entered table-first so that, on success, the FASTA is renamed into place first
+            # and its indexes after it (pyfaidx rebuilds an index older than its FASTA)
+            tmp_table = stack.enter_context(atomic_path(table))
+            tmp_gzi = None if plain else stack.enter_context(atomic_path(gzi))
+            tmp_fai = stack.enter_context(atomic_path(fai))
+            tmp_out = stack.enter_context(atomic_path(out))
+            chromosomes, fai_lines = _write_fasta(fasta, tmp_out, plain=plain, **write_options)
+            tmp_fai.write_text("".join(fai_lines))
+            if tmp_gzi is not None:
+                _write_gzi(tmp_out, tmp_gzi)
+            tmp_table.write_text(_format_table(chromosomes))
+            for stale in (fai, gzi):
+                stale.unlink(missing_ok=True)
+    except PermissionError as err:
+        raise UserError(f"cannot write {err.filename or out}: permission denied", hint="pass --out") from None
+    return chromosomes
 
 
 def _write_fasta(
@@ -213,7 +213,6 @@ def _write_fasta(
     fai_lines: list[str] = []
     written: set[str] = set()
     offset = 0  # uncompressed bytes written so far
-    step = line_width * _LINES_PER_WRITE
     with (
         _open_output(tmp_out, plain, compresslevel) as writer,
         tqdm(
@@ -240,13 +239,7 @@ def _write_fasta(
             writer.write(header)
             offset += len(header)
             seq = record.sequence.encode("ascii")
-            for start in range(0, len(seq), step):
-                piece = seq[start : start + step]
-                lines = (
-                    b"\n".join(piece[i : i + line_width] for i in range(0, len(piece), line_width)) + b"\n"
-                )
-                writer.write(lines)
-                bar.update(len(piece))
+            _write_lines(writer, seq, line_width, bar)
             bases_per_line = min(line_width, len(seq))  # a one-line record: its own length, as samtools
             fai_lines.append(f"{name}\t{len(seq)}\t{offset}\t{bases_per_line}\t{bases_per_line + 1}\n")
             offset += len(seq) + -(-len(seq) // line_width)
@@ -263,6 +256,15 @@ def _write_fasta(
             fasta, "no records left to write" + (" (--primary dropped them all)" if primary else "")
         )
     return chromosomes, fai_lines
+
+
+def _write_lines(writer, seq: bytes, line_width: int, bar) -> None:
+    """Write ``seq`` as lines of ``line_width`` bases, :data:`_LINES_PER_WRITE` lines per write."""
+    step = line_width * _LINES_PER_WRITE
+    for start in range(0, len(seq), step):
+        piece = seq[start : start + step]
+        writer.write(b"\n".join(piece[i : i + line_width] for i in range(0, len(piece), line_width)) + b"\n")
+        bar.update(len(piece))
 
 
 @contextlib.contextmanager

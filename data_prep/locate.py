@@ -30,158 +30,35 @@ Arrays of sequences are uint8 ASCII (``b"ACGTN"``), shape ``(rows, length)``.
 
 from __future__ import annotations
 
-import enum
 import logging
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 import numpy as np
 
+from genolong.datasets.chromatin import LocateStatus, Locations
+from genolong.dna.genome import Genome
 from genolong.errors import ConfigError
+
+from .kmers import (
+    BLOCK,
+    CODE,
+    canonical_kmers,
+    pack_kmers,
+    reverse_complement_rows,
+    rolling_kmers,
+    swap_orientation,
+)
 
 log = logging.getLogger(__name__)
 
-#: k-mer length and genome block size (a 32-mer fills one uint64).
-BLOCK = 32
 #: Query span of one probe window: 32 consecutive offsets of 32-mers.
 PROBE_SPAN = 2 * BLOCK - 1
 #: Padding byte for window parts outside a chromosome and for unlocated rows.
 N_BYTE = ord("N")
 
-# ASCII -> 2-bit code (A0 C1 G2 T3); everything else (N) -> 4.
-_CODE = np.full(256, 4, dtype=np.uint8)
-_CODE[np.frombuffer(b"ACGT", np.uint8)] = np.arange(4, dtype=np.uint8)
-# ASCII complement of the ACGTN alphabet.
-_COMPLEMENT = np.arange(256, dtype=np.uint8)
-_COMPLEMENT[np.frombuffer(b"ACGTN", np.uint8)] = np.frombuffer(b"TGCAN", np.uint8)
-# Orientation flags of a k-mer relative to its canonical form.
-_FORWARD, _REVERSE = np.uint8(1), np.uint8(2)  # both set: a reverse-complement palindrome
 # All-T is never canonical (its reverse complement, all-A, is 0), so it can end the key table.
 _SENTINEL = np.uint64(2**64 - 1)
-
-
-class LocateStatus(enum.IntEnum):
-    """Outcome of locating one query."""
-
-    LOCATED = 0  #: exactly one exact occurrence
-    NOT_FOUND = 1  #: no exact occurrence on either strand
-    AMBIGUOUS = 2  #: two or more exact occurrences
-    TOO_MANY_N = 3  #: every probe window contains an N
-    TOO_REPETITIVE = 4  #: even the best probe window has more than ``max_candidates`` candidates
-
-
-#: On-disk record of one query's location (see :class:`Locations`).
-LOCI_DTYPE = np.dtype([("status", "u1"), ("chrom", "i4"), ("start", "i8"), ("strand", "i1"), ("hits", "i4")])
-
-
-@dataclass
-class Locations:
-    """Where each query was found; all arrays have shape ``(queries,)``.
-
-    For AMBIGUOUS rows ``chrom``/``start``/``strand`` describe the occurrence with the
-    lowest genome position; for rows without an occurrence they are -1 / -1 / 0.
-
-    Attributes:
-        status: :class:`LocateStatus` values, uint8.
-        chrom: index into :attr:`GenomeIndex.names`, int32.
-        start: 0-based start of the occurrence on the plus strand, int64.
-        strand: +1 or -1 (the query equals the reverse complement of the plus strand), int8.
-        hits: number of exact occurrences found, int32.
-    """
-
-    status: np.ndarray
-    chrom: np.ndarray
-    start: np.ndarray
-    strand: np.ndarray
-    hits: np.ndarray
-
-    def __len__(self) -> int:
-        return len(self.status)
-
-    @classmethod
-    def empty(cls, rows: int) -> Locations:
-        return cls(
-            status=np.full(rows, LocateStatus.NOT_FOUND, np.uint8),
-            chrom=np.full(rows, -1, np.int32),
-            start=np.full(rows, -1, np.int64),
-            strand=np.zeros(rows, np.int8),
-            hits=np.zeros(rows, np.int32),
-        )
-
-    def to_records(self) -> np.ndarray:
-        """The locations as one structured array ``(queries,)`` of :data:`LOCI_DTYPE`."""
-        records = np.empty(len(self), LOCI_DTYPE)
-        for name in LOCI_DTYPE.names:
-            records[name] = getattr(self, name)
-        return records
-
-    @classmethod
-    def from_records(cls, records: np.ndarray) -> Locations:
-        return cls(**{name: np.asarray(records[name]) for name in LOCI_DTYPE.names})
-
-    def counts(self) -> dict[str, int]:
-        """Number of queries per status, by lowercase status name."""
-        tally = np.bincount(self.status, minlength=len(LocateStatus))
-        return {status.name.lower(): int(tally[status]) for status in LocateStatus}
-
-
-def reverse_complement_rows(seqs: np.ndarray) -> np.ndarray:
-    """Reverse complement of every row.
-
-    Args:
-        seqs: ``(..., length)`` uint8 ASCII over ``ACGTN``.
-
-    Returns:
-        A new array of the same shape.
-    """
-    return _COMPLEMENT[seqs[..., ::-1]]
-
-
-def pack_kmers(codes: np.ndarray) -> np.ndarray:
-    """Pack 32-mers of 2-bit codes into uint64, first base in the two highest bits.
-
-    Args:
-        codes: ``(..., 32)`` uint8 codes in 0..3.
-
-    Returns:
-        ``(...)`` uint64.
-    """
-    quads = codes.reshape(*codes.shape[:-1], BLOCK // 4, 4)  # (..., 8, 4): four bases per byte
-    packed = (quads[..., 0] << 6) | (quads[..., 1] << 4) | (quads[..., 2] << 2) | quads[..., 3]
-    return np.ascontiguousarray(packed).view(">u8")[..., 0].astype(np.uint64)
-
-
-def rolling_kmers(codes: np.ndarray) -> np.ndarray:
-    """Every packed 32-mer of a run of bases, built by doubling (2-mers, 4-mers, ... 32-mers).
-
-    Args:
-        codes: ``(..., n)`` uint8 codes in 0..3, ``n >= 32``.
-
-    Returns:
-        ``(..., n - 31)`` uint64; entry ``i`` equals ``pack_kmers(codes[..., i:i + 32])``.
-    """
-    packed, width = codes.astype(np.uint64), 1
-    while width < BLOCK:
-        packed = (packed[..., :-width] << np.uint64(2 * width)) | packed[..., width:]
-        width *= 2
-    return packed
-
-
-def canonical_kmers(forward: np.ndarray, reverse: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Canonical form of packed k-mers given their reverse complements (same shape).
-
-    Returns:
-        ``keys``: the smaller of the two, uint64; ``orient``: uint8, 1 when the k-mer is its
-        canonical form, 2 when its reverse complement is, 3 for palindromes.
-    """
-    orient = np.where(forward <= reverse, _FORWARD, 0) | np.where(reverse <= forward, _REVERSE, 0)
-    return np.minimum(forward, reverse), orient.astype(np.uint8)
-
-
-def _swap_orientation(orient: np.ndarray) -> np.ndarray:
-    """Exchange the forward and reverse flags (palindromes stay both)."""
-    return ((orient & _FORWARD) << 1) | ((orient & _REVERSE) >> 1)
 
 
 def probe_window_starts(length: int, count: int) -> np.ndarray:
@@ -229,8 +106,6 @@ class GenomeIndex:
     @classmethod
     def from_fasta(cls, path: str | os.PathLike) -> GenomeIndex:
         """Stream a FASTA genome (plain, gzip or bgzip) into memory and index it."""
-        from genolong.dna.genome import Genome
-
         genome = Genome(path)
         return cls.from_records((record.name, record.sequence) for record in genome.records())
 
@@ -247,7 +122,7 @@ class GenomeIndex:
             starts.append(offset)
             lengths.append(len(ascii_seq))
             pieces += [ascii_seq, np.full(padded - len(ascii_seq), N_BYTE, np.uint8)]
-            codes = _CODE[ascii_seq[: len(ascii_seq) // BLOCK * BLOCK]].reshape(-1, BLOCK)  # (blocks, 32)
+            codes = CODE[ascii_seq[: len(ascii_seq) // BLOCK * BLOCK]].reshape(-1, BLOCK)  # (blocks, 32)
             clean = np.flatnonzero((codes < 4).all(axis=1))
             chrom_keys, chrom_orient = canonical_kmers(
                 pack_kmers(codes[clean]), pack_kmers(3 - codes[clean, ::-1])
@@ -339,7 +214,7 @@ class GenomeIndex:
         cheapest usable window of each query and verifies its candidates.
         """
         rows, length = queries.shape
-        codes = _CODE[queries]  # (rows, length)
+        codes = CODE[queries]  # (rows, length)
         spans = codes[:, window_starts[:, None] + np.arange(PROBE_SPAN)]  # (rows, windows, 63)
         usable = (spans < 4).all(axis=-1)  # (rows, windows)
         spans = np.where(spans < 4, spans, 0)  # unusable windows get dummy k-mers, never expanded
@@ -401,7 +276,7 @@ class GenomeIndex:
         offset = offsets.ravel()[kmer]
         row = query_rows[kmer // BLOCK]
         plus = (query_orient & genome_orient) != 0
-        minus = (query_orient & _swap_orientation(genome_orient)) != 0
+        minus = (query_orient & swap_orientation(genome_orient)) != 0
         row = np.concatenate([row[plus], row[minus]])
         position = np.concatenate(
             [block_pos[plus] - offset[plus], block_pos[minus] - (length - offset[minus] - BLOCK)]

@@ -26,9 +26,10 @@ from collections import Counter
 
 import numpy as np
 
+from genolong.datasets.promoter import PromoterRecord
 from genolong.errors import UserError
 
-from .promoters import PromoterRecord, Tss, n_fraction, resolve_chrom
+from .promoters import Tss, n_fraction, resolve_chrom
 
 NEGATIVE_METHODS = ("substitution", "shuffle", "genomic", "fasta")
 #: Negatives made from a positive (they inherit its split and coordinates).
@@ -164,22 +165,7 @@ def sample_genomic_negatives(
         UserError: no allowed position, or fewer than ``count`` acceptable windows after
             ``20 * count + 1000`` draws.
     """
-    lengths = genome.chromosomes
-    tss_by_chrom: dict[str, list[int]] = {}
-    for site in sites:
-        chrom = resolve_chrom(genome, site.chrom)
-        if chrom is not None:
-            tss_by_chrom.setdefault(chrom, []).append(site.position)
-    segments = [
-        (chrom, lo, hi)
-        for chrom, positions in tss_by_chrom.items()
-        for lo, hi in allowed_starts(lengths[chrom], positions, window_length, min_distance)
-    ]
-    if not segments:
-        raise UserError(
-            f"no {window_length}-bp window lies {min_distance} bp or more from every TSS",
-            hint="lower --min-tss-distance",
-        )
+    segments = _allowed_segments(genome, sites, window_length, min_distance)
     cumulative = np.cumsum([hi - lo for _, lo, hi in segments])
     records, rejected, seen = [], Counter(), set()
     max_draws = 20 * count + 1000
@@ -210,3 +196,28 @@ def sample_genomic_negatives(
             hint="lower --min-tss-distance or raise --max-n-fraction",
         )
     return records, rejected
+
+
+def _allowed_segments(genome, sites: list[Tss], window_length: int, min_distance: int) -> list[tuple[str, int, int]]:
+    """``(chrom, lo, hi)``: the half-open ranges of window starts far enough from every TSS, on
+    the chromosomes that hold a TSS.
+
+    Raises:
+        UserError: there is no such start.
+    """
+    tss_by_chrom: dict[str, list[int]] = {}
+    for site in sites:
+        chrom = resolve_chrom(genome, site.chrom)
+        if chrom is not None:
+            tss_by_chrom.setdefault(chrom, []).append(site.position)
+    segments = [
+        (chrom, lo, hi)
+        for chrom, positions in tss_by_chrom.items()
+        for lo, hi in allowed_starts(genome.chromosomes[chrom], positions, window_length, min_distance)
+    ]
+    if not segments:
+        raise UserError(
+            f"no {window_length}-bp window lies {min_distance} bp or more from every TSS",
+            hint="lower --min-tss-distance",
+        )
+    return segments

@@ -23,7 +23,6 @@ The build (:func:`build_promoter_dataset`) runs in this order:
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 from collections import Counter
 from dataclasses import dataclass
@@ -32,9 +31,10 @@ from pathlib import Path
 import numpy as np
 
 from genolong import __version__
-from genolong.dna.sequence import InvalidSequenceError, clean
-from genolong.errors import ConfigError, InputError, UserError
-from genolong.files import atomic_path
+from genolong.datasets.promoter import COLUMNS, FORMAT, MANIFEST, SOURCE_COLUMNS, PromoterRecord
+from genolong.dna.genome import Genome
+from genolong.errors import ConfigError, UserError
+from genolong.files import atomic_path, sha256_file
 from genolong.outputs import mark_directory
 
 from .negatives import (
@@ -47,7 +47,6 @@ from .negatives import (
 )
 from .promoters import (
     WINDOW_PRESETS,
-    PromoterRecord,
     TssWindow,
     cut_tss_windows,
     n_fraction,
@@ -57,11 +56,6 @@ from .promoters import (
 )
 from .splits import SPLITS, check_fractions, chromosome_split, deduplicate, stratified_random_split
 
-COLUMNS = ("id", "chrom", "start", "end", "strand", "label", "sequence")
-#: The columns of a dataset built across sources (:mod:`data_prep.source_split`).
-SOURCE_COLUMNS = (*COLUMNS, "source")
-MANIFEST = "manifest.json"
-FORMAT = "genolong-promoter-dataset"
 # Independent random streams, so that changing one step never reshuffles another.
 _SPLIT_STREAM, _NEGATIVE_STREAM, _GENOMIC_STREAM, _ORDER_STREAM = range(4)
 
@@ -177,8 +171,6 @@ def build_promoter_dataset(
     with contextlib.ExitStack() as stack:
         genome = sites = None
         if config.genome is not None:
-            from genolong.dna.genome import Genome
-
             sites = read_tss_bed(config.tss_bed)
             genome = stack.enter_context(Genome(config.genome))
         positives, positive_info = _read_positives(config, genome, sites)
@@ -362,14 +354,6 @@ def _sources(config) -> list[dict]:
     ]
 
 
-def sha256_file(path: str | Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while chunk := handle.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def _label_counts(rows: list[PromoterRecord]) -> dict[str, int]:
     counts = Counter(r.label for r in rows)
     return {"0": counts[0], "1": counts[1]}
@@ -387,66 +371,3 @@ def write_split_tsv(path: Path, rows: list[PromoterRecord]) -> None:
         for r in rows:
             fields = [r.id, r.chrom, r.start, r.end, r.strand, r.label, r.sequence]
             out.write("\t".join(map(cell, fields + ([r.source] if with_source else []))) + "\n")
-
-
-def load_manifest(data_dir: str | Path) -> dict:
-    """The manifest of a dataset directory.
-
-    Raises:
-        UserError: not a promoter dataset directory.
-    """
-    path = Path(data_dir) / MANIFEST
-    if not path.is_file():
-        raise UserError(
-            f"{data_dir} is not a promoter dataset (no {MANIFEST})",
-            hint="build one with `genolong promoter prepare`",
-        )
-    try:
-        manifest = json.loads(path.read_text())
-    except (UnicodeDecodeError, ValueError) as err:
-        raise InputError(path, f"invalid JSON: {err}", hint="rebuild the dataset with `genolong promoter prepare`") from None
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        raise InputError(path, f"not a promoter dataset manifest (format {FORMAT!r} expected)")
-    return manifest
-
-
-def load_split(data_dir: str | Path, split: str) -> list[PromoterRecord]:
-    """Read one split (``train``, ``valid`` or ``test``) of a dataset directory.
-
-    Raises:
-        InputError: a missing file, a wrong header, or a malformed row (named by line): not 7
-            fields, a label other than 0/1, a coordinate that is not an integer, a sequence
-            with a non-IUPAC character or of another length than the manifest's.
-    """
-    path = Path(data_dir) / f"{split}.tsv"
-    if not path.is_file():
-        raise UserError(
-            f"{path}: no such split file", hint="build the dataset with `genolong promoter prepare`"
-        )
-    manifest = load_manifest(data_dir)
-    longest = manifest.get("sequence_length")
-    lengths = None if longest is None else (manifest.get("min_sequence_length", longest), longest)
-    with open(path) as handle:
-        header = tuple(handle.readline().rstrip("\n").split("\t"))
-        if header not in (COLUMNS, SOURCE_COLUMNS):
-            raise InputError(path, f"header is {list(header)}, expected {list(COLUMNS)} [+ source]", line=1)
-        return [_parse_row(line.rstrip("\n").split("\t"), len(header), lengths, path, number)
-                for number, line in enumerate(handle, start=2)]
-
-
-def _parse_row(fields: list[str], columns: int, lengths: tuple[int, int] | None, path: Path,
-               line: int) -> PromoterRecord:
-    """One dataset row; ``lengths`` = (shortest, longest) sequence length of the dataset, if known."""
-    if len(fields) != columns or fields[5] not in ("0", "1"):
-        raise InputError(path, f"expected {columns} tab-separated fields with label 0 or 1", line=line)
-    record_id, chrom, start, end, strand, label, sequence, *source = (None if f == "." else f for f in fields)
-    try:
-        clean(sequence or "")
-        start, end = (None if v is None else int(v) for v in (start, end))
-    except (InvalidSequenceError, ValueError) as err:
-        raise InputError(path, str(err), line=line, record=record_id) from None
-    if sequence is None or (lengths is not None and not lengths[0] <= len(sequence) <= lengths[1]):
-        expected = "unknown" if lengths is None else "-".join(str(n) for n in sorted(set(lengths)))
-        raise InputError(path, f"sequence of {len(sequence or '')} bp; the dataset's are {expected} bp",
-                         line=line, record=record_id)
-    return PromoterRecord(record_id, sequence, int(label), chrom, start, end, strand, source[0] if source else None)

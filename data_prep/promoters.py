@@ -32,33 +32,9 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from genolong.datasets.promoter import PromoterRecord
 from genolong.dna.sequence import InvalidSequenceError, clean, open_text_or_gzip, read_fasta
 from genolong.errors import ConfigError, InputError, UserError
-
-
-@dataclass(frozen=True)
-class PromoterRecord:
-    """One labelled example.
-
-    Attributes:
-        id: unique name within a dataset.
-        sequence: uppercase DNA over ``ACGTN``, oriented in the direction of transcription.
-        label: 1 for a promoter, 0 for a non-promoter.
-        chrom, start, end, strand: genomic origin as a 0-based half-open interval on the
-            forward strand, or ``None`` when unknown (text and FASTA inputs). A negative made
-            from a positive (substitution, shuffle) keeps the coordinates of its positive.
-        source: the data set it came from, in datasets built across sources
-            (:mod:`data_prep.source_split`); ``None`` elsewhere.
-    """
-
-    id: str
-    sequence: str
-    label: int
-    chrom: str | None = None
-    start: int | None = None
-    end: int | None = None
-    strand: str | None = None
-    source: str | None = None
 
 
 @dataclass(frozen=True)

@@ -34,12 +34,14 @@ import numpy as np
 from genolong import __version__
 from genolong.config import from_dict, read_yaml
 from genolong.configs import preset_path
+from genolong.datasets.promoter import FORMAT, SOURCE_COLUMNS, PromoterRecord
 from genolong.dna.sequence import read_fasta, reverse_complement
 from genolong.errors import ConfigError, UserError
+from genolong.files import sha256_file
 
 from .negatives import DERIVED_METHODS, derive_negatives
-from .promoter_dataset import FORMAT, SOURCE_COLUMNS, sha256_file, writable_dataset_dir, write_dataset
-from .promoters import PromoterRecord, n_fraction, read_fasta_records, read_sequence_lines
+from .promoter_dataset import writable_dataset_dir, write_dataset
+from .promoters import n_fraction, read_fasta_records, read_sequence_lines
 from .splits import deduplicate
 
 ROLES = ("train", "valid", "test")

@@ -29,12 +29,12 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from genolong.errors import InputError, UserError
+from genolong.files import sha256_file
 
-from .archive import safe_extract
 from .cache import DataCache, Entry
-from .checksums import CHECKSUM_FILE_PARSERS, Checksum, file_digests, satisfied, sha256_checksum
-from .download import DownloadError, NotFoundError, fetch_bytes, file_lock, local_path, partial_path
 from .genome_prepare import index_paths, prepare_genome
+from .integrity import CHECKSUM_FILE_PARSERS, Checksum, safe_extract, satisfied, sha256_checksum
+from .transfer import DownloadError, NotFoundError, fetch_bytes, file_lock, local_path, partial_path
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +49,7 @@ class Source:
         title: one line for humans.
         url: default download URL.
         checksum_file: name of the provider's checksum file beside ``url``, if any.
-        checksum_format: its format, a key of :data:`~data_prep.checksums.CHECKSUM_FILE_PARSERS`.
+        checksum_format: its format, a key of :data:`~data_prep.integrity.CHECKSUM_FILE_PARSERS`.
         kind: ``genome`` (prepared into indexed BGZF), ``archive`` (unpacked) or ``file``.
         required_members: for an archive, file names it must contain.
     """
@@ -172,7 +172,7 @@ def fetch_source(
 
     Raises:
         NotCachedError: with ``offline``, when the source is not ready.
-        DownloadError, ChecksumMismatch, InputError: see :func:`data_prep.download.download`.
+        DownloadError, ChecksumMismatch, InputError: see :func:`data_prep.transfer.download`.
     """
     expected = [sha256_checksum(sha256)] if sha256 else []
     entry = cache.entry(source.relpath)
@@ -274,7 +274,7 @@ def source_status(source: Source, cache: DataCache, *, verify: bool = False) -> 
     checks = ", ".join(entry.verified) if entry.verified else "no provider checksum; sha256 recorded"
     detail = f"{source.filename} {human_size(entry.size)}, {checks}"
     if verify and on_disk:
-        if file_digests(cache.path(source.relpath), ["sha256"])["sha256"] != entry.digests["sha256"]:
+        if sha256_file(cache.path(source.relpath)) != entry.digests["sha256"]:
             return SourceStatus(source, "corrupt", f"{detail}; sha256 differs from the manifest")
         detail += "; sha256 re-checked"
     elif on_disk and cache.cached(source.relpath) is None:

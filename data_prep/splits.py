@@ -19,9 +19,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from genolong.datasets.promoter import PromoterRecord
 from genolong.errors import ConfigError, UserError
-
-from .promoters import PromoterRecord
 
 SPLITS = ("train", "valid", "test")
 

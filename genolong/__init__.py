@@ -1,12 +1,10 @@
 """genolong: long-context DNA language models (BigBird genomics, Zaheer et al. 2020, Sec. 5).
 
 ``import genolong`` registers the genolong models with transformers' Auto classes
-(``AutoConfig``, ``AutoModel``, ``AutoModelForMaskedLM``, ``AutoModelForSequenceClassification``)
-without importing torch or transformers itself (see :mod:`genolong.model.auto`).
+(``AutoConfig``, ``AutoModel``, ``AutoModelForMaskedLM``, ``AutoModelForSequenceClassification``;
+see :mod:`genolong.model`).
 """
 
-from genolong.model.auto import install as _install_auto_registration
+import genolong.model  # noqa: F401  (the Auto-class registration)
 
 __version__ = "0.1.0"
-
-_install_auto_registration()

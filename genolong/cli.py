@@ -1,11 +1,23 @@
 """The ``genolong`` command line.
 
-Thin by design: each command group lives in ``genolong/commands/<group>.py`` and
-exposes ``register(subparsers)``, which adds its sub-parsers, sets ``func`` to a typed
-function and declares the roles of its path arguments (:func:`genolong.outputs.declare`).
-This module only dispatches, within the output policy of :func:`genolong.outputs.guarded`
-and the signal handling of :func:`genolong.interrupts.handled`, and turns the outcome into
-an exit status with at most one line on stderr:
+One grammar: groups are nouns, model-level operations are verbs.
+
+* data and inputs: ``data fetch|status``, ``genome region|prepare``, ``tokenizer train|stats``,
+  ``corpus build``;
+* tasks: ``promoter prepare|prepare-sources|baseline|finetune|predict``,
+  ``chromatin prepare|finetune|predict|eval``;
+* models and inference: ``pretrain``, ``convert``, ``compare``, ``context-ablation``,
+  ``bench attention``, ``scan``, ``score-variants``, ``explain``, and ``predict-promoter``,
+  the shortcut of ``promoter predict``.
+
+Thin by design: each top-level command lives in ``genolong/commands/<name>.py`` and
+exposes ``register(subparsers)``, which adds its sub-parsers, sets ``func`` to a function
+that parses nothing more and calls the library, and declares the roles of its path arguments
+(:func:`genolong.outputs.declare`). Old spellings (:data:`DEPRECATED_ALIASES`) still run, after
+one deprecation line on stderr. This module only dispatches, within the output policy of
+:func:`genolong.outputs.guarded` and the signal handling of :func:`genolong.interrupts.handled`,
+and turns the outcome into an exit status with at most one line on stderr (besides a
+deprecation line):
 
 * 0 on success;
 * 2 for a :class:`~genolong.errors.UserError` (bad input, unusable output location);
@@ -18,14 +30,24 @@ import argparse
 import importlib
 import logging
 import sys
+import warnings
 
 from genolong import __version__, interrupts
 from genolong.errors import UserError
 from genolong.outputs import guarded
 
-#: Command modules under ``genolong.commands``, in ``--help`` order.
-COMMAND_MODULES = ["data", "tokenizer", "genome", "promoter", "corpus", "chromatin", "bench", "pretrain", "convert",
-                   "finetune", "predict", "scan", "variants", "explain", "evaluate", "compare"]
+#: Command modules under ``genolong.commands``, in ``--help`` order: data and inputs, tasks, models and inference.
+COMMAND_MODULES = ["data", "genome", "tokenizer", "corpus", "promoter", "chromatin",
+                   "pretrain", "convert", "compare", "bench", "predict", "scan", "variants", "explain"]
+
+#: Old command spellings, kept for one release: the words a user typed -> the words that replace them.
+DEPRECATED_ALIASES = {
+    ("finetune", "promoter"): ("promoter", "finetune"),
+    ("finetune", "chromatin"): ("chromatin", "finetune"),
+    ("predict-chromatin",): ("chromatin", "predict"),
+    ("eval", "chromatin"): ("chromatin", "eval"),
+    ("genome", "fetch"): ("genome", "region"),
+}
 
 
 class OneLineErrorParser(argparse.ArgumentParser):
@@ -43,35 +65,75 @@ def build_parser() -> argparse.ArgumentParser:
         description="Long-context DNA language models: tokenizer, corpora, sparse encoders, fine-tuning.",
     )
     parser.add_argument("--version", action="version", version=f"genolong {__version__}")
-    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="debug logging, with Lightning's own lines and warnings")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         importlib.import_module(f"genolong.commands.{name}").register(subparsers)
+    _name_leaf_commands(parser)
     return parser
+
+
+def _name_leaf_commands(parser: argparse.ArgumentParser) -> None:
+    """Give each runnable parser the default ``command_name``, its words after ``genolong``
+    (``promoter finetune``), which prefixes its error lines."""
+    groups = [action for action in parser._actions if isinstance(action, argparse._SubParsersAction)]
+    if not groups:
+        parser.set_defaults(command_name=parser.prog.removeprefix("genolong "))
+    for group in groups:
+        for sub in group.choices.values():
+            _name_leaf_commands(sub)
+
+
+def resolve_aliases(argv: list[str]) -> list[str]:
+    """``argv`` with a deprecated spelling (:data:`DEPRECATED_ALIASES`) replaced by the current one, after
+    one line on stderr: ``genolong finetune promoter: deprecated, use genolong promoter finetune``.
+    Global options (``-v``) may come first; the command is the first word that is not an option.
+    A retired group with no task it had (``genolong finetune --help``) is a usage error naming the new
+    spellings (SystemExit 2)."""
+    start = next((i for i, word in enumerate(argv) if not word.startswith("-")), len(argv))
+    for old, new in DEPRECATED_ALIASES.items():
+        if tuple(argv[start:start + len(old)]) == old:
+            print(f"genolong {' '.join(old)}: deprecated, use genolong {' '.join(new)}", file=sys.stderr)
+            return [*argv[:start], *new, *argv[start + len(old):]]
+    word = argv[start] if start < len(argv) else None
+    groups = {new[0] for new in DEPRECATED_ALIASES.values()}  # current groups (genome) keep their own errors
+    retired = [new for old, new in DEPRECATED_ALIASES.items() if old[0] == word and word not in groups]
+    if retired:  # a retired group without a task it had, e.g. `genolong finetune --help`
+        uses = " or ".join(f"genolong {' '.join(new)}" for new in retired)
+        print(f"genolong {word}: deprecated, use {uses}", file=sys.stderr)
+        raise SystemExit(2)
+    return argv
+
+
+def _configure_logging(verbose: bool) -> None:
+    """genolong's log lines on stderr, with DEBUG lines (and, through :func:`genolong.tasks.console.quiet_lightning`,
+    Lightning's own lines) only when ``verbose``. The levels are set on every call: one process may run
+    several commands."""
+    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
+    level = logging.DEBUG if verbose else logging.INFO
+    logging.getLogger().setLevel(level)
+    logging.getLogger("genolong").setLevel(level)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(resolve_aliases(sys.argv[1:] if argv is None else list(argv)))
     except SystemExit as stop:  # --help, --version, or a usage error already printed
         return stop.code if isinstance(stop.code, int) else 2
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        datefmt="%H:%M:%S",
-    )
+    _configure_logging(args.verbose)
     if not hasattr(args, "func"):
         parser.print_help()
         return 0
-    try:
-        with interrupts.handled(), guarded(args):
+    try:  # warnings filters a quiet run adds (genolong.tasks.console) end with the command
+        with warnings.catch_warnings(), interrupts.handled(), guarded(args):
             result = args.func(args)
     except UserError as err:
-        print(f"genolong {args.command}: error: {err}", file=sys.stderr)
+        print(f"genolong {args.command_name}: error: {err}", file=sys.stderr)
         return err.exit_code
     except KeyboardInterrupt as stop:
-        print(f"genolong {args.command}: {stop or 'interrupted'}", file=sys.stderr)
+        print(f"genolong {args.command_name}: {stop or 'interrupted'}", file=sys.stderr)
         return interrupts.exit_code(stop)
     return int(result or 0)
 

@@ -50,18 +50,19 @@ from pathlib import Path
 
 import torch
 
-from genolong.data_prep.promoter_dataset import load_manifest, load_split
 from genolong.data_prep.source_split import (
     SOURCE_SPLITS,
     build_source_split_dataset,
     load_source_split_config,
 )
+from genolong.datasets.promoter import load_manifest, load_split
 from genolong.evaluation.cross_source import format_pair_table
 from genolong.evaluation.kmer_ensemble import fit_kmer_ensemble, score_splits
 from genolong.evaluation.metrics import PROMOTER_METRICS, format_metrics_table
 from genolong.files import atomic_path
 from genolong.inference.classifier import Classifier, default_promoter_model
-from genolong.tasks.classify import load_classify_config, run_finetune
+from genolong.tasks.finetune import run_finetune
+from genolong.tasks.task import load_finetune_config
 
 REPO = Path(__file__).resolve().parents[1]
 SPEC = "default"
@@ -103,7 +104,7 @@ def train_network(data: Path, run: Path, max_steps: int | None) -> dict | None:
     report = run_finetune(
         data,
         run,
-        load_classify_config("promoter", PRESET, overrides),
+        load_finetune_config("promoter", PRESET, overrides),
         resume=(run / "checkpoints" / "last.ckpt").exists(),
     )
     if "stopped_at_step" in report:

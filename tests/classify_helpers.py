@@ -32,12 +32,12 @@ MICRO = {
 
 
 def micro_config(task: str, **overrides):
-    from genolong.tasks.classify import load_classify_config
+    from genolong.tasks.task import load_finetune_config
 
-    return load_classify_config(task, None, MICRO | overrides)
+    return load_finetune_config(task, None, MICRO | overrides)
 
 
-def promoter_dataset(shared_data: Path, out: Path, positives: int = 60, negatives: int = 120) -> Path:
+def promoter_dataset(real_data: Path, out: Path, positives: int = 60, negatives: int = 120) -> Path:
     """A small promoter dataset from the first real mouse TATA promoters and real non-promoters."""
     from genolong.data_prep.promoter_dataset import PromoterDatasetConfig, build_promoter_dataset
 
@@ -47,7 +47,7 @@ def promoter_dataset(shared_data: Path, out: Path, positives: int = 60, negative
         records = [
             r
             for _, r in zip(
-                range(count), read_fasta(shared_data / "promoters" / name, unique_names=False), strict=False
+                range(count), read_fasta(real_data / "promoters" / name, unique_names=False), strict=False
             )
         ]
         sources[name] = out.parent / f"{out.name}_{name}"
@@ -63,19 +63,19 @@ def promoter_dataset(shared_data: Path, out: Path, positives: int = 60, negative
     return out
 
 
-def chromatin_prepared(shared_data: Path, work: Path, *, context: int | None) -> Path:
+def chromatin_prepared(real_data: Path, work: Path, *, context: int | None) -> Path:
     """The 100 real DeepSEA rows (and their reverse complements) as a prepared directory with
     train/valid/test: 1,000-bp inputs (``context=None``) or windows located in a synthetic
     genome that embeds the real 8-kb sequences (``context=8000``)."""
     from genolong.data_prep.chromatin_dataset import prepare_chromatin
 
-    sequences, labels = deepsea_rows(shared_data)
+    sequences, labels = deepsea_rows(real_data)
     bundle = write_bundle(work / "bundle", sequences, labels)
     out = work / f"prepared_{context or 1000}"
     if context is None:
         prepare_chromatin(bundle, out)
         return out
-    windows, _ = real_rows(shared_data)
+    windows, _ = real_rows(real_data)
     records, _ = synthetic_genome(windows)
     genome = work / "synthetic.fa"
     write_fasta(genome, records)
@@ -83,9 +83,9 @@ def chromatin_prepared(shared_data: Path, work: Path, *, context: int | None) ->
     return out
 
 
-def real_deepsea_fastas(shared_data: Path, work: Path) -> tuple[Path, Path]:
+def real_deepsea_fastas(real_data: Path, work: Path) -> tuple[Path, Path]:
     """FASTA files of the 100 real 8-kb DeepSEA rows and of their central 1,000 bp."""
-    windows, _ = real_rows(shared_data)
+    windows, _ = real_rows(real_data)
     long, short = work / "deepsea_8kb.fa", work / "deepsea_1kb.fa"
     write_fasta(long, [(f"row{i}", w) for i, w in enumerate(windows)])
     write_fasta(short, [(f"row{i}", w[CENTRE]) for i, w in enumerate(windows)])
@@ -143,7 +143,7 @@ def random_classifier(
     return out
 
 
-def finetuned_chromatin(shared_data: Path, tmp_path_factory) -> tuple[Path, Path, dict]:
+def finetuned_chromatin(real_data: Path, tmp_path_factory) -> tuple[Path, Path, dict]:
     """A micro chromatin model fine-tuned on the real rows' 8-kb windows, built once per test
     session (cached in the session's base temporary directory; modules share it).
 
@@ -152,12 +152,12 @@ def finetuned_chromatin(shared_data: Path, tmp_path_factory) -> tuple[Path, Path
     """
     import json
 
-    from genolong.tasks.classify import run_finetune
+    from genolong.tasks.finetune import run_finetune
 
     work = tmp_path_factory.getbasetemp() / "chromatin_micro_run"
     prepared, run = work / "prepared_8000", work / "run"
     if not (run / "report.json").is_file():
-        chromatin_prepared(shared_data, work, context=8000)
+        chromatin_prepared(real_data, work, context=8000)
         # 128 tokens: 4 blocks of the preset's BigBird, enough for its 3-block window
         run_finetune(prepared, run, micro_config("chromatin", max_len=128), show_progress=False)
     return prepared, run, json.loads((run / "report.json").read_text())

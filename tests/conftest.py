@@ -1,4 +1,4 @@
-"""Shared fixtures: paths to the real data in ../shared/data, tiny temporary genomes."""
+"""Shared fixtures: the real data cut into tests/data, the full set in ../shared/data, an isolated cache."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import pytest
 import torch
 
 REPO = Path(__file__).resolve().parents[1]
+TEST_DATA = REPO / "tests" / "data"
 SHARED_DATA = Path(os.environ.get("GENOLONG_SHARED_DATA", REPO.parent / "shared" / "data"))
 
 
@@ -22,8 +23,14 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture(scope="session")
+def real_data() -> Path:
+    """Real DNA files cut small, in the layout of ../shared/data (tests/data/README.md: what was cut, how)."""
+    return TEST_DATA
+
+
+@pytest.fixture(scope="session")
 def shared_data() -> Path:
-    """The real DNA files of ../shared/data (skips the test when absent)."""
+    """The full real data set of ../shared/data, for the slow tests that need whole files (skips when absent)."""
     if not SHARED_DATA.is_dir():
         pytest.skip(f"real data directory not found: {SHARED_DATA}")
     return SHARED_DATA

@@ -5,6 +5,7 @@ model.safetensors, tokenizer files), and a per-layer comparison of two models' h
 from __future__ import annotations
 
 import json
+import lzma
 import shutil
 from pathlib import Path
 
@@ -12,20 +13,21 @@ import torch
 
 #: The scaled-down size of every test source: the real configs with fewer, narrower layers.
 SMALL = {"num_hidden_layers": 2, "hidden_size": 32, "num_attention_heads": 4, "intermediate_size": 64}
-GENA_TOKENIZER = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
+GENA_TOKENIZER = ("tokenizer_config.json", "special_tokens_map.json")  # and tokenizer.json, stored as .xz
 
 
-def gena_config(shared_data: Path, name: str, **overrides) -> dict:
+def gena_config(real_data: Path, name: str, **overrides) -> dict:
     """GENA-LM's config ``name`` (checkpoints/gena_lm/configs) with ``SMALL`` and ``overrides``."""
-    config = json.loads((shared_data / "checkpoints" / "gena_lm" / "configs" / name).read_text())
+    config = json.loads((real_data / "checkpoints" / "gena_lm" / "configs" / name).read_text())
     return config | SMALL | overrides
 
 
-def copy_gena_tokenizer(shared_data: Path, out: Path) -> None:
-    """GENA-LM's tokenizer files, unchanged."""
-    source = shared_data / "checkpoints" / "gena_lm" / "tokenizer_t2t_1000h_multi_32k"
+def copy_gena_tokenizer(real_data: Path, out: Path) -> None:
+    """GENA-LM's tokenizer files, unchanged (tokenizer.json decompressed from tests/data's .xz copy)."""
+    source = real_data / "checkpoints" / "gena_lm" / "tokenizer_t2t_1000h_multi_32k"
     for name in GENA_TOKENIZER:
         shutil.copy(source / name, out / name)
+    (out / "tokenizer.json").write_bytes(lzma.decompress((source / "tokenizer.json.xz").read_bytes()))
 
 
 @torch.no_grad()

@@ -1,4 +1,4 @@
-"""Fixtures for the DeepSEA tests, built from the 100 real DeepSEA test rows in ../shared/data.
+"""Fixtures for the DeepSEA tests, built from the 100 real DeepSEA test rows in tests/data.
 
 ``gena_lm_deepsea_test.dataset.csv.gz`` has one row per line: an 8,000-bp hg19 sequence
 and 919 labels; the DeepSEA 1,000-bp input is ``sequence[3500:4500]``.
@@ -22,10 +22,10 @@ WINDOW, INPUT = 8000, 1000
 CENTRE = slice(3500, 4500)
 
 
-def real_rows(shared_data: Path) -> tuple[list[str], np.ndarray]:
+def real_rows(real_data: Path) -> tuple[list[str], np.ndarray]:
     """The 100 real rows: 8,000-bp sequences and ``(100, 919)`` uint8 labels."""
     sequences, labels = [], []
-    with gzip.open(shared_data / CSV, "rt") as handle:
+    with gzip.open(real_data / CSV, "rt") as handle:
         for line in handle:
             fields = line.rstrip("\n").split(",")
             sequences.append(fields[0])
@@ -38,13 +38,13 @@ def as_array(sequences: list[str]) -> np.ndarray:
     return np.array([np.frombuffer(seq.encode(), np.uint8) for seq in sequences])
 
 
-def deepsea_rows(shared_data: Path) -> tuple[np.ndarray, np.ndarray]:
+def deepsea_rows(real_data: Path) -> tuple[np.ndarray, np.ndarray]:
     """A DeepSEA-style file body: the 100 inputs, then their reverse complements (the "halves" layout).
 
     Returns:
         ``(200, 1000)`` uint8 ASCII and ``(200, 919)`` uint8 labels.
     """
-    windows, labels = real_rows(shared_data)
+    windows, labels = real_rows(real_data)
     inputs = [window[CENTRE] for window in windows]
     return as_array(inputs + [reverse_complement(seq) for seq in inputs]), np.concatenate([labels, labels])
 

@@ -7,9 +7,8 @@ from typing import Any
 import pytest
 import torch
 import torch.nn.functional as F
-from torch import nn
 
-from genolong.attention import _REGISTRY
+from genolong.attention import _REGISTRY, Attention
 from genolong.errors import ConfigError
 from genolong.model.configuration import GenolongConfig
 
@@ -30,14 +29,14 @@ def tiny_config(**overrides: Any) -> GenolongConfig:
     return GenolongConfig(**fields)
 
 
-class ProbeAttention(nn.Module):
+class ProbeAttention(Attention):
     """Dense attention that asks the encoder for extra global tokens and a length multiple,
     and records the shapes and masks it is called with."""
 
     config_defaults: dict[str, Any] = {"probe_globals": 2, "probe_multiple": 16}
 
     def __init__(self, config: Any, layer_idx: int = 0):
-        super().__init__()
+        super().__init__(config, layer_idx)
         self.calls: list[tuple[tuple[int, ...], torch.Tensor | None]] = []
 
     @classmethod

@@ -15,7 +15,7 @@ import math
 import pytest
 import torch
 
-from genolong.attention import attention_class, attention_config, build_attention, paths
+from genolong.attention import attention_class, attention_config, build_attention, flex, paths
 from genolong.attention.lsg import SPARSITY_TYPES
 from genolong.errors import ConfigError
 
@@ -177,7 +177,7 @@ def test_flex_block_mask_tiles_match_the_dense_pattern(variant):
     aligned = pattern.with_global_padding(
         -pattern.num_global % math.gcd(pattern.query_block, pattern.unit, tile)
     )
-    block_mask = paths.flex_block_mask(aligned, block=tile)
+    block_mask = flex.flex_block_mask(aligned, block=tile)
     dense = aligned.dense_mask()  # (Hp, L, L + E)
     q_tiles, k_tiles = -(-dense.shape[1] // tile), -(-dense.shape[2] // tile)
     dense = torch.nn.functional.pad(
@@ -190,7 +190,7 @@ def test_flex_block_mask_tiles_match_the_dense_pattern(variant):
     assert torch.equal(partial, cells.any(4).any(2) & ~cells.all(4).all(2))
 
 
-@pytest.mark.parametrize("variant", ["bigbird-itc", "longformer", "lsg-stride"])
+@pytest.mark.parametrize("variant", [pytest.param("bigbird-itc", marks=pytest.mark.slow), "longformer", "lsg-stride"])
 def test_flex_forward_on_cpu_matches_dense_reference(variant):
     """Longformer's 98 tokens (2 global + 6 alignment padding + 90) end in a partial tile of
     flex's 16: the case where the CPU kernel, given it, read stale scores. Two calls must agree

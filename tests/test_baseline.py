@@ -57,11 +57,11 @@ def test_baseline_config_validation():
 
 
 @pytest.fixture(scope="module")
-def real_subsets(shared_data, tmp_path_factory):
-    """Small real datasets: 600 DeePromoter promoters + substitution, and 300 + 300 real promoters/non-promoters."""
+def real_subsets(real_data, tmp_path_factory):
+    """Small real datasets: 300 DeePromoter promoters + substitution, and 300 + 300 real promoters/non-promoters."""
     root = tmp_path_factory.mktemp("baseline")
-    promoters = shared_data / "promoters"
-    lines = (promoters / "mm_pos_TATA.txt").read_text().splitlines()[:600]
+    promoters = real_data / "promoters"
+    lines = (promoters / "mm_pos_TATA.txt").read_text().splitlines()[:300]
     (root / "pos.txt").write_text("\n".join(lines) + "\n")
     build_promoter_dataset(PromoterDatasetConfig(text=root / "pos.txt"), root / "substitution")
     for name, source in (("tata.fa", "Mouse_tata.fa"), ("nonprom.fa", "Mouse_nonprom.fa")):

@@ -11,16 +11,18 @@ import pytest
 
 from genolong.bench import attention as attention_bench
 from genolong.bench import report as bench_report
+from genolong.bench import runner as bench_runner
 from genolong.cli import main
 
 TINY = ["--hidden", "32", "--layers", "1", "--heads", "2", "--ffn", "64", "--vocab", "100", "--repeats", "1"]
 
 
+@pytest.mark.slow  # three models in worker processes, twice: ~100 s on the loaded 2-core machine
 def test_bench_attention_writes_a_row_per_model_length_and_phase(tmp_path, monkeypatch):
     argv = ["bench", "attention", "--backbones", "full", "--peers", "hf-bert", "--lengths", "128",
             "--extra-lengths", "--out", str(tmp_path), *TINY]  # fmt: skip
     assert main(argv) == 0
-    rows = attention_bench.read_csv(tmp_path / "attention_fp32.csv")
+    rows = bench_report.read_csv(tmp_path / "attention_fp32.csv")
     expected = {(m, n, p) for m, n in [("full", 128), ("floor", 128), ("hf-bert", 128)]
                 for p in ("forward", "train")}  # fmt: skip
     assert {(row["model"], row["length"], row["phase"]) for row in rows} == expected
@@ -35,14 +37,14 @@ def test_bench_attention_writes_a_row_per_model_length_and_phase(tmp_path, monke
     def must_not_run(*args, **kwargs):
         raise AssertionError("--resume measured a pair again")
 
-    monkeypatch.setattr(attention_bench, "run_spec", must_not_run)
+    monkeypatch.setattr(bench_runner, "run_spec", must_not_run)
     assert main([*argv, "--resume"]) == 0
-    assert len(attention_bench.read_csv(tmp_path / "attention_fp32.csv")) == len(rows)
+    assert len(bench_report.read_csv(tmp_path / "attention_fp32.csv")) == len(rows)
 
 
 def test_a_worker_over_the_memory_cap_is_killed_and_reported():
     spec = attention_bench.Spec(model="full", length=64, size=attention_bench.BenchSize(100, 32, 1, 2, 64), repeats=1)
-    rows = attention_bench.run_spec(spec, timeout_s=60, max_memory_gb=0.01)
+    rows = bench_runner.run_spec(spec, timeout_s=60, max_memory_gb=0.01)
     assert [(row["phase"], row["status"]) for row in rows] == [
         ("forward", "killed: resident set over 0.01 GB"),
         ("train", "killed: resident set over 0.01 GB"),
@@ -51,7 +53,7 @@ def test_a_worker_over_the_memory_cap_is_killed_and_reported():
 
 def test_a_failing_worker_reports_its_last_error_line():
     spec = attention_bench.Spec(model="full", length=100, size=attention_bench.BenchSize(100, 30, 1, 4, 64), phases=("forward",))
-    (row,) = attention_bench.run_spec(spec, timeout_s=120, max_memory_gb=8)
+    (row,) = bench_runner.run_spec(spec, timeout_s=120, max_memory_gb=8)
     assert row["status"].startswith("failed: ") and "not divisible by num_attention_heads" in row["status"]
 
 
@@ -63,7 +65,7 @@ def test_unknown_names_are_user_errors(tmp_path, capsys):
 
 
 def test_plan_measures_long_lengths_only_for_our_sparse_models_and_the_floor():
-    pairs = attention_bench.plan(["full", "bigbird"], ["hf-bert"], True, [1024, 2048], [32768])
+    pairs = bench_runner.plan(["full", "bigbird"], ["hf-bert"], True, [1024, 2048], [32768])
     assert pairs == [("full", 1024), ("bigbird", 1024), ("floor", 1024), ("hf-bert", 1024),
                      ("full", 2048), ("bigbird", 2048), ("floor", 2048), ("hf-bert", 2048),
                      ("bigbird", 32768), ("floor", 32768)]  # fmt: skip
@@ -78,7 +80,7 @@ def test_attention_share_and_slope():
     rows = [row("floor", 4096, "forward", 2.0), row("bigbird", 4096, "forward", 2.5),
             row("floor", 16384, "forward", 8.0), row("bigbird", 16384, "forward", 10.0),
             row("hf-bert", 4096, "forward", 1.0), row("hf-bert", 16384, "forward", 16.0)]  # fmt: skip
-    attention_bench.add_attention_share(rows)
+    bench_report.add_attention_share(rows)
     shares = {(r["model"], r["length"]): r["attention_share"] for r in rows}
     assert shares[("bigbird", 4096)] == pytest.approx(0.25)
     assert shares[("floor", 4096)] is None and shares[("hf-bert", 4096)] is None
@@ -99,7 +101,7 @@ def test_tables_show_why_a_measurement_is_missing():
 
 
 def test_legacy_peers_are_skipped_without_a_legacy_site():
-    rows = attention_bench.run_spec(attention_bench.Spec(model="lsg-bert", length=256), timeout_s=60, max_memory_gb=8)
+    rows = bench_runner.run_spec(attention_bench.Spec(model="lsg-bert", length=256), timeout_s=60, max_memory_gb=8)
     assert {row["status"] for row in rows} == {
         "skipped: needs --legacy-site (a directory with transformers 4.x)"
     }

@@ -39,7 +39,7 @@ def tokenizer_dir(tmp_path_factory):
 @pytest.mark.parametrize("argv, needle", [
     (["predict-promoter", "IN", "--stride", "0"], "--stride: must be a positive integer, got '0'"),
     (["predict-promoter", "IN", "--min-length", "0"], "--min-length: must be a positive integer"),
-    (["predict-chromatin", "IN", "--model", "M", "--batch-size", "-1"], "--batch-size: must be a positive integer"),
+    (["chromatin", "predict", "IN", "--model", "M", "--batch-size", "-1"], "--batch-size: must be a positive integer"),
     (["chromatin", "prepare", "--mat-dir", "D", "--out", "O", "--context", "0"], "--context: must be a positive"),
     (["data", "fetch", "epdnew", "--timeout", "-1"], "--timeout: must be a positive number, got '-1'"),
     (["data", "fetch", "epdnew", "--retries", "-3"], "--retries: must be an integer >= 0, got '-3'"),
@@ -87,7 +87,7 @@ def test_genome_prepare_plain_writes_a_fai_that_fetch_reads(tmp_path, capsys):
     assert main(["genome", "prepare", str(fasta), "--plain", "--out", str(out)]) == 0
     assert [line.split("\t")[0] for line in (tmp_path / "prepared.fa.fai").read_text().splitlines()] == ["chrA", "chrB"]
     capsys.readouterr()
-    assert main(["genome", "fetch", str(out), "chrA:2-8"]) == 0
+    assert main(["genome", "region", str(out), "chrA:2-8"]) == 0
     assert capsys.readouterr().out.splitlines() == [">chrA:2-8(+)", "GTACGT"]
 
 
@@ -258,15 +258,15 @@ def test_baseline_refuses_a_damaged_dataset_row(tmp_path, capsys, edit, needle):
 
 # -- prepared chromatin data ------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def prepared(shared_data, tmp_path_factory):
+def prepared(real_data, tmp_path_factory):
     work = tmp_path_factory.mktemp("chromatin")
-    bundle = write_bundle(work / "bundle", *deepsea_rows(shared_data))
+    bundle = write_bundle(work / "bundle", *deepsea_rows(real_data))
     assert main(["chromatin", "prepare", "--mat-dir", str(bundle), "--out", str(work / "prepared")]) == 0
     return work
 
 
 def finetune_chromatin(data, tmp_path) -> int:
-    return main(["finetune", "chromatin", "--data", str(data), "--out", str(tmp_path / "run")])
+    return main(["chromatin", "finetune", "--data", str(data), "--out", str(tmp_path / "run")])
 
 
 def test_a_truncated_mat_file_is_one_line(prepared, tmp_path, capsys):

@@ -34,9 +34,9 @@ def promoter_model(tmp_path_factory):
 
 
 @pytest.fixture
-def mouse_fasta(shared_data, tmp_path):
+def mouse_fasta(real_data, tmp_path):
     """Three real mouse TATA promoters (251 bp) in a FASTA of the test's own."""
-    records = [r for _, r in zip(range(3), read_fasta(shared_data / "promoters" / "Mouse_tata.fa"), strict=False)]
+    records = [r for _, r in zip(range(3), read_fasta(real_data / "promoters" / "Mouse_tata.fa"), strict=False)]
     path = tmp_path / "in.fa"
     write_fasta(path, records)
     return path
@@ -74,8 +74,8 @@ def user_directory(root: Path) -> Path:
 
 
 @pytest.mark.parametrize("command", [
-    ["finetune", "promoter", "--data", "{data}"],
-    ["finetune", "chromatin", "--data", "{data}"],
+    ["promoter", "finetune", "--data", "{data}"],
+    ["chromatin", "finetune", "--data", "{data}"],
     ["pretrain", "--genome", "{genome}"],
     ["compare", "--genome", "{genome}", "--promoters", "{data}", "--preset", "micro"],
     ["context-ablation", "--genome", "{genome}", "--preset", "micro"],
@@ -101,9 +101,9 @@ def test_another_kind_of_genolong_directory_is_refused(tmp_path, capsys, tokeniz
     assert (tokenizer_dir / "tokenizer.json").is_file()
 
 
-def test_a_run_directory_is_claimed_and_resumed(shared_data, tokenizer_dir, tmp_path, capsys):
+def test_a_run_directory_is_claimed_and_resumed(real_data, tokenizer_dir, tmp_path, capsys):
     """corpus build into a new directory marks it; the same command again resumes there."""
-    genome = shared_data / "genomes" / "chr17.hg19.part.fa"
+    genome = real_data / "genomes" / "chr17.hg19.part.fa"
     argv = ["corpus", "build", "--genome", genome, "--tokenizer", tokenizer_dir, "--out", tmp_path / "c",
             "--passes", "1", "--valid-chromosomes", "chrX", "--test-chromosomes", "chrY", "--valid-tail-fraction", "0.1",
             "--test-tail-fraction", "0.1"]  # a corpus needs documents in every split
@@ -144,10 +144,10 @@ def test_a_failed_corpus_build_leaves_nothing(tmp_path, tokenizer_dir, capsys):
     assert snapshot(tmp_path) == before
 
 
-def test_a_failed_chromatin_prepare_leaves_no_work_directory(shared_data, tmp_path, capsys):
+def test_a_failed_chromatin_prepare_leaves_no_work_directory(real_data, tmp_path, capsys):
     """The genome turns out invalid while the rows are being located: the hidden
     ``.o.partial`` work directory (kept for a resume after an interrupt) goes too."""
-    bundle = write_bundle(tmp_path / "mat", *deepsea_rows(shared_data))
+    bundle = write_bundle(tmp_path / "mat", *deepsea_rows(real_data))
     (tmp_path / "genome.fa").write_text(">chr1\nACGTXACGT\n")
     before = snapshot(tmp_path)
     code, err = run_cli(capsys, "chromatin", "prepare", "--mat-dir", bundle, "--out", tmp_path / "o",
@@ -193,7 +193,7 @@ def test_two_outputs_on_one_path_are_refused(promoter_model, mouse_fasta, tmp_pa
 def test_an_output_file_inside_an_input_directory_is_refused(promoter_model, mouse_fasta, capsys):
     config = promoter_model / "config.json"
     original = config.read_bytes()
-    code, err = run_cli(capsys, "predict-chromatin", mouse_fasta, "--model", promoter_model, "--out", config)
+    code, err = run_cli(capsys, "chromatin", "predict", mouse_fasta, "--model", promoter_model, "--out", config)
     assert code == 2 and f"is a file of the input --model {promoter_model}" in err
     assert config.read_bytes() == original
 
@@ -217,15 +217,15 @@ def test_an_output_directory_holding_an_input_is_refused(tmp_path, capsys):
 # -- unusable output locations, before the work ------------------------------------------------
 FILE_COMMANDS = {
     "predict-promoter": ["predict-promoter", "{fasta}", "--out"],
-    "predict-chromatin": ["predict-chromatin", "{fasta}", "--model", "{model}", "--out"],
-    "eval chromatin": ["eval", "chromatin", "--model", "{model}", "--data", "{data}", "--out"],
+    "chromatin predict": ["chromatin", "predict", "{fasta}", "--model", "{model}", "--out"],
+    "chromatin eval": ["chromatin", "eval", "--model", "{model}", "--data", "{data}", "--out"],
     "promoter baseline": ["promoter", "baseline", "--data", "{data}", "--out"],
     "tokenizer stats": ["tokenizer", "stats", "--tokenizer", "{model}", "--genome", "{fasta}", "--json"],
     "genome prepare": ["genome", "prepare", "{fasta}", "--out"],
 }
 DIRECTORY_COMMANDS = {
     "pretrain": ["pretrain", "--out"],
-    "finetune": ["finetune", "promoter", "--data", "{data}", "--out"],
+    "finetune": ["promoter", "finetune", "--data", "{data}", "--out"],
     "bench": ["bench", "attention", "--out"],
     "corpus build": ["corpus", "build", "--genome", "{fasta}", "--tokenizer", "{model}", "--out"],
     "tokenizer train": ["tokenizer", "train", "--out"],

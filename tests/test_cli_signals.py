@@ -58,7 +58,7 @@ def test_cli_removes_temporary_files_and_exits_128_plus_the_signal(monkeypatch, 
     assert main(["tokenizer", "stats", "--tokenizer", str(tmp_path), "--genome", str(tmp_path / "g.fa"),
                  "--json", str(out)]) == code
     err = capsys.readouterr().err
-    assert err == f"genolong tokenizer: interrupted by {signal.Signals(signum).name}\n"
+    assert err == f"genolong tokenizer stats: interrupted by {signal.Signals(signum).name}\n"
     assert list(tmp_path.iterdir()) == []
 
 
@@ -75,7 +75,7 @@ def test_code_that_saved_its_state_ends_the_command_with_its_own_line(monkeypatc
 
     monkeypatch.setattr(tokenizer_command, "run_stats", training)
     assert main(["tokenizer", "stats", "--tokenizer", str(tmp_path), "--genome", str(tmp_path / "g.fa")]) == 143
-    assert capsys.readouterr().err == "genolong tokenizer: stopped at step 3; continue with --resume\n"
+    assert capsys.readouterr().err == "genolong tokenizer stats: stopped at step 3; continue with --resume\n"
 
 
 def _temporary_files(directory: Path) -> list[Path]:

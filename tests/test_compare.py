@@ -12,19 +12,19 @@ from classify_helpers import promoter_dataset
 
 from genolong.cli import main
 from genolong.errors import ConfigError, UserError
-from genolong.evaluation.compare_report import read_csv
+from genolong.evaluation.compare_report import ABLATION_COLUMNS, COLUMNS, read_csv
 from genolong.resources import sample_genome
 from genolong.tasks import compare as compare_module
 from genolong.tasks.compare import (
-    ABLATION_COLUMNS,
-    BACKBONES,
-    COLUMNS,
     DETERMINISTIC,
     Workspace,
     load_compare_config,
     run_comparison,
     run_context_ablation,
 )
+
+#: The micro preset's backbones, in its (the tables') order: every built-in one.
+BACKBONES = list(load_compare_config("micro").backbones)
 
 
 def comparison(out, promoters, *, seed=0, backbones=BACKBONES):
@@ -33,8 +33,8 @@ def comparison(out, promoters, *, seed=0, backbones=BACKBONES):
 
 
 @pytest.fixture(scope="module")
-def promoters(shared_data, tmp_path_factory):
-    return promoter_dataset(shared_data, tmp_path_factory.mktemp("compare_data") / "promoters")
+def promoters(real_data, tmp_path_factory):
+    return promoter_dataset(real_data, tmp_path_factory.mktemp("compare_data") / "promoters")
 
 
 @pytest.fixture(scope="module")
@@ -68,6 +68,7 @@ def test_every_backbone_has_a_row_table_and_plots(finished):
         assert (out / name).read_bytes()[:4] == b"\x89PNG"
 
 
+@pytest.mark.slow  # all six backbones again: ~30 s on the loaded 2-core machine
 def test_same_seed_same_rows_other_seed_other_rows(finished, promoters, tmp_path):
     """Deterministic columns repeat exactly in a fresh directory; a new seed changes them."""
     _, rows = finished

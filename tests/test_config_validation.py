@@ -8,7 +8,7 @@ import pytest
 
 from genolong.cli import main
 from genolong.config import load_yaml
-from genolong.datasets.corpus import CorpusConfig
+from genolong.datasets.corpus_build import CorpusConfig
 from genolong.tasks.pretrain import load_pretrain_config
 
 
@@ -81,7 +81,7 @@ def test_a_good_config_extending_a_file_loads(tmp_path):
     (tmp_path / "child.yaml").write_text("extends: base.yaml\nmodel:\n  num_hidden_layers: 1\n")
     config = load_pretrain_config(tmp_path / "child.yaml")
     assert config.max_len == 512
-    assert config.model == {"backbone": "bigbird", "hidden_size": 32, "num_attention_heads": 2, "block_size": 32,
+    assert config.model.settings == {"backbone": "bigbird", "hidden_size": 32, "num_attention_heads": 2, "block_size": 32,
                             "num_hidden_layers": 1}
 
 
@@ -115,7 +115,7 @@ def test_corpus_build_refuses_a_typo_in_its_config(tmp_path, capsys):
 def test_bad_finetune_config_is_refused(tmp_path, capsys, text, needles):
     (tmp_path / "f.yaml").write_text(text)
     out = tmp_path / "run"
-    status = main(["finetune", "promoter", "--data", str(tmp_path), "--config", str(tmp_path / "f.yaml"),
+    status = main(["promoter", "finetune", "--data", str(tmp_path), "--config", str(tmp_path / "f.yaml"),
                    "--out", str(out)])
     assert_one_line(status, capsys.readouterr().err.strip().splitlines(), "f.yaml", *needles)
     assert not out.exists()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from genolong.config.model_section import ModelSection
 from genolong.configs import available_presets, preset_path
 from genolong.errors import UserError
 from genolong.tasks.pretrain import load_pretrain_config
@@ -43,11 +44,11 @@ def test_compare_preset_builds_every_backbone(name):
     config = load_compare_config(name)
     for backbone in config.backbones:
         pretrain = config.pretrain_config(backbone, seed=0)
-        assert pretrain.model["backbone"] == backbone
+        assert pretrain.model.backbone == backbone
         assert pretrain.model_config(vocab_size=300).backbone == backbone
         shrunk = config.pretrain_config(backbone, seed=0, max_len=min(pretrain.max_len, 1024))
-        shrunk.model |= {"hidden_size": 32, "num_attention_heads": 2,
-                         "intermediate_size": 64}
+        shrunk.model = ModelSection(shrunk.model.settings | {"hidden_size": 32, "num_attention_heads": 2,
+                                                             "intermediate_size": 64})
         model = GenolongForMaskedLM(shrunk.model_config(vocab_size=300)).eval()
         ids = torch.randint(5, 300, (1, shrunk.max_len))
         with torch.no_grad():

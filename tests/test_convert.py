@@ -40,13 +40,13 @@ def transformers_outputs(model, input_ids, attention_mask):
 
 # -- BigBird (GENA-LM gena-lm-bigbird-base-t2t) -----------------------------------------------
 @pytest.fixture(scope="module")
-def big_bird(shared_data, tmp_path_factory):
+def big_bird(real_data, tmp_path_factory):
     """(transformers BigBirdForPreTraining, converted GenolongForMaskedLM)."""
-    config = BigBirdConfig(**gena_config(shared_data, "hf_bigbird_L12-H768-A12-V32k-L4096.json"))
+    config = BigBirdConfig(**gena_config(real_data, "hf_bigbird_L12-H768-A12-V32k-L4096.json"))
     source = randomize(BigBirdForPreTraining(config))
     work = tmp_path_factory.mktemp("big_bird")
     save_source(work / "src", config.to_dict(), source.state_dict(), safetensors=False)
-    copy_gena_tokenizer(shared_data, work / "src")
+    copy_gena_tokenizer(real_data, work / "src")
     convert_checkpoint(work / "src", work / "out")
     return source, GenolongForMaskedLM.from_pretrained(str(work / "out")).eval()
 
@@ -94,12 +94,12 @@ def test_seeded_layout_is_the_alternative(big_bird, tmp_path):
 
 
 # -- BERT: transformers' post-LN, GENA-LM's pre-LN ---------------------------------------------
-def test_post_ln_bert(shared_data, tmp_path):
-    fields = gena_config(shared_data, "L12-H768-A12-V32k-preln.json")
+def test_post_ln_bert(real_data, tmp_path):
+    fields = gena_config(real_data, "L12-H768-A12-V32k-preln.json")
     config = BertConfig(**{k: v for k, v in fields.items() if k not in ("pre_layer_norm", "last_layer_norm")})
     source = randomize(BertForMaskedLM(config))
     save_source(tmp_path / "src", config.to_dict(), source.state_dict(), safetensors=True)
-    copy_gena_tokenizer(shared_data, tmp_path / "src")
+    copy_gena_tokenizer(real_data, tmp_path / "src")
     converted = convert_checkpoint(tmp_path / "src", tmp_path / "out")
     assert not converted.config.pre_layer_norm
     for lengths in ([512], [400, 257, 31]):
@@ -181,13 +181,13 @@ def gena_pre_ln_reference(state, config, input_ids, attention_mask, last_layer_n
     "config_name, last_layer_norm",
     [("L12-H768-A12-V32k-preln.json", False), ("L12-H768-A12-V32k-preln-lastln.json", True)],
 )
-def test_gena_pre_ln_bert(shared_data, tmp_path, config_name, last_layer_norm):
+def test_gena_pre_ln_bert(real_data, tmp_path, config_name, last_layer_norm):
     """``last_layer_norm`` absent (the lastln config) means a final LayerNorm, as GENA-LM's code reads it."""
-    config = gena_config(shared_data, config_name)
+    config = gena_config(real_data, config_name)
     assert ("last_layer_norm" not in config) == last_layer_norm
     state = gena_pre_ln_state(config, last_layer_norm)
     save_source(tmp_path / "src", config, state, safetensors=False)
-    copy_gena_tokenizer(shared_data, tmp_path / "src")
+    copy_gena_tokenizer(real_data, tmp_path / "src")
     converted = convert_checkpoint(tmp_path / "src", tmp_path / "out")
     assert converted.config.pre_layer_norm and converted.config.final_layer_norm == last_layer_norm
     for lengths in ([512], [300, 199]):
@@ -233,7 +233,7 @@ def test_esm_absolute_positions(tmp_path):
         assert_same_outputs(genolong_hidden_states(converted, ids, mask), transformers_outputs(source, ids, mask), mask)
 
 
-def test_genolong_feeds_gena_tokenizer_what_it_expects(shared_data, tmp_path):
+def test_genolong_feeds_gena_tokenizer_what_it_expects(real_data, tmp_path):
     """Lowercase (soft-masked) bases and IUPAC codes are cleaned to ACGTN before GENA-LM's tokenizer,
     whose vocabulary is uppercase; its own normalizer turns runs of >= 10 N into '-'."""
     from convert_helpers import copy_gena_tokenizer
@@ -241,7 +241,7 @@ def test_genolong_feeds_gena_tokenizer_what_it_expects(shared_data, tmp_path):
     from genolong.dna.tokenizer import load_tokenizer
     from genolong.inference.classifier import TokenEncoder
 
-    copy_gena_tokenizer(shared_data, tmp_path)
+    copy_gena_tokenizer(real_data, tmp_path)
     tokenizer = load_tokenizer(tmp_path)
     batch = TokenEncoder(tokenizer, 64)(["acgtTTGACArYGG" + "N" * 12 + "GATTACA"])
     tokens = tokenizer.convert_ids_to_tokens(batch["input_ids"][0])

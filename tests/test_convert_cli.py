@@ -19,11 +19,11 @@ from genolong.dna.sequence import write_fasta
 PRE_LN = "L12-H768-A12-V32k-preln-lastln.json"
 
 
-def gena_bert_source(shared_data, out, **overrides):
+def gena_bert_source(real_data, out, **overrides):
     """A GENA-LM pre-LN BERT checkpoint (pytorch_model.bin, config.json, their tokenizer)."""
-    config = gena_config(shared_data, PRE_LN, **overrides)
+    config = gena_config(real_data, PRE_LN, **overrides)
     save_source(out, config, gena_pre_ln_state(config, last_layer_norm=True), safetensors=False)
-    copy_gena_tokenizer(shared_data, out)
+    copy_gena_tokenizer(real_data, out)
     return out
 
 
@@ -38,12 +38,12 @@ def edit_config(directory, **changes):
     path.write_text(json.dumps({k: v for k, v in (config | changes).items() if v is not None}))
 
 
-def broken_source(kind, shared_data, src):
+def broken_source(kind, real_data, src):
     """A source directory with one defect."""
     if kind == "empty":
         src.mkdir()
         return
-    gena_bert_source(shared_data, src)
+    gena_bert_source(real_data, src)
     if kind == "no weights":
         (src / "pytorch_model.bin").unlink()
     elif kind == "model_type":
@@ -55,12 +55,12 @@ def broken_source(kind, shared_data, src):
     elif kind == "rotary":
         edit_config(src, position_embedding_type="rotary")
     elif kind == "deepspeed sparse":
-        sparse = json.loads((shared_data / "checkpoints/gena_lm/configs/L12-H768-A12-V32k-L4096-preln-sparse-rope.json").read_text())
+        sparse = json.loads((real_data / "checkpoints/gena_lm/configs/L12-H768-A12-V32k-L4096-preln-sparse-rope.json").read_text())
         edit_config(src, sparse_config_cls=sparse["sparse_config_cls"], sparse_attention=sparse["sparse_attention"])
     elif kind == "dnabert2":
         edit_config(src, alibi_starting_size=512)
     elif kind == "vocabulary":
-        config = gena_config(shared_data, PRE_LN, vocab_size=4000)
+        config = gena_config(real_data, PRE_LN, vocab_size=4000)
         save_source(src, config, gena_pre_ln_state(config, last_layer_norm=True), safetensors=False)
     elif kind == "classifier weights":
         state = torch.load(src / "pytorch_model.bin", weights_only=True) | {"classifier.weight": torch.zeros(2, 32)}
@@ -82,16 +82,16 @@ def broken_source(kind, shared_data, src):
         ("classifier weights", "weights with no place in a genolong masked-LM model: classifier.weight"),
     ],
 )
-def test_bad_sources_exit_2_with_one_line_and_write_nothing(kind, message, shared_data, tmp_path, capsys):
-    broken_source(kind, shared_data, tmp_path / "src")
+def test_bad_sources_exit_2_with_one_line_and_write_nothing(kind, message, real_data, tmp_path, capsys):
+    broken_source(kind, real_data, tmp_path / "src")
     code, captured = run_convert(tmp_path / "src", tmp_path / "out", capsys)
     assert code == 2 and message in captured.err, captured.err
     assert len(captured.err.strip().splitlines()) == 1
     assert not (tmp_path / "out").exists() and sorted(p.name for p in tmp_path.iterdir()) == ["src"]
 
 
-def test_a_users_directory_is_never_replaced_and_a_converted_one_needs_force(shared_data, tmp_path, capsys):
-    gena_bert_source(shared_data, tmp_path / "src")
+def test_a_users_directory_is_never_replaced_and_a_converted_one_needs_force(real_data, tmp_path, capsys):
+    gena_bert_source(real_data, tmp_path / "src")
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "keep.txt").write_text("mine")
     for extra in ([], ["--force"]):
@@ -116,18 +116,18 @@ train: {max_steps: 6, val_every_steps: 3, batch_size: 8, warmup_steps: 1, log_ev
 
 
 @pytest.mark.slow
-def test_gena_bigbird_convert_finetune_predict(shared_data, tmp_path, capsys):
+def test_gena_bigbird_convert_finetune_predict(real_data, tmp_path, capsys):
     """GENA-LM's BigBird config (scaled down) and tokenizer: convert, then every promoter command."""
-    config = BigBirdConfig(**gena_config(shared_data, "hf_bigbird_L12-H768-A12-V32k-L4096.json"))
+    config = BigBirdConfig(**gena_config(real_data, "hf_bigbird_L12-H768-A12-V32k-L4096.json"))
     save_source(tmp_path / "src", config.to_dict(), randomize(BigBirdForPreTraining(config)).state_dict(), safetensors=True)
-    copy_gena_tokenizer(shared_data, tmp_path / "src")
+    copy_gena_tokenizer(real_data, tmp_path / "src")
     assert main(["convert", str(tmp_path / "src"), "--out", str(tmp_path / "gena")]) == 0
     assert "converted big_bird (2 layers, hidden 32, 4096 positions, backbone bigbird)" in capsys.readouterr().out
 
-    dataset = promoter_dataset(shared_data, tmp_path / "promoters")
+    dataset = promoter_dataset(real_data, tmp_path / "promoters")
     (tmp_path / "micro.yaml").write_text(MICRO_FINETUNE)
     run = tmp_path / "run"
-    assert main(["finetune", "promoter", "--data", str(dataset), "--model", str(tmp_path / "gena"),
+    assert main(["promoter", "finetune", "--data", str(dataset), "--model", str(tmp_path / "gena"),
                  "--config", str(tmp_path / "micro.yaml"), "--out", str(run)]) == 0
     report = json.loads((run / "report.json").read_text())
     assert report["backbone"] == "bigbird" and report["test"]["n"] > 0
@@ -153,19 +153,19 @@ train: {max_steps: 4, val_every_steps: 2, batch_size: 8, warmup_steps: 1, log_ev
 """
 
 
-def test_gena_bert_convert_finetune_eval_chromatin(shared_data, tmp_path, capsys):
+def test_gena_bert_convert_finetune_eval_chromatin(real_data, tmp_path, capsys):
     """GENA-LM's pre-LN BERT (scaled down) and tokenizer on the 100 real DeepSEA rows:
-    convert -> finetune chromatin -> eval chromatin."""
+    convert -> chromatin finetune -> chromatin eval."""
     from classify_helpers import chromatin_prepared
 
-    gena_bert_source(shared_data, tmp_path / "src")
+    gena_bert_source(real_data, tmp_path / "src")
     assert main(["convert", str(tmp_path / "src"), "--out", str(tmp_path / "gena")]) == 0
-    prepared = chromatin_prepared(shared_data, tmp_path / "deepsea", context=None)
+    prepared = chromatin_prepared(real_data, tmp_path / "deepsea", context=None)
     (tmp_path / "micro.yaml").write_text(MICRO_CHROMATIN)
     run = tmp_path / "run"
-    assert main(["finetune", "chromatin", "--data", str(prepared), "--model", str(tmp_path / "gena"),
+    assert main(["chromatin", "finetune", "--data", str(prepared), "--model", str(tmp_path / "gena"),
                  "--config", str(tmp_path / "micro.yaml"), "--out", str(run)]) == 0
     capsys.readouterr()
     aucs = tmp_path / "aucs.csv"
-    assert main(["eval", "chromatin", "--model", str(run / "model"), "--data", str(prepared), "--out", str(aucs)]) == 0
+    assert main(["chromatin", "eval", "--model", str(run / "model"), "--data", str(prepared), "--out", str(aucs)]) == 0
     assert "-> " + str(aucs) in capsys.readouterr().out and aucs.is_file()

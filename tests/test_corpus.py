@@ -9,10 +9,11 @@ import random
 import numpy as np
 import pytest
 
-import genolong.datasets.corpus as corpus_module
+import genolong.datasets.corpus_build as corpus_module
 from genolong.cli import main
 from genolong.config import dump_yaml, from_dict, load_yaml
-from genolong.datasets.corpus import Corpus, CorpusConfig, build_corpus, cut_documents
+from genolong.datasets.corpus import Corpus
+from genolong.datasets.corpus_build import CorpusConfig, build_corpus, cut_documents
 from genolong.dna.sequence import read_fasta, write_fasta
 from genolong.dna.tokenizer import TokenizerTrainConfig, load_tokenizer, train_tokenizer
 from genolong.errors import ConfigError, UserError
@@ -31,10 +32,10 @@ def test_cut_documents_follows_bigbird_rule():
 
 
 @pytest.fixture(scope="module")
-def genome_and_tokenizer(tmp_path_factory, shared_data):
+def genome_and_tokenizer(tmp_path_factory, real_data):
     folder = tmp_path_factory.mktemp("corpus_inputs")
     rng = random.Random(0)
-    records = [(r.name, r.sequence) for r in read_fasta(shared_data / "genomes" / "chr17.hg19.part.fa")]
+    records = [(r.name, r.sequence) for r in read_fasta(real_data / "genomes" / "chr17.hg19.part.fa")]
     records += [("chr7", "".join(rng.choice("ACGT") for _ in range(30_000))),
                 ("chr8", "N" * 2000 + "".join(rng.choice("ACGT") for _ in range(20_000))),
                 ("chrUn_gap", "N" * 6000)]

@@ -14,7 +14,7 @@ from _http_server import FixtureServer
 
 from genolong.cli import COMMAND_MODULES, build_parser, main
 from genolong.data_prep.cache import DataCache
-from genolong.data_prep.checksums import BsdSum
+from genolong.data_prep.integrity import BsdSum
 from genolong.data_prep.sources import USAGES, ready_path
 from genolong.dna.genome import Genome
 
@@ -110,7 +110,7 @@ def test_checksum_mismatch_removes_the_file_and_exits_2(server, tmp_path, capsys
     url = server.url("epd/Hs_EPDnew_006_hg19.bed")
     assert run("data", "fetch", "epdnew", "--dest", str(dest), "--url", url, "--sha256", "ab" * 32) == 2
     err = one_line_error(capsys)
-    assert err.startswith("genolong data: error:") and "sha256 mismatch" in err and "removed" in err
+    assert err.startswith("genolong data fetch: error:") and "sha256 mismatch" in err and "removed" in err
     assert not dest.exists()  # the new cache directory held nothing but a lock: removed
 
 
@@ -206,8 +206,8 @@ def test_advertised_commands_parse_with_the_real_cli(needs, command):
     assert hasattr(args, "func")
 
 
-def test_genome_prepare_command(shared_data, tmp_path, capsys):
-    source = shared_data / "genomes" / "chr17.hg19.part.fa"
+def test_genome_prepare_command(real_data, tmp_path, capsys):
+    source = real_data / "genomes" / "chr17.hg19.part.fa"
     out = tmp_path / "chr17.fa.bgz"
     assert run("genome", "prepare", str(source), "--out", str(out), "--names", "ensembl") == 0
     assert "1 sequences, 40,000 bp" in capsys.readouterr().out

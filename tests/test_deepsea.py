@@ -13,8 +13,8 @@ from genolong.errors import InputError
 
 
 @pytest.fixture(scope="module")
-def rows(shared_data):
-    return deepsea_rows(shared_data)
+def rows(real_data):
+    return deepsea_rows(real_data)
 
 
 def read_all(mat: DeepSEAMat, rows_per_chunk: int) -> tuple[np.ndarray, np.ndarray, list[int]]:

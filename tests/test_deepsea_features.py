@@ -21,10 +21,10 @@ from genolong.evaluation.profiles import (
 HISTONE_MARK = re.compile(r"H[2-4][A-Za-z0-9]*")
 
 
-def test_shipped_table_is_the_real_one(shared_data):
+def test_shipped_table_is_the_real_one(real_data):
     assert (
         default_table().read_bytes()
-        == (shared_data / "chromatin" / "deepsea_feature_name_epitome.tsv").read_bytes()
+        == (real_data / "chromatin" / "deepsea_feature_name_epitome.tsv").read_bytes()
     )
     readme = (default_table().parent / "README.md").read_text()
     assert "YosefLab/epitome" in readme and "Apache" in readme

@@ -19,18 +19,18 @@ from deepsea_fixtures import (
 )
 
 from genolong import cli
-from genolong.data_prep import chromatin_dataset
-from genolong.data_prep.chromatin_dataset import PreparedChromatin, prepare_chromatin
+from genolong.data_prep.chromatin_dataset import prepare_chromatin
+from genolong.data_prep.chromatin_job import ChromatinJob
 from genolong.data_prep.deepsea import DeepSEAMat
-from genolong.data_prep.locate import LocateStatus
+from genolong.datasets.chromatin import LocateStatus, PreparedChromatin
 from genolong.dna.sequence import reverse_complement, write_fasta
 from genolong.errors import ConfigError, InputError, UserError
 from genolong.outputs import MARKER
 
 
 @pytest.fixture(scope="module")
-def rows(shared_data):
-    return deepsea_rows(shared_data)
+def rows(real_data):
+    return deepsea_rows(real_data)
 
 
 @pytest.fixture(scope="module")
@@ -39,9 +39,9 @@ def bundle(rows, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def genome(shared_data, tmp_path_factory):
+def genome(real_data, tmp_path_factory):
     """FASTA of the synthetic genome embedding the 100 real 8 kb rows, and their expected loci."""
-    windows, _ = real_rows(shared_data)
+    windows, _ = real_rows(real_data)
     records, expected = synthetic_genome(windows)
     path = tmp_path_factory.mktemp("genome") / "synthetic.fa"
     write_fasta(path, records)
@@ -158,13 +158,13 @@ def test_interrupted_preparation_resumes(bundle, genome, tmp_path, monkeypatch):
     reference = tmp_path / "reference"
     prepare_chromatin(bundle, reference, genome=genome[0], chunk_rows=64)
     saves = []
-    original_save = chromatin_dataset._Job._save
+    original_save = ChromatinJob._save
 
     def counting_save(job):
         original_save(job)
         saves.append(1)
 
-    monkeypatch.setattr(chromatin_dataset._Job, "_save", counting_save)
+    monkeypatch.setattr(ChromatinJob, "_save", counting_save)
     prepare_chromatin(bundle, tmp_path / "counted", genome=genome[0], chunk_rows=64)
     total = len(saves)
     starts = []
@@ -183,11 +183,11 @@ def test_interrupted_preparation_resumes(bundle, genome, tmp_path, monkeypatch):
             if len(saves) == stop_after:
                 raise KeyboardInterrupt
 
-        monkeypatch.setattr(chromatin_dataset._Job, "_save", interrupted_save)
+        monkeypatch.setattr(ChromatinJob, "_save", interrupted_save)
         with pytest.raises(KeyboardInterrupt):
             prepare_chromatin(bundle, out, genome=genome[0], chunk_rows=64)
         assert not out.exists() and (tmp_path / f".{out.name}.partial" / "progress.json").exists()
-        monkeypatch.setattr(chromatin_dataset._Job, "_save", original_save)
+        monkeypatch.setattr(ChromatinJob, "_save", original_save)
         starts.clear()
         prepare_chromatin(bundle, out, genome=genome[0], chunk_rows=64)
         for split in ("train", "valid", "test"):
@@ -204,7 +204,7 @@ def test_changed_inputs_restart_the_interrupted_work(bundle, rows, tmp_path, mon
     directory = tmp_path / "mat"
     directory.mkdir()
     write_mat_v5(directory / "valid.mat", "valid", *rows)
-    original_save = chromatin_dataset._Job._save
+    original_save = ChromatinJob._save
     calls = []
 
     def interrupted_save(job):
@@ -213,10 +213,10 @@ def test_changed_inputs_restart_the_interrupted_work(bundle, rows, tmp_path, mon
         if len(calls) == 3:
             raise KeyboardInterrupt
 
-    monkeypatch.setattr(chromatin_dataset._Job, "_save", interrupted_save)
+    monkeypatch.setattr(ChromatinJob, "_save", interrupted_save)
     with pytest.raises(KeyboardInterrupt):
         prepare_chromatin(directory, tmp_path / "out", chunk_rows=64)
-    monkeypatch.setattr(chromatin_dataset._Job, "_save", original_save)
+    monkeypatch.setattr(ChromatinJob, "_save", original_save)
     changed = rows[0].copy()
     changed[:, :10] = ord("T")
     write_mat_v5(directory / "valid.mat", "valid", changed, rows[1])

@@ -12,7 +12,7 @@ import time
 import pytest
 from _http_server import Behaviour, FixtureServer
 
-from genolong.data_prep.checksums import (
+from genolong.data_prep.integrity import (
     BsdSum,
     Checksum,
     file_digests,
@@ -20,7 +20,7 @@ from genolong.data_prep.checksums import (
     parse_sum_checksums,
     sha256_checksum,
 )
-from genolong.data_prep.download import (
+from genolong.data_prep.transfer import (
     ChecksumMismatch,
     DownloadError,
     NotFoundError,

@@ -13,7 +13,7 @@ import pytest
 from _http_server import Behaviour, FixtureServer
 
 from genolong.data_prep.cache import DataCache
-from genolong.data_prep.checksums import Checksum, sha256_checksum
+from genolong.data_prep.integrity import Checksum, sha256_checksum
 
 FAST = {"timeout": 5.0, "backoff": 0.0, "progress": False}
 PAYLOAD = random.Random(7).randbytes(400_000)

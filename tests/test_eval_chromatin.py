@@ -1,4 +1,4 @@
-"""Chromatin fine-tuning, `genolong eval chromatin` and `genolong predict-chromatin` end to end on the
+"""Chromatin fine-tuning, `genolong chromatin eval` and `genolong chromatin predict` end to end on the
 100 real DeepSEA rows: 8,000-bp windows (located in a synthetic genome) and the central 1,000 bp."""
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from deepsea_fixtures import real_rows
 from sklearn.metrics import average_precision_score, roc_auc_score
 
 from genolong.cli import main
-from genolong.data_prep.chromatin_dataset import PreparedChromatin
+from genolong.datasets.chromatin import PreparedChromatin
 from genolong.dna.sequence import write_fasta
 from genolong.errors import InputError
-from genolong.evaluation.chromatin import AUC_COLUMNS, evaluation_rows, profile_aucs, read_auc_table
+from genolong.evaluation.chromatin import AUC_COLUMNS, evaluation_rows, read_auc_table
 from genolong.evaluation.metrics import per_profile_auc
 from genolong.evaluation.profiles import chromatin_profiles
 from genolong.inference.classifier import Classifier, StrandAveraged
@@ -33,14 +33,14 @@ def work(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def prepared_1000(shared_data, work):
-    return chromatin_prepared(shared_data, work / "p1000", context=None)
+def prepared_1000(real_data, work):
+    return chromatin_prepared(real_data, work / "p1000", context=None)
 
 
 @pytest.fixture(scope="module")
-def micro_run(shared_data, tmp_path_factory):
+def micro_run(real_data, tmp_path_factory):
     """The 8-kb prepared directory of the real rows and a micro model fine-tuned on it."""
-    return finetuned_chromatin(shared_data, tmp_path_factory)
+    return finetuned_chromatin(real_data, tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
@@ -69,24 +69,28 @@ def test_fine_tuning_writes_the_model_and_aucs(finetuned, prepared_8000):
     assert (table.positives == positives).all() and report["test"]["rows"] == len(test) == 200
     assert (~np.isnan(table.roc_auc) == ((positives > 0) & (positives < 200))).all()
     scores = classifier.probabilities([test.sequence(row) for row in range(len(test))])
-    expected = profile_aucs(labels, scores)
+    expected = per_profile_auc(labels, scores)
     np.testing.assert_allclose(table.roc_auc, expected.roc_auc, atol=1e-6)
     np.testing.assert_allclose(table.pr_auc, expected.pr_auc, atol=1e-6)
 
 
-def test_vectorized_aucs_equal_sklearn_on_the_real_labels(shared_data):
-    _, labels = real_rows(shared_data)
+def test_vectorized_aucs_equal_sklearn_on_the_real_labels(real_data):
+    _, labels = real_rows(real_data)
     labels = labels[:, ::4]  # 230 profiles of every class: scikit-learn takes ~10 ms per profile
     rng = np.random.default_rng(0)
     for scores in (rng.integers(0, 5, labels.shape).astype(float), rng.random(labels.shape)):  # ties, none
-        fast, reference = profile_aucs(labels, scores, chunk_elements=5000), per_profile_auc(labels, scores)
-        np.testing.assert_allclose(fast.roc_auc, reference.roc_auc, rtol=0, atol=1e-12)
-        np.testing.assert_allclose(fast.pr_auc, reference.pr_auc, rtol=0, atol=1e-12)
-        assert (fast.positives == reference.positives).all() and (fast.defined == reference.defined).all()
-    hand = profile_aucs([[0], [1], [0], [1]], [[0.1], [0.9], [0.35], [0.3]])
+        fast = per_profile_auc(labels, scores, chunk_elements=5000)
+        defined = (labels.sum(0) > 0) & (labels.sum(0) < len(labels))
+        assert (fast.positives == labels.sum(0)).all() and (fast.defined == defined).all()
+        assert np.isnan(fast.roc_auc[~defined]).all() and np.isnan(fast.pr_auc[~defined]).all()
+        for column in np.flatnonzero(defined):
+            y, s = labels[:, column], scores[:, column]
+            assert fast.roc_auc[column] == pytest.approx(roc_auc_score(y, s), abs=1e-12)
+            assert fast.pr_auc[column] == pytest.approx(average_precision_score(y, s), abs=1e-12)
+    hand = per_profile_auc([[0], [1], [0], [1]], [[0.1], [0.9], [0.35], [0.3]])
     assert hand.roc_auc[0] == pytest.approx(0.75)  # 3 of 4 (positive, negative) pairs ordered
     assert hand.pr_auc[0] == pytest.approx((1 + 2 / 3) / 2)  # precision 1 at 0.9, 2/3 at 0.3
-    tied = profile_aucs([[1], [0], [1], [0]], [[0.5], [0.5], [0.5], [0.1]])
+    tied = per_profile_auc([[1], [0], [1], [0]], [[0.5], [0.5], [0.5], [0.1]])
     assert tied.roc_auc[0] == pytest.approx(0.75) and tied.pr_auc[0] == pytest.approx(2 / 3)
 
 
@@ -95,18 +99,19 @@ def read_tsv(path):
         return list(csv.reader(handle, delimiter="\t"))
 
 
-def test_predict_chromatin_on_the_real_8kb_and_1kb_sequences(finetuned, shared_data, tmp_path, capsys):
+def test_predict_chromatin_on_the_real_8kb_and_1kb_sequences(finetuned, real_data, tmp_path, capsys):
     out, _ = finetuned
-    long_fasta, short_fasta = real_deepsea_fastas(shared_data, tmp_path)
+    long_fasta, short_fasta = real_deepsea_fastas(real_data, tmp_path)
     classifier = Classifier.load(out / "model", device="cpu")
     names = [p.name for p in chromatin_profiles()]
-    windows, labels = real_rows(shared_data)
+    windows, labels = real_rows(real_data)
     for fasta, sequences in ((long_fasta, windows), (short_fasta, [w[3500:4500] for w in windows])):
         preds = tmp_path / f"{fasta.stem}.tsv"
         assert (
             main(
                 [
-                    "predict-chromatin",
+                    "chromatin",
+                    "predict",
                     str(fasta),
                     "--model",
                     str(out / "model"),
@@ -127,23 +132,24 @@ def test_predict_chromatin_on_the_real_8kb_and_1kb_sequences(finetuned, shared_d
         predicted = np.array([[float(v) for v in r[4:-1]] for r in rows])
         np.testing.assert_allclose(predicted, classifier.probabilities(sequences), atol=6e-5)
         # per-profile AUCs exist for the profiles with positives among the 100 rows
-        aucs = profile_aucs(labels, predicted)
+        aucs = per_profile_auc(labels, predicted)
         assert (
             aucs.defined == ((labels.sum(0) > 0) & (labels.sum(0) < 100))
         ).all() and aucs.defined.sum() > 100
     assert "100 records, 100 windows scored" in capsys.readouterr().err
 
 
-def test_predict_chromatin_scans_long_records_and_flags_short_ones(finetuned, shared_data, tmp_path):
+def test_predict_chromatin_scans_long_records_and_flags_short_ones(finetuned, real_data, tmp_path):
     out, _ = finetuned
-    windows, _ = real_rows(shared_data)
+    windows, _ = real_rows(real_data)
     fasta = tmp_path / "in.fa"
     write_fasta(fasta, [("joined", windows[0] + windows[1][:1000]), ("short", windows[2][:999])])
     preds = tmp_path / "preds.tsv"
     assert (
         main(
             [
-                "predict-chromatin",
+                "chromatin",
+                "predict",
                 str(fasta),
                 "--model",
                 str(out / "model"),
@@ -167,24 +173,15 @@ def test_predict_chromatin_scans_long_records_and_flags_short_ones(finetuned, sh
     assert all(len(r) == 4 + 919 + 1 for r in rows)
 
 
+def eval_chromatin(model, data, out, *options: str) -> int:
+    """``genolong chromatin eval --model MODEL --data DATA --out OUT [options]``; the exit status."""
+    return main(["chromatin", "eval", "--model", str(model), "--data", str(data), "--out", str(out), *options])
+
+
 def test_eval_cli_on_the_central_1000bp(finetuned, prepared_1000, tmp_path, capsys, caplog):
     out, _ = finetuned
     aucs = tmp_path / "aucs.csv"
-    assert (
-        main(
-            [
-                "eval",
-                "chromatin",
-                "--model",
-                str(out / "model"),
-                "--data",
-                str(prepared_1000),
-                "--out",
-                str(aucs),
-            ]
-        )
-        == 0
-    )
+    assert eval_chromatin(out / "model", prepared_1000, aucs) == 0
     printed = capsys.readouterr()
     assert "200 rows of" in printed.out and "-> " + str(aucs) in printed.out
     assert "DeepSEA (published)    95.8    92.3    85.6" in printed.out
@@ -208,24 +205,7 @@ def test_eval_cli_on_the_central_1000bp(finetuned, prepared_1000, tmp_path, caps
 def test_eval_cli_with_strand_averaging_on_8kb_rows(finetuned, prepared_8000, tmp_path):
     out, _ = finetuned
     aucs = tmp_path / "aucs.csv"
-    assert (
-        main(
-            [
-                "eval",
-                "chromatin",
-                "--model",
-                str(out / "model"),
-                "--data",
-                str(prepared_8000),
-                "--out",
-                str(aucs),
-                "--rc",
-                "--rows",
-                "150",
-            ]
-        )
-        == 0
-    )
+    assert eval_chromatin(out / "model", prepared_8000, aucs, "--rc", "--rows", "150") == 0
     table = read_auc_table(aucs)
     test = PreparedChromatin(prepared_8000)["test"]
     rows = evaluation_rows(len(test), 150)
@@ -256,17 +236,17 @@ def test_eval_and_predict_errors(finetuned, prepared_1000, tmp_path, capsys):
     bad_fasta.write_text(">a\n" + "ACGT" * 300 + "\n>b\nAC-GT\n")
     cases = [
         (
-            ["eval", "chromatin", "--model", str(promoter), "--data", str(prepared_1000)],
+            ["chromatin", "eval", "--model", str(promoter), "--data", str(prepared_1000)],
             "is a promoter model, not a chromatin model",
         ),
         (
-            ["eval", "chromatin", "--model", str(out / "model"), "--data", str(tmp_path)],
+            ["chromatin", "eval", "--model", str(out / "model"), "--data", str(tmp_path)],
             "not a prepared chromatin dataset",
         ),
         (
             [
-                "eval",
                 "chromatin",
+                "eval",
                 "--model",
                 str(out / "model"),
                 "--data",
@@ -277,11 +257,11 @@ def test_eval_and_predict_errors(finetuned, prepared_1000, tmp_path, capsys):
             "has no 'dev' split",
         ),
         (
-            ["eval", "chromatin", "--model", str(out / "model"), "--data", str(prepared_1000), "--rows", "0"],
+            ["chromatin", "eval", "--model", str(out / "model"), "--data", str(prepared_1000), "--rows", "0"],
             "--rows: must be a positive integer",
         ),
-        (["predict-chromatin", str(bad_fasta), "--model", str(out / "model")], "invalid character '-'"),
-        (["predict-chromatin", str(bad_fasta), "--model", str(promoter)], "is a promoter model"),
+        (["chromatin", "predict", str(bad_fasta), "--model", str(out / "model")], "invalid character '-'"),
+        (["chromatin", "predict", str(bad_fasta), "--model", str(promoter)], "is a promoter model"),
     ]
     for args, message in cases:
         code = main([*args, "--out", str(tmp_path / "out.tsv")])
@@ -303,9 +283,9 @@ def test_auc_table_reader_errors(tmp_path):
 
 
 def test_finetune_summary_prints_medians_next_to_the_published_rows(finetuned):
-    from genolong.commands.finetune import summary
+    from genolong.tasks.task import report_summary
 
     _, report = finetuned
-    text = summary(report)
+    text = report_summary(report)
     assert f"test: 200 rows, {report['test']['profiles_with_auc']} profiles with an AUC" in text
     assert f"genolong {report['backbone']}" in text and "DeepSEA (published)    95.8    92.3    85.6" in text

@@ -1,12 +1,13 @@
-"""Atomic outputs: nothing half-written on failure, replace only on success, normal file modes."""
+"""Atomic outputs: nothing half-written on failure, replace only on success, normal file modes; file digests."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 
 import pytest
 
-from genolong.files import atomic_path, atomic_write_text, cache_home
+from genolong.files import atomic_path, atomic_write_text, cache_home, sha256_file
 
 
 def test_file_appears_only_on_success(tmp_path):
@@ -43,3 +44,13 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def test_sha256_file_by_hand_and_across_read_chunks(tmp_path):
+    empty, abc, large = tmp_path / "empty", tmp_path / "abc", tmp_path / "large"
+    empty.write_bytes(b"")
+    abc.write_bytes(b"abc")
+    large.write_bytes(bytes(range(256)) * 5000)  # 1.28 MB: more than one 1-MiB read
+    assert sha256_file(empty) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+    assert sha256_file(abc) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"  # FIPS 180-2
+    assert sha256_file(large) == hashlib.sha256(large.read_bytes()).hexdigest()

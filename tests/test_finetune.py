@@ -1,4 +1,4 @@
-"""Promoter fine-tuning (genolong/tasks/classify.py, `genolong finetune promoter`) on a small
+"""Promoter fine-tuning (genolong/tasks/finetune.py and promoter.py, `genolong promoter finetune`) on a small
 real dataset: Mouse_tata promoters vs Mouse_nonprom non-promoters, micro models."""
 
 from __future__ import annotations
@@ -15,26 +15,21 @@ from lightning.pytorch.callbacks import Callback
 from genolong.attention import available_attentions
 from genolong.cli import main
 from genolong.configs import available_presets, preset_path
-from genolong.data_prep.promoter_dataset import load_split
+from genolong.datasets.promoter import load_split
 from genolong.dna.tokenizer import load_tokenizer
 from genolong.errors import ConfigError, UserError
 from genolong.evaluation.metrics import best_f1_threshold, promoter_metrics
 from genolong.inference.classifier import Classifier, TaskInfo, TokenEncoder
 from genolong.inference.records import predict_all
 from genolong.model.loading import save_model
-from genolong.tasks.classify import (
-    ClassifyConfig,
-    Collate,
-    build_classifier_model,
-    load_classify_config,
-    run_finetune,
-    validation_metrics,
-)
+from genolong.tasks.finetune import Collate, run_finetune
+from genolong.tasks.model_setup import build_classifier_model
+from genolong.tasks.task import FinetuneConfig, get_task, load_finetune_config
 
 
 @pytest.fixture(scope="module")
-def dataset(shared_data, tmp_path_factory):
-    return promoter_dataset(shared_data, tmp_path_factory.mktemp("promoters") / "data")
+def dataset(real_data, tmp_path_factory):
+    return promoter_dataset(real_data, tmp_path_factory.mktemp("promoters") / "data")
 
 
 @pytest.fixture(scope="module")
@@ -127,16 +122,16 @@ def test_early_stopping_on_validation_f1(dataset, finished, tmp_path):
 
 def test_validation_metrics_by_task():
     labels = np.array([[0], [0], [1], [1]], dtype=np.float32)
-    metrics = validation_metrics("promoter", labels, np.array([[0.1], [0.6], [0.4], [0.9]]))
+    metrics = get_task("promoter").validation_metrics(labels, np.array([[0.1], [0.6], [0.4], [0.9]]))
     assert metrics["val/f1"] == pytest.approx(0.8)  # threshold 0.4: 2 TP, 1 FP
     assert metrics["val/auroc"] == pytest.approx(0.75)
     labels = np.array([[0, 1, 0], [1, 1, 0], [0, 1, 0], [1, 1, 1]], dtype=np.float32)
     scores = np.array([[0.1, 0.5, 0.2], [0.9, 0.5, 0.1], [0.35, 0.5, 0.3], [0.3, 0.5, 0.9]])
-    metrics = validation_metrics("chromatin", labels, scores)
+    metrics = get_task("chromatin").validation_metrics(labels, scores)
     assert metrics["val/profiles"] == 2  # profile 1 has no negatives
     assert metrics["val/mean_auc"] == pytest.approx((0.75 + 1.0) / 2)
     with pytest.raises(UserError, match="no profile has both"):
-        validation_metrics("chromatin", np.zeros((3, 2), np.float32), np.zeros((3, 2)))
+        get_task("chromatin").validation_metrics(np.zeros((3, 2), np.float32), np.zeros((3, 2)))
 
 
 def test_from_pretrained_keeps_encoder_weights_and_may_switch_backbone(tmp_path):
@@ -223,18 +218,18 @@ def test_every_finetune_preset_loads_and_builds(tmp_path):
     assert {"promoter_tiny", "chromatin_tiny"} <= set(available_presets("finetune"))
     for name in available_presets("finetune"):
         task = yaml.safe_load(preset_path("finetune", name).read_text())["task"]
-        config = load_classify_config(task, name)
+        config = load_finetune_config(task, name)
         labels = 919 if task == "chromatin" else 1
         assert build_classifier_model(config, labels, tokenizer, None).config.num_labels == labels
 
 
 def test_config_errors():
     with pytest.raises(UserError, match="is a chromatin preset, not a promoter one"):
-        load_classify_config("promoter", "chromatin_tiny")
+        load_finetune_config("promoter", "chromatin_tiny")
     with pytest.raises(ConfigError, match="unknown key"):
-        load_classify_config("promoter", None, {"learning_rate": 1.0})
+        load_finetune_config("promoter", None, {"learning_rate": 1.0})
     with pytest.raises(ConfigError, match="unknown task"):
-        ClassifyConfig(task="enhancer")
+        FinetuneConfig(task="enhancer")
 
 
 def test_cli_prints_model_and_baseline(dataset, finished, tmp_path, capsys):
@@ -251,8 +246,8 @@ def test_cli_prints_model_and_baseline(dataset, finished, tmp_path, capsys):
     )
     code = main(
         [
-            "finetune",
             "promoter",
+            "finetune",
             "--data",
             str(dataset),
             "--out",
@@ -284,7 +279,7 @@ def test_cli_prints_model_and_baseline(dataset, finished, tmp_path, capsys):
 )
 def test_cli_errors_are_one_line(dataset, tmp_path, capsys, args, message):
     args = [{"DATA": str(dataset), "NOWHERE": str(tmp_path / "none")}.get(a, a) for a in args]
-    code = main(["finetune", "promoter", "--out", str(tmp_path / "out"), *args])
+    code = main(["promoter", "finetune", "--out", str(tmp_path / "out"), *args])
     err = capsys.readouterr().err
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1
 

@@ -65,19 +65,19 @@ def test_errors(small_genome, tmp_path):
         Genome(tmp_path / "missing.fa")
 
 
-def test_plain_gzip_streams_but_refuses_random_access(shared_data, capsys):
-    path = shared_data / "genomes" / "ce2chrX.fa.gz"
+def test_plain_gzip_streams_but_refuses_random_access(real_data, capsys):
+    path = real_data / "genomes" / "ce2chrX.fa.gz"
     genome = Genome(path)
     assert not genome.random_access
     with pytest.raises(UserError, match="genolong genome prepare"):
         genome.fetch("chrX", 0, 10)
-    assert main(["genome", "fetch", str(path), "chrX:0-10"]) == 2
+    assert main(["genome", "region", str(path), "chrX:0-10"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "bgzip" in err
 
 
-def test_real_fragment_matches_streamed_sequence(shared_data):
-    path = shared_data / "genomes" / "chr17.hg19.part.fa"
+def test_real_fragment_matches_streamed_sequence(real_data):
+    path = real_data / "genomes" / "chr17.hg19.part.fa"
     (record,) = list(read_fasta(path))
     with Genome(path) as genome:
         assert genome.fetch("17", 1234, 5678) == record.sequence[1234:5678]

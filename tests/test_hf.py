@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import json
 import subprocess
 import sys
@@ -12,7 +11,6 @@ import torch
 from model_helpers import probe_attention, tiny_config  # noqa: F401
 
 from genolong.errors import ConfigError
-from genolong.model.auto import RegisterAfterImport, Registration
 from genolong.model.configuration import GenolongConfig
 from genolong.model.modeling import GenolongForMaskedLM, GenolongForSequenceClassification, GenolongModel
 
@@ -144,36 +142,8 @@ def test_auto_classes_work_after_import_genolong(tmp_path, first):
     assert result.stdout.strip().endswith("ok")
 
 
-def test_import_genolong_does_not_import_torch():
-    script = "import sys, genolong; print('torch' in sys.modules, 'transformers' in sys.modules)"
+def test_import_genolong_loads_the_models_not_the_training_stack():
+    """The CLI imports genolong first: registering the models must not pull in Lightning or the tasks."""
+    script = "import sys, genolong; print(*(m in sys.modules for m in ('genolong.model', 'lightning', 'genolong.tasks')))"
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
-    assert result.stdout.split() == ["False", "False"]
-
-
-def test_registration_waits_for_a_half_executed_module(tmp_path, monkeypatch):
-    """transformers 4.x imports modeling_auto from inside modeling_utils: register only after both."""
-    package = tmp_path / "fakehf"
-    package.mkdir()
-    (package / "__init__.py").write_text("")
-    (package / "auto.py").write_text("AUTO = True\n")
-    (package / "utils.py").write_text("import fakehf.auto\nPRETRAINED = True\n")  # imports auto half-way
-    (package / "lone_auto.py").write_text("")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    seen = []
-
-    def register():
-        seen.append(hasattr(sys.modules["fakehf.utils"], "PRETRAINED"))
-
-    def register_alone():
-        seen.append("fakehf.never" not in sys.modules)
-
-    finder = RegisterAfterImport(
-        (Registration("fakehf.auto", ("fakehf.utils",), register),
-         Registration("fakehf.lone_auto", ("fakehf.never",), register_alone))
-    )  # fmt: skip
-    monkeypatch.setattr(sys, "meta_path", [finder, *sys.meta_path])
-    importlib.import_module("fakehf.utils")
-    assert seen == [True]  # ran after utils finished, not when auto finished inside it
-    importlib.import_module("fakehf.lone_auto")
-    assert seen == [True, True]  # a needed module not imported at all does not hold it back
-    assert finder.pending == []
+    assert result.stdout.split() == ["True", "False", "False"]

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import torch
 
-from genolong.data_prep.promoter_dataset import load_split
 from genolong.data_prep.promoters import read_fasta_records
 from genolong.data_prep.source_split import build_source_split_dataset, load_source_split_config
+from genolong.datasets.promoter import load_split
 from genolong.errors import InputError, UserError
 from genolong.evaluation.calibration import fit_logit_stack
 from genolong.evaluation.kmer_baseline import KmerBaselineConfig, fit_kmer_baseline

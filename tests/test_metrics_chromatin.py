@@ -67,8 +67,8 @@ def test_agrees_with_sklearn_on_random_data():
             assert np.isnan(aucs.roc_auc[column])
 
 
-def test_real_deepsea_rows_give_aucs_for_profiles_with_positives(shared_data):
-    windows, labels = real_rows(shared_data)
+def test_real_deepsea_rows_give_aucs_for_profiles_with_positives(real_data):
+    windows, labels = real_rows(real_data)
     # A label-free score: the GC content of the central 1,000 bp, the same for every profile.
     gc = np.array([sum(window[3500:4500].count(base) for base in "GC") / 1000 for window in windows])
     aucs = per_profile_auc(labels, np.repeat(gc[:, None], 919, axis=1))

@@ -184,7 +184,7 @@ def test_eval_refuses_a_model_with_a_missing_weight(model_dir, tmp_path, capsys)
     weights.pop("genolong.encoder.embeddings.position.weight")
     save_file(weights, broken / "model.safetensors", metadata={"format": "pt"})
     out = tmp_path / "aucs.csv"
-    status = main(["eval", "chromatin", "--model", str(broken), "--data", str(tmp_path), "--out", str(out)])
+    status = main(["chromatin", "eval", "--model", str(broken), "--data", str(tmp_path), "--out", str(out)])
     err = capsys.readouterr().err.strip().splitlines()
     assert_refused(status, err, out.exists(), "genolong.encoder.embeddings.position.weight")
 
@@ -215,14 +215,14 @@ def test_finetune_loads_the_encoder_and_drops_only_the_mlm_head(pretrained):
                    dropped={"lm_head.dense."})
 
 
-def test_finetune_refuses_a_pretrained_model_with_a_missing_weight(pretrained, shared_data, tmp_path, capsys):
+def test_finetune_refuses_a_pretrained_model_with_a_missing_weight(pretrained, real_data, tmp_path, capsys):
     broken = shutil.copytree(pretrained, tmp_path / "pretrained")
     weights = load_file(broken / "model.safetensors")
     weights.pop("genolong.encoder.blocks.0.qkv.weight")
     save_file(weights, broken / "model.safetensors", metadata={"format": "pt"})
-    data = promoter_dataset(shared_data, tmp_path / "data", positives=20, negatives=20)
+    data = promoter_dataset(real_data, tmp_path / "data", positives=20, negatives=20)
     out = tmp_path / "run"
-    status = main(["finetune", "promoter", "--data", str(data), "--model", str(broken), "--out", str(out)])
+    status = main(["promoter", "finetune", "--data", str(data), "--model", str(broken), "--out", str(out)])
     err = capsys.readouterr().err.strip().splitlines()
     assert_refused(status, err, (out / "model").exists(), "1 missing (genolong.encoder.blocks.0.qkv.weight)")
 

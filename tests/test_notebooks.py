@@ -78,8 +78,8 @@ def test_notebook_compares_two_generated_tables(tmp_path):
     assert "== full: best 10 ==" in text and "== bigbird: worst 10 ==" in text
 
 
-def test_notebook_runs_on_a_fine_tuned_models_table(shared_data, tmp_path, tmp_path_factory):
-    _, _, report = finetuned_chromatin(shared_data, tmp_path_factory)
+def test_notebook_runs_on_a_fine_tuned_models_table(real_data, tmp_path, tmp_path_factory):
+    _, _, report = finetuned_chromatin(real_data, tmp_path_factory)
     table = Path(report["test"]["aucs"])
     text = run_auc_notebook([str(table)], tmp_path / "figures", tmp_path)
     assert {p.name for p in (tmp_path / "figures").iterdir()} == FIGURES - {"per_profile_scatter.png"}
@@ -89,8 +89,8 @@ def test_notebook_runs_on_a_fine_tuned_models_table(shared_data, tmp_path, tmp_p
 
 def generated_comparison(out: Path, with_ablation: bool) -> Path:
     """comparison.csv and curves for the six backbones (and an ablation where BPC falls with length)."""
-    from genolong.evaluation.compare_report import write_csv
-    from genolong.tasks.compare import ABLATION_COLUMNS, BACKBONES, COLUMNS
+    from genolong.evaluation.compare_report import ABLATION_COLUMNS, COLUMNS, write_csv
+    from genolong.tasks.compare import load_compare_config
 
     rng = np.random.default_rng(0)
     rows = [{"backbone": name, "parameters": 400_000, "max_len": 1024, "pretrain_steps": 300,
@@ -98,7 +98,7 @@ def generated_comparison(out: Path, with_ablation: bool) -> Path:
              "val_bpc": 1.95 - 0.01 * i, "unigram_bpc": 1.99, "finetune_steps": 400, "promoter_f1": 0.80 + 0.01 * i,
              "promoter_auroc": 0.90, "promoter_mcc": 0.6, "kmer_f1": 0.785,
              "infer_windows_per_s": float(rng.uniform(5, 50)), "pretrain_s": 600.0, "finetune_s": 60.0,
-             "device": "cpu x2"} for i, name in enumerate(BACKBONES)]
+             "device": "cpu x2"} for i, name in enumerate(load_compare_config("tiny").backbones)]
     curves = [{"run": r["backbone"], "backbone": r["backbone"], "max_len": 1024, "step": step,
                "tokens_seen": step * 8192, "val_bpc": r["val_bpc"] + 0.1 / step} for r in rows
               for step in (50, 100, 300)]
@@ -116,7 +116,7 @@ def generated_comparison(out: Path, with_ablation: bool) -> Path:
     return out
 
 
-@pytest.mark.parametrize("with_ablation", [True, False])
+@pytest.mark.parametrize("with_ablation", [True, pytest.param(False, marks=pytest.mark.slow)])
 def test_compare_notebook_on_generated_results(tmp_path, with_ablation):
     results = generated_comparison(tmp_path / "results", with_ablation)
     figures = tmp_path / "figures"

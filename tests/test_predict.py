@@ -47,10 +47,10 @@ def promoter_model(tokenizer_dir, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def mouse(shared_data):
+def mouse(real_data):
     """The first 12 real mouse TATA promoters (251 bp)."""
     return [
-        r for _, r in zip(range(12), read_fasta(shared_data / "promoters" / "Mouse_tata.fa"), strict=False)
+        r for _, r in zip(range(12), read_fasta(real_data / "promoters" / "Mouse_tata.fa"), strict=False)
     ]
 
 

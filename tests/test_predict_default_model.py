@@ -39,13 +39,14 @@ def test_shipped_model_is_small_and_documented():
         assert f"| test | {name} | {metrics['n']:,} | {metrics['f1']:.3f} | {metrics['auroc']:.3f} |" in readme
 
 
+@pytest.mark.slow  # rebuilds the full held-out-source dataset from ../shared/data
 def test_recorded_metrics_reproduce(shared_data, tmp_path):
     """The script's dataset, scored by the shipped model, gives the recorded random-split metrics
     and the recorded metrics of a held-out source pair, ECE (measured on data calibration never saw)
     included."""
     import importlib.util
 
-    from genolong.data_prep.promoter_dataset import load_split
+    from genolong.datasets.promoter import load_split
     from genolong.evaluation.cross_source import pair_metrics
 
     spec = importlib.util.spec_from_file_location("train_default", SCRIPT)
@@ -71,9 +72,9 @@ def test_recorded_metrics_reproduce(shared_data, tmp_path):
     assert classifier.kmer is not None  # the shipped model is the network + k-mer ensemble
 
 
-def test_predict_promoter_works_without_a_model_argument(shared_data, tmp_path, capsys):
+def test_predict_promoter_works_without_a_model_argument(real_data, tmp_path, capsys):
     records = [
-        r for _, r in zip(range(4), read_fasta(shared_data / "promoters" / "Mouse_tata.fa"), strict=False)
+        r for _, r in zip(range(4), read_fasta(real_data / "promoters" / "Mouse_tata.fa"), strict=False)
     ]
     fasta = tmp_path / "in.fa"
     write_fasta(fasta, records)

@@ -1,4 +1,4 @@
-"""`predict-promoter` / `predict-chromatin` on more than one rank: batches shared round-robin, rank 0
+"""`predict-promoter` / `chromatin predict` on more than one rank: batches shared round-robin, rank 0
 replays them into the files one process writes."""
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ def models(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def fasta(shared_data, tmp_path_factory):
+def fasta(real_data, tmp_path_factory):
     """Real mouse promoters: 251-bp records, one too short, and two joined into a record scanned in windows."""
-    records = [r for _, r in zip(range(9), read_fasta(shared_data / "promoters" / "Mouse_tata.fa"), strict=False)]
+    records = [r for _, r in zip(range(9), read_fasta(real_data / "promoters" / "Mouse_tata.fa"), strict=False)]
     joined = FastaRecord("joined", records[0].sequence + records[1].sequence + records[2].sequence)
     short = FastaRecord("short", records[3].sequence[:120])
     path = tmp_path_factory.mktemp("fa") / "in.fa"

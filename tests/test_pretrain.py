@@ -175,7 +175,7 @@ def test_foreign_run_and_mismatched_tokenizer_are_refused(tmp_path, finished_run
     with pytest.raises(UserError, match="vocab_size=999 but the tokenizer has 256"):
         run_pretrain(sample_genome(), tmp_path / "v", micro(**{"model.vocab_size": 999}),
                      tokenizer_dir=out_full / "tokenizer", show_progress=False)
-    with pytest.raises(UserError, match="holds a run with another"):
+    with pytest.raises(UserError, match="holds a pretrain run with another"):
         run_pretrain(sample_genome(), out_full, micro(**{"train.learning_rate": 0.1}), show_progress=False)
 
 
@@ -202,6 +202,7 @@ def test_bad_max_len():
         micro(max_len=1000, **bigbird).model_config(256)
 
 
+@pytest.mark.slow  # two fresh processes importing torch and Lightning: ~40 s on the loaded 2-core machine
 def test_ddp_two_cpu_processes(tmp_path, finished_run):
     out_full, _ = finished_run
     env = os.environ | {"OMP_NUM_THREADS": "1"}

@@ -151,20 +151,20 @@ def test_read_tss_bed_empty(tmp_path):
 
 
 # -- sequence readers on the real files -----------------------------------------------------
-def test_read_deepromoter_text_real(shared_data):
-    records = read_sequence_lines(shared_data / "promoters" / "mm_pos_TATA.txt", label=1)
-    assert len(records) == 3086
+def test_read_deepromoter_text_real(real_data):
+    records = read_sequence_lines(real_data / "promoters" / "mm_pos_TATA.txt", label=1)
+    assert len(records) == 300  # tests/data: the first 300 lines
     assert {len(r.sequence) for r in records} == {300}
     assert records[0].id == "mm_pos_TATA:1" and records[0].sequence.startswith("AAAAAGAAAAATGC")
     assert records[0].chrom is None and all(r.label == 1 for r in records)
 
 
-def test_read_fasta_records_real_with_repeated_names(shared_data):
-    tata = read_fasta_records(shared_data / "promoters" / "Mouse_tata.fa", label=1)
-    nonprom = read_fasta_records(shared_data / "promoters" / "Mouse_nonprom.fa", label=0)
-    assert (len(tata), len(nonprom)) == (1255, 3530)
+def test_read_fasta_records_real_with_repeated_names(real_data):
+    tata = read_fasta_records(real_data / "promoters" / "Mouse_tata.fa", label=1)
+    nonprom = read_fasta_records(real_data / "promoters" / "Mouse_nonprom.fa", label=0)
+    assert (len(tata), len(nonprom)) == (304, 302)  # tests/data: the first 300 and the duplicates
     assert {len(r.sequence) for r in tata + nonprom} == {251}  # Mouse_tata.fa wraps at 60 columns
-    assert len({r.id for r in nonprom}) == 3530  # names repeat in the file; ids do not
+    assert len({r.id for r in nonprom}) == 302  # names repeat in the file; ids do not
     assert nonprom[0].sequence.startswith("GCACCAAGTTTTCTCAACAAG")
 
 
@@ -205,9 +205,9 @@ def test_fasta_reader_errors(tmp_path):
         read_fasta_records(no_sequence, 1)
 
 
-def test_windows_from_the_real_soft_masked_hg19_fragment(shared_data, tmp_path):
+def test_windows_from_the_real_soft_masked_hg19_fragment(real_data, tmp_path):
     """Windows come back uppercase (soft-masking removed) and minus-strand windows reverse-complemented."""
-    fasta = shared_data / "genomes" / "chr17.hg19.part.fa"
+    fasta = real_data / "genomes" / "chr17.hg19.part.fa"
     chrom = "".join(line.strip() for line in fasta.read_text().splitlines()[1:])
     bed = tmp_path / "tss.bed"
     bed.write_text(

@@ -9,15 +9,10 @@ import numpy as np
 import pytest
 
 from genolong.cli import main
-from genolong.data_prep.promoter_dataset import (
-    COLUMNS,
-    PromoterDatasetConfig,
-    build_promoter_dataset,
-    load_manifest,
-    load_split,
-)
-from genolong.data_prep.promoters import PromoterRecord, TssWindow
+from genolong.data_prep.promoter_dataset import PromoterDatasetConfig, build_promoter_dataset
+from genolong.data_prep.promoters import TssWindow
 from genolong.data_prep.splits import chromosome_split, deduplicate, stratified_random_split
+from genolong.datasets.promoter import COLUMNS, PromoterRecord, load_manifest, load_split
 from genolong.dna.sequence import write_fasta
 from genolong.errors import ConfigError, UserError
 from genolong.outputs import MARKER
@@ -123,8 +118,8 @@ def test_derived_negative_dataset(tmp_path, positives_with_duplicates, method):
     assert load_split(out, "test")[0].chrom is None
 
 
-def test_real_negative_dataset_and_seeds(tmp_path, shared_data):
-    promoters = shared_data / "promoters"
+def test_real_negative_dataset_and_seeds(tmp_path, real_data):
+    promoters = real_data / "promoters"
 
     def build(seed: int, name: str) -> dict:
         config = PromoterDatasetConfig(
@@ -140,8 +135,8 @@ def test_real_negative_dataset_and_seeds(tmp_path, shared_data):
     build(2, "c")
     assert manifest["deduplication"]["duplicate"] == 3  # two promoters twice, one non-promoter twice
     total = {label: sum(manifest["counts"][s][label] for s in SPLITS) for label in ("0", "1")}
-    assert total == {"0": 3529, "1": 1253}
-    assert manifest["counts"]["test"] == {"0": 353, "1": 125}
+    assert total == {"0": 301, "1": 302}  # tests/data: 302 non-promoters and 304 promoters
+    assert manifest["counts"]["test"] == {"0": 30, "1": 30}
     assert_no_sequence_in_two_splits(tmp_path / "a")
     for name in (*[f"{s}.tsv" for s in SPLITS], "manifest.json"):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()

@@ -36,10 +36,10 @@ def test_piece_bounds():
 
 
 @pytest.fixture(scope="module")
-def real_promoters(shared_data):
+def real_promoters(real_data):
     """60 real 300-bp and 60 real 251-bp mouse promoters."""
-    lines = read_sequence_lines(shared_data / "promoters" / "mm_pos_TATA.txt", 1)[:60]
-    fasta = read_fasta_records(shared_data / "promoters" / "Mouse_tata.fa", 1)[:60]
+    lines = read_sequence_lines(real_data / "promoters" / "mm_pos_TATA.txt", 1)[:60]
+    fasta = read_fasta_records(real_data / "promoters" / "Mouse_tata.fa", 1)[:60]
     return [r.sequence for r in lines + fasta]
 
 
@@ -74,7 +74,7 @@ def test_shuffle_moves_pieces_only_between_slots_of_equal_length():
 
 
 def test_derived_negatives_are_seeded_and_keep_the_positive_coordinates(real_promoters):
-    from genolong.data_prep.promoters import PromoterRecord
+    from genolong.datasets.promoter import PromoterRecord
 
     positives = [
         PromoterRecord(f"p{i}", s, 1, "chr1", 10 * i, 10 * i + len(s), "+")

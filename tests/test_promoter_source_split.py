@@ -11,21 +11,21 @@ import torch
 from classify_helpers import micro_config
 
 from genolong.cli import main
-from genolong.commands.finetune import summary
-from genolong.data_prep.promoter_dataset import load_split
 from genolong.data_prep.source_split import (
     SOURCE_SPLITS,
     SourceSplitConfig,
     build_source_split_dataset,
     load_source_split_config,
 )
+from genolong.datasets.promoter import load_split
 from genolong.dna.sequence import write_fasta
 from genolong.errors import ConfigError
 from genolong.evaluation.calibration import fit_platt, fold_into_head
 from genolong.evaluation.cross_source import pair_metrics
 from genolong.evaluation.metrics import expected_calibration_error
 from genolong.inference.classifier import Classifier
-from genolong.tasks.classify import random_crop, run_finetune
+from genolong.tasks.finetune import random_crop, run_finetune
+from genolong.tasks.task import report_summary
 
 
 def random_sequences(n: int, length: int, seed: int) -> list[str]:
@@ -120,9 +120,9 @@ def test_cli_prepare_sources_bad_spec_is_one_line_exit_2(tmp_path, capsys):
     assert not (tmp_path / "out").exists()
 
 
-def test_default_spec_on_real_data_never_shares_a_sequence(tmp_path, shared_data):
+def test_default_spec_on_real_data_never_shares_a_sequence(tmp_path, real_data):
     out = tmp_path / "data"
-    assert main(["promoter", "prepare-sources", "--root", str(shared_data), "--out", str(out)]) == 0
+    assert main(["promoter", "prepare-sources", "--root", str(real_data), "--out", str(out)]) == 0
     splits = assert_disjoint(out)
     groups = {name: {r.source.split("/")[0] for r in records} for name, records in splits.items()}
     assert groups["valid"] == {"mouse_dbtss", "yeast_background"}
@@ -213,4 +213,4 @@ def test_finetune_by_source_crops_calibrates_and_reports_pairs(tmp_path, three_s
         pair_metrics([r.label for r in valid], probabilities, 0.5, [r.source for r in valid])["all"]["auroc"],
         abs=1e-4,
     )
-    assert "| test | c/c vs c/genome |" in summary(report) and "c/c vs c/c\\|substitution" in summary(report)
+    assert "| test | c/c vs c/genome |" in report_summary(report) and "c/c vs c/c\\|substitution" in report_summary(report)

@@ -43,10 +43,10 @@ from genolong.inference.windows import WindowBatches, WindowEncoder, is_per_base
 N_RUN = (5_000, 7_500)  # an assembly gap written into the real sequence
 
 
-def ce_slice(shared_data: Path, length: int) -> str:
+def ce_slice(real_data: Path, length: int) -> str:
     """The first ``length`` bp of the real C. elegans chrX (ce2), read no further than needed."""
     lines = []
-    with gzip.open(shared_data / "genomes" / "ce2chrX.fa.gz", "rt") as handle:
+    with gzip.open(real_data / "genomes" / "ce2chrX.fa.gz", "rt") as handle:
         assert next(handle).startswith(">chrX")
         while sum(map(len, lines)) < length:
             lines.append(next(handle).strip())
@@ -54,12 +54,12 @@ def ce_slice(shared_data: Path, length: int) -> str:
 
 
 @pytest.fixture(scope="module")
-def genome(shared_data, tmp_path_factory) -> Path:
+def genome(real_data, tmp_path_factory) -> Path:
     """12 kbp of real chrX with a 2.5-kbp N run, a second real chromosome (the next 3 kbp) and
     one shorter than the model's window, as bgzip with .fai/.gzi (``genolong genome prepare``)."""
     from genolong.data_prep.genome_prepare import prepare_genome
 
-    sequence = ce_slice(shared_data, 15_000)
+    sequence = ce_slice(real_data, 15_000)
     x = sequence[: N_RUN[0]] + "N" * (N_RUN[1] - N_RUN[0]) + sequence[N_RUN[1] : 12_000]
     work = tmp_path_factory.mktemp("scan_genome")
     write_fasta(work / "raw.fa", [("chrX", x), ("chrII", sequence[12_000:]), ("chrS", sequence[:100])])
@@ -142,13 +142,13 @@ def test_bed_regions_are_sorted_and_merged(genome, tmp_path):
 
 # -- tokenisation and the model's fast path ----------------------------------------------------------
 @pytest.mark.parametrize("kind", ["per_base", "bpe"])
-def test_window_tokens_equal_the_tokenizer(shared_data, tokenizers, kind):
+def test_window_tokens_equal_the_tokenizer(real_data, tokenizers, kind):
     """Per-base: the numpy lookup for windows without N; BPE: the tokenizer for every window.
     Either way the ids and the central crop are :class:`TokenEncoder`'s."""
     tokenizer = tokenizers[kind]
     assert is_per_base(tokenizer) == (kind == "per_base")
     assert (WindowEncoder(tokenizer, 320).lookup is not None) == (kind == "per_base")
-    sequence = ce_slice(shared_data, 5_000)
+    sequence = ce_slice(real_data, 5_000)
     windows = [sequence[i : i + 251] for i in range(0, 4_000, 397)]
     windows[3] = windows[3][:100] + "N" * 40 + windows[3][140:]  # an N run: the tokenizer's path
     windows[5] = "N" * 251
@@ -322,8 +322,8 @@ def test_bad_regions_name_the_line(genome, tmp_path, capsys, bed_text, message):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["regions.bed"]
 
 
-def test_gzip_genome_and_large_stride_are_refused(shared_data, genome, classifier, tmp_path, capsys):
-    gz, window = shared_data / "genomes" / "ce2chrX.fa.gz", classifier.info.window_bp
+def test_gzip_genome_and_large_stride_are_refused(real_data, genome, classifier, tmp_path, capsys):
+    gz, window = real_data / "genomes" / "ce2chrX.fa.gz", classifier.info.window_bp
     cases = [(["--genome", str(gz)], "genolong genome prepare"),
              (["--genome", str(genome), "--stride", str(window + 1)], f"larger than the model's window of {window}"),
              (["--genome", str(genome), "--profiles", "x"], "--profiles is for chromatin models")]

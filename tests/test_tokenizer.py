@@ -9,12 +9,11 @@ import pytest
 from transformers import AutoTokenizer
 
 from genolong.cli import main
-from genolong.dna.sequence import read_fasta, write_fasta
+from genolong.dna.regions import Region
+from genolong.dna.sequence import FastaRecord, read_fasta, write_fasta
 from genolong.dna.tokenizer import (
     N_RUN_POWERS,
     SPECIAL_TOKENS,
-    FastaRecord,
-    Region,
     TokenizerTrainConfig,
     load_tokenizer,
     sample_chunks,
@@ -25,10 +24,10 @@ from genolong.errors import ConfigError
 
 
 @pytest.fixture(scope="session")
-def tokenizer_dir(tmp_path_factory, shared_data):
+def tokenizer_dir(tmp_path_factory, real_data):
     out = tmp_path_factory.mktemp("tok") / "bpe"
     config = TokenizerTrainConfig(vocab_size=2048, sample_bp=200_000, seed=0)
-    train_tokenizer(shared_data / "genomes" / "yeast_sacCer_chrI_from_Biostrings_yeastSEQCHR1.fa", out, config,
+    train_tokenizer(real_data / "genomes" / "yeast_sacCer_chrI_from_Biostrings_yeastSEQCHR1.fa", out, config,
                     show_progress=False)
     return out
 
@@ -43,9 +42,9 @@ def test_loads_offline_with_autotokenizer(tokenizer_dir):
     assert meta["config"]["seed"] == 0 and meta["sample"]["sampled_bp"] <= 200_000
 
 
-def test_lossless_on_every_real_genome(tokenizer_dir, shared_data):
+def test_lossless_on_every_real_genome(tokenizer_dir, real_data):
     backend = load_tokenizer(tokenizer_dir).backend_tokenizer
-    files = sorted((shared_data / "genomes").glob("*.fa*"))
+    files = sorted((real_data / "genomes").glob("*.fa*"))
     assert len(files) == 4
     for path in files:
         for record in read_fasta(path):
@@ -85,16 +84,16 @@ def test_sampling_is_seeded_uniform_and_skips_n_chunks():
     assert by_record["c0"] > by_record["c1"] > by_record["c2"] > 0
 
 
-def test_region_restricts_training_text(tmp_path, shared_data):
-    path = shared_data / "genomes" / "chr17.hg19.part.fa"
+def test_region_restricts_training_text(tmp_path, real_data):
+    path = real_data / "genomes" / "chr17.hg19.part.fa"
     meta = train_tokenizer(path, tmp_path / "t", TokenizerTrainConfig(vocab_size=200, sample_bp=10_000),
                            regions=[Region.parse("17:0-20000")], show_progress=False)
     assert meta["sample"]["genome_bp"] == 20_000
 
 
-def test_stats_report(tokenizer_dir, shared_data):
+def test_stats_report(tokenizer_dir, real_data):
     tok = load_tokenizer(tokenizer_dir)
-    report = tokenizer_stats(tok, read_fasta(shared_data / "genomes" / "chr17.hg19.part.fa"))
+    report = tokenizer_stats(tok, read_fasta(real_data / "genomes" / "chr17.hg19.part.fa"))
     assert report["bp"] == 40_000
     assert report["bp_per_token"] == pytest.approx(40_000 / report["tokens"])
     assert sum(length * n for length, n in report["token_length_histogram"].items()) == 40_000
@@ -134,8 +133,8 @@ def test_cli_bad_fasta_is_one_line_exit_2(tmp_path, capsys, content, expected):
     assert not (tmp_path / "tok").exists()
 
 
-def test_cli_refuses_foreign_output_dir_and_leaves_nothing_behind(tmp_path, capsys, shared_data):
-    genome = shared_data / "genomes" / "MT-human_NC_012920.1.fa"
+def test_cli_refuses_foreign_output_dir_and_leaves_nothing_behind(tmp_path, capsys, real_data):
+    genome = real_data / "genomes" / "MT-human_NC_012920.1.fa"
     out = tmp_path / "out"
     out.mkdir()
     (out / "notes.txt").write_text("keep me")
@@ -160,7 +159,7 @@ def test_cli_refuses_foreign_output_dir_and_leaves_nothing_behind(tmp_path, caps
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ours", "out"]  # no temp dirs left behind
 
 
-def test_failed_training_leaves_no_partial_output(tmp_path, monkeypatch, shared_data):
+def test_failed_training_leaves_no_partial_output(tmp_path, monkeypatch, real_data):
     import genolong.dna.tokenizer as module
 
     def broken(*args, **kwargs):
@@ -168,7 +167,7 @@ def test_failed_training_leaves_no_partial_output(tmp_path, monkeypatch, shared_
 
     monkeypatch.setattr(module, "_finish", broken)
     with pytest.raises(RuntimeError):
-        train_tokenizer(shared_data / "genomes" / "MT-human_NC_012920.1.fa", tmp_path / "t",
+        train_tokenizer(real_data / "genomes" / "MT-human_NC_012920.1.fa", tmp_path / "t",
                         TokenizerTrainConfig(vocab_size=64, sample_bp=5000, chunk_bp=500), show_progress=False)
     assert list(tmp_path.iterdir()) == []
 
@@ -181,9 +180,9 @@ def test_genome_without_usable_sequence(tmp_path, capsys):
     assert code == 2 and "no usable sequence" in err
 
 
-def test_cli_stats(tmp_path, capsys, tokenizer_dir, shared_data):
+def test_cli_stats(tmp_path, capsys, tokenizer_dir, real_data):
     code = main(["tokenizer", "stats", "--tokenizer", str(tokenizer_dir), "--genome",
-                 str(shared_data / "genomes" / "chr17.hg19.part.fa"), "--json", str(tmp_path / "s.json")])
+                 str(real_data / "genomes" / "chr17.hg19.part.fa"), "--json", str(tmp_path / "s.json")])
     assert code == 0
     assert "bp/token" in capsys.readouterr().out
     assert json.loads((tmp_path / "s.json").read_text())["bp"] == 40_000

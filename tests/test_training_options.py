@@ -12,8 +12,8 @@ from genolong.cli import main
 
 
 @pytest.fixture(scope="module")
-def promoters(shared_data, tmp_path_factory):
-    return promoter_dataset(shared_data, tmp_path_factory.mktemp("promoters") / "data")
+def promoters(real_data, tmp_path_factory):
+    return promoter_dataset(real_data, tmp_path_factory.mktemp("promoters") / "data")
 
 
 @pytest.mark.parametrize(
@@ -39,7 +39,7 @@ def promoters(shared_data, tmp_path_factory):
 )
 def test_bad_trainer_options_are_one_line_before_any_work(promoters, tmp_path, capsys, options, message):
     out = tmp_path / "run"
-    code = main(["finetune", "promoter", "--data", str(promoters), "--out", str(out), *options])
+    code = main(["promoter", "finetune", "--data", str(promoters), "--out", str(out), *options])
     err = capsys.readouterr().err.strip()
     assert code == 2 and message in err and len(err.splitlines()) == 1, err
     assert not out.exists()

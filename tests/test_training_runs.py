@@ -232,12 +232,12 @@ def test_pretrain_sigterm_to_the_process_group_stops_with_a_checkpoint_and_resum
 
 # -- fine-tuning --------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def promoters(shared_data, tmp_path_factory):
-    return promoter_dataset(shared_data, tmp_path_factory.mktemp("promoters") / "data")
+def promoters(real_data, tmp_path_factory):
+    return promoter_dataset(real_data, tmp_path_factory.mktemp("promoters") / "data")
 
 
 def finetune_args(out, data, tokenizer, config, *extra):
-    return ["finetune", "promoter", "--data", str(data), "--tokenizer", str(tokenizer), "--config", str(config),
+    return ["promoter", "finetune", "--data", str(data), "--tokenizer", str(tokenizer), "--config", str(config),
             "--out", str(out), "--accelerator", "cpu", *extra]
 
 
@@ -253,7 +253,7 @@ def test_finetune_sigterm_mid_cycle_resumes_to_identical_weights(promoters, toke
     assert main(finetune_args(out, promoters, tokenizer, config)) == 143
     disarm()
     err = capsys.readouterr().err.strip()
-    assert err.splitlines()[-1] == "genolong finetune: stopped at step 4; continue with --resume"
+    assert err.splitlines()[-1] == "genolong promoter finetune: stopped at step 4; continue with --resume"
     assert not (out / "model").exists() and not hidden_temporaries(out)
     assert main(finetune_args(out, promoters, tokenizer, config, "--resume")) == 0
     assert_same_weights(out, straight)
@@ -266,7 +266,7 @@ def test_finetune_interrupted_in_its_evaluation_after_early_stopping(promoters, 
     """SIGTERM while the test split is scored, after early stopping: exit 143, no model, no report;
     --resume does not train on (the early-stopping decision is in the checkpoint) and writes the
     uninterrupted run's report."""
-    import genolong.tasks.classify as classify
+    from genolong.tasks.promoter import PromoterTask
 
     data = FINETUNE | {"patience": 1, "train": FINETUNE["train"] | {"val_every_steps": 1, "max_steps": 30}}
     config, straight, out = write_config(tmp_path / "micro.yaml", data), tmp_path / "straight", tmp_path / "run"
@@ -278,11 +278,11 @@ def test_finetune_interrupted_in_its_evaluation_after_early_stopping(promoters, 
         os.kill(os.getpid(), signal.SIGTERM)
         raise AssertionError("the signal did not stop the run")
 
-    monkeypatch.setattr(classify, "_promoter_report", killed_while_scoring)
+    monkeypatch.setattr(PromoterTask, "test_report", killed_while_scoring)
     assert main(finetune_args(out, promoters, tokenizer, config)) == 143
     monkeypatch.undo()
     err = capsys.readouterr().err.strip().splitlines()[-1]
-    assert err == f"genolong finetune: stopped after the last step ({expected['steps']}); continue with --resume"
+    assert err == f"genolong promoter finetune: stopped after the last step ({expected['steps']}); continue with --resume"
     assert not (out / "model").exists() and not (out / "report.json").exists() and not hidden_temporaries(out)
     assert main(finetune_args(out, promoters, tokenizer, config, "--resume")) == 0
     report = json.loads((out / "report.json").read_text())

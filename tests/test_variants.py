@@ -138,7 +138,7 @@ def test_snv_diff_equals_two_predict_chromatin_runs(chromatin_model, tmp_path):
     predictions = {}
     for allele, column in (("ref", 0), ("alt", 1)):
         write_fasta(tmp_path / f"{allele}.fa", [(f"v{i}", w[column]) for i, w in enumerate(windows)])
-        assert main(["predict-chromatin", str(tmp_path / f"{allele}.fa"), "--model", str(chromatin_model),
+        assert main(["chromatin", "predict", str(tmp_path / f"{allele}.fa"), "--model", str(chromatin_model),
                      "--out", str(tmp_path / f"{allele}.tsv")]) == 0
         predictions[allele] = np.array([[float(r[p]) for p in PROFILES] for r in read_rows(tmp_path / f"{allele}.tsv")[1]])
     expected = predictions["alt"] - predictions["ref"]

@@ -1,75 +1,44 @@
-"""Attention patterns, injected into the encoder by name.
+"""Attention patterns, injected into the encoder by name: the registry of backbones.
 
-Every attention is an ``nn.Module`` registered under a string name with
-:func:`register_attention`. The model config stores only that name (its ``backbone`` field)
-and the pattern's own parameters, never a class.
+Every backbone is an :class:`~genolong.attention.base.Attention` subclass registered under a
+string name with :func:`register_attention`; the base class states the contract (what the
+attention is and what it needs from the encoder) with its defaults. The model config stores only
+the name (its ``backbone`` field) and the pattern's own parameters, never a class, and everything
+else (the encoder, the model classes, ``genolong compare``) asks the registry.
 
-Contract between an attention and the encoder
----------------------------------------------
-
-Construction and call (all tensors on one device and in one dtype)::
-
-    attn = build_attention(config, layer_idx)   # validates, then cls(config, layer_idx)
-    out = attn(q, k, v, padding_mask)           # q, k, v: (B, H, L, D)
-                                                # padding_mask: (B, L) bool, True = real token,
-                                                #   or None (no padding)
-                                                # out: (B, H, L, D)
-
-``config`` is a :class:`~genolong.model.modeling.GenolongConfig`, or any object with the fields of
-``cls.config_defaults`` plus ``num_attention_heads``, ``hidden_size``,
-``max_position_embeddings`` and ``attention_probs_dropout_prob``. ``layer_idx`` seeds
-per-layer randomness (BigBird's random blocks, LSG's LSH projections) as
-``attention_seed + layer_idx``.
-
-Each class declares:
-
-* ``config_defaults: dict[str, Any]``: its parameters under the papers' names, with their
-  defaults. ``GenolongConfig`` merges the chosen backbone's dict into itself.
-* ``validate_config(config)`` (classmethod): raises :class:`~genolong.errors.ConfigError` for
-  an impossible setting. Examples: a block size that does not divide
-  ``max_position_embeddings``, a window longer than the sequence, an unknown LSG sparsity
-  type. It never falls back to full attention.
-* ``num_extra_global_tokens(config) -> int`` (classmethod): how many learned global tokens
-  the encoder must *prepend* to the token sequence. This is BigBird-ETC's, Longformer's and
-  LSG's global tokens; 0 for ``full`` and BigBird-ITC.
-* ``length_multiple(config) -> int`` (classmethod): the encoder pads the token sequence (the
-  part after the prepended global tokens) to a multiple of this, and marks the padding False
-  in ``padding_mask``; 1 for ``full``.
-
-Global tokens always come first in the sequence the attention sees. A sparse attention
-treats its first ``G`` tokens as global: the prepended ones, or for BigBird-ITC the first
-``num_global_blocks`` blocks of the sequence itself. The first token must be real (padding
-goes at the end), so that every query sees at least one real key. Padded positions receive
-outputs too; they never affect real tokens.
+Adding a backbone is one module that registers a class, plus an encoder subclass in
+:mod:`genolong.model` when the backbone changes more than the attention (VCC, SLED). The registry
+imports every module of this package before it answers, so a module placed here is a built-in
+backbone; one elsewhere registers when it is imported.
 
 Block-sparse attentions (``bigbird``, ``longformer``, ``lsg``) share
 :mod:`genolong.attention.pattern` (the pattern as data), :mod:`genolong.attention.paths` (the
-dense reference and the gathered-blocks and ``flex_attention`` execution paths) and
-:mod:`genolong.attention.blocksparse` (their common forward). Their config field
-``attention_impl`` (``auto`` | ``flex`` | ``gather`` | ``dense``) chooses the path; the choice is
-logged on logger ``genolong.attention``.
+dense reference and the gathered-blocks path), :mod:`genolong.attention.flex` (the
+``flex_attention`` path) and :mod:`genolong.attention.blocksparse` (their common forward). Their
+config field ``attention_impl`` (``auto`` | ``flex`` | ``gather`` | ``dense``) chooses the path;
+the choice is logged on logger ``genolong.attention``.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
+import pkgutil
 from types import SimpleNamespace
 from typing import Any
 
-from torch import nn
-
+from genolong.attention.base import Attention
 from genolong.errors import ConfigError
 
-_REGISTRY: dict[str, type[nn.Module]] = {}
-
-#: Modules that register the built-in attentions when imported.
-_BUILTIN_MODULES = ("full", "bigbird", "longformer", "lsg", "vcc", "sled")
+_REGISTRY: dict[str, type[Attention]] = {}
 
 
 def register_attention(name: str):
-    """Class decorator: register an attention module under ``name``."""
+    """Class decorator: register an :class:`Attention` subclass as backbone ``name``."""
 
-    def decorator(cls: type[nn.Module]) -> type[nn.Module]:
+    def decorator(cls: type[Attention]) -> type[Attention]:
+        if not issubclass(cls, Attention):
+            raise TypeError(f"attention {name!r}: {cls.__name__} is not a genolong.attention.Attention")
         if name in _REGISTRY and _REGISTRY[name] is not cls:
             raise ValueError(f"attention {name!r} is already registered to {_REGISTRY[name].__name__}")
         cls.attention_name = name
@@ -79,12 +48,14 @@ def register_attention(name: str):
     return decorator
 
 
+@functools.cache
 def _load_builtins() -> None:
-    for module in _BUILTIN_MODULES:
-        importlib.import_module(f"{__name__}.{module}")
+    """Import every module of this package (once): the built-in backbones register from theirs."""
+    for module in pkgutil.iter_modules(__path__):
+        importlib.import_module(f"{__name__}.{module.name}")
 
 
-def attention_class(name: str) -> type[nn.Module]:
+def attention_class(name: str) -> type[Attention]:
     """The class registered under ``name``; raises ConfigError for an unknown name."""
     _load_builtins()
     if name not in _REGISTRY:
@@ -93,17 +64,17 @@ def attention_class(name: str) -> type[nn.Module]:
 
 
 def available_attentions() -> list[str]:
-    """Names of all registered attentions."""
+    """Names of all registered backbones, sorted."""
     _load_builtins()
     return sorted(_REGISTRY)
 
 
 def attention_defaults(name: str) -> dict[str, Any]:
     """The parameters (with defaults) of attention ``name``."""
-    return dict(getattr(attention_class(name), "config_defaults", {}))
+    return dict(attention_class(name).config_defaults)
 
 
-def build_attention(config: Any, layer_idx: int = 0, name: str | None = None) -> nn.Module:
+def build_attention(config: Any, layer_idx: int = 0, name: str | None = None) -> Attention:
     """Build the attention named ``name`` (default ``config.backbone``) for layer ``layer_idx``.
 
     ``layer_idx`` lets patterns with random parts draw a different, seeded layout per layer.

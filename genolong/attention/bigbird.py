@@ -57,7 +57,8 @@ from typing import Any
 import torch
 
 from genolong.attention import register_attention
-from genolong.attention.blocksparse import RANDOM_DEFAULTS, SHARED_DEFAULTS, BlockSparseAttention, require_int
+from genolong.attention.base import require_int
+from genolong.attention.blocksparse import RANDOM_DEFAULTS, SHARED_DEFAULTS, BlockSparseAttention
 from genolong.attention.full import full_attention
 from genolong.attention.pattern import BlockPattern
 from genolong.errors import ConfigError

@@ -21,17 +21,28 @@ never touched.
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from typing import Any
 
 import torch
-from torch import nn
 
-from genolong.attention.paths import IMPLEMENTATIONS, choose_path, run_path
+from genolong.attention.base import Attention, require_int
+from genolong.attention.flex import flex_attention_path
+from genolong.attention.paths import (
+    IMPLEMENTATIONS,
+    PatternInputs,
+    choose_path,
+    dense_attention,
+    gather_attention,
+)
 from genolong.attention.pattern import BlockPattern
 from genolong.errors import ConfigError
 
 #: Patterns (sequence lengths x devices) each attention layer keeps.
 MAX_CACHED_PATTERNS = 16
+
+#: The execution paths by the name :func:`~genolong.attention.paths.choose_path` returns.
+PATHS = {"flex": flex_attention_path, "gather": gather_attention, "dense": dense_attention}
 
 #: Parameters every block-sparse backbone understands.
 SHARED_DEFAULTS: dict[str, Any] = {
@@ -45,15 +56,7 @@ RANDOM_DEFAULTS: dict[str, Any] = {
 }
 
 
-def require_int(config: Any, name: str, minimum: int, backbone: str) -> int:
-    """``config.<name>`` as an int ``>= minimum``, or a ConfigError that names the field."""
-    value = getattr(config, name)
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ConfigError(f"{backbone}: {name} must be an integer >= {minimum}, got {value!r}")
-    return value
-
-
-class BlockSparseAttention(nn.Module):
+class BlockSparseAttention(Attention):
     """Base class: pattern caching, path choice and the one forward.
 
     Shapes: q, k, v ``(B, H, L, D)``; padding_mask ``(B, L)`` bool, True = real token, or None;
@@ -64,11 +67,9 @@ class BlockSparseAttention(nn.Module):
     config_defaults: dict[str, Any] = dict(SHARED_DEFAULTS)
 
     def __init__(self, config: Any, layer_idx: int = 0):
-        super().__init__()
-        self.layer_idx = layer_idx
+        super().__init__(config, layer_idx)
         self.num_heads = int(config.num_attention_heads)
         self.attention_impl = getattr(config, "attention_impl", "auto")
-        self.dropout = float(getattr(config, "attention_probs_dropout_prob", 0.0))
         self.redraw_random_per_step = bool(getattr(config, "redraw_random_per_step", False))
         self._draw_kinds: dict[str, str] = {}  # buffer name -> "uniform" or "normal"
         self._patterns: dict[tuple, BlockPattern] = {}
@@ -86,21 +87,11 @@ class BlockSparseAttention(nn.Module):
         require_int(config, "num_attention_heads", 1, cls.attention_name)
         require_int(config, "max_position_embeddings", 1, cls.attention_name)
 
-    @classmethod
-    def num_extra_global_tokens(cls, config: Any) -> int:
-        """Learned global tokens the encoder prepends to the sequence."""
-        raise NotImplementedError
-
-    @classmethod
-    def length_multiple(cls, config: Any) -> int:
-        """The encoder pads the sequence (without the prepended globals) to a multiple of this."""
-        raise NotImplementedError
-
     # ------------------------------------------------------------------ subclass hooks
 
+    @abstractmethod
     def build_pattern(self, seq_len: int, device: torch.device) -> BlockPattern:
         """The pattern for a sequence of ``seq_len`` tokens (globals included), on ``device``."""
-        raise NotImplementedError
 
     def sparse_tokens(self, k: torch.Tensor, v: torch.Tensor, real: torch.Tensor | None):
         """Extra keys computed from the non-global keys and values (LSG); None for the others.
@@ -183,7 +174,7 @@ class BlockSparseAttention(nn.Module):
         dropout = self.dropout if self.training else 0.0
         needs_grad = torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v))
         path = choose_path(self.attention_impl, self.attention_name, q.device, q.dtype, needs_grad, dropout)
-        return run_path(path, q, k, v, pattern, key_valid, extra_k, extra_v, dropout)
+        return PATHS[path](PatternInputs(q, k, v, pattern, key_valid, extra_k, extra_v), dropout)
 
 
 def _version(tensor: torch.Tensor) -> int:

@@ -3,44 +3,24 @@
 from __future__ import annotations
 
 import contextlib
-from typing import Any
 
 import torch
 import torch.nn.functional as F
-from torch import nn
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from genolong.attention import register_attention
+from genolong.attention.base import Attention
 
 
 @register_attention("full")
-class FullAttention(nn.Module):
-    """Every token attends to every real token.
+class FullAttention(Attention):
+    """Every token attends to every real token; any configuration, any length, no global tokens.
 
     Shapes: q, k, v (B, H, L, D); padding_mask (B, L) bool, True = real; output (B, H, L, D).
     """
 
-    config_defaults: dict[str, Any] = {}
     #: queries may be any prefix of the keys' tokens (``Block.forward(queries=...)``)
     accepts_query_subset = True
-
-    def __init__(self, config: Any, layer_idx: int = 0):
-        super().__init__()
-        self.dropout = float(getattr(config, "attention_probs_dropout_prob", 0.0))
-
-    @classmethod
-    def validate_config(cls, config: Any) -> None:
-        """Dense attention accepts any configuration."""
-
-    @classmethod
-    def num_extra_global_tokens(cls, config: Any) -> int:
-        """Dense attention needs no learned global tokens."""
-        return 0
-
-    @classmethod
-    def length_multiple(cls, config: Any) -> int:
-        """Dense attention takes any length."""
-        return 1
 
     def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                 padding_mask: torch.Tensor | None = None) -> torch.Tensor:

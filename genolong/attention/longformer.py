@@ -29,7 +29,8 @@ from typing import Any
 import torch
 
 from genolong.attention import register_attention
-from genolong.attention.blocksparse import SHARED_DEFAULTS, BlockSparseAttention, require_int
+from genolong.attention.base import require_int
+from genolong.attention.blocksparse import SHARED_DEFAULTS, BlockSparseAttention
 from genolong.attention.pattern import BlockPattern
 from genolong.errors import ConfigError
 

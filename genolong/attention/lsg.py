@@ -50,7 +50,8 @@ import torch
 import torch.nn.functional as F
 
 from genolong.attention import register_attention
-from genolong.attention.blocksparse import RANDOM_DEFAULTS, SHARED_DEFAULTS, BlockSparseAttention, require_int
+from genolong.attention.base import require_int
+from genolong.attention.blocksparse import RANDOM_DEFAULTS, SHARED_DEFAULTS, BlockSparseAttention
 from genolong.attention.pattern import BlockPattern
 from genolong.errors import ConfigError
 

@@ -1,6 +1,6 @@
 """Three ways to run a :class:`~genolong.attention.pattern.BlockPattern`, and the choice between them.
 
-All three take the same arguments and agree to rounding error (tested):
+All three take the same :class:`PatternInputs` and agree to rounding error (tested):
 
 * :func:`dense_attention`: the reference. It builds the full ``(L, L + E)`` mask and runs a plain
   masked softmax. It is quadratic in memory, so use it for tests and short inputs only.
@@ -12,33 +12,22 @@ All three take the same arguments and agree to rounding error (tested):
   faster there (:func:`_attend`). Query blocks are processed in chunks of a few MiB, so that
   a chunk's working set stays in cache and the temporaries stay small enough for the
   allocator to reuse rather than page-fault.
-* :func:`flex_attention_path`: ``torch.nn.attention.flex_attention`` with a ``BlockMask``
-  derived from the pattern; compiled (``torch.compile``), and the compiled function is shared.
-  It is the GPU path for training and inference. On CPU it has no backward pass, and it costs
-  a compile on first use: about 20-30 s, and a few seconds more for each new shape (batch
-  size or length). ``torch.compile`` keeps a limited number of compiled shapes per function,
-  so feed flex a few fixed shapes.
-  The ``BlockMask`` is cached per pattern, and the attention module caches its patterns per
-  length and device.
+* :func:`~genolong.attention.flex.flex_attention_path`: ``torch.nn.attention.flex_attention``
+  with a ``BlockMask`` derived from the pattern, compiled; the GPU path (:mod:`genolong.attention.flex`).
 
 :func:`choose_path` turns the ``attention_impl`` setting (``auto`` | ``flex`` | ``gather`` |
 ``dense``) into one of these. It logs the choice once per backbone, path, device and mode,
 and raises :class:`~genolong.errors.ConfigError` for an impossible request, such as ``flex``
 with a backward pass on CPU.
 
-Shapes used throughout:
-    q, k, v: ``(B, H, L, D)``; extra_k, extra_v: ``(B, H, E, D)`` or None; key_valid:
-    ``(B, Hm, L + E)`` bool with ``Hm`` in ``{1, H}`` (True = a real key), or None; output
-    ``(B, H, L, D)``.
+Shapes: those of :class:`PatternInputs`; every path returns ``(B, H, L, D)``.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-import time
-import weakref
-from functools import lru_cache
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -55,10 +44,36 @@ IMPLEMENTATIONS = ("auto", "flex", "gather", "dense")
 #: 16 MiB on the development CPU: 25 vs 29 and 44 ms at 4K tokens).
 GATHER_CHUNK_BYTES = 4 << 20
 
-#: Token tile of flex_attention's BlockMask (its default, and the GPU kernels' tile).
-FLEX_BLOCK_SIZE = 128
-
 _logged: set[tuple] = set()
+
+
+@dataclass(frozen=True)
+class PatternInputs:
+    """What every path attends over: queries, keys and values of the sequence, the pattern, the
+    pattern's extra keys and values (LSG's sparse tokens, BigBird's copied blocks) and which keys
+    are real.
+
+    Shapes: q, k, v ``(B, H, L, D)``; extra_k, extra_v ``(B, H, E, D)`` or None; key_valid
+    ``(B, Hm, L + E)`` bool with ``Hm`` in ``{1, H}`` (True = a real key), or None (all real).
+    """
+
+    q: torch.Tensor
+    k: torch.Tensor
+    v: torch.Tensor
+    pattern: BlockPattern
+    key_valid: torch.Tensor | None = None
+    extra_k: torch.Tensor | None = None
+    extra_v: torch.Tensor | None = None
+
+    @property
+    def keys(self) -> torch.Tensor:
+        """``(B, H, L + E, D)``: the sequence's keys, then the extra keys."""
+        return self.k if self.extra_k is None else torch.cat([self.k, self.extra_k], dim=2)
+
+    @property
+    def values(self) -> torch.Tensor:
+        """``(B, H, L + E, D)``: the sequence's values, then the extra values."""
+        return self.v if self.extra_v is None else torch.cat([self.v, self.extra_v], dim=2)
 
 
 def choose_path(
@@ -125,54 +140,23 @@ def choose_path(
     return path
 
 
-def run_path(
-    path: str,
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    pattern: BlockPattern,
-    key_valid: torch.Tensor | None = None,
-    extra_k: torch.Tensor | None = None,
-    extra_v: torch.Tensor | None = None,
-    dropout_p: float = 0.0,
-) -> torch.Tensor:
-    """Run ``pattern`` with the path named ``path`` (``flex``, ``gather`` or ``dense``)."""
-    if path == "flex":
-        return flex_attention_path(q, k, v, pattern, key_valid, extra_k, extra_v)
-    run = gather_attention if path == "gather" else dense_attention
-    return run(q, k, v, pattern, key_valid, extra_k, extra_v, dropout_p)
-
-
-def _with_extra(x: torch.Tensor, extra: torch.Tensor | None) -> torch.Tensor:
-    return x if extra is None else torch.cat([x, extra], dim=2)
-
-
 # --------------------------------------------------------------------------- dense reference
 
 
-def dense_attention(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    pattern: BlockPattern,
-    key_valid: torch.Tensor | None = None,
-    extra_k: torch.Tensor | None = None,
-    extra_v: torch.Tensor | None = None,
-    dropout_p: float = 0.0,
-) -> torch.Tensor:
+def dense_attention(inputs: PatternInputs, dropout_p: float = 0.0) -> torch.Tensor:
     """Masked softmax attention over the pattern's dense ``(L, L + E)`` mask: the reference.
 
     A query with no visible key (possible only for padding) gets a zero output, as in
     ``scaled_dot_product_attention``.
     """
-    keys, values = _with_extra(k, extra_k), _with_extra(v, extra_v)  # (B, H, L+E, D)
-    mask = pattern.dense_mask()[None]  # (1, Hp, L, L+E)
-    if key_valid is not None:
-        mask = mask & key_valid[:, :, None, :]
-    scores = (q @ keys.transpose(-1, -2)) / math.sqrt(q.shape[-1])  # (B, H, L, L+E)
+    q = inputs.q
+    mask = inputs.pattern.dense_mask()[None]  # (1, Hp, L, L+E)
+    if inputs.key_valid is not None:
+        mask = mask & inputs.key_valid[:, :, None, :]
+    scores = (q @ inputs.keys.transpose(-1, -2)) / math.sqrt(q.shape[-1])  # (B, H, L, L+E)
     probs = scores.masked_fill(~mask, float("-inf")).softmax(dim=-1)
     probs = torch.where(mask.any(dim=-1, keepdim=True), probs, 0.0)
-    return F.dropout(probs, dropout_p) @ values
+    return F.dropout(probs, dropout_p) @ inputs.values
 
 
 # --------------------------------------------------------------------------- gathered blocks
@@ -201,16 +185,7 @@ def _chunk_blocks(batch: int, heads: int, keys: int, head_dim: int, itemsize: in
     return max(1, GATHER_CHUNK_BYTES // (batch * heads * keys * head_dim * itemsize))
 
 
-def gather_attention(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    pattern: BlockPattern,
-    key_valid: torch.Tensor | None = None,
-    extra_k: torch.Tensor | None = None,
-    extra_v: torch.Tensor | None = None,
-    dropout_p: float = 0.0,
-) -> torch.Tensor:
+def gather_attention(inputs: PatternInputs, dropout_p: float = 0.0) -> torch.Tensor:
     """The gathered-blocks path: exact, differentiable, no ``(L, L)`` tensor.
 
     Global queries run dense attention over the sequence. Every non-global query block sees
@@ -220,6 +195,7 @@ def gather_attention(
     Attention (:func:`_attend`) then runs on ``(B*H, c, bq, D)`` queries against
     ``(B*H, c, K, D)`` keys, ``c`` blocks per chunk, with empty slots and padding masked.
     """
+    q, k, v, pattern, key_valid = inputs.q, inputs.k, inputs.v, inputs.pattern, inputs.key_valid
     batch, heads, length, head_dim = q.shape
     g, bq, u = pattern.num_global, pattern.query_block, pattern.unit
     if key_valid is None:
@@ -232,8 +208,8 @@ def gather_attention(
 
     global_units = -(-g // u)
     global_pad = global_units * u - g
-    table_k = _key_table(k, extra_k, g, global_pad, u)  # (B, H, Tg + T, u, D)
-    table_v = _key_table(v, extra_v, g, global_pad, u)
+    table_k = _key_table(k, inputs.extra_k, g, global_pad, u)  # (B, H, Tg + T, u, D)
+    table_v = _key_table(v, inputs.extra_v, g, global_pad, u)
     table_valid = F.pad(
         _key_table(key_valid, None, g, global_pad, u), (0, 0, 0, 1)
     )  # (Bm, Hm, Tg + T + 1, u)
@@ -348,133 +324,3 @@ def _band_mask(pattern: BlockPattern, slots: torch.Tensor, start: int, global_un
     in_sequence = (sequence_unit >= 0) & (sequence_unit < (pattern.seq_len - pattern.num_global) // u)
     in_sequence = in_sequence.repeat_interleave(u, dim=-1)[:, :, None, :]  # (Hp, c, 1, K)
     return (~in_sequence | ((q_pos - k_pos).abs() <= pattern.band))[None]
-
-
-# --------------------------------------------------------------------------- flex_attention
-
-
-@lru_cache(maxsize=1)
-def _compiled_flex():
-    from torch.nn.attention.flex_attention import flex_attention
-
-    return torch.compile(flex_attention, dynamic=False)
-
-
-_compiled_shapes: set[tuple] = set()
-_block_masks: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # BlockPattern -> BlockMask
-
-
-def flex_block_mask(pattern: BlockPattern, block: int = FLEX_BLOCK_SIZE):
-    """The ``BlockMask`` of ``pattern`` on its device: tiles of ``block`` x ``block`` tokens.
-
-    The pattern is constant on cells of ``r = gcd(G, bq, u, block)`` x ``r`` tokens, apart from
-    the band, so it is evaluated once per cell, never per token pair. A band is handled from
-    each cell's nearest and farthest pair. Tiles whose every pair is visible become *full*
-    (no ``mask_mod`` call); tiles with some visible pairs become *partial*.
-    """
-    from torch.nn.attention.flex_attention import BlockMask
-
-    length, num_keys, hp, device = pattern.seq_len, pattern.num_keys, pattern.heads, pattern.device
-    q_tiles, k_tiles = -(-length // block), -(-num_keys // block)
-    cell = math.gcd(pattern.num_global, pattern.query_block, pattern.unit, block)
-    q = torch.arange(0, q_tiles * block, cell, device=device)[None, :, None]  # cell corners
-    kv = torch.arange(0, k_tiles * block, cell, device=device)[None, None, :]
-    visible = pattern.mask_mod(with_band=False)(None, torch.arange(hp, device=device)[:, None, None], q, kv)
-    visible = visible & (q < length) & (kv < num_keys)  # (Hp, q cells, k cells)
-    every = visible
-    if pattern.band is not None:
-        banded = (q >= pattern.num_global) & (kv >= pattern.num_global) & (kv < length)
-        distance = (q - kv).abs()
-        visible = visible & (~banded | (distance - (cell - 1) <= pattern.band))  # nearest pair
-        every = every & (~banded | (distance + (cell - 1) <= pattern.band))  # farthest pair
-    per_tile = block // cell
-    any_tile = visible.view(hp, q_tiles, per_tile, k_tiles, per_tile).any(4).any(2)
-    full = every.view(hp, q_tiles, per_tile, k_tiles, per_tile).all(4).all(2)
-    partial = any_tile & ~full
-
-    def ordered(tiles):  # count and indices of the selected tiles, selected ones first
-        order = torch.argsort(tiles.to(torch.int8), dim=-1, descending=True, stable=True)
-        return tiles.sum(-1, dtype=torch.int32)[None], order.to(torch.int32)[None]
-
-    return BlockMask.from_kv_blocks(
-        *ordered(partial),
-        *ordered(full),
-        BLOCK_SIZE=block,
-        mask_mod=pattern.mask_mod(),
-        seq_lengths=(q_tiles * block, k_tiles * block),  # whole tiles: see flex_attention_path
-    )
-
-
-def _flex_layout(pattern: BlockPattern):
-    """``(pad, BlockMask)``: flex runs ``pattern`` with ``pad`` masked tokens after the globals.
-
-    The padding aligns the non-global tokens to the cells of :func:`flex_block_mask`: LSG's and
-    Longformer's single global token would otherwise make every cell one token wide.
-    """
-    if pattern not in _block_masks:
-        pad = -pattern.num_global % math.gcd(pattern.query_block, pattern.unit, FLEX_BLOCK_SIZE)
-        _block_masks[pattern] = pad, flex_block_mask(pattern.with_global_padding(pad))
-    return _block_masks[pattern]
-
-
-def _insert(x: torch.Tensor, at: int, count: int, value) -> torch.Tensor:
-    """``x`` with ``count`` entries of ``value`` inserted at position ``at`` of dim 2."""
-    filler = torch.full((*x.shape[:2], count, *x.shape[3:]), value, dtype=x.dtype, device=x.device)
-    return torch.cat([x[:, :, :at], filler, x[:, :, at:]], dim=2)
-
-
-def flex_attention_path(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    pattern: BlockPattern,
-    key_valid: torch.Tensor | None = None,
-    extra_k: torch.Tensor | None = None,
-    extra_v: torch.Tensor | None = None,
-) -> torch.Tensor:
-    """Compiled ``flex_attention`` over the pattern's ``BlockMask``; padding via a ``score_mod``.
-
-    Queries and keys are padded at the end to whole tiles of :data:`FLEX_BLOCK_SIZE` (the extra
-    keys masked, the extra rows dropped): torch 2.13's CPU kernel applies ``score_mod`` and
-    ``mask_mod`` to a last, partial key tile with the stride of a whole tile, so their results
-    land on the wrong scores and the output depends on stale buffer contents (wrong values or
-    NaN that change from call to call with the same inputs).
-
-    The first call for each new shape compiles. It logs a warning and then the compile time.
-    """
-    g, length = pattern.num_global, q.shape[2]
-    pad, block_mask = _flex_layout(pattern)
-    keys, values = _with_extra(k, extra_k), _with_extra(v, extra_v)
-    tail = -(keys.shape[2] + pad) % FLEX_BLOCK_SIZE
-    if pad or tail:
-        if key_valid is None:
-            key_valid = torch.ones(q.shape[0], 1, keys.shape[2], dtype=torch.bool, device=q.device)
-        q, keys, values = (_insert(x, g, pad, 0.0) for x in (q, keys, values))
-        key_valid = F.pad(_insert(key_valid, g, pad, False), (0, tail), value=False)
-        keys, values = (F.pad(x, (0, 0, 0, tail)) for x in (keys, values))
-        q = F.pad(q, (0, 0, 0, -q.shape[2] % FLEX_BLOCK_SIZE))
-    score_mod = None
-    if key_valid is not None:
-        shared = key_valid.shape[1] == 1
-
-        def score_mod(score, b, h, q_idx, kv_idx):
-            visible = key_valid[b, 0 if shared else h, kv_idx]
-            return torch.where(visible, score, float("-inf"))
-
-    shape_key = (tuple(q.shape), tuple(keys.shape), q.dtype, q.device.type, key_valid is None)
-    first = shape_key not in _compiled_shapes
-    if first:
-        logger.warning(
-            "flex_attention: compiling for q %s, keys %s, %s on %s; the first call takes "
-            "~20-30 s on CPU (seconds on GPU), and every new shape compiles again",
-            tuple(q.shape),
-            tuple(keys.shape),
-            q.dtype,
-            q.device.type,
-        )
-        started = time.perf_counter()
-    out = _compiled_flex()(q, keys, values, score_mod=score_mod, block_mask=block_mask)
-    if first:
-        _compiled_shapes.add(shape_key)
-        logger.warning("flex_attention: first call for this shape took %.1f s", time.perf_counter() - started)
-    return torch.cat([out[:, :, :g], out[:, :, g + pad : pad + length]], dim=2)

@@ -25,6 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 from genolong.attention import register_attention
+from genolong.attention.base import require_int
 from genolong.attention.full import FullAttention
 from genolong.errors import ConfigError
 
@@ -33,7 +34,11 @@ FUSIONS = ("attention", "mean", "max", "cls")
 
 @register_attention("sled")
 class SledAttention(FullAttention):
-    """Dense attention inside one SLED chunk. Shapes as :class:`FullAttention`."""
+    """Dense attention inside one SLED chunk. Shapes as :class:`FullAttention`.
+
+    The chunks are cut and encoded by :class:`~genolong.model.sled.SledEncoder`; a sequence
+    classifier reads the :class:`~genolong.model.sled.SledFusion` of every kept token vector.
+    """
 
     config_defaults: dict[str, Any] = {
         "sled_chunk_size": 256,
@@ -42,6 +47,8 @@ class SledAttention(FullAttention):
         "sled_prefix_tokens": 0,
         "sled_chunks_per_call": 0,
     }
+    encoder = "genolong.model.sled.SledEncoder"
+    pooling = "genolong.model.sled.SledFusion"
 
     @classmethod
     def validate_config(cls, config: Any) -> None:
@@ -51,9 +58,7 @@ class SledAttention(FullAttention):
             "sled_prefix_tokens": 0,
             "sled_chunks_per_call": 0,
         }.items():
-            value = getattr(config, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-                raise ConfigError(f"sled: {name} must be an integer >= {minimum}, got {value!r}")
+            require_int(config, name, minimum, "sled")
         if config.sled_chunk_size > config.max_position_embeddings:
             raise ConfigError(
                 f"sled: sled_chunk_size={config.sled_chunk_size} exceeds max_position_embeddings="
@@ -71,8 +76,3 @@ class SledAttention(FullAttention):
     def num_extra_global_tokens(cls, config: Any) -> int:
         """The learned prefix tokens, prepended to every chunk."""
         return config.sled_prefix_tokens
-
-    @classmethod
-    def length_multiple(cls, config: Any) -> int:
-        """Any length: 1."""
-        return 1

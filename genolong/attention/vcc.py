@@ -24,10 +24,10 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
-from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 from genolong.attention import register_attention
+from genolong.attention.base import Attention, require_int
 from genolong.errors import ConfigError
 
 #: Query rows per piece of :func:`dropout_attention`.
@@ -107,7 +107,7 @@ def dropout_attention(
 
 
 @register_attention("vcc")
-class VCCAttention(nn.Module):
+class VCCAttention(Attention):
     """Segment-local attention in warm-up layers, dense attention with a key bias after them.
 
     Shapes: q, k, v (B, H, L, D); ``padding_mask`` (B, L) is either bool (True = real token) or,
@@ -122,6 +122,10 @@ class VCCAttention(nn.Module):
     * ``vcc_warmup_window`` = 512: segment length of the warm-up layers;
     * ``vcc_central_vip_tokens`` = 0: a window of this many tokens at the centre of each
       sequence is VIP besides [CLS] (chromatin profiles: the label is about the central 200 bp).
+
+    No global tokens ([CLS] is a VIP token instead) and any length (segments and blocks are
+    padded internally). The layers run in :class:`~genolong.model.vcc.VCCEncoder`, and a masked-LM
+    model passes its masked tokens as VIPs (§3.1).
     """
 
     config_defaults: dict[str, Any] = {
@@ -131,25 +135,23 @@ class VCCAttention(nn.Module):
         "vcc_warmup_window": 512,
         "vcc_central_vip_tokens": 0,
     }
+    encoder = "genolong.model.vcc.VCCEncoder"
+    masked_tokens_input = "vip_mask"
 
     def __init__(self, config: Any, layer_idx: int = 0):
-        super().__init__()
-        self.dropout = float(getattr(config, "attention_probs_dropout_prob", 0.0))
+        super().__init__(config, layer_idx)
         self.window = config.vcc_warmup_window if layer_idx < num_warmup_layers(config) else None
 
     @classmethod
     def validate_config(cls, config: Any) -> None:
         """k >= 1, h >= 0, a window >= 1, 0 <= warm-up layers <= layers, central VIPs >= 0."""
-        minimums = {
+        for name, minimum in {
             "vcc_block_size": 1,
             "vcc_fine_blocks": 0,
             "vcc_warmup_window": 1,
             "vcc_central_vip_tokens": 0,
-        }
-        for name, minimum in minimums.items():
-            value = getattr(config, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-                raise ConfigError(f"vcc: {name} must be an integer >= {minimum}, got {value!r}")
+        }.items():
+            require_int(config, name, minimum, "vcc")
         warmup = config.vcc_warmup_layers
         if warmup is not None and (
             isinstance(warmup, bool)
@@ -160,16 +162,6 @@ class VCCAttention(nn.Module):
                 f"vcc: vcc_warmup_layers must be None or an integer in [0, num_hidden_layers="
                 f"{config.num_hidden_layers}], got {warmup!r}"
             )
-
-    @classmethod
-    def num_extra_global_tokens(cls, config: Any) -> int:
-        """No global tokens: 0 ([CLS] is a VIP token instead)."""
-        return 0
-
-    @classmethod
-    def length_multiple(cls, config: Any) -> int:
-        """Any length: 1 (segments and blocks are padded internally)."""
-        return 1
 
     def forward(
         self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, padding_mask: torch.Tensor | None = None

@@ -23,29 +23,22 @@ state, not the model and inputs already resident.
 the model (embeddings, projections, FFN, norms, heads), so ``time / floor - 1`` is the
 share the attention adds.
 
-The worker is ``python -m genolong.bench.attention SPEC_JSON``; :mod:`genolong.bench.report` turns the
-rows into CSV, markdown tables and a plot; ``genolong bench attention`` runs it all.
+This module is the worker, ``python -m genolong.bench.attention SPEC_JSON``; :mod:`genolong.bench.runner`
+starts one per model and length and :mod:`genolong.bench.report` turns the rows into CSV, markdown
+tables and a plot; ``genolong bench attention`` runs it all.
 """
 
 from __future__ import annotations
 
-import contextlib
-import csv
-import ctypes
 import gc
-import io
 import json
 import logging
 import os
-import signal
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
-from pathlib import Path
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import torch
@@ -54,7 +47,6 @@ from torch import nn
 from genolong.bench.converted import CONVERTED, converted_builders, hf_esm
 from genolong.bench.memory import proc_status_mb, reset_peak_memory
 from genolong.errors import ConfigError
-from genolong.files import atomic_write_text
 from genolong.model.encoder import Block
 
 #: transformers' models measured beside ours, by benchmark name, with the installed transformers.
@@ -69,10 +61,6 @@ LEGACY_PEERS = ("hf4-bigbird", "lsg-bert")
 FLOOR = "floor"
 PHASES = ("forward", "train")
 MASK_FRACTION = 0.15
-COLUMNS = [
-    "model", "length", "dtype", "threads", "phase", "status", "time_s", "time_median_s", "cpu_s", "runs",
-    "first_call_s", "peak_mb", "resident_mb", "attention_share", "load1", "notes",
-]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -303,158 +291,6 @@ def spec_from_json(text: str) -> Spec:
     data["size"] = BenchSize(**data["size"])
     data["phases"] = tuple(data["phases"])
     return Spec(**data)
-
-
-# --------------------------------------------------------------------------- orchestrating
-
-
-def run_spec(spec: Spec, timeout_s: float, max_memory_gb: float) -> list[dict[str, Any]]:
-    """Run ``spec`` in a fresh process; a row per phase, with a status for phases that did not finish.
-
-    The process is killed when its resident set exceeds ``max_memory_gb`` or it runs past
-    ``timeout_s``; the phases it had finished keep their rows.
-    """
-    env = {**os.environ, "OMP_NUM_THREADS": str(spec.threads), "TOKENIZERS_PARALLELISM": "false"}
-    rows, status = [], None
-    if spec.model in LEGACY_PEERS and not spec.legacy_site:
-        status = "skipped: needs --legacy-site (a directory with transformers 4.x)"
-    else:
-        if spec.model in LEGACY_PEERS:
-            env["PYTHONPATH"] = os.pathsep.join(filter(None, [spec.legacy_site, env.get("PYTHONPATH")]))
-        rows, status = _run_worker(spec, env, timeout_s, max_memory_gb)
-    done = {row["phase"] for row in rows}
-    rows += [{"phase": phase, "status": status} for phase in spec.phases if phase not in done]
-    for row in rows:
-        row.update(model=spec.model, length=spec.length, dtype=spec.dtype, threads=spec.threads)
-    return rows
-
-
-def _run_worker(
-    spec: Spec, env: dict[str, str], timeout_s: float, max_memory_gb: float
-) -> tuple[list[dict[str, Any]], str | None]:
-    """The rows the worker printed, and why it stopped early (None when it finished)."""
-    argv = [sys.executable, "-m", "genolong.bench.attention", json.dumps(asdict(spec))]
-    with tempfile.TemporaryFile("w+") as stdout, tempfile.TemporaryFile("w+") as stderr:
-        process = subprocess.Popen(
-            argv, stdout=stdout, stderr=stderr, text=True, env=env, preexec_fn=_die_with_parent
-        )
-        start, status = time.monotonic(), None
-        while process.poll() is None:
-            with contextlib.suppress(FileNotFoundError, KeyError, ProcessLookupError):
-                if proc_status_mb("VmRSS", process.pid) > max_memory_gb * 1024:
-                    status = f"killed: resident set over {max_memory_gb:g} GB"
-            if status is None and time.monotonic() - start > timeout_s:
-                status = f"killed: over {timeout_s:g} s"
-            if status:
-                process.kill()
-                process.wait()
-                break
-            time.sleep(0.05)
-        stdout.seek(0)
-        stderr.seek(0)
-        rows = [json.loads(line) for line in stdout if line.startswith("{")]
-        errors = [line.strip() for line in stderr if line.strip()]
-    if status is None and process.returncode != 0:
-        status = f"failed: {errors[-1] if errors else f'exit code {process.returncode}'}"
-    return rows, status
-
-
-def _die_with_parent() -> None:
-    """In the worker, before exec: Linux sends it SIGKILL when the benchmark process dies."""
-    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
-
-
-def plan(
-    backbones: list[str], peers: list[str], floor: bool, lengths: list[int], extra_lengths: list[int]
-) -> list[tuple[str, int]]:
-    """(model, length) pairs: everyone at ``lengths``; our sparse backbones and the floor also at
-    ``extra_lengths`` (dense attention is quadratic and is measured only where the peers are).
-
-    Length-major, so that the models compared at one length are measured close in time (the
-    load of a shared machine drifts)."""
-    models = [*backbones, *([FLOOR] if floor else []), *peers]
-    long_models = [m for m in models if m not in PEERS + LEGACY_PEERS + OPTIONAL_PEERS and m != "full"]
-    pairs = [(model, length) for length in lengths for model in models]
-    pairs += [(model, length) for length in extra_lengths if length not in lengths for model in long_models]
-    return pairs
-
-
-def check_plan(pairs: list[tuple[str, int]], size: BenchSize) -> None:
-    """Raise :class:`ConfigError` for a pair of ours that cannot be built, before any measurement
-    (its worker would only fail and leave a row of errors)."""
-    for model, length in pairs:
-        if model not in PEERS + LEGACY_PEERS:
-            genolong_config("full" if model == FLOOR else model, size, length)
-
-
-def run_benchmark(
-    pairs: list[tuple[str, int]],
-    template: Spec,
-    csv_path: Path,
-    *,
-    timeout_s: float,
-    max_memory_gb: float,
-    resume: bool = False,
-    progress: Callable[[dict[str, Any]], None] = lambda row: None,
-) -> list[dict[str, Any]]:
-    """Measure every (model, length) pair in its own process, rewriting ``csv_path`` after each.
-
-    With ``resume``, pairs whose phases are all in ``csv_path`` already are not measured again.
-    """
-    rows = read_csv(csv_path) if resume and csv_path.exists() else []
-    done = {(row["model"], row["length"]) for row in rows}
-    for model, length in pairs:
-        if (model, length) in done:
-            continue
-        for row in run_spec(replace(template, model=model, length=length), timeout_s, max_memory_gb):
-            progress(row)
-            rows.append(row)
-        write_csv(csv_path, rows)
-    return rows
-
-
-def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
-    """Rows as CSV (atomically), with ``attention_share`` filled in."""
-    add_attention_share(rows)
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=COLUMNS, extrasaction="ignore")
-    writer.writeheader()
-    for row in rows:
-        writer.writerow({key: _csv_value(row.get(key)) for key in COLUMNS})
-    atomic_write_text(path, buffer.getvalue())
-
-
-def read_csv(path: Path) -> list[dict[str, Any]]:
-    with open(path, newline="") as handle:
-        return [{key: _parse(key, value) for key, value in row.items()} for row in csv.DictReader(handle)]
-
-
-def add_attention_share(rows: list[dict[str, Any]]) -> None:
-    """``attention_share`` = time / floor time - 1, for our models (not the floor, not peers)."""
-    floor = {
-        (row["phase"], row["length"], row["dtype"]): row["time_s"]
-        for row in rows
-        if row["model"] == FLOOR and row.get("status") == "ok"
-    }
-    for row in rows:
-        key = (row["phase"], row["length"], row["dtype"])
-        ours = row["model"] not in PEERS + LEGACY_PEERS and row["model"] != FLOOR
-        ok = ours and row.get("status") == "ok" and key in floor
-        row["attention_share"] = row["time_s"] / floor[key] - 1 if ok else None
-
-
-def _csv_value(value: Any) -> Any:
-    return f"{value:.6g}" if isinstance(value, float) else ("" if value is None else value)
-
-
-def _parse(key: str, value: str) -> Any:
-    if value == "":
-        return None
-    if key in {"length", "threads", "runs"}:
-        return int(value)
-    if key in {"model", "dtype", "phase", "status", "notes"}:
-        return value
-    return float(value)
 
 
 if __name__ == "__main__":

@@ -1,20 +1,72 @@
 """Reports of the attention benchmark: CSV rows, markdown tables, a log-log plot.
 
-Rows are the dicts of :func:`genolong.bench.attention.run_spec` (one per model, length and phase).
+Rows are the dicts of :func:`genolong.bench.runner.run_spec` (one per model, length and phase).
 """
 
 from __future__ import annotations
 
+import csv
+import io
 import math
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from genolong.bench.attention import FLOOR, LEGACY_PEERS, PEERS, PHASES
-from genolong.files import atomic_path
+from genolong.files import atomic_path, atomic_write_text
 
-#: The lengths the issue's targets name; the summary falls back to the shortest and longest measured.
+#: The lengths the summary compares (4K and 16K tokens); it falls back to the shortest and longest measured.
 REFERENCE_LENGTHS = (4096, 16384)
+
+#: The CSV columns, one row per model, length and phase.
+COLUMNS = [
+    "model", "length", "dtype", "threads", "phase", "status", "time_s", "time_median_s", "cpu_s", "runs",
+    "first_call_s", "peak_mb", "resident_mb", "attention_share", "load1", "notes",
+]  # fmt: skip
+
+
+def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
+    """Rows as CSV (atomically), with ``attention_share`` filled in."""
+    add_attention_share(rows)
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=COLUMNS, extrasaction="ignore")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({key: _csv_value(row.get(key)) for key in COLUMNS})
+    atomic_write_text(path, buffer.getvalue())
+
+
+def read_csv(path: Path) -> list[dict[str, Any]]:
+    with open(path, newline="") as handle:
+        return [{key: _parse(key, value) for key, value in row.items()} for row in csv.DictReader(handle)]
+
+
+def add_attention_share(rows: list[dict[str, Any]]) -> None:
+    """``attention_share`` = time / floor time - 1, for our models (not the floor, not peers)."""
+    floor = {
+        (row["phase"], row["length"], row["dtype"]): row["time_s"]
+        for row in rows
+        if row["model"] == FLOOR and row.get("status") == "ok"
+    }
+    for row in rows:
+        key = (row["phase"], row["length"], row["dtype"])
+        ours = row["model"] not in PEERS + LEGACY_PEERS and row["model"] != FLOOR
+        ok = ours and row.get("status") == "ok" and key in floor
+        row["attention_share"] = row["time_s"] / floor[key] - 1 if ok else None
+
+
+def _csv_value(value: Any) -> Any:
+    return f"{value:.6g}" if isinstance(value, float) else ("" if value is None else value)
+
+
+def _parse(key: str, value: str) -> Any:
+    if value == "":
+        return None
+    if key in {"length", "threads", "runs"}:
+        return int(value)
+    if key in {"model", "dtype", "phase", "status", "notes"}:
+        return value
+    return float(value)
 
 
 def _models(rows: Iterable[dict[str, Any]]) -> list[str]:
@@ -60,7 +112,7 @@ def slope(rows_by_length: dict[int, dict[str, Any]], short: int, long: int) -> f
 
 
 def summary_table(rows: list[dict[str, Any]]) -> str:
-    """The issue-3 targets at a glance: times, slope, attention share and memory at two lengths
+    """The headline numbers: times, slope, attention share and memory at two lengths
     (4K and 16K when measured, else the shortest and longest)."""
     lengths = _lengths(rows)
     short, long = REFERENCE_LENGTHS if set(REFERENCE_LENGTHS) <= set(lengths) else (lengths[0], lengths[-1])

@@ -1,13 +1,24 @@
-"""Argument types shared by the commands: ``type=positive_int`` refuses ``--stride 0`` at parse
-time, with a message that names the option, instead of a command replacing it by a default.
+"""Arguments shared by the commands.
 
-Each raises ``argparse.ArgumentTypeError``; the CLI prints it as one line and exits with 2.
+Types: ``type=positive_int`` refuses ``--stride 0`` at parse time, with a message that names
+the option, instead of a command replacing it by a default. Each raises
+``argparse.ArgumentTypeError``; the CLI prints it as one line and exits with 2.
+
+Config overrides of the training commands: ``--set section.key=value`` (repeatable) for any
+key of the config, and a few flags users type (``--max-steps``, ``--devices``, ...), each a
+shortcut for one ``--set`` (:func:`add_config_arguments`, :func:`config_overrides`).
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from genolong.config import parse_assignment
+from genolong.errors import ConfigError
 
 
 def _integer(text: str) -> int:
@@ -71,3 +82,62 @@ def add_device_arguments(parser) -> None:
     parser.add_argument("--devices", type=devices, default=1,
                         help="devices per node, or auto (default: 1); more than one shards the work across processes")
     parser.add_argument("--num-nodes", type=positive_int, default=1, help="machines (default: 1)")
+
+
+def training_devices(text: str) -> int | str:
+    """``--devices`` of a training run: a number of devices, or what Lightning also reads there
+    (``auto``, GPU indices ``0,1``), checked by the training config."""
+    return int(text) if text.isdigit() else text
+
+
+def assignment(text: str) -> tuple[str, Any]:
+    """``--set section.key=value``: the key and the value read as YAML."""
+    try:
+        return parse_assignment(text)
+    except ConfigError as err:
+        raise argparse.ArgumentTypeError(err.message) from None
+
+
+@dataclass(frozen=True)
+class Shortcut:
+    """A flag that sets one config key: ``--max-steps 5`` is ``--set train.max_steps=5``."""
+
+    flag: str
+    key: str
+    type: Callable[[str], Any]
+    help: str
+
+
+#: The config flags of the training commands; each command adds the ones it offers.
+SHORTCUTS = {shortcut.flag: shortcut for shortcut in (
+    Shortcut("--backbone", "model.backbone", str, "the attention (full, bigbird, longformer, ...)"),
+    Shortcut("--max-steps", "train.max_steps", int, "optimizer steps"),
+    Shortcut("--val-every", "train.val_every_steps", int, "validate every N steps"),
+    Shortcut("--batch-size", "train.batch_size", int, "inputs per device per micro-batch"),
+    Shortcut("--learning-rate", "train.learning_rate", float, "peak learning rate"),
+    Shortcut("--seed", "train.seed", int, "the run seed"),
+    Shortcut("--devices", "train.devices", training_devices, "Lightning devices (e.g. 2, or auto)"),
+    Shortcut("--num-nodes", "train.num_nodes", int, "machines"),
+    Shortcut("--strategy", "train.strategy", str, "Lightning strategy (ddp for multi-GPU / multi-node)"),
+    Shortcut("--accelerator", "train.accelerator", str, "cpu, gpu or auto"),
+    Shortcut("--precision", "train.precision", str, "auto, 32-true, bf16-mixed, 16-mixed"),
+)}  # fmt: skip
+
+
+def add_config_arguments(parser: argparse.ArgumentParser, shortcuts: Iterable[str]) -> None:
+    """``--set SECTION.KEY=VALUE`` (repeatable) and the ``shortcuts`` flags (keys of :data:`SHORTCUTS`)."""
+    for flag in shortcuts:
+        shortcut = SHORTCUTS[flag]
+        parser.add_argument(flag, dest=shortcut.key, type=shortcut.type, default=None,
+                            metavar=flag.lstrip("-").upper().replace("-", "_"),
+                            help=f"{shortcut.help}; same as --set {shortcut.key}=VALUE")
+    parser.add_argument("--set", dest="overrides", metavar="SECTION.KEY=VALUE", type=assignment, action="append",
+                        default=[], help="set any config key, e.g. --set train.warmup_steps=10 --set "
+                        "model.hidden_dropout_prob=0.2 (the value is YAML; repeatable)")
+
+
+def config_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The dotted config overrides ``args`` hold: the shortcut flags given, then each ``--set``
+    in order (a later one wins)."""
+    given = {s.key: getattr(args, s.key) for s in SHORTCUTS.values() if getattr(args, s.key, None) is not None}
+    return given | dict(args.overrides)

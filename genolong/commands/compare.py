@@ -31,8 +31,8 @@ def register(subparsers) -> None:
     _add_common(compare)
     compare.add_argument("--promoters", type=Path, required=True,
                          help="a `genolong promoter prepare` dataset directory")
-    compare.add_argument("--backbones", default="full,bigbird,longformer,lsg,vcc,sled",
-                         help="comma-separated (default: %(default)s)")
+    compare.add_argument("--backbones", default=None,
+                         help="comma-separated (default: every backbone of the preset, in its order)")
     compare.set_defaults(func=run_compare)
     declare(compare, inputs=["genome", "preset", "promoters"], directories={"out": OutputDirectory("compare")})
 
@@ -62,7 +62,8 @@ def _report(space, rows, table: str, columns) -> None:
 
 
 def run_compare(args) -> int:
-    from genolong.tasks.compare import COLUMNS, Interrupted, parse_backbones, run_comparison
+    from genolong.evaluation.compare_report import COLUMNS
+    from genolong.tasks.compare import Interrupted, parse_backbones, run_comparison
     from genolong.tasks.stopping import TrainingStopped
 
     space = _workspace(args)
@@ -77,7 +78,8 @@ def run_compare(args) -> int:
 
 
 def run_ablation(args) -> int:
-    from genolong.tasks.compare import ABLATION_COLUMNS, Interrupted, parse_backbones, run_context_ablation
+    from genolong.evaluation.compare_report import ABLATION_COLUMNS
+    from genolong.tasks.compare import Interrupted, parse_backbones, run_context_ablation
     from genolong.tasks.stopping import TrainingStopped
 
     space = _workspace(args)

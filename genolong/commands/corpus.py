@@ -31,7 +31,7 @@ def register(subparsers) -> None:
 def corpus_config_from_args(args):
     """CorpusConfig from ``--config`` YAML, overridden by explicit flags."""
     from genolong.config import from_dict, load_yaml, to_dict
-    from genolong.datasets.corpus import CorpusConfig
+    from genolong.datasets.corpus_build import CorpusConfig
 
     config = load_yaml(args.config, CorpusConfig) if args.config else CorpusConfig()
     overrides = {
@@ -47,7 +47,7 @@ def corpus_config_from_args(args):
 
 
 def run_build(args) -> int:
-    from genolong.datasets.corpus import build_corpus
+    from genolong.datasets.corpus_build import build_corpus
 
     manifest = build_corpus(args.genome, args.tokenizer, args.out, corpus_config_from_args(args))
     print(f"{'split':<6} {'documents':>10} {'sentences':>10} {'tokens':>12} {'bp':>14}")

@@ -1,19 +1,18 @@
-"""``genolong eval chromatin``: per-profile AUCs of a chromatin classifier on a prepared split."""
+"""``genolong chromatin eval``: per-profile AUCs of a chromatin classifier on a prepared split; the chromatin
+group (:mod:`genolong.commands.chromatin`) adds the parser with :func:`add_parser`."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from genolong.commands.arguments import positive_int
 from genolong.outputs import declare
 
 
-def register(subparsers) -> None:
-    group = subparsers.add_parser("eval", help="evaluate a fine-tuned classifier on a dataset")
-    tasks = group.add_subparsers(dest="eval_task", metavar="TASK", required=True)
-    chromatin = tasks.add_parser(
-        "chromatin",
+def add_parser(commands) -> None:
+    """Add ``eval`` to the sub-commands of the chromatin group."""
+    chromatin = commands.add_parser(
+        "eval",
         help="per-profile ROC/PR AUC of a chromatin classifier, medians per class",
         description="Scores every row of a split of a `genolong chromatin prepare` directory, writes the "
         "per-profile ROC AUC and PR AUC (average precision) table, and prints the median ROC AUC "
@@ -37,36 +36,15 @@ def register(subparsers) -> None:
 
 
 def run_chromatin(args) -> int:
-    import logging
+    from genolong.evaluation.chromatin_model import evaluate_chromatin_model
+    from genolong.evaluation.metrics import format_chromatin_medians
 
-    from tqdm import tqdm
-
-    from genolong.data_prep.chromatin_dataset import PreparedChromatin
-    from genolong.evaluation.chromatin import evaluate_chromatin, write_auc_table
-    from genolong.evaluation.metrics import format_chromatin_medians, median_auc_by_class
-    from genolong.evaluation.profiles import profile_classes
-    from genolong.inference.classifier import Classifier, StrandAveraged
-
-    classifier = Classifier.load(args.model, task="chromatin", device=args.device)
-    split = PreparedChromatin(args.data)[args.split]
-    if split.context != classifier.info.window_bp:
-        logging.getLogger(__name__).warning(
-            "the model was trained on %d-bp windows, %s holds %d-bp windows",
-            classifier.info.window_bp,
-            args.data,
-            split.context,
-        )
-    scorer = StrandAveraged(classifier) if args.rc else classifier
-    with tqdm(unit=" rows", disable=None, file=sys.stderr, desc=args.split) as progress:
-        aucs, rows = evaluate_chromatin(
-            scorer, split, batch_size=args.batch_size, limit=args.rows, progress=progress
-        )
-    write_auc_table(args.out, aucs)
-    name = f"{args.model.name}{' (both strands)' if args.rc else ''}"
-    print(
-        f"{len(rows):,} rows of {args.data} [{args.split}]; {int(aucs.defined.sum())} of {len(aucs.roc_auc)} "
-        f"profiles have both labels -> {args.out}"
-    )
+    result = evaluate_chromatin_model(args.model, args.data, args.split, args.out, rc=args.rc, limit=args.rows,
+                                      batch_size=args.batch_size, device=args.device)
+    aucs = result.aucs
+    print(f"{result.rows:,} rows of {args.data} [{args.split}]; {int(aucs.defined.sum())} of {len(aucs.roc_auc)} "
+          f"profiles have both labels -> {args.out}")
     print("median ROC AUC (%):")
-    print(format_chromatin_medians({name: median_auc_by_class(aucs.roc_auc, profile_classes())}))
+    name = f"{args.model.name}{' (both strands)' if args.rc else ''}"
+    print(format_chromatin_medians({name: result.medians}))
     return 0

@@ -1,4 +1,4 @@
-"""``genolong genome ...``: inspect and slice reference genomes."""
+"""``genolong genome region|prepare``: print a region of a reference genome; index a genome for random access."""
 
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ def register(subparsers) -> None:
     group = subparsers.add_parser("genome", help="inspect, slice and prepare reference genomes")
     commands = group.add_subparsers(dest="genome_command", metavar="SUBCOMMAND", required=True)
 
-    fetch = commands.add_parser("fetch", help="print a region of an indexed genome as FASTA")
-    fetch.add_argument("genome", type=Path, help="FASTA, plain or bgzip")
-    fetch.add_argument("region", help="CHROM:START-END, 0-based half-open (chr1 and 1 are aliases)")
-    fetch.add_argument("--strand", choices=["+", "-"], default="+")
-    fetch.set_defaults(func=run_fetch)
-    declare(fetch, inputs=["genome"])
+    region = commands.add_parser("region", help="print a region of an indexed genome as FASTA")
+    region.add_argument("genome", type=Path, help="FASTA, plain or bgzip")
+    region.add_argument("region", help="CHROM:START-END, 0-based half-open (chr1 and 1 are aliases)")
+    region.add_argument("--strand", choices=["+", "-"], default="+")
+    region.set_defaults(func=run_region)
+    declare(region, inputs=["genome"])
 
     # `genome prepare` (data acquisition): the logic lives in data_prep/genome_prepare.py
     prepare = commands.add_parser(
@@ -56,9 +56,9 @@ def _default_output(args) -> Path:
     return default_output(args.fasta, plain=args.plain)
 
 
-def run_fetch(args) -> int:
+def run_region(args) -> int:
     from genolong.dna.genome import Genome
-    from genolong.dna.tokenizer import Region
+    from genolong.dna.regions import Region
 
     region = Region.parse(args.region)
     with Genome(args.genome) as genome:

@@ -1,4 +1,5 @@
-"""``genolong predict-promoter`` and ``genolong predict-chromatin``: score the records of a FASTA file.
+"""``genolong promoter predict`` (and its shortcut ``genolong predict-promoter``) and ``genolong chromatin
+predict``: score the records of a FASTA file (:mod:`genolong.inference.fasta_predict`).
 
 Both stream the FASTA (plain, gzip or bgzip) one record at a time, batch the model inputs,
 show progress on a terminal and use a GPU when there is one. A record longer than the
@@ -16,12 +17,12 @@ Bad input, by design:
   taken back: use ``--out`` when a partial table would do harm.
 
 ``--devices N`` / ``--num-nodes M`` score the windows on several ranks and merge them into the
-same files (:mod:`genolong.inference.record_loop`).
+same files (:mod:`genolong.inference.record_loop`). The task groups add the parsers with
+:func:`add_promoter_parser` and :func:`add_chromatin_parser`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import sys
 from pathlib import Path
 
@@ -29,9 +30,6 @@ from genolong.commands.arguments import add_device_arguments, positive_int
 from genolong.inference.classifier import default_promoter_description
 from genolong.outputs import declare
 
-PROMOTER_COLUMNS = ("id", "length", "windows", "probability", "label", "error")
-WINDOW_COLUMNS = ("id", "start", "end", "probability", "label")
-CHROMATIN_FIXED_COLUMNS = ("id", "length", "start", "end")
 BAD_INPUT = (
     " Records shorter than --min-length get a row with the reason in the error column and the run "
     "goes on; a file that is not valid FASTA (empty, no header, characters outside the IUPAC codes) "
@@ -64,8 +62,14 @@ def _add_common(parser) -> None:
 
 
 def register(subparsers) -> None:
+    """``genolong predict-promoter``, the shortcut of ``genolong promoter predict``."""
+    add_promoter_parser(subparsers, "predict-promoter")
+
+
+def add_promoter_parser(subparsers, name: str) -> None:
+    """Add the promoter prediction command as ``name``."""
     promoter = subparsers.add_parser(
-        "predict-promoter",
+        name,
         help="promoter probability of every FASTA record (scanned in windows)",
         description="One row per record: id, length, windows scored, probability (the best window's), label "
         "(1 when the probability reaches the model's threshold, chosen on validation), error. The first "
@@ -94,8 +98,11 @@ def register(subparsers) -> None:
     promoter.set_defaults(func=run_promoter)
     declare(promoter, inputs=["fasta", "model"], files=["out", "windows", "bed"])
 
-    chromatin = subparsers.add_parser(
-        "predict-chromatin",
+
+def add_chromatin_parser(commands) -> None:
+    """Add ``predict`` to the sub-commands of the chromatin group."""
+    chromatin = commands.add_parser(
+        "predict",
         help="919 chromatin-profile probabilities for every FASTA record (or window)",
         description="One row per window (a record no longer than the model window is one window): id, "
         "length, start, end, then one column per DeepSEA profile (Cell|Assay|Treatment), then error."
@@ -108,143 +115,32 @@ def register(subparsers) -> None:
     declare(chromatin, inputs=["fasta", "model"], files=["out"])
 
 
-@contextlib.contextmanager
-def _outputs(*paths: Path | None):
-    """Open each path for writing atomically; None means standard output."""
-    from genolong.files import atomic_path
+def _prediction(args):
+    from genolong.inference.fasta_predict import FastaPrediction  # Lightning: imported when a command runs
 
-    with contextlib.ExitStack() as stack:
-        handles = []
-        for path in paths:
-            if path is None or str(path) == "-":
-                handles.append(sys.stdout)
-            else:
-                tmp = stack.enter_context(atomic_path(path))
-                handles.append(stack.enter_context(open(tmp, "w")))
-        yield handles
-
-
-def _load(args, path: Path, task: str):
-    """The classifier, on this rank's device, and the Trainer of a run on several ranks (None for one)."""
-    from genolong.errors import UserError
-    from genolong.inference.classifier import Classifier
-    from genolong.inference.record_loop import ranks_trainer
-
-    trainer = ranks_trainer(args.accelerator, args.devices, args.num_nodes)
-    if trainer is not None and args.out is None:
-        raise UserError("--devices/--num-nodes above 1 need --out (the ranks' parts are kept beside it)")
-    device = args.device if trainer is None else str(trainer.strategy.root_device)
-    return Classifier.load(path, task=task, device=device), trainer
-
-
-def _scored_records(args, classifier, trainer, default_stride: int):
-    """The records of ``args.fasta``, windowed, scored and grouped by record (see genolong.inference.records);
-    None on a rank other than 0."""
-    from tqdm import tqdm
-
-    from genolong.inference.classifier import StrandAveraged
-    from genolong.inference.record_loop import score_records
-
-    info = classifier.info
-    progress = None if trainer is not None else tqdm(unit=" windows", disable=None, file=sys.stderr,
-                                                     desc=args.fasta.name)
-    return score_records(
-        args.fasta, StrandAveraged(classifier) if args.rc else classifier, window=info.window_bp,
-        stride=default_stride if args.stride is None else args.stride,
-        min_length=info.min_bp if args.min_length is None else args.min_length, batch_size=args.batch_size,
-        trainer=trainer, parts=None if args.out is None else args.out.parent / f".{args.out.name}.parts",
-        progress=progress,
-    )
-
-
-def _cell(value: float) -> str:
-    return f"{value:.4f}"
-
-
-def _write_regions(bed, name: str, regions: list[tuple[int, int, float]], strand: str) -> None:
-    bed.writelines(
-        f"{name}\t{start}\t{end}\tpromoter\t{round(1000 * score)}\t{strand}\n"
-        for start, end, score in regions
+    return FastaPrediction(
+        fasta=args.fasta, model=args.model, out=args.out, stride=args.stride, rc=args.rc,
+        batch_size=args.batch_size, min_length=args.min_length, device=args.device,
+        accelerator=args.accelerator, devices=args.devices, num_nodes=args.num_nodes,
     )
 
 
 def run_promoter(args) -> int:
-    from genolong.inference.classifier import default_promoter_model, describe_model
-    from genolong.inference.records import RegionMerger, Skipped
+    from genolong.inference.fasta_predict import predict_promoters
 
-    path = args.model or default_promoter_model()
-    classifier, trainer = _load(args, path, "promoter")
-    records = _scored_records(args, classifier, trainer, max(1, classifier.info.window_bp // 2))
-    if records is None:
-        return 0
-    header = f"# {describe_model(path if args.model else f'{path} (default)', classifier.info)}\n"
-    threshold = classifier.info.threshold
-    strand = "." if args.rc else "+"
-    counts = {"records": 0, "windows": 0, "promoters": 0, "skipped": 0}
-    with _outputs(args.out, *[p for p in (args.windows, args.bed) if p is not None]) as handles:
-        out = handles[0]
-        windows_out = handles[1] if args.windows else None
-        bed = handles[-1] if args.bed else None
-        out.write(header + "\t".join(PROMOTER_COLUMNS) + "\n")
-        if windows_out:
-            windows_out.write(header + "\t".join(WINDOW_COLUMNS) + "\n")
-        for first, pairs in records:
-            counts["records"] += 1
-            if isinstance(first, Skipped):
-                counts["skipped"] += 1
-                out.write(f"{first.name}\t{first.record_length}\t0\t\t\t{first.error}\n")
-                continue
-            windows, best, regions = 0, 0.0, RegionMerger(threshold)
-            for window, probabilities in pairs:
-                score = float(probabilities[0])
-                windows, best = windows + 1, max(best, score)
-                if windows_out:
-                    windows_out.write(
-                        f"{window.name}\t{window.start}\t{window.end}\t{_cell(score)}\t{int(score >= threshold)}\n"
-                    )
-                closed = regions.add(window.start, window.end, score)
-                if bed:
-                    _write_regions(bed, first.name, closed, strand)
-            if bed:
-                _write_regions(bed, first.name, regions.close(), strand)
-            counts["windows"] += windows
-            counts["promoters"] += best >= threshold
-            out.write(
-                f"{first.name}\t{first.record_length}\t{windows}\t{_cell(best)}\t{int(best >= threshold)}\t\n"
-            )
-    print(
-        f"{counts['records']:,} records, {counts['windows']:,} windows scored, {counts['promoters']:,} "
-        f"predicted promoters (threshold {threshold:.4g}), {counts['skipped']:,} too short to score",
-        file=sys.stderr,
-    )
+    result = predict_promoters(_prediction(args), windows=args.windows, bed=args.bed)
+    if result is not None:
+        counts, threshold = result
+        print(f"{counts.records:,} records, {counts.windows:,} windows scored, {counts.promoters:,} predicted "
+              f"promoters (threshold {threshold:.4g}), {counts.skipped:,} too short to score", file=sys.stderr)
     return 0
 
 
 def run_chromatin(args) -> int:
-    from genolong.inference.records import Skipped
+    from genolong.inference.fasta_predict import predict_chromatin
 
-    classifier, trainer = _load(args, args.model, "chromatin")
-    records = _scored_records(args, classifier, trainer, 200)
-    if records is None:
-        return 0
-    names = classifier.info.label_names
-    counts = {"records": 0, "windows": 0, "skipped": 0}
-    with _outputs(args.out) as (out,):
-        out.write("\t".join((*CHROMATIN_FIXED_COLUMNS, *names, "error")) + "\n")
-        empty = "\t" * len(names)
-        for first, pairs in records:
-            counts["records"] += 1
-            if isinstance(first, Skipped):
-                counts["skipped"] += 1
-                out.write(f"{first.name}\t{first.record_length}\t\t\t{empty}{first.error}\n")
-                continue
-            for window, probabilities in pairs:
-                counts["windows"] += 1
-                cells = "\t".join(map(_cell, probabilities))
-                out.write(f"{window.name}\t{window.record_length}\t{window.start}\t{window.end}\t{cells}\t\n")
-    print(
-        f"{counts['records']:,} records, {counts['windows']:,} windows scored, {counts['skipped']:,} too short "
-        "to score",
-        file=sys.stderr,
-    )
+    counts = predict_chromatin(_prediction(args))
+    if counts is not None:
+        print(f"{counts.records:,} records, {counts.windows:,} windows scored, {counts.skipped:,} too short "
+              "to score", file=sys.stderr)
     return 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from genolong.commands.arguments import add_config_arguments, config_overrides
 from genolong.outputs import OutputDirectory, declare
 
 #: Steps of the embedded default run (no --genome) unless --max-steps says otherwise.
@@ -21,39 +22,24 @@ def register(subparsers) -> None:
     parser.add_argument("--config", default="tiny",
                         help="preset name (tiny, base, or one per backbone) or a YAML file (default: %(default)s)")
     parser.add_argument("--out", type=Path, default=Path("runs/pretrain"), help="run directory (default: %(default)s)")
-    parser.add_argument("--backbone", default=None, help="override the attention (full, bigbird, longformer, ...)")
-    parser.add_argument("--max-steps", type=int, default=None)
-    parser.add_argument("--batch-size", type=int, default=None)
-    parser.add_argument("--devices", default=None, help="Lightning devices (e.g. 2, or auto)")
-    parser.add_argument("--num-nodes", type=int, default=None)
-    parser.add_argument("--strategy", default=None, help="Lightning strategy (ddp for multi-GPU / multi-node)")
-    parser.add_argument("--accelerator", default=None, help="cpu, gpu or auto")
-    parser.add_argument("--precision", default=None, help="auto, 32-true, bf16-mixed, 16-mixed")
+    add_config_arguments(parser, ["--backbone", "--max-steps", "--batch-size", "--devices", "--num-nodes",
+                                  "--strategy", "--accelerator", "--precision"])
     parser.add_argument("--resume", action="store_true", help="continue from out/checkpoints/last.ckpt")
     parser.set_defaults(func=run)
     declare(parser, inputs=["genome", "tokenizer", "config"], directories={"out": OutputDirectory("pretrain")})
 
 
 def run(args) -> int:
+    from genolong.resources import sample_genome
     from genolong.tasks.pretrain import load_pretrain_config, run_pretrain
 
     sample = args.genome is None
-    overrides = {
-        "model.backbone": args.backbone,
-        # the shipped sample is ~100 windows: 100 steps of 8 are 8 passes over it, minutes on 2 cores
-        "train.max_steps": args.max_steps if args.max_steps is not None or not sample else SAMPLE_STEPS,
-        "train.batch_size": args.batch_size,
-        "train.devices": int(args.devices) if args.devices and args.devices.isdigit() else args.devices,
-        "train.num_nodes": args.num_nodes,
-        "train.strategy": args.strategy,
-        "train.accelerator": args.accelerator,
-        "train.precision": args.precision,
-    }
-    config = load_pretrain_config(args.config, {k: v for k, v in overrides.items() if v is not None})
+    overrides = config_overrides(args)
+    if sample:  # the shipped sample is ~100 windows: 100 steps of 8 are 8 passes over it, minutes on 2 cores
+        overrides.setdefault("train.max_steps", SAMPLE_STEPS)
+    config = load_pretrain_config(args.config, overrides)
     genome = args.genome
     if sample:
-        from genolong.resources import sample_genome
-
         genome = sample_genome()
         print(f"no --genome given: pretraining on the shipped sample {genome.name} (hg19 chr17 fragment + "
               f"chrM), preset {args.config!r}, {config.train.max_steps} steps")

@@ -1,4 +1,5 @@
-"""``genolong promoter ...``: build promoter datasets and score the k-mer baseline on them."""
+"""``genolong promoter prepare|prepare-sources|baseline|finetune|predict``: promoter datasets, the k-mer
+baseline, fine-tuning and prediction."""
 
 from __future__ import annotations
 
@@ -6,16 +7,27 @@ import argparse
 import json
 from pathlib import Path
 
+from genolong.commands import finetune, predict
 from genolong.commands.arguments import fraction, non_negative_int, positive_int
 from genolong.outputs import OutputDirectory, declare
 
 
 def register(subparsers) -> None:
     group = subparsers.add_parser(
-        "promoter", help="promoter datasets (windows, negatives, splits) and the k-mer baseline"
+        "promoter", help="promoters: datasets (windows, negatives, splits), k-mer baseline, fine-tune, predict"
     )
     commands = group.add_subparsers(dest="promoter_command", metavar="SUBCOMMAND", required=True)
+    _add_prepare(commands)
+    _add_prepare_sources(commands)
+    _add_baseline(commands)
+    finetune.add_parser(
+        commands, "promoter", "fine-tune a promoter classifier on a `genolong promoter prepare` dataset",
+        "early stopping on validation F1; the decision threshold is chosen on validation; test F1, precision, "
+        "recall, MCC, AUROC and AUPRC are printed next to the k-mer baseline.")
+    predict.add_promoter_parser(commands, "predict")
 
+
+def _add_prepare(commands) -> None:
     prepare = commands.add_parser(
         "prepare",
         help="build a promoter dataset directory (train/valid/test TSV + manifest.json)",
@@ -34,7 +46,22 @@ def register(subparsers) -> None:
     )
     source.add_argument("--text", type=Path, help="positives, one sequence per line (DeePromoter format)")
     source.add_argument("--fasta", type=Path, help="positives as FASTA")
-    negatives = prepare.add_argument_group("negatives")
+    _add_negative_arguments(prepare.add_argument_group("negatives"))
+    prepare.add_argument(
+        "--max-n-fraction",
+        type=fraction,
+        default=0.0,
+        help="skip sequences with a larger fraction of N (default: 0)",
+    )
+    _add_split_arguments(prepare.add_argument_group("split"))
+    prepare.add_argument("--seed", type=non_negative_int, default=42, help="seed of every random step (default: 42)")
+    prepare.add_argument("--overwrite", action="store_true", help="replace an existing --out directory")
+    prepare.set_defaults(func=run_prepare)
+    declare(prepare, inputs=["tss", "genome", "text", "fasta", "negative_fasta"],
+            directories={"out": OutputDirectory("promoter-data", atomic=True)})
+
+
+def _add_negative_arguments(negatives) -> None:
     negatives.add_argument(
         "--negatives",
         default="substitution",
@@ -54,13 +81,9 @@ def register(subparsers) -> None:
         type=non_negative_int,
         help="bp between a genomic negative and the nearest TSS (default: 10000)",
     )
-    prepare.add_argument(
-        "--max-n-fraction",
-        type=fraction,
-        default=0.0,
-        help="skip sequences with a larger fraction of N (default: 0)",
-    )
-    split = prepare.add_argument_group("split")
+
+
+def _add_split_arguments(split) -> None:
     split.add_argument(
         "--split",
         choices=["random", "chromosome"],
@@ -78,12 +101,9 @@ def register(subparsers) -> None:
     split.add_argument(
         "--test-chroms", type=_names, default=(), help="comma-separated, for --split chromosome"
     )
-    prepare.add_argument("--seed", type=non_negative_int, default=42, help="seed of every random step (default: 42)")
-    prepare.add_argument("--overwrite", action="store_true", help="replace an existing --out directory")
-    prepare.set_defaults(func=run_prepare)
-    declare(prepare, inputs=["tss", "genome", "text", "fasta", "negative_fasta"],
-            directories={"out": OutputDirectory("promoter-data", atomic=True)})
 
+
+def _add_prepare_sources(commands) -> None:
     by_source = commands.add_parser(
         "prepare-sources",
         help="build a held-out-SOURCE promoter dataset (train on some data sets, test on others)",
@@ -92,7 +112,7 @@ def register(subparsers) -> None:
         "with a role: train, valid or test. Identical sequences are removed across all sources "
         "before splitting; the train sources are also split at random into train and random_test "
         "(the in-source test); every split gets substitution and shuffle negatives made from its own "
-        "promoters. `genolong finetune promoter` on it reports metrics per pair of sources on the "
+        "promoters. `genolong promoter finetune` on it reports metrics per pair of sources on the "
         "held-out test sources and on random_test, next to the k-mer baseline.",
     )
     by_source.add_argument(
@@ -108,6 +128,8 @@ def register(subparsers) -> None:
     by_source.set_defaults(func=run_prepare_sources)
     declare(by_source, inputs=["spec", "root"], directories={"out": OutputDirectory("promoter-data", atomic=True)})
 
+
+def _add_baseline(commands) -> None:
     baseline = commands.add_parser(
         "baseline", help="k-mer frequency + logistic regression on a promoter dataset"
     )

@@ -43,7 +43,8 @@ def register(subparsers) -> None:
 
 
 def run_train(args) -> int:
-    from genolong.dna.tokenizer import Region, TokenizerTrainConfig, train_tokenizer
+    from genolong.dna.regions import Region
+    from genolong.dna.tokenizer import TokenizerTrainConfig, train_tokenizer
 
     config = TokenizerTrainConfig(vocab_size=args.vocab_size, sample_bp=args.sample_bp, chunk_bp=args.chunk_bp,
                                   min_frequency=args.min_frequency, seed=args.seed)
@@ -65,7 +66,8 @@ def run_train(args) -> int:
 
 
 def run_stats(args) -> int:
-    from genolong.dna.tokenizer import Region, iter_regions, load_tokenizer, tokenizer_stats
+    from genolong.dna.regions import Region, iter_regions
+    from genolong.dna.tokenizer import load_tokenizer, tokenizer_stats
     from genolong.files import atomic_write_text
 
     tokenizer = load_tokenizer(args.tokenizer)

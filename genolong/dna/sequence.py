@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from genolong.errors import InputError, UserError
+from genolong.files import atomic_path
 
 #: The model alphabet.
 ALPHABET = "ACGTN"
@@ -195,8 +196,6 @@ def _raise_at_line(path, name, header_line: int, chunks: list[bytes], table: byt
 
 def write_fasta(path: str | os.PathLike, records, *, width: int = 60) -> None:
     """Write ``records`` (FastaRecord or ``(name, sequence)`` pairs) to ``path`` atomically."""
-    from genolong.files import atomic_path
-
     with atomic_path(path) as tmp, open(tmp, "w") as out:
         for record in records:
             name, seq = (record.name, record.sequence) if isinstance(record, FastaRecord) else record

@@ -6,7 +6,7 @@
 
 ``roc_auc`` and ``pr_auc`` are empty for a profile without both positives and negatives in
 the evaluated rows (DeepSEA's test set has such profiles; so has any small subset).
-``genolong eval chromatin`` and ``genolong finetune chromatin`` write it; the notebook
+``genolong chromatin eval`` and ``genolong chromatin finetune`` write it; the notebook
 ``notebooks/per_profile_auc.ipynb`` reads it with :func:`read_auc_table`.
 """
 
@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from genolong.errors import InputError
-from genolong.evaluation.metrics import ProfileAUCs, checked_profile_inputs, median_auc_by_class
+from genolong.evaluation.metrics import ProfileAUCs, median_auc_by_class, per_profile_auc
 from genolong.evaluation.profiles import N_PROFILES, chromatin_profiles
 from genolong.files import atomic_write_text
 from genolong.inference.records import predict_all
@@ -54,7 +54,7 @@ def evaluate_chromatin(
 
     Args:
         scorer: a chromatin :class:`~genolong.inference.classifier.Classifier` (or strand-averaged one).
-        split: a :class:`~genolong.data_prep.chromatin_dataset.ChromatinSplit`; each row's
+        split: a :class:`~genolong.datasets.chromatin.ChromatinSplit`; each row's
             model input is ``split.sequence(row)`` (the context window, or the original
             input for unlocated rows).
         batch_size: rows per model call.
@@ -65,54 +65,7 @@ def evaluate_chromatin(
     """
     chosen = evaluation_rows(len(split), limit)
     scores = predict_all(scorer, (split.sequence(int(row)) for row in chosen), batch_size, progress=progress)
-    return profile_aucs(np.asarray(split.labels[chosen]), scores), chosen
-
-
-def profile_aucs(labels, scores, *, chunk_elements: int = 1 << 24) -> ProfileAUCs:
-    """Per-profile ROC AUC and PR AUC, vectorized over profiles.
-
-    The same numbers as :func:`genolong.evaluation.metrics.per_profile_auc` (scikit-learn's
-    ``roc_auc_score`` and ``average_precision_score``, ties included; the tests check it),
-    about 100 times faster: scikit-learn costs milliseconds of input validation per profile
-    and call, which is seconds per 919-profile evaluation and minutes on DeepSEA's test set.
-
-    * ROC AUC is the Mann-Whitney statistic with average ranks for tied scores.
-    * PR AUC (average precision) is ``sum_k (R_k - R_{k-1}) P_k`` over the distinct
-      thresholds k in decreasing order: each positive contributes the precision at the
-      lowest-ranked end of its group of tied scores, divided by the number of positives.
-
-    Args:
-        labels: ``(examples, profiles)`` 0/1.
-        scores: ``(examples, profiles)`` finite scores, any monotone scale.
-        chunk_elements: profiles are processed in chunks of about this many elements.
-
-    Returns:
-        :class:`~genolong.evaluation.metrics.ProfileAUCs`, NaN where a profile lacks positives or negatives.
-    """
-    from scipy.stats import rankdata
-
-    labels, scores = checked_profile_inputs(labels, scores)
-    rows = len(labels)
-    positives = labels.sum(axis=0, dtype=np.int64)
-    negatives = rows - positives
-    roc, pr = np.full(labels.shape[1], np.nan), np.full(labels.shape[1], np.nan)
-    defined = np.flatnonzero((positives > 0) & (negatives > 0))
-    step = max(1, chunk_elements // max(rows, 1))
-    for begin in range(0, len(defined), step):
-        columns = defined[begin : begin + step]
-        y, s = labels[:, columns].astype(np.float64), scores[:, columns]  # (rows, c)
-        n_pos, n_neg = positives[columns], negatives[columns]
-        rank_sum = (rankdata(s, axis=0) * y).sum(axis=0)
-        roc[columns] = (rank_sum - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg)
-        order = np.argsort(-s, axis=0, kind="stable")
-        s, y = np.take_along_axis(s, order, axis=0), np.take_along_axis(y, order, axis=0)
-        precision = np.cumsum(y, axis=0) / np.arange(1, rows + 1)[:, None]
-        group_end = np.ones_like(s, dtype=bool)
-        group_end[:-1] = s[:-1] != s[1:]  # last row of each group of tied scores
-        end_index = np.where(group_end, np.arange(rows)[:, None], rows)
-        end_index = np.minimum.accumulate(end_index[::-1], axis=0)[::-1]  # each row's group end
-        pr[columns] = (y * np.take_along_axis(precision, end_index, axis=0)).sum(axis=0) / n_pos
-    return ProfileAUCs(roc, pr, positives, negatives)
+    return per_profile_auc(np.asarray(split.labels[chosen]), scores), chosen
 
 
 def auc_table_text(aucs: ProfileAUCs) -> str:
@@ -176,7 +129,7 @@ def read_auc_table(path: str | Path) -> AucTable:
     """
     path = Path(path)
     if not path.is_file():
-        raise InputError(path, "no such AUC table (write one with `genolong eval chromatin`)")
+        raise InputError(path, "no such AUC table (write one with `genolong chromatin eval`)")
     with open(path, newline="") as handle:
         reader = csv.reader(handle)
         header = next(reader, None)

@@ -1,13 +1,13 @@
 """Tables and plots of a backbone comparison and of the context-length ablation.
 
-Writers (called by :mod:`genolong.tasks.compare`) turn result rows into CSV, markdown and PNG
-files; the readers and plot functions also serve ``notebooks/compare_backbones.ipynb``, which
-redraws everything from the CSV files alone:
+Writers (called by :mod:`genolong.tasks.compare`, which this module does not import) turn result
+rows and validation curves into CSV, markdown and PNG files; the readers and plot functions also
+serve ``notebooks/compare_backbones.ipynb``, which redraws everything from the CSV files alone:
 
-* ``comparison.csv``: one row per backbone (columns: ``compare.COLUMNS``);
+* ``comparison.csv``: one row per backbone (columns: ``COLUMNS``);
 * ``comparison_curves.csv`` / ``context_ablation_curves.csv``: validation BPC during
   pretraining, one row per (run, step) with ``tokens_seen``;
-* ``context_ablation.csv``: one row per (backbone, context length).
+* ``context_ablation.csv``: one row per (backbone, context length) (columns: ``ABLATION_COLUMNS``).
 """
 
 from __future__ import annotations
@@ -18,6 +18,20 @@ from typing import Any
 
 from genolong.files import atomic_path, atomic_write_text
 
+#: comparison.csv columns.
+COLUMNS = (
+    "backbone", "parameters", "max_len", "pretrain_steps", "train_tokens_per_s", "train_peak_mb", "val_bpc",
+    "unigram_bpc", "finetune_steps", "promoter_f1", "promoter_auroc", "promoter_mcc", "kmer_f1",
+    "infer_windows_per_s", "pretrain_s", "finetune_s", "device",
+)  # fmt: skip
+#: context_ablation.csv columns. ``gain_bpc`` = unigram_bpc - val_bpc: bits per bp the model saves
+#: over the token unigram on the same masked tokens (less sensitive than val_bpc to which tokens a
+#: length's validation masks).
+ABLATION_COLUMNS = (
+    "backbone", "max_len", "batch_size", "steps", "tokens_seen", "val_bpc", "unigram_bpc", "gain_bpc",
+    "train_tokens_per_s", "pretrain_s", "device",
+)  # fmt: skip
+#: comparison_curves.csv and context_ablation_curves.csv columns.
 CURVE_COLUMNS = ("run", "backbone", "max_len", "step", "tokens_seen", "val_bpc")
 
 
@@ -62,17 +76,6 @@ def markdown_table(rows: list[dict[str, Any]], columns) -> str:
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     lines += ["| " + " | ".join(cell(row.get(c)) for c in columns) + " |" for row in rows]
     return "\n".join(lines) + "\n"
-
-
-def validation_curve(run_dir: Path, run: str, row: dict[str, Any], tokens_per_step: float) -> list[dict]:
-    """Validation BPC against step of the pretraining run in ``run_dir/pretrain``."""
-    from genolong.tasks.pretrain import logged_rows
-
-    return [
-        {"run": run, "backbone": row["backbone"], "max_len": row["max_len"], "step": int(logged["step"]),
-         "tokens_seen": round(int(logged["step"]) * tokens_per_step), "val_bpc": float(logged["val/bpc"])}
-        for logged in logged_rows(run_dir / "pretrain") if logged.get("val/bpc")
-    ]
 
 
 # -- plots -------------------------------------------------------------------------------------
@@ -157,14 +160,8 @@ def plot_context_ablation(rows: list[dict], curves: list[dict], png: Path | None
 
 
 # -- writers -----------------------------------------------------------------------------------
-def write_comparison(out: Path, rows: list[dict[str, Any]], tokens_per_step: int) -> None:
-    """comparison.csv, comparison.md, comparison_curves.csv, bpc_vs_step.png, quality_vs_speed.png;
-    ``tokens_per_step`` (the same for every backbone) gives the curves' ``tokens_seen``."""
-    from genolong.tasks.compare import COLUMNS
-
-    curves = [point for row in rows
-              for point in validation_curve(out / "backbones" / row["backbone"], row["backbone"], row,
-                                            tokens_per_step)]
+def write_comparison(out: Path, rows: list[dict[str, Any]], curves: list[dict[str, Any]]) -> None:
+    """comparison.csv, comparison.md, comparison_curves.csv, bpc_vs_step.png, quality_vs_speed.png."""
     write_csv(out / "comparison.csv", rows, COLUMNS)
     write_csv(out / "comparison_curves.csv", curves, CURVE_COLUMNS)
     atomic_write_text(out / "comparison.md", markdown_table(rows, COLUMNS))
@@ -172,14 +169,8 @@ def write_comparison(out: Path, rows: list[dict[str, Any]], tokens_per_step: int
     _pyplot().close("all")
 
 
-def write_ablation(out: Path, rows: list[dict[str, Any]]) -> None:
+def write_ablation(out: Path, rows: list[dict[str, Any]], curves: list[dict[str, Any]]) -> None:
     """context_ablation.csv, context_ablation.md, context_ablation_curves.csv, context_ablation.png."""
-    from genolong.tasks.compare import ABLATION_COLUMNS
-
-    curves = [point for row in rows
-              for point in validation_curve(out / "context" / f"{row['backbone']}_{row['max_len']}",
-                                            f"{row['backbone']}_{row['max_len']}", row,
-                                            row["tokens_seen"] / row["steps"])]
     write_csv(out / "context_ablation.csv", rows, ABLATION_COLUMNS)
     write_csv(out / "context_ablation_curves.csv", curves, CURVE_COLUMNS)
     atomic_write_text(out / "context_ablation.md", markdown_table(rows, ABLATION_COLUMNS))

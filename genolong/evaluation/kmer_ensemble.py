@@ -24,7 +24,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from genolong.data_prep.promoters import PromoterRecord
+from genolong.datasets.promoter import PromoterRecord
 from genolong.evaluation.calibration import fit_logit_stack, fold_into_head
 from genolong.evaluation.cross_source import pair_metrics
 from genolong.evaluation.kmer_baseline import KmerBaselineConfig, fit_kmer_baseline

@@ -7,7 +7,7 @@ probabilities are from observed frequencies, and :func:`format_metrics_table` pr
 models side by side (model vs baseline).
 
 Chromatin profiles (919 binary labels, DeepSEA / BigBird App. F.3):
-:func:`per_profile_auc` computes one ROC AUC and one PR AUC per profile (scikit-learn),
+:func:`per_profile_auc` computes one ROC AUC and one PR AUC per profile (scikit-learn's numbers),
 NaN for profiles whose evaluation set lacks positives or negatives;
 :func:`median_auc_by_class` takes the median per class (DHS / TF / HM) and
 :func:`format_chromatin_medians` prints it beside the published reference rows.
@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.stats import rankdata
 from sklearn.metrics import (
     average_precision_score,
     f1_score,
@@ -177,28 +178,52 @@ def checked_profile_inputs(labels, scores) -> tuple[np.ndarray, np.ndarray]:
     return labels, scores
 
 
-def per_profile_auc(labels, scores) -> ProfileAUCs:
+def per_profile_auc(labels, scores, *, chunk_elements: int = 1 << 24) -> ProfileAUCs:
     """ROC AUC and PR AUC of every profile (column), as DeepSEA and BigBird evaluate.
 
     A profile whose labels are all 0 (no positives, e.g. one TF of DeepSEA's test set)
     or all 1 has no AUC: it gets NaN and ``defined`` is False; it never raises.
-    PR AUC is scikit-learn's average precision (the step-wise area, no interpolation).
+
+    The numbers are scikit-learn's ``roc_auc_score`` and ``average_precision_score`` (the
+    step-wise area, no interpolation; ties included; the tests check it), computed vectorized
+    over profiles, about 100 times faster: scikit-learn costs milliseconds of input validation
+    per profile and call, which is seconds per 919-profile evaluation and minutes on DeepSEA's
+    test set.
+
+    * ROC AUC is the Mann-Whitney statistic with average ranks for tied scores.
+    * PR AUC (average precision) is ``sum_k (R_k - R_{k-1}) P_k`` over the distinct
+      thresholds k in decreasing order: each positive contributes the precision at the
+      lowest-ranked end of its group of tied scores, divided by the number of positives.
 
     Args:
         labels: ``(examples, profiles)`` 0/1.
-        scores: ``(examples, profiles)`` scores, probabilities or logits (any monotone scale).
+        scores: ``(examples, profiles)`` finite scores, any monotone scale.
+        chunk_elements: profiles are processed in chunks of about this many elements.
 
     Returns:
-        :class:`ProfileAUCs`.
+        :class:`ProfileAUCs`, NaN where a profile lacks positives or negatives.
     """
     labels, scores = checked_profile_inputs(labels, scores)
-    positives = labels.sum(axis=0).astype(np.int64)
-    negatives = len(labels) - positives
-    roc = np.full(labels.shape[1], np.nan)
-    pr = np.full(labels.shape[1], np.nan)
-    for column in np.flatnonzero((positives > 0) & (negatives > 0)):
-        roc[column] = roc_auc_score(labels[:, column], scores[:, column])
-        pr[column] = average_precision_score(labels[:, column], scores[:, column])
+    rows = len(labels)
+    positives = labels.sum(axis=0, dtype=np.int64)
+    negatives = rows - positives
+    roc, pr = np.full(labels.shape[1], np.nan), np.full(labels.shape[1], np.nan)
+    defined = np.flatnonzero((positives > 0) & (negatives > 0))
+    step = max(1, chunk_elements // max(rows, 1))
+    for begin in range(0, len(defined), step):
+        columns = defined[begin : begin + step]
+        y, s = labels[:, columns].astype(np.float64), scores[:, columns]  # (rows, c)
+        n_pos, n_neg = positives[columns], negatives[columns]
+        rank_sum = (rankdata(s, axis=0) * y).sum(axis=0)
+        roc[columns] = (rank_sum - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg)
+        order = np.argsort(-s, axis=0, kind="stable")
+        s, y = np.take_along_axis(s, order, axis=0), np.take_along_axis(y, order, axis=0)
+        precision = np.cumsum(y, axis=0) / np.arange(1, rows + 1)[:, None]
+        group_end = np.ones_like(s, dtype=bool)
+        group_end[:-1] = s[:-1] != s[1:]  # last row of each group of tied scores
+        end_index = np.where(group_end, np.arange(rows)[:, None], rows)
+        end_index = np.minimum.accumulate(end_index[::-1], axis=0)[::-1]  # each row's group end
+        pr[columns] = (y * np.take_along_axis(precision, end_index, axis=0)).sum(axis=0) / n_pos
     return ProfileAUCs(roc, pr, positives, negatives)
 
 

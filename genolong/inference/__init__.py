@@ -9,7 +9,7 @@ and tracks (bigWig, bedGraph, HDF5, BED) written from per-chromosome parts.
   access, N-rich windows skipped, per-base tokenizers vectorised).
 * :mod:`~genolong.inference.loop`: the Lightning predict loop (one process or many ranks), shared
   with ``score-variants`` (:mod:`~genolong.inference.variant_loop`) and ``predict-promoter`` /
-  ``predict-chromatin`` on several ranks (:mod:`~genolong.inference.record_loop`).
+  ``chromatin predict`` on several ranks (:mod:`~genolong.inference.record_loop`).
 * :mod:`~genolong.inference.parts`: per-rank, per-chromosome score files; merge and resume.
 * :mod:`~genolong.inference.tracks`: the writers.
 * :mod:`~genolong.inference.scan`: ``genolong scan`` end to end.

@@ -1,6 +1,6 @@
 """A fine-tuned sequence classifier: the model directory, DNA -> token batches, probabilities.
 
-``genolong finetune`` writes a *classifier directory*; ``predict-*`` and ``eval`` read it::
+``genolong promoter|chromatin finetune`` writes a *classifier directory*; ``predict-*`` and ``eval`` read it::
 
     config.json, model.safetensors     GenolongForSequenceClassification (save_pretrained)
     tokenizer.json, tokenizer_config.json
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import bisect
 import json
+import re
 from dataclasses import asdict, dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -35,7 +36,8 @@ from genolong.inference.kmer_component import KmerComponent
 
 TASK_FILE = "genolong_task.json"
 FORMAT = "genolong-classifier/1"
-TASKS = ("promoter", "chromatin")
+#: A task name (:func:`genolong.tasks.task.get_task`): ``promoter``, ``chromatin``, ``my_task``.
+TASK_NAME = re.compile(r"[a-z][a-z0-9_]*")
 
 
 def default_promoter_model() -> Path:
@@ -48,7 +50,7 @@ class TaskInfo:
     """What a classifier was trained for; saved as ``genolong_task.json``.
 
     Attributes:
-        task: ``promoter`` or ``chromatin``.
+        task: the fine-tuning task's name: ``promoter``, ``chromatin``, or a registered one.
         window_bp: input length it was trained on; longer records are scanned in windows of it.
         min_bp: the shortest input it scores (promoter: the window; chromatin: DeepSEA's
             1,000-bp input, which unlocated rows keep).
@@ -68,8 +70,8 @@ class TaskInfo:
     provenance: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.task not in TASKS:
-            raise UserError(f"unknown task {self.task!r}; choose one of: {', '.join(TASKS)}")
+        if not isinstance(self.task, str) or not TASK_NAME.fullmatch(self.task):
+            raise UserError(f"task must be a task name like 'promoter', got {self.task!r}")
 
     @classmethod
     def read(cls, directory: Path) -> TaskInfo:
@@ -240,7 +242,7 @@ class Classifier:
             )
             raise UserError(
                 f"{path} is {what} (no {TASK_FILE})",
-                hint=f"fine-tune one with `genolong finetune {task or 'promoter'} --model {path}`",
+                hint=f"fine-tune one with `genolong {task or 'promoter'} finetune --model {path}`",
             )
         info = TaskInfo.read(path)
         if task is not None and info.task != task:

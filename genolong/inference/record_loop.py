@@ -1,4 +1,4 @@
-"""``predict-promoter`` / ``predict-chromatin`` over FASTA records, on one process or many ranks.
+"""``predict-promoter`` / ``chromatin predict`` over FASTA records, on one process or many ranks.
 
 One process (the default: one device, one node) streams as :mod:`genolong.inference.records` does, with
 no Lightning and no files in between. With ``--devices N`` or ``--num-nodes M`` the windows run

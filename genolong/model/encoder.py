@@ -154,11 +154,25 @@ class Encoder(nn.Module):
         self.gradient_checkpointing = False
         self._gradient_checkpointing_func = functools.partial(checkpoint, use_reentrant=False)
 
+    def init_learned_vectors(self, std: float) -> None:
+        """Draw the prepended global tokens, if any, from N(0, std) (the model's weight init)."""
+        if self.global_tokens is not None:
+            nn.init.normal_(self.global_tokens, mean=0.0, std=std)
+
+    def check_length(self, length: int) -> None:
+        """Refuse an input longer than the position table (UserError)."""
+        max_length = self.embeddings.position.num_embeddings
+        if length > max_length:
+            raise UserError(
+                f"input of {length} tokens is longer than max_position_embeddings={max_length}",
+                hint="cut the input into windows or use a model trained on longer inputs",
+            )
+
     @property
     def supports_first_token_only(self) -> bool:
         """Whether ``forward(first_token_only=True)`` is exact for this encoder."""
         return (type(self) is Encoder and self.global_tokens is None and self.length_multiple == 1
-                and getattr(self.blocks[-1].attention, "accepts_query_subset", False))
+                and self.blocks[-1].attention.accepts_query_subset)
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
                 first_token_only: bool = False) -> torch.Tensor:
@@ -168,12 +182,7 @@ class Encoder(nn.Module):
         if first_token_only and not self.supports_first_token_only:
             raise UserError("first_token_only needs dense attention without global tokens")
         batch, length = input_ids.shape
-        max_length = self.embeddings.position.num_embeddings
-        if length > max_length:
-            raise UserError(
-                f"input of {length} tokens is longer than max_position_embeddings={max_length}",
-                hint="cut the input into windows or use a model trained on longer inputs",
-            )
+        self.check_length(length)
         padding_mask = None if attention_mask is None else attention_mask.bool()
         padding = -length % self.length_multiple
         if padding:

@@ -29,10 +29,12 @@ from pathlib import Path
 
 import torch
 from safetensors import safe_open
+from transformers.utils import logging as hf_logging
 
 from genolong.dna.tokenizer import load_tokenizer, tokenizer_fingerprint
 from genolong.errors import ConfigError, InputError, UserError, first_line, is_library_failure
 from genolong.model.configuration import GenolongConfig
+from genolong.model.modeling import GenolongModel
 
 log = logging.getLogger(__name__)
 
@@ -75,8 +77,6 @@ def read_model_config(directory: str | Path, **overrides) -> GenolongConfig:
 def backbone_keys(config: GenolongConfig) -> set[str]:
     """State-dict keys of the encoder (``genolong.``-prefixed) of a model with ``config``, built
     on the meta device (no memory): compare two configs to find a backbone's own weights."""
-    from genolong.model.modeling import GenolongModel
-
     with torch.device("meta"):
         encoder = GenolongModel(config)
     return {f"genolong.{key}" for key in encoder.state_dict()}
@@ -163,8 +163,6 @@ def _examples(keys: list[str], shown: int = 3) -> str:
 def _transformers_quiet():
     """No progress bar or load report from transformers (they would garble the CLI's stderr;
     :func:`load_model` reports what matters itself)."""
-    from transformers.utils import logging as hf_logging
-
     verbosity, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()

@@ -8,25 +8,25 @@ registered with the Auto classes by ``import genolong``.
   (App. F.2, ``num_labels=2``) and the 919-way chromatin profile (App. F.3,
   ``num_labels=919, problem_type="multi_label_classification"``).
 
-Two backbones change more than the attention: ``"vcc"`` runs :class:`~genolong.model.vcc.VCCEncoder`
-(its VIP tokens: [CLS], an optional central window, the masked tokens when MLM labels are given,
-and any ``vip_mask`` passed to ``forward``), and ``"sled"`` runs :class:`~genolong.model.sled.SledEncoder`,
-whose classifier reads the :class:`~genolong.model.sled.SledFusion` of all token vectors instead
-of the first chunk's [CLS]. Extra keyword arguments of ``forward`` go to the encoder.
+The models know no backbone by name: the config's backbone (an
+:class:`~genolong.attention.base.Attention` in the registry) declares its ``encoder`` class, the
+``masked_tokens_input`` through which MLM passes the masked positions to that encoder (VCC's VIP
+tokens), and the classifier's ``pooling`` (SLED's fusion of every chunk) instead of [CLS].
+Extra keyword arguments of ``forward`` go to the encoder.
 """
 
 from __future__ import annotations
+
+import importlib
 
 import torch
 from torch import nn
 from transformers import PreTrainedModel
 from transformers.modeling_outputs import BaseModelOutput, MaskedLMOutput, SequenceClassifierOutput
 
+from genolong.attention import attention_class
 from genolong.model.configuration import GenolongConfig
-from genolong.model.encoder import Encoder
 from genolong.model.heads import IGNORE_INDEX, ClassificationHead, MaskedLMHead
-from genolong.model.sled import SledEncoder, SledFusion
-from genolong.model.vcc import VCCEncoder
 
 __all__ = [
     "GenolongConfig",
@@ -55,14 +55,14 @@ class GenolongPreTrainedModel(PreTrainedModel):
         elif isinstance(module, nn.LayerNorm):
             nn.init.ones_(module.weight)
             nn.init.zeros_(module.bias)
-        elif isinstance(module, Encoder) and module.global_tokens is not None:
-            nn.init.normal_(module.global_tokens, mean=0.0, std=std)
-        elif isinstance(module, SledFusion) and module.mode == "attention":
-            nn.init.normal_(module.query, mean=0.0, std=std)
+        elif hasattr(module, "init_learned_vectors"):  # the encoder's global tokens, a pooling query
+            module.init_learned_vectors(std)
 
 
-#: Backbones that are a layer type or a model wrapper rather than an attention, by encoder class.
-ENCODERS: dict[str, type[Encoder]] = {"vcc": VCCEncoder, "sled": SledEncoder}
+def declared_class(path: str) -> type[nn.Module]:
+    """The class a backbone names as ``"package.module.Class"`` (its encoder, its pooling)."""
+    module, _, name = path.rpartition(".")
+    return getattr(importlib.import_module(module), name)
 
 
 class GenolongModel(GenolongPreTrainedModel):
@@ -70,7 +70,7 @@ class GenolongModel(GenolongPreTrainedModel):
 
     def __init__(self, config: GenolongConfig):
         super().__init__(config)
-        self.encoder = ENCODERS.get(config.backbone, Encoder)(config)
+        self.encoder = declared_class(attention_class(config.backbone).encoder)(config)
         self.post_init()
 
     def get_input_embeddings(self) -> nn.Embedding:
@@ -99,6 +99,7 @@ class GenolongForMaskedLM(GenolongPreTrainedModel):
         super().__init__(config)
         self.genolong = GenolongModel(config)
         self.lm_head = MaskedLMHead(config)
+        self.masked_tokens_input = attention_class(config.backbone).masked_tokens_input
         self.post_init()
 
     def get_output_embeddings(self) -> nn.Linear:
@@ -114,20 +115,22 @@ class GenolongForMaskedLM(GenolongPreTrainedModel):
         labels: torch.Tensor | None = None,
         **backbone_inputs,
     ) -> MaskedLMOutput:
-        if labels is not None and self.config.backbone == "vcc":  # VCC: the masked tokens are VIPs (§3.1)
-            backbone_inputs.setdefault("vip_mask", labels != IGNORE_INDEX)
+        if labels is not None and self.masked_tokens_input is not None:
+            backbone_inputs.setdefault(self.masked_tokens_input, labels != IGNORE_INDEX)
         hidden = self.genolong(input_ids, attention_mask, **backbone_inputs).last_hidden_state
         logits, loss = self.lm_head(hidden, labels)
         return MaskedLMOutput(loss=loss, logits=logits)
 
 
 class GenolongForSequenceClassification(GenolongPreTrainedModel):
-    """Encoder + linear head on [CLS]: (B, L) -> logits (B, num_labels); loss by ``problem_type``."""
+    """Encoder + linear head on [CLS], or on the backbone's pooling of every token vector:
+    (B, L) -> logits (B, num_labels); loss by ``problem_type``."""
 
     def __init__(self, config: GenolongConfig):
         super().__init__(config)
         self.genolong = GenolongModel(config)
-        self.fusion = SledFusion(config) if config.backbone == "sled" else None
+        pooling = attention_class(config.backbone).pooling
+        self.fusion = None if pooling is None else declared_class(pooling)(config)
         self.classifier = ClassificationHead(config)
         self.post_init()
 
@@ -139,7 +142,7 @@ class GenolongForSequenceClassification(GenolongPreTrainedModel):
         **backbone_inputs,
     ) -> SequenceClassifierOutput:
         hidden = self.genolong(input_ids, attention_mask, **backbone_inputs).last_hidden_state
-        if self.fusion is not None:  # SLED: one vector fused from every chunk, (B, 1, N)
+        if self.fusion is not None:  # one vector pooled from every token, (B, 1, N)
             hidden = self.fusion(hidden, attention_mask)
         logits, loss = self.classifier(hidden, labels)
         return SequenceClassifierOutput(loss=loss, logits=logits)

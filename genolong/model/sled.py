@@ -176,6 +176,11 @@ class SledFusion(nn.Module):
             self.dropout = nn.Dropout(config.hidden_dropout_prob)
             self.attention_dropout = config.attention_probs_dropout_prob
 
+    def init_learned_vectors(self, std: float) -> None:
+        """Draw the learned query, if any, from N(0, std) (the model's weight init)."""
+        if self.mode == "attention":
+            nn.init.normal_(self.query, mean=0.0, std=std)
+
     def forward(self, hidden: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
         real = None if attention_mask is None else attention_mask.bool()
         if self.mode == "cls":

@@ -315,12 +315,7 @@ class VCCEncoder(Encoder):
         vip_mask: torch.Tensor | None = None,
     ) -> torch.Tensor:
         batch, length = input_ids.shape
-        max_length = self.embeddings.position.num_embeddings
-        if length > max_length:
-            raise UserError(
-                f"input of {length} tokens is longer than max_position_embeddings={max_length}",
-                hint="cut the input into windows or use a model trained on longer inputs",
-            )
+        self.check_length(length)
         real = (
             torch.ones(batch, length, dtype=torch.bool, device=input_ids.device)
             if attention_mask is None

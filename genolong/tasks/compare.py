@@ -8,7 +8,7 @@ longer context, better MLM). Both share one output directory::
 
     out/tokenizer/, out/corpus/         trained once, shared by every run
     out/backbones/<name>/pretrain/      a `genolong pretrain` run directory
-    out/backbones/<name>/finetune/      a `genolong finetune promoter` run directory
+    out/backbones/<name>/finetune/      a `genolong promoter finetune` run directory
     out/backbones/<name>/result.json    the comparison row (a finished backbone is skipped)
     out/context/<name>_<len>/           the ablation's pretrain runs (pretrain/, pretrain.json)
     out/comparison.csv|.md, bpc_vs_step.png, quality_vs_speed.png
@@ -24,46 +24,38 @@ import hashlib
 import json
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
+from genolong.attention import available_attentions
+from genolong.bench.memory import proc_status_mb, reset_peak_memory
 from genolong.config import from_dict, to_dict
+from genolong.config.presets import merge_preset, read_preset, resolve_preset
+from genolong.configs import preset_path
+from genolong.datasets.corpus import Corpus
+from genolong.datasets.mlm import MaskingConfig, MLMWindows, SpecialIds
+from genolong.dna.tokenizer import load_tokenizer
 from genolong.errors import ConfigError, UserError
+from genolong.evaluation.compare_report import write_ablation, write_comparison
 from genolong.files import atomic_write_text
 from genolong.model.configuration import check_model_fields
+from genolong.model.loading import load_model
+from genolong.model.modeling import GenolongModel
 from genolong.outputs import claim_directory
-from genolong.tasks.classify import ClassifyConfig, run_finetune
-from genolong.tasks.pretrain import (
-    PretrainConfig,
-    _prepare_tokenizer,
-    merge_preset,
-    resolve_preset,
-    run_pretrain,
-)
+from genolong.tasks.finetune import run_finetune
+from genolong.tasks.pretrain import PretrainConfig, _prepare_tokenizer, logged_rows, run_pretrain
+from genolong.tasks.task import FinetuneConfig
 
 log = logging.getLogger(__name__)
 
-#: The backbones in the order tables and plots list them.
-BACKBONES = ("full", "bigbird", "longformer", "lsg", "vcc", "sled")
-#: comparison.csv columns; ``DETERMINISTIC`` ones repeat exactly with the same seed on the same
-#: machine (the others are timings and memory).
-COLUMNS = (
-    "backbone", "parameters", "max_len", "pretrain_steps", "train_tokens_per_s", "train_peak_mb", "val_bpc",
-    "unigram_bpc", "finetune_steps", "promoter_f1", "promoter_auroc", "promoter_mcc", "kmer_f1",
-    "infer_windows_per_s", "pretrain_s", "finetune_s", "device",
-)  # fmt: skip
+#: comparison.csv columns (:data:`~genolong.evaluation.compare_report.COLUMNS`) that repeat exactly
+#: with the same seed on the same machine (the others are timings and memory).
 DETERMINISTIC = ("backbone", "parameters", "max_len", "pretrain_steps", "val_bpc", "unigram_bpc",
                  "finetune_steps", "promoter_f1", "promoter_auroc", "promoter_mcc", "kmer_f1")
-#: ``gain_bpc`` = unigram_bpc - val_bpc: bits per bp the model saves over the token unigram on the
-#: same masked tokens (less sensitive than val_bpc to which tokens a length's validation masks).
-ABLATION_COLUMNS = (
-    "backbone", "max_len", "batch_size", "steps", "tokens_seen", "val_bpc", "unigram_bpc", "gain_bpc",
-    "train_tokens_per_s", "pretrain_s", "device",
-)  # fmt: skip
 
 
 @dataclass
@@ -83,7 +75,7 @@ class AblationConfig:
                 raise ConfigError(f"ablation length {length}: needs 8 <= length, tokens_per_step "
                                   f"({self.tokens_per_step}) a multiple of it and val_tokens ({self.val_tokens}) "
                                   "at least one window")
-        _check_names(self.backbones, BACKBONES, "ablation.backbones")
+        _check_names(self.backbones, "ablation.backbones")
 
 
 @dataclass
@@ -94,7 +86,8 @@ class CompareConfig:
         pretrain: a pretraining preset (``extends: tiny`` and changes to it); the backbone is
             set per run, everything else is shared.
         finetune: a promoter fine-tuning preset for a pretrained model, likewise.
-        backbones: each backbone's own attention parameters at this preset's ``max_len``.
+        backbones: each backbone's own attention parameters at this preset's ``max_len``, in the
+            order tables list them (default: every registered backbone with its defaults).
         inference_windows, inference_batch_size: encoder forward passes over this many
             validation windows of ``max_len`` tokens give ``infer_windows_per_s``.
         ablation: the context-length ablation.
@@ -102,13 +95,13 @@ class CompareConfig:
 
     pretrain: dict[str, Any] = field(default_factory=lambda: {"extends": "tiny"})
     finetune: dict[str, Any] = field(default_factory=lambda: {"extends": "promoter_pretrained"})
-    backbones: dict[str, dict[str, Any]] = field(default_factory=lambda: {name: {} for name in BACKBONES})
+    backbones: dict[str, dict[str, Any]] = field(default_factory=lambda: {name: {} for name in available_attentions()})
     inference_windows: int = 32
     inference_batch_size: int = 8
     ablation: AblationConfig = field(default_factory=AblationConfig)
 
     def __post_init__(self) -> None:
-        _check_names(self.backbones, BACKBONES, "backbones")
+        _check_names(self.backbones, "backbones")
         for name, params in self.backbones.items():
             check_model_fields({"backbone": name} | params, prefix=f"backbones.{name}.")
         if self.inference_windows < 1 or self.inference_batch_size < 1:
@@ -127,16 +120,18 @@ class CompareConfig:
             (data if key == "max_len" else data["train"])[key] = value
         return from_dict(PretrainConfig, data, source=f"compare pretrain ({backbone})")
 
-    def finetune_config(self, backbone: str, seed: int) -> ClassifyConfig:
+    def finetune_config(self, backbone: str, seed: int) -> FinetuneConfig:
         data = merge_preset(resolve_preset("finetune", self.finetune), {"model": {"backbone": backbone}})
         data.setdefault("train", {})["seed"] = seed
-        config = from_dict(ClassifyConfig, data, source=f"compare finetune ({backbone})")
+        config = from_dict(FinetuneConfig, data, source=f"compare finetune ({backbone})")
         if config.task != "promoter":
             raise ConfigError(f"the comparison fine-tunes promoters, not {config.task}")
         return config
 
 
-def _check_names(names, known, where: str) -> None:
+def _check_names(names, where: str) -> None:
+    """Every name is a registered backbone."""
+    known = available_attentions()
     unknown = sorted(set(names) - set(known))
     if unknown:
         raise ConfigError(f"{where}: unknown backbone(s) {', '.join(unknown)}; known: {', '.join(known)}")
@@ -144,11 +139,8 @@ def _check_names(names, known, where: str) -> None:
 
 def load_compare_config(preset: str | Path) -> CompareConfig:
     """A shipped comparison preset (``micro``, ``tiny``, ``small``, ``base``) or a YAML file."""
-    from genolong.configs import preset_path
-    from genolong.tasks.pretrain import _read_preset
-
     source = preset_path("compare", str(preset))
-    config = from_dict(CompareConfig, _read_preset(source), source=str(source))
+    config = from_dict(CompareConfig, read_preset(source), source=str(source))
     for backbone in config.backbones:  # the pretrain: and finetune: sections, checked before any run
         try:
             config.pretrain_config(backbone, seed=0)
@@ -158,15 +150,18 @@ def load_compare_config(preset: str | Path) -> CompareConfig:
     return config
 
 
-def parse_backbones(text: str, config: CompareConfig) -> list[str]:
-    """``full,bigbird`` -> the names, checked against the preset, in table order."""
+def parse_backbones(text: str | None, config: CompareConfig) -> list[str]:
+    """``full,bigbird`` -> the names, checked against the preset, in the preset's order;
+    None -> every backbone of the preset."""
+    if text is None:
+        return list(config.backbones)
     names = [name.strip() for name in text.split(",") if name.strip()]
     if not names:
         raise UserError("--backbones is empty")
     unknown = [name for name in names if name not in config.backbones]
     if unknown:
         raise UserError(f"unknown backbone(s) {', '.join(unknown)}; this preset has: {', '.join(config.backbones)}")
-    return sorted(set(names), key=BACKBONES.index)
+    return [name for name in config.backbones if name in names]
 
 
 # -- measuring ---------------------------------------------------------------------------------
@@ -180,8 +175,6 @@ class PeakMemory:
             torch.cuda.reset_peak_memory_stats()
             self._base = torch.cuda.memory_allocated() / 2**20
         else:
-            from genolong.bench.memory import reset_peak_memory
-
             try:
                 self._base = reset_peak_memory()
             except OSError:
@@ -194,8 +187,6 @@ class PeakMemory:
         if torch.cuda.is_available():
             peak = torch.cuda.max_memory_allocated() / 2**20
         else:
-            from genolong.bench.memory import proc_status_mb
-
             peak = proc_status_mb("VmHWM")
         self.megabytes = round(peak - self._base, 1)
 
@@ -203,12 +194,6 @@ class PeakMemory:
 def inference_rate(model_dir: Path, corpus_dir: Path, max_len: int, windows: int, batch_size: int) -> float:
     """Encoder forward passes (no grad, eval mode) over ``windows`` validation windows of
     ``max_len`` tokens: windows per second, after one untimed batch."""
-    from genolong.datasets.corpus import Corpus
-    from genolong.datasets.mlm import MaskingConfig, MLMWindows, SpecialIds
-    from genolong.dna.tokenizer import load_tokenizer
-    from genolong.model.loading import load_model
-    from genolong.model.modeling import GenolongModel
-
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     dataset = MLMWindows(Corpus(corpus_dir), "valid", SpecialIds.from_tokenizer(load_tokenizer(model_dir)),
                          max_len, MaskingConfig())
@@ -373,28 +358,40 @@ def ablation_run(space: Workspace, backbone: str, max_len: int) -> dict[str, Any
     }
 
 
+def validation_curve(run_dir: Path, run: str, row: dict[str, Any], tokens_per_step: float) -> list[dict]:
+    """Validation BPC against step of the pretraining run in ``run_dir/pretrain``: rows of
+    :data:`~genolong.evaluation.compare_report.CURVE_COLUMNS`."""
+    return [
+        {"run": run, "backbone": row["backbone"], "max_len": row["max_len"], "step": int(logged["step"]),
+         "tokens_seen": round(int(logged["step"]) * tokens_per_step), "val_bpc": float(logged["val/bpc"])}
+        for logged in logged_rows(run_dir / "pretrain") if logged.get("val/bpc")
+    ]
+
+
 def run_comparison(space: Workspace, promoters: Path, backbones: list[str]) -> list[dict[str, Any]]:
     """Every backbone in turn (finished ones are read back), then the tables and plots."""
-    from genolong.evaluation.compare_report import write_comparison
-
     if not (promoters / "manifest.json").is_file():
         raise UserError(f"{promoters}: not a promoter dataset (no manifest.json)",
                         hint="build one with `genolong promoter prepare`")
     space.prepare()
     rows = [compare_backbone(space, promoters, name) for name in backbones]
     train = space.config.pretrain_config(backbones[0], space.seed).train
-    write_comparison(space.out, rows, train.batch_size * train.accumulate_grad_batches * rows[0]["max_len"])
+    tokens_per_step = train.batch_size * train.accumulate_grad_batches * rows[0]["max_len"]
+    curves = [point for row in rows
+              for point in validation_curve(space.out / "backbones" / row["backbone"], row["backbone"], row,
+                                            tokens_per_step)]
+    write_comparison(space.out, rows, curves)
     return rows
 
 
 def run_context_ablation(space: Workspace, backbones: list[str], lengths: list[int]) -> list[dict[str, Any]]:
     """Every (backbone, length) pretraining in turn, then the table and plot."""
-    from dataclasses import replace
-
-    from genolong.evaluation.compare_report import write_ablation
-
     replace(space.config.ablation, lengths=lengths, backbones=backbones)  # validates them
     space.prepare()
     rows = [ablation_run(space, name, length) for name in backbones for length in lengths]
-    write_ablation(space.out, rows)
+    curves = [point for row in rows
+              for point in validation_curve(space.out / "context" / f"{row['backbone']}_{row['max_len']}",
+                                            f"{row['backbone']}_{row['max_len']}", row,
+                                            row["tokens_seen"] / row["steps"])]
+    write_ablation(space.out, rows, curves)
     return rows

@@ -43,13 +43,14 @@ SHOWN = (
 
 
 def quiet_lightning() -> None:
-    """Lightning's INFO lines and :data:`QUIET_WARNINGS` off, unless genolong logs at DEBUG level."""
-    if logging.getLogger("genolong").isEnabledFor(logging.DEBUG):
-        return
+    """Lightning's INFO lines and :data:`QUIET_WARNINGS` off, unless genolong logs at DEBUG level
+    (``genolong -v``), which turns Lightning's INFO lines back on."""
+    verbose = logging.getLogger("genolong").isEnabledFor(logging.DEBUG)
     for name in ("lightning.pytorch", "lightning.fabric"):
-        logging.getLogger(name).setLevel(logging.WARNING)
-    for pattern in QUIET_WARNINGS:
-        warnings.filterwarnings("ignore", message=pattern)
+        logging.getLogger(name).setLevel(logging.INFO if verbose else logging.WARNING)
+    if not verbose:
+        for pattern in QUIET_WARNINGS:
+            warnings.filterwarnings("ignore", message=pattern)
 
 
 class StepProgress(ProgressBar):

@@ -19,9 +19,11 @@ NSP, BigBird's second objective, is not used (RoBERTa showed it does not help ML
 
 from __future__ import annotations
 
+import csv
 import json
 import logging
 import math
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,24 +34,31 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader
 
-from genolong.config import from_dict, read_with_extends, set_dotted, to_dict
-from genolong.datasets.corpus import Corpus, CorpusConfig, build_corpus
-from genolong.datasets.mlm import MaskingConfig, MLMWindows, PositionSampler, SpecialIds, collate_windows
-from genolong.dna.tokenizer import TokenizerTrainConfig, load_tokenizer, token_lengths, tokenizer_fingerprint
+from genolong.attention import attention_class
+from genolong.config import from_dict, to_dict
+from genolong.config.model_section import ModelSection
+from genolong.config.presets import apply_overrides, read_preset
+from genolong.configs import preset_path
+from genolong.datasets.corpus import Corpus
+from genolong.datasets.corpus_build import CorpusConfig, build_corpus
+from genolong.datasets.mlm import MaskingConfig, MLMWindows, SpecialIds, collate_windows
+from genolong.dna.tokenizer import (
+    METADATA_FILE,
+    TokenizerTrainConfig,
+    load_tokenizer,
+    token_lengths,
+    tokenizer_fingerprint,
+    train_tokenizer,
+)
 from genolong.errors import ConfigError, UserError
 from genolong.files import atomic_path, atomic_write_text
-from genolong.model.configuration import check_model_fields
+from genolong.model.configuration import GenolongConfig
 from genolong.model.loading import save_model
+from genolong.model.modeling import GenolongForMaskedLM
 from genolong.outputs import claim_directory
+from genolong.tasks.base import StepIndexedData, TrainingModule, check_run_identity
 from genolong.tasks.checkpoints import resume_checkpoint
-from genolong.tasks.common import (
-    ResumableRNG,
-    Throughput,
-    TrainConfig,
-    adamw_with_schedule,
-    build_trainer,
-    data_loader,
-)
+from genolong.tasks.common import TrainConfig, build_trainer
 from genolong.tasks.stopping import after_training, fit
 
 log = logging.getLogger(__name__)
@@ -68,7 +77,7 @@ class PretrainConfig:
     """
 
     max_len: int = 4096
-    model: dict[str, Any] = field(default_factory=dict)
+    model: ModelSection = field(default_factory=ModelSection)
     tokenizer: TokenizerTrainConfig = field(default_factory=TokenizerTrainConfig)
     corpus: CorpusConfig = field(default_factory=CorpusConfig)
     masking: MaskingConfig = field(default_factory=MaskingConfig)
@@ -77,19 +86,11 @@ class PretrainConfig:
     def __post_init__(self) -> None:
         if self.max_len < 8:
             raise ConfigError(f"max_len must be >= 8, got {self.max_len}")
-        check_model_fields(self.model)
-        self.model_config(self.model.get("vocab_size", self.tokenizer.vocab_size))  # the model's own checks
+        self.model_config(self.model.settings.get("vocab_size", self.tokenizer.vocab_size))  # the model's checks
 
-    def model_config(self, vocab_size: int):
+    def model_config(self, vocab_size: int) -> GenolongConfig:
         """The validated ``GenolongConfig`` for a tokenizer of ``vocab_size`` tokens."""
-        from genolong.attention import attention_class
-        from genolong.model.configuration import GenolongConfig
-
-        fields = {"max_position_embeddings": self.max_len} | dict(self.model)
-        if fields.setdefault("vocab_size", vocab_size) != vocab_size:
-            raise UserError(f"the model config asks for vocab_size={fields['vocab_size']} but the tokenizer has "
-                            f"{vocab_size} tokens", hint="drop vocab_size from the config or use a matching tokenizer")
-        config = GenolongConfig(**fields)
+        config = self.model.genolong_config(max_len=self.max_len, vocab_size=vocab_size)
         multiple = attention_class(config.backbone).length_multiple(config)
         if self.max_len % multiple:
             raise ConfigError(f"max_len={self.max_len} is not a multiple of {multiple}, the block size of "
@@ -101,72 +102,24 @@ class PretrainConfig:
 
 
 def load_pretrain_config(path: str | Path | None, overrides: dict[str, Any] | None = None) -> PretrainConfig:
-    """A YAML file or shipped preset name (``tiny``, ``base``, ...) merged with ``overrides``.
+    """A YAML file or shipped preset name (``tiny``, ``base``, ...) with dotted ``overrides``
+    (``train.max_steps``, ``model.backbone``: see :func:`genolong.config.apply_overrides`).
 
-    A YAML file may start from another with ``extends: other.yaml`` (relative path);
-    ``overrides`` keys are dotted (``train.max_steps``, ``model.backbone``).
+    A YAML file may start from another with ``extends: other.yaml`` (relative path).
     """
-    from genolong.configs import preset_path
-
     source = str(path or "pretrain config")
-    data = _read_preset(preset_path("pretrain", str(path))) if path else {}
-    for key, value in (overrides or {}).items():
-        if key == "model.backbone" and isinstance(data.get("model", {}), dict):
-            data["model"] = _switch_backbone(data.get("model", {}), {"backbone": value})
-        else:
-            set_dotted(data, key, value, source=source)
+    data = apply_overrides(read_preset(preset_path("pretrain", source)) if path else {}, overrides or {}, source)
     return from_dict(PretrainConfig, data, source=source)
 
 
-def _switch_backbone(model: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
-    """``model | update``; when ``update`` changes the backbone, the old backbone's own
-    parameters are dropped (a BigBird ``block_size`` means nothing to Longformer)."""
-    from genolong.attention import attention_defaults
-
-    old, new = model.get("backbone"), update.get("backbone", model.get("backbone"))
-    if old is not None and new != old:
-        stale = set(attention_defaults(old)) - set(attention_defaults(new))
-        model = {k: v for k, v in model.items() if k not in stale}
-    return model | update
-
-
-def _read_preset(path: Path) -> dict[str, Any]:
-    """A YAML preset with its ``extends:`` chain (parents beside it) merged in."""
-    return read_with_extends(path, merge_preset)
-
-
-def merge_preset(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
-    """``base`` updated by ``update`` one section deep; a new ``model.backbone`` drops the old
-    backbone's own parameters (see :func:`_switch_backbone`). A section that is not a mapping on
-    either side is replaced (and refused later by the dataclass)."""
-    merged = dict(base)
-    for key, value in update.items():
-        if not (isinstance(value, dict) and isinstance(merged.get(key, {}), dict)):
-            merged[key] = value
-        elif key == "model":
-            merged[key] = _switch_backbone(merged.get(key, {}), value)
-        else:
-            merged[key] = merged.get(key, {}) | value
-    return merged
-
-
-def resolve_preset(kind: str, data: dict[str, Any]) -> dict[str, Any]:
-    """Inline preset data whose ``extends`` names a shipped preset (or YAML file) of ``kind``."""
-    from genolong.configs import preset_path
-
-    data = dict(data)
-    parent = data.pop("extends", None)
-    return data if parent is None else merge_preset(_read_preset(preset_path(kind, str(parent))), data)
-
-
 # -- Lightning ------------------------------------------------------------------------------
-class MLMDataModule(pl.LightningDataModule):
-    """Training windows through a :class:`PositionSampler`; a fixed validation subset."""
+class MLMDataModule(StepIndexedData):
+    """Training windows through a step-indexed sampler; a fixed validation subset, split across ranks."""
 
     def __init__(self, corpus_dir: Path, tokenizer, config: PretrainConfig):
-        super().__init__()
-        self.corpus = Corpus(corpus_dir)
         self.special = SpecialIds.from_tokenizer(tokenizer)
+        super().__init__(config.train, lambda items: collate_windows(items, self.special.pad))
+        self.corpus = Corpus(corpus_dir)
         self.config = config
 
     def setup(self, stage: str | None = None) -> None:
@@ -175,58 +128,42 @@ class MLMDataModule(pl.LightningDataModule):
         self.valid_set = MLMWindows(self.corpus, "valid", self.special, cfg.max_len, cfg.masking,
                                     cfg.train.seed + 1)
 
-    def _loader(self, dataset, sampler) -> DataLoader:
-        return data_loader(dataset, sampler, self.config.train, lambda items: collate_windows(items, self.special.pad))
-
     def train_dataloader(self) -> DataLoader:
-        train = self.config.train
-        rank, world = self.trainer.global_rank, self.trainer.world_size
-        global_batch = train.batch_size * train.accumulate_grad_batches * world
-        start = self.trainer.global_step * global_batch
-        sampler = PositionSampler(len(self.train_set), train.max_steps * global_batch, seed=train.seed,
-                                  start=start, rank=rank, world_size=world)
-        log.info("rank %d/%d reads training sample positions %d, %d, ... of %d windows", rank, world,
-                 start + rank, start + rank + world, len(self.train_set))
-        return self._loader(self.train_set, sampler)
+        return self.loader(self.train_set, self.training_sampler(len(self.train_set)))
 
     def val_dataloader(self) -> DataLoader:
         count = min(self.config.train.val_windows, len(self.valid_set))
         chosen = np.linspace(0, len(self.valid_set) - 1, count).round().astype(int)
         rank, world = self.trainer.global_rank, self.trainer.world_size
-        return self._loader(self.valid_set, [(int(i), int(i)) for i in chosen[rank::world]])
+        return self.loader(self.valid_set, [(int(i), int(i)) for i in chosen[rank::world]])
 
 
-class MLMModule(ResumableRNG, pl.LightningModule):
+class MLMModule(TrainingModule):
     """GenolongForMaskedLM trained with MLM; validation reports loss and bits per bp.
 
     Batches: input_ids, labels, attention_mask, all (B, T).
     """
 
+    RATE_NAME = "tokens"
+    RATE_IN_PROGRESS_BAR = True
+
     def __init__(self, model, config: PretrainConfig, token_bp: np.ndarray, unigram_log2: np.ndarray):
-        super().__init__()
-        self.model = model
+        super().__init__(model, config.train)
         self.config = config
         self.register_buffer("token_bp", torch.as_tensor(token_bp, dtype=torch.float64), persistent=False)
         self.register_buffer("unigram_bits", torch.as_tensor(-unigram_log2, dtype=torch.float64), persistent=False)
-        self.throughput = Throughput()
         self._val_sums: torch.Tensor | None = None
 
-    def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
-        loss = self.model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
-                          labels=batch["labels"]).loss
-        self.log("train/loss", loss, prog_bar=True)
-        rate = self.throughput.step(int(batch["attention_mask"].sum()) * self.trainer.world_size)
-        if rate is not None:
-            self.log("train/tokens_per_s", rate, prog_bar=True)
-        return loss
+    def throughput_units(self, batch: dict[str, torch.Tensor]) -> int:
+        """The real (not padding) tokens of ``batch``."""
+        return int(batch["attention_mask"].sum())
 
     def on_validation_epoch_start(self) -> None:
         self._val_sums = torch.zeros(4, dtype=torch.float64, device=self.device)
 
     def validation_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
         labels = batch["labels"]
-        logits = self.model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
-                            labels=labels).logits  # (M, V) at the masked positions
+        logits = self.model(**batch).logits  # (M, V) at the masked positions
         targets = labels[labels != -100]
         nll = torch.nn.functional.cross_entropy(logits.float(), targets, reduction="sum").double()
         self._val_sums += torch.stack([nll, self.token_bp[targets].sum(), self.unigram_bits[targets].sum(),
@@ -236,10 +173,6 @@ class MLMModule(ResumableRNG, pl.LightningModule):
         nll, bp, unigram_bits, count = self.trainer.strategy.reduce(self._val_sums, reduce_op="sum").tolist()
         self.log_dict({"val/loss": nll / count, "val/bpc": nll / LN2 / bp, "val/unigram_bpc": unigram_bits / bp},
                       prog_bar=True, sync_dist=False)
-
-    def configure_optimizers(self):
-        return adamw_with_schedule(self.model, self.config.train)
-
 
 
 def unigram_log2_probs(corpus: Corpus, vocab_size: int) -> np.ndarray:
@@ -253,8 +186,6 @@ def unigram_log2_probs(corpus: Corpus, vocab_size: int) -> np.ndarray:
 
 # -- the command -----------------------------------------------------------------------------
 def _prepare_tokenizer(genome: Path, tokenizer_dir: Path | None, out: Path, config: PretrainConfig) -> Path:
-    from genolong.dna.tokenizer import METADATA_FILE, train_tokenizer
-
     if tokenizer_dir is not None:
         load_tokenizer(tokenizer_dir)  # validates
         return tokenizer_dir
@@ -274,8 +205,6 @@ def _prepare_tokenizer(genome: Path, tokenizer_dir: Path | None, out: Path, conf
 
 def _launch_rank() -> int:
     """This process's global rank as set by torchrun or SLURM (0 when not launched so)."""
-    import os
-
     for name in ("RANK", "SLURM_PROCID"):
         if name in os.environ:
             return int(os.environ[name])
@@ -299,23 +228,17 @@ def _wait_for(path: Path, timeout_s: float = 7 * 24 * 3600) -> dict:
     return json.loads(path.read_text())
 
 
-def _check_run_identity(out: Path, identity: dict, resume: bool) -> None:
-    """Refuse to mix runs: an --out whose checkpoints came from another configuration."""
-    path = out / "run.json"
-    checkpoints = out / "checkpoints"
-    if path.exists():
-        previous = json.loads(path.read_text())
-        if previous != identity:
-            changed = sorted(k for k in identity if previous.get(k) != identity[k])
-            raise UserError(f"{out} holds a run with another {', '.join(changed)}",
-                            hint="choose another --out; nothing was overwritten")
-    elif checkpoints.exists() and any(checkpoints.iterdir()):
-        raise UserError(f"{checkpoints} holds checkpoints that are not from a genolong pretrain run",
-                        hint="choose another --out; nothing was overwritten")
-    if checkpoints.exists() and any(checkpoints.iterdir()) and not resume:
-        raise UserError(f"{out} already holds checkpoints of this run",
-                        hint="pass --resume to continue it, or choose another --out")
-    atomic_write_text(path, json.dumps(identity, indent=1, sort_keys=True) + "\n")
+def _prepare_data(genome: Path, tokenizer_dir: Path | None, corpus_dir: Path, out: Path, config: PretrainConfig,
+                  show_progress: bool) -> Path:
+    """The tokenizer and the corpus, prepared by rank 0 while the other ranks of a torchrun/SLURM
+    launch wait for it; returns the tokenizer directory."""
+    if _launch_rank() != 0:
+        return Path(_wait_for(out / "prepared.json")["tokenizer"])
+    tokenizer_dir = _prepare_tokenizer(genome, tokenizer_dir, out, config)
+    config.model_config(len(load_tokenizer(tokenizer_dir)))  # validate before the long steps
+    build_corpus(genome, tokenizer_dir, corpus_dir, config.corpus, show_progress=show_progress)
+    atomic_write_text(out / "prepared.json", json.dumps({"tokenizer": str(tokenizer_dir)}) + "\n")
+    return tokenizer_dir
 
 
 def run_pretrain(genome: Path, out: Path, config: PretrainConfig, *, tokenizer_dir: Path | None = None,
@@ -326,28 +249,19 @@ def run_pretrain(genome: Path, out: Path, config: PretrainConfig, *, tokenizer_d
     ``corpus_dir`` (default ``out/corpus``) may be shared by runs with the same tokenizer
     and corpus configuration: finished shards are never rebuilt.
     """
-    from genolong.model.modeling import GenolongForMaskedLM
-
     started = time.perf_counter()
     config.train.check_hardware()  # before the tokenizer and corpus steps
     claim_directory(out, "pretrain")
     resume_from = resume_checkpoint(out, resume)
     corpus_dir = out / "corpus" if corpus_dir is None else corpus_dir
-    if _launch_rank() == 0:  # under torchrun/SLURM, rank 0 prepares and the others wait
-        tokenizer_dir = _prepare_tokenizer(genome, tokenizer_dir, out, config)
-        config.model_config(len(load_tokenizer(tokenizer_dir)))  # validate before the long steps
-        build_corpus(genome, tokenizer_dir, corpus_dir, config.corpus, show_progress=show_progress)
-        atomic_write_text(out / "prepared.json", json.dumps({"tokenizer": str(tokenizer_dir)}) + "\n")
-    else:
-        tokenizer_dir = Path(_wait_for(out / "prepared.json")["tokenizer"])
-    tokenizer = load_tokenizer(tokenizer_dir)
+    tokenizer = load_tokenizer(_prepare_data(genome, tokenizer_dir, corpus_dir, out, config, show_progress))
     model_config = config.model_config(len(tokenizer))
     corpus = Corpus(corpus_dir)
 
     identity = {"tokenizer": tokenizer_fingerprint(tokenizer), "corpus": corpus.manifest["config_fingerprint"],
                 "model": model_config.to_diff_dict(), "max_len": config.max_len,
                 "masking": to_dict(config.masking), "train": to_dict(config.train) | {"max_steps": None}}
-    _check_run_identity(out, identity, resume)
+    check_run_identity(out, identity, resume, "pretrain")
 
     pl.seed_everything(config.train.seed, workers=True, verbose=False)
     model = GenolongForMaskedLM(model_config)
@@ -388,8 +302,6 @@ def run_pretrain(genome: Path, out: Path, config: PretrainConfig, *, tokenizer_d
 def logged_rows(out: Path) -> list[dict[str, str]]:
     """The CSV log rows of a run, across restarts: for a step logged by several versions
     (steps after the last checkpoint of an interrupted run), the latest version's row."""
-    import csv
-
     versions = sorted((out / "logs" / "csv").glob("version_*/metrics.csv"),
                       key=lambda p: int(p.parent.name.removeprefix("version_")))
     rows: dict[tuple[str, tuple[str, ...]], dict[str, str]] = {}

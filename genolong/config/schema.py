@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import math
+import re
 import types
 import typing
 from collections.abc import Callable
@@ -26,15 +27,14 @@ from genolong.errors import ConfigError, UserError
 
 T = TypeVar("T")
 
+#: A number in scientific notation without a decimal point (``1e-4``), which YAML 1.1 reads as text.
+_EXPONENT_NUMBER = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")
+
 
 def from_dict(cls: type[T], data: Any, *, source: str = "config", prefix: str = "") -> T:
     """Build dataclass ``cls`` from mapping ``data`` read from ``source`` (a file name); ``prefix``
     is the dotted key of a nested section. Raises ConfigError naming ``source`` and the key."""
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
-        raise ConfigError(f"{where(source)}{prefix.rstrip('.') or 'the config'} must be a mapping (key: value lines), "
-                          f"got {type(data).__name__} {data!r}")
+    data = require_mapping(data, source, prefix)
     hints = typing.get_type_hints(cls)
     names = [f.name for f in dataclasses.fields(cls) if f.init]
     unknown = sorted(set(data) - set(names), key=str)
@@ -46,6 +46,16 @@ def from_dict(cls: type[T], data: Any, *, source: str = "config", prefix: str = 
     except ConfigError as err:
         section = f"{prefix.rstrip('.')}: " if prefix else ""
         raise ConfigError(f"{where(source)}{section}{err.message}", hint=err.hint) from None
+
+
+def require_mapping(data: Any, source: str, prefix: str) -> dict:
+    """``data`` (None: empty), or a ConfigError when it is not a mapping."""
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where(source)}{prefix.rstrip('.') or 'the config'} must be a mapping (key: value lines), "
+                          f"got {type(data).__name__} {data!r}")
+    return data
 
 
 def describe_unknown(unknown: list, known: list[str], prefix: str = "") -> str:
@@ -61,6 +71,8 @@ def check_type(value: Any, hint: Any, source: str, key: str) -> Any:
     """``value`` checked against type ``hint`` (and converted: a list to a tuple, a string to a
     one-item list of strings); a nested dataclass is built with :func:`from_dict`."""
     if dataclasses.is_dataclass(hint):
+        if hasattr(hint, "from_mapping"):  # a section whose keys are not its fields (``model:``)
+            return hint.from_mapping(require_mapping(value, source, f"{key}."), source=source, prefix=f"{key}.")
         return from_dict(hint, value, source=source, prefix=f"{key}.")
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin in (typing.Union, types.UnionType):
@@ -127,29 +139,37 @@ def where(source: str) -> str:
     return f"{source}: " if source else ""
 
 
-def set_dotted(data: dict[str, Any], key: str, value: Any, *, source: str) -> None:
-    """``data[section][name] = value`` for ``key = "section.name"`` (or a top-level ``key``)."""
-    section, _, name = key.rpartition(".")
-    if not section:
-        data[key] = value
-        return
-    target = data.setdefault(section, {})
-    if not isinstance(target, dict):
-        raise ConfigError(f"{where(source)}{section} must be a mapping (key: value lines), got {target!r}")
-    target[name] = value
+def parse_assignment(text: str) -> tuple[str, Any]:
+    """``"train.max_steps=100"`` -> ``("train.max_steps", 100)``: the value is read as YAML
+    (``true``, ``null``, ``[1, 2]``, ``1e-4`` as numbers), the key is checked later, by the config.
+
+    Raises:
+        ConfigError: no ``=``, an empty key, or a value that is not valid YAML.
+    """
+    key, equals, text_value = text.partition("=")
+    key = key.strip()
+    if not equals or not key or any(not part for part in key.split(".")):
+        raise ConfigError(f"expected section.key=value, got {text!r}")
+    if _EXPONENT_NUMBER.fullmatch(text_value.strip()):
+        return key, float(text_value)
+    try:
+        return key, yaml.safe_load(text_value)
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{key}: the value {text_value!r} is not valid YAML ({' '.join(str(err).split())})") from None
 
 
-def to_dict(config: Any) -> dict[str, Any]:
-    """Plain-data form of a dataclass config (tuples become lists, for YAML)."""
-
-    def plain(value):
-        if isinstance(value, tuple | list):
-            return [plain(v) for v in value]
-        if isinstance(value, dict):
-            return {k: plain(v) for k, v in value.items()}
-        return value
-
-    return plain(dataclasses.asdict(config))
+def to_dict(config: Any) -> Any:
+    """Plain-data form of a dataclass config (tuples become lists, for YAML); a section with
+    ``from_mapping`` gives its ``to_mapping()``."""
+    if hasattr(config, "to_mapping"):
+        return to_dict(config.to_mapping())
+    if dataclasses.is_dataclass(config):
+        return {f.name: to_dict(getattr(config, f.name)) for f in dataclasses.fields(config)}
+    if isinstance(config, tuple | list):
+        return [to_dict(value) for value in config]
+    if isinstance(config, dict):
+        return {key: to_dict(value) for key, value in config.items()}
+    return config
 
 
 def read_yaml(path: str | Path) -> dict[str, Any]:

@@ -37,12 +37,11 @@ from tqdm.auto import tqdm
 from genolong import __version__
 from genolong.errors import UserError
 
-from .checksums import Checksum, new_hasher
+from .integrity import CHUNK_SIZE, Checksum, PartFile
 
 log = logging.getLogger(__name__)
 
 USER_AGENT = f"genolong/{__version__} (Python urllib)"
-CHUNK_SIZE = 1 << 20
 #: Longest wait between two attempts, in seconds.
 MAX_BACKOFF = 60.0
 #: HTTP statuses worth another try: timeouts, rate limiting, server-side trouble.
@@ -152,7 +151,7 @@ def download(
     dest = Path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
     expected = list(expected)
-    part = _PartialFile(partial_path(dest), {"sha256", *(check.algorithm for check in expected)})
+    part = PartFile(partial_path(dest), {"sha256", *(check.algorithm for check in expected)})
     try:
         _retrying(
             lambda: _attempt(url, part, timeout, progress, dest.name),
@@ -216,84 +215,6 @@ def _retrying(attempt, *, url: str, retries: int, backoff: float, progress=lambd
             time.sleep(delay)
 
 
-class _PartialFile:
-    """The ``.part`` file opened for appending, and the digests of its bytes, in step.
-
-    Beside it, ``.part.validator`` keeps the server's ``ETag`` (or ``Last-Modified``) of
-    the first response, sent as ``If-Range`` when resuming: a server whose file changed
-    meanwhile then answers with the whole new file instead of the rest of the old one.
-    """
-
-    def __init__(self, path: Path, algorithms: set[str]):
-        self.path = path
-        self._validator_path = path.with_name(path.name + ".validator")
-        self.algorithms = sorted(algorithms)
-        self.handle: BinaryIO = open(path, "ab")  # noqa: SIM115 (closed by close/commit/discard)
-        self.size = self.handle.tell()
-        self.received = 0  # bytes appended by this process
-        self._hashers = {name: new_hasher(name) for name in self.algorithms}
-        if self.size:
-            log.info("%s: resuming after %d bytes", path.name, self.size)
-            with open(path, "rb") as existing:
-                while chunk := existing.read(CHUNK_SIZE):
-                    self._feed(chunk)
-
-    def _feed(self, chunk: bytes) -> None:
-        for hasher in self._hashers.values():
-            hasher.update(chunk)
-
-    def append(self, chunk: bytes) -> None:
-        self.handle.write(chunk)
-        self._feed(chunk)
-        self.size += len(chunk)
-        self.received += len(chunk)
-
-    def restart(self) -> None:
-        """Drop every byte: the source will be read again from its start."""
-        self.handle.seek(0)
-        self.handle.truncate()
-        self.size = 0
-        self._hashers = {name: new_hasher(name) for name in self.algorithms}
-
-    @property
-    def validator(self) -> str | None:
-        """The validator of the resource the bytes came from, if the server gave one."""
-        try:
-            return self._validator_path.read_text() or None
-        except FileNotFoundError:
-            return None
-
-    @validator.setter
-    def validator(self, value: str | None) -> None:
-        if value:
-            self._validator_path.write_text(value)
-        else:
-            self._validator_path.unlink(missing_ok=True)
-
-    def digests(self) -> dict[str, str]:
-        return {name: hasher.hexdigest() for name, hasher in self._hashers.items()}
-
-    def commit(self, dest: Path) -> None:
-        self.handle.flush()
-        os.fsync(self.handle.fileno())
-        self.handle.close()
-        os.replace(self.path, dest)
-        self.validator = None
-
-    def discard(self) -> None:
-        self.handle.close()
-        self.path.unlink(missing_ok=True)
-        self.validator = None
-
-    def close(self) -> None:
-        """Close the file; an empty one (nothing received) is removed."""
-        if not self.handle.closed:
-            self.handle.close()
-            if self.size == 0:
-                self.path.unlink(missing_ok=True)
-                self.validator = None
-
-
 @dataclass
 class _Response:
     """An open source stream that starts at byte ``start`` of a resource of ``total`` bytes."""
@@ -304,7 +225,7 @@ class _Response:
     validator: str | None = None
 
 
-def _attempt(url: str, part: _PartialFile, timeout: float, progress: bool, label: str) -> None:
+def _attempt(url: str, part: PartFile, timeout: float, progress: bool, label: str) -> None:
     """One request: append what the source sends to ``part``; raise _Transient if cut short."""
     try:
         response = _open(url, part.size, timeout, part.validator)

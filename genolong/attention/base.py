@@ -1,0 +1,112 @@
+"""The backbone contract: :class:`Attention`, the base class of every registered attention.
+
+Construction and call (all tensors on one device and in one dtype)::
+
+    attn = build_attention(config, layer_idx)   # validates, then cls(config, layer_idx)
+    out = attn(q, k, v, padding_mask)           # q, k, v: (B, H, L, D)
+                                                # padding_mask: (B, L) bool, True = real token,
+                                                #   or None (no padding)
+                                                # out: (B, H, L, D)
+
+``config`` is a :class:`~genolong.model.configuration.GenolongConfig`, or any object with the
+fields of ``cls.config_defaults`` plus ``num_attention_heads``, ``hidden_size``,
+``max_position_embeddings`` and ``attention_probs_dropout_prob``. ``layer_idx`` seeds per-layer
+randomness (BigBird's random blocks, LSG's LSH projections) as ``attention_seed + layer_idx``.
+
+A subclass implements ``forward`` and overrides what differs from the defaults below. Two kinds
+of declarations:
+
+**What the attention is** (class attributes and classmethods):
+
+* ``config_defaults``: its parameters under the papers' names, with their defaults.
+  ``GenolongConfig`` merges the chosen backbone's dict into itself.
+* ``validate_config(config)``: raises :class:`~genolong.errors.ConfigError` for an impossible
+  setting (a block size that does not divide ``max_position_embeddings``, a window longer than
+  the sequence...). It never falls back to full attention.
+* ``accepts_query_subset``: whether ``forward`` is exact with fewer queries than keys (the
+  queries being the first tokens); lets a classifier's last layer compute [CLS] alone.
+
+**What it needs from the encoder** (read by :mod:`genolong.model.encoder` and
+:mod:`genolong.model.modeling`, which know no backbone by name):
+
+* ``num_extra_global_tokens(config)``: learned global tokens the encoder *prepends* to the
+  token sequence (BigBird-ETC, Longformer, LSG); 0 by default.
+* ``length_multiple(config)``: the encoder pads the token sequence (after the prepended global
+  tokens) to a multiple of this, marking the padding False in ``padding_mask``; 1 by default.
+* ``encoder``: the encoder class that runs the layers, as ``"package.module.Class"``, so that
+  the attention never imports the model. Default: the plain
+  :class:`~genolong.model.encoder.Encoder`; VCC's compressing layers and SLED's chunking are
+  encoder subclasses (a model file next to the attention file).
+* ``masked_tokens_input``: the keyword under which a masked-LM model passes the masked positions
+  ``(B, L)`` bool to the encoder (VCC's ``vip_mask``: the masked tokens are VIPs); None: not passed.
+* ``pooling``: for a sequence classifier, a module ``cls(config)`` mapping hidden states
+  ``(B, L, N)`` and ``attention_mask`` ``(B, L)`` (or None) to one vector ``(B, 1, N)`` (SLED's
+  fusion of every chunk), as ``"package.module.Class"``; None: the classifier reads [CLS].
+
+Global tokens always come first in the sequence the attention sees. A sparse attention treats
+its first ``G`` tokens as global: the prepended ones, or for BigBird-ITC the first
+``num_global_blocks`` blocks of the sequence itself. The first token must be real (padding goes
+at the end), so that every query sees at least one real key. Padded positions receive outputs
+too; they never affect real tokens.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar
+
+import torch
+from torch import nn
+
+from genolong.errors import ConfigError
+
+#: The encoder of every backbone that does not name another.
+PLAIN_ENCODER = "genolong.model.encoder.Encoder"
+
+
+class Attention(nn.Module, ABC):
+    """Base class of the registered attentions: the contract's defaults (module docstring).
+
+    Shapes: q, k, v (B, H, L, D); padding_mask (B, L) bool, True = real, or None; output (B, H, L, D).
+    """
+
+    #: The registry name, set by :func:`genolong.attention.register_attention`.
+    attention_name: ClassVar[str] = "attention"
+    config_defaults: ClassVar[dict[str, Any]] = {}
+    accepts_query_subset: ClassVar[bool] = False
+    encoder: ClassVar[str] = PLAIN_ENCODER
+    masked_tokens_input: ClassVar[str | None] = None
+    pooling: ClassVar[str | None] = None
+
+    def __init__(self, config: Any, layer_idx: int = 0):
+        super().__init__()
+        self.layer_idx = layer_idx
+        self.dropout = float(getattr(config, "attention_probs_dropout_prob", 0.0))
+
+    @classmethod
+    def validate_config(cls, config: Any) -> None:
+        """Raise ConfigError for an impossible setting; by default every setting is possible."""
+
+    @classmethod
+    def num_extra_global_tokens(cls, config: Any) -> int:
+        """Learned global tokens the encoder prepends; none by default."""
+        return 0
+
+    @classmethod
+    def length_multiple(cls, config: Any) -> int:
+        """The encoder pads the sequence to a multiple of this; any length by default."""
+        return 1
+
+    @abstractmethod
+    def forward(
+        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, padding_mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """(B, H, L, D) queries, keys and values -> (B, H, L, D) outputs."""
+
+
+def require_int(config: Any, name: str, minimum: int, backbone: str) -> int:
+    """``config.<name>`` as an int ``>= minimum``, or a ConfigError that names the field."""
+    value = getattr(config, name)
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ConfigError(f"{backbone}: {name} must be an integer >= {minimum}, got {value!r}")
+    return value

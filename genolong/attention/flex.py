@@ -1,0 +1,152 @@
+"""The ``flex_attention`` path of a :class:`~genolong.attention.pattern.BlockPattern`.
+
+``torch.nn.attention.flex_attention`` with a ``BlockMask`` derived from the pattern, compiled
+(``torch.compile``); the compiled function is shared. It is the GPU path for training and
+inference. On CPU it has no backward pass, and it costs a compile on first use: about 20-30 s,
+and a few seconds more for each new shape (batch size or length). ``torch.compile`` keeps a
+limited number of compiled shapes per function, so feed flex a few fixed shapes. The
+``BlockMask`` is cached per pattern, and the attention module caches its patterns per length
+and device.
+
+It agrees with :func:`~genolong.attention.paths.dense_attention` to rounding error (tested);
+shapes are those of :class:`~genolong.attention.paths.PatternInputs`.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+import weakref
+from functools import lru_cache
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention.flex_attention import BlockMask, flex_attention
+
+from genolong.attention.paths import PatternInputs
+from genolong.attention.pattern import BlockPattern
+
+logger = logging.getLogger("genolong.attention")
+
+#: Token tile of flex_attention's BlockMask (its default, and the GPU kernels' tile).
+FLEX_BLOCK_SIZE = 128
+
+_compiled_shapes: set[tuple] = set()
+_block_masks: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # BlockPattern -> BlockMask
+
+
+@lru_cache(maxsize=1)
+def _compiled_flex():
+    return torch.compile(flex_attention, dynamic=False)
+
+
+def flex_block_mask(pattern: BlockPattern, block: int = FLEX_BLOCK_SIZE):
+    """The ``BlockMask`` of ``pattern`` on its device: tiles of ``block`` x ``block`` tokens.
+
+    The pattern is constant on cells of ``r = gcd(G, bq, u, block)`` x ``r`` tokens, apart from
+    the band, so it is evaluated once per cell, never per token pair. A band is handled from
+    each cell's nearest and farthest pair. Tiles whose every pair is visible become *full*
+    (no ``mask_mod`` call); tiles with some visible pairs become *partial*.
+    """
+    length, num_keys, hp, device = pattern.seq_len, pattern.num_keys, pattern.heads, pattern.device
+    q_tiles, k_tiles = -(-length // block), -(-num_keys // block)
+    cell = math.gcd(pattern.num_global, pattern.query_block, pattern.unit, block)
+    q = torch.arange(0, q_tiles * block, cell, device=device)[None, :, None]  # cell corners
+    kv = torch.arange(0, k_tiles * block, cell, device=device)[None, None, :]
+    visible = pattern.mask_mod(with_band=False)(None, torch.arange(hp, device=device)[:, None, None], q, kv)
+    visible = visible & (q < length) & (kv < num_keys)  # (Hp, q cells, k cells)
+    every = visible
+    if pattern.band is not None:
+        banded = (q >= pattern.num_global) & (kv >= pattern.num_global) & (kv < length)
+        distance = (q - kv).abs()
+        visible = visible & (~banded | (distance - (cell - 1) <= pattern.band))  # nearest pair
+        every = every & (~banded | (distance + (cell - 1) <= pattern.band))  # farthest pair
+    per_tile = block // cell
+    any_tile = visible.view(hp, q_tiles, per_tile, k_tiles, per_tile).any(4).any(2)
+    full = every.view(hp, q_tiles, per_tile, k_tiles, per_tile).all(4).all(2)
+    partial = any_tile & ~full
+
+    def ordered(tiles):  # count and indices of the selected tiles, selected ones first
+        order = torch.argsort(tiles.to(torch.int8), dim=-1, descending=True, stable=True)
+        return tiles.sum(-1, dtype=torch.int32)[None], order.to(torch.int32)[None]
+
+    return BlockMask.from_kv_blocks(
+        *ordered(partial),
+        *ordered(full),
+        BLOCK_SIZE=block,
+        mask_mod=pattern.mask_mod(),
+        seq_lengths=(q_tiles * block, k_tiles * block),  # whole tiles: see flex_attention_path
+    )
+
+
+def _flex_layout(pattern: BlockPattern):
+    """``(pad, BlockMask)``: flex runs ``pattern`` with ``pad`` masked tokens after the globals.
+
+    The padding aligns the non-global tokens to the cells of :func:`flex_block_mask`: LSG's and
+    Longformer's single global token would otherwise make every cell one token wide.
+    """
+    if pattern not in _block_masks:
+        pad = -pattern.num_global % math.gcd(pattern.query_block, pattern.unit, FLEX_BLOCK_SIZE)
+        _block_masks[pattern] = pad, flex_block_mask(pattern.with_global_padding(pad))
+    return _block_masks[pattern]
+
+
+def _insert(x: torch.Tensor, at: int, count: int, value) -> torch.Tensor:
+    """``x`` with ``count`` entries of ``value`` inserted at position ``at`` of dim 2."""
+    filler = torch.full((*x.shape[:2], count, *x.shape[3:]), value, dtype=x.dtype, device=x.device)
+    return torch.cat([x[:, :, :at], filler, x[:, :, at:]], dim=2)
+
+
+def flex_attention_path(inputs: PatternInputs, dropout_p: float = 0.0) -> torch.Tensor:
+    """Compiled ``flex_attention`` over the pattern's ``BlockMask``; padding via a ``score_mod``.
+
+    Queries and keys are padded at the end to whole tiles of :data:`FLEX_BLOCK_SIZE` (the extra
+    keys masked, the extra rows dropped): torch 2.13's CPU kernel applies ``score_mod`` and
+    ``mask_mod`` to a last, partial key tile with the stride of a whole tile, so their results
+    land on the wrong scores and the output depends on stale buffer contents (wrong values or
+    NaN that change from call to call with the same inputs).
+
+    The first call for each new shape compiles. It logs a warning and then the compile time.
+    flex has no attention dropout: ``dropout_p`` must be 0 (:func:`~genolong.attention.paths.choose_path`
+    never picks flex otherwise).
+    """
+    if dropout_p:
+        raise ValueError(f"flex_attention has no attention dropout, got dropout_p={dropout_p}")
+    q, key_valid = inputs.q, inputs.key_valid
+    g, length = inputs.pattern.num_global, q.shape[2]
+    pad, block_mask = _flex_layout(inputs.pattern)
+    keys, values = inputs.keys, inputs.values
+    tail = -(keys.shape[2] + pad) % FLEX_BLOCK_SIZE
+    if pad or tail:
+        if key_valid is None:
+            key_valid = torch.ones(q.shape[0], 1, keys.shape[2], dtype=torch.bool, device=q.device)
+        q, keys, values = (_insert(x, g, pad, 0.0) for x in (q, keys, values))
+        key_valid = F.pad(_insert(key_valid, g, pad, False), (0, tail), value=False)
+        keys, values = (F.pad(x, (0, 0, 0, tail)) for x in (keys, values))
+        q = F.pad(q, (0, 0, 0, -q.shape[2] % FLEX_BLOCK_SIZE))
+    score_mod = None
+    if key_valid is not None:
+        shared = key_valid.shape[1] == 1
+
+        def score_mod(score, b, h, q_idx, kv_idx):
+            visible = key_valid[b, 0 if shared else h, kv_idx]
+            return torch.where(visible, score, float("-inf"))
+
+    shape_key = (tuple(q.shape), tuple(keys.shape), q.dtype, q.device.type, key_valid is None)
+    first = shape_key not in _compiled_shapes
+    if first:
+        logger.warning(
+            "flex_attention: compiling for q %s, keys %s, %s on %s; the first call takes "
+            "~20-30 s on CPU (seconds on GPU), and every new shape compiles again",
+            tuple(q.shape),
+            tuple(keys.shape),
+            q.dtype,
+            q.device.type,
+        )
+        started = time.perf_counter()
+    out = _compiled_flex()(q, keys, values, score_mod=score_mod, block_mask=block_mask)
+    if first:
+        _compiled_shapes.add(shape_key)
+        logger.warning("flex_attention: first call for this shape took %.1f s", time.perf_counter() - started)
+    return torch.cat([out[:, :, :g], out[:, :, g + pad : pad + length]], dim=2)

@@ -1,0 +1,331 @@
+"""Build a document-style MLM corpus from a genome (BigBird App. F.1).
+
+For every chromosome and each of ``passes`` passes: start at a random offset in
+``[0, max_start_offset)`` bp, cut consecutive sentences of 500-1000 bp, and group
+50-100 sentences into a document, until the chromosome ends. Sentences that are
+mostly ``N`` (and a final sentence shorter than the minimum) are dropped. Each
+sentence is tokenized on its own.
+
+The layout on disk is described in :mod:`genolong.datasets.corpus`, which reads it.
+Randomness is seeded per (seed, chromosome, pass), so the same seed gives byte-identical
+shards whatever was resumed. Validation and test documents come from held-out chromosomes
+(default as the DeepSEA split: chr7 validation, chr8/chr9 test).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+import zlib
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+from genolong.datasets.corpus import FORMAT, MANIFEST, SPLITS, read_manifest, shard_stem
+from genolong.dna.genome import canonical_chrom
+from genolong.dna.sequence import read_fasta
+from genolong.dna.tokenizer import load_tokenizer, tokenizer_fingerprint
+from genolong.errors import ConfigError, UserError
+from genolong.files import atomic_path, atomic_write_text, sha256_file
+from genolong.outputs import claim_directory
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class CorpusConfig:
+    """How documents are cut (defaults: BigBird App. F.1).
+
+    Attributes:
+        passes: passes over each chromosome, each from a new random start.
+        max_start_offset: the start of a pass is drawn from ``[0, max_start_offset)`` bp.
+        sentence_bp: inclusive range of sentence lengths in bp.
+        sentences_per_document: inclusive range of sentences per document.
+        max_n_fraction: sentences with a larger fraction of ``N`` are dropped.
+        valid_chromosomes, test_chromosomes: held-out chromosomes (aliases allowed).
+        valid_tail_fraction, test_tail_fraction: also hold out this final fraction of
+            every other chromosome (for genomes with too few chromosomes to hold whole
+            ones out, e.g. a single C. elegans chromosome): the tail becomes its own
+            shard, so held-out documents never share sequence with training ones.
+        seed: the corpus seed.
+        encode_batch: sentences tokenized per batch (bounds memory).
+    """
+
+    passes: int = 10
+    max_start_offset: int = 5000
+    sentence_bp: tuple[int, int] = (500, 1000)
+    sentences_per_document: tuple[int, int] = (50, 100)
+    max_n_fraction: float = 0.5
+    valid_chromosomes: list[str] = field(default_factory=lambda: ["chr7"])
+    test_chromosomes: list[str] = field(default_factory=lambda: ["chr8", "chr9"])
+    valid_tail_fraction: float = 0.0
+    test_tail_fraction: float = 0.0
+    seed: int = 0
+    encode_batch: int = 8192
+
+    def __post_init__(self) -> None:
+        self.sentence_bp = tuple(self.sentence_bp)
+        self.sentences_per_document = tuple(self.sentences_per_document)
+        if self.passes < 1:
+            raise ConfigError(f"passes must be >= 1, got {self.passes}")
+        if self.max_start_offset < 1:
+            raise ConfigError(f"max_start_offset must be >= 1, got {self.max_start_offset}")
+        if self.encode_batch < 1:
+            raise ConfigError(f"encode_batch must be >= 1, got {self.encode_batch}")
+        for name in ("sentence_bp", "sentences_per_document"):
+            low, high = getattr(self, name)
+            if not 1 <= low <= high:
+                raise ConfigError(f"{name} must be an inclusive range 1 <= low <= high, got {(low, high)}")
+        if not 0.0 <= self.max_n_fraction <= 1.0:
+            raise ConfigError(f"max_n_fraction must be in [0, 1], got {self.max_n_fraction}")
+        tails = (self.valid_tail_fraction, self.test_tail_fraction)
+        if min(tails) < 0.0 or sum(tails) >= 1.0:
+            raise ConfigError("tail fractions must be >= 0 and sum to less than 1, got "
+                              f"{self.valid_tail_fraction} and {self.test_tail_fraction}")
+        overlap = {canonical_chrom(c) for c in self.valid_chromosomes} & {
+            canonical_chrom(c) for c in self.test_chromosomes}
+        if overlap:
+            raise ConfigError(f"chromosomes both in validation and test: {sorted(overlap)}")
+
+    def split_of(self, chrom: str) -> str:
+        key = canonical_chrom(chrom)
+        if key in {canonical_chrom(c) for c in self.test_chromosomes}:
+            return "test"
+        if key in {canonical_chrom(c) for c in self.valid_chromosomes}:
+            return "valid"
+        return "train"
+
+    def pieces(self, chrom: str, length: int) -> list[tuple[str, str, int, int]]:
+        """How a chromosome is split: ``(split, shard name, start, end)`` pieces."""
+        split = self.split_of(chrom)
+        if split != "train" or not (self.valid_tail_fraction or self.test_tail_fraction):
+            return [(split, chrom, 0, length)]
+        test_start = length - round(length * self.test_tail_fraction)
+        valid_start = test_start - round(length * self.valid_tail_fraction)
+        pieces = [("train", chrom, 0, valid_start),
+                  ("valid", f"{chrom}:{valid_start}-{test_start}", valid_start, test_start),
+                  ("test", f"{chrom}:{test_start}-{length}", test_start, length)]
+        return [piece for piece in pieces if piece[3] > piece[2]]
+
+    def fingerprint(self) -> str:
+        """Hash of everything that changes the shard bytes (not ``encode_batch``)."""
+        fields = {k: v for k, v in asdict(self).items() if k != "encode_batch"}
+        return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def cut_documents(length: int, rng: np.random.Generator, config: CorpusConfig) -> list[list[tuple[int, int]]]:
+    """One pass of BigBird's document cutting over a sequence of ``length`` bp.
+
+    The start offset is drawn from ``[0, max_start_offset)``, or ``[0, length // 4)`` for a
+    sequence too short for that (a held-out tail, a small test genome).
+
+    Returns:
+        Documents, each a list of ``(start, end)`` sentence intervals (0-based,
+        half-open), consecutive and non-overlapping; the last sentence may be short.
+    """
+    s_low, s_high = config.sentence_bp
+    d_low, d_high = config.sentences_per_document
+    position = int(rng.integers(0, max(1, min(config.max_start_offset, length // 4))))
+    documents = []
+    while position < length:
+        sentences = []
+        for _ in range(int(rng.integers(d_low, d_high + 1))):
+            if position >= length:
+                break
+            end = min(position + int(rng.integers(s_low, s_high + 1)), length)
+            sentences.append((position, end))
+            position = end
+        documents.append(sentences)
+    return documents
+
+
+def _rng(seed: int, chrom: str, pass_index: int) -> np.random.Generator:
+    return np.random.default_rng([seed, zlib.crc32(canonical_chrom(chrom).encode()), pass_index])
+
+
+@dataclass
+class ShardInfo:
+    """What a shard's ``<stem>.json`` marker records (see :mod:`genolong.datasets.corpus`)."""
+
+    chrom: str
+    split: str
+    bp: int
+    passes: int
+    documents: int
+    sentences: int
+    tokens: int
+    sentence_bp: int
+    dropped_sentences: int
+    files: dict[str, str]
+    config: str
+    tokenizer: str
+    stem: str = ""  # empty in corpora built before shard names carried the index
+
+
+class _TokenWriter:
+    """Tokenizes sentences in batches and appends their ids to an open uint16 file."""
+
+    def __init__(self, tokenizer, handle, batch_size: int):
+        self.backend = tokenizer.backend_tokenizer
+        self.handle = handle
+        self.batch_size = batch_size
+        self.batch: list[str] = []
+        self.sentence_ends: list[np.ndarray] = []
+        self.tokens = 0
+
+    def add(self, sentence: str) -> None:
+        self.batch.append(sentence)
+        if len(self.batch) >= self.batch_size:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.batch:
+            return
+        encodings = self.backend.encode_batch_fast(self.batch, add_special_tokens=False)
+        lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(encodings))
+        ids = np.fromiter((i for e in encodings for i in e.ids), dtype=np.uint16, count=int(lengths.sum()))
+        self.handle.write(ids.tobytes())
+        self.sentence_ends.append(self.tokens + np.cumsum(lengths))
+        self.tokens += int(lengths.sum())
+        self.batch.clear()
+
+    def sentence_offsets(self) -> np.ndarray:
+        """(n_sentences + 1,) int64 token offsets of the sentences written so far."""
+        self.flush()
+        return np.concatenate([np.zeros(1, dtype=np.int64), *self.sentence_ends])
+
+
+def build_shard(chrom: str, sequence: str, split: str, tokenizer, config: CorpusConfig, folder: Path,
+                tokenizer_id: str, progress=None, *, stem: str) -> ShardInfo:
+    """Cut, tokenize and write the shard of one chromosome (or held-out piece) atomically, as
+    files ``folder/<stem>.*``."""
+    files = {"tokens": f"{stem}.tokens.u16", "sentences": f"{stem}.sentences.i64",
+             "documents": f"{stem}.documents.i64"}
+    min_bp = config.sentence_bp[0]
+    documents: list[tuple[int, int, int, int]] = []
+    n_sentences = kept_bp = dropped = 0
+    with atomic_path(folder / files["tokens"]) as tokens_tmp, open(tokens_tmp, "wb") as handle:
+        writer = _TokenWriter(tokenizer, handle, config.encode_batch)
+        for pass_index in range(config.passes):
+            for doc in cut_documents(len(sequence), _rng(config.seed, chrom, pass_index), config):
+                first = n_sentences
+                for start, end in doc:
+                    text = sequence[start:end]
+                    if end - start < min_bp or text.count("N") > config.max_n_fraction * (end - start):
+                        dropped += 1
+                        continue
+                    writer.add(text)
+                    n_sentences += 1
+                    kept_bp += end - start
+                if n_sentences > first:
+                    documents.append((first, n_sentences, pass_index, doc[0][0]))
+            if progress is not None:
+                progress.update(len(sequence))
+        sentence_offsets = writer.sentence_offsets()
+    with atomic_path(folder / files["sentences"]) as tmp:
+        sentence_offsets.tofile(tmp)
+    with atomic_path(folder / files["documents"]) as tmp:
+        np.asarray(documents, dtype=np.int64).reshape(-1, 4).tofile(tmp)
+    info = ShardInfo(
+        chrom=chrom, split=split, bp=len(sequence), passes=config.passes,
+        documents=len(documents), sentences=n_sentences, tokens=writer.tokens, sentence_bp=kept_bp,
+        dropped_sentences=dropped, files={k: sha256_file(folder / v) for k, v in files.items()},
+        config=config.fingerprint(), tokenizer=tokenizer_id, stem=stem,
+    )
+    atomic_write_text(folder / f"{stem}.json", json.dumps(asdict(info), indent=1) + "\n")
+    return info
+
+
+def _finished_shard(folder: Path, stem: str, chrom: str, config: CorpusConfig, tokenizer_id: str) -> ShardInfo | None:
+    """The shard's marker when it was built for this piece, configuration and tokenizer; an
+    unreadable marker (an interrupted copy, a foreign file) means: build it again."""
+    marker = folder / f"{stem}.json"
+    if not marker.exists():
+        return None
+    try:
+        info = ShardInfo(**json.loads(marker.read_text()))
+    except (ValueError, TypeError):
+        log.warning("%s is not a shard marker; the shard is built again", marker)
+        return None
+    return info if (info.chrom, info.config, info.tokenizer) == (chrom, config.fingerprint(), tokenizer_id) else None
+
+
+def build_corpus(genome: str | Path, tokenizer_dir: str | Path, out: str | Path, config: CorpusConfig,
+                 *, show_progress: bool = True) -> dict:
+    """Build (or resume) the corpus of ``genome`` in ``out``; returns the manifest.
+
+    Raises:
+        UserError: the genome yields no usable sentence, or ``out`` holds a corpus made
+            with another tokenizer or configuration (never overwritten silently).
+    """
+    out = Path(out)
+    tokenizer = load_tokenizer(tokenizer_dir)
+    tokenizer_id = tokenizer_fingerprint(tokenizer)
+    manifest_path = out / MANIFEST
+    if manifest_path.exists():
+        old = read_manifest(manifest_path)
+        if (old.get("config_fingerprint"), old.get("tokenizer_fingerprint")) != (config.fingerprint(), tokenizer_id):
+            raise UserError(f"{out} holds a corpus built with another tokenizer or configuration",
+                            hint="choose another --out or delete it")
+    claim_directory(out, "corpus")
+    started = time.perf_counter()
+    shards, built_bp = _build_shards(genome, tokenizer, tokenizer_id, out, config, show_progress)
+    seconds = time.perf_counter() - started
+    manifest = {
+        "format": FORMAT,
+        "genome": str(genome),
+        "tokenizer": str(tokenizer_dir),
+        "tokenizer_fingerprint": tokenizer_id,
+        "vocab_size": len(tokenizer),
+        "config": asdict(config),
+        "config_fingerprint": config.fingerprint(),
+        "totals": _split_totals(genome, shards, config),
+        "shards": [asdict(s) for s in shards],
+        "build": {"seconds": round(seconds, 2), "built_mbp": built_bp / 1e6,
+                  "mbp_per_s": round(built_bp / 1e6 / seconds, 3) if built_bp else None},
+    }
+    atomic_write_text(manifest_path, json.dumps(manifest, indent=1) + "\n")
+    return manifest
+
+
+def _build_shards(genome, tokenizer, tokenizer_id: str, out: Path, config: CorpusConfig,
+                  show_progress: bool) -> tuple[list[ShardInfo], int]:
+    """Every piece's shard, built or (when finished before) reused; and the bp tokenized now."""
+    shards: list[ShardInfo] = []
+    built_bp = 0
+    with tqdm(unit="bp", unit_scale=True, desc="corpus", disable=None if show_progress else True) as progress:
+        for record in read_fasta(genome):
+            for split, name, start, end in config.pieces(record.name, len(record)):
+                folder = out / split
+                folder.mkdir(parents=True, exist_ok=True)
+                stem = shard_stem(len(shards), name)
+                info = _finished_shard(folder, stem, name, config, tokenizer_id)
+                if info is None:
+                    info = build_shard(name, record.sequence[start:end], split, tokenizer, config, folder,
+                                       tokenizer_id, progress, stem=stem)
+                    built_bp += info.bp * config.passes
+                else:
+                    log.info("%s: shard already built, skipped", name)
+                shards.append(info)
+    return shards, built_bp
+
+
+def _split_totals(genome, shards: list[ShardInfo], config: CorpusConfig) -> dict[str, dict[str, int]]:
+    """Counts per split; a split without sentences is an error (nothing to train or validate on)."""
+    if not any(s.sentences for s in shards):
+        raise UserError(f"{genome}: no usable sequence (every sentence is mostly N or shorter than "
+                        f"{config.sentence_bp[0]} bp)")
+    totals = {split: {key: sum(getattr(s, key) for s in shards if s.split == split)
+                      for key in ("bp", "documents", "sentences", "tokens", "sentence_bp")} for split in SPLITS}
+    empty = [split for split in SPLITS if not totals[split]["sentences"]]
+    if empty:
+        raise UserError(f"{genome}: the corpus would have no {' and no '.join(empty)} documents (held-out "
+                        f"chromosomes: valid {', '.join(config.valid_chromosomes) or 'none'}, test "
+                        f"{', '.join(config.test_chromosomes) or 'none'})",
+                        hint="name chromosomes of this genome, or hold out tails with --valid-tail-fraction "
+                             "and --test-tail-fraction")
+    return totals

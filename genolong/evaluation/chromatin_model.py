@@ -1,0 +1,53 @@
+"""Evaluate a chromatin classifier directory on one split of a prepared DeepSEA dataset
+(``genolong chromatin eval``): score its rows (optionally both strands), write the per-profile AUC
+table (:func:`~genolong.evaluation.chromatin.write_auc_table`) and summarise the median ROC AUC per
+profile class (TF, DHS, HM)."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from tqdm import tqdm
+
+from genolong.datasets.chromatin import PreparedChromatin
+from genolong.evaluation.chromatin import evaluate_chromatin, write_auc_table
+from genolong.evaluation.metrics import ProfileAUCs, median_auc_by_class
+from genolong.evaluation.profiles import profile_classes
+from genolong.inference.classifier import Classifier, StrandAveraged
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ChromatinEvaluation:
+    """The per-profile AUCs, the number of rows scored and the median ROC AUC per profile class
+    (:func:`~genolong.evaluation.metrics.median_auc_by_class`)."""
+
+    aucs: ProfileAUCs
+    rows: int
+    medians: dict[str, dict[str, float | int]]
+
+
+def evaluate_chromatin_model(model: Path, data: Path, split_name: str, out: Path, *, rc: bool = False,
+                             limit: int | None = None, batch_size: int = 16, device: str = "auto") -> ChromatinEvaluation:
+    """Score the rows of split ``split_name`` of the prepared chromatin dataset ``data`` with the classifier in
+    ``model``, write the AUC table to ``out`` and return the summary. ``rc`` averages each row's probabilities
+    with its reverse complement's; ``limit`` scores that many evenly spaced rows. A model trained on another
+    window length is evaluated all the same, with a warning.
+
+    Raises:
+        InputError: ``model`` is not a chromatin classifier, ``data`` not a prepared dataset or without that split.
+    """
+    classifier = Classifier.load(model, task="chromatin", device=device)
+    split = PreparedChromatin(data)[split_name]
+    if split.context != classifier.info.window_bp:
+        log.warning("the model was trained on %d-bp windows, %s holds %d-bp windows",
+                    classifier.info.window_bp, data, split.context)
+    scorer = StrandAveraged(classifier) if rc else classifier
+    with tqdm(unit=" rows", disable=None, file=sys.stderr, desc=split.name) as progress:
+        aucs, rows = evaluate_chromatin(scorer, split, batch_size=batch_size, limit=limit, progress=progress)
+    write_auc_table(out, aucs)
+    return ChromatinEvaluation(aucs, len(rows), median_auc_by_class(aucs.roc_auc, profile_classes()))

@@ -1,0 +1,103 @@
+"""Score the records of a FASTA file with a classifier and write the tables (``genolong promoter predict``,
+its shortcut ``genolong predict-promoter``, and ``genolong chromatin predict``).
+
+The FASTA (plain, gzip or bgzip) is streamed one record at a time; a record longer than the model's
+window is scanned in windows ``stride`` bp apart (:mod:`genolong.inference.records`); ``rc`` averages
+each window's probabilities with its reverse complement's. More than one device or node scores the
+windows on several ranks and merges them into the same files (:mod:`genolong.inference.record_loop`).
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from tqdm import tqdm
+
+from genolong.errors import UserError
+from genolong.inference.classifier import Classifier, StrandAveraged, default_promoter_model, describe_model
+from genolong.inference.record_loop import ranks_trainer, score_records
+from genolong.inference.writers import (
+    PredictionCounts,
+    open_outputs,
+    write_chromatin_table,
+    write_promoter_tables,
+)
+
+#: bp between chromatin windows when no stride is given (DeepSEA's 200-bp bins).
+CHROMATIN_STRIDE = 200
+
+
+@dataclass(frozen=True)
+class FastaPrediction:
+    """What to score and how. ``model`` None: the shipped promoter model. ``out`` None: standard output
+    (one rank only). ``stride`` / ``min_length`` None: the model's defaults (promoter: half the window;
+    minimum: the model's ``min_bp``). ``device`` is that of a one-process run."""
+
+    fasta: Path
+    model: Path | None = None
+    out: Path | None = None
+    stride: int | None = None
+    rc: bool = False
+    batch_size: int = 32
+    min_length: int | None = None
+    device: str = "auto"
+    accelerator: str = "auto"
+    devices: int | str = 1
+    num_nodes: int = 1
+
+
+def _load(run: FastaPrediction, path: Path, task: str):
+    """The classifier, on this rank's device, and the Trainer of a run on several ranks (None for one)."""
+    trainer = ranks_trainer(run.accelerator, run.devices, run.num_nodes)
+    if trainer is not None and run.out is None:
+        raise UserError("--devices/--num-nodes above 1 need --out (the ranks' parts are kept beside it)")
+    device = run.device if trainer is None else str(trainer.strategy.root_device)
+    return Classifier.load(path, task=task, device=device), trainer
+
+
+def _scored_records(run: FastaPrediction, classifier: Classifier, trainer, default_stride: int):
+    """The records of ``run.fasta``, windowed, scored and grouped by record; None on a rank other than 0."""
+    info = classifier.info
+    progress = None if trainer is not None else tqdm(unit=" windows", disable=None, file=sys.stderr,
+                                                     desc=run.fasta.name)
+    return score_records(
+        run.fasta, StrandAveraged(classifier) if run.rc else classifier, window=info.window_bp,
+        stride=default_stride if run.stride is None else run.stride,
+        min_length=info.min_bp if run.min_length is None else run.min_length, batch_size=run.batch_size,
+        trainer=trainer, parts=None if run.out is None else run.out.parent / f".{run.out.name}.parts",
+        progress=progress,
+    )
+
+
+def predict_promoters(run: FastaPrediction, *, windows: Path | None = None,
+                      bed: Path | None = None) -> tuple[PredictionCounts, float] | None:
+    """Write the per-record table to ``run.out``, and optionally the per-window table and the BED of predicted
+    promoter regions (:func:`~genolong.inference.writers.write_promoter_tables`). Returns the counts and the
+    model's threshold; None on a rank other than 0."""
+    path = run.model or default_promoter_model()
+    classifier, trainer = _load(run, path, "promoter")
+    records = _scored_records(run, classifier, trainer, max(1, classifier.info.window_bp // 2))
+    if records is None:
+        return None
+    header = f"# {describe_model(path if run.model else f'{path} (default)', classifier.info)}\n"
+    extra = [path for path in (windows, bed) if path is not None]
+    with open_outputs(run.out, *extra) as handles:
+        counts = write_promoter_tables(
+            records, classifier.info.threshold, header, handles[0],
+            windows=handles[1] if windows else None, bed=handles[-1] if bed else None,
+            strand="." if run.rc else "+",
+        )
+    return counts, classifier.info.threshold
+
+
+def predict_chromatin(run: FastaPrediction) -> PredictionCounts | None:
+    """Write one row of profile probabilities per window to ``run.out``
+    (:func:`~genolong.inference.writers.write_chromatin_table`); None on a rank other than 0."""
+    classifier, trainer = _load(run, run.model, "chromatin")
+    records = _scored_records(run, classifier, trainer, CHROMATIN_STRIDE)
+    if records is None:
+        return None
+    with open_outputs(run.out) as (out,):
+        return write_chromatin_table(records, classifier.info.label_names, out)

@@ -1,0 +1,216 @@
+"""What a fine-tuning task is: :class:`FinetuneTask` (its data, validation metric, test report
+and printed summary), the run config :class:`FinetuneConfig`, and the registry of tasks.
+
+Every task puts C independent sigmoid outputs on the [CLS] token and trains them with binary
+cross-entropy; the generic run (:func:`genolong.tasks.finetune.run_finetune`) does the rest.
+Adding a task is one module that subclasses :class:`FinetuneTask` and registers an instance
+with :func:`register_task` (the built-in ones: :mod:`genolong.tasks.promoter`,
+:mod:`genolong.tasks.chromatin`); its name is the config's ``task:``, and its command group adds
+``genolong NAME finetune`` with :func:`genolong.commands.finetune.add_parser`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from genolong.config import from_dict
+from genolong.config.model_section import ModelSection
+from genolong.config.presets import apply_overrides, read_preset
+from genolong.configs import preset_path
+from genolong.dna.tokenizer import TokenizerTrainConfig
+from genolong.errors import ConfigError, UserError
+from genolong.inference.classifier import Classifier
+from genolong.tasks.common import TrainConfig
+
+
+class LabelledSequences(Protocol):
+    """One split: ``sequence(i)`` is the model input (str), ``labels(i)`` its (C,) float32 targets."""
+
+    def __len__(self) -> int: ...
+
+    def sequence(self, index: int) -> str: ...
+
+    def labels(self, index: int) -> np.ndarray: ...
+
+    def all_labels(self, rows: np.ndarray) -> np.ndarray: ...
+
+
+class SequenceRows:
+    """A split held in memory: ``sequences`` (N) and their ``targets`` (N, C) float32 (or (N,): C = 1)."""
+
+    def __init__(self, sequences: list[str], targets: np.ndarray):
+        targets = np.asarray(targets, dtype=np.float32)
+        self.sequences = sequences
+        self.targets = targets[:, None] if targets.ndim == 1 else targets
+
+    def __len__(self) -> int:
+        return len(self.sequences)
+
+    def sequence(self, index: int) -> str:
+        return self.sequences[index]
+
+    def labels(self, index: int) -> np.ndarray:
+        return self.targets[index]
+
+    def all_labels(self, rows: np.ndarray) -> np.ndarray:
+        return self.targets[rows]
+
+
+@dataclass
+class TaskData:
+    """A task's splits (``train`` and ``valid`` at least, ``test`` for a test report) and what the
+    classifier directory records about them: the label names (C), the window the inputs cover
+    and the shortest input, in bp, and the dataset's provenance (``source["data"]``: its path)."""
+
+    task: str
+    splits: dict[str, LabelledSequences]
+    label_names: list[str]
+    window_bp: int
+    min_bp: int
+    source: dict[str, Any]
+
+
+class FinetuneTask(ABC):
+    """One fine-tuning task. Subclasses set the class attributes and implement the methods."""
+
+    #: The registry name: ``task:`` in configs, ``genolong NAME finetune``.
+    name: str
+    #: The validation metric early stopping and the best checkpoint follow (higher is better).
+    monitor: str
+
+    @property
+    def default_preset(self) -> str:
+        """The preset ``genolong NAME finetune`` uses without ``--config`` (a shipped one for built-in tasks)."""
+        return f"{self.name}_tiny"
+
+    def check_config(self, config: FinetuneConfig) -> None:
+        """Raise ConfigError for settings this task cannot use (by default, it can use all)."""
+        return
+
+    @abstractmethod
+    def load_data(self, data_dir: Path) -> TaskData:
+        """The task's dataset directory opened, or a UserError saying what is wrong with it."""
+
+    @abstractmethod
+    def validation_metrics(self, labels: np.ndarray, probabilities: np.ndarray) -> dict[str, float]:
+        """``val/...`` metrics, :attr:`monitor` among them, from labels and probabilities, both (N, C)."""
+
+    @abstractmethod
+    def test_report(self, classifier: Classifier, data: TaskData, config: FinetuneConfig, out: Path) -> dict:
+        """The report's task part, from the best model (``classifier``, changed in place where the
+        task calibrates it); a ``threshold`` key is saved with the classifier."""
+
+    @abstractmethod
+    def summary(self, report: dict) -> str:
+        """The test results of a finished run's report as printed text."""
+
+
+_TASKS: dict[str, FinetuneTask] = {}
+
+#: Modules that register the built-in tasks when imported.
+_BUILTIN_MODULES = ("promoter", "chromatin")
+
+
+def register_task(task: FinetuneTask) -> FinetuneTask:
+    """Register ``task`` under ``task.name``; returns it."""
+    if task.name in _TASKS and type(_TASKS[task.name]) is not type(task):
+        raise ValueError(f"task {task.name!r} is already registered to {type(_TASKS[task.name]).__name__}")
+    _TASKS[task.name] = task
+    return task
+
+
+def _load_builtins() -> None:
+    for module in _BUILTIN_MODULES:
+        importlib.import_module(f"genolong.tasks.{module}")
+
+
+def get_task(name: str) -> FinetuneTask:
+    """The task registered under ``name``; a ConfigError for an unknown name."""
+    _load_builtins()
+    if name not in _TASKS:
+        raise ConfigError(f"unknown task {name!r}; choose one of: {', '.join(sorted(_TASKS))}")
+    return _TASKS[name]
+
+
+def available_tasks() -> list[str]:
+    """The registered task names, sorted."""
+    _load_builtins()
+    return sorted(_TASKS)
+
+
+@dataclass
+class FinetuneConfig:
+    """A fine-tuning run; a YAML preset fills it (``configs/finetune/``).
+
+    Attributes:
+        task: a registered task (:func:`available_tasks`): ``promoter``, ``chromatin``, ...
+        max_len: tokens per input, [CLS] and [SEP] included; longer inputs keep their
+            central tokens (BigBird: 4096).
+        model: ``GenolongConfig`` fields. From scratch: all of them (``vocab_size`` comes from
+            the tokenizer, ``max_position_embeddings`` defaults to max_len). With a pretrained
+            model: only the backbone, its attention parameters, dropout and
+            ``positive_label_weight`` apply; the architecture is the pretrained one.
+        tokenizer: how to train a tokenizer on the training split (from scratch only).
+        patience: validation rounds without improvement of the monitored metric before stopping.
+        kmer_baseline: promoter: also fit the k-mer baseline on the same splits.
+        crop_min_bp: train on random crops, each training input a random sub-window of
+            ``crop_min_bp`` bp up to its full length (for promoters, a random shift of the window
+            around the TSS); the classifier then scores records from ``crop_min_bp`` bp. None:
+            whole sequences.
+        calibrate: promoter: Platt-scale the probability on the validation split, folded
+            into the output layer (:mod:`genolong.evaluation.calibration`), before the
+            threshold is chosen there.
+        test_rows: evaluate this many evenly spaced test rows (None: all).
+        batch_size_eval: inputs per model call when scoring validation and test after training.
+        train: optimisation and run settings (``val_windows`` = validation inputs, evenly
+            spaced over the validation split).
+    """
+
+    task: str = "promoter"
+    max_len: int = 512
+    model: ModelSection = field(default_factory=ModelSection)
+    tokenizer: TokenizerTrainConfig = field(default_factory=lambda: TokenizerTrainConfig(vocab_size=256))
+    patience: int = 5
+    kmer_baseline: bool = True
+    crop_min_bp: int | None = None
+    calibrate: bool = False
+    test_rows: int | None = None
+    batch_size_eval: int = 64
+    train: TrainConfig = field(default_factory=TrainConfig)
+
+    def __post_init__(self) -> None:
+        if self.max_len < 3:
+            raise ConfigError(f"max_len must be >= 3 ([CLS] token [SEP]), got {self.max_len}")
+        if self.patience < 1 or self.batch_size_eval < 1:
+            raise ConfigError("patience and batch_size_eval must be >= 1")
+        if self.crop_min_bp is not None and self.crop_min_bp < 1:
+            raise ConfigError(f"crop_min_bp must be >= 1 or null, got {self.crop_min_bp}")
+        if self.test_rows is not None and self.test_rows < 1:
+            raise ConfigError(f"test_rows must be >= 1 or null, got {self.test_rows}")
+        get_task(self.task).check_config(self)
+
+
+def load_finetune_config(
+    task: str, preset: str | Path | None = None, overrides: dict[str, Any] | None = None
+) -> FinetuneConfig:
+    """A YAML file or shipped preset (default: the task's own) with dotted ``overrides``
+    (``train.max_steps``, ``model.backbone``: see :func:`genolong.config.apply_overrides`).
+
+    A YAML file may start from another with ``extends: other.yaml``.
+    """
+    source = preset_path("finetune", str(preset or get_task(task).default_preset))
+    data = apply_overrides(read_preset(source), overrides or {}, str(source))
+    if data.setdefault("task", task) != task:
+        raise UserError(f"{source} is a {data['task']} preset, not a {task} one")
+    return from_dict(FinetuneConfig, data, source=str(source))
+
+
+def report_summary(report: dict) -> str:
+    """The printed test results of a finished fine-tuning ``report``, by its task."""
+    return get_task(report["task"]).summary(report)

@@ -1,0 +1,76 @@
+"""The prediction tables (genolong/inference/writers.py) on hand-checked records: rows, skipped records,
+merged BED regions, and outputs that appear only when complete."""
+
+from __future__ import annotations
+
+import io
+import sys
+
+import numpy as np
+import pytest
+
+from genolong.inference.records import Skipped, Window
+from genolong.inference.writers import (
+    PredictionCounts,
+    open_outputs,
+    write_chromatin_table,
+    write_promoter_tables,
+)
+
+
+def _records():
+    """Record ``a`` (300 bp): windows 0-100 (0.9), 50-150 (0.7), 100-200 (0.2), 200-300 (0.6);
+    record ``b`` (40 bp): too short."""
+    scores = [(0, 0.9), (50, 0.7), (100, 0.2), (200, 0.6)]
+    windows = [(Window(0, "a", 300, start, start + 100, ""), np.array([p], dtype=np.float32)) for start, p in scores]
+    return [(windows[0][0], iter(windows)), (Skipped(1, "b", 40, "shorter than 50 bp"), iter(()))]
+
+
+def test_promoter_tables_by_hand():
+    out, windows, bed = io.StringIO(), io.StringIO(), io.StringIO()
+    counts = write_promoter_tables(_records(), 0.5, "# model m\n", out, windows=windows, bed=bed, strand="+")
+    assert counts == PredictionCounts(records=2, windows=4, skipped=1, promoters=1)
+    assert out.getvalue() == (
+        "# model m\nid\tlength\twindows\tprobability\tlabel\terror\n"
+        "a\t300\t4\t0.9000\t1\t\n"
+        "b\t40\t0\t\t\tshorter than 50 bp\n"
+    )
+    assert windows.getvalue().splitlines()[1:] == [
+        "id\tstart\tend\tprobability\tlabel",
+        "a\t0\t100\t0.9000\t1", "a\t50\t150\t0.7000\t1", "a\t100\t200\t0.2000\t0", "a\t200\t300\t0.6000\t1",
+    ]
+    # 0-100 and 50-150 overlap: one region with the best score; 100-200 is below the threshold
+    assert bed.getvalue() == "a\t0\t150\tpromoter\t900\t+\na\t200\t300\tpromoter\t600\t+\n"
+
+
+def test_promoter_table_alone_and_a_record_below_the_threshold():
+    out = io.StringIO()
+    counts = write_promoter_tables(_records(), 0.95, "# m\n", out)
+    assert counts.promoters == 0
+    assert out.getvalue().splitlines()[2] == "a\t300\t4\t0.9000\t0\t"
+
+
+def test_chromatin_table_by_hand():
+    window = Window(0, "r", 1000, 0, 1000, "")
+    records = [(window, iter([(window, np.array([0.25, 1.0]))])), (Skipped(1, "s", 3, "too short"), iter(()))]
+    out = io.StringIO()
+    counts = write_chromatin_table(records, ["K562|CTCF|None", "HeLa|DNase|None"], out)
+    assert counts == PredictionCounts(records=2, windows=1, skipped=1)
+    assert out.getvalue() == (
+        "id\tlength\tstart\tend\tK562|CTCF|None\tHeLa|DNase|None\terror\n"
+        "r\t1000\t0\t1000\t0.2500\t1.0000\t\n"
+        "s\t3\t\t\t\t\ttoo short\n"
+    )
+    assert all(line.count("\t") == 6 for line in out.getvalue().splitlines())
+
+
+def test_outputs_appear_only_when_complete(tmp_path):
+    path = tmp_path / "out.tsv"
+    with pytest.raises(RuntimeError), open_outputs(path) as (handle,):
+        handle.write("partial\n")
+        raise RuntimeError("stopped")
+    assert list(tmp_path.iterdir()) == []
+    with open_outputs(path, None) as (handle, stdout):
+        handle.write("done\n")
+        assert not path.exists()
+    assert path.read_text() == "done\n" and stdout is sys.stdout
