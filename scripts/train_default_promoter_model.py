@@ -22,7 +22,7 @@ same training split, stacked with the network in logit space on the validation s
 calibrates their sum). The first two steps are those of these commands::
 
     genolong promoter prepare-sources --spec default --root ../shared/data --out WORK/data
-    genolong finetune promoter --data WORK/data --out WORK/run --config promoter_default
+    genolong promoter finetune --data WORK/data --out WORK/run --config promoter_default
 
 With ``--install`` the ensemble goes into the package with a README that records the data,
 the commands, the commit and the metrics next to the k-mer baseline's and the network's.
@@ -179,7 +179,7 @@ shared with other jobs, no GPU; dataset, training and stacking took {report["sec
 first two steps are
 
     genolong promoter prepare-sources --spec {SPEC} --root ../shared/data --out WORK/data
-    genolong finetune promoter --data WORK/data --out WORK/run --config {PRESET}
+    genolong promoter finetune --data WORK/data --out WORK/run --config {PRESET}
 
 then the k-mer component is fitted and stacked (`genolong.evaluation.kmer_ensemble`).
 
