@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from genolong.bench import attention as attention_bench
-from genolong.bench import cpu_precision
+from genolong.bench import cpu_precision, runner
 from genolong.bench.converted import CONVERTED
 
 TINY = attention_bench.BenchSize(vocab_size=64, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32)
@@ -62,3 +62,9 @@ def test_explicit_bf16_on_a_slow_cpu_warns_with_the_measurement(monkeypatch, cap
 def test_matmul_rates_are_measured():
     rates = cpu_precision.matmul_rates(64)
     assert rates.fp32 > 0 and rates.bf16 > 0
+
+
+def test_the_plan_check_accepts_the_peers_on_request():
+    """Peers (converted ones included) are built by their own code, not as genolong backbones."""
+    pairs = [(name, 4096) for name in (*attention_bench.OPTIONAL_PEERS, *attention_bench.PEERS)]
+    runner.check_plan(pairs, attention_bench.BenchSize())

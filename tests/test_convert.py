@@ -198,24 +198,26 @@ def test_gena_pre_ln_bert(real_data, tmp_path, config_name, last_layer_norm):
 
 
 # -- ESM (Nucleotide Transformer v1: absolute positions) -----------------------------------------
-def esm_source(out):
-    """A small EsmForMaskedLM in Nucleotide Transformer v1's layout, with an EsmTokenizer of 6-mers."""
+def esm_source(out, classifier_labels=None):
+    """A small EsmForMaskedLM in Nucleotide Transformer v1's layout, with its EsmTokenizer of 6-mers
+    (``vocab.txt`` and ``tokenizer_config.json``, no ``tokenizer.json``); with ``classifier_labels`` (config fields) an EsmForSequenceClassification."""
     from itertools import product
 
-    from transformers import EsmConfig, EsmForMaskedLM, EsmTokenizer
+    from transformers import EsmConfig, EsmForMaskedLM, EsmForSequenceClassification, EsmTokenizer
 
     out.mkdir()
-    vocab = ["<unk>", "<pad>", "<mask>", "<cls>", "<eos>", "<bos>", *("".join(k) for k in product("ACGT", repeat=3)),
-             "A", "C", "G", "T", "N"]
+    vocab = ["<unk>", "<pad>", "<mask>", "<cls>", "<eos>", "<bos>", *("".join(k) for k in product("ACGT", repeat=6)),
+             "A", "T", "C", "G", "N"]  # Nucleotide Transformer v1's vocab.txt
     (out / "vocab.txt").write_text("\n".join(vocab) + "\n")
     EsmTokenizer(str(out / "vocab.txt")).save_pretrained(str(out))
     config = EsmConfig(
         vocab_size=len(vocab), pad_token_id=1, mask_token_id=2, max_position_embeddings=258,
         position_embedding_type="absolute", emb_layer_norm_before=False, token_dropout=False,
-        tie_word_embeddings=False, **SMALL_ESM,
+        tie_word_embeddings=False, **SMALL_ESM, **(classifier_labels or {}),
     )
-    source = randomize(EsmForMaskedLM(config))
-    save_source(out, config.to_dict(), source.state_dict(), safetensors=True)
+    model_class = EsmForMaskedLM if classifier_labels is None else EsmForSequenceClassification
+    source = randomize(model_class(config))
+    save_source(out, config.to_dict() | {"architectures": [model_class.__name__]}, source.state_dict(), safetensors=True)
     return source, len(vocab)
 
 
@@ -231,6 +233,36 @@ def test_esm_absolute_positions(tmp_path):
     for lengths in ([256], [200, 77, 5]):
         ids, mask = token_batch(lengths, vocab, seed=len(lengths), special=(3, 4, 1))
         assert_same_outputs(genolong_hidden_states(converted, ids, mask), transformers_outputs(source, ids, mask), mask)
+
+
+def test_nucleotide_transformer_tokenizer_gets_a_tokenizer_json_with_the_same_ids(real_data, tmp_path):
+    """The converted directory's fast tokenizer, as genolong's commands load it, encodes real genome
+    sequence (human chr17, C. elegans chrX) and N runs to EsmTokenizer's ids, and genolong's
+    encoder frames them as ESM does: <cls> tokens <eos>."""
+    from transformers import EsmTokenizer
+
+    from genolong.dna.sequence import read_fasta
+    from genolong.inference.classifier import TokenEncoder
+    from genolong.model.loading import load_model_tokenizer
+
+    esm_source(tmp_path / "src")
+    assert not (tmp_path / "src" / "tokenizer.json").exists()
+    converted = convert_checkpoint(tmp_path / "src", tmp_path / "out")
+    assert (tmp_path / "out" / "tokenizer.json").is_file()
+    fast = load_model_tokenizer(tmp_path / "out", converted.config)
+    slow = EsmTokenizer(str(tmp_path / "src" / "vocab.txt"))
+    assert (converted.config.cls_token_id, converted.config.sep_token_id) == (slow.cls_token_id, slow.eos_token_id)
+    pieces = []
+    for genome in ("chr17.hg19.part.fa", "ce2chrX.fa.gz"):
+        sequence = next(read_fasta(real_data / "genomes" / genome)).sequence
+        pieces += [sequence[start : start + 997] for start in range(0, len(sequence) - 997, len(sequence) // 20)]
+    pieces += ["ACGTN" * 9, "ACGTACNNNNNNNNNNNNACGTAC", "ACGTACGTACG"]
+    assert any("N" in piece for piece in pieces)
+    expected = [slow(piece)["input_ids"] for piece in pieces]
+    assert [fast(piece)["input_ids"] for piece in pieces] == expected
+    framed = TokenEncoder(fast, max_len=400)(pieces[:4])
+    for row, ids in zip(framed["input_ids"].tolist(), expected[:4], strict=True):
+        assert row[: len(ids)] == ids
 
 
 def test_genolong_feeds_gena_tokenizer_what_it_expects(real_data, tmp_path):

@@ -11,7 +11,14 @@ import torch
 from classify_helpers import promoter_dataset
 from convert_helpers import copy_gena_tokenizer, gena_config, randomize, save_source
 from test_convert import gena_pre_ln_state
-from transformers import BigBirdConfig, BigBirdForPreTraining
+from test_predict import read_tsv
+from transformers import (
+    BertConfig,
+    BertForSequenceClassification,
+    BigBirdConfig,
+    BigBirdForPreTraining,
+    BigBirdForSequenceClassification,
+)
 
 from genolong.cli import main
 from genolong.dna.sequence import write_fasta
@@ -79,7 +86,7 @@ def broken_source(kind, real_data, src):
         ("deepspeed sparse", "random block layout is not stored"),
         ("dnabert2", "DNABERT-2 (ALiBi attention bias, GEGLU feed-forward) is not supported"),
         ("vocabulary", "the tokenizer has 32000 tokens but the embedding matrix 4000 rows"),
-        ("classifier weights", "weights with no place in a genolong masked-LM model: classifier.weight"),
+        ("classifier weights", "a bert checkpoint with classifier weights is not supported: genolong's classifier"),
     ],
 )
 def test_bad_sources_exit_2_with_one_line_and_write_nothing(kind, message, real_data, tmp_path, capsys):
@@ -88,6 +95,44 @@ def test_bad_sources_exit_2_with_one_line_and_write_nothing(kind, message, real_
     assert code == 2 and message in captured.err, captured.err
     assert len(captured.err.strip().splitlines()) == 1
     assert not (tmp_path / "out").exists() and sorted(p.name for p in tmp_path.iterdir()) == ["src"]
+
+
+def sequence_classifier_source(family, real_data, out):
+    """transformers' sequence classifier of ``family`` (scaled down, random weights, 3 labels), saved
+    with its config's ``architectures``, ``num_labels`` and ``id2label``, and a tokenizer of its vocabulary."""
+    labels = {"num_labels": 3, "id2label": {0: "a", 1: "b", 2: "c"}, "label2id": {"a": 0, "b": 1, "c": 2}}
+    if family == "esm":
+        from test_convert import esm_source
+
+        esm_source(out, classifier_labels=labels)
+        return
+    config_class, model_class, name = {
+        "bert": (BertConfig, BertForSequenceClassification, "L12-H768-A12-V32k-preln.json"),
+        "big_bird": (BigBirdConfig, BigBirdForSequenceClassification, "hf_bigbird_L12-H768-A12-V32k-L4096.json"),
+    }[family]
+    fields = {k: v for k, v in gena_config(real_data, name).items() if k not in ("pre_layer_norm", "last_layer_norm")}
+    model = model_class(config_class(**fields, **labels))
+    config = model.config.to_dict() | {"architectures": [model_class.__name__]}
+    save_source(out, config, model.state_dict(), safetensors=True)
+    copy_gena_tokenizer(real_data, out)
+
+
+@pytest.mark.parametrize(
+    "family, head",
+    [
+        ("bert", "BertForSequenceClassification is not supported: its head is the pooler, tanh(dense([CLS])), then a "
+                 "linear layer, genolong's classifier is one linear layer on [CLS]"),
+        ("big_bird", "BigBirdForSequenceClassification is not supported: its head is dense, gelu_new, then a linear "
+                     "layer (out_proj) on [CLS]"),
+        ("esm", "EsmForSequenceClassification is not supported: its head is dense, tanh, then a linear layer "
+                "(out_proj) on <cls>"),
+    ],
+)
+def test_sequence_classifiers_are_refused_naming_the_head_that_differs(family, head, real_data, tmp_path, capsys):
+    sequence_classifier_source(family, real_data, tmp_path / "src")
+    code, captured = run_convert(tmp_path / "src", tmp_path / "out", capsys)
+    assert code == 2 and head in captured.err and "fine-tune it with `genolong promoter|chromatin finetune`" in captured.err, captured.err
+    assert len(captured.err.strip().splitlines()) == 1 and not (tmp_path / "out").exists()
 
 
 def test_a_users_directory_is_never_replaced_and_a_converted_one_needs_force(real_data, tmp_path, capsys):
@@ -115,6 +160,26 @@ train: {max_steps: 6, val_every_steps: 3, batch_size: 8, warmup_steps: 1, log_ev
 """
 
 
+def finetune_and_predict_promoters(model_dir, real_data, tmp_path) -> dict:
+    """``genolong promoter finetune --model model_dir`` (a micro run) then ``predict-promoter`` on the
+    test split; returns the fine-tuning report after checking the predictions."""
+    dataset = promoter_dataset(real_data, tmp_path / "promoters")
+    (tmp_path / "micro.yaml").write_text(MICRO_FINETUNE)
+    run = tmp_path / "run"
+    assert main(["promoter", "finetune", "--data", str(dataset), "--model", str(model_dir),
+                 "--config", str(tmp_path / "micro.yaml"), "--out", str(run)]) == 0
+    assert (run / "model" / "tokenizer.json").read_text() == (model_dir / "tokenizer.json").read_text()
+    with (dataset / "test.tsv").open() as rows:
+        test_fasta = [(f"test{i}", row["sequence"]) for i, row in enumerate(csv.DictReader(rows, delimiter="\t"))]
+    write_fasta(tmp_path / "test.fa", test_fasta)
+    predictions = tmp_path / "predictions.tsv"
+    assert main(["predict-promoter", str(tmp_path / "test.fa"), "--model", str(run / "model"),
+                 "--out", str(predictions)]) == 0
+    rows = read_tsv(predictions)
+    assert len(rows) == len(test_fasta) and all(0.0 <= float(row["probability"]) <= 1.0 for row in rows)
+    return json.loads((run / "report.json").read_text())
+
+
 @pytest.mark.slow
 def test_gena_bigbird_convert_finetune_predict(real_data, tmp_path, capsys):
     """GENA-LM's BigBird config (scaled down) and tokenizer: convert, then every promoter command."""
@@ -123,24 +188,20 @@ def test_gena_bigbird_convert_finetune_predict(real_data, tmp_path, capsys):
     copy_gena_tokenizer(real_data, tmp_path / "src")
     assert main(["convert", str(tmp_path / "src"), "--out", str(tmp_path / "gena")]) == 0
     assert "converted big_bird (2 layers, hidden 32, 4096 positions, backbone bigbird)" in capsys.readouterr().out
-
-    dataset = promoter_dataset(real_data, tmp_path / "promoters")
-    (tmp_path / "micro.yaml").write_text(MICRO_FINETUNE)
-    run = tmp_path / "run"
-    assert main(["promoter", "finetune", "--data", str(dataset), "--model", str(tmp_path / "gena"),
-                 "--config", str(tmp_path / "micro.yaml"), "--out", str(run)]) == 0
-    report = json.loads((run / "report.json").read_text())
+    report = finetune_and_predict_promoters(tmp_path / "gena", real_data, tmp_path)
     assert report["backbone"] == "bigbird" and report["test"]["n"] > 0
-    assert (run / "model" / "tokenizer.json").read_text() == (tmp_path / "gena" / "tokenizer.json").read_text()
 
-    with (dataset / "test.tsv").open() as rows:
-        test_fasta = [(f"test{i}", row["sequence"]) for i, row in enumerate(csv.DictReader(rows, delimiter="\t"))]
-    write_fasta(tmp_path / "test.fa", test_fasta)
-    predictions = tmp_path / "predictions.tsv"
-    assert main(["predict-promoter", str(tmp_path / "test.fa"), "--model", str(run / "model"),
-                 "--out", str(predictions)]) == 0
-    rows = list(csv.DictReader(predictions.open(), delimiter="\t"))
-    assert len(rows) == len(test_fasta) and all(0.0 <= float(row["probability"]) <= 1.0 for row in rows)
+
+@pytest.mark.slow
+def test_nucleotide_transformer_convert_finetune_predict(real_data, tmp_path):
+    """Nucleotide Transformer v1's layout with its vocab.txt-only tokenizer: the converted directory's
+    tokenizer.json carries fine-tuning and prediction."""
+    from test_convert import esm_source
+
+    esm_source(tmp_path / "src")
+    assert main(["convert", str(tmp_path / "src"), "--out", str(tmp_path / "nt")]) == 0
+    report = finetune_and_predict_promoters(tmp_path / "nt", real_data, tmp_path)
+    assert report["backbone"] == "full" and report["test"]["n"] > 0
 
 
 MICRO_CHROMATIN = """task: chromatin

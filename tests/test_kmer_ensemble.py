@@ -19,6 +19,7 @@ from genolong.evaluation.metrics import expected_calibration_error
 from genolong.inference.classifier import Classifier, default_promoter_model
 from genolong.inference.kmer_component import COMPONENT_FILE, KmerComponent, kmer_index
 from genolong.inference.loop import ScanModule
+from genolong.inference.variant_scoring import ClassifierEffects
 
 SMALL = KmerBaselineConfig(Cs=(1e-3,))
 
@@ -88,6 +89,9 @@ def test_classifier_adds_the_component_in_every_path_and_saves_it(tmp_path, mous
     with torch.inference_mode():
         scanned = scan.probabilities(batch["input_ids"], batch["attention_mask"]).numpy()
     np.testing.assert_allclose(scanned, ensemble.probabilities(sequences), rtol=1e-5, atol=1e-6)
+    bodies = [np.array(e.ids) for e in loaded.tokenizer.backend_tokenizer.encode_batch(sequences, add_special_tokens=False)]
+    variant_scores = ClassifierEffects(loaded, [0], batch_size=4)._probabilities(bodies)  # score-variants' forward pass
+    np.testing.assert_allclose(variant_scores, ensemble.probabilities(sequences), rtol=1e-5, atol=1e-6)
 
     (tmp_path / "model" / COMPONENT_FILE).write_bytes(b"not an npz")
     with pytest.raises(InputError, match="not a k-mer component"):

@@ -116,7 +116,7 @@ def check_plan(pairs: list[tuple[str, int]], size: BenchSize) -> None:
     """Raise :class:`ConfigError` for a pair of ours that cannot be built, before any measurement
     (its worker would only fail and leave a row of errors)."""
     for model, length in pairs:
-        if model not in PEERS + LEGACY_PEERS:
+        if model not in PEERS + LEGACY_PEERS + OPTIONAL_PEERS:
             genolong_config("full" if model == FLOOR else model, size, length)
 
 

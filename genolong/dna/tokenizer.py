@@ -279,12 +279,13 @@ def load_tokenizer(path: str | Path):
 
 
 def _check_bpe_model(model: dict) -> None:
-    """Raise ValueError unless ``model`` (``tokenizer.json``'s ``model``) is a consistent BPE table:
-    unique integer ids, and every merge's parts and result in the vocabulary (``tokenizers``
-    panics on an inconsistent one)."""
-    if not isinstance(model, dict) or model.get("type") != "BPE":
+    """Raise ValueError unless ``model`` (``tokenizer.json``'s ``model``) is a consistent BPE table,
+    or a WordLevel vocabulary (Nucleotide Transformer's, written by ``genolong convert``): unique
+    integer ids, and every merge's parts and result in the vocabulary (``tokenizers`` panics on an
+    inconsistent one)."""
+    if not isinstance(model, dict) or model.get("type") not in ("BPE", "WordLevel"):
         raise ValueError("its model is not a BPE table")
-    vocab, merges = model.get("vocab"), model.get("merges")
+    vocab, merges = model.get("vocab"), model.get("merges") if model["type"] == "BPE" else []
     if not isinstance(vocab, dict) or not isinstance(merges, list):
         raise ValueError("its BPE table has no vocab mapping or merges list")
     ids = list(vocab.values())

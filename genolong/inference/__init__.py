@@ -19,6 +19,7 @@ Variant effects (``genolong score-variants``) and attributions (``genolong expla
 * :mod:`~genolong.inference.variants` reads VCF/TSV variants, one item per allele;
 * :mod:`~genolong.inference.variant_windows` checks them against the genome, left-normalises them
   and builds the reference and alternative windows;
+* :mod:`~genolong.inference.variant_tokens` gives their token ids, tokenising shared sequence once;
 * :mod:`~genolong.inference.variant_scoring` runs a classifier on those windows in batches;
   :mod:`~genolong.inference.mlm_llr` scores them zero-shot with a masked language model;
 * :mod:`~genolong.inference.variant_output` writes the scores (long TSV, wide HDF5) and

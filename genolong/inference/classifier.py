@@ -275,7 +275,14 @@ class Classifier:
     def logits(self, sequences: list[str], centres: list[int | None] | None = None) -> torch.Tensor:
         """Logits of one batch, shape (B, C) float32, on the model's device (``centres``: see
         :class:`TokenEncoder`); the k-mer component's logit, when there is one, is added."""
-        batch = {k: v.to(self.device) for k, v in self.encode(sequences, centres).items()}
+        return self.token_logits(self.encode(sequences, centres))
+
+    @torch.inference_mode()
+    def token_logits(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Logits of encoded token rows (``input_ids``, ``attention_mask`` (B, T), as
+        :meth:`TokenEncoder.pad` makes them): (B, C) float32 on the model's device, the k-mer
+        component's logit added when there is one."""
+        batch = {k: v.to(self.device) for k, v in batch.items()}
         logits = self.model(**batch).logits.float()
         if self.kmer is not None:
             logits = logits + self.kmer.token_logits(batch["input_ids"])[:, None]

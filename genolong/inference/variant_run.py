@@ -30,7 +30,7 @@ from genolong import __version__
 from genolong.dna.genome import Genome
 from genolong.errors import UserError
 from genolong.files import atomic_write_text
-from genolong.inference.classifier import Classifier, StrandAveraged
+from genolong.inference.classifier import Classifier
 from genolong.inference.kmer_component import COMPONENT_FILE
 from genolong.inference.labels import label_class, select_labels
 from genolong.inference.loop import build_trainer, predict
@@ -191,7 +191,7 @@ def effects_for(model: Path, *, score: str, profiles: list[str] | None, rc: bool
         return effects, None, ["mlm"]
     classifier = Classifier.load(model, device=device)
     labels = select_labels(classifier.info.label_names, profiles)
-    effects = ClassifierEffects(StrandAveraged(classifier) if rc else classifier, labels, batch_size)
+    effects = ClassifierEffects(classifier, labels, batch_size, rc=rc)
     return effects, classifier.info.window_bp, [label_class(classifier.info.label_names, i) for i in labels]
 
 

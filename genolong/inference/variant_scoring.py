@@ -22,7 +22,9 @@ strands with ``--rc``) and ``logit(p) = log(p / (1 - p))`` of ``p`` clipped to
 from __future__ import annotations
 
 import numpy as np
+import torch
 
+from genolong.inference.variant_tokens import SplicingTokenizer, WindowInputs
 from genolong.inference.variant_windows import VariantWindows
 
 SCORES = ("p_ref", "p_alt", "diff", "abs_diff", "logit_diff", "combined")
@@ -53,46 +55,57 @@ def effect_scores(p_ref: np.ndarray, p_alt: np.ndarray) -> dict[str, np.ndarray]
 class ClassifierEffects:
     """Effects of variants under a classifier.
 
-    Each call runs the unique sequences of its windows: variants that share a reference
-    window (the alleles of one site) share its forward pass. Nothing is remembered across
-    calls, so a chunk's model batches, and thus its bytes, are the same on any rank.
+    Each call runs the distinct inputs of its windows: variants that share a reference
+    window (the alleles of one site) share its forward pass. Token ids come from
+    :class:`~genolong.inference.variant_tokens.WindowInputs` (each reference window tokenised
+    once, a substitution's alternative spliced into its tokens: the ids of tokenising each
+    window whole). With ``rc`` both strands of an input go through the model in one call and
+    their probabilities are averaged, as :class:`~genolong.inference.classifier.StrandAveraged`
+    does. Nothing is remembered across calls, so a chunk's model batches, and thus its bytes,
+    are the same on any rank.
 
     Args:
-        scorer: ``probabilities(sequences, centres) -> (B, C)`` and ``info`` (a
-            :class:`~genolong.inference.classifier.Classifier`, or :class:`~genolong.inference.classifier.StrandAveraged`).
+        classifier: a :class:`~genolong.inference.classifier.Classifier`.
         labels: the output columns to report (P indices into C).
-        batch_size: sequences per model call.
+        batch_size: inputs per model call (each one or, with ``rc``, two rows).
+        rc: average the probabilities of both strands.
     """
 
     score_names = SCORES
 
-    def __init__(self, scorer, labels: list[int], batch_size: int):
-        self.scorer, self.columns, self.batch_size = scorer, np.asarray(labels), batch_size
-        self.labels = [scorer.info.label_names[i] for i in labels]
+    def __init__(self, classifier, labels: list[int], batch_size: int, *, rc: bool = False):
+        self.classifier, self.columns, self.batch_size = classifier, np.asarray(labels), batch_size
+        self.labels = [classifier.info.label_names[i] for i in labels]
+        self.inputs = WindowInputs(SplicingTokenizer(classifier.tokenizer.backend_tokenizer), classifier.encode, rc)
         self.forward_passes = 0
 
-    def _reference(self, windows: list[VariantWindows]) -> np.ndarray:
-        """(n, P) reference probabilities, one forward pass per distinct reference window."""
-        unique = {w.ref_key: (w.ref_window, w.centre) for w in windows}
-        by_key = dict(zip(unique, self._run(list(unique.values())), strict=True))
-        return np.stack([by_key[w.ref_key] for w in windows])
-
-    def _run(self, inputs: list[tuple[str, int | None]]) -> np.ndarray:
-        """(n, P) probabilities of distinct ``(sequence, centre)`` inputs, in batches."""
+    def _run(self, inputs: list[list[np.ndarray]]) -> np.ndarray:
+        """(n, P) probabilities of n inputs (each its token bodies, one per strand), in batches."""
         self.forward_passes += len(inputs)
         chunks = []
         for first in range(0, len(inputs), self.batch_size):
-            sequences, centres = zip(*inputs[first : first + self.batch_size], strict=True)
-            centres = None if all(c is None for c in centres) else list(centres)
-            chunks.append(self.scorer.probabilities(list(sequences), centres))
+            batch = inputs[first : first + self.batch_size]
+            rows = [strands[i] for i in range(len(batch[0])) for strands in batch]  # all forward, then all reverse
+            probabilities = self._probabilities(rows).reshape(len(batch[0]), len(batch), -1)
+            chunks.append(probabilities.mean(axis=0) if len(batch[0]) > 1 else probabilities[0])
         return np.concatenate(chunks)[:, self.columns]
+
+    @torch.inference_mode()
+    def _probabilities(self, bodies: list[np.ndarray]) -> np.ndarray:
+        """(B, C) sigmoid probabilities of B token bodies (as ``Classifier.probabilities``)."""
+        return torch.sigmoid(self.classifier.token_logits(self.classifier.encode.pad(bodies))).cpu().numpy()
 
     def score(self, windows: list[VariantWindows]) -> dict[str, np.ndarray]:
         """Scores of ``windows`` (n variants): name -> (n, P) float32."""
         if not windows:
             return {name: np.zeros((0, len(self.labels)), np.float32) for name in SCORES}
-        p_ref = self._reference(windows)
-        unique = list(dict.fromkeys((w.alt_window, w.centre) for w in windows))
-        by_input = dict(zip(unique, self._run(unique), strict=True))
-        p_alt = np.stack([by_input[(w.alt_window, w.centre)] for w in windows])
+        references, alternatives = self.inputs.bodies(windows)
+        strands = self.inputs.strands
+        ref_keys = list(dict.fromkeys(w.ref_key for w in windows))
+        by_ref = dict(zip(ref_keys, self._run([[references[(k, r)] for r in strands] for k in ref_keys]), strict=True))
+        alt_keys = list(dict.fromkeys((w.alt_window, w.centre) for w in windows))
+        by_alt = dict(zip(alt_keys, self._run([[alternatives[(*k, r)] for r in strands] for k in alt_keys]),
+                          strict=True))
+        p_ref = np.stack([by_ref[w.ref_key] for w in windows])
+        p_alt = np.stack([by_alt[(w.alt_window, w.centre)] for w in windows])
         return {name: values.astype(np.float32) for name, values in effect_scores(p_ref, p_alt).items()}

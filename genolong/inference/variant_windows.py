@@ -68,6 +68,8 @@ class VariantWindows:
         ref_key: ``(contig, window start)``; variants with equal keys share the reference window.
         ref_window, alt_window: the model inputs, ``W`` bp each.
         flags: ``ref_mismatch`` (scored with ``--ref-mismatch flag``), ``padded`` (contig end).
+        allele: ``(start, ref length, alt length)`` of the normalised allele in the windows
+            (``start`` is ``W // 2``); the windows agree before ``start``.
         centre: for a padded window, the variant's index in it (``W // 2``): the model keeps
             the tokens around it, since the ``N`` padding is few tokens and the window's
             central token is no longer the variant's; None otherwise (the model's usual
@@ -79,6 +81,7 @@ class VariantWindows:
     ref_window: str
     alt_window: str
     flags: tuple[str, ...]
+    allele: tuple[int, int, int]
     centre: int | None = None
 
 
@@ -183,4 +186,5 @@ class WindowBuilder:
         if padded:
             flags.append("padded")
         centre = offset if padded else None
-        return VariantWindows(variant, (contig, first), ref_window, alt_window, tuple(flags), centre)
+        return VariantWindows(variant, (contig, first), ref_window, alt_window, tuple(flags), (offset, len(ref), len(alt)),
+                              centre)

@@ -25,6 +25,17 @@ from genolong.model.encoder import ACTIVATIONS
 PROBLEM_TYPES = ("single_label_classification", "multi_label_classification", "regression")
 
 
+#: The positive-integer sizes of the encoder (they fix the shapes of the weights).
+SIZE_FIELDS = (
+    "vocab_size",
+    "hidden_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "intermediate_size",
+    "max_position_embeddings",
+)
+
+
 class GenolongConfig(PretrainedConfig):
     """Configuration of a genolong encoder and its heads.
 
@@ -103,14 +114,7 @@ class GenolongConfig(PretrainedConfig):
 
     def validate_genolong(self) -> None:
         """Raise ConfigError on an impossible setting (called at construction)."""
-        for name in (
-            "vocab_size",
-            "hidden_size",
-            "num_hidden_layers",
-            "num_attention_heads",
-            "intermediate_size",
-            "max_position_embeddings",
-        ):
+        for name in SIZE_FIELDS:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ConfigError(f"{name} must be a positive integer, got {value!r}")

@@ -17,7 +17,7 @@ from genolong.dna.sequence import write_fasta
 from genolong.dna.tokenizer import METADATA_FILE, TokenizerTrainConfig, train_tokenizer
 from genolong.errors import ConfigError, UserError
 from genolong.evaluation.chromatin import evaluation_rows
-from genolong.model.configuration import GenolongConfig
+from genolong.model.configuration import SIZE_FIELDS, GenolongConfig
 from genolong.model.loading import backbone_keys, check_tokenizer, load_model, read_model_config
 from genolong.model.modeling import GenolongForSequenceClassification
 from genolong.tasks.task import FinetuneConfig, LabelledSequences
@@ -26,12 +26,7 @@ log = logging.getLogger(__name__)
 
 #: GenolongConfig fields that fix the shapes of the weights: a pretrained model keeps its own.
 ARCHITECTURE_FIELDS = (
-    "vocab_size",
-    "hidden_size",
-    "num_hidden_layers",
-    "num_attention_heads",
-    "intermediate_size",
-    "max_position_embeddings",
+    *SIZE_FIELDS,
     "hidden_act",
     "pre_layer_norm",
     "final_layer_norm",

@@ -8,6 +8,9 @@ tested layer by layer):
   apart by their weights: :mod:`.bert`;
 * ``esm`` with absolute positions (Nucleotide Transformer v1): :mod:`.esm`.
 
+Masked-LM checkpoints only: a classification head is refused with what differs from genolong's
+(:mod:`.classification`).
+
 Anything else is refused with one line that names what genolong's encoder lacks, never
 converted approximately. No code from the source directory is run.
 """
@@ -20,7 +23,9 @@ from typing import Any
 
 from genolong.model.convert.bert import convert_bert
 from genolong.model.convert.big_bird import convert_big_bird
+from genolong.model.convert.classification import refuse_classifier
 from genolong.model.convert.esm import convert_esm
+from genolong.model.convert.fast_tokenizer import fast_tokenizer
 from genolong.model.convert.source import ConversionError, SourceCheckpoint, read_source
 from genolong.model.convert.target import build_masked_lm, tokenizer_fields, write_model_directory
 
@@ -45,8 +50,9 @@ def convert_checkpoint(src: str | Path, out: str | Path, *, force: bool = False)
     """Convert the transformers checkpoint in ``src`` into a genolong model directory ``out``.
 
     ``out`` receives ``config.json`` and ``model.safetensors`` of a
-    :class:`~genolong.model.modeling.GenolongForMaskedLM`, and the source's tokenizer. Nothing is written
-    unless the whole conversion succeeds.
+    :class:`~genolong.model.modeling.GenolongForMaskedLM`, and the source's tokenizer with its
+    ``tokenizer.json`` (built for a ``vocab.txt``-only ESM tokenizer: :mod:`.fast_tokenizer`).
+    Nothing is written unless the whole conversion succeeds.
 
     Returns:
         The converted model (eval mode).
@@ -61,15 +67,16 @@ def convert_checkpoint(src: str | Path, out: str | Path, *, force: bool = False)
         raise ConversionError(f"{out} already exists", hint="pass --force to replace it")
     source = read_source(src)
     fields, state = convert_weights(source)
+    tokenizer = fast_tokenizer(source.tokenizer)
     vocab_rows = state["genolong.encoder.embeddings.token.weight"].shape[0]
-    fields |= tokenizer_fields(source.tokenizer, vocab_rows)
+    fields |= tokenizer_fields(tokenizer, vocab_rows)
     fields["converted_from"] = {
         "model_type": source.config["model_type"],
         "architectures": source.config.get("architectures"),
         "name_or_path": source.config.get("_name_or_path") or Path(src).name,
     }
     model = build_masked_lm(fields, state)
-    write_model_directory(model, source.tokenizer, out)
+    write_model_directory(model, tokenizer, out)
     return model
 
 
@@ -88,6 +95,7 @@ def convert_weights(source: SourceCheckpoint) -> tuple[dict[str, Any], dict]:
         raise ConversionError(
             f"model_type {model_type!r} is not supported (supported: {', '.join(CONVERTERS)})"
         )
+    refuse_classifier(source)
     return CONVERTERS[model_type](source)
 
 

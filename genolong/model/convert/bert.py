@@ -104,7 +104,7 @@ def bert_mlm_head(weights: Weights) -> dict:
     if "cls.predictions.transform.dense.weight" not in weights:
         raise ConversionError(
             "the checkpoint has no masked-LM head (cls.predictions); convert the pretrained masked-LM "
-            "checkpoint and fine-tune it with `genolong finetune`"
+            "checkpoint and fine-tune it with `genolong promoter|chromatin finetune`"
         )
     decoder = (
         weights.take("cls.predictions.decoder.weight")

@@ -8,16 +8,20 @@ positions.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
 import torch
+from tqdm import tqdm
 from transformers import PreTrainedTokenizerBase
 
+from genolong.dna.tokenizer import tokenizer_fingerprint
 from genolong.files import atomic_path
 from genolong.model.configuration import GenolongConfig
 from genolong.model.convert.source import ConversionError
-from genolong.model.loading import save_model
+from genolong.model.convert.weights_file import distinct_tensors, write_safetensors
+from genolong.model.loading import WEIGHTS_FILE
 from genolong.model.modeling import GenolongForMaskedLM
 from genolong.outputs import mark_directory
 
@@ -93,11 +97,20 @@ def build_masked_lm(fields: dict[str, Any], state: dict[str, torch.Tensor]) -> G
 
 
 def write_model_directory(model: GenolongForMaskedLM, tokenizer: PreTrainedTokenizerBase, out: str | Path) -> None:
-    """``out``: the model (safetensors, config.json stamped with the tokenizer's fingerprint), the
-    tokenizer and the run marker, written atomically."""
+    """``out``: the model (config.json stamped with the tokenizer's fingerprint, and
+    model.safetensors with a progress bar on stderr: tensors written / total), the tokenizer and
+    the run marker, written atomically. The same files as :func:`~genolong.model.loading.save_model`."""
     tokenizer.model_max_length = model.config.max_position_embeddings
+    model.config.tokenizer_fingerprint = tokenizer_fingerprint(tokenizer)
+    model.config.architectures = [type(model).__name__]
+    model.config.dtype = model.dtype
+    state = model.state_dict()
     with atomic_path(out, directory=True) as tmp:
-        save_model(model, tokenizer, tmp)
+        model.config.save_pretrained(str(tmp))
+        with tqdm(total=len(distinct_tensors(state)), desc="saving weights", unit=" tensors", file=sys.stderr,
+                  disable=None) as progress:
+            write_safetensors(state, Path(tmp) / WEIGHTS_FILE, progress)
+        tokenizer.save_pretrained(str(tmp))
         mark_directory(tmp, "convert")
 
 

@@ -1,0 +1,89 @@
+"""A ``tokenizer.json`` for Nucleotide Transformer's ``vocab.txt``-only ESM tokenizer.
+
+genolong's commands encode DNA through a ``tokenizers`` backend (``tokenizer.json``); Nucleotide
+Transformer v1 ships transformers' Python ``EsmTokenizer`` (a ``vocab.txt`` of 6-mers, single
+bases and special tokens), for which transformers has no fast converter. Its encoding is simple
+enough to state in ``tokenizers``' terms exactly:
+
+* ``EsmTokenizer`` puts every vocabulary entry in a trie and splits the text at the longest entry
+  that starts at the leftmost position, then splits the rest on whitespace; each piece is its
+  vocabulary id, anything else ``<unk>``. Here: a whitespace split, then a regular expression
+  that matches the longest vocabulary entry (:func:`longest_match_pattern`), each match and each
+  unmatched run its own piece, and a ``WordLevel`` model of the same vocabulary.
+* ``<cls> sequence <eos>`` around the tokens, as ``build_inputs_with_special_tokens`` does;
+  ``<eos>`` is also the separator genolong's encoders append (ESM has no ``sep_token``).
+
+Token ids are tested identical to ``EsmTokenizer``'s on real genome sequence.
+"""
+
+from __future__ import annotations
+
+import re
+
+from tokenizers import Regex, Tokenizer, models, pre_tokenizers, processors
+from transformers import EsmTokenizer, PreTrainedTokenizerBase, PreTrainedTokenizerFast
+
+from genolong.model.convert.source import ConversionError
+
+
+def fast_tokenizer(slow: PreTrainedTokenizerBase) -> PreTrainedTokenizerFast:
+    """``slow`` as a fast tokenizer with the same ids (``slow`` itself when it is one already);
+    ConversionError for a Python-only class other than ``EsmTokenizer``, the only one of the
+    supported families."""
+    if slow.is_fast:
+        return slow
+    if not isinstance(slow, EsmTokenizer):
+        raise ConversionError(
+            f"the tokenizer is a {type(slow).__name__} without tokenizer.json; genolong needs a fast tokenizer "
+            "and builds one only for EsmTokenizer (Nucleotide Transformer)"
+        )
+    vocab = slow.get_vocab()
+    special = set(slow.all_special_tokens)
+    entries = [token for token in vocab if token not in special]
+    backend = Tokenizer(models.WordLevel(vocab, unk_token=slow.unk_token))
+    backend.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.WhitespaceSplit(),
+        pre_tokenizers.Split(Regex(longest_match_pattern(entries)), behavior="isolated"),
+    ])
+    cls, eos = slow.cls_token, slow.eos_token
+    backend.post_processor = processors.TemplateProcessing(
+        single=f"{cls} $A {eos}",
+        pair=f"{cls} $A {eos} $B {eos}",
+        special_tokens=[(cls, vocab[cls]), (eos, vocab[eos])],
+    )
+    return PreTrainedTokenizerFast(
+        tokenizer_object=backend,
+        unk_token=slow.unk_token,
+        cls_token=cls,
+        pad_token=slow.pad_token,
+        mask_token=slow.mask_token,
+        eos_token=eos,
+        sep_token=eos,
+        model_max_length=slow.model_max_length,
+    )
+
+
+def longest_match_pattern(entries: list[str]) -> str:
+    """A regular expression matching the longest of ``entries`` that starts where it is tried:
+    their prefix trie, each step's continuation greedy (``(?:...)?`` after a complete entry), so
+    the engine follows the text down the trie and backs off to the last complete entry.
+    E.g. ``["A", "AC", "G"]`` -> ``(?:A(?:C)?|G)``. A trie, not an alternation of 4,000 6-mers,
+    which Oniguruma would try one by one at every position."""
+    trie: dict = {}
+    for entry in entries:
+        node = trie
+        for char in entry:
+            node = node.setdefault(char, {})
+        node[""] = {}  # the end of an entry
+    return _pattern(trie)
+
+
+def _pattern(node: dict) -> str:
+    branches = [re.escape(char) + _continuation(child) for char, child in node.items() if char]
+    return "(?:" + "|".join(branches) + ")"
+
+
+def _continuation(node: dict) -> str:
+    if set(node) == {""}:
+        return ""
+    return _pattern(node) + ("?" if "" in node else "")

@@ -1,0 +1,150 @@
+"""The package's shape: imports point one way, no cycles, small modules.
+
+The import graph is read from the source (every ``import`` statement, including those
+inside functions, which would otherwise hide a cycle), not from what happens to be loaded.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import genolong
+
+PACKAGE_ROOT = Path(genolong.__file__).parent
+#: ``data_prep/`` sits at the top of the repository and installs as ``genolong.data_prep``.
+DATA_PREP_ROOT = PACKAGE_ROOT.parent / "data_prep"
+MAX_LINES = 400
+#: Packages the data builders must not depend on: they train, run models or parse commands.
+TRAINING = ("genolong.tasks", "genolong.commands", "genolong.model", "genolong.attention", "genolong.inference",
+            "genolong.bench")
+
+
+def module_files() -> dict[str, Path]:
+    """Every module of the installed package: dotted name -> source file."""
+    files = {}
+    for root, prefix in ((PACKAGE_ROOT, "genolong"), (DATA_PREP_ROOT, "genolong.data_prep")):
+        for path in sorted(root.rglob("*.py")):
+            parts = path.relative_to(root).with_suffix("").parts
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            files[".".join((prefix, *parts))] = path
+    return files
+
+
+def imported_modules(name: str, path: Path, known: set[str]) -> set[str]:
+    """The package modules that module ``name`` (at ``path``) imports anywhere in its body."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            candidates = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            # ``from package import submodule`` depends on the submodule; any other name on ``module``.
+            candidates = [f"{module}.{alias.name}" if f"{module}.{alias.name}" in known else module
+                          for alias in node.names]
+        else:
+            continue
+        found.update(candidate for candidate in candidates if candidate in known and candidate != name)
+    return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    files = module_files()
+    known = set(files)
+    return {name: imported_modules(name, path, known) for name, path in files.items()}
+
+
+def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Tarjan's strongly connected components with more than one module (each is a cycle)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    components = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in graph[node]:
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                components.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return components
+
+
+def test_imports_resolve_absolute_relative_and_nested_forms(tmp_path):
+    source = tmp_path / "m.py"
+    source.write_text("import os.path\nfrom .kmers import BLOCK\n\ndef f():\n    from genolong.data_prep import cache\n")
+    known = {"genolong.data_prep.kmers", "genolong.data_prep", "genolong.data_prep.cache", "genolong.data_prep.m"}
+    assert imported_modules("genolong.data_prep.m", source, known) == {"genolong.data_prep.kmers", "genolong.data_prep.cache"}
+    source.write_text("from genolong.data_prep import kmers, SOURCES\n")
+    assert imported_modules("genolong.data_prep.m", source, known) == {"genolong.data_prep.kmers", "genolong.data_prep"}
+
+
+def test_the_graph_sees_imports_inside_functions():
+    graph = import_graph()
+    assert "genolong.errors" in graph["genolong.cli"]
+    assert all(target.startswith("genolong") for targets in graph.values() for target in targets)
+
+
+def test_cycle_detection_finds_a_planted_cycle():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert strongly_connected(graph) == [["a", "b", "c"]]
+
+
+def test_no_import_cycles():
+    cycles = strongly_connected(import_graph())
+    assert not cycles, "import cycles: " + "; ".join(" <-> ".join(cycle) for cycle in cycles)
+
+
+def test_only_commands_use_the_data_builders():
+    """Training, evaluation and inference read datasets through genolong.datasets; the
+    builders in data_prep are called by commands only (and data_prep never imports them back)."""
+    graph = import_graph()
+    offenders = sorted(
+        f"{name} -> {target}"
+        for name, targets in graph.items()
+        if not name.startswith(("genolong.data_prep", "genolong.commands"))
+        for target in targets
+        if target.startswith("genolong.data_prep")
+    )
+    assert not offenders, offenders
+    upward = sorted(
+        f"{name} -> {target}"
+        for name, targets in graph.items()
+        if name.startswith("genolong.data_prep")
+        for target in targets
+        if target.startswith(TRAINING)
+    )
+    assert not upward, upward
+
+
+@pytest.mark.parametrize("name", sorted(module_files()))
+def test_modules_stay_small(name):
+    lines = len(module_files()[name].read_text().splitlines())
+    assert lines <= MAX_LINES, f"{name} has {lines} lines; split it by job (limit {MAX_LINES})"
