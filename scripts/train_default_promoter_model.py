@@ -16,19 +16,25 @@ the shipped spec ``configs/promoter_sources/default.yaml``:
 
 Model: the ``promoter_default`` preset (``promoter_bpe``'s 2-layer backbone with a 256-token BPE
 tokenizer trained on the training split, from scratch; random crops of 240 bp up to the
-window; positives weighted 2.5x). It runs the same
-steps as these commands, then (with ``--install``) copies the model into the package with a
-README that records the data, the commands, the commit and the metrics next to the k-mer
-baseline's::
+window; positives weighted 2.5x), then a k-mer component: the k-mer baseline fitted on the
+same training split, stacked with the network in logit space on the validation sources
+(:mod:`genolong.evaluation.kmer_ensemble`; one logistic regression weighs the two and
+calibrates their sum). The first two steps are those of these commands::
 
     genolong promoter prepare-sources --spec default --root ../shared/data --out WORK/data
-    genolong finetune promoter --data WORK/data --out WORK/run --config promoter_default
+    genolong promoter finetune --data WORK/data --out WORK/run --config promoter_default
+
+With ``--install`` the ensemble goes into the package with a README that records the data,
+the commands, the commit and the metrics next to the k-mer baseline's and the network's.
+``--spec plant_to_mouse`` trains the same recipe in the reverse direction (A. thaliana ->
+mouse), for the cross-source table of the README; it cannot be installed.
 
 Usage::
 
     python scripts/train_default_promoter_model.py --work runs/default_promoter --install
 
-A rerun skips the dataset when it exists and resumes an interrupted training run.
+A rerun skips the dataset when it exists, resumes an interrupted training run and reuses a
+finished ensemble.
 """
 
 from __future__ import annotations
@@ -42,26 +48,39 @@ import sys
 import time
 from pathlib import Path
 
+import torch
+
+from genolong.data_prep.source_split import (
+    SOURCE_SPLITS,
+    build_source_split_dataset,
+    load_source_split_config,
+)
+from genolong.datasets.promoter import load_manifest, load_split
+from genolong.evaluation.cross_source import format_pair_table
+from genolong.evaluation.kmer_ensemble import fit_kmer_ensemble, score_splits
+from genolong.evaluation.metrics import PROMOTER_METRICS, format_metrics_table
+from genolong.files import atomic_path
+from genolong.inference.classifier import Classifier, default_promoter_model
+from genolong.tasks.finetune import run_finetune
+from genolong.tasks.task import load_finetune_config
+
 REPO = Path(__file__).resolve().parents[1]
 SPEC = "default"
 PRESET = "promoter_default"
 COMMIT_FILE = "genolong_commit.txt"
 TRAINED_ON = (
     "mouse TATA promoters (EPDnew -200..+50 and -249..+50) vs real mouse non-promoters, C. elegans "
-    "chrX background and substitution negatives; calibrated on mouse DBTSS promoters vs "
-    "yeast chrI (no human data)"
+    "chrX background and substitution negatives; network + k-mer model stacked and calibrated on "
+    "mouse DBTSS promoters vs yeast chrI (no human data)"
 )
 
 
-def build_dataset(data_root: Path, out: Path) -> dict:
+def build_dataset(data_root: Path, out: Path, spec: str = SPEC) -> dict:
     """The held-out-source dataset of the default model (reused when ``out`` exists)."""
-    from genolong.data_prep.source_split import build_source_split_dataset, load_source_split_config
-    from genolong.datasets.promoter import load_manifest
-
     if (out / "manifest.json").is_file():
         print(f"dataset: {out} exists, reused")
         return load_manifest(out)
-    return build_source_split_dataset(load_source_split_config(SPEC, data_root), out)
+    return build_source_split_dataset(load_source_split_config(spec, data_root), out)
 
 
 def git_commit() -> str:
@@ -73,24 +92,82 @@ def git_commit() -> str:
         return "unknown"
 
 
-def readme(report: dict, manifest: dict, commit: str, seconds: float) -> str:
-    from genolong.evaluation.cross_source import format_pair_table
-    from genolong.evaluation.metrics import PROMOTER_METRICS, format_metrics_table
+def train_network(data: Path, run: Path, max_steps: int | None) -> dict | None:
+    """Fine-tune the network (resumed when interrupted; reused when finished); None if it stopped early."""
+    if (run / "report.json").is_file():
+        print(f"training: {run} is complete, reused")
+        return json.loads((run / "report.json").read_text())
+    run.mkdir(parents=True, exist_ok=True)
+    if not (run / COMMIT_FILE).is_file():  # the code this run trains with (a resumed run keeps it)
+        (run / COMMIT_FILE).write_text(git_commit() + "\n")
+    overrides = {} if max_steps is None else {"train.max_steps": max_steps}
+    report = run_finetune(
+        data,
+        run,
+        load_finetune_config("promoter", PRESET, overrides),
+        resume=(run / "checkpoints" / "last.ckpt").exists(),
+    )
+    if "stopped_at_step" in report:
+        print(f"stopped at step {report['stopped_at_step']}; rerun to resume")
+        return None
+    return report
 
-    kmer = report["kmer_baseline"]
-    rows = {
-        "this model, held-out sources (test)": report["test"],
-        "k-mer baseline, held-out sources (test)": kmer["test"],
-        "this model, random split (random_test)": report["by_source"]["random_test"]["all"],
-        "k-mer baseline, random split (random_test)": kmer["by_source"]["random_test"]["all"],
-    }
+
+def build_ensemble(data: Path, run: Path, network: dict) -> dict:
+    """Add the k-mer component to the trained network, score every split, save ``run/ensemble``.
+
+    Returns:
+        The ensemble's report: the network's (backbone, steps, k-mer baseline...) with the
+        ensemble's threshold and metrics, the network's own metrics under ``network`` and the
+        stacking under ``calibration``.
+    """
+    target = run / "ensemble"
+    if (target / "genolong_task.json").is_file():
+        print(f"ensemble: {target} exists, reused")
+        return Classifier.load(target, device="cpu").info.provenance["report"]
+    started = time.perf_counter()
+    splits = {name: load_split(data, name) for name in SOURCE_SPLITS}
+    classifier = Classifier.load(run / "model", task="promoter", device="cpu")
+    stacking = fit_kmer_ensemble(classifier, splits["train"], splits["valid"])
+    scores = score_splits(classifier, splits)
+    report = network | scores
+    report["network"] = {key: network[key] for key in ("threshold", "calibration", "valid", "test", "by_source")}
+    report["calibration"] = stacking
+    report["seconds"] = round(network.get("seconds", 0) + time.perf_counter() - started, 1)
+    report["torch"] = torch.__version__
+    classifier.info.threshold = scores["threshold"]
+    classifier.info.provenance["report"] = report
+    classifier.save(target)
+    return report
+
+
+def results_table(report: dict) -> str:
+    """The ensemble, the network alone and the k-mer baseline on the held-out and the random split."""
+    kmer, network = report["kmer_baseline"], report["network"]
+    rows = {}
+    for split, what in (("test", "held-out sources"), ("random_test", "random split")):
+        rows[f"this model, {what} ({split})"] = report["by_source"][split]["all"]
+        rows[f"its network alone, {what} ({split})"] = network["by_source"][split]["all"]
+        rows[f"k-mer baseline, {what} ({split})"] = kmer["by_source"][split]["all"]
+    return format_metrics_table(rows)
+
+
+def readme(report: dict, manifest: dict, commit: str, reverse: dict | None) -> str:
+    """The model's README: data, commands, commit, stacking, threshold and every metric table."""
+    kmer, stacking = report["kmer_baseline"], report["calibration"]
     files = "\n".join(
         f"- `{Path(s['path']).name}` ({s['group']}, {s['role']}), sha256 `{s['sha256']}`" for s in manifest["sources"]
     )
     counts = ", ".join(
         f"{split} {c['1']:,} promoters / {c['0']:,} non-promoters" for split, c in manifest["counts"].items()
     )
-    calibration = report["calibration"]
+    reverse_section = "" if reverse is None else f"""
+The same recipe in the reverse direction (`--spec plant_to_mouse`: trained on *A. thaliana*
+EPDnew promoters vs real *A. thaliana* non-promoters and *C. elegans* background, stacked on
+mouse DBTSS vs yeast, tested on mouse EPDnew), not shipped, for the cross-source table:
+
+{format_pair_table({"test": reverse["by_source"]["test"]}, {"test": reverse["kmer_baseline"]["by_source"]["test"]})}
+"""
     return f"""# Default promoter model
 
 `genolong predict-promoter` uses this model when no `--model` is given. It was produced by
@@ -98,24 +175,35 @@ def readme(report: dict, manifest: dict, commit: str, seconds: float) -> str:
     python scripts/train_default_promoter_model.py --work WORK --install
 
 with the code of commit `{commit}` (torch {report["torch"]}, {platform.machine()}, 2-core AMD EPYC CPU
-shared with other jobs, no GPU; dataset and training took {seconds / 60:.0f} min), that is:
+shared with other jobs, no GPU; dataset, training and stacking took {report["seconds"] / 60:.0f} min). Its
+first two steps are
 
     genolong promoter prepare-sources --spec {SPEC} --root ../shared/data --out WORK/data
-    genolong finetune promoter --data WORK/data --out WORK/run --config {PRESET}
+    genolong promoter finetune --data WORK/data --out WORK/run --config {PRESET}
+
+then the k-mer component is fitted and stacked (`genolong.evaluation.kmer_ensemble`).
 
 **Trained on**: {TRAINED_ON}.
 
+**Model**: two components whose logits add up. (1) The network: preset `{PRESET}` from scratch,
+{report["parameters"]:,} parameters, backbone `{report["backbone"]}`, 256 BPE tokens trained on the
+training split; best validation F1 at step {report["best_step"]} of {report["steps"]}. (2)
+`kmer_component.npz`: the k-mer (k = 4..6) logistic regression of the baseline below, fitted on the
+same training split ({stacking["kmer_features"]:,} k-mers, C = {stacking["kmer_C"]:g}), reading the bases the
+network reads (both strands and every window alike).
+
+**Probability**: `sigmoid({stacking["network_weight"]:.3f} * network logit + {stacking["kmer_weight"]:.3f} * k-mer logit
+{stacking["offset"]:+.3f})`, the weights and offset fitted by one logistic regression on the
+validation sources (stacking and Platt scaling at once; folded into the network's output layer
+and the k-mer weights). The network alone had validation ECE {stacking["valid_ece_network"]:.3f}. The ECE
+columns below are measured on the test sources and the random split, which the fit never saw.
+
+**Threshold**: {report["threshold"]:.4f}, the F1-best threshold on the validation sources.
+
 **Records**: any length from {report["min_bp"]} bp. Records up to {report["window_bp"]} bp are scored
 whole; longer ones are scanned in {report["window_bp"]}-bp windows (stride 150 bp) and get their best
-window's probability. The model was trained on random crops of 240 bp up to the whole 251- or
+window's probability. The network was trained on random crops of 240 bp up to the whole 251- or
 300-bp window, so the TSS need not sit at one offset.
-
-**Threshold**: {report["threshold"]:.4f}, the F1-best threshold on the validation sources (after calibration).
-
-**Probability**: Platt-scaled on the validation sources (scale {calibration["scale"]:.3f}, offset
-{calibration["offset"]:.3f}, folded into the output layer; validation ECE {calibration["valid_ece_before"]:.3f}
-before). The ECE columns below are measured on the test sources and the random split, which
-calibration never saw.
 
 **Data** (`configs/promoter_sources/{SPEC}.yaml`; sets of Umarov & Solovyev 2016 and
 DeePromoter, MIT; genomes from Bioconductor, Artistic-2.0; see `../shared/data/README.md`).
@@ -123,42 +211,37 @@ Identical sequences are removed across all sources before splitting: {counts}.
 
 {files}
 
-**Model**: preset `{PRESET}` from scratch: {report["parameters"]:,} parameters, backbone
-`{report["backbone"]}`, 256 BPE tokens trained on the training split; best validation F1 at step {report["best_step"]} of
-{report["steps"]}.
-
-**Results**, next to the k-mer (k = 4..6) logistic-regression baseline fitted on the same
-training data (its C and threshold chosen on the same validation sources):
+**Results**, next to the network alone and the k-mer baseline fitted on the same training data
+(its C and threshold chosen on the same validation sources):
 
 ```
-{format_metrics_table(rows)}
+{results_table(report)}
 ```
 
-Per pair of sources (test: *A. thaliana*, never seen in training or selection; random_test: a
+Per pair of sources (test: *A. thaliana*, never seen in training or selection; valid: mouse
+DBTSS vs yeast, which chose the checkpoint, the stacking and the threshold; random_test: a
 random 10% of the training sources; derived negatives are paired with the promoters they were
 made from). Note that `Mouse_tata` and `mm_pos_TATA` hold windows of the same promoters, so the
 random split shares promoters (not sequences) between train and random_test:
 
 {format_pair_table(report["by_source"], kmer["by_source"])}
-
+{reverse_section}
 Metrics: {", ".join(PROMOTER_METRICS)} (scikit-learn) at the thresholds chosen on validation; ECE:
 10 equal-width bins. `genolong_task.json` holds the full report and configuration.
 """
 
 
-def install(run: Path, report: dict, manifest: dict, commit: str, seconds: float) -> Path:
-    from genolong.files import atomic_path
-    from genolong.inference.classifier import default_promoter_model
-
+def install(ensemble: Path, report: dict, manifest: dict, commit: str, reverse: dict | None) -> Path:
+    """Copy the ensemble into the package (atomically) with its README."""
     target = default_promoter_model()
     with atomic_path(target, directory=True) as tmp:
-        for path in (run / "model").iterdir():
+        for path in ensemble.iterdir():
             shutil.copy2(path, tmp / path.name)
         task = json.loads((tmp / "genolong_task.json").read_text())
         task["provenance"].pop("genolong_run", None)  # a path on the training machine
         task["provenance"]["trained_on"] = TRAINED_ON
         (tmp / "genolong_task.json").write_text(json.dumps(task, indent=2) + "\n")
-        (tmp / "README.md").write_text(readme(report, manifest, commit, seconds))
+        (tmp / "README.md").write_text(readme(report, manifest, commit, reverse))
         for path in tmp.iterdir():  # package data: readable by all (temporary files are private)
             path.chmod(0o644)
         tmp.chmod(0o755)
@@ -176,40 +259,32 @@ def main(argv: list[str] | None = None) -> int:
         help="directory with promoters/ and genomes/ (default: ../shared/data)",
     )
     parser.add_argument("--work", type=Path, required=True, help="working directory (dataset and run)")
+    parser.add_argument("--spec", default=SPEC, help=f"source spec (default: {SPEC}; plant_to_mouse: the reverse)")
     parser.add_argument("--max-steps", type=int, default=None, help="override the preset's max_steps")
     parser.add_argument("--install", action="store_true", help="copy the model into the package")
+    parser.add_argument(
+        "--reverse-work",
+        type=Path,
+        help="a finished --spec plant_to_mouse working directory whose held-out pairs the README lists",
+    )
     args = parser.parse_args(argv)
+    if args.install and args.spec != SPEC:
+        parser.error(f"only the {SPEC} spec's model is installed")
 
-    import torch
-
-    from genolong.tasks.finetune import run_finetune
-    from genolong.tasks.task import load_finetune_config, report_summary
-
-    started = time.perf_counter()
     data, run = args.work / "data", args.work / "run"
-    manifest = build_dataset(args.data_root, data)
-    overrides = {} if args.max_steps is None else {"train.max_steps": args.max_steps}
-    if (run / "report.json").is_file():
-        print(f"training: {run} is complete, reused")
-        report = json.loads((run / "report.json").read_text())
-    else:
-        run.mkdir(parents=True, exist_ok=True)
-        if not (run / COMMIT_FILE).is_file():  # the code this run trains with (a resumed run keeps it)
-            (run / COMMIT_FILE).write_text(git_commit() + "\n")
-        report = run_finetune(
-            data,
-            run,
-            load_finetune_config("promoter", PRESET, overrides),
-            resume=(run / "checkpoints" / "last.ckpt").exists(),
-        )
-        if "stopped_at_step" in report:
-            print(f"stopped at step {report['stopped_at_step']}; rerun to resume")
-            return 1
-    report["torch"] = torch.__version__
-    print(report_summary(report))
+    manifest = build_dataset(args.data_root, data, args.spec)
+    network = train_network(data, run, args.max_steps)
+    if network is None:
+        return 1
+    report = build_ensemble(data, run, network)
+    print(results_table(report))
+    print(format_pair_table(report["by_source"], report["kmer_baseline"]["by_source"]))
     if args.install:
         commit = (run / COMMIT_FILE).read_text().strip() if (run / COMMIT_FILE).is_file() else "unknown"
-        install(run, report, manifest, commit, report.get("seconds", time.perf_counter() - started))
+        reverse = None
+        if args.reverse_work is not None:
+            reverse = Classifier.load(args.reverse_work / "run" / "ensemble", device="cpu").info.provenance["report"]
+        install(run / "ensemble", report, manifest, commit, reverse)
     return 0
 
 

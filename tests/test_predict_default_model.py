@@ -19,7 +19,9 @@ SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "train_default_promot
 
 def test_shipped_model_is_small_and_documented():
     files = {path.name: path.stat().st_size for path in MODEL.iterdir()}
-    assert {TASK_FILE, "config.json", "model.safetensors", "tokenizer.json", "README.md"} <= set(files)
+    assert {TASK_FILE, "config.json", "model.safetensors", "tokenizer.json", "kmer_component.npz", "README.md"} <= set(
+        files
+    )
     assert sum(files.values()) <= 2e6
     info = json.loads((MODEL / TASK_FILE).read_text())
     report = info["provenance"]["report"]
@@ -66,7 +68,8 @@ def test_recorded_metrics_reproduce(shared_data, tmp_path):
         assert metrics["auroc"] == pytest.approx(recorded["auroc"], abs=1e-4)
         assert metrics["ece"] == pytest.approx(recorded["ece"], abs=1e-3)
         assert metrics["f1"] == pytest.approx(recorded["f1"], abs=5e-3)  # a flipped call moves F1 a little
-    assert set(report["calibration"]) >= {"scale", "offset"}
+    assert set(report["calibration"]) >= {"network_weight", "kmer_weight", "offset"}
+    assert classifier.kmer is not None  # the shipped model is the network + k-mer ensemble
 
 
 def test_predict_promoter_works_without_a_model_argument(real_data, tmp_path, capsys):

@@ -131,6 +131,15 @@ def test_default_spec_on_real_data_never_shares_a_sequence(tmp_path, real_data):
     assert {len(r.sequence) for r in splits["train"]} == {251, 300}
 
 
+def test_reverse_spec_on_real_data_never_shares_a_sequence(tmp_path, shared_data):
+    """``plant_to_mouse``, the other direction of the README's cross-source table."""
+    build_source_split_dataset(load_source_split_config("plant_to_mouse", shared_data), tmp_path / "data")
+    splits = assert_disjoint(tmp_path / "data")
+    groups = {name: {r.source.split("/")[0] for r in records} for name, records in splits.items()}
+    assert groups["test"] == {"mouse_epdnew"}
+    assert groups["train"] == groups["random_test"] == {"arabidopsis_epdnew", "worm_background"}
+
+
 def test_pair_metrics_pairs_derived_negatives_with_their_own_promoters():
     labels = [1, 1, 0, 0, 0, 1, 0]
     sources = ["p", "p", "p|shuffle", "real", "real", "q", "q|shuffle"]

@@ -5,6 +5,8 @@
     config.json, model.safetensors     GenolongForSequenceClassification (save_pretrained)
     tokenizer.json, tokenizer_config.json
     genolong_task.json                 TaskInfo: task, window, label names, threshold, provenance
+    kmer_component.npz                 optional: a k-mer model whose logit is added to the network's
+                                       (:mod:`genolong.inference.kmer_component`)
 
 Every task has C independent sigmoid outputs (multi-label BCE): C = 1 for promoters
 (BigBird App. F.2), C = 919 for the chromatin profiles (App. F.3). Probabilities are
@@ -30,6 +32,7 @@ import torch
 from genolong.config import from_dict
 from genolong.dna.sequence import clean, reverse_complement
 from genolong.errors import InputError, UserError
+from genolong.inference.kmer_component import KmerComponent
 
 TASK_FILE = "genolong_task.json"
 FORMAT = "genolong-classifier/1"
@@ -200,14 +203,23 @@ def resolve_device(device: str | torch.device | None) -> torch.device:
 
 
 class Classifier:
-    """A classifier ready for inference: model (eval mode), tokenizer and :class:`TaskInfo`."""
+    """A classifier ready for inference: model (eval mode), tokenizer, :class:`TaskInfo` and the
+    optional k-mer component (bound to the tokenizer) whose logit is added to the model's."""
 
-    def __init__(self, model, tokenizer, info: TaskInfo, device: str | torch.device | None = "auto"):
+    def __init__(
+        self,
+        model,
+        tokenizer,
+        info: TaskInfo,
+        device: str | torch.device | None = "auto",
+        kmer: KmerComponent | None = None,
+    ):
         self.device = resolve_device(device)
         self.model = model.to(self.device).eval()
         self.tokenizer = tokenizer
         self.info = info
         self.encode = TokenEncoder(tokenizer, info.max_len)
+        self.kmer = kmer
 
     @classmethod
     def load(cls, path: str | Path, *, task: str | None = None, device: str | torch.device | None = "auto"):
@@ -245,7 +257,8 @@ class Classifier:
             raise InputError(path / TASK_FILE, f"max_len={info.max_len} exceeds the model's max_position_embeddings="
                              f"{config.max_position_embeddings}")
         tokenizer = load_model_tokenizer(path, config)
-        return cls(load_model(GenolongForSequenceClassification, path, config=config), tokenizer, info, device)
+        model = load_model(GenolongForSequenceClassification, path, config=config)
+        return cls(model, tokenizer, info, device, KmerComponent.load(path, tokenizer))
 
     def save(self, path: str | Path) -> None:
         """Write the classifier directory atomically."""
@@ -255,13 +268,25 @@ class Classifier:
         with atomic_path(path, directory=True) as tmp:
             save_model(self.model, self.tokenizer, tmp)
             self.info.write(tmp)
+            if self.kmer is not None:
+                self.kmer.save(tmp)
 
     @torch.inference_mode()
     def logits(self, sequences: list[str], centres: list[int | None] | None = None) -> torch.Tensor:
         """Logits of one batch, shape (B, C) float32, on the model's device (``centres``: see
-        :class:`TokenEncoder`)."""
-        batch = {k: v.to(self.device) for k, v in self.encode(sequences, centres).items()}
-        return self.model(**batch).logits.float()
+        :class:`TokenEncoder`); the k-mer component's logit, when there is one, is added."""
+        return self.token_logits(self.encode(sequences, centres))
+
+    @torch.inference_mode()
+    def token_logits(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Logits of encoded token rows (``input_ids``, ``attention_mask`` (B, T), as
+        :meth:`TokenEncoder.pad` makes them): (B, C) float32 on the model's device, the k-mer
+        component's logit added when there is one."""
+        batch = {k: v.to(self.device) for k, v in batch.items()}
+        logits = self.model(**batch).logits.float()
+        if self.kmer is not None:
+            logits = logits + self.kmer.token_logits(batch["input_ids"])[:, None]
+        return logits
 
     def probabilities(self, sequences: list[str], centres: list[int | None] | None = None) -> np.ndarray:
         """Sigmoid probabilities of one batch, shape (B, C) float32."""

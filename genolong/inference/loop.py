@@ -57,12 +57,14 @@ class ScanModule(pl.LightningModule):
         model: a ``GenolongForSequenceClassification`` (eval mode).
         rc: the rows hold the S windows, then their S reverse complements; average the two.
         columns: output columns to keep (profile indices), or None for all.
+        kmer: the classifier's k-mer component (:mod:`genolong.inference.kmer_component`), whose
+            logit is added to the model's, or None.
     """
 
-    def __init__(self, model, *, rc: bool, columns: list[int] | None):
+    def __init__(self, model, *, rc: bool, columns: list[int] | None, kmer=None):
         super().__init__()
         self.model = model.eval()
-        self.rc, self.columns = rc, columns
+        self.rc, self.columns, self.kmer = rc, columns, kmer
         encoder = model.genolong.encoder
         self.first_token_only = encoder.supports_first_token_only and getattr(model, "fusion", None) is None
         self.warmed_up = False
@@ -89,6 +91,8 @@ class ScanModule(pl.LightningModule):
                 logits = self.model.classifier(hidden)[0]
             else:
                 logits = self.model(input_ids=input_ids, attention_mask=mask).logits
+        if self.kmer is not None:
+            logits = logits.float() + self.kmer.token_logits(input_ids)[:, None]
         return torch.sigmoid(logits[:rows].float())
 
     def predict_step(self, batch: dict, batch_idx: int) -> dict:

@@ -119,7 +119,7 @@ def _predict(config, classifier, work: WorkDirectory, pending: list[int], column
                                          pin_memory=torch.cuda.is_available())
     pending_bp = sum(plan.chromosomes[c].target_bp for c in pending)
     writer = ScanPartWriter(work, pending_bp // world, progress=config.progress, description=config.genome.name)
-    module = ScanModule(classifier.model, rc=config.rc, columns=columns)
+    module = ScanModule(classifier.model, rc=config.rc, columns=columns, kmer=classifier.kmer)
     predict(trainer, module, loader, writer,
             resume_hint=f"interrupted; the same command resumes (finished chromosomes are kept in {work.path})")
 

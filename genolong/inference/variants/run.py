@@ -31,6 +31,7 @@ from genolong.dna.genome import Genome
 from genolong.errors import UserError
 from genolong.files import atomic_write_text
 from genolong.inference.classifier import Classifier
+from genolong.inference.kmer_component import COMPONENT_FILE
 from genolong.inference.labels import label_class, select_labels
 from genolong.inference.loop import build_trainer, predict
 from genolong.inference.variants.loop import (
@@ -49,7 +50,7 @@ from genolong.inference.variants.windows import WindowBuilder, check_build
 log = logging.getLogger(__name__)
 
 IDENTITY = "identity.json"
-MODEL_FILES = ("config.json", "model.safetensors", "tokenizer.json", "genolong_task.json")
+MODEL_FILES = ("config.json", "model.safetensors", "tokenizer.json", "genolong_task.json", COMPONENT_FILE)
 
 
 def model_fingerprint(directory: Path) -> str:

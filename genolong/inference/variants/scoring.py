@@ -93,8 +93,7 @@ class ClassifierEffects:
     @torch.inference_mode()
     def _probabilities(self, bodies: list[np.ndarray]) -> np.ndarray:
         """(B, C) sigmoid probabilities of B token bodies (as ``Classifier.probabilities``)."""
-        batch = {k: v.to(self.classifier.device) for k, v in self.classifier.encode.pad(bodies).items()}
-        return torch.sigmoid(self.classifier.model(**batch).logits.float()).cpu().numpy()
+        return torch.sigmoid(self.classifier.token_logits(self.classifier.encode.pad(bodies))).cpu().numpy()
 
     def score(self, windows: list[VariantWindows]) -> dict[str, np.ndarray]:
         """Scores of ``windows`` (n variants): name -> (n, P) float32."""

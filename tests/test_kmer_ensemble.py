@@ -1,0 +1,128 @@
+"""The k-mer component of a classifier directory and the network + k-mer ensemble: hand-checked
+k-mer logits, the baseline pipeline's logits on real promoters, the stacking fit, the same
+ensemble in every scoring path, and its calibration measured on sources the fit never saw."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from genolong.data_prep.promoters import read_fasta_records
+from genolong.data_prep.source_split import build_source_split_dataset, load_source_split_config
+from genolong.datasets.promoter import load_split
+from genolong.errors import InputError, UserError
+from genolong.evaluation.calibration import fit_logit_stack
+from genolong.evaluation.kmer_baseline import KmerBaselineConfig, fit_kmer_baseline
+from genolong.evaluation.kmer_ensemble import fit_kmer_ensemble, score_splits
+from genolong.evaluation.metrics import expected_calibration_error
+from genolong.inference.classifier import Classifier, default_promoter_model
+from genolong.inference.kmer_component import COMPONENT_FILE, KmerComponent, kmer_index
+from genolong.inference.loop import ScanModule
+from genolong.inference.variant_scoring import ClassifierEffects
+
+SMALL = KmerBaselineConfig(Cs=(1e-3,))
+
+
+def test_kmer_logits_hand_checked():
+    component = KmerComponent(["AC", "CG", "A"], [1.0, 3.0, 6.0], bias=0.5)
+    # ACGNAC: 2-mers AC, CG, AC (GN and NA hold an N); 1-mers A twice (C, G not in training: uncounted)
+    expected = (2 * 1.0 + 3.0 + 2 * 6.0) / 5 + 0.5
+    np.testing.assert_allclose(component.logits(["ACGNAC", "TTT", ""]), [expected, 0.5, 0.5])
+    assert kmer_index("A") == 0 and kmer_index("TG") == 14 and kmer_index("ACGT") == 27
+    with pytest.raises(UserError):
+        KmerComponent(["AN"], [1.0], 0.0)
+    with pytest.raises(UserError):
+        KmerComponent(["AC", "CG"], [1.0], 0.0)
+
+
+@pytest.fixture(scope="module")
+def mouse(shared_data):
+    promoters = read_fasta_records(shared_data / "promoters" / "Mouse_tata.fa", 1)[:300]
+    non_promoters = read_fasta_records(shared_data / "promoters" / "Mouse_nonprom.fa", 0)[:300]
+    return promoters + non_promoters
+
+
+def test_component_of_the_baseline_pipeline_gives_its_logits(mouse):
+    pipeline, _ = fit_kmer_baseline(mouse[::2], mouse[1::2], SMALL)
+    sequences = [r.sequence for r in mouse[1::2]]
+    expected = pipeline.decision_function(sequences)
+    component = KmerComponent.from_pipeline(pipeline, scale=0.5, offset=-1.0)
+    np.testing.assert_allclose(component.logits(sequences), 0.5 * expected - 1.0, rtol=1e-9, atol=1e-9)
+
+
+def test_token_rows_read_as_their_bases(mouse):
+    classifier = Classifier.load(default_promoter_model(), device="cpu")
+    component = KmerComponent(["ACG", "TATA", "GG"], [1.0, -2.0, 0.5], 0.1).bind(classifier.tokenizer)
+    sequences = [r.sequence for r in mouse[:5]] + ["ACGTNNNNNNTATAAA"]
+    ids = classifier.encode(sequences)["input_ids"]
+    np.testing.assert_allclose(component.token_logits(ids).numpy(), component.logits(sequences), rtol=1e-6)
+
+
+def test_fit_logit_stack_recovers_weights_and_drops_backwards_models():
+    rng = np.random.default_rng(0)
+    logits = rng.normal(0, 1.5, size=(20000, 2))
+    labels = (rng.random(20000) < 1 / (1 + np.exp(-(logits @ [2.0, 0.5] - 1.0)))).astype(int)
+    weights, offset = fit_logit_stack(logits, labels)
+    np.testing.assert_allclose(weights, [2.0, 0.5], atol=0.1)
+    assert offset == pytest.approx(-1.0, abs=0.1)
+    weights, _ = fit_logit_stack(logits * [-1, 1], labels)  # the first model counts backwards
+    assert weights[0] == 0 and weights[1] > 0
+    with pytest.raises(UserError, match="backwards"):
+        fit_logit_stack(-logits, labels)
+
+
+def test_classifier_adds_the_component_in_every_path_and_saves_it(tmp_path, mouse):
+    network = Classifier.load(default_promoter_model(), device="cpu")
+    network.kmer = None
+    sequences = [r.sequence for r in mouse[:6]]
+    component = KmerComponent(["TATA", "CG"], [4.0, -3.0], 0.2)
+    ensemble = Classifier(network.model, network.tokenizer, network.info, "cpu", component.bind(network.tokenizer))
+    expected = network.logits(sequences)[:, 0].numpy() + component.logits(sequences)
+    np.testing.assert_allclose(ensemble.logits(sequences)[:, 0].numpy(), expected, rtol=1e-5)
+
+    ensemble.save(tmp_path / "model")
+    loaded = Classifier.load(tmp_path / "model", device="cpu")
+    np.testing.assert_allclose(loaded.probabilities(sequences), ensemble.probabilities(sequences), rtol=1e-6)
+    batch = loaded.encode(sequences)
+    scan = ScanModule(loaded.model, rc=False, columns=None, kmer=loaded.kmer)
+    with torch.inference_mode():
+        scanned = scan.probabilities(batch["input_ids"], batch["attention_mask"]).numpy()
+    np.testing.assert_allclose(scanned, ensemble.probabilities(sequences), rtol=1e-5, atol=1e-6)
+    bodies = [np.array(e.ids) for e in loaded.tokenizer.backend_tokenizer.encode_batch(sequences, add_special_tokens=False)]
+    variant_scores = ClassifierEffects(loaded, [0], batch_size=4)._probabilities(bodies)  # score-variants' forward pass
+    np.testing.assert_allclose(variant_scores, ensemble.probabilities(sequences), rtol=1e-5, atol=1e-6)
+
+    (tmp_path / "model" / COMPONENT_FILE).write_bytes(b"not an npz")
+    with pytest.raises(InputError, match="not a k-mer component"):
+        Classifier.load(tmp_path / "model", device="cpu")
+
+
+@pytest.mark.slow
+def test_ensemble_is_fitted_on_valid_and_measured_on_other_sources(shared_data, tmp_path):
+    """On the default spec's real data (subsampled): the stacking sees only ``valid``; its ECE
+    and the ranking are measured on ``test`` and ``random_test``, which share no sequence with it."""
+    build_source_split_dataset(load_source_split_config("default", shared_data), tmp_path / "data")
+    rng = np.random.default_rng(0)
+    splits = {
+        name: [records[i] for i in rng.permutation(len(records))[:size]]
+        for name, size in (("train", 1500), ("valid", 800), ("test", 800), ("random_test", 400))
+        for records in [load_split(tmp_path / "data", name)]
+    }
+    assert not {r.sequence for r in splits["valid"]} & {r.sequence for r in splits["test"] + splits["random_test"]}
+    classifier = Classifier.load(default_promoter_model(), device="cpu")
+    classifier.kmer = None
+    network = {name: classifier.probabilities([r.sequence for r in splits[name]])[:, 0] for name in ("valid", "test")}
+    stacking = fit_kmer_ensemble(classifier, splits["train"], splits["valid"], SMALL)
+    assert stacking["network_weight"] > 0 and stacking["kmer_weight"] > 0 and classifier.kmer is not None
+    report = score_splits(classifier, splits)
+    valid_labels = [r.label for r in splits["valid"]]
+    assert report["by_source"]["valid"]["all"]["ece"] < expected_calibration_error(valid_labels, network["valid"])
+    assert set(report["by_source"]) == {"test", "valid", "random_test"}
+    for split in ("test", "random_test"):  # measured on records the fit never saw
+        labels = [r.label for r in splits[split]]
+        probabilities = classifier.probabilities([r.sequence for r in splits[split]])[:, 0]
+        assert report["by_source"][split]["all"]["ece"] == pytest.approx(
+            expected_calibration_error(labels, probabilities), abs=1e-6
+        )
+    assert report["by_source"]["valid"]["all"]["auroc"] > 0.85
