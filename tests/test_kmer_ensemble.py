@@ -19,7 +19,7 @@ from genolong.evaluation.metrics import expected_calibration_error
 from genolong.inference.classifier import Classifier, default_promoter_model
 from genolong.inference.kmer_component import COMPONENT_FILE, KmerComponent, kmer_index
 from genolong.inference.loop import ScanModule
-from genolong.inference.variant_scoring import ClassifierEffects
+from genolong.inference.variants.scoring import ClassifierEffects
 
 SMALL = KmerBaselineConfig(Cs=(1e-3,))
 

@@ -31,7 +31,7 @@ from genolong.evaluation.kmer_baseline import KmerBaselineConfig, fit_kmer_basel
 from genolong.evaluation.metrics import best_f1_threshold, expected_calibration_error, promoter_metrics
 from genolong.inference.classifier import Classifier
 from genolong.inference.kmer_component import KmerComponent
-from genolong.inference.records import predict_all
+from genolong.inference.predict.records import predict_all
 
 METHOD = "logistic regression on [network logit, k-mer logit] of valid, folded into the output layer and the k-mer component"
 
