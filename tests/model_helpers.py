@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from genolong.attention import _REGISTRY, Attention
+from genolong.attention import ATTENTIONS, Attention
 from genolong.errors import ConfigError
 from genolong.model.configuration import GenolongConfig
 
@@ -62,5 +62,5 @@ class ProbeAttention(Attention):
 def probe_attention(monkeypatch):
     """Register ProbeAttention as backbone "probe" for the duration of one test."""
     ProbeAttention.attention_name = "probe"
-    monkeypatch.setitem(_REGISTRY, "probe", ProbeAttention)
+    monkeypatch.setitem(ATTENTIONS.entries, "probe", ProbeAttention)
     return ProbeAttention

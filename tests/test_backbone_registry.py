@@ -15,7 +15,7 @@ from classify_helpers import promoter_dataset
 from torch import nn
 
 from genolong.attention import (
-    _REGISTRY,
+    ATTENTIONS,
     Attention,
     available_attentions,
     register_attention,
@@ -88,7 +88,7 @@ def toy():
     """Backbone "toy", registered for this module's tests."""
     register_attention("toy")(ToyWindowAttention)
     yield "toy"
-    del _REGISTRY["toy"]
+    del ATTENTIONS.entries["toy"]
 
 
 def toy_config(**overrides) -> GenolongConfig:

@@ -21,16 +21,22 @@ the choice is logged on logger ``genolong.attention``.
 
 from __future__ import annotations
 
-import functools
-import importlib
 import pkgutil
 from types import SimpleNamespace
 from typing import Any
 
 from genolong.attention.base import Attention
 from genolong.errors import ConfigError
+from genolong.registry import Registry
 
-_REGISTRY: dict[str, type[Attention]] = {}
+
+def _builtin_backbones() -> list[str]:
+    """Every module of this package: the built-in backbones register from theirs."""
+    return [f"{__name__}.{module.name}" for module in pkgutil.iter_modules(__path__)]
+
+
+#: The backbones by name.
+ATTENTIONS: Registry[type[Attention]] = Registry("attention", _builtin_backbones)
 
 
 def register_attention(name: str):
@@ -39,34 +45,21 @@ def register_attention(name: str):
     def decorator(cls: type[Attention]) -> type[Attention]:
         if not issubclass(cls, Attention):
             raise TypeError(f"attention {name!r}: {cls.__name__} is not a genolong.attention.Attention")
-        if name in _REGISTRY and _REGISTRY[name] is not cls:
-            raise ValueError(f"attention {name!r} is already registered to {_REGISTRY[name].__name__}")
+        ATTENTIONS.add(name, cls)
         cls.attention_name = name
-        _REGISTRY[name] = cls
         return cls
 
     return decorator
 
 
-@functools.cache
-def _load_builtins() -> None:
-    """Import every module of this package (once): the built-in backbones register from theirs."""
-    for module in pkgutil.iter_modules(__path__):
-        importlib.import_module(f"{__name__}.{module.name}")
-
-
 def attention_class(name: str) -> type[Attention]:
     """The class registered under ``name``; raises ConfigError for an unknown name."""
-    _load_builtins()
-    if name not in _REGISTRY:
-        raise ConfigError(f"unknown attention {name!r}; choose one of: {', '.join(sorted(_REGISTRY))}")
-    return _REGISTRY[name]
+    return ATTENTIONS.get(name)
 
 
 def available_attentions() -> list[str]:
     """Names of all registered backbones, sorted."""
-    _load_builtins()
-    return sorted(_REGISTRY)
+    return ATTENTIONS.names()
 
 
 def attention_defaults(name: str) -> dict[str, Any]:

@@ -11,7 +11,6 @@ with :func:`register_task` (the built-in ones: :mod:`genolong.tasks.promoter`,
 
 from __future__ import annotations
 
-import importlib
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +25,7 @@ from genolong.configs import preset_path
 from genolong.dna.tokenizer import TokenizerTrainConfig
 from genolong.errors import ConfigError, UserError
 from genolong.inference.classifier import Classifier
+from genolong.registry import Registry
 from genolong.tasks.common import TrainConfig
 
 
@@ -111,37 +111,24 @@ class FinetuneTask(ABC):
         """The test results of a finished run's report as printed text."""
 
 
-_TASKS: dict[str, FinetuneTask] = {}
-
-#: Modules that register the built-in tasks when imported.
-_BUILTIN_MODULES = ("promoter", "chromatin")
+#: The fine-tuning tasks by name; the built-in ones register when their modules are imported.
+TASKS: Registry[FinetuneTask] = Registry(
+    "task", lambda: ("genolong.tasks.promoter", "genolong.tasks.chromatin"), identity=type)
 
 
 def register_task(task: FinetuneTask) -> FinetuneTask:
     """Register ``task`` under ``task.name``; returns it."""
-    if task.name in _TASKS and type(_TASKS[task.name]) is not type(task):
-        raise ValueError(f"task {task.name!r} is already registered to {type(_TASKS[task.name]).__name__}")
-    _TASKS[task.name] = task
-    return task
-
-
-def _load_builtins() -> None:
-    for module in _BUILTIN_MODULES:
-        importlib.import_module(f"genolong.tasks.{module}")
+    return TASKS.add(task.name, task)
 
 
 def get_task(name: str) -> FinetuneTask:
     """The task registered under ``name``; a ConfigError for an unknown name."""
-    _load_builtins()
-    if name not in _TASKS:
-        raise ConfigError(f"unknown task {name!r}; choose one of: {', '.join(sorted(_TASKS))}")
-    return _TASKS[name]
+    return TASKS.get(name)
 
 
 def available_tasks() -> list[str]:
     """The registered task names, sorted."""
-    _load_builtins()
-    return sorted(_TASKS)
+    return TASKS.names()
 
 
 @dataclass
