@@ -7,6 +7,7 @@ inside functions, which would otherwise hide a cycle), not from what happens to 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -148,3 +149,13 @@ def test_only_commands_use_the_data_builders():
 def test_modules_stay_small(name):
     lines = len(module_files()[name].read_text().splitlines())
     assert lines <= MAX_LINES, f"{name} has {lines} lines; split it by job (limit {MAX_LINES})"
+
+
+def test_every_package_is_in_the_wheel():
+    """pyproject.toml lists the packages explicitly (data_prep and configs install under
+    genolong): a subpackage missing there works in an editable install and is absent from a wheel."""
+    pyproject = (PACKAGE_ROOT.parent / "pyproject.toml").read_text()
+    listed = pyproject[pyproject.index("packages = ["):]
+    listed = set(re.findall(r'"(genolong[\w.]*)"', listed[: listed.index("]")]))
+    packages = {".".join(path.parent.relative_to(PACKAGE_ROOT.parent).parts) for path in PACKAGE_ROOT.rglob("__init__.py")}
+    assert packages - listed == set(), "add these to [tool.setuptools] packages in pyproject.toml"
