@@ -14,6 +14,11 @@ SHARED_DATA = Path(os.environ.get("GENOLONG_SHARED_DATA", REPO.parent / "shared"
 
 
 def pytest_collection_modifyitems(config, items):
+    # A fresh clone has no ../shared: only slow tests may need the full data set.
+    needs_shared = [item.nodeid for item in items if "shared_data" in item.fixturenames and "slow" not in item.keywords]
+    if needs_shared:
+        raise pytest.UsageError("tests reading ../shared/data must be marked slow (or use real_data, tests/data): "
+                                + ", ".join(needs_shared))
     if torch.cuda.is_available():
         return
     skip_gpu = pytest.mark.skip(reason="needs a CUDA device")

@@ -139,16 +139,16 @@ def test_the_models_use_what_the_backbone_declares(toy):
     torch.testing.assert_close(together[1:], alone, rtol=1e-5, atol=1e-6)
 
 
-def test_toy_backbone_pretrains_finetunes_predicts_and_compares(toy, shared_data, tmp_path):
+def test_toy_backbone_pretrains_finetunes_predicts_and_compares(toy, real_data, tmp_path):
     preset = load_compare_config("micro")
     config = replace(preset, backbones={toy: {"toy_radius": 8}}, ablation=replace(preset.ablation, backbones=[toy]))
     space = Workspace(sample_genome(), tmp_path / "compare", config, show_progress=False)
-    promoters = promoter_dataset(shared_data, tmp_path / "promoters", positives=30, negatives=60)
+    promoters = promoter_dataset(real_data, tmp_path / "promoters", positives=30, negatives=60)
     [row] = run_comparison(space, promoters, [toy])
     assert row["backbone"] == toy and row["pretrain_steps"] == 4 and 0 < row["val_bpc"] < 4
     assert 0 <= row["promoter_auroc"] <= 1 and row["infer_windows_per_s"] > 0
     model = tmp_path / "compare" / "backbones" / toy / "finetune" / "model"
-    records = list(read_fasta(shared_data / "promoters" / "Mouse_tata.fa", unique_names=False))[-3:]
+    records = list(read_fasta(real_data / "promoters" / "Mouse_tata.fa", unique_names=False))[-3:]
     fasta = tmp_path / "query.fa"
     fasta.write_text("".join(f">{r.name}\n{r.sequence}\n" for r in records))
     assert main(["predict-promoter", str(fasta), "--model", str(model), "--out", str(tmp_path / "p.tsv")]) == 0

@@ -38,7 +38,7 @@ NOISE = ("Epoch", "v_num", "FLOPs", "┃", "Params", "Mode", "GPU available", "T
 
 
 @pytest.fixture(scope="module")
-def inputs(shared_data, tmp_path_factory):
+def inputs(real_data, tmp_path_factory):
     """A micro tokenizer, a promoter dataset and the two run configs."""
     work = tmp_path_factory.mktemp("console")
     tokenizer = work / "tokenizer"
@@ -46,7 +46,7 @@ def inputs(shared_data, tmp_path_factory):
                     show_progress=False)
     for name, config in (("pretrain.yaml", PRETRAIN), ("finetune.yaml", FINETUNE)):
         (work / name).write_text(yaml.safe_dump(config))
-    return {"tokenizer": tokenizer, "data": promoter_dataset(shared_data, work / "promoters"), "work": work}
+    return {"tokenizer": tokenizer, "data": promoter_dataset(real_data, work / "promoters"), "work": work}
 
 
 def _run_both(inputs, out, *options) -> None:

@@ -37,9 +37,9 @@ def test_kmer_logits_hand_checked():
 
 
 @pytest.fixture(scope="module")
-def mouse(shared_data):
-    promoters = read_fasta_records(shared_data / "promoters" / "Mouse_tata.fa", 1)[:300]
-    non_promoters = read_fasta_records(shared_data / "promoters" / "Mouse_nonprom.fa", 0)[:300]
+def mouse(real_data):
+    promoters = read_fasta_records(real_data / "promoters" / "Mouse_tata.fa", 1)[:300]
+    non_promoters = read_fasta_records(real_data / "promoters" / "Mouse_nonprom.fa", 0)[:300]
     return promoters + non_promoters
 
 

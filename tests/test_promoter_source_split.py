@@ -131,9 +131,9 @@ def test_default_spec_on_real_data_never_shares_a_sequence(tmp_path, real_data):
     assert {len(r.sequence) for r in splits["train"]} == {251, 300}
 
 
-def test_reverse_spec_on_real_data_never_shares_a_sequence(tmp_path, shared_data):
+def test_reverse_spec_on_real_data_never_shares_a_sequence(tmp_path, real_data):
     """``plant_to_mouse``, the other direction of the README's cross-source table."""
-    build_source_split_dataset(load_source_split_config("plant_to_mouse", shared_data), tmp_path / "data")
+    build_source_split_dataset(load_source_split_config("plant_to_mouse", real_data), tmp_path / "data")
     splits = assert_disjoint(tmp_path / "data")
     groups = {name: {r.source.split("/")[0] for r in records} for name, records in splits.items()}
     assert groups["test"] == {"mouse_epdnew"}
