@@ -103,7 +103,7 @@ class PretrainConfig:
 
 def load_pretrain_config(path: str | Path | None, overrides: dict[str, Any] | None = None) -> PretrainConfig:
     """A YAML file or shipped preset name (``tiny``, ``base``, ...) with dotted ``overrides``
-    (``train.max_steps``, ``model.backbone``: see :func:`genolong.config.apply_overrides`).
+    (``train.max_steps``, ``model.backbone``: see :func:`genolong.config.presets.apply_overrides`).
 
     A YAML file may start from another with ``extends: other.yaml`` (relative path).
     """

@@ -187,7 +187,7 @@ def load_finetune_config(
     task: str, preset: str | Path | None = None, overrides: dict[str, Any] | None = None
 ) -> FinetuneConfig:
     """A YAML file or shipped preset (default: the task's own) with dotted ``overrides``
-    (``train.max_steps``, ``model.backbone``: see :func:`genolong.config.apply_overrides`).
+    (``train.max_steps``, ``model.backbone``: see :func:`genolong.config.presets.apply_overrides`).
 
     A YAML file may start from another with ``extends: other.yaml``.
     """
