@@ -21,7 +21,7 @@ from genolong.attention import attention_class, attention_defaults, available_at
 from genolong.config import check_type, describe_unknown, where
 from genolong.errors import ConfigError
 from genolong.model.encoder import ACTIVATIONS
-from genolong.model.heads import POOLER_ACTIVATIONS
+from genolong.model.heads import CLASSIFIER_POOLINGS, POOLER_ACTIVATIONS
 
 PROBLEM_TYPES = ("single_label_classification", "multi_label_classification", "regression")
 
@@ -51,9 +51,15 @@ class GenolongConfig(PretrainedConfig):
         pre_layer_norm: LayerNorm before each sub-layer (pre-LN) instead of after (post-LN).
         final_layer_norm: a LayerNorm after the last layer; None: with pre-LN only.
         embedding_layer_norm: a LayerNorm on the embeddings (BERT); False for ESM.
+        local_conv_kernel: None (default), or the odd width K of a residual convolution over the
+            token embeddings (:class:`~genolong.model.encoder.Embeddings`; K-bp motif detectors
+            for one-token-per-base models).
         classifier_pooler: None (default): the classifier is one linear layer on [CLS]; an
             activation name (``tanh``, ``gelu``, ``gelu_tanh``, ...): a dense layer and that
             activation before it, as in transformers' sequence classifiers.
+        classifier_pooling: what the classifier reads: ``"cls"`` (default, the first token),
+            ``"mean"`` or ``"max"`` over the real tokens (backbones with their own pooling,
+            SLED, keep ``"cls"`` and choose theirs).
         positive_label_weight: weight of positive labels in the multi-label loss
             (8 for the chromatin profile, BigBird App. F.3).
         tokenizer_fingerprint: :func:`genolong.dna.tokenizer.tokenizer_fingerprint` of the tokenizer
@@ -82,9 +88,11 @@ class GenolongConfig(PretrainedConfig):
         pre_layer_norm: bool = False,
         final_layer_norm: bool | None = None,
         embedding_layer_norm: bool = True,
+        local_conv_kernel: int | None = None,
         pad_token_id: int = 0,
         classifier_dropout: float | None = None,
         classifier_pooler: str | None = None,
+        classifier_pooling: str = "cls",
         positive_label_weight: float = 1.0,
         tie_word_embeddings: bool = True,
         tokenizer_fingerprint: str | None = None,
@@ -110,8 +118,10 @@ class GenolongConfig(PretrainedConfig):
         self.pre_layer_norm = pre_layer_norm
         self.final_layer_norm = final_layer_norm
         self.embedding_layer_norm = embedding_layer_norm
+        self.local_conv_kernel = local_conv_kernel
         self.classifier_dropout = classifier_dropout
         self.classifier_pooler = classifier_pooler
+        self.classifier_pooling = classifier_pooling
         self.positive_label_weight = positive_label_weight
         self.tokenizer_fingerprint = tokenizer_fingerprint
         for name, value in backbone_params.items():
@@ -133,6 +143,10 @@ class GenolongConfig(PretrainedConfig):
             value = getattr(self, name)
             if value is not None and not 0.0 <= value < 1.0:
                 raise ConfigError(f"{name} must be in [0, 1), got {value!r}")
+        kernel = self.local_conv_kernel
+        if kernel is not None and (not isinstance(kernel, int) or isinstance(kernel, bool) or kernel < 1
+                                   or kernel % 2 == 0):
+            raise ConfigError(f"local_conv_kernel must be null or a positive odd integer, got {kernel!r}")
         if self.hidden_act not in ACTIVATIONS:
             raise ConfigError(
                 f"unknown hidden_act {self.hidden_act!r}; choose one of: {', '.join(ACTIVATIONS)}"
@@ -141,6 +155,14 @@ class GenolongConfig(PretrainedConfig):
             raise ConfigError(
                 f"unknown classifier_pooler {self.classifier_pooler!r}; choose null or one of: "
                 f"{', '.join(POOLER_ACTIVATIONS)}"
+            )
+        if self.classifier_pooling not in CLASSIFIER_POOLINGS:
+            raise ConfigError(
+                f"unknown classifier_pooling {self.classifier_pooling!r}; choose one of: {', '.join(CLASSIFIER_POOLINGS)}"
+            )
+        if self.classifier_pooling != "cls" and attention_class(self.backbone).pooling is not None:
+            raise ConfigError(
+                f"backbone {self.backbone!r} pools the tokens itself; leave classifier_pooling at 'cls'"
             )
         if self.pad_token_id is None or not 0 <= self.pad_token_id < self.vocab_size:
             raise ConfigError(

@@ -40,12 +40,22 @@ class Embeddings(nn.Module):
     """Token + learned absolute position embeddings, then LayerNorm (BERT; none when
     ``config.embedding_layer_norm`` is False, as in ESM) and dropout.
 
-    Shapes: input_ids (B, L) -> (B, L, N).
+    With ``config.local_conv_kernel = K`` (odd), a residual 1-D convolution of width K runs over
+    the token embeddings before the positions are added: ``t + gelu(conv(t))``, padding rows
+    zeroed first so that they never leak into real ones. On one-token-per-base inputs it is a
+    bank of N motif detectors of K bp at every position, which attention alone learns slowly
+    (convolutional stems of DNA models: DeepSEA, Basenji, Enformer; Avsec et al. 2021).
+
+    Shapes: input_ids (B, L), padding_mask (B, L) bool True = real token or None -> (B, L, N).
     """
 
     def __init__(self, config: Any):
         super().__init__()
         self.token = nn.Embedding(config.vocab_size, config.hidden_size)
+        kernel = getattr(config, "local_conv_kernel", None)
+        self.local_conv = (
+            nn.Conv1d(config.hidden_size, config.hidden_size, kernel, padding=kernel // 2) if kernel else None
+        )
         self.position = nn.Embedding(config.max_position_embeddings, config.hidden_size)
         self.norm = (
             nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
@@ -54,9 +64,13 @@ class Embeddings(nn.Module):
         )
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
-    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+    def forward(self, input_ids: torch.Tensor, padding_mask: torch.Tensor | None = None) -> torch.Tensor:
+        tokens = self.token(input_ids)  # (B, L, N)
+        if self.local_conv is not None:
+            real = tokens if padding_mask is None else tokens * padding_mask.unsqueeze(-1).to(tokens.dtype)
+            tokens = tokens + F.gelu(self.local_conv(real.transpose(1, 2))).transpose(1, 2)
         positions = torch.arange(input_ids.shape[1], device=input_ids.device)
-        return self.dropout(self.norm(self.token(input_ids) + self.position(positions)))
+        return self.dropout(self.norm(tokens + self.position(positions)))
 
 
 class FeedForward(nn.Module):
@@ -190,7 +204,7 @@ class Encoder(nn.Module):
             if padding_mask is None:
                 padding_mask = input_ids.new_ones(batch, length, dtype=torch.bool)
             padding_mask = F.pad(padding_mask, (0, padding), value=False)  # (B, L + padding)
-        x = self.embeddings(input_ids)  # (B, L + padding, N)
+        x = self.embeddings(input_ids, padding_mask)  # (B, L + padding, N)
         if self.global_tokens is not None:
             num_global = self.global_tokens.shape[0]
             x = torch.cat([self.global_tokens.expand(batch, -1, -1).to(x.dtype), x], dim=1)

@@ -14,6 +14,7 @@ C = number of labels.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
@@ -28,6 +29,47 @@ POOLER_ACTIVATIONS = {**ACTIVATIONS, "tanh": torch.tanh}
 
 #: Label value that marks a position without an MLM target (the transformers convention).
 IGNORE_INDEX = -100
+
+#: What a sequence classifier reads (``config.classifier_pooling``): the [CLS] row, or the masked
+#: mean / max over the real tokens.
+CLASSIFIER_POOLINGS = ("cls", "mean", "max")
+
+
+def pool_tokens(hidden: torch.Tensor, attention_mask: torch.Tensor | None, mode: str) -> torch.Tensor:
+    """One vector per row from its real tokens: (B, L, N), mask (B, L) or None -> (B, 1, N).
+
+    ``mode``: ``"cls"`` (the first token), ``"mean"`` or ``"max"`` (over the tokens whose mask is
+    1; padding never counts).
+    """
+    real = None if attention_mask is None else attention_mask.bool()
+    if mode == "cls":
+        return hidden[:, :1]
+    if mode == "mean":
+        if real is None:
+            return hidden.mean(dim=1, keepdim=True)
+        weights = real[..., None].to(hidden.dtype)
+        return (hidden * weights).sum(dim=1, keepdim=True) / weights.sum(dim=1, keepdim=True).clamp(min=1)
+    if mode == "max":
+        if real is not None:
+            hidden = hidden.masked_fill(~real[..., None], -math.inf)
+        return hidden.amax(dim=1, keepdim=True)
+    raise ValueError(f"unknown pooling {mode!r}; choose one of: {', '.join(CLASSIFIER_POOLINGS)}")
+
+
+class TokenPooling(nn.Module):
+    """``config.classifier_pooling`` as a classifier's fusion: (B, L, N), mask -> (B, 1, N).
+
+    Mean pooling hands the output layer the average of every position's features (a
+    convolutional motif scanner's global average, the read-out of DeepSEA-like CNNs); [CLS]
+    must learn to gather them through attention first.
+    """
+
+    def __init__(self, config: Any):
+        super().__init__()
+        self.mode = config.classifier_pooling
+
+    def forward(self, hidden: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+        return pool_tokens(hidden, attention_mask, self.mode)
 
 
 class MaskedLMHead(nn.Module):

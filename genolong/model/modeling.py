@@ -27,7 +27,7 @@ from transformers.modeling_outputs import BaseModelOutput, MaskedLMOutput, Seque
 
 from genolong.attention import attention_class
 from genolong.model.configuration import GenolongConfig
-from genolong.model.heads import IGNORE_INDEX, ClassificationHead, MaskedLMHead
+from genolong.model.heads import IGNORE_INDEX, ClassificationHead, MaskedLMHead, TokenPooling
 
 __all__ = [
     "GenolongConfig",
@@ -49,7 +49,7 @@ class GenolongPreTrainedModel(PreTrainedModel):
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:
         std = self.config.initializer_range
-        if isinstance(module, (nn.Linear, nn.Embedding)):
+        if isinstance(module, (nn.Linear, nn.Embedding, nn.Conv1d)):
             nn.init.normal_(module.weight, mean=0.0, std=std)
             if getattr(module, "bias", None) is not None:
                 nn.init.zeros_(module.bias)
@@ -124,14 +124,18 @@ class GenolongForMaskedLM(GenolongPreTrainedModel):
 
 
 class GenolongForSequenceClassification(GenolongPreTrainedModel):
-    """Encoder + linear head on [CLS], or on the backbone's pooling of every token vector:
+    """Encoder + linear head on [CLS], on the backbone's pooling of every token vector, or on
+    the mean / max of the token vectors (``config.classifier_pooling``):
     (B, L) -> logits (B, num_labels); loss by ``problem_type``."""
 
     def __init__(self, config: GenolongConfig):
         super().__init__(config)
         self.genolong = GenolongModel(config)
         pooling = attention_class(config.backbone).pooling
-        self.fusion = None if pooling is None else declared_class(pooling)(config)
+        if pooling is not None:
+            self.fusion = declared_class(pooling)(config)
+        else:
+            self.fusion = None if config.classifier_pooling == "cls" else TokenPooling(config)
         self.classifier = ClassificationHead(config)
         self.post_init()
 

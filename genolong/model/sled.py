@@ -27,7 +27,6 @@ Shapes: B = batch, L = tokens, N = hidden, T = chunks of the batch, c = chunk le
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import torch
@@ -36,6 +35,7 @@ from torch import nn
 
 from genolong.errors import UserError
 from genolong.model.encoder import Encoder, FeedForward
+from genolong.model.heads import pool_tokens
 
 
 def sled_windows(length: int, chunk_size: int, context_padding: float) -> list[tuple[int, int, int, int]]:
@@ -182,19 +182,9 @@ class SledFusion(nn.Module):
             nn.init.normal_(self.query, mean=0.0, std=std)
 
     def forward(self, hidden: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
-        real = None if attention_mask is None else attention_mask.bool()
-        if self.mode == "cls":
-            return hidden[:, :1]
-        if self.mode == "mean":
-            if real is None:
-                return hidden.mean(dim=1, keepdim=True)
-            weights = real[..., None].to(hidden.dtype)
-            return (hidden * weights).sum(dim=1, keepdim=True) / weights.sum(dim=1, keepdim=True).clamp(min=1)
-        if self.mode == "max":
-            if real is not None:
-                hidden = hidden.masked_fill(~real[..., None], -math.inf)
-            return hidden.amax(dim=1, keepdim=True)
-        return self.cross_attend(hidden, real)
+        if self.mode != "attention":
+            return pool_tokens(hidden, attention_mask, self.mode)
+        return self.cross_attend(hidden, None if attention_mask is None else attention_mask.bool())
 
     def cross_attend(self, hidden: torch.Tensor, real: torch.Tensor | None) -> torch.Tensor:
         """The learned query's cross-attention block: (B, L, N) -> (B, 1, N)."""

@@ -330,7 +330,7 @@ class VCCEncoder(Encoder):
                     f"vcc: vip_mask has shape {tuple(vip_mask.shape)}, input_ids {tuple(input_ids.shape)}"
                 )
             vip |= vip_mask.bool() & real
-        x = self.embeddings(input_ids)  # (B, L, N)
+        x = self.embeddings(input_ids, real)  # (B, L, N)
         for block in self.blocks[: self.num_warmup_layers]:
             x = self.run_block(block, x, real)
         if self.num_warmup_layers < len(self.blocks):

@@ -31,6 +31,7 @@ ARCHITECTURE_FIELDS = (
     "pre_layer_norm",
     "final_layer_norm",
     "embedding_layer_norm",
+    "local_conv_kernel",
 )
 
 
