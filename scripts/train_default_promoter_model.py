@@ -11,23 +11,27 @@ the shipped spec ``configs/promoter_sources/default.yaml``:
   (``Mouse_tata_dbtss.fa``) against yeast chromosome I windows;
 - test: *A. thaliana* EPDnew TATA and non-TATA promoters against real *A. thaliana*
   non-promoters;
-- every split also gets substitution (DeePromoter) negatives made from its own promoters.
-  No human sequence is read.
+- every split also gets two kinds of negatives made from its own promoters: substitution
+  (DeePromoter: 12 of 20 pieces replaced by random bases) and shuffle (12 of 20 pieces
+  permuted; the composition of the promoter, its motifs out of place), so that neither
+  composition nor position alone separates the classes. No human sequence is read.
 
-Model: the ``promoter_default`` preset (``promoter_bpe``'s 2-layer backbone with a 256-token BPE
-tokenizer trained on the training split, from scratch; random crops of 240 bp up to the
-window; positives weighted 2.5x), then a k-mer component: the k-mer baseline fitted on the
-same training split, stacked with the network in logit space on the validation sources
-(:mod:`genolong.evaluation.kmer_ensemble`; one logistic regression weighs the two and
-calibrates their sum). The first two steps are those of these commands::
+Model: the ``promoter_default`` preset (``promoter_tiny``'s per-base 2-layer backbone with a
+residual 15-bp convolution over the token embeddings and a mean-pooled read-out, from scratch;
+random crops of 240 bp up to the window; positives weighted 3.5x), then a k-mer component: the
+k-mer baseline fitted on the same training split, stacked with the network in logit space on
+the validation sources (:mod:`genolong.evaluation.kmer_ensemble`; one logistic regression weighs
+the two and calibrates their sum). The first two steps are those of these commands::
 
     genolong promoter prepare-sources --spec default --root ../shared/data --out WORK/data
     genolong promoter finetune --data WORK/data --out WORK/run --config promoter_default
 
 With ``--install`` the ensemble goes into the package with a README that records the data,
 the commands, the commit and the metrics next to the k-mer baseline's and the network's.
-``--spec plant_to_mouse`` trains the same recipe in the reverse direction (A. thaliana ->
-mouse), for the cross-source table of the README; it cannot be installed.
+``--spec plant_to_mouse`` (A. thaliana -> mouse EPDnew) and ``--spec mouse_to_dbtss`` (mouse
+EPDnew -> mouse DBTSS, which is the default spec's validation source) train the same recipe in
+other directions, for the cross-source table of the README (``--other-work``); they cannot be
+installed.
 
 Usage::
 
@@ -70,8 +74,8 @@ PRESET = "promoter_default"
 COMMIT_FILE = "genolong_commit.txt"
 TRAINED_ON = (
     "mouse TATA promoters (EPDnew -200..+50 and -249..+50) vs real mouse non-promoters, C. elegans "
-    "chrX background and substitution negatives; network + k-mer model stacked and calibrated on "
-    "mouse DBTSS promoters vs yeast chrI (no human data)"
+    "chrX background, substitution and shuffle negatives; network + k-mer model stacked and calibrated "
+    "on mouse DBTSS promoters vs yeast chrI (no human data)"
 )
 
 
@@ -152,8 +156,29 @@ def results_table(report: dict) -> str:
     return format_metrics_table(rows)
 
 
-def readme(report: dict, manifest: dict, commit: str, reverse: dict | None) -> str:
-    """The model's README: data, commands, commit, stacking, threshold and every metric table."""
+def roles(manifest: dict) -> dict[str, list[str]]:
+    """The source groups of a dataset by role: ``{"train": [...], "valid": [...], "test": [...]}``."""
+    by_role: dict[str, list[str]] = {}
+    for group, role in manifest["split"]["roles"].items():
+        by_role.setdefault(role, []).append(group)
+    return by_role
+
+
+def other_direction(manifest: dict, report: dict) -> str:
+    """The held-out pairs of a run of another spec, with what it was trained and validated on."""
+    groups = roles(manifest)
+    return f"""Trained on {", ".join(groups["train"])}; validated on {", ".join(groups["valid"])}; tested on
+{", ".join(groups["test"])}:
+
+{format_pair_table({"test": report["by_source"]["test"]}, {"test": report["kmer_baseline"]["by_source"]["test"]})}
+"""
+
+
+def readme(report: dict, manifest: dict, commit: str, others: list[tuple[dict, dict]]) -> str:
+    """The model's README: data, commands, commit, stacking, threshold and every metric table.
+
+    ``others``: (manifest, report) of finished runs of the same recipe on other specs.
+    """
     kmer, stacking = report["kmer_baseline"], report["calibration"]
     files = "\n".join(
         f"- `{Path(s['path']).name}` ({s['group']}, {s['role']}), sha256 `{s['sha256']}`" for s in manifest["sources"]
@@ -161,13 +186,9 @@ def readme(report: dict, manifest: dict, commit: str, reverse: dict | None) -> s
     counts = ", ".join(
         f"{split} {c['1']:,} promoters / {c['0']:,} non-promoters" for split, c in manifest["counts"].items()
     )
-    reverse_section = "" if reverse is None else f"""
-The same recipe in the reverse direction (`--spec plant_to_mouse`: trained on *A. thaliana*
-EPDnew promoters vs real *A. thaliana* non-promoters and *C. elegans* background, stacked on
-mouse DBTSS vs yeast, tested on mouse EPDnew), not shipped, for the cross-source table:
-
-{format_pair_table({"test": reverse["by_source"]["test"]}, {"test": reverse["kmer_baseline"]["by_source"]["test"]})}
-"""
+    other_sections = "" if not others else """
+The same recipe on the other specs (`--spec plant_to_mouse`, `--spec mouse_to_dbtss`), not
+shipped, for the cross-source table. """ + "\n".join(other_direction(*other) for other in others)
     return f"""# Default promoter model
 
 `genolong predict-promoter` uses this model when no `--model` is given. It was produced by
@@ -186,8 +207,8 @@ then the k-mer component is fitted and stacked (`genolong.evaluation.kmer_ensemb
 **Trained on**: {TRAINED_ON}.
 
 **Model**: two components whose logits add up. (1) The network: preset `{PRESET}` from scratch,
-{report["parameters"]:,} parameters, backbone `{report["backbone"]}`, 256 BPE tokens trained on the
-training split; best validation F1 at step {report["best_step"]} of {report["steps"]}. (2)
+{report["parameters"]:,} parameters, backbone `{report["backbone"]}`, one token per base, a residual
+15-bp convolution over the token embeddings and a mean-pooled read-out; best validation F1 at step {report["best_step"]} of {report["steps"]}. (2)
 `kmer_component.npz`: the k-mer (k = 4..6) logistic regression of the baseline below, fitted on the
 same training split ({stacking["kmer_features"]:,} k-mers, C = {stacking["kmer_C"]:g}), reading the bases the
 network reads (both strands and every window alike).
@@ -225,13 +246,13 @@ made from). Note that `Mouse_tata` and `mm_pos_TATA` hold windows of the same pr
 random split shares promoters (not sequences) between train and random_test:
 
 {format_pair_table(report["by_source"], kmer["by_source"])}
-{reverse_section}
+{other_sections}
 Metrics: {", ".join(PROMOTER_METRICS)} (scikit-learn) at the thresholds chosen on validation; ECE:
 10 equal-width bins. `genolong_task.json` holds the full report and configuration.
 """
 
 
-def install(ensemble: Path, report: dict, manifest: dict, commit: str, reverse: dict | None) -> Path:
+def install(ensemble: Path, report: dict, manifest: dict, commit: str, others: list[tuple[dict, dict]]) -> Path:
     """Copy the ensemble into the package (atomically) with its README."""
     target = default_promoter_model()
     with atomic_path(target, directory=True) as tmp:
@@ -241,7 +262,7 @@ def install(ensemble: Path, report: dict, manifest: dict, commit: str, reverse: 
         task["provenance"].pop("genolong_run", None)  # a path on the training machine
         task["provenance"]["trained_on"] = TRAINED_ON
         (tmp / "genolong_task.json").write_text(json.dumps(task, indent=2) + "\n")
-        (tmp / "README.md").write_text(readme(report, manifest, commit, reverse))
+        (tmp / "README.md").write_text(readme(report, manifest, commit, others))
         for path in tmp.iterdir():  # package data: readable by all (temporary files are private)
             path.chmod(0o644)
         tmp.chmod(0o755)
@@ -259,13 +280,15 @@ def main(argv: list[str] | None = None) -> int:
         help="directory with promoters/ and genomes/ (default: ../shared/data)",
     )
     parser.add_argument("--work", type=Path, required=True, help="working directory (dataset and run)")
-    parser.add_argument("--spec", default=SPEC, help=f"source spec (default: {SPEC}; plant_to_mouse: the reverse)")
+    parser.add_argument("--spec", default=SPEC, help=f"source spec (default: {SPEC}; plant_to_mouse, mouse_to_dbtss: other directions)")
     parser.add_argument("--max-steps", type=int, default=None, help="override the preset's max_steps")
     parser.add_argument("--install", action="store_true", help="copy the model into the package")
     parser.add_argument(
-        "--reverse-work",
+        "--other-work",
         type=Path,
-        help="a finished --spec plant_to_mouse working directory whose held-out pairs the README lists",
+        action="append",
+        default=[],
+        help="a finished working directory of another spec whose held-out pairs the README lists (repeatable)",
     )
     args = parser.parse_args(argv)
     if args.install and args.spec != SPEC:
@@ -281,10 +304,11 @@ def main(argv: list[str] | None = None) -> int:
     print(format_pair_table(report["by_source"], report["kmer_baseline"]["by_source"]))
     if args.install:
         commit = (run / COMMIT_FILE).read_text().strip() if (run / COMMIT_FILE).is_file() else "unknown"
-        reverse = None
-        if args.reverse_work is not None:
-            reverse = Classifier.load(args.reverse_work / "run" / "ensemble", device="cpu").info.provenance["report"]
-        install(run / "ensemble", report, manifest, commit, reverse)
+        others = [
+            (load_manifest(work / "data"), Classifier.load(work / "run" / "ensemble", device="cpu").info.provenance["report"])
+            for work in args.other_work
+        ]
+        install(run / "ensemble", report, manifest, commit, others)
     return 0
 
 
