@@ -129,6 +129,7 @@ def test_default_spec_on_real_data_never_shares_a_sequence(tmp_path, real_data):
     assert groups["test"] == {"arabidopsis_epdnew"}
     assert groups["train"] == groups["random_test"] == {"mouse_epdnew", "worm_background"}
     assert {len(r.sequence) for r in splits["train"]} == {251, 300}
+    assert {r.source.rsplit("|", 1)[1] for r in splits["train"] if "|" in r.source} == {"substitution", "shuffle"}
 
 
 def test_reverse_spec_on_real_data_never_shares_a_sequence(tmp_path, real_data):
@@ -138,6 +139,18 @@ def test_reverse_spec_on_real_data_never_shares_a_sequence(tmp_path, real_data):
     groups = {name: {r.source.split("/")[0] for r in records} for name, records in splits.items()}
     assert groups["test"] == {"mouse_epdnew"}
     assert groups["train"] == groups["random_test"] == {"arabidopsis_epdnew", "worm_background"}
+
+
+def test_dbtss_spec_on_real_data_tests_the_default_validation_source(tmp_path, real_data):
+    """``mouse_to_dbtss``: the default model's training sources, with mouse DBTSS as a test source."""
+    build_source_split_dataset(load_source_split_config("mouse_to_dbtss", real_data), tmp_path / "data")
+    splits = assert_disjoint(tmp_path / "data")
+    groups = {name: {r.source.split("/")[0] for r in records} for name, records in splits.items()}
+    assert groups["test"] == {"mouse_dbtss", "yeast_background"}
+    assert groups["valid"] == {"arabidopsis_epdnew"}
+    assert groups["train"] == groups["random_test"] == {"mouse_epdnew", "worm_background"}
+    derived = {r.source.rsplit("|", 1)[1] for r in splits["test"] if "|" in r.source}
+    assert derived == {"substitution", "shuffle"}
 
 
 def test_pair_metrics_pairs_derived_negatives_with_their_own_promoters():

@@ -59,14 +59,17 @@ class PromoterTask(FinetuneTask):
                     f"{len(records)} rows with labels {sorted({r.label for r in records})}"
                 )
             splits[name] = PromoterRows(records)
-        length = manifest["sequence_length"]
+        # the classifier's window: the longest input it trains on (held-out sources may be longer;
+        # their records are then scanned in windows the model has seen)
+        length = max(len(splits["train"].sequence(row)) for row in range(len(splits["train"])))
         source = {
             "data": str(data_dir.resolve()),
             "negatives": manifest["negatives"]["method"],
             "split": manifest["split"]["method"],
             "counts": manifest["counts"],
         }
-        return TaskData(self.name, splits, ["promoter"], length, manifest.get("min_sequence_length", length), source)
+        min_length = min(manifest.get("min_sequence_length", length), length)
+        return TaskData(self.name, splits, ["promoter"], length, min_length, source)
 
     def validation_metrics(self, labels: np.ndarray, probabilities: np.ndarray) -> dict[str, float]:
         """``val/f1`` (at the F1-best threshold), ``val/auroc``, ``val/auprc``."""
