@@ -17,7 +17,7 @@ the shipped spec ``configs/promoter_sources/default.yaml``:
   composition nor position alone separates the classes. No human sequence is read.
 
 Model: the ``promoter_default`` preset (``promoter_tiny``'s per-base 2-layer backbone with a
-residual 15-bp convolution over the token embeddings and a mean-pooled read-out, from scratch;
+residual 15-bp convolution over the token embeddings and a [CLS] read-out, from scratch;
 random crops of 240 bp up to the window; positives weighted 3.5x), then a k-mer component: the
 k-mer baseline fitted on the same training split, stacked with the network in logit space on
 the validation sources (:mod:`genolong.evaluation.kmer_ensemble`; one logistic regression weighs
@@ -187,7 +187,7 @@ def readme(report: dict, manifest: dict, commit: str, others: list[tuple[dict, d
         f"{split} {c['1']:,} promoters / {c['0']:,} non-promoters" for split, c in manifest["counts"].items()
     )
     other_sections = "" if not others else """
-The same recipe on the other specs (`--spec plant_to_mouse`, `--spec mouse_to_dbtss`), not
+The same recipe on the other specs (`--spec mouse_to_dbtss`, `--spec plant_to_mouse`), not
 shipped, for the cross-source table. """ + "\n".join(other_direction(*other) for other in others)
     return f"""# Default promoter model
 
@@ -195,8 +195,8 @@ shipped, for the cross-source table. """ + "\n".join(other_direction(*other) for
 
     python scripts/train_default_promoter_model.py --work WORK --install
 
-with the code of commit `{commit}` (torch {report["torch"]}, {platform.machine()}, 2-core AMD EPYC CPU
-shared with other jobs, no GPU; dataset, training and stacking took {report["seconds"] / 60:.0f} min). Its
+with the code of commit `{commit}` (torch {report["torch"]}, {platform.machine()}, 2-core AMD EPYC CPU,
+no GPU; dataset, training and stacking took {report["seconds"] / 60:.0f} min). Its
 first two steps are
 
     genolong promoter prepare-sources --spec {SPEC} --root ../shared/data --out WORK/data
@@ -208,7 +208,7 @@ then the k-mer component is fitted and stacked (`genolong.evaluation.kmer_ensemb
 
 **Model**: two components whose logits add up. (1) The network: preset `{PRESET}` from scratch,
 {report["parameters"]:,} parameters, backbone `{report["backbone"]}`, one token per base, a residual
-15-bp convolution over the token embeddings and a mean-pooled read-out; best validation F1 at step {report["best_step"]} of {report["steps"]}. (2)
+15-bp convolution over the token embeddings and a [CLS] read-out; best validation F1 at step {report["best_step"]} of {report["steps"]}. (2)
 `kmer_component.npz`: the k-mer (k = 4..6) logistic regression of the baseline below, fitted on the
 same training split ({stacking["kmer_features"]:,} k-mers, C = {stacking["kmer_C"]:g}), reading the bases the
 network reads (both strands and every window alike).

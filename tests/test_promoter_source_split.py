@@ -227,3 +227,18 @@ def test_finetune_by_source_crops_calibrates_and_reports_pairs(tmp_path, three_s
         abs=1e-4,
     )
     assert "| test | c/c vs c/genome |" in report_summary(report) and "c/c vs c/c\\|substitution" in report_summary(report)
+
+
+def test_the_window_is_the_longest_training_input_not_a_longer_held_out_one(tmp_path, three_sources):
+    """A model never sees positions beyond its training inputs: held-out records longer than
+    them are scanned in windows of the training length, not scored whole."""
+    from genolong.tasks.promoter import PromoterTask
+
+    spec_path, _ = three_sources
+    spec = json.loads(spec_path.read_text())
+    write_fasta(tmp_path / "c.fa", [(f"c{i}", s) for i, s in enumerate(random_sequences(40, 90, 3))])
+    spec_path.write_text(json.dumps(spec))
+    build_source_split_dataset(load_source_split_config(spec_path), tmp_path / "data")
+    assert json.loads((tmp_path / "data" / "manifest.json").read_text())["sequence_length"] == 90
+    data = PromoterTask().load_data(tmp_path / "data")
+    assert data.window_bp == 60 and data.min_bp == 60
