@@ -61,7 +61,7 @@ class PromoterTask(FinetuneTask):
             splits[name] = PromoterRows(records)
         # the classifier's window: the longest input it trains on (held-out sources may be longer;
         # their records are then scanned in windows the model has seen)
-        length = max(len(splits["train"].sequence(row)) for row in range(len(splits["train"])))
+        length = max(map(len, splits["train"].sequences))
         source = {
             "data": str(data_dir.resolve()),
             "negatives": manifest["negatives"]["method"],
