@@ -7,10 +7,11 @@ the shipped spec ``configs/promoter_sources/default.yaml``:
   ``mm_pos_TATA.txt``, -249..+50, 300 bp), real mouse non-promoters (``Mouse_nonprom.fa``)
   and random windows of *C. elegans* chromosome X as real genomic background; a random 10%
   of these sources is held out as ``random_test`` (the random-split numbers);
-- valid (early stopping, Platt calibration, threshold): mouse DBTSS TATA promoters
-  (``Mouse_tata_dbtss.fa``) against yeast chromosome I windows;
-- test: *A. thaliana* EPDnew TATA and non-TATA promoters against real *A. thaliana*
-  non-promoters;
+- valid (early stopping, stacking and calibration, threshold): *A. thaliana* EPDnew TATA
+  promoters against real *A. thaliana* non-promoters (another kingdom; real non-promoters of a
+  promoter species, so the stacking weighs every kind of negative);
+- test: mouse DBTSS TATA promoters (``Mouse_tata_dbtss.fa``, another database) against yeast
+  chromosome I windows;
 - every split also gets two kinds of negatives made from its own promoters: substitution
   (DeePromoter: 12 of 20 pieces replaced by random bases) and shuffle (12 of 20 pieces
   permuted; the composition of the promoter, its motifs out of place), so that neither
@@ -18,18 +19,19 @@ the shipped spec ``configs/promoter_sources/default.yaml``:
 
 Model: the ``promoter_default`` preset (``promoter_tiny``'s per-base 2-layer backbone with a
 residual 15-bp convolution over the token embeddings and a [CLS] read-out, from scratch;
-random crops of 240 bp up to the window; positives weighted 3.5x), then a k-mer component: the
-k-mer baseline fitted on the same training split, stacked with the network in logit space on
-the validation sources (:mod:`genolong.evaluation.kmer_ensemble`; one logistic regression weighs
-the two and calibrates their sum). The first two steps are those of these commands::
+random crops of 240 bp up to the window; positives weighted 3.5x), then k-mer experts: one
+k-mer logistic regression per kind of negative (real, substitution, shuffle) fitted on the same
+training split, stacked with the network in logit space on the validation sources
+(:mod:`genolong.evaluation.kmer_ensemble`; one logistic regression weighs them and calibrates
+their sum). The first two steps are those of these commands::
 
     genolong promoter prepare-sources --spec default --root ../shared/data --out WORK/data
     genolong promoter finetune --data WORK/data --out WORK/run --config promoter_default
 
 With ``--install`` the ensemble goes into the package with a README that records the data,
 the commands, the commit and the metrics next to the k-mer baseline's and the network's.
-``--spec plant_to_mouse`` (A. thaliana -> mouse EPDnew) and ``--spec mouse_to_dbtss`` (mouse
-EPDnew -> mouse DBTSS, which is the default spec's validation source) train the same recipe in
+``--spec mouse_to_plant`` (mouse EPDnew -> A. thaliana, which is the default spec's validation
+source) and ``--spec plant_to_mouse`` (A. thaliana -> mouse EPDnew) train the same recipe in
 other directions, for the cross-source table of the README (``--other-work``); they cannot be
 installed.
 
@@ -74,8 +76,8 @@ PRESET = "promoter_default"
 COMMIT_FILE = "genolong_commit.txt"
 TRAINED_ON = (
     "mouse TATA promoters (EPDnew -200..+50 and -249..+50) vs real mouse non-promoters, C. elegans "
-    "chrX background, substitution and shuffle negatives; network + k-mer model stacked and calibrated "
-    "on mouse DBTSS promoters vs yeast chrI (no human data)"
+    "chrX background, substitution and shuffle negatives; network + k-mer experts stacked and calibrated "
+    "on A. thaliana TATA promoters vs A. thaliana non-promoters (no human data)"
 )
 
 
@@ -139,6 +141,7 @@ def build_ensemble(data: Path, run: Path, network: dict) -> dict:
     report["calibration"] = stacking
     report["seconds"] = round(network.get("seconds", 0) + time.perf_counter() - started, 1)
     report["torch"] = torch.__version__
+    report["ensemble_commit"] = git_commit()
     classifier.info.threshold = scores["threshold"]
     classifier.info.provenance["report"] = report
     classifier.save(target)
@@ -180,6 +183,8 @@ def readme(report: dict, manifest: dict, commit: str, others: list[tuple[dict, d
     ``others``: (manifest, report) of finished runs of the same recipe on other specs.
     """
     kmer, stacking = report["kmer_baseline"], report["calibration"]
+    expert_terms = "".join(f" + {w:.3f} * {kind} expert" for kind, w in stacking["expert_weights"].items())
+    expert_cs = ", ".join(f"{kind} {c:g}" for kind, c in stacking["expert_C"].items())
     files = "\n".join(
         f"- `{Path(s['path']).name}` ({s['group']}, {s['role']}), sha256 `{s['sha256']}`" for s in manifest["sources"]
     )
@@ -187,7 +192,7 @@ def readme(report: dict, manifest: dict, commit: str, others: list[tuple[dict, d
         f"{split} {c['1']:,} promoters / {c['0']:,} non-promoters" for split, c in manifest["counts"].items()
     )
     other_sections = "" if not others else """
-The same recipe on the other specs (`--spec mouse_to_dbtss`, `--spec plant_to_mouse`), not
+The same recipe on the other specs (`--spec mouse_to_plant`, `--spec plant_to_mouse`), not
 shipped, for the cross-source table. """ + "\n".join(other_direction(*other) for other in others)
     return f"""# Default promoter model
 
@@ -195,29 +200,32 @@ shipped, for the cross-source table. """ + "\n".join(other_direction(*other) for
 
     python scripts/train_default_promoter_model.py --work WORK --install
 
-with the code of commit `{commit}` (torch {report["torch"]}, {platform.machine()}, 2-core AMD EPYC CPU,
+with the code of commit `{commit}` for the network and `{report.get("ensemble_commit", commit)}` for the
+k-mer experts and the stacking (torch {report["torch"]}, {platform.machine()}, 2-core AMD EPYC CPU,
 no GPU; dataset, training and stacking took {report["seconds"] / 60:.0f} min). Its
 first two steps are
 
     genolong promoter prepare-sources --spec {SPEC} --root ../shared/data --out WORK/data
     genolong promoter finetune --data WORK/data --out WORK/run --config {PRESET}
 
-then the k-mer component is fitted and stacked (`genolong.evaluation.kmer_ensemble`).
+then the k-mer experts are fitted and stacked (`genolong.evaluation.kmer_ensemble`).
 
 **Trained on**: {TRAINED_ON}.
 
 **Model**: two components whose logits add up. (1) The network: preset `{PRESET}` from scratch,
 {report["parameters"]:,} parameters, backbone `{report["backbone"]}`, one token per base, a residual
 15-bp convolution over the token embeddings and a [CLS] read-out; best validation F1 at step {report["best_step"]} of {report["steps"]}. (2)
-`kmer_component.npz`: the k-mer (k = 4..6) logistic regression of the baseline below, fitted on the
-same training split ({stacking["kmer_features"]:,} k-mers, C = {stacking["kmer_C"]:g}), reading the bases the
-network reads (both strands and every window alike).
+`kmer_component.npz`: k-mer experts, one k-mer (k = 4..6) logistic regression per kind of negative
+in the training split (the promoters against that kind only; {stacking["kmer_features"]:,} k-mers,
+C {expert_cs}), whose weighted sum is one k-mer model, reading the bases the network reads (both
+strands and every window alike).
 
-**Probability**: `sigmoid({stacking["network_weight"]:.3f} * network logit + {stacking["kmer_weight"]:.3f} * k-mer logit
-{stacking["offset"]:+.3f})`, the weights and offset fitted by one logistic regression on the
-validation sources (stacking and Platt scaling at once; folded into the network's output layer
-and the k-mer weights). The network alone had validation ECE {stacking["valid_ece_network"]:.3f}. The ECE
-columns below are measured on the test sources and the random split, which the fit never saw.
+**Probability**: `sigmoid({stacking["network_weight"]:.3f} * network logit{expert_terms}
+{stacking["offset"]:+.3f})`, the weights (non-negative) and offset fitted by one logistic regression
+on the validation sources, every source weighing the same (stacking and Platt scaling at once,
+calibrated for equal classes; folded into the network's output layer and the k-mer weights). The
+network alone had validation ECE {stacking["valid_ece_network"]:.3f}. The ECE columns below are
+measured on the test sources and the random split, which the fit never saw.
 
 **Threshold**: {report["threshold"]:.4f}, the F1-best threshold on the validation sources.
 
@@ -239,8 +247,8 @@ Identical sequences are removed across all sources before splitting: {counts}.
 {results_table(report)}
 ```
 
-Per pair of sources (test: *A. thaliana*, never seen in training or selection; valid: mouse
-DBTSS vs yeast, which chose the checkpoint, the stacking and the threshold; random_test: a
+Per pair of sources (test: mouse DBTSS and yeast, never seen in training or selection; valid:
+*A. thaliana*, which chose the checkpoint, the stacking and the threshold; random_test: a
 random 10% of the training sources; derived negatives are paired with the promoters they were
 made from). Note that `Mouse_tata` and `mm_pos_TATA` hold windows of the same promoters, so the
 random split shares promoters (not sequences) between train and random_test:
@@ -280,7 +288,9 @@ def main(argv: list[str] | None = None) -> int:
         help="directory with promoters/ and genomes/ (default: ../shared/data)",
     )
     parser.add_argument("--work", type=Path, required=True, help="working directory (dataset and run)")
-    parser.add_argument("--spec", default=SPEC, help=f"source spec (default: {SPEC}; plant_to_mouse, mouse_to_dbtss: other directions)")
+    parser.add_argument(
+        "--spec", default=SPEC, help=f"source spec (default: {SPEC}; mouse_to_plant, plant_to_mouse: other directions)"
+    )
     parser.add_argument("--max-steps", type=int, default=None, help="override the preset's max_steps")
     parser.add_argument("--install", action="store_true", help="copy the model into the package")
     parser.add_argument(

@@ -4,17 +4,22 @@ ensemble in every scoring path, and its calibration measured on sources the fit 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import torch
+from sklearn.metrics import roc_auc_score
 
+from genolong.data_prep.negatives import derive_negatives
 from genolong.data_prep.promoters import read_fasta_records
 from genolong.data_prep.source_split import build_source_split_dataset, load_source_split_config
 from genolong.datasets.promoter import load_split
 from genolong.errors import InputError, UserError
 from genolong.evaluation.calibration import fit_logit_stack
-from genolong.evaluation.kmer_baseline import KmerBaselineConfig, fit_kmer_baseline
-from genolong.evaluation.kmer_ensemble import fit_kmer_ensemble, score_splits
+from genolong.evaluation.cross_source import source_balanced_weights
+from genolong.evaluation.kmer_baseline import KmerBaselineConfig, fit_kmer_baseline, kmer_features
+from genolong.evaluation.kmer_ensemble import fit_kmer_ensemble, fit_kmer_experts, negative_kind, score_splits
 from genolong.evaluation.metrics import expected_calibration_error
 from genolong.inference.classifier import Classifier, default_promoter_model
 from genolong.inference.kmer_component import COMPONENT_FILE, KmerComponent, kmer_index
@@ -51,6 +56,62 @@ def test_component_of_the_baseline_pipeline_gives_its_logits(mouse):
     np.testing.assert_allclose(component.logits(sequences), 0.5 * expected - 1.0, rtol=1e-9, atol=1e-9)
 
 
+@pytest.fixture(scope="module")
+def mouse_by_kind(mouse):
+    """The ``mouse`` records tagged as a source-split dataset tags them, with substitution negatives."""
+    promoters = [replace(r, source="mouse/Mouse_tata") for r in mouse if r.label == 1]
+    real = [replace(r, source="mouse/Mouse_nonprom") for r in mouse if r.label == 0]
+    derived = [
+        replace(r, source="mouse/Mouse_tata|substitution")
+        for r in derive_negatives(promoters, "substitution", np.random.default_rng(0))
+    ]
+    return promoters + real + derived
+
+
+def test_components_of_pipelines_on_one_vocabulary_add_up(mouse_by_kind):
+    train, valid = mouse_by_kind[::2], mouse_by_kind[1::2]
+    experts = fit_kmer_experts(train, valid, SMALL)
+    assert list(experts) == ["real", "substitution"]
+    sequences = [r.sequence for r in valid]
+    expected = 0.7 * experts["real"].decision_function(sequences) + 0.2 * experts["substitution"].decision_function(
+        sequences
+    )
+    component = KmerComponent.from_pipelines([(experts["real"], 0.7), (experts["substitution"], 0.2)], offset=0.3)
+    np.testing.assert_allclose(component.logits(sequences), expected + 0.3, rtol=1e-9, atol=1e-9)
+    few = [r for r in train if r.label == 1][:5] + [r for r in train if r.label == 0][:5]
+    own_vocabulary, _ = fit_kmer_baseline(few, valid, SMALL)  # the k-mers of its 10 records: not all 6-mers
+    with pytest.raises(ValueError, match="same k-mers"):
+        KmerComponent.from_pipelines([(experts["real"], 1.0), (own_vocabulary, 1.0)])
+
+
+def test_each_expert_is_fitted_on_the_promoters_and_its_kind_of_negative(mouse_by_kind):
+    assert [negative_kind(r) for r in mouse_by_kind[-2:]] == ["substitution"] * 2
+    assert negative_kind(next(r for r in mouse_by_kind if r.label == 0)) == "real"
+    train = mouse_by_kind[::2]
+    experts = fit_kmer_experts(train, mouse_by_kind[1::2], SMALL)
+    for kind, pipeline in experts.items():
+        fitted_on = [r for r in train if r.label == 1 or negative_kind(r) == kind]
+        refit = kmer_features(SMALL, pipeline.named_steps["kmer_counts"].vocabulary_).fit(
+            [r.sequence for r in fitted_on]
+        )
+        np.testing.assert_allclose(pipeline.named_steps["scale"].scale_, refit.named_steps["scale"].scale_)
+    # the substitution expert separates promoters from their substitution negatives better than the real one does
+    valid = [r for r in mouse_by_kind[1::2] if r.label == 1 or negative_kind(r) == "substitution"]
+    labels, sequences = [r.label for r in valid], [r.sequence for r in valid]
+    assert roc_auc_score(labels, experts["substitution"].decision_function(sequences)) > roc_auc_score(
+        labels, experts["real"].decision_function(sequences)
+    )
+
+
+def test_source_balanced_weights_hand_checked():
+    labels = [1, 1, 1, 0, 0, 0, 0]
+    sources = ["a", "a", "b", "n", "n", "n", "m"]
+    # promoters: a (2 records) and b (1) weigh 1/4 each; non-promoters: n (3) and m (1) 1/4 each; times 7
+    np.testing.assert_allclose(
+        source_balanced_weights(labels, sources), 7 * np.array([1 / 8, 1 / 8, 1 / 4, 1 / 12, 1 / 12, 1 / 12, 1 / 4])
+    )
+
+
 def test_token_rows_read_as_their_bases(mouse):
     classifier = Classifier.load(default_promoter_model(), device="cpu")
     component = KmerComponent(["ACG", "TATA", "GG"], [1.0, -2.0, 0.5], 0.1).bind(classifier.tokenizer)
@@ -70,6 +131,12 @@ def test_fit_logit_stack_recovers_weights_and_drops_backwards_models():
     assert weights[0] == 0 and weights[1] > 0
     with pytest.raises(UserError, match="backwards"):
         fit_logit_stack(-logits, labels)
+    # a weight of 2 is a record counted twice
+    doubled = np.arange(20000) < 5000
+    weighted = fit_logit_stack(logits, labels, np.where(doubled, 2.0, 1.0))
+    repeated = fit_logit_stack(np.r_[logits, logits[doubled]], np.r_[labels, labels[doubled]])
+    np.testing.assert_allclose(weighted[0], repeated[0], rtol=1e-4)
+    assert weighted[1] == pytest.approx(repeated[1], rel=1e-4)
 
 
 def test_classifier_adds_the_component_in_every_path_and_saves_it(tmp_path, mouse):
@@ -114,7 +181,9 @@ def test_ensemble_is_fitted_on_valid_and_measured_on_other_sources(shared_data, 
     classifier.kmer = None
     network = {name: classifier.probabilities([r.sequence for r in splits[name]])[:, 0] for name in ("valid", "test")}
     stacking = fit_kmer_ensemble(classifier, splits["train"], splits["valid"], SMALL)
-    assert stacking["network_weight"] > 0 and stacking["kmer_weight"] > 0 and classifier.kmer is not None
+    assert set(stacking["expert_weights"]) == {"real", "substitution", "shuffle"}
+    assert stacking["network_weight"] > 0 and max(stacking["expert_weights"].values()) > 0
+    assert classifier.kmer is not None
     report = score_splits(classifier, splits)
     valid_labels = [r.label for r in splits["valid"]]
     assert report["by_source"]["valid"]["all"]["ece"] < expected_calibration_error(valid_labels, network["valid"])

@@ -33,7 +33,7 @@ def test_shipped_model_is_small_and_documented():
         and f"{report['kmer_baseline']['test']['f1']:>9.4f}" in readme
     )
     pairs = report["by_source"]["test"]
-    assert "arabidopsis_epdnew/Arabidopsis_tata vs arabidopsis_epdnew/Arabidopsis_non_prom" in pairs
+    assert "mouse_dbtss/Mouse_tata_dbtss vs mouse_dbtss/Mouse_tata_dbtss|substitution" in pairs
     for pair, metrics in pairs.items():  # every held-out pair is in the README's table
         name = pair.replace("|", "\\|")
         assert f"| test | {name} | {metrics['n']:,} | {metrics['f1']:.3f} | {metrics['auroc']:.3f} |" in readme
@@ -55,7 +55,7 @@ def test_recorded_metrics_reproduce(shared_data, tmp_path):
     script.build_dataset(shared_data, tmp_path / "data")
     classifier = Classifier.load(MODEL, task="promoter", device="cpu")
     report = classifier.info.provenance["report"]
-    pair = "arabidopsis_epdnew/Arabidopsis_tata vs arabidopsis_epdnew/Arabidopsis_non_prom"
+    pair = "mouse_dbtss/Mouse_tata_dbtss vs mouse_dbtss/Mouse_tata_dbtss|substitution"
     for split, name in (("random_test", "all"), ("test", pair)):
         records = load_split(tmp_path / "data", split)
         if name != "all":
@@ -68,8 +68,8 @@ def test_recorded_metrics_reproduce(shared_data, tmp_path):
         assert metrics["auroc"] == pytest.approx(recorded["auroc"], abs=1e-4)
         assert metrics["ece"] == pytest.approx(recorded["ece"], abs=1e-3)
         assert metrics["f1"] == pytest.approx(recorded["f1"], abs=5e-3)  # a flipped call moves F1 a little
-    assert set(report["calibration"]) >= {"network_weight", "kmer_weight", "offset"}
-    assert classifier.kmer is not None  # the shipped model is the network + k-mer ensemble
+    assert set(report["calibration"]) >= {"network_weight", "expert_weights", "offset"}
+    assert classifier.kmer is not None  # the shipped model is the network + k-mer experts ensemble
 
 
 def test_predict_promoter_works_without_a_model_argument(real_data, tmp_path, capsys):

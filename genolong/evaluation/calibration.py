@@ -31,7 +31,9 @@ def fit_platt(logits: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
     return float(weights[0]), offset
 
 
-def fit_logit_stack(logits: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, float]:
+def fit_logit_stack(
+    logits: np.ndarray, labels: np.ndarray, sample_weight: np.ndarray | None = None
+) -> tuple[np.ndarray, float]:
     """The weights ``w`` and offset ``b`` of ``sigmoid(logits @ w + b)`` that best fit ``labels``:
     Platt scaling of several models at once, which weighs them and calibrates their sum (stacking
     by logistic regression, Wolpert 1992), with weights kept non-negative as in Breiman's (1996)
@@ -41,6 +43,7 @@ def fit_logit_stack(logits: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray,
     Args:
         logits: shape ``(n, m)``, the logits of ``m`` models on held-out data.
         labels: shape ``(n,)``, 0/1, both present.
+        sample_weight: shape ``(n,)``, the weight of each record in the fit (default: equal).
 
     Returns:
         ``w`` of shape ``(m,)``, non-negative with at least one positive, and ``b``.
@@ -54,7 +57,7 @@ def fit_logit_stack(logits: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray,
     logits = np.asarray(logits, dtype=float)
     weights, kept = np.zeros(logits.shape[1]), np.arange(logits.shape[1])
     while True:
-        fit = LogisticRegression(C=1e6, max_iter=1000).fit(logits[:, kept], labels)
+        fit = LogisticRegression(C=1e6, max_iter=1000).fit(logits[:, kept], labels, sample_weight=sample_weight)
         fitted, offset = fit.coef_[0].astype(float), float(fit.intercept_[0])
         if (fitted > 0).all():
             weights[kept] = fitted

@@ -12,6 +12,7 @@ fine-tuned models.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -50,8 +51,11 @@ class KmerBaselineConfig:
         object.__setattr__(self, "Cs", tuple(sorted(self.Cs)))
 
 
-def kmer_features(config: KmerBaselineConfig) -> Pipeline:
-    """The unfitted feature pipeline: sequences (str) -> standardized k-mer frequencies, shape ``(n, n_kmers)``."""
+def kmer_features(config: KmerBaselineConfig, vocabulary: Mapping[str, int] | None = None) -> Pipeline:
+    """The unfitted feature pipeline: sequences (str) -> standardized k-mer frequencies, shape ``(n, n_kmers)``.
+
+    ``vocabulary`` (k-mer -> column) fixes the k-mers counted; by default they are those seen in fitting.
+    """
     return Pipeline(
         [
             (
@@ -60,6 +64,7 @@ def kmer_features(config: KmerBaselineConfig) -> Pipeline:
                     analyzer="char",
                     ngram_range=(config.k_min, config.k_max),
                     lowercase=False,
+                    vocabulary=vocabulary,
                     dtype=np.float64,
                 ),
             ),
@@ -73,13 +78,17 @@ def fit_kmer_baseline(
     train: list[PromoterRecord],
     valid: list[PromoterRecord],
     config: KmerBaselineConfig = KmerBaselineConfig(),
+    vocabulary: Mapping[str, int] | None = None,
 ) -> tuple[Pipeline, dict[float, float]]:
     """Fit the features on ``train`` and one logistic regression per ``C``; keep the best on ``valid``.
+
+    ``vocabulary``: the k-mers to count (:func:`kmer_features`); models fitted on one vocabulary
+    have coefficients over the same columns, so their logits add up to one k-mer model's.
 
     Returns:
         The fitted pipeline (sequences -> ``predict_proba``) and the validation AUPRC of each ``C``.
     """
-    features = kmer_features(config)
+    features = kmer_features(config, vocabulary)
     x_train = features.fit_transform([r.sequence for r in train])
     x_valid = features.transform([r.sequence for r in valid])
     y_train, y_valid = [r.label for r in train], [r.label for r in valid]

@@ -1,17 +1,26 @@
-"""A fine-tuned promoter classifier and the k-mer baseline as one model, stacked on held-out data.
+"""A fine-tuned promoter classifier and k-mer models as one model, stacked on held-out data.
 
-The network and the k-mer logistic regression err on different sequences: on the mouse
-held-out-source dataset of the default model, their sum ranks both the validation source and
-the random split better than either alone. :func:`fit_kmer_ensemble`
+Each kind of negative asks a different question: real non-promoters (promoter or not?),
+substitution negatives (is part of this random sequence?) and shuffle negatives (are the motifs
+out of place?). A model fitted on them all together trades one against the others; a k-mer
+model fitted on one kind answers its question well (on mouse DBTSS promoters, which it never
+saw, the substitution expert ranks substitution negatives better than the network does).
+:func:`fit_kmer_ensemble`
 
-1. fits the k-mer baseline on the training split (its ``C`` chosen on validation,
-   :func:`genolong.evaluation.kmer_baseline.fit_kmer_baseline`);
-2. scores the validation split with both (the k-mer model reads the bases the network reads);
-3. fits ``sigmoid(a * network logit + c * k-mer logit + b)`` on it by logistic regression
-   (:func:`genolong.evaluation.calibration.fit_logit_stack`): one fit weighs the two models and
-   calibrates their sum (a model that ranks the validation sources backwards gets weight 0);
-4. folds ``a`` and ``b`` into the network's output layer and ``c`` into a
-   :class:`~genolong.inference.kmer_component.KmerComponent` that the classifier adds.
+1. fits one k-mer logistic regression per kind of negative in the training split: the
+   promoters against that kind only (:func:`negative_kind`; its ``C`` chosen on the validation
+   records of that kind, :func:`genolong.evaluation.kmer_baseline.fit_kmer_baseline`), all on
+   the k-mers of the whole training split;
+2. scores the validation split with the network and every expert (the experts read the bases
+   the network reads);
+3. fits ``sigmoid(a * network logit + sum_e c_e * expert_e logit + b)`` on it by logistic
+   regression with non-negative weights (:func:`genolong.evaluation.calibration.fit_logit_stack`),
+   every validation source weighing the same
+   (:func:`genolong.evaluation.cross_source.source_balanced_weights`): one fit weighs the models
+   and calibrates their sum (a model that ranks the validation sources backwards gets weight 0);
+4. folds ``a`` and ``b`` into the network's output layer and the experts' weighted sum, itself
+   one k-mer model, into a :class:`~genolong.inference.kmer_component.KmerComponent` that the
+   classifier adds.
 
 The result is an ordinary classifier directory (``Classifier.save``) that every command loads.
 :func:`score_splits` then chooses its threshold on validation and scores every split per
@@ -26,14 +35,45 @@ import numpy as np
 
 from genolong.datasets.promoter import PromoterRecord
 from genolong.evaluation.calibration import fit_logit_stack, fold_into_head
-from genolong.evaluation.cross_source import pair_metrics
-from genolong.evaluation.kmer_baseline import KmerBaselineConfig, fit_kmer_baseline
+from genolong.evaluation.cross_source import pair_metrics, source_balanced_weights
+from genolong.evaluation.kmer_baseline import KmerBaselineConfig, fit_kmer_baseline, kmer_features
 from genolong.evaluation.metrics import best_f1_threshold, expected_calibration_error, promoter_metrics
 from genolong.inference.classifier import Classifier
 from genolong.inference.kmer_component import KmerComponent
 from genolong.inference.predict.records import predict_all
 
-METHOD = "logistic regression on [network logit, k-mer logit] of valid, folded into the output layer and the k-mer component"
+METHOD = (
+    "logistic regression (non-negative weights, every validation source weighing the same) on the network "
+    "logit and one k-mer expert per kind of negative, on valid; folded into the output layer and the k-mer component"
+)
+#: The kind of a real non-promoter (a file of them or genomic background); derived negatives are of their method's.
+REAL = "real"
+
+
+def negative_kind(record: PromoterRecord) -> str:
+    """``real``, or the method a derived negative was made by (its source is ``<promoters>|<method>``)."""
+    return record.source.partition("|")[2] or REAL
+
+
+def fit_kmer_experts(
+    train: Sequence[PromoterRecord], valid: Sequence[PromoterRecord], config: KmerBaselineConfig
+) -> dict[str, object]:
+    """One fitted k-mer baseline pipeline per kind of negative in ``train``: ``{kind: pipeline}``.
+
+    Each is fitted on all promoters and the negatives of its kind, on the k-mers of all of
+    ``train``; its ``C`` is chosen on the promoters and that kind's negatives of ``valid`` (all of
+    ``valid`` when it holds none of that kind).
+    """
+    vocabulary = kmer_features(config).fit([r.sequence for r in train]).named_steps["kmer_counts"].vocabulary_
+    kinds = sorted({negative_kind(r) for r in train if r.label == 0})
+    experts = {}
+    for kind in kinds:
+        expert_train = [r for r in train if r.label == 1 or negative_kind(r) == kind]
+        expert_valid = [r for r in valid if r.label == 1 or negative_kind(r) == kind]
+        if all(r.label == 1 for r in expert_valid):
+            expert_valid = list(valid)
+        experts[kind], _ = fit_kmer_baseline(expert_train, expert_valid, config, vocabulary)
+    return experts
 
 
 def fit_kmer_ensemble(
@@ -43,48 +83,50 @@ def fit_kmer_ensemble(
     config: KmerBaselineConfig | None = None,
     batch_size: int = 256,
 ) -> dict:
-    """Add a k-mer component to ``classifier`` (in place) and calibrate the sum on ``valid``.
+    """Add the k-mer experts to ``classifier`` (in place) and calibrate the sum on ``valid``.
 
     Args:
         classifier: a single-output promoter classifier without a k-mer component.
-        train: the records the k-mer model is fitted on (the network's training split).
-        valid: held-out records (other sources) for ``C``, the weights and the offset.
-        config: the k-mer model's (default: the baseline's).
+        train: the records the experts are fitted on (the network's training split).
+        valid: held-out records (other sources) for each expert's ``C``, the weights and the offset.
+        config: the experts' k-mer sizes and ``C`` candidates (default: the baseline's).
 
     Returns:
-        A JSON-ready record: ``network_weight`` (a), ``kmer_weight`` (c), ``offset`` (b), the k-mer
-        model's ``C`` and feature count, and the validation ECE of the network alone.
+        A JSON-ready record: ``network_weight`` (a), ``expert_weights`` (c per kind of negative),
+        ``offset`` (b), each expert's ``C``, the feature count, and the validation ECE of the
+        network alone.
     """
     if classifier.kmer is not None or len(classifier.info.label_names) != 1:
         raise ValueError("fit_kmer_ensemble takes a one-output classifier without a k-mer component")
-    pipeline, _ = fit_kmer_baseline(list(train), list(valid), config or KmerBaselineConfig())
-    kmer = KmerComponent.from_pipeline(pipeline).bind(classifier.tokenizer)
-    sequences = [r.sequence for r in valid]
-    logits = np.concatenate(
-        [
-            np.stack(
-                [
-                    classifier.logits(batch)[:, 0].cpu().numpy(),
-                    kmer.token_logits(classifier.encode(batch)["input_ids"]).numpy(),
-                ],
-                axis=1,
-            )
-            for batch in (sequences[i : i + batch_size] for i in range(0, len(sequences), batch_size))
-        ]
-    )  # (n, 2): network, k-mer
+    experts = fit_kmer_experts(train, valid, config or KmerBaselineConfig())
+    components = [KmerComponent.from_pipeline(p).bind(classifier.tokenizer) for p in experts.values()]
+    logits = _network_and_expert_logits(classifier, components, [r.sequence for r in valid], batch_size)
     labels = np.array([r.label for r in valid])
-    (network_weight, kmer_weight), offset = fit_logit_stack(logits, labels)
-    fold_into_head(classifier.model.classifier.classifier, float(network_weight), offset)
-    classifier.kmer = KmerComponent.from_pipeline(pipeline, scale=float(kmer_weight)).bind(classifier.tokenizer)
+    weights, offset = fit_logit_stack(logits, labels, source_balanced_weights(labels, [r.source for r in valid]))
+    fold_into_head(classifier.model.classifier.classifier, float(weights[0]), offset)
+    weighted = [(p, float(w)) for p, w in zip(experts.values(), weights[1:], strict=True) if w > 0]
+    classifier.kmer = KmerComponent.from_pipelines(weighted).bind(classifier.tokenizer) if weighted else None
     return {
         "method": METHOD,
-        "network_weight": float(network_weight),
-        "kmer_weight": float(kmer_weight),
+        "network_weight": float(weights[0]),
+        "expert_weights": {kind: float(w) for kind, w in zip(experts, weights[1:], strict=True)},
         "offset": offset,
-        "kmer_C": float(pipeline.named_steps["logistic"].C),
-        "kmer_features": len(kmer.kmers),
+        "expert_C": {kind: float(p.named_steps["logistic"].C) for kind, p in experts.items()},
+        "kmer_features": len(components[0].kmers),
         "valid_ece_network": expected_calibration_error(labels, 1 / (1 + np.exp(-logits[:, 0]))),
     }
+
+
+def _network_and_expert_logits(
+    classifier: Classifier, experts: Sequence[KmerComponent], sequences: list[str], batch_size: int
+) -> np.ndarray:
+    """Shape ``(n, 1 + len(experts))``: the network's logit of each sequence, then each expert's."""
+    rows = []
+    for start in range(0, len(sequences), batch_size):
+        encoded = classifier.encode(sequences[start : start + batch_size])
+        network = classifier.token_logits(encoded)[:, 0].cpu().numpy()
+        rows.append(np.stack([network, *(e.token_logits(encoded["input_ids"]).numpy() for e in experts)], axis=1))
+    return np.concatenate(rows)
 
 
 def score_splits(

@@ -68,11 +68,31 @@ class KmerComponent:
     def from_pipeline(cls, pipeline, scale: float = 1.0, offset: float = 0.0) -> KmerComponent:
         """The component of a fitted baseline pipeline (``kmer_features`` + ``logistic``), its logit
         times ``scale`` plus ``offset``."""
-        vocabulary = pipeline.named_steps["kmer_counts"].vocabulary_
-        kmers = sorted(vocabulary, key=vocabulary.get)
-        coefficients = pipeline.named_steps["logistic"].coef_[0] / pipeline.named_steps["scale"].scale_
-        bias = float(pipeline.named_steps["logistic"].intercept_[0])
-        return cls(kmers, scale * coefficients, scale * bias + offset)
+        return cls.from_pipelines([(pipeline, scale)], offset)
+
+    @classmethod
+    def from_pipelines(cls, weighted: Sequence[tuple[object, float]], offset: float = 0.0) -> KmerComponent:
+        """One component whose logit is ``sum(weight * pipeline logit) + offset`` over ``(pipeline, weight)``.
+
+        The logits of pipelines that count the same k-mers (fitted on one vocabulary) are linear
+        in the same frequencies, so their weighted sum is one k-mer model.
+
+        Raises:
+            ValueError: no pipeline, or pipelines that count different k-mers.
+        """
+        kmers, weights, bias = None, 0.0, float(offset)
+        for pipeline, weight in weighted:
+            vocabulary = pipeline.named_steps["kmer_counts"].vocabulary_
+            counted = sorted(vocabulary, key=vocabulary.get)
+            if kmers is not None and counted != kmers:
+                raise ValueError("k-mer pipelines to add up must count the same k-mers (fit them on one vocabulary)")
+            logistic = pipeline.named_steps["logistic"]
+            kmers = counted
+            weights = weights + weight * logistic.coef_[0] / pipeline.named_steps["scale"].scale_
+            bias += weight * float(logistic.intercept_[0])
+        if kmers is None:
+            raise ValueError("a k-mer component needs at least one pipeline")
+        return cls(kmers, weights, bias)
 
     def logits(self, sequences: Sequence[str]) -> np.ndarray:
         """The k-mer logit of each sequence (uppercase; other letters than ACGT break k-mers), shape (B,) float64.
