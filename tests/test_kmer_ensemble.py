@@ -16,7 +16,7 @@ from genolong.data_prep.promoters import read_fasta_records
 from genolong.data_prep.source_split import build_source_split_dataset, load_source_split_config
 from genolong.datasets.promoter import load_split
 from genolong.errors import InputError, UserError
-from genolong.evaluation.calibration import fit_logit_stack
+from genolong.evaluation.calibration import BackwardsRanking, fit_logit_stack
 from genolong.evaluation.cross_source import source_balanced_weights
 from genolong.evaluation.kmer_baseline import KmerBaselineConfig, fit_kmer_baseline, kmer_features
 from genolong.evaluation.kmer_ensemble import fit_kmer_ensemble, fit_kmer_experts, negative_kind, score_splits
@@ -103,6 +103,20 @@ def test_each_expert_is_fitted_on_the_promoters_and_its_kind_of_negative(mouse_b
     )
 
 
+def test_a_validation_split_every_model_ranks_backwards_leaves_the_classifier_as_it_is(mouse_by_kind):
+    classifier = Classifier.load(default_promoter_model(), device="cpu")
+    classifier.kmer = None
+    train, valid = mouse_by_kind[::2], mouse_by_kind[1::2]
+    flipped = [replace(r, label=1 - r.label) for r in valid]  # what every model ranks backwards
+    sequences = [r.sequence for r in valid[:8]]
+    before = classifier.logits(sequences)
+    stacking = fit_kmer_ensemble(classifier, train, flipped, SMALL)
+    assert stacking["method"].startswith("none") and "backwards" in stacking["method"]
+    assert stacking["network_weight"] == 1 and not any(stacking["expert_weights"].values())
+    assert classifier.kmer is None
+    torch.testing.assert_close(classifier.logits(sequences), before)
+
+
 def test_source_balanced_weights_hand_checked():
     labels = [1, 1, 1, 0, 0, 0, 0]
     sources = ["a", "a", "b", "n", "n", "n", "m"]
@@ -129,7 +143,7 @@ def test_fit_logit_stack_recovers_weights_and_drops_backwards_models():
     assert offset == pytest.approx(-1.0, abs=0.1)
     weights, _ = fit_logit_stack(logits * [-1, 1], labels)  # the first model counts backwards
     assert weights[0] == 0 and weights[1] > 0
-    with pytest.raises(UserError, match="backwards"):
+    with pytest.raises(BackwardsRanking, match="backwards"):
         fit_logit_stack(-logits, labels)
     # a weight of 2 is a record counted twice
     doubled = np.arange(20000) < 5000

@@ -17,6 +17,10 @@ from sklearn.linear_model import LogisticRegression
 from genolong.errors import UserError
 
 
+class BackwardsRanking(UserError):
+    """Every model ranks the held-out data backwards: no non-negative stacking fits it."""
+
+
 def fit_platt(logits: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
     """The scale ``a`` and offset ``b`` of ``sigmoid(a * logit + b)`` that best fit ``labels``.
 
@@ -49,7 +53,8 @@ def fit_logit_stack(
         ``w`` of shape ``(m,)``, non-negative with at least one positive, and ``b``.
 
     Raises:
-        UserError: one label only, or no model with a positive weight.
+        UserError: one label only.
+        BackwardsRanking: no model with a positive weight.
     """
     labels = np.asarray(labels).astype(int).ravel()
     if set(np.unique(labels)) != {0, 1}:
@@ -64,7 +69,7 @@ def fit_logit_stack(
             return weights, offset
         kept = kept[fitted > 0]
         if not len(kept):
-            raise UserError(
+            raise BackwardsRanking(
                 f"calibration found a scale of {fitted.min():.3g}: the model ranks validation data backwards"
             )
 

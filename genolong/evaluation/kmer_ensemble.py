@@ -17,7 +17,8 @@ saw, the substitution expert ranks substitution negatives better than the networ
    regression with non-negative weights (:func:`genolong.evaluation.calibration.fit_logit_stack`),
    every validation source weighing the same
    (:func:`genolong.evaluation.cross_source.source_balanced_weights`): one fit weighs the models
-   and calibrates their sum (a model that ranks the validation sources backwards gets weight 0);
+   and calibrates their sum (a model that ranks the validation sources backwards gets weight 0;
+   when all of them do, the classifier is left as it is, without a k-mer component);
 4. folds ``a`` and ``b`` into the network's output layer and the experts' weighted sum, itself
    one k-mer model, into a :class:`~genolong.inference.kmer_component.KmerComponent` that the
    classifier adds.
@@ -34,7 +35,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from genolong.datasets.promoter import PromoterRecord
-from genolong.evaluation.calibration import fit_logit_stack, fold_into_head
+from genolong.evaluation.calibration import BackwardsRanking, fit_logit_stack, fold_into_head
 from genolong.evaluation.cross_source import pair_metrics, source_balanced_weights
 from genolong.evaluation.kmer_baseline import KmerBaselineConfig, fit_kmer_baseline, kmer_features
 from genolong.evaluation.metrics import best_f1_threshold, expected_calibration_error, promoter_metrics
@@ -94,7 +95,8 @@ def fit_kmer_ensemble(
     Returns:
         A JSON-ready record: ``network_weight`` (a), ``expert_weights`` (c per kind of negative),
         ``offset`` (b), each expert's ``C``, the feature count, and the validation ECE of the
-        network alone.
+        network alone. When every model ranks ``valid`` backwards, ``method`` says so, the
+        weights are ``a = 1``, ``c = 0``, ``b = 0`` and the classifier is unchanged.
     """
     if classifier.kmer is not None or len(classifier.info.label_names) != 1:
         raise ValueError("fit_kmer_ensemble takes a one-output classifier without a k-mer component")
@@ -102,12 +104,16 @@ def fit_kmer_ensemble(
     components = [KmerComponent.from_pipeline(p).bind(classifier.tokenizer) for p in experts.values()]
     logits = _network_and_expert_logits(classifier, components, [r.sequence for r in valid], batch_size)
     labels = np.array([r.label for r in valid])
-    weights, offset = fit_logit_stack(logits, labels, source_balanced_weights(labels, [r.source for r in valid]))
+    try:
+        weights, offset = fit_logit_stack(logits, labels, source_balanced_weights(labels, [r.source for r in valid]))
+        method = METHOD
+    except BackwardsRanking as err:
+        weights, offset, method = np.r_[1.0, np.zeros(len(experts))], 0.0, f"none, the network as trained: {err}"
     fold_into_head(classifier.model.classifier.classifier, float(weights[0]), offset)
     weighted = [(p, float(w)) for p, w in zip(experts.values(), weights[1:], strict=True) if w > 0]
     classifier.kmer = KmerComponent.from_pipelines(weighted).bind(classifier.tokenizer) if weighted else None
     return {
-        "method": METHOD,
+        "method": method,
         "network_weight": float(weights[0]),
         "expert_weights": {kind: float(w) for kind, w in zip(experts, weights[1:], strict=True)},
         "offset": offset,
