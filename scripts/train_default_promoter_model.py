@@ -7,11 +7,10 @@ the shipped spec ``configs/promoter_sources/default.yaml``:
   ``mm_pos_TATA.txt``, -249..+50, 300 bp), real mouse non-promoters (``Mouse_nonprom.fa``)
   and random windows of *C. elegans* chromosome X as real genomic background; a random 10%
   of these sources is held out as ``random_test`` (the random-split numbers);
-- valid (early stopping, stacking and calibration, threshold): *A. thaliana* EPDnew TATA
-  promoters against real *A. thaliana* non-promoters (another kingdom; real non-promoters of a
-  promoter species, so the stacking weighs every kind of negative);
-- test: mouse DBTSS TATA promoters (``Mouse_tata_dbtss.fa``, another database) against yeast
-  chromosome I windows;
+- valid (early stopping, stacking and calibration, threshold): mouse DBTSS TATA promoters
+  (``Mouse_tata_dbtss.fa``, another database) against yeast chromosome I windows;
+- test: *A. thaliana* EPDnew TATA and non-TATA promoters against real *A. thaliana*
+  non-promoters (another kingdom);
 - every split also gets two kinds of negatives made from its own promoters: substitution
   (DeePromoter: 12 of 20 pieces replaced by random bases) and shuffle (12 of 20 pieces
   permuted; the composition of the promoter, its motifs out of place), so that neither
@@ -30,7 +29,7 @@ their sum). The first two steps are those of these commands::
 
 With ``--install`` the ensemble goes into the package with a README that records the data,
 the commands, the commit and the metrics next to the k-mer baseline's and the network's.
-``--spec mouse_to_plant`` (mouse EPDnew -> A. thaliana, which is the default spec's validation
+``--spec mouse_to_dbtss`` (mouse EPDnew -> mouse DBTSS, which is the default spec's validation
 source) and ``--spec plant_to_mouse`` (A. thaliana -> mouse EPDnew) train the same recipe in
 other directions, for the cross-source table of the README (``--other-work``); they cannot be
 installed.
@@ -77,7 +76,7 @@ COMMIT_FILE = "genolong_commit.txt"
 TRAINED_ON = (
     "mouse TATA promoters (EPDnew -200..+50 and -249..+50) vs real mouse non-promoters, C. elegans "
     "chrX background, substitution and shuffle negatives; network + k-mer experts stacked and calibrated "
-    "on A. thaliana TATA promoters vs A. thaliana non-promoters (no human data)"
+    "on mouse DBTSS promoters vs yeast chrI (no human data)"
 )
 
 
@@ -192,7 +191,7 @@ def readme(report: dict, manifest: dict, commit: str, others: list[tuple[dict, d
         f"{split} {c['1']:,} promoters / {c['0']:,} non-promoters" for split, c in manifest["counts"].items()
     )
     other_sections = "" if not others else """
-The same recipe on the other specs (`--spec mouse_to_plant`, `--spec plant_to_mouse`), not
+The same recipe on the other specs (`--spec mouse_to_dbtss`, `--spec plant_to_mouse`), not
 shipped, for the cross-source table. """ + "\n".join(other_direction(*other) for other in others)
     return f"""# Default promoter model
 
@@ -247,8 +246,8 @@ Identical sequences are removed across all sources before splitting: {counts}.
 {results_table(report)}
 ```
 
-Per pair of sources (test: mouse DBTSS and yeast, never seen in training or selection; valid:
-*A. thaliana*, which chose the checkpoint, the stacking and the threshold; random_test: a
+Per pair of sources (test: *A. thaliana*, never seen in training or selection; valid: mouse
+DBTSS vs yeast, which chose the checkpoint, the stacking and the threshold; random_test: a
 random 10% of the training sources; derived negatives are paired with the promoters they were
 made from). Note that `Mouse_tata` and `mm_pos_TATA` hold windows of the same promoters, so the
 random split shares promoters (not sequences) between train and random_test:
@@ -289,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--work", type=Path, required=True, help="working directory (dataset and run)")
     parser.add_argument(
-        "--spec", default=SPEC, help=f"source spec (default: {SPEC}; mouse_to_plant, plant_to_mouse: other directions)"
+        "--spec", default=SPEC, help=f"source spec (default: {SPEC}; mouse_to_dbtss, plant_to_mouse: other directions)"
     )
     parser.add_argument("--max-steps", type=int, default=None, help="override the preset's max_steps")
     parser.add_argument("--install", action="store_true", help="copy the model into the package")

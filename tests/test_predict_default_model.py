@@ -33,7 +33,7 @@ def test_shipped_model_is_small_and_documented():
         and f"{report['kmer_baseline']['test']['f1']:>9.4f}" in readme
     )
     pairs = report["by_source"]["test"]
-    assert "mouse_dbtss/Mouse_tata_dbtss vs mouse_dbtss/Mouse_tata_dbtss|substitution" in pairs
+    assert "arabidopsis_epdnew/Arabidopsis_tata vs arabidopsis_epdnew/Arabidopsis_non_prom" in pairs
     for pair, metrics in pairs.items():  # every held-out pair is in the README's table
         name = pair.replace("|", "\\|")
         assert f"| test | {name} | {metrics['n']:,} | {metrics['f1']:.3f} | {metrics['auroc']:.3f} |" in readme
@@ -55,7 +55,7 @@ def test_recorded_metrics_reproduce(shared_data, tmp_path):
     script.build_dataset(shared_data, tmp_path / "data")
     classifier = Classifier.load(MODEL, task="promoter", device="cpu")
     report = classifier.info.provenance["report"]
-    pair = "mouse_dbtss/Mouse_tata_dbtss vs mouse_dbtss/Mouse_tata_dbtss|substitution"
+    pair = "arabidopsis_epdnew/Arabidopsis_tata vs arabidopsis_epdnew/Arabidopsis_non_prom"
     for split, name in (("random_test", "all"), ("test", pair)):
         records = load_split(tmp_path / "data", split)
         if name != "all":

@@ -125,16 +125,13 @@ def test_default_spec_on_real_data_never_shares_a_sequence(tmp_path, real_data):
     assert main(["promoter", "prepare-sources", "--root", str(real_data), "--out", str(out)]) == 0
     splits = assert_disjoint(out)
     groups = {name: {r.source.split("/")[0] for r in records} for name, records in splits.items()}
-    assert groups["valid"] == {"arabidopsis_epdnew"}
-    assert groups["test"] == {"mouse_dbtss", "yeast_background"}
+    assert groups["valid"] == {"mouse_dbtss", "yeast_background"}
+    assert groups["test"] == {"arabidopsis_epdnew"}
     assert groups["train"] == groups["random_test"] == {"mouse_epdnew", "worm_background"}
     assert {len(r.sequence) for r in splits["train"]} == {251, 300}
     for split in ("train", "valid", "test"):
         derived = {r.source.rsplit("|", 1)[1] for r in splits[split] if "|" in r.source}
         assert derived == {"substitution", "shuffle"}
-    assert {r.source for r in splits["valid"] if r.label == 0 and "|" not in r.source} == {
-        "arabidopsis_epdnew/Arabidopsis_non_prom"
-    }  # real non-promoters of a promoter species, for the stacking
 
 
 def test_reverse_spec_on_real_data_never_shares_a_sequence(tmp_path, real_data):
@@ -146,13 +143,13 @@ def test_reverse_spec_on_real_data_never_shares_a_sequence(tmp_path, real_data):
     assert groups["train"] == groups["random_test"] == {"arabidopsis_epdnew", "worm_background"}
 
 
-def test_plant_test_spec_on_real_data_tests_the_default_validation_source(tmp_path, real_data):
-    """``mouse_to_plant``: the default model's training sources, with A. thaliana as a test source."""
-    build_source_split_dataset(load_source_split_config("mouse_to_plant", real_data), tmp_path / "data")
+def test_dbtss_spec_on_real_data_tests_the_default_validation_source(tmp_path, real_data):
+    """``mouse_to_dbtss``: the default model's training sources, with mouse DBTSS as a test source."""
+    build_source_split_dataset(load_source_split_config("mouse_to_dbtss", real_data), tmp_path / "data")
     splits = assert_disjoint(tmp_path / "data")
     groups = {name: {r.source.split("/")[0] for r in records} for name, records in splits.items()}
-    assert groups["test"] == {"arabidopsis_epdnew"}
-    assert groups["valid"] == {"mouse_dbtss", "yeast_background"}
+    assert groups["test"] == {"mouse_dbtss", "yeast_background"}
+    assert groups["valid"] == {"arabidopsis_epdnew"}
     assert groups["train"] == groups["random_test"] == {"mouse_epdnew", "worm_background"}
     derived = {r.source.rsplit("|", 1)[1] for r in splits["test"] if "|" in r.source}
     assert derived == {"substitution", "shuffle"}
