@@ -2,16 +2,19 @@
 
 A classifier directory may hold ``kmer_component.npz`` next to the network. Its logit is added
 to the network's, so the directory scores ``sigmoid(network logit + k-mer logit)``: an ensemble
-in logit space whose weights (the network's, the k-mer model's and an offset) were fitted
+in logit space whose weights (the network's, the k-mer models' and an offset) were fitted
 together by logistic regression on held-out data and folded in (the network's into its output
-layer, the k-mer model's into these weights; :mod:`genolong.evaluation.kmer_ensemble`).
+layer, the k-mer models' into these weights; :mod:`genolong.evaluation.kmer_ensemble`).
 
-The k-mer model is the baseline's (:mod:`genolong.evaluation.kmer_baseline`): the overlapping
+A k-mer model is the baseline's (:mod:`genolong.evaluation.kmer_baseline`): the overlapping
 k-mers of a sequence are counted, the counts of k-mers seen in training are divided by their
 sum (L1) and by their training standard deviation, and dotted with the logistic regression's
 coefficients. The last two steps are linear, so the component keeps one weight per k-mer::
 
     logit = sum_j count_j * weight_j / sum_j count_j + bias,   j over the training k-mers
+
+and a weighted sum of k-mer models that count the same k-mers is one such component
+(:meth:`KmerComponent.from_pipelines`).
 
 It reads the bases the network reads: the text of a token row (the kept tokens of an input;
 special tokens read as ``N``), so every path that scores token rows (``predict-*``, ``eval``,
