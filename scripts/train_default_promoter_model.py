@@ -201,7 +201,8 @@ shipped, for the cross-source table. """ + "\n".join(other_direction(*other) for
 
 with the code of commit `{commit}` for the network and `{report.get("ensemble_commit", commit)}` for the
 k-mer experts and the stacking (torch {report["torch"]}, {platform.machine()}, 2-core AMD EPYC CPU,
-no GPU; dataset, training and stacking took {report["seconds"] / 60:.0f} min). Its
+no GPU; dataset, training and stacking took {report["seconds"] / 60:.0f} min of wall-clock time, which other jobs
+on the machine lengthen). Its
 first two steps are
 
     genolong promoter prepare-sources --spec {SPEC} --root ../shared/data --out WORK/data
