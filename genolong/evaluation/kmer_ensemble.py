@@ -65,7 +65,8 @@ def fit_kmer_experts(
     ``train``; its ``C`` is chosen on the promoters and that kind's negatives of ``valid`` (all of
     ``valid`` when it holds none of that kind).
     """
-    vocabulary = kmer_features(config).fit([r.sequence for r in train]).named_steps["kmer_counts"].vocabulary_
+    counts = kmer_features(config).named_steps["kmer_counts"]  # only the counting step: the k-mers seen
+    vocabulary = counts.fit([r.sequence for r in train]).vocabulary_
     kinds = sorted({negative_kind(r) for r in train if r.label == 0})
     experts = {}
     for kind in kinds:
