@@ -117,6 +117,29 @@ def test_a_validation_split_every_model_ranks_backwards_leaves_the_classifier_as
     torch.testing.assert_close(classifier.logits(sequences), before)
 
 
+def test_a_record_longer_than_the_window_is_stacked_as_the_windows_predict_promoter_scans(mouse_by_kind):
+    """Validation records of 351 bp, scanned by the 300-bp shipped network in windows at 0 and 51,
+    give the stacking that the same windows as records of their own give (every record scanned
+    in two windows, so the shares of weight are equal), and score their best window."""
+    train, valid = mouse_by_kind[::2], mouse_by_kind[1::2]
+    longer = [replace(r, sequence=r.sequence + valid[i - 1].sequence[:100]) for i, r in enumerate(valid)]
+    as_windows = [replace(r, sequence=r.sequence[start : start + 300]) for r in longer for start in (0, 51)]
+    fits = []
+    for records in (longer, as_windows):
+        classifier = Classifier.load(default_promoter_model(), device="cpu")
+        classifier.kmer = None
+        fits.append((fit_kmer_ensemble(classifier, train, records, SMALL), classifier))
+    (scanned, classifier), (windows, _) = fits
+    for key in ("network_weight", "offset"):
+        assert scanned[key] == pytest.approx(windows[key], rel=1e-3, abs=1e-4)
+    assert scanned["expert_weights"] == pytest.approx(windows["expert_weights"], rel=1e-3, abs=1e-4)
+    test = longer[1::6]
+    report = score_splits(classifier, {"valid": longer[::6], "test": test})
+    pairs = [w.sequence for i in range(1, len(longer), 6) for w in as_windows[2 * i : 2 * i + 2]]
+    best = classifier.probabilities(pairs)[:, 0].reshape(-1, 2).max(axis=1)
+    assert report["test"]["auroc"] == pytest.approx(roc_auc_score([r.label for r in test], best))
+
+
 def test_source_balanced_weights_hand_checked():
     labels = [1, 1, 1, 0, 0, 0, 0]
     sources = ["a", "a", "b", "n", "n", "n", "m"]

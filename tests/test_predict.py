@@ -18,9 +18,11 @@ from genolong.inference.predict.records import (
     RegionMerger,
     Skipped,
     Window,
+    best_window_probabilities,
     group_by_record,
     iter_windows,
     predict_all,
+    record_windows,
     score_windows,
     window_starts,
 )
@@ -111,6 +113,20 @@ def test_score_windows_keeps_order_and_batches():
             assert probabilities[1] == pytest.approx(len(item.sequence) / 1000)
     groups = [(first.name, len(list(pairs))) for first, pairs in group_by_record(scored)]
     assert groups == [(r.name, n) for r, n in zip(records, [1, 1, 1, 2, 3, 4], strict=True)]
+
+
+def test_held_out_records_score_their_best_window():
+    """300 bp, GC only in its last 100 bp: windows of 251 at 0 and 49 (half-window stride), the
+    second one the GC-richer; a 40-bp record is one input of its own length."""
+    sequences = ["A" * 200 + "G" * 100, "ACGT" * 10]
+    windows, record = record_windows(sequences, 251, 125)
+    assert windows == [sequences[0][:251], sequences[0][49:], sequences[1]] and record.tolist() == [0, 0, 1]
+    scorer = LengthScorer()
+    np.testing.assert_allclose(
+        best_window_probabilities(scorer, sequences, batch_size=2, window=251),
+        [[100 / 251, 0.251], [0.5, 0.04]],
+    )
+    assert scorer.batches == [2, 1]
 
 
 def test_scanning_a_long_record_streams():
@@ -254,6 +270,8 @@ def test_predict_promoter_rows_windows_and_bed(promoter_model, mouse, tmp_path, 
     ]
     np.testing.assert_allclose([float(r["probability"]) for r in window_rows], window_probs, atol=6e-5)
     assert float(rows[3]["probability"]) == pytest.approx(window_probs.max(), abs=6e-5)
+    held_out = best_window_probabilities(classifier, [s for _, s in records[:4]], 3, 251, stride=100)[:, 0]
+    np.testing.assert_allclose([float(r["probability"]) for r in rows[:4]], held_out, atol=6e-5)
     assert rows[4]["error"] == "shorter than the model's minimum of 251 bp" and rows[4]["probability"] == ""
     expected_bed = []
     for name, start, end, score in [

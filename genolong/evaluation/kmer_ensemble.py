@@ -12,7 +12,8 @@ saw, the substitution expert ranks substitution negatives better than the networ
    records of that kind, :func:`genolong.evaluation.kmer_baseline.fit_kmer_baseline`), all on
    the k-mers of the whole training split;
 2. scores the validation split with the network and every expert (the experts read the bases
-   the network reads);
+   the network reads; a record longer than the network's window is scored in each window
+   ``predict-promoter`` would scan, every window with the record's label and a share of its weight);
 3. fits ``sigmoid(a * network logit + sum_e c_e * expert_e logit + b)`` on it by logistic
    regression with non-negative weights (:func:`genolong.evaluation.calibration.fit_logit_stack`),
    every validation source weighing the same
@@ -41,7 +42,12 @@ from genolong.evaluation.kmer_baseline import KmerBaselineConfig, fit_kmer_basel
 from genolong.evaluation.metrics import best_f1_threshold, expected_calibration_error, promoter_metrics
 from genolong.inference.classifier import Classifier
 from genolong.inference.kmer_component import KmerComponent
-from genolong.inference.predict.records import predict_all
+from genolong.inference.predict.records import (
+    best_per_record,
+    best_window_probabilities,
+    promoter_stride,
+    record_windows,
+)
 
 METHOD = (
     "logistic regression (non-negative weights, every validation source weighing the same) on the network "
@@ -103,10 +109,11 @@ def fit_kmer_ensemble(
         raise ValueError("fit_kmer_ensemble takes a one-output classifier without a k-mer component")
     experts = fit_kmer_experts(train, valid, config or KmerBaselineConfig())
     components = [KmerComponent.from_pipeline(p).bind(classifier.tokenizer) for p in experts.values()]
-    logits = _network_and_expert_logits(classifier, components, [r.sequence for r in valid], batch_size)
+    logits, record = _network_and_expert_logits(classifier, components, [r.sequence for r in valid], batch_size)
     labels = np.array([r.label for r in valid])
+    record_weights = source_balanced_weights(labels, [r.source for r in valid]) / np.bincount(record)
     try:
-        weights, offset = fit_logit_stack(logits, labels, source_balanced_weights(labels, [r.source for r in valid]))
+        weights, offset = fit_logit_stack(logits, labels[record], record_weights[record])
         method = METHOD
     except BackwardsRanking as err:
         weights, offset, method = np.r_[1.0, np.zeros(len(experts))], 0.0, f"none, the network as trained: {err}"
@@ -120,26 +127,32 @@ def fit_kmer_ensemble(
         "offset": offset,
         "expert_C": {kind: float(p.named_steps["logistic"].C) for kind, p in experts.items()},
         "kmer_features": len(components[0].kmers),
-        "valid_ece_network": expected_calibration_error(labels, 1 / (1 + np.exp(-logits[:, 0]))),
+        "valid_ece_network": expected_calibration_error(labels, 1 / (1 + np.exp(-best_per_record(logits[:, 0], record, len(valid))))),
     }
 
 
 def _network_and_expert_logits(
     classifier: Classifier, experts: Sequence[KmerComponent], sequences: list[str], batch_size: int
-) -> np.ndarray:
-    """Shape ``(n, 1 + len(experts))``: the network's logit of each sequence, then each expert's."""
+) -> tuple[np.ndarray, np.ndarray]:
+    """The network's logit and each expert's on every window the classifier scores of ``sequences``
+    (one per sequence no longer than its window; :func:`record_windows`), and the sequence of each
+    window: shapes ``(W, 1 + len(experts))`` and ``(W,)``. The stacking gives a sequence's windows
+    its label and shares its weight among them."""
+    window = classifier.info.window_bp
+    windows, record = record_windows(sequences, window, promoter_stride(window))
     rows = []
-    for start in range(0, len(sequences), batch_size):
-        encoded = classifier.encode(sequences[start : start + batch_size])
+    for start in range(0, len(windows), batch_size):
+        encoded = classifier.encode(windows[start : start + batch_size])
         network = classifier.token_logits(encoded)[:, 0].cpu().numpy()
         rows.append(np.stack([network, *(e.token_logits(encoded["input_ids"]).numpy() for e in experts)], axis=1))
-    return np.concatenate(rows)
+    return np.concatenate(rows), record
 
 
 def score_splits(
     classifier: Classifier, splits: dict[str, Sequence[PromoterRecord]], batch_size: int = 256
 ) -> dict:
-    """The F1-best threshold on ``splits["valid"]``; the metrics of every split, overall and per source pair.
+    """The F1-best threshold on ``splits["valid"]``; the metrics of every split, overall and per source pair,
+    each record scored as ``predict-promoter`` scores it (its best window when longer than the model's).
 
     Returns:
         ``threshold``, ``valid`` and ``test`` metrics (:func:`promoter_metrics`) and ``by_source``:
@@ -148,7 +161,8 @@ def score_splits(
     scores = {
         name: (
             np.array([r.label for r in records]),
-            predict_all(classifier, (r.sequence for r in records), batch_size)[:, 0],
+            best_window_probabilities(classifier, [r.sequence for r in records], batch_size,
+                                      classifier.info.window_bp)[:, 0],
         )
         for name, records in splits.items()
         if name != "train"

@@ -4,7 +4,8 @@ Data: a ``genolong promoter prepare`` directory (train/valid/test TSV, ``random_
 dataset split by source). Early stopping follows the validation F1 at its best threshold.
 The test report: F1, precision, recall, MCC, AUROC and AUPRC at the threshold chosen on
 validation (after Platt scaling when ``calibrate``), per pair of sources for a dataset split by
-source, next to the k-mer baseline fitted on the same splits.
+source, next to the k-mer baseline fitted on the same splits. A record longer than the model's
+window scores its best window, as in ``predict-promoter``'s table.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from genolong.evaluation.metrics import (
     promoter_metrics,
 )
 from genolong.inference.classifier import Classifier
-from genolong.inference.predict.records import predict_all
+from genolong.inference.predict.records import best_window_probabilities
 from genolong.tasks.task import FinetuneConfig, FinetuneTask, SequenceRows, TaskData, register_task
 
 #: The k-mer baseline's report entries copied into the fine-tuning report.
@@ -60,7 +61,7 @@ class PromoterTask(FinetuneTask):
                 )
             splits[name] = PromoterRows(records)
         # the classifier's window: the longest input it trains on (held-out sources may be longer;
-        # their records are then scanned in windows the model has seen)
+        # their records are scanned in windows the model has seen, as predict-promoter scans them)
         length = max(map(len, splits["train"].sequences))
         source = {
             "data": str(data_dir.resolve()),
@@ -86,8 +87,8 @@ class PromoterTask(FinetuneTask):
         @functools.cache  # each split is scored once (after calibration, when there is one)
         def scores(name: str) -> tuple[np.ndarray, np.ndarray]:
             rows = data.splits[name]
-            probabilities = predict_all(classifier, (rows.sequence(i) for i in range(len(rows))),
-                                        config.batch_size_eval)
+            probabilities = best_window_probabilities(classifier, [rows.sequence(i) for i in range(len(rows))],
+                                                      config.batch_size_eval, classifier.info.window_bp)
             return rows.all_labels(np.arange(len(rows)))[:, 0], probabilities[:, 0]
 
         report = {}

@@ -18,6 +18,7 @@ from tqdm import tqdm
 from genolong.errors import UserError
 from genolong.inference.classifier import Classifier, StrandAveraged, default_promoter_model, describe_model
 from genolong.inference.predict.loop import ranks_trainer, score_records
+from genolong.inference.predict.records import promoter_stride
 from genolong.inference.predict.writers import (
     PredictionCounts,
     open_outputs,
@@ -78,7 +79,7 @@ def predict_promoters(run: FastaPrediction, *, windows: Path | None = None,
     model's threshold; None on a rank other than 0."""
     path = run.model or default_promoter_model()
     classifier, trainer = _load(run, path, "promoter")
-    records = _scored_records(run, classifier, trainer, max(1, classifier.info.window_bp // 2))
+    records = _scored_records(run, classifier, trainer, promoter_stride(classifier.info.window_bp))
     if records is None:
         return None
     header = f"# {describe_model(path if run.model else f'{path} (default)', classifier.info)}\n"

@@ -12,6 +12,9 @@ One pass over the file, memory bounded by the largest record plus one batch:
 3. :func:`group_by_record` regroups the scored windows per record, lazily, for the writers;
    :class:`RegionMerger` merges a record's high-scoring windows into regions as they come.
 
+Held-out sets are scored the same way in memory (:func:`best_window_probabilities`): a record's
+score is its best window's, as in the per-record prediction table.
+
 Any scorer with ``probabilities(sequences) -> (B, C)`` and ``info`` works: a
 :class:`~genolong.inference.classifier.Classifier` or a :class:`~genolong.inference.classifier.StrandAveraged` one.
 """
@@ -19,7 +22,7 @@ Any scorer with ``probabilities(sequences) -> (B, C)`` and ``info`` works: a
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -64,6 +67,43 @@ def window_starts(length: int, window: int, stride: int) -> list[int]:
     if starts[-1] != length - window:
         starts.append(length - window)
     return starts
+
+
+def promoter_stride(window: int) -> int:
+    """The default bp between a promoter model's scanning windows: half its window."""
+    return max(1, window // 2)
+
+
+def record_windows(sequences: Sequence[str], window: int, stride: int) -> tuple[list[str], np.ndarray]:
+    """Every scanning window of every sequence (:func:`window_starts`), in order, and the index
+    of the sequence each one comes from: ``(windows, record)``, ``record`` shape ``(W,)`` int64."""
+    windows, record = [], []
+    for index, sequence in enumerate(sequences):
+        for start in window_starts(len(sequence), window, stride):
+            windows.append(sequence[start : start + window])
+            record.append(index)
+    return windows, np.array(record, dtype=np.int64)
+
+
+def best_window_probabilities(
+    scorer, sequences: Sequence[str], batch_size: int, window: int, stride: int | None = None
+) -> np.ndarray:
+    """Each sequence's probabilities as the prediction table reports them, shape (N, C): a
+    sequence no longer than ``window`` is one input; a longer one is scanned in windows
+    ``stride`` bp apart (default :func:`promoter_stride`) and gets its best window's
+    probability per class. Evaluation sets scored this way measure what a user's
+    ``predict-promoter`` run on the same records would report.
+    """
+    windows, record = record_windows(sequences, window, promoter_stride(window) if stride is None else stride)
+    return best_per_record(predict_all(scorer, windows, batch_size), record, len(sequences))
+
+
+def best_per_record(values: np.ndarray, record: np.ndarray, n_records: int) -> np.ndarray:
+    """The largest of each record's window ``values``: ``values`` (W, ...), ``record`` (W,) with
+    every index below ``n_records`` present -> (n_records, ...)."""
+    best = np.full((n_records, *values.shape[1:]), -np.inf, dtype=values.dtype)
+    np.maximum.at(best, record, values)
+    return best
 
 
 def iter_windows(
@@ -161,7 +201,7 @@ class RegionMerger:
 def predict_all(scorer, sequences: Iterable[str], batch_size: int, *, progress=None) -> np.ndarray:
     """Probabilities of every sequence, shape (N, C), in batches of ``batch_size``.
 
-    For evaluation sets (each sequence is one model input, no scanning).
+    Each sequence is one model input, scanned in no windows (see :func:`best_window_probabilities`).
     """
     if batch_size < 1:
         raise UserError(f"batch size must be positive, got {batch_size}")
