@@ -3,7 +3,9 @@ real dataset: Mouse_tata promoters vs Mouse_nonprom non-promoters, micro models.
 
 from __future__ import annotations
 
+import csv
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -11,6 +13,7 @@ import torch
 import yaml
 from classify_helpers import micro_config, promoter_dataset, tiny_tokenizer
 from lightning.pytorch.callbacks import Callback
+from sklearn.metrics import roc_auc_score
 
 from genolong.attention import available_attentions
 from genolong.cli import main
@@ -20,7 +23,7 @@ from genolong.dna.tokenizer import load_tokenizer
 from genolong.errors import ConfigError, UserError
 from genolong.evaluation.metrics import best_f1_threshold, promoter_metrics
 from genolong.inference.classifier import Classifier, TaskInfo, TokenEncoder
-from genolong.inference.predict.records import predict_all
+from genolong.inference.predict.records import best_window_probabilities, predict_all
 from genolong.model.loading import save_model
 from genolong.tasks.finetune import Collate, run_finetune
 from genolong.tasks.model_setup import build_classifier_model
@@ -118,6 +121,31 @@ def test_early_stopping_on_validation_f1(dataset, finished, tmp_path):
         dataset, tmp_path / "run", config, tokenizer_dir=out_full / "tokenizer", show_progress=False
     )
     assert report["early_stopped"] and report["steps"] < 40
+
+
+def test_validation_records_longer_than_the_window_score_their_best_window(dataset, finished, tmp_path):
+    """Validation rows of 351 bp next to 251-bp training rows: early stopping reads the same
+    metric as the report (and ``predict-promoter``): each row's best 251-bp window."""
+    data = tmp_path / "data"
+    shutil.copytree(dataset, data)
+    valid = (data / "valid.tsv").read_text().splitlines()
+    header = valid[0].split("\t")
+    column = header.index("sequence")
+    rows = [line.split("\t") for line in valid[1:]]
+    for row, other in zip(rows, rows[1:] + rows[:1], strict=True):
+        row[column] += other[column][:100]
+    (data / "valid.tsv").write_text("\n".join(["\t".join(header), *("\t".join(r) for r in rows)]) + "\n")
+    manifest = json.loads((data / "manifest.json").read_text())
+    (data / "manifest.json").write_text(json.dumps(manifest | {"sequence_length": 351, "min_sequence_length": 251}))
+    config = micro_config("promoter", **{"train.max_steps": 2, "train.val_every_steps": 2, "kmer_baseline": False})
+    report = run_finetune(data, tmp_path / "run", config, tokenizer_dir=finished[0] / "tokenizer", show_progress=False)
+    logged = [row for row in csv.DictReader(next((tmp_path / "run" / "logs" / "csv").glob("*/metrics.csv")).open())
+              if row.get("val/auroc")]
+    assert float(logged[-1]["val/auroc"]) == pytest.approx(report["valid"]["auroc"], abs=1e-4)
+    classifier = Classifier.load(tmp_path / "run" / "model", device="cpu")
+    records = load_split(data, "valid")
+    best = best_window_probabilities(classifier, [r.sequence for r in records], 16, 251)[:, 0]
+    assert report["valid"]["auroc"] == pytest.approx(roc_auc_score([r.label for r in records], best), abs=1e-6)
 
 
 def test_validation_metrics_by_task():

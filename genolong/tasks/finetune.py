@@ -33,6 +33,7 @@ from genolong.errors import UserError
 from genolong.evaluation.chromatin import evaluation_rows
 from genolong.files import atomic_write_text
 from genolong.inference.classifier import Classifier, TaskInfo, TokenEncoder
+from genolong.inference.predict.records import best_per_record, promoter_stride, record_windows
 from genolong.model.loading import read_model_config
 from genolong.outputs import claim_directory
 from genolong.tasks.base import StepIndexedData, TrainingModule, check_run_identity
@@ -56,11 +57,11 @@ def random_crop(sequence: str, min_bp: int, rng: np.random.Generator) -> str:
 
 
 class TrainingInputs(Dataset):
-    """``dataset[(position, index)]`` (from :class:`~genolong.datasets.mlm.PositionSampler`) or ``dataset[index]``:
+    """``dataset[(position, index)]`` (from :class:`~genolong.datasets.mlm.PositionSampler`):
     ``{"sequence": str, "labels": (C,) float32}``.
 
-    With ``crop_min_bp``, a training input (keyed by its sample position) is a random crop
-    (:func:`random_crop`) drawn from ``(seed, position)``: a resumed run sees the same crops.
+    With ``crop_min_bp``, the input is a random crop of row ``index`` (:func:`random_crop`) drawn
+    from ``(seed, position)``: a resumed run sees the same crops.
     """
 
     def __init__(self, rows: LabelledSequences, crop_min_bp: int | None = None, seed: int = 0):
@@ -71,16 +72,35 @@ class TrainingInputs(Dataset):
     def __len__(self) -> int:
         return len(self.rows)
 
-    def __getitem__(self, key: int | tuple[int, int]) -> dict[str, Any]:
-        position, index = key if isinstance(key, tuple) else (None, key)
+    def __getitem__(self, key: tuple[int, int]) -> dict[str, Any]:
+        position, index = key
         sequence = self.rows.sequence(index)
-        if self.crop_min_bp is not None and position is not None:
+        if self.crop_min_bp is not None:
             sequence = random_crop(sequence, self.crop_min_bp, np.random.default_rng([self.seed, position]))
         return {"sequence": sequence, "labels": self.rows.labels(index)}
 
 
+class ValidationWindows(Dataset):
+    """The validation ``subset`` (row indices) as the model's window scores it: a row no longer
+    than ``window`` bp is one input, a longer one each window ``predict-promoter`` scans
+    (:func:`~genolong.inference.predict.records.record_windows`). Items as :class:`TrainingInputs`'s
+    plus ``record``, the position in ``subset`` of the window's row."""
+
+    def __init__(self, rows: LabelledSequences, subset: np.ndarray, window: int):
+        self.rows, self.subset = rows, subset
+        self.windows, self.record = record_windows([rows.sequence(int(i)) for i in subset], window, promoter_stride(window))
+
+    def __len__(self) -> int:
+        return len(self.windows)
+
+    def __getitem__(self, index: int) -> dict[str, Any]:
+        record = int(self.record[index])
+        return {"sequence": self.windows[index], "labels": self.rows.labels(int(self.subset[record])), "record": record}
+
+
 class Collate:
-    """Items -> ``input_ids``, ``attention_mask`` (B, T) and ``labels`` (B, C) float32."""
+    """Items -> ``input_ids``, ``attention_mask`` (B, T), ``labels`` (B, C) float32 and, for
+    :class:`ValidationWindows` items, ``record`` (B,) int64."""
 
     def __init__(self, encoder: TokenEncoder):
         self.encoder = encoder
@@ -88,6 +108,8 @@ class Collate:
     def __call__(self, items: list[dict[str, Any]]) -> dict[str, torch.Tensor]:
         batch = self.encoder([item["sequence"] for item in items])
         batch["labels"] = torch.from_numpy(np.stack([item["labels"] for item in items]))
+        if "record" in items[0]:
+            batch["record"] = torch.tensor([item["record"] for item in items], dtype=torch.int64)
         return batch
 
 
@@ -107,16 +129,17 @@ class FinetuneDataModule(StepIndexedData):
 
     def val_dataloader(self) -> DataLoader:
         valid = self.data.splits["valid"]
-        rows = evaluation_rows(len(valid), self.train.val_windows)
-        return self.loader(TrainingInputs(valid), [int(row) for row in rows])
+        windows = ValidationWindows(valid, evaluation_rows(len(valid), self.train.val_windows), self.data.window_bp)
+        return self.loader(windows, range(len(windows)))
 
 
 class ClassifierModule(TrainingModule):
     """GenolongForSequenceClassification trained with (positive-weighted) BCE.
 
     Batches: ``input_ids``, ``attention_mask`` (B, T) and ``labels`` (B, C). Validation
-    collects the probabilities of the whole validation subset and logs the task's
-    ``validation_metrics`` plus ``val/loss``.
+    collects the probabilities of the whole validation subset, each row's best window's when it
+    is scanned in several (``record``), and logs the task's ``validation_metrics`` plus
+    ``val/loss`` (the mean over windows).
     """
 
     def __init__(self, model, config: FinetuneConfig):
@@ -129,17 +152,20 @@ class ClassifierModule(TrainingModule):
         self._val = []
 
     def validation_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
+        record = batch.pop("record")
         output = self.model(**batch)
         count = torch.tensor(float(len(batch["labels"])))
-        self._val.append(
-            (torch.sigmoid(output.logits.float()).cpu(), batch["labels"].cpu(), output.loss.detach().float().cpu() * count)
-        )
+        self._val.append((torch.sigmoid(output.logits.float()).cpu(), batch["labels"].cpu(), record.cpu(),
+                          output.loss.detach().float().cpu() * count))
 
     def on_validation_epoch_end(self) -> None:
-        probabilities = torch.cat([p for p, _, _ in self._val]).numpy()
-        labels = torch.cat([y for _, y, _ in self._val]).numpy()
-        metrics = self.task.validation_metrics(labels, probabilities)
-        metrics["val/loss"] = float(sum(loss for _, _, loss in self._val)) / len(labels)
+        windows = torch.cat([probabilities for probabilities, *_ in self._val]).numpy()
+        window_labels = torch.cat([labels for _, labels, *_ in self._val]).numpy()
+        record = torch.cat([record for *_, record, _ in self._val]).numpy()
+        _, first = np.unique(record, return_index=True)
+        probabilities = best_per_record(windows, record, len(first))
+        metrics = self.task.validation_metrics(window_labels[first], probabilities)
+        metrics["val/loss"] = float(sum(loss for *_, loss in self._val)) / len(record)
         self.log_dict(metrics, prog_bar=True, sync_dist=False)
         self._val = []
 
