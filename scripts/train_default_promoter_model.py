@@ -20,9 +20,9 @@ Model: the ``promoter_default`` preset (``promoter_tiny``'s per-base 2-layer bac
 residual 15-bp convolution over the token embeddings and a [CLS] read-out, from scratch;
 random crops of 240 bp up to the window; positives weighted 3.5x), then k-mer experts: one
 k-mer logistic regression per kind of negative (real, substitution, shuffle) fitted on the same
-training split, stacked with the network in logit space on the validation sources
-(:mod:`genolong.evaluation.kmer_ensemble`; one logistic regression weighs them and calibrates
-their sum). The first two steps are those of these commands::
+training split, stacked with the network in logit space on the validation sources, each
+expert through a log-sigmoid, so that it can only veto (:mod:`genolong.evaluation.kmer_ensemble`;
+one logistic regression weighs them and calibrates their sum). The first two steps are those of these commands::
 
     genolong promoter prepare-sources --spec default --root ../shared/data --out WORK/data
     genolong promoter finetune --data WORK/data --out WORK/run --config promoter_default
@@ -182,7 +182,9 @@ def readme(report: dict, manifest: dict, commit: str, others: list[tuple[dict, d
     ``others``: (manifest, report) of finished runs of the same recipe on other specs.
     """
     kmer, stacking = report["kmer_baseline"], report["calibration"]
-    expert_terms = "".join(f" + {w:.3f} * {kind} expert" for kind, w in stacking["expert_weights"].items())
+    expert_terms = "".join(
+        f" + {w:.3f} * log sigmoid({kind} expert)" for kind, w in stacking["expert_weights"].items() if w > 0
+    )
     expert_cs = ", ".join(f"{kind} {c:g}" for kind, c in stacking["expert_C"].items())
     files = "\n".join(
         f"- `{Path(s['path']).name}` ({s['group']}, {s['role']}), sha256 `{s['sha256']}`" for s in manifest["sources"]
@@ -217,8 +219,9 @@ then the k-mer experts are fitted and stacked (`genolong.evaluation.kmer_ensembl
 15-bp convolution over the token embeddings and a [CLS] read-out; best validation F1 at step {report["best_step"]} of {report["steps"]}. (2)
 `kmer_component.npz`: k-mer experts, one k-mer (k = 4..6) logistic regression per kind of negative
 in the training split (the promoters against that kind only; {stacking["kmer_features"]:,} k-mers,
-C {expert_cs}), whose weighted sum is one k-mer model, reading the bases the network reads (both
-strands and every window alike).
+C {expert_cs}), reading the bases the network reads (both strands and every window alike). Through
+the log-sigmoid an expert only lowers the logit of what it recognises as a negative of its kind
+(a veto); the experts with weight 0 are left out.
 
 **Probability**: `sigmoid({stacking["network_weight"]:.3f} * network logit{expert_terms}
 {stacking["offset"]:+.3f})`, the weights (non-negative) and offset fitted by one logistic regression

@@ -39,6 +39,20 @@ def test_kmer_logits_hand_checked():
         KmerComponent(["AN"], [1.0], 0.0)
     with pytest.raises(UserError):
         KmerComponent(["AC", "CG"], [1.0], 0.0)
+    # two models on the same k-mers through the log-sigmoid: each score as above, then linked and mixed
+    vetoes = KmerComponent(["AC", "CG", "A"], [[1.0, 3.0, 6.0], [-2.0, 0.0, 1.0]], [0.5, -1.0], [2.0, 0.5], "logsigmoid")
+    second = (2 * -2.0 + 0.0 + 2 * 1.0) / 5 - 1.0
+    np.testing.assert_allclose(vetoes.scores(["ACGNAC", "TTT"]), [[expected, second], [0.5, -1.0]])
+    log_sigmoid = lambda x: -np.log1p(np.exp(-x))  # noqa: E731
+    np.testing.assert_allclose(
+        vetoes.logits(["ACGNAC", "TTT"]),
+        [2.0 * log_sigmoid(expected) + 0.5 * log_sigmoid(second), 2.0 * log_sigmoid(0.5) + 0.5 * log_sigmoid(-1.0)],
+    )
+    assert (vetoes.logits(["ACGNAC", "TTT", "GGGG"]) < 0).all()  # a veto only lowers the logit
+    for bad in ({"bias": [0.5]}, {"link": "relu"}):
+        with pytest.raises(UserError):
+            KmerComponent(**{"kmers": ["AC", "CG", "A"], "weights": np.ones((2, 3)), "bias": [0.0, 0.0],
+                             "mix": [1.0, 1.0], "link": "logsigmoid"} | bad)
 
 
 @pytest.fixture(scope="module")
@@ -73,15 +87,19 @@ def test_components_of_pipelines_on_one_vocabulary_add_up(mouse_by_kind):
     experts = fit_kmer_experts(train, valid, SMALL)
     assert list(experts) == ["real", "substitution"]
     sequences = [r.sequence for r in valid]
-    expected = 0.7 * experts["real"].decision_function(sequences) + 0.2 * experts["substitution"].decision_function(
-        sequences
-    )
-    component = KmerComponent.from_pipelines([(experts["real"], 0.7), (experts["substitution"], 0.2)], offset=0.3)
-    np.testing.assert_allclose(component.logits(sequences), expected + 0.3, rtol=1e-9, atol=1e-9)
+    real, substitution = (experts[kind].decision_function(sequences) for kind in ("real", "substitution"))
+    pipelines = [experts["real"], experts["substitution"]]
+    linear = KmerComponent.from_pipelines(pipelines, [0.7, 0.2])
+    assert linear.weights.shape[0] == 1  # folded into one k-mer model
+    np.testing.assert_allclose(linear.logits(sequences), 0.7 * real + 0.2 * substitution, rtol=1e-9, atol=1e-9)
+    vetoes = KmerComponent.from_pipelines(pipelines, [0.7, 0.2], link="logsigmoid")
+    np.testing.assert_allclose(vetoes.scores(sequences), np.column_stack([real, substitution]), rtol=1e-9, atol=1e-9)
+    expected = -0.7 * np.logaddexp(0, -real) - 0.2 * np.logaddexp(0, -substitution)
+    np.testing.assert_allclose(vetoes.logits(sequences), expected, rtol=1e-9, atol=1e-9)
     few = [r for r in train if r.label == 1][:5] + [r for r in train if r.label == 0][:5]
     own_vocabulary, _ = fit_kmer_baseline(few, valid, SMALL)  # the k-mers of its 10 records: not all 6-mers
     with pytest.raises(ValueError, match="same k-mers"):
-        KmerComponent.from_pipelines([(experts["real"], 1.0), (own_vocabulary, 1.0)])
+        KmerComponent.from_pipelines([experts["real"], own_vocabulary])
 
 
 def test_each_expert_is_fitted_on_the_promoters_and_its_kind_of_negative(mouse_by_kind):
@@ -101,6 +119,21 @@ def test_each_expert_is_fitted_on_the_promoters_and_its_kind_of_negative(mouse_b
     assert roc_auc_score(labels, experts["substitution"].decision_function(sequences)) > roc_auc_score(
         labels, experts["real"].decision_function(sequences)
     )
+
+
+def test_the_ensemble_adds_each_experts_log_sigmoid_to_the_scaled_network(mouse_by_kind):
+    train, valid = mouse_by_kind[::2], mouse_by_kind[1::2]
+    classifier = Classifier.load(default_promoter_model(), device="cpu")
+    classifier.kmer = None
+    sequences = [r.sequence for r in valid[::10]]
+    network = classifier.logits(sequences)[:, 0].numpy()
+    stacking = fit_kmer_ensemble(classifier, train, valid, SMALL)
+    assert max(stacking["expert_weights"].values()) > 0 and classifier.kmer.link == "logsigmoid"
+    experts = fit_kmer_experts(train, valid, SMALL)
+    expected = stacking["network_weight"] * network + stacking["offset"]
+    for kind, weight in stacking["expert_weights"].items():
+        expected -= weight * np.logaddexp(0, -experts[kind].decision_function(sequences))
+    np.testing.assert_allclose(classifier.logits(sequences)[:, 0].numpy(), expected, rtol=1e-4, atol=1e-4)
 
 
 def test_a_validation_split_every_model_ranks_backwards_leaves_the_classifier_as_it_is(mouse_by_kind):
@@ -197,6 +230,11 @@ def test_classifier_adds_the_component_in_every_path_and_saves_it(tmp_path, mous
     variant_scores = ClassifierEffects(loaded, [0], batch_size=4)._probabilities(bodies)  # score-variants' forward pass
     np.testing.assert_allclose(variant_scores, ensemble.probabilities(sequences), rtol=1e-5, atol=1e-6)
 
+    vetoes = KmerComponent(["TATA", "CG"], [[4.0, -3.0], [1.0, 2.0]], [0.2, -0.5], [1.5, 0.3], "logsigmoid")
+    vetoes.save(tmp_path / "model")
+    reloaded = KmerComponent.load(tmp_path / "model", network.tokenizer)
+    assert reloaded.link == "logsigmoid" and reloaded.mix.tolist() == [1.5, 0.3]
+    np.testing.assert_allclose(reloaded.logits(sequences), vetoes.logits(sequences), rtol=1e-12)
     (tmp_path / "model" / COMPONENT_FILE).write_bytes(b"not an npz")
     with pytest.raises(InputError, match="not a k-mer component"):
         Classifier.load(tmp_path / "model", device="cpu")

@@ -14,15 +14,19 @@ saw, the substitution expert ranks substitution negatives better than the networ
 2. scores the validation split with the network and every expert (the experts read the bases
    the network reads; a record longer than the network's window is scored in each window
    ``predict-promoter`` would scan, every window with the record's label and a share of its weight);
-3. fits ``sigmoid(a * network logit + sum_e c_e * expert_e logit + b)`` on it by logistic
-   regression with non-negative weights (:func:`genolong.evaluation.calibration.fit_logit_stack`),
-   every validation source weighing the same
-   (:func:`genolong.evaluation.cross_source.source_balanced_weights`): one fit weighs the models
-   and calibrates their sum (a model that ranks the validation sources backwards gets weight 0;
-   when all of them do, the classifier is left as it is, without a k-mer component);
-4. folds ``a`` and ``b`` into the network's output layer and the experts' weighted sum, itself
-   one k-mer model, into a :class:`~genolong.inference.kmer_component.KmerComponent` that the
-   classifier adds.
+3. fits ``sigmoid(a * network logit + sum_e c_e * log sigmoid(expert_e logit) + b)`` on it by
+   logistic regression with non-negative weights
+   (:func:`genolong.evaluation.calibration.fit_logit_stack`), every validation source weighing
+   the same (:func:`genolong.evaluation.cross_source.source_balanced_weights`): one fit weighs
+   the models and calibrates their sum (a model that ranks the validation sources backwards gets
+   weight 0; when all of them do, the classifier is left as it is, without a k-mer component).
+   Through the log-sigmoid an expert can only lower the logit, when it recognises a negative of
+   its kind: it vetoes, and does not vouch for a sequence because it is unlike that kind (added
+   linearly, the substitution and shuffle experts also raise real non-promoters that carry
+   promoter-like k-mers, such as a TATA box; README.md has the numbers);
+4. folds ``a`` and ``b`` into the network's output layer and the experts, with their weights
+   ``c``, into a :class:`~genolong.inference.kmer_component.KmerComponent` (log-sigmoid link)
+   that the classifier adds.
 
 The result is an ordinary classifier directory (``Classifier.save``) that every command loads.
 :func:`score_splits` then chooses its threshold on validation and scores every split per
@@ -51,7 +55,8 @@ from genolong.inference.predict.records import (
 
 METHOD = (
     "logistic regression (non-negative weights, every validation source weighing the same) on the network "
-    "logit and one k-mer expert per kind of negative, on valid; folded into the output layer and the k-mer component"
+    "logit and the log-sigmoid of one k-mer expert per kind of negative, on valid; folded into the output "
+    "layer and the k-mer component"
 )
 #: The kind of a real non-promoter (a file of them or genomic background); derived negatives are of their method's.
 REAL = "real"
@@ -108,8 +113,8 @@ def fit_kmer_ensemble(
     if classifier.kmer is not None or len(classifier.info.label_names) != 1:
         raise ValueError("fit_kmer_ensemble takes a one-output classifier without a k-mer component")
     experts = fit_kmer_experts(train, valid, config or KmerBaselineConfig())
-    components = [KmerComponent.from_pipeline(p).bind(classifier.tokenizer) for p in experts.values()]
-    logits, record = _network_and_expert_logits(classifier, components, [r.sequence for r in valid], batch_size)
+    component = KmerComponent.from_pipelines(list(experts.values()), link="logsigmoid").bind(classifier.tokenizer)
+    logits, record = _network_and_expert_logits(classifier, component, [r.sequence for r in valid], batch_size)
     labels = np.array([r.label for r in valid])
     record_weights = source_balanced_weights(labels, [r.source for r in valid]) / np.bincount(record)
     try:
@@ -118,33 +123,36 @@ def fit_kmer_ensemble(
     except BackwardsRanking as err:
         weights, offset, method = np.r_[1.0, np.zeros(len(experts))], 0.0, f"none, the network as trained: {err}"
     fold_into_head(classifier.model.classifier.classifier, float(weights[0]), offset)
-    weighted = [(p, float(w)) for p, w in zip(experts.values(), weights[1:], strict=True) if w > 0]
-    classifier.kmer = KmerComponent.from_pipelines(weighted).bind(classifier.tokenizer) if weighted else None
+    kept = weights[1:] > 0
+    classifier.kmer = (
+        KmerComponent(component.kmers, component.weights[kept], component.bias[kept], weights[1:][kept], "logsigmoid")
+        .bind(classifier.tokenizer) if kept.any() else None
+    )
     return {
         "method": method,
         "network_weight": float(weights[0]),
         "expert_weights": {kind: float(w) for kind, w in zip(experts, weights[1:], strict=True)},
         "offset": offset,
         "expert_C": {kind: float(p.named_steps["logistic"].C) for kind, p in experts.items()},
-        "kmer_features": len(components[0].kmers),
+        "kmer_features": len(component.kmers),
         "valid_ece_network": expected_calibration_error(labels, 1 / (1 + np.exp(-best_per_record(logits[:, 0], record, len(valid))))),
     }
 
 
 def _network_and_expert_logits(
-    classifier: Classifier, experts: Sequence[KmerComponent], sequences: list[str], batch_size: int
+    classifier: Classifier, experts: KmerComponent, sequences: list[str], batch_size: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The network's logit and each expert's on every window the classifier scores of ``sequences``
-    (one per sequence no longer than its window; :func:`record_windows`), and the sequence of each
-    window: shapes ``(W, 1 + len(experts))`` and ``(W,)``. The stacking gives a sequence's windows
-    its label and shares its weight among them."""
+    """The network's logit and each expert's linked score on every window the classifier scores of
+    ``sequences`` (one per sequence no longer than its window; :func:`record_windows`), and the
+    sequence of each window: shapes ``(W, 1 + E)`` and ``(W,)``. The stacking gives a sequence's
+    windows its label and shares its weight among them."""
     window = classifier.info.window_bp
     windows, record = record_windows(sequences, window, promoter_stride(window))
     rows = []
     for start in range(0, len(windows), batch_size):
         encoded = classifier.encode(windows[start : start + batch_size])
         network = classifier.token_logits(encoded)[:, 0].cpu().numpy()
-        rows.append(np.stack([network, *(e.token_logits(encoded["input_ids"]).numpy() for e in experts)], axis=1))
+        rows.append(np.column_stack([network, experts.linked(experts.token_scores(encoded["input_ids"]))]))
     return np.concatenate(rows), record
 
 

@@ -1,20 +1,28 @@
-"""The k-mer component of a classifier directory: a k-mer logistic regression added to the network.
+"""The k-mer component of a classifier directory: k-mer logistic regressions added to the network.
 
 A classifier directory may hold ``kmer_component.npz`` next to the network. Its logit is added
 to the network's, so the directory scores ``sigmoid(network logit + k-mer logit)``: an ensemble
 in logit space whose weights (the network's, the k-mer models' and an offset) were fitted
 together by logistic regression on held-out data and folded in (the network's into its output
-layer, the k-mer models' into these weights; :mod:`genolong.evaluation.kmer_ensemble`).
+layer, the k-mer models' here; :mod:`genolong.evaluation.kmer_ensemble`).
 
 A k-mer model is the baseline's (:mod:`genolong.evaluation.kmer_baseline`): the overlapping
 k-mers of a sequence are counted, the counts of k-mers seen in training are divided by their
 sum (L1) and by their training standard deviation, and dotted with the logistic regression's
-coefficients. The last two steps are linear, so the component keeps one weight per k-mer::
+coefficients. The last two steps are linear, so a model keeps one weight per k-mer::
 
-    logit = sum_j count_j * weight_j / sum_j count_j + bias,   j over the training k-mers
+    score_e = sum_j count_j * weight_ej / sum_j count_j + bias_e,   j over the training k-mers
 
-and a weighted sum of k-mer models that count the same k-mers is one such component
-(:meth:`KmerComponent.from_pipelines`).
+The component holds ``E`` such models on the same k-mers (counted once) and adds up their
+scores through a link, each with its weight ``mix_e``::
+
+    linear:      logit = sum_e mix_e * score_e
+    log-sigmoid: logit = sum_e mix_e * log sigmoid(score_e)
+
+With the log-sigmoid link a model can only lower the logit, by up to ``mix_e * |score_e|`` when
+it is sure a sequence is a negative of its kind, and adds nearly nothing when it is sure of the
+contrary: an expert on one kind of negative vetoes what it recognises and leaves the rest to
+the network.
 
 It reads the bases the network reads: the text of a token row (the kept tokens of an input;
 special tokens read as ``N``), so every path that scores token rows (``predict-*``, ``eval``,
@@ -45,69 +53,90 @@ def kmer_index(kmer: str) -> int:
     return index
 
 
+LINKS = ("linear", "logsigmoid")
+
+
 class KmerComponent:
-    """One weight per training k-mer, and a bias; see the module docstring for the logit.
+    """``E`` k-mer models on one set of k-mers, each with a weight per k-mer and a bias, added up
+    through a link (see the module docstring).
 
     Args:
         kmers: the training k-mers (V,), ACGT only, any lengths from 1 to 8.
-        weights: shape (V,), the weight of each k-mer.
-        bias: added to every logit.
+        weights: shape (E, V) (or (V,) for one model), the weight of each k-mer in each model.
+        bias: shape (E,) (or a number for one model).
+        mix: shape (E,), the weight of each model's linked score (default: 1 each).
+        link: ``linear`` or ``logsigmoid``.
     """
 
-    def __init__(self, kmers: Sequence[str], weights: np.ndarray, bias: float):
-        weights = np.asarray(weights, dtype=np.float64).ravel()
-        if len(kmers) != len(weights) or not len(kmers):
-            raise UserError(f"a k-mer component needs one weight per k-mer: {len(kmers)} k-mers, {len(weights)} weights")
+    def __init__(self, kmers: Sequence[str], weights: np.ndarray, bias, mix=None, link: str = "linear"):
+        weights = np.atleast_2d(np.asarray(weights, dtype=np.float64))
+        bias = np.atleast_1d(np.asarray(bias, dtype=np.float64))
+        mix = np.ones(len(weights)) if mix is None else np.atleast_1d(np.asarray(mix, dtype=np.float64))
+        if weights.ndim != 2 or weights.shape[1] != len(kmers) or not len(kmers):
+            raise UserError(f"a k-mer component needs one weight per k-mer: {len(kmers)} k-mers, weights {weights.shape}")
+        if not len(weights) == len(bias) == len(mix):
+            raise UserError(f"a k-mer component needs a bias and a mix weight per model: {len(weights)} models, "
+                            f"{len(bias)} biases, {len(mix)} mix weights")
+        if link not in LINKS:
+            raise UserError(f"unknown k-mer component link {link!r}; choose from {', '.join(LINKS)}")
         if any(not 1 <= len(k) <= 8 or set(k) - set("ACGT") for k in kmers):
             raise UserError("a k-mer component holds ACGT k-mers of 1 to 8 bases")
-        self.kmers, self.weights, self.bias = list(kmers), weights, float(bias)
-        self.tables: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # k -> (weight, seen) by k-mer index
-        for kmer, weight in zip(self.kmers, weights, strict=True):
-            table, seen = self.tables.setdefault(len(kmer), (np.zeros(4 ** len(kmer)), np.zeros(4 ** len(kmer))))
-            table[kmer_index(kmer)], seen[kmer_index(kmer)] = weight, 1.0
+        self.kmers, self.weights, self.bias, self.mix, self.link = list(kmers), weights, bias, mix, link
+        self.tables: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # k -> (weights (4**k, E), seen (4**k,))
+        for k in sorted({len(kmer) for kmer in self.kmers}):
+            self.tables[k] = (np.zeros((4**k, len(weights))), np.zeros(4**k))
+        for column, kmer in enumerate(self.kmers):
+            table, seen = self.tables[len(kmer)]
+            table[kmer_index(kmer)], seen[kmer_index(kmer)] = weights[:, column], 1.0
         self.token_texts: np.ndarray | None = None
 
     @classmethod
     def from_pipeline(cls, pipeline, scale: float = 1.0, offset: float = 0.0) -> KmerComponent:
         """The component of a fitted baseline pipeline (``kmer_features`` + ``logistic``), its logit
         times ``scale`` plus ``offset``."""
-        return cls.from_pipelines([(pipeline, scale)], offset)
+        component = cls.from_pipelines([pipeline], [scale])
+        component.bias += offset
+        return component
 
     @classmethod
-    def from_pipelines(cls, weighted: Sequence[tuple[object, float]], offset: float = 0.0) -> KmerComponent:
-        """One component whose logit is ``sum(weight * pipeline logit) + offset`` over ``(pipeline, weight)``.
-
-        The logits of pipelines that count the same k-mers (fitted on one vocabulary) are linear
-        in the same frequencies, so their weighted sum is one k-mer model.
+    def from_pipelines(
+        cls, pipelines: Sequence[object], mix: Sequence[float] | None = None, link: str = "linear"
+    ) -> KmerComponent:
+        """One component of fitted baseline pipelines that count the same k-mers (fitted on one
+        vocabulary): ``sum(mix_e * link(pipeline_e logit))``. With the linear link the models fold
+        into one (their weighted sum is one k-mer model).
 
         Raises:
             ValueError: no pipeline, or pipelines that count different k-mers.
         """
-        kmers, weights, bias = None, 0.0, float(offset)
-        for pipeline, weight in weighted:
+        if not pipelines:
+            raise ValueError("a k-mer component needs at least one pipeline")
+        kmers, weights, bias = None, [], []
+        for pipeline in pipelines:
             vocabulary = pipeline.named_steps["kmer_counts"].vocabulary_
             counted = sorted(vocabulary, key=vocabulary.get)
             if kmers is not None and counted != kmers:
                 raise ValueError("k-mer pipelines to add up must count the same k-mers (fit them on one vocabulary)")
-            logistic = pipeline.named_steps["logistic"]
-            kmers = counted
-            weights = weights + weight * logistic.coef_[0] / pipeline.named_steps["scale"].scale_
-            bias += weight * float(logistic.intercept_[0])
-        if kmers is None:
-            raise ValueError("a k-mer component needs at least one pipeline")
-        return cls(kmers, weights, bias)
+            kmers, logistic = counted, pipeline.named_steps["logistic"]
+            weights.append(logistic.coef_[0] / pipeline.named_steps["scale"].scale_)
+            bias.append(float(logistic.intercept_[0]))
+        mix = np.ones(len(pipelines)) if mix is None else np.asarray(mix, dtype=np.float64)
+        if link == "linear":
+            return cls(kmers, mix @ np.array(weights), mix @ np.array(bias))
+        return cls(kmers, np.array(weights), np.array(bias), mix, link)
 
-    def logits(self, sequences: Sequence[str]) -> np.ndarray:
-        """The k-mer logit of each sequence (uppercase; other letters than ACGT break k-mers), shape (B,) float64.
+    def scores(self, sequences: Sequence[str]) -> np.ndarray:
+        """Each model's score of each sequence (uppercase; other letters than ACGT break k-mers),
+        shape (B, E) float64, before the link.
 
-        A sequence without any training k-mer gets the bias. The batch is scored as one string,
+        A sequence without any training k-mer gets the biases. The batch is scored as one string,
         its sequences joined by ``N`` (no k-mer spans two of them).
         """
         joined = "N".join(sequences) + "N"
         codes = _CODES[np.frombuffer(joined.encode("ascii"), dtype=np.uint8)]  # (L,)
         owner = np.repeat(np.arange(len(sequences)), [len(s) + 1 for s in sequences])  # (L,) sequence of each base
         broken = np.concatenate([[0], np.cumsum(codes == 4)])  # non-ACGT bases before each position
-        total, count = np.zeros(len(sequences)), np.zeros(len(sequences))
+        total, count = np.zeros((len(sequences), len(self.weights))), np.zeros(len(sequences))
         for k, (table, seen) in self.tables.items():
             n = len(codes) - k + 1
             if n < 1:
@@ -116,9 +145,23 @@ class KmerComponent:
             index = np.zeros(len(starts), dtype=np.int64)
             for offset in range(k):
                 index = 4 * index + codes[starts + offset]
-            total += np.bincount(owner[starts], weights=table[index], minlength=len(sequences))
+            for model in range(len(self.weights)):
+                total[:, model] += np.bincount(owner[starts], weights=table[index, model], minlength=len(sequences))
             count += np.bincount(owner[starts], weights=seen[index], minlength=len(sequences))
-        return self.bias + np.divide(total, count, out=np.zeros_like(total), where=count > 0)
+        return self.bias + np.divide(total, count[:, None], out=np.zeros_like(total), where=count[:, None] > 0)
+
+    def logits(self, sequences: Sequence[str]) -> np.ndarray:
+        """The component's logit of each sequence, shape (B,) float64: the models' :meth:`scores`
+        through the link, weighted by ``mix`` and added up."""
+        return self.combine(self.scores(sequences))
+
+    def combine(self, scores: np.ndarray) -> np.ndarray:
+        """(B, E) model scores -> (B,) logits: ``sum_e mix_e * link(score_e)``."""
+        return self.linked(scores) @ self.mix
+
+    def linked(self, scores: np.ndarray) -> np.ndarray:
+        """The link of (B, E) model scores, elementwise."""
+        return scores if self.link == "linear" else -np.logaddexp(0.0, -scores)
 
     def bind(self, tokenizer) -> KmerComponent:
         """Read token rows of ``tokenizer`` (see :meth:`token_logits`); returns self."""
@@ -130,20 +173,24 @@ class KmerComponent:
         self.token_texts = texts
         return self
 
-    def token_logits(self, input_ids: torch.Tensor) -> torch.Tensor:
-        """The k-mer logit of the bases of each token row, (B, T) ids -> (B,) float32 on their device."""
+    def token_scores(self, input_ids: torch.Tensor) -> np.ndarray:
+        """Each model's score (:meth:`scores`) of the bases of each token row: (B, T) ids -> (B, E) float64."""
         if self.token_texts is None:
             raise UserError("a k-mer component reads token rows once bound to a tokenizer (bind)")
-        rows = input_ids.cpu().numpy()
-        sequences = ["".join(self.token_texts[row]) for row in rows]
-        return torch.from_numpy(self.logits(sequences)).float().to(input_ids.device)
+        return self.scores(["".join(self.token_texts[row]) for row in input_ids.cpu().numpy()])
+
+    def token_logits(self, input_ids: torch.Tensor) -> torch.Tensor:
+        """The component's logit of the bases of each token row, (B, T) ids -> (B,) float32 on their device."""
+        return torch.from_numpy(self.combine(self.token_scores(input_ids))).float().to(input_ids.device)
 
     def save(self, directory: str | Path) -> None:
-        np.savez(Path(directory) / COMPONENT_FILE, kmers=np.array(self.kmers), weights=self.weights, bias=self.bias)
+        np.savez(Path(directory) / COMPONENT_FILE, kmers=np.array(self.kmers), weights=self.weights, bias=self.bias,
+                 mix=self.mix, link=np.array(self.link))
 
     @classmethod
     def load(cls, directory: str | Path, tokenizer) -> KmerComponent | None:
         """The component of a classifier directory, bound to its tokenizer; None when it has none.
+        A file without ``mix`` and ``link`` holds one linear model.
 
         Raises:
             InputError: the file is not a k-mer component.
@@ -153,7 +200,8 @@ class KmerComponent:
             return None
         try:
             with np.load(path, allow_pickle=False) as data:
-                component = cls([str(k) for k in data["kmers"]], data["weights"], float(data["bias"]))
+                component = cls([str(k) for k in data["kmers"]], data["weights"], data["bias"],
+                                data.get("mix"), str(data.get("link", "linear")))
         except (OSError, ValueError, KeyError, TypeError, UserError) as err:
             raise InputError(path, f"not a k-mer component: {err}") from None
         return component.bind(tokenizer)
