@@ -235,6 +235,11 @@ def test_classifier_adds_the_component_in_every_path_and_saves_it(tmp_path, mous
     reloaded = KmerComponent.load(tmp_path / "model", network.tokenizer)
     assert reloaded.link == "logsigmoid" and reloaded.mix.tolist() == [1.5, 0.3]
     np.testing.assert_allclose(reloaded.logits(sequences), vetoes.logits(sequences), rtol=1e-12)
+    # a file written before components held several models: one linear model
+    np.savez(tmp_path / "model" / COMPONENT_FILE, kmers=np.array(["TATA", "CG"]), weights=np.array([4.0, -3.0]), bias=0.2)
+    older = KmerComponent.load(tmp_path / "model", network.tokenizer)
+    assert older.link == "linear" and older.mix.tolist() == [1.0]
+    np.testing.assert_allclose(older.logits(sequences), component.logits(sequences), rtol=1e-12)
     (tmp_path / "model" / COMPONENT_FILE).write_bytes(b"not an npz")
     with pytest.raises(InputError, match="not a k-mer component"):
         Classifier.load(tmp_path / "model", device="cpu")
