@@ -122,6 +122,7 @@ def fit_kmer_ensemble(
         method = METHOD
     except BackwardsRanking as err:
         weights, offset, method = np.r_[1.0, np.zeros(len(experts))], 0.0, f"none, the network as trained: {err}"
+    network_logits = best_per_record(logits[:, 0], record, len(valid))
     fold_into_head(classifier.model.classifier.classifier, float(weights[0]), offset)
     kept = weights[1:] > 0
     classifier.kmer = (
@@ -135,7 +136,7 @@ def fit_kmer_ensemble(
         "offset": offset,
         "expert_C": {kind: float(p.named_steps["logistic"].C) for kind, p in experts.items()},
         "kmer_features": len(component.kmers),
-        "valid_ece_network": expected_calibration_error(labels, 1 / (1 + np.exp(-best_per_record(logits[:, 0], record, len(valid))))),
+        "valid_ece_network": expected_calibration_error(labels, 1 / (1 + np.exp(-network_logits))),
     }
 
 

@@ -81,8 +81,8 @@ class TrainingInputs(Dataset):
 
 
 class ValidationWindows(Dataset):
-    """The validation ``subset`` (row indices) as the model's window scores it: a row no longer
-    than ``window`` bp is one input, a longer one each window ``predict-promoter`` scans
+    """The validation ``subset`` (row indices) in the model's windows: a row no longer than
+    ``window`` bp is one input, a longer one each window ``predict-promoter`` scans
     (:func:`~genolong.inference.predict.records.record_windows`). Items as :class:`TrainingInputs`'s
     plus ``record``, the position in ``subset`` of the window's row."""
 
