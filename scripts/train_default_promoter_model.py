@@ -66,6 +66,7 @@ from genolong.evaluation.kmer_ensemble import fit_kmer_ensemble, score_splits
 from genolong.evaluation.metrics import PROMOTER_METRICS, format_metrics_table
 from genolong.files import atomic_path
 from genolong.inference.classifier import Classifier, default_promoter_model
+from genolong.inference.predict.records import promoter_stride
 from genolong.tasks.finetune import run_finetune
 from genolong.tasks.task import load_finetune_config
 
@@ -233,7 +234,7 @@ measured on the test sources and the random split, which the fit never saw.
 **Threshold**: {report["threshold"]:.4f}, the F1-best threshold on the validation sources.
 
 **Records**: any length from {report["min_bp"]} bp. Records up to {report["window_bp"]} bp are scored
-whole; longer ones are scanned in {report["window_bp"]}-bp windows (stride 150 bp) and get their best
+whole; longer ones are scanned in {report["window_bp"]}-bp windows (stride {promoter_stride(report["window_bp"])} bp) and get their best
 window's probability. The network was trained on random crops of 240 bp up to the whole 251- or
 300-bp window, so the TSS need not sit at one offset.
 
