@@ -76,7 +76,7 @@ def run(attn, impl: str, q, k, v, mask):
 
 def output_and_grads(attn, impl, q, k, v, mask):
     out = run(attn, impl, q, k, v, mask)
-    weights = torch.linspace(-1, 1, out.numel(), dtype=out.dtype).view_as(out)  # a non-trivial loss
+    weights = torch.linspace(-1, 1, out.numel(), dtype=out.dtype, device=out.device).view_as(out)  # a non-trivial loss
     return out, torch.autograd.grad((out * weights).sum(), (q, k, v))
 
 

@@ -36,8 +36,21 @@ _compiled_shapes: set[tuple] = set()
 _block_masks: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # BlockPattern -> BlockMask
 
 
+#: Shapes (batch, heads, lengths, dtype, device) flex may compile for in one process. torch's default,
+#: 8 recompiles of a function, is reached by a model serving a few lengths in training and inference;
+#: past its limit dynamo silently runs an uncompiled flex_attention that materialises the whole
+#: (L, L) score matrix (30x slower and out of memory at 16K tokens on an H200, measured).
+MAX_COMPILED_SHAPES = 64
+
+
 @lru_cache(maxsize=1)
 def _compiled_flex():
+    import torch._dynamo
+
+    dynamo = torch._dynamo.config
+    dynamo.recompile_limit = max(dynamo.recompile_limit, MAX_COMPILED_SHAPES)
+    if hasattr(dynamo, "fail_on_recompile_limit_hit"):  # past the limit: an error, never the eager fallback
+        dynamo.fail_on_recompile_limit_hit = True
     return torch.compile(flex_attention, dynamic=False)
 
 

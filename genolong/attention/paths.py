@@ -248,7 +248,7 @@ def gather_attention(inputs: PatternInputs, dropout_p: float = 0.0) -> torch.Ten
             mask.expand(batch, heads, -1, -1, -1).flatten(0, 1),
             dropout_p,
         )
-        outputs.append(out.view(batch, heads, c * bq, head_dim))
+        outputs.append(out.reshape(batch, heads, c * bq, head_dim))  # CUDA's SDPA may return it strided
     return torch.cat(outputs, dim=2)
 
 

@@ -31,6 +31,31 @@ def register(subparsers) -> None:
     )
     attention.set_defaults(func=run_attention)
     declare(attention, inputs=["legacy_site"], directories={"out": OutputDirectory("bench")})
+    _register_gpu(commands)
+
+
+def _register_gpu(commands) -> None:
+    gpu = commands.add_parser(
+        "gpu",
+        help="check a CUDA machine end to end: gpu tests, flex vs dense reference, training, inference, speed",
+        description="Runs the gpu-marked tests, flex block-sparse attention against the dense float64 reference "
+        "(4K-64K tokens, bf16 and fp32, forward and backward), 20 bf16 training steps of every backbone, "
+        "genolong pretrain on the GPU, predict/scan/score-variants on GPU vs CPU, and a speed table of base-size "
+        "models (ours vs transformers' BigBird vs dense SDPA). Writes OUT/device_check.md and .json. "
+        "Exit status 1 when a check fails. --cpu runs the same logic at tiny sizes on the CPU.",
+    )
+    gpu.add_argument("--out", type=Path, default=Path("runs/gpu_check"))
+    gpu.add_argument("--cpu", action="store_true", help="tiny sizes on the CPU (checks the script, not a GPU)")
+    gpu.add_argument("--sections", nargs="+", default=None, metavar="NAME",
+                     help="tests kernels train pretrain inference speed (default: all)")
+    gpu.add_argument("--lengths", nargs="+", type=positive_int, default=None, metavar="N",
+                     help="speed-table lengths (default: 4096 8192 16384 32768 65536)")
+    gpu.add_argument("--kernel-lengths", nargs="+", type=positive_int, default=None, metavar="N",
+                     help="lengths of the flex vs dense reference check (default: 4096 16384 65536)")
+    gpu.add_argument("--tests", type=Path, default=Path("tests"),
+                     help="the checkout's tests directory, for the gpu-marked tests (default: ./tests)")
+    gpu.set_defaults(func=run_gpu)
+    declare(gpu, inputs=["tests"], directories={"out": OutputDirectory("bench")})
 
 
 def _add_model_arguments(group) -> None:
@@ -125,3 +150,34 @@ def run_attention(args) -> int:
     )
     print(f"wrote {stem}.csv, .md, .png, .json")
     return 0
+
+
+def run_gpu(args) -> int:
+    from dataclasses import replace
+
+    from genolong.bench.device_check import SECTIONS, cpu_plan, failures, gpu_plan, run_check
+    from genolong.errors import UserError
+
+    sections = tuple(args.sections or SECTIONS)
+    unknown = sorted(set(sections) - set(SECTIONS))
+    if unknown:
+        raise UserError(f"unknown section {', '.join(unknown)}; choose from: {', '.join(SECTIONS)}")
+    if args.cpu:
+        plan = cpu_plan()
+    else:
+        import torch
+
+        if not torch.cuda.is_available():
+            raise UserError("genolong bench gpu: this machine has no CUDA GPU", hint="use --cpu to check the script")
+        plan = gpu_plan(tuple(args.lengths)) if args.lengths else gpu_plan()
+    if args.lengths and args.cpu:
+        plan = replace(plan, speed=replace(plan.speed, lengths=tuple(args.lengths)))
+    if args.kernel_lengths:
+        plan = replace(plan, kernel_lengths=tuple(args.kernel_lengths))
+    plan = replace(plan, sections=sections, tests_dir=args.tests.resolve() if args.tests.is_dir() else None)
+    results = run_check(plan, args.out)
+    failed = failures(results)
+    for line in failed:
+        print(f"FAILED {line}")
+    print(f"wrote {args.out / 'device_check.md'} and .json; {len(failed)} failed checks")
+    return 1 if failed else 0

@@ -206,16 +206,23 @@ def warmup_linear_decay(optimizer: torch.optim.Optimizer, warmup_steps: int, max
     return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
 
 
-def adamw_with_schedule(module: torch.nn.Module, config: TrainConfig) -> dict:
-    """AdamW (no decay on biases and norms) + the warm-up/decay schedule, per step."""
+def adamw_with_schedule(module: torch.nn.Module, config: TrainConfig, precision: str = "32-true") -> dict:
+    """AdamW (no decay on biases and norms) + the warm-up/decay schedule, per step.
+
+    ``precision`` is the Trainer's: its mixed-precision plugins refuse gradient clipping with an optimizer
+    that unscales gradients itself, as the fused one does, so ``*-mixed`` with ``max_grad_norm`` takes the
+    multi-tensor (``foreach``) kernel instead of the fused one.
+    """
     decay, no_decay = [], []
     for name, param in module.named_parameters():
         if param.requires_grad:
             (no_decay if param.ndim < 2 or "norm" in name else decay).append(param)
+    # fused: one kernel for all parameters (the per-parameter loop was ~1/3 of a small model's step)
+    kernel = {"foreach": True} if config.max_grad_norm and "mixed" in precision else {"fused": True}
     optimizer = torch.optim.AdamW(
         [{"params": decay, "weight_decay": config.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
         lr=config.learning_rate,
-        fused=True,  # one kernel for all parameters: the per-parameter loop was ~1/3 of a small model's step
+        **kernel,
     )
     scheduler = warmup_linear_decay(optimizer, config.warmup_steps, config.max_steps)
     return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
