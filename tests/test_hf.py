@@ -113,7 +113,7 @@ def test_hf_activation_checkpointing_switches_the_encoder():
 AUTO_SCRIPT = """
 import sys
 {first}
-import genolong
+import genolong.model
 from transformers import AutoConfig, AutoModel, AutoModelForMaskedLM, AutoModelForSequenceClassification
 import torch
 config = AutoConfig.for_model("genolong", backbone="full", vocab_size=64, hidden_size=32, num_hidden_layers=1,
@@ -134,7 +134,7 @@ print("ok")
 
 
 @pytest.mark.parametrize("first", ["", "import transformers.models.auto.modeling_auto"])
-def test_auto_classes_work_after_import_genolong(tmp_path, first):
+def test_auto_classes_work_after_import_genolong_model(tmp_path, first):
     """In a fresh interpreter, whether transformers' Auto modules load after or before genolong."""
     script = AUTO_SCRIPT.format(first=first)
     result = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True)

@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 
 from genolong.commands.arguments import add_device_arguments, positive_int
-from genolong.inference.classifier import default_promoter_description
+from genolong.inference.task_info import default_promoter_description
 from genolong.outputs import declare
 
 BAD_INPUT = (
