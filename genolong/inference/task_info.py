@@ -36,8 +36,14 @@ class TaskInfo:
         max_len: tokens per input, [CLS] and [SEP] included; longer inputs keep their central
             tokens.
         label_names: one name per output (C,).
-        threshold: decision threshold on the probability (promoter: max F1 on validation).
+        threshold: decision threshold on the probability of a record (promoter: max F1 on
+            validation, where promoters and non-promoters weigh the same).
         provenance: data, configuration, metrics (free-form, JSON).
+        scan_threshold: decision threshold of genome scans (``genolong scan``), where most windows are
+            background: set so that the model calls a few percent of background genomes at most
+            (None: ``threshold``).
+        species: the species whose DNA it was trained or validated on, scientific name -> common
+            name (empty: not recorded).
     """
 
     task: str
@@ -47,6 +53,12 @@ class TaskInfo:
     label_names: list[str]
     threshold: float | None = None
     provenance: dict[str, Any] = field(default_factory=dict)
+    scan_threshold: float | None = None
+    species: dict[str, str] = field(default_factory=dict)
+
+    def threshold_for_scans(self) -> float | None:
+        """The threshold of genome scans: ``scan_threshold``, else ``threshold``."""
+        return self.threshold if self.scan_threshold is None else self.scan_threshold
 
     def __post_init__(self) -> None:
         if not isinstance(self.task, str) or not TASK_NAME.fullmatch(self.task):
