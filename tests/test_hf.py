@@ -142,8 +142,10 @@ def test_auto_classes_work_after_import_genolong_model(tmp_path, first):
     assert result.stdout.strip().endswith("ok")
 
 
-def test_import_genolong_loads_the_models_not_the_training_stack():
-    """The CLI imports genolong first: registering the models must not pull in Lightning or the tasks."""
-    script = "import sys, genolong; print(*(m in sys.modules for m in ('genolong.model', 'lightning', 'genolong.tasks')))"
+def test_import_genolong_model_loads_the_models_not_the_training_stack():
+    """Registering the models must not pull in Lightning or the tasks (and ``import genolong``, which the CLI
+    imports first, not even the models: tests/test_startup.py)."""
+    script = ("import sys, genolong.model; "
+              "print(*(m in sys.modules for m in ('genolong.model', 'lightning', 'genolong.tasks')))")
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert result.stdout.split() == ["True", "False", "False"]

@@ -238,8 +238,6 @@ def _write_tracks(config, formats, plan: ScanPlan, work: WorkDirectory, info, pr
     called = None if threshold is None else CalledBases(threshold)
     with contextlib.ExitStack() as stack:
         tracks = _open_tracks(stack, config, formats, plan, info, profiles)
-        if called is not None:
-            tracks.append((called, 0, True))
         for index, chromosome in enumerate(plan.chromosomes):
             scores = work.scores(index)
             for lo in range(0, chromosome.bins, WRITE_CHUNK):
@@ -249,6 +247,8 @@ def _write_tracks(config, formats, plan: ScanPlan, work: WorkDirectory, info, pr
                 chunk = np.asarray(scores[lo:hi])  # (bins, C')
                 counts["bins"] += hi - lo
                 counts["scored_bins"] += int((~np.isnan(chunk[:, 0])).sum())
+                if called is not None:
+                    called.add(chromosome.name, windows, windows + plan.window, chunk[:, 0], chromosome.segments)
                 for track, column, by_window in tracks:
                     values = chunk if column is None else chunk[:, column]
                     if by_window:
