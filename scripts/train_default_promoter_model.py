@@ -59,6 +59,7 @@ from pathlib import Path
 
 import torch
 
+from genolong.data_prep.genome_prepare import prepare_genome
 from genolong.data_prep.source_split import (
     SOURCE_SPLITS,
     build_source_split_dataset,
@@ -325,7 +326,12 @@ def scan_threshold(model: Path, data_root: Path, work: Path, install_it: bool) -
     for name in ("model.safetensors", "kmer_component.npz"):
         if (model / name).is_file():
             digest.update((model / name).read_bytes())
-    calibration = calibrate(model, data_root, work / "scan_threshold" / digest.hexdigest()[:12], BACKGROUNDS,
+    genomes = {}
+    for background in BACKGROUNDS:  # indexed bgzip copies, which scan reads at random
+        genomes[background] = work / "genomes" / (Path(background.file).name.removesuffix(".gz") + ".bgz")
+        if not genomes[background].exists():
+            prepare_genome(data_root / "genomes" / background.file, genomes[background])
+    calibration = calibrate(model, data_root, work / "scan_threshold" / digest.hexdigest()[:12], genomes,
                             PROMOTER_RECALL, alternatives=ALTERNATIVES)
     print(card_section(calibration, SPECIES))
     if install_it:

@@ -113,17 +113,6 @@ def lowest_threshold(scans: list[tuple[list, int]], target: float) -> float:
     return threshold
 
 
-def _genome_copy(data_root: Path, background: Background, work: Path) -> Path:
-    """The genome as indexed bgzip under ``WORK/genomes`` (scan reads it at random)."""
-    from genolong.data_prep.genome_prepare import prepare_genome
-
-    target = work / "genomes" / (Path(background.file).name.removesuffix(".gz") + ".bgz")
-    if not target.exists():
-        target.parent.mkdir(parents=True, exist_ok=True)
-        prepare_genome(data_root / "genomes" / background.file, target)
-    return target
-
-
 def _regions(genome: Path, background: Background, work: Path) -> Path | None:
     """A BED of ``background.regions`` evenly spaced regions of each chromosome (None: the whole genome)."""
     if not background.regions:
@@ -138,14 +127,14 @@ def _regions(genome: Path, background: Background, work: Path) -> Path | None:
     return path
 
 
-def scan_background(model: Path, data_root: Path, background: Background, work: Path) -> Path:
-    """Scan a background genome with the model at the scan defaults into ``WORK/scans/FILE.h5`` (reused)."""
+def scan_background(model: Path, genome: Path, background: Background, work: Path) -> Path:
+    """Scan a background genome (indexed bgzip or plain FASTA, ``genolong genome prepare``) with the model at
+    the scan defaults into ``WORK/scans/FILE.h5`` (reused)."""
     from genolong.inference.scan.run import ScanConfig, run_scan
 
     out = work / "scans" / f"{Path(background.file).name}.h5"
     if not out.exists():
         out.parent.mkdir(parents=True, exist_ok=True)
-        genome = _genome_copy(data_root, background, work)
         run_scan(ScanConfig(genome=genome, out=[out], model=model, regions=_regions(genome, background, work),
                             accelerator="cpu", progress=False))
     return out
@@ -161,12 +150,13 @@ def _promoter_probabilities(classifier, data_root: Path, source: PromoterSource,
     return np.load(cached)
 
 
-def calibrate(model: Path, data_root: Path, work: Path, backgrounds: list[Background],
+def calibrate(model: Path, data_root: Path, work: Path, backgrounds: dict[Background, Path],
               promoters: list[PromoterSource], target: float = TARGET,
               alternatives: dict[str, list[str]] | None = None) -> dict:
     """Set the scan threshold on the calibration genomes; report every genome and promoter source.
 
     Args:
+        backgrounds: each background genome and its copy that scan can read (indexed bgzip or plain).
         alternatives: other sets of genome files to set a threshold on, by name, for the record only
             (what the threshold and the called fractions would have been).
 
@@ -177,7 +167,7 @@ def calibrate(model: Path, data_root: Path, work: Path, backgrounds: list[Backgr
         threshold and the called fraction of every genome at it.
     """
     classifier = Classifier.load(model, task="promoter", device="cpu")
-    scans = {b.file: read_scan(scan_background(model, data_root, b, work)) for b in backgrounds}
+    scans = {b.file: read_scan(scan_background(model, genome, b, work)) for b, genome in backgrounds.items()}
     threshold = lowest_threshold([scans[b.file] for b in backgrounds if b.role == "calibration"], target)
     others = []
     for name, files in (alternatives or {}).items():
