@@ -234,7 +234,7 @@ The same recipe on the other specs (`--spec mouse_to_dbtss`, `--spec plant_to_mo
 shipped, for the cross-source table. """ + "\n".join(other_direction(*other) for other in others)
     return f"""# Default promoter model
 
-`genolong predict-promoter` uses this model when no `--model` is given. It was produced by
+`genolong predict-promoter` and `genolong scan` use this model when no `--model` is given. It was produced by
 
     python scripts/train_default_promoter_model.py --work WORK --install
 
