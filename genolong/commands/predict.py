@@ -75,8 +75,8 @@ def add_promoter_parser(subparsers, name: str) -> None:
         description="One row per record: id, length, windows scored, probability (the best window's), label "
         "(1 when the probability reaches the model's record threshold, chosen on validation with promoters and "
         "non-promoters weighing the same: records are candidates; `genolong scan` uses the model's scan "
-        "threshold, set for genomic background), error. The last line on stderr is the fraction of the bp "
-        "called. The first "
+        "threshold, set for genomic background), error. On stderr, the fraction of the bp called (and a line of "
+        "caution when that is much of a species the model never saw, see --species). The first "
         "line of each output is a '#' comment naming the model, its threshold and its training data. "
         "Without --model, the promoter model shipped with genolong ("
         + default_promoter_description()
