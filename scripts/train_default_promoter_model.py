@@ -28,7 +28,10 @@ one logistic regression weighs them and calibrates their sum). The first two ste
     genolong promoter finetune --data WORK/data --out WORK/run --config promoter_default
 
 With ``--install`` the ensemble goes into the package with a README that records the data,
-the commands, the commit and the metrics next to the k-mer baseline's and the network's.
+the commands, the commit and the metrics next to the k-mer baseline's and the network's; then its
+scan threshold is set on background genomes (yeast chrI, C. elegans chrX, the hg19 chr17 piece) and
+checked on the held-out human chrM (:mod:`genolong.evaluation.scan_threshold`). ``--scan-threshold-only`` does only that
+last step, for the model in the package (with ``--install``: written into it).
 ``--spec mouse_to_dbtss`` (mouse EPDnew -> mouse DBTSS, which is the default spec's validation
 source) and ``--spec plant_to_mouse`` (A. thaliana -> mouse EPDnew) train the same recipe in
 other directions, for the cross-source table of the README (``--other-work``); they cannot be
@@ -45,6 +48,7 @@ finished ensemble.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import platform
 import shutil
@@ -55,6 +59,7 @@ from pathlib import Path
 
 import torch
 
+from genolong.data_prep.genome_prepare import prepare_genome
 from genolong.data_prep.source_split import (
     SOURCE_SPLITS,
     build_source_split_dataset,
@@ -64,6 +69,13 @@ from genolong.datasets.promoter import load_manifest, load_split
 from genolong.evaluation.cross_source import format_pair_table
 from genolong.evaluation.kmer_ensemble import fit_kmer_ensemble, score_splits
 from genolong.evaluation.metrics import PROMOTER_METRICS, format_metrics_table
+from genolong.evaluation.scan_threshold import (
+    Background,
+    PromoterSource,
+    calibrate,
+    card_section,
+    install_scan_calibration,
+)
 from genolong.files import atomic_path
 from genolong.inference.classifier import Classifier, default_promoter_model
 from genolong.inference.predict.records import promoter_stride
@@ -79,6 +91,30 @@ TRAINED_ON = (
     "chrX background, substitution and shuffle negatives; network + k-mer experts stacked and calibrated "
     "on mouse DBTSS promoters vs yeast chrI (no human data)"
 )
+#: The species whose DNA the model was trained or validated on (scientific -> common name).
+SPECIES = {"Mus musculus": "mouse", "Caenorhabditis elegans": "nematode", "Saccharomyces cerevisiae": "yeast"}
+#: The genomes of the scan threshold: set on the background the model trained (C. elegans) and validated
+#: (yeast) on and on the human chr17 piece (human DNA, which the model never saw, calls far more at the
+#: threshold of the other two: ``ALTERNATIVES``), checked on the held-out human chrM. C. elegans chrX
+#: (17.7 Mbp, about 2 hours on two shared cores) is scanned in 40 evenly spaced regions of 25 kb.
+BACKGROUNDS = [
+    Background("yeast_sacCer_chrI_from_Biostrings_yeastSEQCHR1.fa", "S. cerevisiae", "chrI, whole", "calibration"),
+    Background("ce2chrX.fa.gz", "C. elegans", "chrX, 40 evenly spaced 25-kb regions", "calibration", 40, 25_000),
+    Background("chr17.hg19.part.fa", "H. sapiens", "hg19 chr17 piece, whole", "calibration"),
+    Background("MT-human_NC_012920.1.fa", "H. sapiens", "chrM (rCRS), whole", "held out"),
+]
+#: The threshold the card also reports: set on the background of training and validation alone.
+ALTERNATIVES = {
+    "the yeast and C. elegans genomes (the background of training and validation)": [
+        "yeast_sacCer_chrI_from_Biostrings_yeastSEQCHR1.fa", "ce2chrX.fa.gz"],
+}
+#: Promoter files whose recall the card reports at the scan threshold (none takes part in setting it).
+PROMOTER_RECALL = [
+    PromoterSource("Mouse_tata.fa", "mouse EPDnew TATA", "train"),
+    PromoterSource("Mouse_tata_dbtss.fa", "mouse DBTSS TATA", "valid (record threshold), held out"),
+    PromoterSource("Arabidopsis_tata.fa", "A. thaliana EPDnew TATA", "held out (test)"),
+    PromoterSource("Arabidopsis_non_tata.fa", "A. thaliana EPDnew non-TATA", "held out (test)"),
+]
 
 
 def build_dataset(data_root: Path, out: Path, spec: str = SPEC) -> dict:
@@ -198,7 +234,7 @@ The same recipe on the other specs (`--spec mouse_to_dbtss`, `--spec plant_to_mo
 shipped, for the cross-source table. """ + "\n".join(other_direction(*other) for other in others)
     return f"""# Default promoter model
 
-`genolong predict-promoter` uses this model when no `--model` is given. It was produced by
+`genolong predict-promoter` and `genolong scan` use this model when no `--model` is given. It was produced by
 
     python scripts/train_default_promoter_model.py --work WORK --install
 
@@ -283,6 +319,25 @@ def install(ensemble: Path, report: dict, manifest: dict, commit: str, others: l
     return target
 
 
+def scan_threshold(model: Path, data_root: Path, work: Path, install_it: bool) -> None:
+    """Set the model's scan threshold (scans kept under ``WORK/scan_threshold/<model digest>``), print the
+    card's section, and with ``install_it`` write both into the model directory."""
+    digest = hashlib.sha256()
+    for name in ("model.safetensors", "kmer_component.npz"):
+        if (model / name).is_file():
+            digest.update((model / name).read_bytes())
+    genomes = {}
+    for background in BACKGROUNDS:  # indexed bgzip copies, which scan reads at random
+        genomes[background] = work / "genomes" / (Path(background.file).name.removesuffix(".gz") + ".bgz")
+        if not genomes[background].exists():
+            prepare_genome(data_root / "genomes" / background.file, genomes[background])
+    calibration = calibrate(model, data_root, work / "scan_threshold" / digest.hexdigest()[:12], genomes,
+                            PROMOTER_RECALL, alternatives=ALTERNATIVES)
+    print(card_section(calibration, SPECIES))
+    if install_it:
+        install_scan_calibration(model, calibration, SPECIES)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -297,6 +352,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--max-steps", type=int, default=None, help="override the preset's max_steps")
     parser.add_argument("--install", action="store_true", help="copy the model into the package")
+    parser.add_argument("--scan-threshold-only", action="store_true",
+                        help="only set the scan threshold of the model in the package (written with --install)")
     parser.add_argument(
         "--other-work",
         type=Path,
@@ -308,6 +365,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.install and args.spec != SPEC:
         parser.error(f"only the {SPEC} spec's model is installed")
 
+    if args.scan_threshold_only:
+        scan_threshold(default_promoter_model(), args.data_root, args.work, args.install)
+        return 0
     data, run = args.work / "data", args.work / "run"
     manifest = build_dataset(args.data_root, data, args.spec)
     network = train_network(data, run, args.max_steps)
@@ -322,7 +382,7 @@ def main(argv: list[str] | None = None) -> int:
             (load_manifest(work / "data"), Classifier.load(work / "run" / "ensemble", device="cpu").info.provenance["report"])
             for work in args.other_work
         ]
-        install(run / "ensemble", report, manifest, commit, others)
+        scan_threshold(install(run / "ensemble", report, manifest, commit, others), args.data_root, args.work, True)
     return 0
 
 

@@ -23,7 +23,7 @@ from convert_helpers import (
 )
 from transformers import BertConfig, BertForMaskedLM, BigBirdConfig, BigBirdForPreTraining
 
-import genolong  # noqa: F401  (registers the genolong Auto classes)
+import genolong.model  # noqa: F401  (registers the genolong Auto classes)
 from genolong.model.convert import convert_checkpoint
 from genolong.model.modeling import GenolongForMaskedLM
 

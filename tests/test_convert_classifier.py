@@ -22,7 +22,7 @@ from transformers import (
     BigBirdForSequenceClassification,
 )
 
-import genolong  # noqa: F401  (registers the genolong Auto classes)
+import genolong.model  # noqa: F401  (registers the genolong Auto classes)
 from genolong.cli import main
 from genolong.dna.sequence import read_fasta, write_fasta
 from genolong.inference.classifier import Classifier

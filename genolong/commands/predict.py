@@ -27,7 +27,8 @@ import sys
 from pathlib import Path
 
 from genolong.commands.arguments import add_device_arguments, positive_int
-from genolong.inference.classifier import default_promoter_description
+from genolong.commands.scan import report_called
+from genolong.inference.task_info import default_promoter_description
 from genolong.outputs import declare
 
 BAD_INPUT = (
@@ -72,7 +73,10 @@ def add_promoter_parser(subparsers, name: str) -> None:
         name,
         help="promoter probability of every FASTA record (scanned in windows)",
         description="One row per record: id, length, windows scored, probability (the best window's), label "
-        "(1 when the probability reaches the model's threshold, chosen on validation), error. The first "
+        "(1 when the probability reaches the model's record threshold, chosen on validation with promoters and "
+        "non-promoters weighing the same: records are candidates; `genolong scan` uses the model's scan "
+        "threshold, set for genomic background), error. On stderr, the fraction of the bp called (and a line of "
+        "caution when that is much of a species the model never saw, see --species). The first "
         "line of each output is a '#' comment naming the model, its threshold and its training data. "
         "Without --model, the promoter model shipped with genolong ("
         + default_promoter_description()
@@ -94,6 +98,12 @@ def add_promoter_parser(subparsers, name: str) -> None:
         type=Path,
         default=None,
         help="BED of predicted promoter regions (windows at or above the threshold, merged)",
+    )
+    promoter.add_argument(
+        "--species",
+        default=None,
+        help="species of the records (e.g. 'Homo sapiens' or human): a model that calls more than 5%% of a "
+        "species its card does not list adds a line of caution",
     )
     promoter.set_defaults(func=run_promoter)
     declare(promoter, inputs=["fasta", "model"], files=["out", "windows", "bed"])
@@ -130,9 +140,10 @@ def run_promoter(args) -> int:
 
     result = predict_promoters(_prediction(args), windows=args.windows, bed=args.bed)
     if result is not None:
-        counts, threshold = result
+        counts, info = result
         print(f"{counts.records:,} records, {counts.windows:,} windows scored, {counts.promoters:,} predicted "
-              f"promoters (threshold {threshold:.4g}), {counts.skipped:,} too short to score", file=sys.stderr)
+              f"promoters (threshold {info.threshold:.4g}), {counts.skipped:,} too short to score", file=sys.stderr)
+        report_called(info, args.species, counts.called_bp, counts.scored_bp, info.threshold, "record threshold")
     return 0
 
 

@@ -44,7 +44,13 @@ def register(subparsers) -> None:
     parser.add_argument("--profiles", nargs="+", default=None,
                         help="chromatin: profile names (Cell|Assay|Treatment) or column numbers to write")
     parser.add_argument("--bed", type=Path, default=None,
-                        help="promoter: BED of called regions (windows at or above the model's threshold, merged)")
+                        help="promoter: BED of called regions (windows at or above --threshold, merged)")
+    parser.add_argument("--threshold", type=fraction, default=None,
+                        help="promoter: probability at which a window is called (default: the model's scan "
+                        "threshold, set for genomic background; see its README)")
+    parser.add_argument("--species", default=None,
+                        help="species of the genome (e.g. 'Homo sapiens' or human): a promoter model that calls "
+                        "more than 5%% of a species its card does not list adds a line of caution")
     parser.add_argument("--skipped", type=Path, default=None, help="BED of the bins left without a score, and why")
     parser.add_argument("--max-n-fraction", type=fraction, default=0.5,
                         help="skip windows with a larger fraction of N (default: 0.5)")
@@ -61,7 +67,8 @@ def run(args) -> int:
 
     config = ScanConfig(
         genome=args.genome, out=args.out, model=args.model, regions=args.regions, chromosomes=args.chromosomes,
-        stride=args.stride, rc=args.rc, profiles=args.profiles, bed=args.bed, skipped=args.skipped,
+        stride=args.stride, rc=args.rc, profiles=args.profiles, bed=args.bed, threshold=args.threshold,
+        skipped=args.skipped,
         batch_size=args.batch_size, workers=args.workers, max_n_fraction=args.max_n_fraction,
         accelerator=args.accelerator, devices=args.devices, num_nodes=args.num_nodes,
     )
@@ -72,4 +79,18 @@ def run(args) -> int:
               f"{summary['scored_bins']:,} of {summary['bins']:,} bins scored ({summary['bins'] - summary['scored_bins']:,}"
               f" skipped), window {summary['window']} bp, stride {summary['stride']} bp, {summary['ranks']} rank(s), "
               f"{summary['seconds']:.1f} s ({rate / 1000:,.1f} kbp/s)", file=sys.stderr)
+        if "called_bp" in summary:
+            report_called(summary["info"], args.species, summary["called_bp"], summary["target_bp"],
+                          summary["threshold"], "threshold" if args.threshold is not None else "scan threshold")
     return 0
+
+
+def report_called(info, species: str | None, called_bp: int, scored_bp: int, threshold: float, which: str) -> None:
+    """The called-fraction line on stderr, and the caution line when the model is out of its depth
+    (:mod:`genolong.inference.called`)."""
+    from genolong.inference.called import called_line, caution_line
+
+    print(called_line(called_bp, scored_bp, threshold, which), file=sys.stderr)
+    caution = caution_line(info, species, called_bp, scored_bp)
+    if caution:
+        print(caution, file=sys.stderr)

@@ -19,95 +19,22 @@ complement (selene's ``NonStrandSpecific``), which makes any classifier strand-i
 from __future__ import annotations
 
 import bisect
-import json
-import re
-from dataclasses import asdict, dataclass, field
-from importlib import resources
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import torch
 
-from genolong.config import from_dict
 from genolong.dna.sequence import clean, reverse_complement
 from genolong.errors import InputError, UserError
 from genolong.inference.kmer_component import KmerComponent
-
-TASK_FILE = "genolong_task.json"
-FORMAT = "genolong-classifier/1"
-#: A task name (:func:`genolong.tasks.task.get_task`): ``promoter``, ``chromatin``, ``my_task``.
-TASK_NAME = re.compile(r"[a-z][a-z0-9_]*")
-
-
-def default_promoter_model() -> Path:
-    """The promoter model shipped with the package (see its README for data and test F1)."""
-    return Path(str(resources.files("genolong.resources") / "models" / "promoter"))
-
-
-@dataclass
-class TaskInfo:
-    """What a classifier was trained for; saved as ``genolong_task.json``.
-
-    Attributes:
-        task: the fine-tuning task's name: ``promoter``, ``chromatin``, or a registered one.
-        window_bp: input length it was trained on; longer records are scanned in windows of it.
-        min_bp: the shortest input it scores (promoter: the window; chromatin: DeepSEA's
-            1,000-bp input, which unlocated rows keep).
-        max_len: tokens per input, [CLS] and [SEP] included; longer inputs keep their central
-            tokens.
-        label_names: one name per output (C,).
-        threshold: decision threshold on the probability (promoter: max F1 on validation).
-        provenance: data, configuration, metrics (free-form, JSON).
-    """
-
-    task: str
-    window_bp: int
-    min_bp: int
-    max_len: int
-    label_names: list[str]
-    threshold: float | None = None
-    provenance: dict[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.task, str) or not TASK_NAME.fullmatch(self.task):
-            raise UserError(f"task must be a task name like 'promoter', got {self.task!r}")
-
-    @classmethod
-    def read(cls, directory: Path) -> TaskInfo:
-        path = directory / TASK_FILE
-        try:
-            data = json.loads(path.read_text())
-            if not isinstance(data, dict) or data.pop("format", None) != FORMAT:
-                raise ValueError(f"format is not {FORMAT!r}")
-            return from_dict(cls, data, source="")
-        except (ValueError, TypeError) as err:
-            raise InputError(path, f"not a valid task description: {err}") from None
-
-    def write(self, directory: Path) -> None:
-        (directory / TASK_FILE).write_text(json.dumps({"format": FORMAT, **asdict(self)}, indent=2) + "\n")
-
-
-def describe_model(path: str | Path, info: TaskInfo) -> str:
-    """One line naming a classifier, its threshold and what it was trained on (for output headers)."""
-    return f"model {path}; {_threshold_and_data(info)}"
-
-
-def default_promoter_description() -> str:
-    """The shipped promoter model's threshold, minimum length and training data, for ``--help``."""
-    try:
-        info = TaskInfo.read(default_promoter_model())
-    except (OSError, UserError):
-        return "missing from this installation"
-    return f"{_threshold_and_data(info)}; scores records of {info.min_bp} bp or more"
-
-
-def _threshold_and_data(info: TaskInfo) -> str:
-    trained_on = info.provenance.get("trained_on")
-    if trained_on is None:  # a fine-tuning run records the dataset it used
-        trained_on = info.provenance.get("report", {}).get("data", {}).get("data", "unrecorded data")
-    threshold = "none" if info.threshold is None else f"{info.threshold:.4f}"
-    return f"threshold {threshold}; trained on {trained_on}"
+from genolong.inference.task_info import (  # noqa: F401  (re-exported: the classifier directory's names)
+    FORMAT,
+    TASK_FILE,
+    TaskInfo,
+    default_promoter_description,
+    default_promoter_model,
+    describe_model,
+)
 
 
 class TokenEncoder:

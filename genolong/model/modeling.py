@@ -1,5 +1,5 @@
 """transformers-native genolong models: ``save_pretrained`` / ``from_pretrained`` (safetensors),
-registered with the Auto classes by ``import genolong``.
+registered with the Auto classes by ``import genolong.model``.
 
 * :class:`GenolongModel` -- the encoder: input_ids (B, L) -> last_hidden_state (B, L, N).
 * :class:`GenolongForMaskedLM` -- encoder + MLM head with tied embeddings (pretraining,

@@ -25,6 +25,7 @@ from genolong.inference.predict.writers import (
     write_chromatin_table,
     write_promoter_tables,
 )
+from genolong.inference.task_info import TaskInfo
 
 #: bp between chromatin windows when no stride is given (DeepSEA's 200-bp bins).
 CHROMATIN_STRIDE = 200
@@ -73,10 +74,10 @@ def _scored_records(run: FastaPrediction, classifier: Classifier, trainer, defau
 
 
 def predict_promoters(run: FastaPrediction, *, windows: Path | None = None,
-                      bed: Path | None = None) -> tuple[PredictionCounts, float] | None:
+                      bed: Path | None = None) -> tuple[PredictionCounts, TaskInfo] | None:
     """Write the per-record table to ``run.out``, and optionally the per-window table and the BED of predicted
-    promoter regions (:func:`~genolong.inference.predict.writers.write_promoter_tables`). Returns the counts and the
-    model's threshold; None on a rank other than 0."""
+    promoter regions (:func:`~genolong.inference.predict.writers.write_promoter_tables`), at the model's record
+    threshold. Returns the counts and the model's task description; None on a rank other than 0."""
     path = run.model or default_promoter_model()
     classifier, trainer = _load(run, path, "promoter")
     records = _scored_records(run, classifier, trainer, promoter_stride(classifier.info.window_bp))
@@ -90,7 +91,7 @@ def predict_promoters(run: FastaPrediction, *, windows: Path | None = None,
             windows=handles[1] if windows else None, bed=handles[-1] if bed else None,
             strand="." if run.rc else "+",
         )
-    return counts, classifier.info.threshold
+    return counts, classifier.info
 
 
 def predict_chromatin(run: FastaPrediction) -> PredictionCounts | None:

@@ -27,12 +27,15 @@ CHROMATIN_FIXED_COLUMNS = ("id", "length", "start", "end")
 @dataclass
 class PredictionCounts:
     """What a prediction run wrote: records read, windows scored, records too short to score, and (promoter
-    models) records whose best window reaches the threshold."""
+    models) records whose best window reaches the threshold, the bp of the records scored and the bp of
+    their called regions (the ``--bed`` regions)."""
 
     records: int = 0
     windows: int = 0
     skipped: int = 0
     promoters: int = 0
+    scored_bp: int = 0
+    called_bp: int = 0
 
 
 @contextlib.contextmanager
@@ -88,11 +91,15 @@ def write_promoter_tables(records: Iterable, threshold: float, header: str, out:
             if windows:
                 windows.write(f"{window.name}\t{window.start}\t{window.end}\t{_cell(score)}\t{int(score >= threshold)}\n")
             closed = regions.add(window.start, window.end, score)
+            counts.called_bp += sum(end - start for start, end, _ in closed)
             if bed:
                 _write_regions(bed, first.name, closed, strand)
+        closed = regions.close()
+        counts.called_bp += sum(end - start for start, end, _ in closed)
         if bed:
-            _write_regions(bed, first.name, regions.close(), strand)
+            _write_regions(bed, first.name, closed, strand)
         counts.windows += scored
+        counts.scored_bp += first.record_length
         counts.promoters += best >= threshold
         out.write(f"{first.name}\t{first.record_length}\t{scored}\t{_cell(best)}\t{int(best >= threshold)}\t\n")
     return counts

@@ -116,9 +116,7 @@ class ScanPlan:
 
     def window_starts(self, chromosome: int, bin_starts: np.ndarray) -> np.ndarray:
         """Start of the window scored for each bin: centred on the bin, kept inside the chromosome."""
-        length = self.chromosomes[chromosome].length
-        centred = bin_starts + self.stride // 2 - self.window // 2
-        return np.clip(centred, 0, max(length - self.window, 0))
+        return window_starts(bin_starts, self.stride, self.window, self.chromosomes[chromosome].length)
 
     def fingerprint(self) -> str:
         """A digest of the bins and batches (any change in them changes it)."""
@@ -127,6 +125,13 @@ class ScanPlan:
             digest.update(f"|{plan.name}:{plan.length}:".encode())
             digest.update(plan.segments.tobytes())
         return digest.hexdigest()[:16]
+
+
+def window_starts(bin_starts: np.ndarray, stride: int, window: int, length: int) -> np.ndarray:
+    """Start of the window scored for each bin of ``stride`` bp (bin_starts: (B,) bp) on a chromosome of
+    ``length`` bp: centred on the bin, kept inside the chromosome. Returns (B,) int64."""
+    centred = bin_starts + stride // 2 - window // 2
+    return np.clip(centred, 0, max(length - window, 0))
 
 
 def whole_chromosomes(lengths: dict[str, int]) -> list[tuple[str, int, np.ndarray]]:

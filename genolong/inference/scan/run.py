@@ -36,6 +36,7 @@ from genolong.inference.scan.tracks import (
     FORMATS,
     BedGraphTrack,
     BigWigTrack,
+    CalledBases,
     MatrixTrack,
     RegionTrack,
     SkippedTrack,
@@ -64,6 +65,7 @@ class ScanConfig:
     rc: bool = False
     profiles: list[str] | None = None
     bed: Path | None = None
+    threshold: float | None = None
     skipped: Path | None = None
     batch_size: int = 128
     workers: int = 1
@@ -75,7 +77,9 @@ class ScanConfig:
 
 
 def run_scan(config: ScanConfig) -> dict | None:
-    """Scan, merge, write. Returns the summary on rank 0 (None on the other ranks)."""
+    """Scan, merge, write. Returns the summary on rank 0 (None on the other ranks); for a model with a
+    threshold it holds ``called_bp``, the bp of the called regions (windows at or above ``threshold``,
+    the model's scan threshold by default, merged; the ``--bed`` regions), and that ``threshold``."""
     started = time.perf_counter()
     check_device_settings(config.accelerator, config.devices)
     check_device_hardware(config.accelerator, config.devices)
@@ -104,7 +108,7 @@ def run_scan(config: ScanConfig) -> dict | None:
         work.merge(chromosome)
     counts = _write_tracks(config, formats, plan, work, info, profiles)
     work.remove()
-    return {**counts, "chromosomes": len(plan.chromosomes), "resumed": resumed, "target_bp": plan.target_bp,
+    return {**counts, "info": info, "chromosomes": len(plan.chromosomes), "resumed": resumed, "target_bp": plan.target_bp,
             "stride": plan.stride, "window": plan.window, "ranks": world, "seconds": time.perf_counter() - started}
 
 
@@ -137,7 +141,7 @@ def _check_outputs(config: ScanConfig, info) -> list[str]:
                         "for bigWig/bedGraph tracks, or write them all as an HDF5 matrix (--out FILE.h5)")
     if info.task == "promoter" and config.profiles:
         raise UserError("--profiles is for chromatin models; a promoter model has one output")
-    if config.bed is not None and info.threshold is None:
+    if config.bed is not None and _threshold(config, info) is None:
         raise UserError("--bed needs a model with a decision threshold (a promoter model)")
     if config.stride is not None and config.stride < 1:
         raise UserError(f"--stride must be positive, got {config.stride}")
@@ -221,7 +225,7 @@ def _open_tracks(stack: contextlib.ExitStack, config, formats, plan: ScanPlan, i
             tracks.append((track, column, False))
     if config.bed is not None:
         strand = "." if config.rc else "+"
-        tracks.append((RegionTrack(text(config.bed), info.threshold, strand, info.task), 0, True))
+        tracks.append((RegionTrack(text(config.bed), _threshold(config, info), strand, info.task), 0, True))
     if config.skipped is not None:
         tracks.append((SkippedTrack(text(config.skipped), plan.window, dict(chromosomes)), 0, False))
     return tracks
@@ -230,6 +234,8 @@ def _open_tracks(stack: contextlib.ExitStack, config, formats, plan: ScanPlan, i
 def _write_tracks(config, formats, plan: ScanPlan, work: WorkDirectory, info, profiles: list[str]) -> dict:
     """Stream every output from the merged parts, chunk by chunk; files appear when all are complete."""
     counts = {"bins": 0, "scored_bins": 0}
+    threshold = _threshold(config, info)
+    called = None if threshold is None else CalledBases(threshold)
     with contextlib.ExitStack() as stack:
         tracks = _open_tracks(stack, config, formats, plan, info, profiles)
         for index, chromosome in enumerate(plan.chromosomes):
@@ -241,6 +247,8 @@ def _write_tracks(config, formats, plan: ScanPlan, work: WorkDirectory, info, pr
                 chunk = np.asarray(scores[lo:hi])  # (bins, C')
                 counts["bins"] += hi - lo
                 counts["scored_bins"] += int((~np.isnan(chunk[:, 0])).sum())
+                if called is not None:
+                    called.add(chromosome.name, windows, windows + plan.window, chunk[:, 0], chromosome.segments)
                 for track, column, by_window in tracks:
                     values = chunk if column is None else chunk[:, column]
                     if by_window:
@@ -249,4 +257,11 @@ def _write_tracks(config, formats, plan: ScanPlan, work: WorkDirectory, info, pr
                         track.add(chromosome.name, starts, ends, values)
         for track, _, _ in tracks:
             track.close()
+    if called is not None:
+        counts.update(called_bp=called.bp, threshold=threshold)
     return counts
+
+
+def _threshold(config: ScanConfig, info) -> float | None:
+    """The threshold of called regions: ``--threshold``, else the model's scan threshold."""
+    return info.threshold_for_scans() if config.threshold is None else config.threshold

@@ -11,7 +11,9 @@ Text writers write to a file the caller opens and closes; ``close()`` ends the t
 * :class:`MatrixTrack`: HDF5, ``scores`` (bins, P) float32 with the coordinates ``chrom``
   (index into ``chromosomes``), ``start``, ``end`` (bins,), and ``profiles`` (P,) names;
 * :class:`RegionTrack`: BED6 of called regions: windows scoring at least the threshold,
-  merged when they overlap or touch (as ``predict-promoter --bed``).
+  merged when they overlap or touch (as ``predict-promoter --bed``);
+* :class:`CalledBases`: no file, the bp those called regions cover in the scanned regions (the called
+  fraction).
 """
 
 from __future__ import annotations
@@ -109,6 +111,37 @@ class RegionTrack:
 
     def close(self) -> None:
         self._flush(self.merger.close())
+
+
+class CalledBases:
+    """The bp of the scanned sequence covered by the windows scoring at least ``threshold`` (the union of
+    :class:`RegionTrack`'s regions, cut to the scanned regions), from ``add`` in plan order; total in ``bp``.
+
+    Windows of one chromosome come in order of start and all have the same length, so each adds the
+    bp past the end of the called window before it.
+    """
+
+    def __init__(self, threshold: float):
+        self.threshold = threshold
+        self.bp = 0
+        self.name: str | None = None
+        self.end = 0  # end of the last called window on chromosome ``name``
+
+    def add(self, name: str, starts: np.ndarray, ends: np.ndarray, scores: np.ndarray,
+            segments: np.ndarray | None = None) -> None:
+        """Windows ``[starts, ends)`` (W,) with their ``scores`` (W,); ``segments`` (S, 2): the scanned
+        regions of the chromosome, sorted (None: the whole chromosome), to which windows are cut."""
+        if name != self.name:
+            self.name, self.end = name, 0
+        called = scores >= self.threshold  # NaN compares False: skipped windows drop out
+        starts, ends = starts[called], ends[called]
+        if segments is not None and len(starts):
+            inside = np.searchsorted(segments[:, 0], (starts + ends) // 2, side="right") - 1
+            starts, ends = np.maximum(starts, segments[inside, 0]), np.minimum(ends, segments[inside, 1])
+        if len(starts):
+            previous = np.concatenate([[self.end], ends[:-1]])
+            self.bp += int(np.clip(ends - np.maximum(starts, previous), 0, None).sum())
+            self.end = max(self.end, int(ends[-1]))
 
 
 class SkippedTrack:

@@ -1,0 +1,53 @@
+"""How much of a sequence a classifier called, and a caution when that is much of a species it never saw.
+
+``genolong scan`` and ``genolong predict-promoter`` end with one line: the bp of the called regions
+(windows at or above the threshold, merged; the ``--bed`` regions) over the bp scored. Promoters
+cover a few percent of a genome, so a promoter model that calls more than :data:`CAUTION_FRACTION`
+of a sequence from a species outside its card's ``species`` (the species it was trained or validated
+on; ``--species`` names the user's) is out of its depth there: one more line says so and what to do.
+A model that records no species gets no caution (nothing to compare with).
+"""
+
+from __future__ import annotations
+
+from genolong.inference.task_info import TaskInfo
+
+#: Above this called fraction a promoter model on a species it never saw gets a caution: promoters
+#: (a few hundred bp around each transcription start) cover a few percent of a genome.
+CAUTION_FRACTION = 0.05
+
+
+def _normalised(name: str) -> str:
+    return " ".join(name.replace("_", " ").lower().split())
+
+
+def knows_species(info: TaskInfo, species: str | None) -> bool:
+    """Whether ``species`` (scientific or common name, any case, ``_`` for space) is one the model's card
+    records; False when ``species`` is None (not named) or the card records none."""
+    if species is None:
+        return False
+    known = {_normalised(name) for pair in info.species.items() for name in pair}
+    return _normalised(species) in known
+
+
+def called_line(called_bp: int, scored_bp: int, threshold: float, which: str) -> str:
+    """``called 1.2% of the 230,208 bp scored (2,750 bp) at the scan threshold 0.9312``."""
+    fraction = called_bp / scored_bp if scored_bp else 0.0
+    return f"called {fraction:.1%} of the {scored_bp:,} bp scored ({called_bp:,} bp) at the {which} {threshold:.4g}"
+
+
+def caution_line(info: TaskInfo, species: str | None, called_bp: int, scored_bp: int) -> str | None:
+    """One line of caution when a promoter model with a species list called more than
+    :data:`CAUTION_FRACTION` of ``scored_bp`` on a species outside it (or not named); else None."""
+    if info.task != "promoter" or not info.species or knows_species(info, species) or not scored_bp:
+        return None
+    fraction = called_bp / scored_bp
+    if fraction <= CAUTION_FRACTION:
+        return None
+    seen = ", ".join(f"{common} ({scientific})" for scientific, common in info.species.items())
+    whose = f"{species} DNA" if species else "this DNA (name its species with --species)"
+    return (f"caution: this model was trained and validated on {seen} only, never on {whose}, and called "
+            f"{fraction:.0%} of it (over {CAUTION_FRACTION:.0%}), where promoters cover a few percent of a genome: "
+            "most of these calls are background. Fine-tune it on your genome with "
+            "background windows (genolong promoter prepare --tss TSS.bed --genome GENOME --negatives genomic "
+            "--out DATA, then genolong promoter finetune --data DATA --out RUN)")
