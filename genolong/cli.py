@@ -33,7 +33,7 @@ import sys
 import warnings
 
 from genolong import __version__, interrupts
-from genolong.errors import UserError
+from genolong.errors import UserError, disk_full, disk_full_error
 from genolong.outputs import guarded
 
 #: Command modules under ``genolong.commands``, in ``--help`` order: data and inputs, tasks, models and inference.
@@ -132,6 +132,13 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as err:
         print(f"genolong {args.command_name}: error: {err}", file=sys.stderr)
         return err.exit_code
+    except Exception as err:  # a full disk where the command declared no output (a cache): guarded handles the rest
+        if not disk_full(err):
+            raise
+        where = getattr(err, "filename", None) or "a file"
+        print(f"genolong {args.command_name}: error: {disk_full_error(err, where, 'nothing partial kept')}",
+              file=sys.stderr)
+        return 2
     except KeyboardInterrupt as stop:
         print(f"genolong {args.command_name}: {stop or 'interrupted'}", file=sys.stderr)
         return interrupts.exit_code(stop)

@@ -1,0 +1,167 @@
+"""Faults between processes and disks, through the CLI: two runs on one output, a full disk,
+an unusable environment. Each ends in exit 0, or in exit 2 with one line, with no user result
+lost and nothing partial left."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+import torch
+from cli_helpers import one_line
+
+from genolong.cli import main
+from genolong.commands import predict as predict_command
+from genolong.commands import scan as scan_command
+from genolong.commands import variants as variants_command
+from genolong.dna.sequence import read_fasta
+from genolong.inference.classifier import default_promoter_model
+from genolong.resources import sample_genome
+from genolong.tasks.checkpoints import SafeCheckpointIO, read_checkpoint
+
+VCF = "##fileformat=VCFv4.2\n#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\n"
+
+
+@pytest.fixture
+def small_genome(tmp_path):
+    """Two 300-bp records of the shipped hg19 sample, named ``a`` and ``b``."""
+    sequence = next(iter(read_fasta(sample_genome()))).sequence
+    path = tmp_path / "g.fa"
+    path.write_text(f">a\n{sequence[20000:20300]}\n>b\n{sequence[21000:21300]}\n")
+    return path
+
+
+def _argv(command: str, tmp_path, genome, out) -> list[str]:
+    if command == "predict-promoter":
+        return ["predict-promoter", str(genome), "--out", str(out)]
+    if command == "scan":
+        return ["scan", "--genome", str(genome), "--out", str(out)]
+    vcf = tmp_path / "v.vcf"
+    vcf.write_text(VCF + "a\t11\t.\tA\tC\t.\t.\t.\n")
+    return ["score-variants", "--vcf", str(vcf), "--genome", str(genome),
+            "--model", str(default_promoter_model()), "--out", str(out)]
+
+
+@pytest.mark.parametrize("command, module, function", [
+    ("predict-promoter", predict_command, "run_promoter"),
+    ("scan", scan_command, "run"),
+    ("score-variants", variants_command, "run"),
+])
+def test_a_second_run_on_an_output_in_use_is_refused_naming_the_first(monkeypatch, tmp_path, capsys, small_genome,
+                                                                      command, module, function):
+    """The second of two score-variants (or scan) on one --out crashed with a traceback and left
+    a stale .partial/ directory; now the first holds a lock on its output and the second stops
+    before any work, naming the first's pid and host."""
+    out = tmp_path / ("o.tsv.gz" if command == "score-variants" else "o.bedGraph" if command == "scan" else "o.tsv")
+    argv = _argv(command, tmp_path, small_genome, out)
+    seen = {}
+
+    def first_run(args) -> int:
+        seen["second"] = main(argv)
+        seen["line"] = capsys.readouterr().err
+        out.write_text("the first run's result\n")
+        return 0
+
+    monkeypatch.setattr(module, function, first_run)
+    assert main(argv) == 0
+    assert seen["second"] == 2
+    lines = seen["line"].strip().splitlines()
+    assert len(lines) == 1 and "in use by another genolong run" in lines[0], lines
+    assert f"pid {os.getpid()} on {socket.gethostname()}" in lines[0]
+    assert out.read_text() == "the first run's result\n"
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+
+
+def test_a_run_failing_late_never_removes_the_result_of_another(monkeypatch, tmp_path, capsys, small_genome):
+    """A predict-promoter that fails on a bad record at the end of its FASTA removed, in its
+    clean-up, the --out file another run on the same path had just finished with exit 0."""
+    bad = tmp_path / "bad.fa"
+    bad.write_text(small_genome.read_text() + ">c\nACGTQQ\n")
+    out = tmp_path / "o.tsv"
+    original = predict_command.run_promoter
+    seen = {}
+
+    def failing_late(args) -> int:
+        if args.fasta == bad:  # the first run: the second starts while it is busy
+            monkeypatch.setattr(predict_command, "run_promoter", original)
+            seen["second"] = main(["predict-promoter", str(small_genome), "--out", str(out)])
+            capsys.readouterr()
+        return original(args)
+
+    monkeypatch.setattr(predict_command, "run_promoter", failing_late)
+    assert main(["predict-promoter", str(bad), "--out", str(out)]) == 2
+    one_line(capsys, "bad.fa:6 (record 'c')")
+    assert seen["second"] == 2 and not out.exists()
+    assert main(["predict-promoter", str(small_genome), "--out", str(out)]) == 0  # once the first has ended
+    assert [line.split("\t")[0] for line in out.read_text().splitlines()[2:]] == ["a", "b"]
+    assert not (tmp_path / ".o.tsv.lock").exists()
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """``small_disk(name, kib, free=...)``: a new directory holding a tmpfs of ``kib`` KiB, filled
+    up to ``free`` KiB left; skipped where the test may not mount (it needs root)."""
+    mounted = []
+
+    def make(name: str, kib: int, *, free: int | None = None) -> Path:
+        path = tmp_path / name
+        path.mkdir()
+        if subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={kib}k", "tmpfs", str(path)],
+                          capture_output=True).returncode:
+            pytest.skip("mounting a small file system needs root")
+        mounted.append(path)
+        if free is not None:
+            (path / "filler").write_bytes(bytes((kib - free) * 1024))
+        return path
+
+    yield make
+    for path in mounted:
+        subprocess.run(["umount", "-l", str(path)], check=True)
+
+
+def test_checkpoints_are_written_beside_their_target_not_in_the_system_temporary_directory(monkeypatch, small_disk):
+    """Lightning staged each checkpoint in the system temporary directory and moved it: a full
+    /tmp failed the run although its output disk had room."""
+    monkeypatch.setattr(tempfile, "tempdir", str(small_disk("tmp", 64, free=0)))
+    target = small_disk("out", 1024) / "checkpoints" / "last.ckpt"
+    SafeCheckpointIO().save_checkpoint({"state_dict": {"w": torch.arange(4096.0)}}, target)
+    assert torch.equal(read_checkpoint(target)["state_dict"]["w"], torch.arange(4096.0))
+    assert sorted(p.name for p in target.parent.iterdir()) == ["last.ckpt"]
+
+
+@pytest.mark.parametrize("free", [0, 8])
+def test_a_full_disk_is_one_line_and_leaves_nothing_partial(small_disk, capsys, real_data, free):
+    """tokenizer train on a full disk: exit 1 and a traceback. Now exit 2, one line naming the
+    output, the reason and the space left, and no temporary directory."""
+    disk = small_disk("disk", 64, free=free)
+    code = main(["tokenizer", "train", "--genome", str(real_data / "genomes" / "MT-human_NC_012920.1.fa"),
+                 "--out", str(disk / "tok"), "--vocab-size", "64", "--sample-bp", "5000", "--chunk-bp", "500"])
+    assert code == 2
+    one_line(capsys, f"writing --out {disk / 'tok'}", "no space left on device", "MiB free there",
+             "nothing")
+    assert sorted(p.name for p in disk.iterdir()) == ["filler"]
+
+
+@pytest.mark.slow
+def test_pretrain_on_a_full_disk_is_one_line_and_keeps_its_run_directory(small_disk, tmp_path, capsys):
+    """pretrain hitting a full disk while writing a checkpoint: exit 1 and a 40-line traceback.
+    Now exit 2 and one line; the run directory stays, for a rerun once there is room."""
+    from test_training_runs import PRETRAIN, write_config
+
+    from genolong.dna.tokenizer import TokenizerTrainConfig, train_tokenizer
+    tokenizer = tmp_path / "tokenizer"
+    train_tokenizer(sample_genome(), tokenizer, TokenizerTrainConfig(vocab_size=256, sample_bp=50_000),
+                    show_progress=False)
+    out = small_disk("disk", 300) / "run"
+    code = main(["pretrain", "--genome", str(sample_genome()), "--tokenizer", str(tokenizer), "--config",
+                 str(write_config(tmp_path / "micro.yaml", PRETRAIN)), "--out", str(out), "--accelerator", "cpu",
+                 "--max-steps", "2"])
+    assert code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert "Traceback" not in "".join(err) and err[-1].startswith("genolong pretrain: error: writing --out"), err
+    assert "no space left on device" in err[-1] and f"{out} kept" in err[-1]
+    assert not [p for p in out.rglob("*") if p.name.endswith(".tmp")]
