@@ -5,9 +5,12 @@ lost and nothing partial left."""
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
+import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -165,3 +168,87 @@ def test_pretrain_on_a_full_disk_is_one_line_and_keeps_its_run_directory(small_d
     assert "Traceback" not in "".join(err) and err[-1].startswith("genolong pretrain: error: writing --out"), err
     assert "no space left on device" in err[-1] and f"{out} kept" in err[-1]
     assert not [p for p in out.rglob("*") if p.name.endswith(".tmp")]
+
+
+def _score(tmp_path, genome, vcf_text, *extra) -> int:
+    vcf = tmp_path / "v.vcf"
+    if not vcf.exists() or vcf.read_text() != VCF + vcf_text:  # the same file keeps its resume identity
+        vcf.write_text(VCF + vcf_text)
+    return main(["score-variants", "--vcf", str(vcf), "--genome", str(genome), "--model", str(default_promoter_model()),
+                 "--out", str(tmp_path / "o.tsv"), *extra])
+
+
+def test_variants_on_contigs_the_genome_lacks_are_skipped_and_counted(tmp_path, capsys, small_genome):
+    """score-variants stopped the whole run at the first variant on a decoy, alt or unplaced
+    contig; now such variants are skipped and counted like a REF mismatch (--missing-contig
+    error stops, naming the line), and a VCF none of whose contigs is in the genome is one line
+    naming both naming schemes."""
+    ref = small_genome.read_text().splitlines()[1][149]
+    alt = "C" if ref != "C" else "G"
+    records = f"a\t150\t.\t{ref}\t{alt}\t.\t.\t.\nGL000192.1\t10\t.\tA\tC\t.\t.\t.\n"
+    assert _score(tmp_path, small_genome, records) == 0
+    assert '"skipped: contig not in the genome": 1' in (tmp_path / "o.tsv").read_text()
+    assert "1 scored" in capsys.readouterr().err
+    (tmp_path / "o.tsv").unlink()
+    assert _score(tmp_path, small_genome, records, "--missing-contig", "error") == 2
+    one_line(capsys, "v.vcf:4: contig 'GL000192.1' is not in", "--missing-contig skip")
+    assert _score(tmp_path, small_genome, "NC_000001.11\t150\t.\tA\tC\t.\t.\t.\n") == 2
+    one_line(capsys, "v.vcf: none of its contigs is in", "NC_000001.11", "the genome a, b")
+    assert _score(tmp_path, small_genome, f"a\t150\t.\t{ref}\t{ref}\t.\t.\t.\n") == 2
+    one_line(capsys, "v.vcf: no allele scored (1 skipped: ALT equals REF)")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["g.fa", "v.vcf"]
+
+
+def test_score_variants_does_not_resume_parts_scored_with_another_batch_size(monkeypatch, tmp_path, capsys, caplog,
+                                                                               small_genome):
+    """Scores depend on --batch-size in the 6th significant digit (float sums over other batch
+    shapes), and a resumed run mixed the parts of two batch sizes: the batch size is now part
+    of the resume identity."""
+    from genolong.inference.variants.run import PartialRun
+    monkeypatch.setattr(PartialRun, "remove", lambda self: None)  # keep the parts, as an interrupted run does
+    ref = small_genome.read_text().splitlines()[1][149]
+    records = f"a\t150\t.\t{ref}\t{'C' if ref != 'C' else 'G'}\t.\t.\t.\n"
+    assert _score(tmp_path, small_genome, records, "--batch-size", "1") == 0
+    (tmp_path / "o.tsv").unlink()
+    with caplog.at_level("INFO", logger="genolong"):
+        assert _score(tmp_path, small_genome, records, "--batch-size", "2") == 0
+    assert "resuming" not in caplog.text
+    with caplog.at_level("INFO", logger="genolong"):
+        assert _score(tmp_path, small_genome, records, "--batch-size", "2") == 0
+    assert "resuming with 1 chunks done" in caplog.text
+
+
+def test_a_scan_with_other_settings_removes_the_earlier_work_directory(tmp_path, small_genome):
+    """An interrupted scan's hidden work directory stayed beside the output forever after a
+    rerun with other settings; the rerun now removes it (one with the same settings is resumed)."""
+    out = tmp_path / "o.bedGraph"
+    earlier = tmp_path / ".o.bedGraph.scan-0123456789ab"
+    earlier.mkdir()
+    (earlier / "00000.rank0of1.f32.tmp").write_bytes(bytes(8))
+    assert main(["scan", "--genome", str(small_genome), "--out", str(out)]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["g.fa", "o.bedGraph"]
+
+
+def _children(pid: int) -> list[int]:
+    path = Path(f"/proc/{pid}/task/{pid}/children")
+    return [int(c) for c in path.read_text().split()] if path.exists() else []
+
+
+@pytest.mark.slow
+def test_sigterm_to_the_process_group_of_a_scan_with_workers_is_143_and_one_line(tmp_path):
+    """timeout, SLURM and docker stop signal the whole process group: the scan's DataLoader
+    workers died of it and the run ended with exit 1 and a 60-line traceback ("DataLoader worker
+    is killed by signal: Terminated"). The workers now leave the signal to the main process."""
+    out = tmp_path / "o.bedGraph"
+    proc = subprocess.Popen([sys.executable, "-m", "genolong.cli", "scan", "--genome", str(sample_genome()), "--out",
+                             str(out), "--stride", "10", "--workers", "2"],
+                            start_new_session=True, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 300
+    while len(_children(proc.pid)) < 2 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(2)  # the workers are reading and tokenising
+    os.killpg(proc.pid, signal.SIGTERM)
+    err = proc.communicate(timeout=120)[1].strip().splitlines()
+    assert proc.returncode == 143, err
+    assert "Traceback" not in "\n".join(err) and err[-1].startswith("genolong scan: interrupted"), err
+    assert not out.exists()
