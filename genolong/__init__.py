@@ -3,8 +3,21 @@
 ``import genolong`` registers the genolong models with transformers' Auto classes
 (``AutoConfig``, ``AutoModel``, ``AutoModelForMaskedLM``, ``AutoModelForSequenceClassification``;
 see :mod:`genolong.model`).
+
+A process whose working directory was deleted cannot import transformers (it resolves a relative
+path at import): the import then runs from ``/`` and :data:`WORKING_DIRECTORY_GONE` is True, for
+the CLI to stop with one line.
 """
 
-import genolong.model  # noqa: F401  (the Auto-class registration)
+import os
+
+try:
+    os.getcwd()
+    WORKING_DIRECTORY_GONE = False
+except FileNotFoundError:
+    WORKING_DIRECTORY_GONE = True
+    os.chdir("/")
+
+import genolong.model  # noqa: E402, F401  (the Auto-class registration)
 
 __version__ = "0.1.0"

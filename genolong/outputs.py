@@ -372,7 +372,8 @@ class OutputPlan:
         output = next((o for o in self.outputs if target.startswith(str(_absolute(o.path).parent))),
                       self.outputs[0] if len(self.outputs) == 1 else None)
         kept = self.undo(keep_resumable=True)
-        where = f"{output.what} {output.path}" if output else target or "the outputs"
+        where = (f"{output.what} {output.path}" if output else target
+                 or ("standard output" if not self.outputs else "the outputs or standard output"))
         if kept:
             what = f"{', '.join(map(str, kept))} kept: free space and run the command again to continue"
         else:

@@ -4,7 +4,11 @@ lost and nothing partial left."""
 
 from __future__ import annotations
 
+import bz2
+import contextlib
+import lzma
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -16,6 +20,7 @@ from pathlib import Path
 import pytest
 import torch
 from cli_helpers import one_line
+from deepsea_fixtures import deepsea_rows, write_bundle
 
 from genolong.cli import main
 from genolong.commands import predict as predict_command
@@ -252,3 +257,120 @@ def test_sigterm_to_the_process_group_of_a_scan_with_workers_is_143_and_one_line
     assert proc.returncode == 143, err
     assert "Traceback" not in "\n".join(err) and err[-1].startswith("genolong scan: interrupted"), err
     assert not out.exists()
+
+
+@pytest.fixture
+def indexless_genome(tmp_path):
+    """A FASTA without a .fai beside it: reading it builds the index in the cache."""
+    path = tmp_path / "g.fa"
+    path.write_text(">a\n" + "ACGT" * 50 + "\n")
+    return path
+
+
+def test_an_unusable_cache_directory_is_one_line(monkeypatch, tmp_path, capsys, indexless_genome):
+    """GENOLONG_HOME pointing at a file (or a read-only directory, a full disk) was a traceback."""
+    (tmp_path / "home").write_text("a file")
+    monkeypatch.setenv("GENOLONG_HOME", str(tmp_path / "home"))
+    assert main(["genome", "region", str(indexless_genome), "a:0-10"]) == 2
+    one_line(capsys, f"the cache directory {tmp_path / 'home' / 'fai'} is unusable (Not a directory)", "GENOLONG_HOME")
+    assert main(["data", "fetch", "deepsea", "--offline"]) == 2
+    one_line(capsys, f"--dest {tmp_path / 'home' / 'data'}: {tmp_path / 'home'} is a file, not a directory")
+    monkeypatch.delenv("GENOLONG_HOME")
+    monkeypatch.setattr(Path, "home", classmethod(lambda cls: (_ for _ in ()).throw(RuntimeError("no home"))))
+    assert main(["genome", "region", str(indexless_genome), "a:0-10"]) == 2
+    one_line(capsys, "HOME is unset; set GENOLONG_HOME")
+
+
+def test_standard_output_problems_are_one_line_or_a_quiet_end(monkeypatch, tmp_path, capsys, indexless_genome):
+    """`genolong genome region ... | head -c 10` was a BrokenPipeError traceback, `> /dev/full` a
+    traceback, and with standard output closed the command exited 0 with its output gone."""
+    monkeypatch.setenv("GENOLONG_HOME", str(tmp_path / "cache"))
+    argv = ["genome", "region", str(indexless_genome), "a:0-200"]
+    full = open("/dev/full", "w")  # noqa: SIM115 (closed below, where its unwritten buffer fails again)
+    monkeypatch.setattr(sys, "stdout", full)
+    assert main(argv) == 2
+    with contextlib.suppress(OSError):
+        full.close()
+    one_line(capsys, "writing standard output: no space left on device")
+    monkeypatch.setattr(sys, "stdout", None)
+    assert main(argv) == 2
+    one_line(capsys, "standard output is closed")
+    read, write = os.pipe()
+    os.close(read)  # the reader (head) has ended
+    with os.fdopen(write, "w") as pipe:
+        monkeypatch.setattr(sys, "stdout", pipe)
+        assert main(argv) == 128 + signal.SIGPIPE
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.slow
+def test_a_deleted_working_directory_is_one_line(tmp_path):
+    """transformers could not even be imported (a FileNotFoundError traceback)."""
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    script = f"import os, sys; os.chdir({str(gone)!r}); os.rmdir({str(gone)!r}); from genolong.cli import main; " \
+             "sys.exit(main(['genome', 'region', 'g.fa', 'a:0-10']))"
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2
+    assert done.stderr.strip() == ("genolong genome region: error: the working directory no longer exists; "
+                                   "cd to an existing directory")
+
+
+@pytest.mark.parametrize("encode", [
+    pytest.param(bz2.compress, id="bzip2"),
+    pytest.param(lzma.compress, id="xz"),
+    pytest.param(lambda data: data.replace(b"\n", b"\r"), id="CR-only"),
+    pytest.param(lambda data: data.replace(b"\n", b"\r", 2), id="mixed endings"),
+])
+def test_compressed_and_cr_only_fasta_read_as_the_plain_file(tmp_path, small_genome, encode):
+    """A bzip2, xz or CR-only FASTA was read as text, one header line, or a decoding error."""
+    other = tmp_path / "other.fa"
+    other.write_bytes(encode(small_genome.read_bytes()))
+    assert list(read_fasta(other)) == list(read_fasta(small_genome))
+
+
+def test_fasta_inputs_that_cannot_be_read_name_the_reason(tmp_path, capsys, small_genome):
+    """A zstd FASTA was 'a UTF-8 decoding error'; a CR-only genome was indexed as one header line
+    and the error blamed the region; a bzip2 genome cannot be read at random."""
+    zstd = tmp_path / "g.fa.zst"
+    zstd.write_bytes(b"\x28\xb5\x2f\xfd" + bytes(20))
+    assert main(["predict-promoter", str(zstd), "--out", str(tmp_path / "o.tsv")]) == 2
+    one_line(capsys, f"{zstd}: zstd-compressed, which genolong does not read", f"zstd -d {zstd}")
+    cr = tmp_path / "cr.fa"
+    cr.write_bytes(small_genome.read_bytes().replace(b"\n", b"\r"))
+    assert main(["genome", "region", str(cr), "a:0-10"]) == 2
+    one_line(capsys, f"{cr}: has CR-only (classic Mac) or mixed line endings", "genolong genome prepare")
+    packed = tmp_path / "g.fa.bz2"
+    packed.write_bytes(bz2.compress(small_genome.read_bytes()))
+    assert main(["genome", "region", str(packed), "a:0-10"]) == 2
+    one_line(capsys, f"{packed} is bzip2-compressed, not bgzip", "genolong genome prepare")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cr.fa", "g.fa", "g.fa.bz2", "g.fa.zst"]
+
+
+def test_a_truncated_kmer_component_is_one_line(tmp_path, capsys, small_genome):
+    """A truncated kmer_component.npz in a model directory was a BadZipFile traceback."""
+    model = Path(shutil.copytree(default_promoter_model(), tmp_path / "model"))
+    data = (model / "kmer_component.npz").read_bytes()
+    (model / "kmer_component.npz").write_bytes(data[: len(data) // 2])
+    assert main(["predict-promoter", str(small_genome), "--model", str(model), "--out", str(tmp_path / "o.tsv")]) == 2
+    one_line(capsys, "kmer_component.npz: not a k-mer component (truncated or damaged")
+    assert not (tmp_path / "o.tsv").exists()
+
+
+def test_a_header_that_is_not_utf8_is_refused_not_altered(tmp_path, capsys, small_genome):
+    """A header with non-UTF-8 bytes came out altered (r\\ufffd\\ufffdid) in the output's id column."""
+    fasta = tmp_path / "latin1.fa"
+    fasta.write_bytes(small_genome.read_bytes().replace(b">b", b">r\xe9\xe9id"))
+    assert main(["predict-promoter", str(fasta), "--out", str(tmp_path / "o.tsv")]) == 2
+    one_line(capsys, f"{fasta}:3: header is not UTF-8 text (byte 0xe9 at column 3)")
+    assert not (tmp_path / "o.tsv").exists()
+
+
+def test_chromatin_prepare_dropping_every_row_is_one_line(real_data, tmp_path, capsys):
+    """chromatin prepare --unlocated drop with the wrong genome wrote an empty dataset, exit 0."""
+    bundle = write_bundle(tmp_path / "mat", *deepsea_rows(real_data))
+    (tmp_path / "other.fa").write_text(">chr1\n" + "ACGT" * 500 + "\n")
+    assert main(["chromatin", "prepare", "--mat-dir", str(bundle), "--out", str(tmp_path / "o"),
+                 "--genome", str(tmp_path / "other.fa"), "--unlocated", "drop"]) == 2
+    one_line(capsys, "--unlocated drop: none of the", "rows is located exactly once in", "--unlocated keep")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mat", "other.fa"]
