@@ -374,3 +374,27 @@ def test_chromatin_prepare_dropping_every_row_is_one_line(real_data, tmp_path, c
                  "--genome", str(tmp_path / "other.fa"), "--unlocated", "drop"]) == 2
     one_line(capsys, "--unlocated drop: none of the", "rows is located exactly once in", "--unlocated keep")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mat", "other.fa"]
+
+
+def test_a_corpus_rebuilt_from_another_genome_holds_only_its_own_shards(tmp_path, capsys):
+    """Rebuilding a corpus into the same --out from another genome left the old genome's shard
+    files there, unlisted."""
+    from classify_helpers import tiny_tokenizer
+    tokenizer = tiny_tokenizer(tmp_path / "tokenizer")
+    config = tmp_path / "c.yaml"
+    config.write_text("passes: 1\nmax_start_offset: 10\nsentence_bp: [50, 100]\nsentences_per_document: [5, 10]\n"
+                      "valid_chromosomes: []\ntest_chromosomes: []\nvalid_tail_fraction: 0.2\ntest_tail_fraction: 0.2\n")
+    out = tmp_path / "corpus"
+    for name in ("old", "new"):
+        (tmp_path / f"{name}.fa").write_text(f">{name}\n{small_sequence(name)}\n")
+        assert main(["corpus", "build", "--genome", str(tmp_path / f"{name}.fa"), "--tokenizer", str(tokenizer),
+                     "--out", str(out), "--config", str(config)]) == 0
+    shards = {p.name.split(".")[0] for p in out.glob("*/[0-9]*")}
+    assert shards == {"0000_new", "0001_new_2400-3200", "0002_new_3200-4000"}, shards
+
+
+def small_sequence(name: str) -> str:
+    """4 kb of the shipped sample genome, another stretch for each name."""
+    sequence = next(iter(read_fasta(sample_genome()))).sequence
+    start = 20000 if name == "old" else 30000
+    return sequence[start:start + 4000]
