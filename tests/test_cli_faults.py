@@ -398,3 +398,13 @@ def small_sequence(name: str) -> str:
     sequence = next(iter(read_fasta(sample_genome()))).sequence
     start = 20000 if name == "old" else 30000
     return sequence[start:start + 4000]
+
+
+def test_data_status_warns_once_about_an_unreadable_manifest(tmp_path, caplog):
+    """The warning about an unreadable cache manifest was repeated four times."""
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / "manifest.json").write_text("{broken")
+    with caplog.at_level("WARNING"):
+        assert main(["data", "status", "--dest", str(tmp_path / "cache")]) == 0
+    assert [r.message for r in caplog.records].count(caplog.records[0].message) == 1
+    assert "ignoring unreadable" in caplog.records[0].message and len(caplog.records) == 1
