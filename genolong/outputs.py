@@ -16,7 +16,8 @@ output files, output directories); the CLI wraps the command in :func:`guarded`,
   deletes or replaces a file it did not write;
 * locks each output (:class:`OutputLock`, a lock file ``.NAME.lock`` beside it holding the
   owner's pid and host) before any work: a second run on the same output is refused in one
-  line naming the first, so that one run never removes or mixes into another's result;
+  line naming the first, so that one run never removes or mixes into another's result (the
+  other ranks of a distributed launch, :func:`secondary_rank`, work under the first's lock);
 * removes, when the command fails with a user error (exit status 2), every declared output
   the command created, the hidden work files named after it (``.NAME.*``: temporary and
   partial files, ``.NAME.partial`` work directories) and the parent directories it made,
@@ -28,12 +29,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import fcntl
 import glob
 import json
 import os
 import shutil
-import socket
 import stat
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
@@ -43,6 +42,7 @@ from pathlib import Path
 from genolong import __version__
 from genolong.errors import UserError, disk_full, disk_full_error
 from genolong.files import atomic_write_text
+from genolong.locks import OutputLock, lock_path, secondary_rank
 
 #: The file in every output directory genolong made: ``{"kind": ..., "genolong": version}``.
 MARKER = ".genolong-run.json"
@@ -192,67 +192,6 @@ def claim_directory(path: Path, kind: str) -> None:
     path.mkdir(parents=True, exist_ok=True)
     if directory_kind(path) is None and not any(path.iterdir()):
         mark_directory(path, kind)
-
-
-# -- one owner per output ---------------------------------------------------------------------
-#: The suffix of the lock file beside each output: ``.NAME.lock``.
-LOCK_SUFFIX = ".lock"
-
-
-def lock_path(path: Path) -> Path:
-    """The lock file of the output ``path``: ``.NAME.lock`` in its directory."""
-    return _absolute(path).parent / f".{path.name}{LOCK_SUFFIX}"
-
-
-class OutputLock:
-    """An exclusive ``flock`` on the lock file of an output, held for the whole command.
-
-    The lock file holds ``pid@host`` of its owner, for the refusal of a second run; it is
-    removed on release. A file replaced between opening and locking (its owner released and
-    removed it meanwhile) is opened again, so that two runs never hold locks on two files.
-    """
-
-    def __init__(self, path: Path, what: str):
-        self.path = lock_path(path)
-        self.what = what
-        self.output = path
-        self._fd: int | None = None
-
-    def acquire(self) -> None:
-        """Take the lock, or raise a UserError naming the run that holds it."""
-        while True:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                owner = os.pread(fd, 200, 0).decode(errors="replace").strip() or "another process"
-                os.close(fd)
-                raise UserError(f"{self.what} {self.output} is in use by another genolong run ({owner}); "
-                                "wait for it to end or choose another output") from None
-            if _same_file(fd, self.path):
-                break
-            os.close(fd)  # the previous owner removed it between our open and our lock
-        self._fd = fd  # released (and removed) by release() from here on, even when the next write fails
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}\n".encode(), 0)
-
-    def release(self) -> None:
-        """Remove the lock file and drop the lock (in that order: a waiting run then opens a new file)."""
-        if self._fd is None:
-            return
-        with contextlib.suppress(FileNotFoundError):
-            if _same_file(self._fd, self.path):
-                self.path.unlink()
-        os.close(self._fd)
-        self._fd = None
-
-
-def _same_file(fd: int, path: Path) -> bool:
-    try:
-        here, there = os.fstat(fd), os.stat(path)
-    except FileNotFoundError:
-        return False
-    return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
 
 
 # -- the guard ---------------------------------------------------------------------------------
@@ -431,7 +370,8 @@ def guarded(args) -> Iterator[None]:
         yield
         return
     plan = OutputPlan(args, roles)
-    plan.lock()
+    if not secondary_rank():  # the other ranks of a launch share the first one's outputs and lock
+        plan.lock()
     try:
         plan.claim()
         yield

@@ -408,3 +408,29 @@ def test_data_status_warns_once_about_an_unreadable_manifest(tmp_path, caplog):
         assert main(["data", "status", "--dest", str(tmp_path / "cache")]) == 0
     assert [r.message for r in caplog.records].count(caplog.records[0].message) == 1
     assert "ignoring unreadable" in caplog.records[0].message and len(caplog.records) == 1
+
+
+@pytest.mark.slow
+def test_sigterm_to_the_process_group_of_score_variants_is_143_and_the_rerun_resumes(tmp_path, small_genome):
+    """What timeout, SLURM and docker stop send, during score-variants: exit 143 and one line,
+    the finished chunks kept; the same command then continues to exit 0."""
+    sequence = "".join(small_genome.read_text().splitlines()[1::2])
+    records = "".join(f"{'a' if i < 300 else 'b'}\t{i % 300 + 1}\t.\t{base}\t{'C' if base != 'C' else 'G'}\t.\t.\t.\n"
+                      for i, base in enumerate(sequence))
+    (tmp_path / "v.vcf").write_text(VCF + records)
+    argv = [sys.executable, "-m", "genolong.cli", "score-variants", "--vcf", str(tmp_path / "v.vcf"), "--genome",
+            str(small_genome), "--model", str(default_promoter_model()), "--out", str(tmp_path / "o.tsv"),
+            "--chunk-size", "16"]
+    proc = subprocess.Popen(argv, start_new_session=True, stderr=subprocess.PIPE, text=True)
+    partial = tmp_path / ".o.tsv.partial"
+    deadline = time.monotonic() + 300
+    while not list(partial.glob("part-*.json")) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    os.killpg(proc.pid, signal.SIGTERM)
+    err = proc.communicate(timeout=120)[1].strip().splitlines()
+    assert proc.returncode == 143, err
+    assert "Traceback" not in "\n".join(err) and err[-1].startswith("genolong score-variants: interrupted"), err
+    assert list(partial.glob("part-*.json")) and not (tmp_path / "o.tsv").exists()
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0 and "resuming with" in done.stderr, done.stderr[-2000:]
+    assert f"{len(sequence)} alleles" in done.stderr and not partial.exists()
