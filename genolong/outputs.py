@@ -250,7 +250,7 @@ class OutputPlan:
             parent = parent.parent
 
     def lock(self) -> None:
-        """Lock every output (creating the parents its lock file needs), then note what exists:
+        """Lock every output but a shared cache (creating the parents its lock file needs), then note what exists:
         another run may have written the outputs between the checks and the lock.
 
         Raises:
@@ -259,6 +259,8 @@ class OutputPlan:
         """
         try:
             for output in self.outputs:
+                if output.directory and output.directory.kind is None:
+                    continue  # a shared cache: its users wait for each other on its own locks
                 with _as_user_error(output.what, output.path):
                     _absolute(output.path).parent.mkdir(parents=True, exist_ok=True)
                     output.lock = OutputLock(output.path, output.what)

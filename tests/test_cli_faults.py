@@ -434,3 +434,21 @@ def test_sigterm_to_the_process_group_of_score_variants_is_143_and_the_rerun_res
     done = subprocess.run(argv, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0 and "resuming with" in done.stderr, done.stderr[-2000:]
     assert f"{len(sequence)} alleles" in done.stderr and not partial.exists()
+
+
+def test_two_data_fetch_runs_share_the_cache(monkeypatch, tmp_path, capsys):
+    """A shared cache is not locked as one run's output: concurrent fetches wait for each other
+    on the cache's own locks (file by file), as `data fetch --help` says."""
+    from genolong.commands import data as data_command
+    argv = ["data", "fetch", "deepsea", "--offline", "--dest", str(tmp_path / "cache")]
+    seen, original = {}, data_command.run_fetch
+
+    def first_fetch(args) -> int:
+        monkeypatch.setattr(data_command, "run_fetch", original)
+        seen["code"] = main(argv)
+        seen["err"] = capsys.readouterr().err
+        return 0
+
+    monkeypatch.setattr(data_command, "run_fetch", first_fetch)
+    assert main(argv) == 0
+    assert "in use by another genolong run" not in seen["err"] and "offline" in seen["err"], seen
