@@ -73,6 +73,7 @@ class DataCache:
         self.root = Path(root).expanduser() if root is not None else default_data_root()
         if self.root.exists() and not self.root.is_dir():
             raise UserError(f"{self.root}: is a file, not a data cache directory")
+        self._warned: set[str] = set()  # unreadable manifests already reported (one warning each)
 
     @property
     def manifest_path(self) -> Path:
@@ -86,7 +87,9 @@ class DataCache:
         except FileNotFoundError:
             return {}
         except (OSError, ValueError) as err:
-            log.warning("ignoring unreadable %s (%s); it will be rewritten", self.manifest_path, err)
+            if str(err) not in self._warned:
+                self._warned.add(str(err))
+                log.warning("ignoring unreadable %s (%s); it will be rewritten", self.manifest_path, err)
             return {}
         return {path: Entry(**fields) for path, fields in data.get("files", {}).items()}
 

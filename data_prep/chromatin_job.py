@@ -20,6 +20,7 @@ import numpy as np
 
 from genolong import __version__
 from genolong.datasets.chromatin import FORMAT, LOCI_DTYPE, LocateStatus, Locations
+from genolong.errors import UserError
 from genolong.evaluation.profiles import N_PROFILES
 from genolong.files import atomic_write_text, sha256_file
 from genolong.outputs import mark_directory
@@ -222,6 +223,10 @@ class ChromatinJob:
         kept = all_loci["status"] == LocateStatus.LOCATED if drop else np.ones(rows, bool)
         destination = np.concatenate([[0], np.cumsum(kept)])  # output row of each input row
         kept_rows = int(destination[-1])
+        if drop and rows and not kept_rows:
+            raise UserError(f"--unlocated drop: none of the {rows} {split} rows is located exactly once in "
+                            f"{self.genome}; is it the genome the data set was made from?",
+                            hint="--unlocated keep keeps them, with their original input")
         windows = _open_array(final["sequences"], (kept_rows, context), np.uint8)
         if drop:
             all_labels = np.load(self._path(split, "all_labels"), mmap_mode="r")

@@ -29,11 +29,14 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
+import signal
 import sys
 import warnings
 
+import genolong
 from genolong import __version__, interrupts
-from genolong.errors import UserError
+from genolong.errors import UserError, disk_full, disk_full_error
 from genolong.outputs import guarded
 
 #: Command modules under ``genolong.commands``, in ``--help`` order: data and inputs, tasks, models and inference.
@@ -116,6 +119,16 @@ def _configure_logging(verbose: bool) -> None:
     logging.getLogger("genolong").setLevel(level)
 
 
+def check_environment() -> None:
+    """Refuse, in one line, an environment no command can work in: a closed standard output
+    (the output, and every summary line, would go nowhere with exit 0) and a working directory
+    that was deleted (every relative path fails)."""
+    if sys.stdout is None:
+        raise UserError("standard output is closed; redirect it to a file or /dev/null")
+    if genolong.WORKING_DIRECTORY_GONE:
+        raise UserError("the working directory no longer exists; cd to an existing directory")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     try:
@@ -127,11 +140,23 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 0
     try:  # warnings filters a quiet run adds (genolong.tasks.console) end with the command
+        check_environment()
         with warnings.catch_warnings(), interrupts.handled(), guarded(args):
             result = args.func(args)
+            sys.stdout.flush()  # a full or closed pipe fails here, within the output policy
+    except BrokenPipeError:  # `genolong ... | head`: the reader has all it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing more at exit either
+        return 128 + signal.SIGPIPE
     except UserError as err:
         print(f"genolong {args.command_name}: error: {err}", file=sys.stderr)
         return err.exit_code
+    except Exception as err:  # a full disk where the command declared no output (a cache): guarded handles the rest
+        if not disk_full(err):
+            raise
+        where = getattr(err, "filename", None) or "a file"
+        print(f"genolong {args.command_name}: error: {disk_full_error(err, where, 'nothing partial kept')}",
+              file=sys.stderr)
+        return 2
     except KeyboardInterrupt as stop:
         print(f"genolong {args.command_name}: {stop or 'interrupted'}", file=sys.stderr)
         return interrupts.exit_code(stop)

@@ -15,10 +15,40 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from genolong.errors import UserError
+
 
 def cache_home() -> Path:
-    """The cache directory: ``$GENOLONG_HOME`` or ``~/.cache/genolong``."""
-    return Path(os.environ.get("GENOLONG_HOME", Path.home() / ".cache" / "genolong")).expanduser()
+    """The cache directory: ``$GENOLONG_HOME`` or ``~/.cache/genolong``.
+
+    Raises:
+        UserError: neither ``GENOLONG_HOME`` nor a home directory is known (``HOME`` unset).
+    """
+    if "GENOLONG_HOME" in os.environ:
+        return Path(os.environ["GENOLONG_HOME"]).expanduser()
+    try:
+        return Path.home() / ".cache" / "genolong"
+    except (RuntimeError, KeyError):  # HOME unset and no password-file entry
+        raise UserError("no cache directory: HOME is unset; set GENOLONG_HOME to a writable directory") from None
+
+
+def cache_dir(name: str) -> Path:
+    """``cache_home() / name``, created and checked writable.
+
+    Raises:
+        UserError: the cache is a file, read-only, on a full disk...: one line naming it and
+            ``GENOLONG_HOME``.
+    """
+    folder = cache_home() / name
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".genolong-probe.", dir=folder)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as err:
+        raise UserError(f"the cache directory {folder} is unusable ({err.strerror or err})",
+                        hint="set GENOLONG_HOME to a writable directory") from None
+    return folder
 
 
 @contextlib.contextmanager

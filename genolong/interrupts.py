@@ -19,6 +19,11 @@ The API other modules rely on:
   interrupt itself (a training loop that saves a checkpoint and returns).
 * A second signal while the first one unwinds is ignored, so that clean-up finishes; a
   third one raises again.
+* :func:`ignore_in_worker` is the ``worker_init_fn`` of every DataLoader with worker
+  processes: a terminal's Ctrl-C, ``timeout``, SLURM and ``docker stop`` signal the whole
+  process group, and a worker killed by the signal would end the run with "DataLoader worker
+  is killed by signal" (exit 1, a long traceback). The workers leave the signal to the main
+  process, which stops and shuts them down.
 * :func:`stop` raises the interrupt again with a message of the caller's, e.g.
   ``stop("stopped at step 120; continue with --resume")``; the CLI prints it as its one line.
 """
@@ -75,6 +80,12 @@ def stop(message: str) -> NoReturn:
     status stays that of the signal received (130 when none was recorded).
     """
     raise SignalInterrupt(last_signal() or signal.SIGINT, message)
+
+
+def ignore_in_worker(worker_id: int) -> None:
+    """A DataLoader ``worker_init_fn``: the worker ignores SIGINT and SIGTERM (see the module docstring)."""
+    for signum in HANDLED:
+        signal.signal(signum, signal.SIG_IGN)
 
 
 def _raise(signum: int, frame) -> None:

@@ -14,6 +14,10 @@ output files, output directories); the CLI wraps the command in :func:`guarded`,
   directory it makes, so that a run can be resumed or refreshed there). Anything else --
   a directory of the user's, another kind of genolong run -- is refused: genolong never
   deletes or replaces a file it did not write;
+* locks each output (:class:`OutputLock`, a lock file ``.NAME.lock`` beside it holding the
+  owner's pid and host) before any work: a second run on the same output is refused in one
+  line naming the first, so that one run never removes or mixes into another's result (the
+  other ranks of a distributed launch, :func:`secondary_rank`, work under the first's lock);
 * removes, when the command fails with a user error (exit status 2), every declared output
   the command created, the hidden work files named after it (``.NAME.*``: temporary and
   partial files, ``.NAME.partial`` work directories) and the parent directories it made,
@@ -36,8 +40,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from genolong import __version__
-from genolong.errors import UserError
+from genolong.errors import UserError, disk_full, disk_full_error
 from genolong.files import atomic_write_text
+from genolong.locks import OutputLock, lock_path, secondary_rank
 
 #: The file in every output directory genolong made: ``{"kind": ..., "genolong": version}``.
 MARKER = ".genolong-run.json"
@@ -198,6 +203,7 @@ class _Output:
     existed: bool  # before the command
     was_empty: bool  # an existing directory holding nothing
     work_files: set[Path]  # the hidden ``.NAME.*`` beside it before the command
+    lock: OutputLock | None = None  # held while the command runs
 
     def new_work_files(self) -> set[Path]:
         return _work_files(self.path) - self.work_files
@@ -243,6 +249,30 @@ class OutputPlan:
                 self.created_parents.append(parent)
             parent = parent.parent
 
+    def lock(self) -> None:
+        """Lock every output but a shared cache (creating the parents its lock file needs), then note what exists:
+        another run may have written the outputs between the checks and the lock.
+
+        Raises:
+            UserError: an output is locked by another run; the locks taken are released and
+                nothing else is touched.
+        """
+        try:
+            for output in self.outputs:
+                if output.directory and output.directory.kind is None:
+                    continue  # a shared cache: its users wait for each other on its own locks
+                with _as_user_error(output.what, output.path):
+                    _absolute(output.path).parent.mkdir(parents=True, exist_ok=True)
+                    output.lock = OutputLock(output.path, output.what)
+                    output.lock.acquire()
+        except BaseException:
+            self.finish()
+            raise
+        for output in self.outputs:
+            output.existed = os.path.lexists(output.path)
+            output.was_empty = output.existed and output.path.is_dir() and not any(output.path.iterdir())
+            output.work_files = _work_files(output.path)
+
     def claim(self) -> None:
         """Create and mark the directories that are built in place (before the work)."""
         for output in self.outputs:
@@ -251,21 +281,45 @@ class OutputPlan:
                     claim_directory(output.path, output.directory.kind)
 
     def finish(self) -> None:
-        """After the command, finished or interrupted: remove parent directories it made that
-        stayed empty."""
+        """After the command, finished or interrupted: release the locks and remove parent
+        directories it made that stayed empty."""
+        for output in self.outputs:
+            if output.lock is not None:
+                output.lock.release()
         self._remove_empty_parents()
 
-    def undo(self) -> None:
-        """After a user error: remove what the command created among its outputs."""
+    def undo(self, *, keep_resumable: bool = False) -> list[Path]:
+        """After a user error: remove what the command created among its outputs; with
+        ``keep_resumable`` (a full disk), keep the directories built in place, from which a
+        rerun continues. Returns the outputs kept that way."""
+        kept = []
         for output in self.outputs:
-            if not output.existed:
+            if keep_resumable and output.directory and output.directory.kind and not output.directory.atomic:
+                kept.append(output.path)
+            elif not output.existed:
                 _remove(output.path)
             elif output.was_empty:
                 for child in output.path.iterdir():
                     _remove(child)
             for work in output.new_work_files():
                 _remove(work)
-        self._remove_empty_parents()
+        self.finish()
+        return kept
+
+    def disk_full(self, err: Exception) -> UserError:
+        """Undo after ``err``, a full (over-quota, read-only) file system, and say in one line which
+        output was being written and what is kept."""
+        target = str(getattr(err, "filename", None) or "")
+        output = next((o for o in self.outputs if target.startswith(str(_absolute(o.path).parent))),
+                      self.outputs[0] if len(self.outputs) == 1 else None)
+        kept = self.undo(keep_resumable=True)
+        where = (f"{output.what} {output.path}" if output else target
+                 or ("standard output" if not self.outputs else "the outputs or standard output"))
+        if kept:
+            what = f"{', '.join(map(str, kept))} kept: free space and run the command again to continue"
+        else:
+            what = "nothing partial kept"
+        return disk_full_error(err, where, what)
 
     def _remove_empty_parents(self) -> None:
         for parent in sorted(self.created_parents, key=lambda p: len(p.parts), reverse=True):
@@ -279,13 +333,17 @@ def _as_user_error(what: str, path: Path) -> Iterator[None]:
     try:
         yield
     except OSError as err:
+        if disk_full(err):
+            raise disk_full_error(err, f"{what} {path}", "nothing written") from None
         raise UserError(f"{what} {path}: {err.strerror or err}") from None
 
 
 def _work_files(path: Path) -> set[Path]:
     """The hidden files and directories named after ``path`` beside it (``.NAME.*``)."""
     parent = _absolute(path).parent
-    return set(parent.glob(f".{glob.escape(path.name)}.*")) if path.name and parent.is_dir() else set()
+    if not (path.name and parent.is_dir()):
+        return set()
+    return set(parent.glob(f".{glob.escape(path.name)}.*")) - {lock_path(path)}
 
 
 def _absolute(path: Path) -> Path:
@@ -314,12 +372,19 @@ def guarded(args) -> Iterator[None]:
         yield
         return
     plan = OutputPlan(args, roles)
+    if not secondary_rank():  # the other ranks of a launch share the first one's outputs and lock
+        plan.lock()
     try:
         plan.claim()
         yield
     except UserError:
         plan.undo()
         raise
+    except Exception as err:
+        if not disk_full(err):
+            plan.finish()
+            raise
+        raise plan.disk_full(err) from None
     except BaseException:
         plan.finish()
         raise

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from genolong.commands.arguments import non_negative_int, positive_float
+from genolong.data_prep.cache import default_data_root
 from genolong.errors import UserError
 from genolong.outputs import OutputDirectory, declare
 
@@ -38,7 +39,8 @@ def register(subparsers) -> None:
     )
     fetch.add_argument("--retries", type=non_negative_int, default=4, help="retries after a network failure (default 4)")
     fetch.set_defaults(func=run_fetch)
-    declare(fetch, inputs=["url"], directories={"dest": OutputDirectory(None)})
+    declare(fetch, inputs=["url"], directories={"dest": OutputDirectory(None)},
+            defaults={"dest": lambda args: default_data_root()})
 
     status = commands.add_parser(
         "status",

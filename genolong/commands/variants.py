@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from genolong.commands.arguments import add_device_arguments, non_negative_int, positive_int
-from genolong.inference.variants.windows import REF_MISMATCH
+from genolong.inference.variants.windows import MISSING_CONTIG, REF_MISMATCH
 from genolong.outputs import declare
 
 DESCRIPTION = (
@@ -34,6 +34,9 @@ def register(subparsers) -> None:
     parser.add_argument("--ref-mismatch", choices=REF_MISMATCH, default="skip",
                         help="a REF allele that differs from the genome: stop, skip and count (default), or "
                         "score on the genome's reference with the flag ref_mismatch")
+    parser.add_argument("--missing-contig", choices=MISSING_CONTIG, default="skip",
+                        help="a variant on a contig the genome lacks (decoy, alt, unplaced): skip and count "
+                        "(default) or stop; a run where no contig is found stops either way")
     parser.add_argument("--max-indel", type=non_negative_int, default=100,
                         help="longest allele scored, bp after trimming shared bases (default: 100)")
     parser.add_argument("--score", choices=("effect", "mlm-llr"), default="effect",
@@ -63,7 +66,7 @@ def run(args) -> int:
 
     counts = score_variants(
         args.vcf, args.genome, args.model, args.out, score=args.score, profiles=args.profiles, rc=args.rc,
-        ref_mismatch=args.ref_mismatch, max_indel=args.max_indel, window=args.window,
+        ref_mismatch=args.ref_mismatch, missing_contig=args.missing_contig, max_indel=args.max_indel, window=args.window,
         batch_size=args.batch_size, chunk_size=args.chunk_size, accelerator=args.accelerator,
         devices=args.devices, num_nodes=args.num_nodes, annotate=args.annotate_vcf, top_k=args.top_k, progress=True,
     )

@@ -289,7 +289,20 @@ def build_corpus(genome: str | Path, tokenizer_dir: str | Path, out: str | Path,
                   "mbp_per_s": round(built_bp / 1e6 / seconds, 3) if built_bp else None},
     }
     atomic_write_text(manifest_path, json.dumps(manifest, indent=1) + "\n")
+    _remove_unlisted_shards(out, shards)
     return manifest
+
+
+def _remove_unlisted_shards(out: Path, shards: list[ShardInfo]) -> None:
+    """Remove the shard files of an earlier build (of another genome) that the new manifest does
+    not list, so that a rebuilt corpus holds only its own files."""
+    listed = {(s.split, f"{s.stem}{suffix}") for s in shards
+              for suffix in (".json", ".tokens.u16", ".sentences.i64", ".documents.i64")}
+    for folder in {s.split for s in shards} | {p.name for p in out.iterdir() if p.is_dir()}:
+        for path in (out / folder).glob("[0-9][0-9][0-9][0-9]_*"):
+            if path.is_file() and (folder, path.name) not in listed:
+                log.info("removing %s, a shard of an earlier build", path)
+                path.unlink()
 
 
 def _build_shards(genome, tokenizer, tokenizer_id: str, out: Path, config: CorpusConfig,

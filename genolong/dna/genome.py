@@ -16,16 +16,18 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from genolong.dna.sequence import FastaRecord, clean, read_fasta, reverse_complement
+from genolong.dna.sequence import (
+    FastaRecord,
+    clean,
+    compression,
+    open_text_or_gzip,
+    read_fasta,
+    reverse_complement,
+)
 from genolong.errors import InputError, UserError
-from genolong.files import cache_home
+from genolong.files import cache_dir
 
 _BGZF_MAGIC = b"\x1f\x8b\x08\x04"  # gzip with the FEXTRA flag; BGZF adds the 'BC' subfield
-
-
-def is_gzip(path: str | os.PathLike) -> bool:
-    with open(path, "rb") as handle:
-        return handle.read(2) == b"\x1f\x8b"
 
 
 def is_bgzip(path: str | os.PathLike) -> bool:
@@ -51,9 +53,18 @@ def _index_paths(path: Path) -> tuple[Path, Path]:
         return beside
     stat = path.stat()
     key = hashlib.sha256(f"{path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}".encode()).hexdigest()[:16]
-    folder = cache_home() / "fai"
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = cache_dir("fai")
     return folder / f"{path.name}.{key}.fai", folder / f"{path.name}.{key}.gzi"
+
+
+def _check_line_endings(path: Path) -> None:
+    """Refuse a plain FASTA with CR-only (classic Mac) or mixed line endings, which the index
+    cannot describe (it was read as one header line): its first MiB decides."""
+    with open(path, "rb") as handle:
+        head = handle.read(1 << 20)
+    if head.count(b"\r") > head.count(b"\r\n"):
+        raise InputError(path, "has CR-only (classic Mac) or mixed line endings, which cannot be read at random",
+                         hint=f"run `genolong genome prepare {path}` to write a copy with LF endings")
 
 
 def _check_index(path: Path, fai: Path, index) -> None:
@@ -90,7 +101,8 @@ class Genome:
         self.path = Path(path)
         if not self.path.is_file():
             raise UserError(f"{self.path}: no such genome FASTA file")
-        self.random_access = not is_gzip(self.path) or is_bgzip(self.path)
+        self.compression = compression(self.path)
+        self.random_access = self.compression is None or is_bgzip(self.path)
         self._fasta = None
 
     # -- random access -----------------------------------------------------------------
@@ -99,10 +111,13 @@ class Genome:
         """The underlying ``pyfaidx.Fasta`` (opened and indexed on first use)."""
         if self._fasta is None:
             if not self.random_access:
+                open_text_or_gzip(self.path).close()  # a compression genolong does not read at all: what to do
                 raise UserError(
-                    f"{self.path} is gzip-compressed, not bgzip, so it cannot be read at random",
+                    f"{self.path} is {self.compression}-compressed, not bgzip, so it cannot be read at random",
                     hint=f"run `genolong genome prepare {self.path}` to write an indexed bgzip copy",
                 )
+            if self.compression is None:
+                _check_line_endings(self.path)
             import pyfaidx
 
             fai, gzi = _index_paths(self.path)

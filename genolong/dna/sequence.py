@@ -7,7 +7,9 @@ H, V) become ``N``. Anything else (digits, ``X``, ``*``, ``-``, ...) is an error
 
 from __future__ import annotations
 
+import bz2
 import gzip
+import lzma
 import os
 import zlib
 from collections.abc import Iterator
@@ -85,16 +87,50 @@ class FastaRecord:
         return len(self.sequence)
 
 
+#: Compressions read as a stream through the standard library: name -> (magic number, opener).
+STREAMS = {"gzip": (b"\x1f\x8b", gzip.open), "bzip2": (b"BZh", bz2.open), "xz": (b"\xfd7zXZ\x00", lzma.open)}
+#: Compressions recognised but not read: name -> magic number.
+UNREAD = {"zstd": b"\x28\xb5\x2f\xfd"}
+#: What a damaged compressed stream raises.
+STREAM_ERRORS = (OSError, EOFError, zlib.error, lzma.LZMAError)
+
+
+def compression(path: str | os.PathLike) -> str | None:
+    """``gzip`` (bgzip included), ``bzip2``, ``xz`` or ``zstd`` by the file's magic number; None otherwise."""
+    with open(path, "rb") as handle:
+        head = handle.read(6)
+    known = {name: magic for name, (magic, _) in STREAMS.items()} | UNREAD
+    return next((name for name, magic in known.items() if head.startswith(magic)), None)
+
+
 def open_text_or_gzip(path: str | os.PathLike):
-    """Open ``path`` for binary reading, transparently decompressing gzip and bgzip."""
+    """Open ``path`` for binary reading, transparently decompressing gzip, bgzip, bzip2 and xz.
+
+    Raises:
+        UserError: no such file, a directory, or a compression genolong does not read (zstd),
+            named with what to do.
+    """
     path = Path(path)
     if not path.exists():
         raise UserError(f"{path}: no such file")
     if path.is_dir():
         raise UserError(f"{path}: is a directory, not a file")
-    with open(path, "rb") as handle:
-        magic = handle.read(2)
-    return gzip.open(path, "rb") if magic == b"\x1f\x8b" else open(path, "rb")
+    kind = compression(path)
+    if kind in UNREAD:
+        raise InputError(path, f"{kind}-compressed, which genolong does not read (plain, gzip, bgzip, bzip2 or xz)",
+                         hint=f"decompress it first, e.g. `{kind} -d {path}`")
+    return STREAMS[kind][1](path, "rb") if kind else open(path, "rb")
+
+
+def text_lines(handle) -> Iterator[bytes]:
+    """The lines of a binary text stream without their end: LF, CRLF, CR-only (classic Mac) and
+    mixed endings alike."""
+    for line in handle:
+        line = line.rstrip(b"\r\n")
+        if b"\r" in line:
+            yield from line.split(b"\r")
+        else:
+            yield line
 
 
 def numbered_lines(path: str | os.PathLike) -> Iterator[tuple[int, bytes]]:
@@ -105,13 +141,14 @@ def numbered_lines(path: str | os.PathLike) -> Iterator[tuple[int, bytes]]:
         with open_text_or_gzip(path) as handle:
             for line_number, line in enumerate(handle, start=1):
                 yield line_number, line
-    except (OSError, EOFError, zlib.error) as err:
+    except STREAM_ERRORS as err:
         raise InputError(path, f"cannot read: {err}", line=line_number + 1,
                          hint="the file is truncated or corrupt; download or copy it again") from None
 
 
 def read_fasta(path: str | os.PathLike, *, raw: bool = False, unique_names: bool = True) -> Iterator[FastaRecord]:
-    """Stream the records of a FASTA file (plain, gzip or bgzip), validating as it goes.
+    """Stream the records of a FASTA file (plain, gzip, bgzip, bzip2 or xz; any line endings),
+    validating as it goes.
 
     Memory holds one record at a time. Errors name the file and the line.
 
@@ -145,12 +182,15 @@ def read_fasta(path: str | os.PathLike, *, raw: bool = False, unique_names: bool
 
     with open_text_or_gzip(path) as handle:
         try:
-            for line_number, line in enumerate(handle, start=1):  # noqa: B007 (used after loop)
-                line = line.rstrip(b"\r\n")
+            for line_number, line in enumerate(text_lines(handle), start=1):  # noqa: B007 (used after loop)
                 if line.startswith(b">"):
                     if name is not None:
                         yield finish()
-                    header = line[1:].decode("utf-8", errors="replace").strip()
+                    try:  # record names reach output columns: carried byte for byte, or refused
+                        header = line[1:].decode("utf-8").strip()
+                    except UnicodeDecodeError as err:
+                        raise InputError(path, f"header is not UTF-8 text (byte {line[1 + err.start]:#04x} at "
+                                         f"column {err.start + 2})", line=line_number) from None
                     if not header:
                         raise InputError(path, "header line has no record name", line=line_number)
                     name, _, description = _split_header(header)
@@ -165,7 +205,7 @@ def read_fasta(path: str | os.PathLike, *, raw: bool = False, unique_names: bool
                                          line=line_number)
                 else:
                     chunks.append(line.strip())
-        except (OSError, EOFError, zlib.error) as err:  # truncated or corrupt gzip
+        except STREAM_ERRORS as err:  # truncated or corrupt compressed stream
             raise InputError(path, f"cannot read: {err}", line=line_number or None,
                              hint="the file is truncated or corrupt; download or copy it again") from None
     if name is None:

@@ -32,13 +32,14 @@ other than ACGT are not counted (training sequences hold none).
 
 from __future__ import annotations
 
+import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from genolong.errors import InputError, UserError
+from genolong.errors import InputError, UserError, first_line
 
 COMPONENT_FILE = "kmer_component.npz"
 _CODES = np.full(256, 4, dtype=np.int64)
@@ -202,6 +203,6 @@ class KmerComponent:
             with np.load(path, allow_pickle=False) as data:
                 component = cls([str(k) for k in data["kmers"]], data["weights"], data["bias"],
                                 data.get("mix"), str(data.get("link", "linear")))
-        except (OSError, ValueError, KeyError, TypeError, UserError) as err:
-            raise InputError(path, f"not a k-mer component: {err}") from None
+        except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile, UserError) as err:
+            raise InputError(path, f"not a k-mer component (truncated or damaged: {first_line(err)})") from None
         return component.bind(tokenizer)

@@ -5,7 +5,9 @@ Every checkpoint a run writes or reads goes through :class:`SafeCheckpointIO` (L
 
 * writes go to a temporary name next to the target and are renamed when complete
   (:func:`genolong.files.atomic_path`), so a killed run never leaves a half-written
-  ``last.ckpt``;
+  ``last.ckpt``; nothing goes through the system temporary directory (Lightning's own writer
+  stages each checkpoint there, where a small or full ``/tmp`` failed runs whose output disk
+  had room);
 * reads use ``torch.load(weights_only=True)``: tensors and plain values only. A pickle that
   would import or call anything else is refused, whatever torch's default.
 * a checkpoint that cannot be read (truncated, not a checkpoint, refused) is a
@@ -14,6 +16,7 @@ Every checkpoint a run writes or reads goes through :class:`SafeCheckpointIO` (L
 
 from __future__ import annotations
 
+import io
 import pickle
 import re
 import zipfile
@@ -79,8 +82,11 @@ class SafeCheckpointIO(TorchCheckpointIO):
     """Lightning's checkpoint I/O with atomic writes and :func:`read_checkpoint` reads."""
 
     def save_checkpoint(self, checkpoint: dict[str, Any], path, storage_options: Any | None = None) -> None:
-        with atomic_path(path) as tmp:
-            super().save_checkpoint(checkpoint, tmp, storage_options)
+        buffer = io.BytesIO()
+        torch.save(checkpoint, buffer)  # serialised in memory: a full disk then fails in a plain write (ENOSPC)
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        with atomic_path(path) as tmp, open(tmp, "wb") as handle:
+            handle.write(buffer.getbuffer())
 
     def load_checkpoint(self, path, map_location: Any = None, weights_only: bool | None = True) -> dict[str, Any]:
         """Always ``weights_only``, whatever Lightning passes; tensors stay on the device they were saved from."""

@@ -8,7 +8,6 @@ import math
 import os
 import random
 import re
-import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +20,7 @@ from lightning.pytorch.callbacks import LearningRateMonitor, ModelCheckpoint
 from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
 from torch.utils.data import DataLoader, Dataset
 
+from genolong import interrupts
 from genolong.errors import ConfigError, UserError
 from genolong.tasks.checkpoints import SafeCheckpointIO
 from genolong.tasks.console import StepProgress, quiet_lightning
@@ -290,12 +290,7 @@ def data_loader(dataset: Dataset, sampler, config: TrainConfig, collate_fn) -> D
     """
     return DataLoader(dataset, batch_size=config.batch_size, sampler=sampler, num_workers=config.num_workers,
                       collate_fn=collate_fn, generator=torch.Generator().manual_seed(config.seed),
-                      worker_init_fn=_ignore_stop_signals)
-
-
-def _ignore_stop_signals(worker_id: int) -> None:
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, signal.SIG_IGN)
+                      worker_init_fn=interrupts.ignore_in_worker)
 
 
 class Throughput:

@@ -15,9 +15,11 @@ Memory is one batch per worker plus one chunk of bins while writing, whatever th
 from __future__ import annotations
 
 import contextlib
+import glob
 import hashlib
 import logging
 import re
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +27,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from genolong import interrupts
 from genolong.dna.genome import Genome
 from genolong.errors import UserError
 from genolong.files import atomic_path
@@ -93,7 +96,10 @@ def run_scan(config: ScanConfig) -> dict | None:
     trainer = build_trainer(accelerator=config.accelerator, devices=config.devices, num_nodes=config.num_nodes,
                             callbacks=[])
     rank, world = trainer.global_rank, trainer.world_size
-    work = WorkDirectory(_work_path(config, plan, columns), plan, len(profiles), world)
+    work_path = _work_path(config, plan, columns)
+    if rank == 0:
+        _remove_other_work(work_path)
+    work = WorkDirectory(work_path, plan, len(profiles), world)
     pending = work.pending()
     resumed = sum(1 for i, chromosome in enumerate(plan.chromosomes) if chromosome.bins and i not in pending)
     if resumed:
@@ -120,7 +126,8 @@ def _predict(config, classifier, work: WorkDirectory, pending: list[int], column
     dataset = WindowBatches(plan, config.genome, encoder, batches, rc=config.rc,
                             max_n_fraction=config.max_n_fraction)
     loader = torch.utils.data.DataLoader(dataset, batch_size=None, num_workers=config.workers,
-                                         pin_memory=torch.cuda.is_available())
+                                         pin_memory=torch.cuda.is_available(),
+                                         worker_init_fn=interrupts.ignore_in_worker)
     pending_bp = sum(plan.chromosomes[c].target_bp for c in pending)
     writer = ScanPartWriter(work, pending_bp // world, progress=config.progress, description=config.genome.name)
     module = ScanModule(classifier.model, rc=config.rc, columns=columns, kmer=classifier.kmer)
@@ -188,6 +195,15 @@ def _work_path(config: ScanConfig, plan: ScanPlan, columns) -> Path:
     digest.update(f"{config.rc}:{columns}:{config.max_n_fraction}".encode())
     first = config.out[0]
     return first.parent / f".{first.name}.scan-{digest.hexdigest()[:12]}"
+
+
+def _remove_other_work(path: Path) -> None:
+    """Remove the work directories of earlier scans into the same output with other settings
+    (the output is locked: no other run is using them); one with the same settings is resumed."""
+    for other in path.parent.glob(f"{glob.escape(path.name.rsplit('-', 1)[0])}-*"):
+        if other != path and other.is_dir():
+            log.info("removing %s, the work of an earlier scan with other settings", other)
+            shutil.rmtree(other, ignore_errors=True)
 
 
 def _profile_path(path: Path, profile: str, several: bool) -> Path:

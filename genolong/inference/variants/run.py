@@ -45,7 +45,7 @@ from genolong.inference.variants.output import writer_for
 from genolong.inference.variants.reader import VariantFile, check_not_empty
 from genolong.inference.variants.scoring import ClassifierEffects
 from genolong.inference.variants.vcf_annotation import annotate_vcf
-from genolong.inference.variants.windows import WindowBuilder, check_build
+from genolong.inference.variants.windows import MISSING_CONTIG_REASON, WindowBuilder, check_build
 
 log = logging.getLogger(__name__)
 
@@ -151,7 +151,7 @@ def score_variant_file(
         raise UserError(f"--annotate-vcf needs a VCF input; {variants.path} is a TSV")
     check_build(variants.contigs, genome, variants.path)
     check_not_empty(variants.path, next(iter(variants), None))
-    run = PartialRun(writer.out, identity)
+    run = PartialRun(writer.out, identity | {"batch_size": effects.batch_size})  # float sums differ by batch
     chunks = VariantChunks(variants, builder, chunk_size, run, trainer.global_rank, trainer.world_size)
     loader = torch.utils.data.DataLoader(chunks, batch_size=None)
     part_writer = VariantPartWriter(run, writer, effects.labels, None if annotate is None else top_k,
@@ -164,6 +164,7 @@ def score_variant_file(
         if trainer.global_rank != 0:
             return None
         counts = run.counts(chunks.chunks)
+        check_some_scored(counts, variants, genome)
         provenance = identity | {"genolong": __version__, "date": run_date(), "counts": counts}
         if annotate is not None:
             rank = "combined" if "combined" in effects.score_names else effects.score_names[0]
@@ -174,6 +175,21 @@ def score_variant_file(
         raise
     run.remove()
     return counts
+
+
+def check_some_scored(counts: dict[str, int], variants: VariantFile, genome: Genome) -> None:
+    """Refuse a run that scored no allele (an empty result is never what was asked for), naming
+    why; when every allele's contig is missing, the VCF and the genome name their contigs
+    differently (RefSeq ``NC_000001.11`` against ``chr1``) or are of two species."""
+    if counts.get("scored", 0):
+        return
+    if counts.get(f"skipped: {MISSING_CONTIG_REASON}", 0) == counts.get("alleles", 0):
+        theirs = list(variants.contigs) or [next(iter(variants)).chrom]
+        raise UserError(f"{variants.path}: none of its contigs is in {genome.path}: the variants name them "
+                        f"{', '.join(theirs[:3])}..., the genome {', '.join(list(genome.chromosomes)[:3])}...",
+                        hint="give the genome the variants were called on, or rename the contigs")
+    reasons = ", ".join(f"{n} {key}" for key, n in counts.items() if key.startswith("skipped: "))
+    raise UserError(f"{variants.path}: no allele scored ({reasons})")
 
 
 def effects_for(model: Path, *, score: str, profiles: list[str] | None, rc: bool, batch_size: int, device: str):
@@ -197,7 +213,8 @@ def effects_for(model: Path, *, score: str, profiles: list[str] | None, rc: bool
 
 def score_variants(
     variants: Path, genome: Path, model: Path, out: Path, *, score: str = "effect", profiles=None, rc=False,
-    ref_mismatch: str = "skip", max_indel: int = 100, window: int | None = None, batch_size: int = 32,
+    ref_mismatch: str = "skip", missing_contig: str = "skip", max_indel: int = 100, window: int | None = None,
+    batch_size: int = 32,
     chunk_size: int = 1024, accelerator: str = "auto", devices: int | str = 1, num_nodes: int = 1,
     annotate: Path | None = None, top_k: int = 3, progress: bool = False,
 ) -> dict | None:
@@ -225,7 +242,8 @@ def score_variants(
                     "max_indel": max_indel, "window": window, "chunk_size": chunk_size,
                     "annotate_vcf": None if annotate is None else str(annotate), "top_k": top_k},
     }
-    builder = WindowBuilder(reference, window, ref_mismatch=ref_mismatch, max_indel=max_indel)
+    builder = WindowBuilder(reference, window, ref_mismatch=ref_mismatch, max_indel=max_indel,
+                            missing_contig=missing_contig)
     return score_variant_file(
         variant_file, reference, builder, effects, writer, trainer,
         identity=identity, chunk_size=chunk_size, annotate=annotate, top_k=top_k, progress=progress,

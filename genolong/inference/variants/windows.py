@@ -34,6 +34,10 @@ BUILD_LENGTHS = {
 }
 #: Policies for a REF allele that differs from the genome.
 REF_MISMATCH = ("error", "skip", "flag")
+#: Policies for a variant on a contig the genome lacks (decoy, alt, unplaced contigs).
+MISSING_CONTIG = ("skip", "error")
+#: The skip reason of a variant on a contig the genome lacks.
+MISSING_CONTIG_REASON = "contig not in the genome"
 
 
 def _build_of(chrom: str, length: int) -> str:
@@ -128,11 +132,16 @@ class WindowBuilder:
         ref_mismatch: ``error`` (stop), ``skip`` (count) or ``flag`` (score on the genome's
             reference and flag the row).
         max_indel: longest allele change scored (``max(len(ref), len(alt))`` after trimming).
+        missing_contig: a variant on a contig the genome lacks: ``skip`` (count) or ``error`` (stop).
     """
 
-    def __init__(self, genome: Genome, window: int, *, ref_mismatch: str = "skip", max_indel: int = 100):
+    def __init__(self, genome: Genome, window: int, *, ref_mismatch: str = "skip", max_indel: int = 100,
+                 missing_contig: str = "skip"):
         if ref_mismatch not in REF_MISMATCH:
             raise UserError(f"--ref-mismatch must be one of {', '.join(REF_MISMATCH)}, got {ref_mismatch!r}")
+        if missing_contig not in MISSING_CONTIG:
+            raise UserError(f"--missing-contig must be one of {', '.join(MISSING_CONTIG)}, got {missing_contig!r}")
+        self.missing_contig = missing_contig
         if max_indel < 1:
             raise UserError(f"--max-indel must be positive, got {max_indel}")
         self.genome, self.window, self.ref_mismatch, self.max_indel = genome, window, ref_mismatch, max_indel
@@ -142,9 +151,12 @@ class WindowBuilder:
         try:
             contig = genome.resolve(variant.chrom)
         except UserError:
+            if self.missing_contig == "skip":
+                return SkippedAllele(MISSING_CONTIG_REASON, variant.line)
             raise UserError(
                 f"{source}:{variant.line}: contig {variant.chrom!r} is not in {genome.path} "
-                f"(its contigs: {', '.join(list(genome.chromosomes)[:5])})"
+                f"(its contigs: {', '.join(list(genome.chromosomes)[:5])})",
+                hint="--missing-contig skip to go on",
             ) from None
         start, length = variant.pos - 1, len(genome.fasta.records[contig])
         if start + len(variant.ref) > length:
