@@ -38,7 +38,7 @@ from genolong.outputs import guarded
 
 #: Command modules under ``genolong.commands``, in ``--help`` order: data and inputs, tasks, models and inference.
 COMMAND_MODULES = ["data", "genome", "tokenizer", "corpus", "promoter", "chromatin",
-                   "pretrain", "convert", "compare", "bench", "predict", "scan", "variants", "explain"]
+                   "pretrain", "convert", "compare", "extrapolate", "bench", "predict", "scan", "variants", "explain"]
 
 #: Old command spellings, kept for one release: the words a user typed -> the words that replace them.
 DEPRECATED_ALIASES = {

@@ -6,7 +6,8 @@ directory) and returns those of the same model with:
 
 * **the attention swapped** (§5: "other elements are not modified"): ``lsg``, ``bigbird`` or
   ``longformer`` read N = ``max_length`` tokens; ``sled`` keeps P positions and reads any length
-  in chunks of ``sled_chunk_size <= P`` tokens (Ivgi et al. 2023, §3);
+  in chunks of ``sled_chunk_size <= P`` tokens (Ivgi et al. 2023, §3); ``full`` keeps full
+  attention over N tokens (the baseline of LSG §4.1 that fails to extrapolate);
 * **the position table copied and concatenated** up to N (§3.4, as Longformer did): row ``j``
   of the new (N, H) table is row ``j mod P`` of the trained (P, H) one;
 * **G global tokens** (``global_tokens``, lsg and longformer; SLED's prefix tokens) initialised
@@ -41,7 +42,7 @@ from genolong.model.convert.source import ConversionError
 
 log = logging.getLogger(__name__)
 
-LONG_BACKBONES = ("lsg", "bigbird", "longformer", "sled")
+LONG_BACKBONES = ("lsg", "bigbird", "longformer", "sled", "full")
 #: Backbones with learned global tokens that the conversion can add (sled: prefix tokens).
 GLOBAL_FIELD = {"lsg": "num_global_tokens", "longformer": "num_global_tokens", "sled": "sled_prefix_tokens"}
 #: Default block size (lsg, bigbird) before the P / 2 cap: the papers' defaults.
@@ -130,6 +131,10 @@ def _backbone_settings(spec: LongSpec, trained: int) -> dict[str, Any]:
         return {"sled_chunk_size": chunk, "sled_prefix_tokens": spec.global_tokens}
     if spec.max_length is None or spec.max_length < trained:
         raise ConversionError(f"--backbone {backbone} needs --max-length N >= the {trained} trained positions")
+    if backbone == "full":
+        if block is not None:
+            raise ConversionError("--block-size does not apply to full attention")
+        return {}
     if backbone == "longformer":
         window = trained if block is None else block
         if not 1 <= window <= trained:
@@ -191,8 +196,8 @@ def describe_long(config: GenolongConfig) -> str:
         return (f"sled: chunks of {config.sled_chunk_size} tokens with the trained {trained} positions, inputs of "
                 f"any length; {config.sled_prefix_tokens} prefix tokens")
     length = config.max_position_embeddings
-    block = (f"window {config.attention_window // 2} each side" if backbone == "longformer"
-             else f"block {config.block_size}")
+    block = {"longformer": lambda: f"window {config.attention_window // 2} each side",
+             "full": lambda: "full attention"}.get(backbone, lambda: f"block {config.block_size}")()
     globals_ = attention_class(backbone).num_extra_global_tokens(config)
     return (f"{backbone}: positions {trained} -> {length} (rows {trained}..{length - 1} copy rows 0..{trained - 1}), "
             f"{block}, {globals_} added global token{'s' if globals_ != 1 else ''}")
