@@ -7,7 +7,7 @@ One grammar: groups are nouns, model-level operations are verbs.
 * tasks: ``promoter prepare|prepare-sources|baseline|finetune|predict``,
   ``chromatin prepare|finetune|predict|eval``;
 * models and inference: ``pretrain``, ``convert``, ``compare``, ``context-ablation``,
-  ``bench attention``, ``scan``, ``score-variants``, ``explain``, and ``predict-promoter``,
+  ``extrapolate``, ``bench attention``, ``scan``, ``score-variants``, ``explain``, and ``predict-promoter``,
   the shortcut of ``promoter predict``.
 
 Thin by design: each top-level command lives in ``genolong/commands/<name>.py`` and
