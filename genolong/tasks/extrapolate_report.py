@@ -1,5 +1,6 @@
 """The extrapolation experiment's outputs: a TSV of every measurement, the Markdown table (LSG's
-Table 1 for DNA: BPC per attention and length, with the change from the model at L) and the plot."""
+Table 1 for DNA: BPC per attention and length, with its difference to the token-unigram baseline
+on the same masked tokens) and the plot."""
 
 from __future__ import annotations
 
@@ -21,19 +22,20 @@ def tsv(report: dict[str, Any]) -> str:
 
 def markdown_table(report: dict[str, Any]) -> str:
     """Rows: the unigram baseline, the model at L, then each converted model per stage; columns: the
-    lengths. Cells: BPC, and at the long lengths its change from the model at L."""
-    lengths, rows = report["lengths"], report["rows"]
-    reference = next(r["bpc"] for r in rows if r["stage"] == "trained")
+    lengths. Cells: BPC and, in brackets, BPC minus the unigram's on the same masked tokens (the
+    masked tokens differ between lengths, so this difference is what compares across columns)."""
+    lengths, rows, unigram = report["lengths"], report["rows"], report["unigram"]
+    source = next(r for r in rows if r["stage"] == "trained")
     header = "| model | " + " | ".join(f"{n:,} tokens" for n in lengths) + " |"
     lines = [header, "|" + "---|" * (len(lengths) + 1)]
-    lines.append("| token unigram | " + " | ".join(f"{report['unigram'][n]:.3f}" for n in lengths) + " |")
-    lines.append(f"| model at L (full, {lengths[0]:,} positions) | {reference:.3f} |" + " |" * (len(lengths) - 1))
+    lines.append("| token unigram | " + " | ".join(f"{unigram[n]:.3f}" for n in lengths) + " |")
+    lines.append(f"| model at L (full, {lengths[0]:,} positions) | {source['bpc']:.3f} "
+                 f"({source['bpc'] - unigram[lengths[0]]:+.3f}) |" + " |" * (len(lengths) - 1))
     for key in dict.fromkeys((r["backbone"], r["stage"]) for r in rows if r["stage"] != "trained"):
         cells = {r["length"]: r["bpc"] for r in rows if (r["backbone"], r["stage"]) == key}
         name = "full, copied positions" if key[0] == "full" else key[0]
         lines.append(f"| {name} ({key[1]}) | " + " | ".join(
-            "" if n not in cells else f"{cells[n]:.3f}" + ("" if n == lengths[0] else f" ({cells[n] - reference:+.3f})")
-            for n in lengths) + " |")
+            "" if n not in cells else f"{cells[n]:.3f} ({cells[n] - unigram[n]:+.3f})" for n in lengths) + " |")
     return "\n".join(lines) + "\n"
 
 
