@@ -7,7 +7,7 @@ One grammar: groups are nouns, model-level operations are verbs.
 * tasks: ``promoter prepare|prepare-sources|baseline|finetune|predict``,
   ``chromatin prepare|finetune|predict|eval``;
 * models and inference: ``pretrain``, ``convert``, ``compare``, ``context-ablation``,
-  ``bench attention``, ``scan``, ``score-variants``, ``explain``, and ``predict-promoter``,
+  ``extrapolate``, ``bench attention``, ``scan``, ``score-variants``, ``explain``, and ``predict-promoter``,
   the shortcut of ``promoter predict``.
 
 Thin by design: each top-level command lives in ``genolong/commands/<name>.py`` and
@@ -41,7 +41,7 @@ from genolong.outputs import guarded
 
 #: Command modules under ``genolong.commands``, in ``--help`` order: data and inputs, tasks, models and inference.
 COMMAND_MODULES = ["data", "genome", "tokenizer", "corpus", "promoter", "chromatin",
-                   "pretrain", "convert", "compare", "bench", "predict", "scan", "variants", "explain"]
+                   "pretrain", "convert", "compare", "extrapolate", "bench", "predict", "scan", "variants", "explain"]
 
 #: Old command spellings, kept for one release: the words a user typed -> the words that replace them.
 DEPRECATED_ALIASES = {

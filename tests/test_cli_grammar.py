@@ -98,7 +98,7 @@ def test_help_lists_the_new_grammar_only(capsys):
     parser = build_parser()
     assert _words(parser) == {
         "data", "genome", "tokenizer", "corpus", "promoter", "chromatin", "pretrain", "convert", "compare",
-        "context-ablation", "bench", "predict-promoter", "scan", "score-variants", "explain",
+        "context-ablation", "extrapolate", "bench", "predict-promoter", "scan", "score-variants", "explain",
     }
     for word in _words(parser):
         assert word in top

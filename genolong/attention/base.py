@@ -31,6 +31,8 @@ of declarations:
 
 * ``num_extra_global_tokens(config)``: learned global tokens the encoder *prepends* to the
   token sequence (BigBird-ETC, Longformer, LSG); 0 by default.
+* ``max_input_length(config)``: the longest input the encoder reads, in tokens
+  (``max_position_embeddings`` by default; None for SLED, whose chunks need the positions).
 * ``length_multiple(config)``: the encoder pads the token sequence (after the prepended global
   tokens) to a multiple of this, marking the padding False in ``padding_mask``; 1 by default.
 * ``encoder``: the encoder class that runs the layers, as ``"package.module.Class"``, so that
@@ -96,6 +98,11 @@ class Attention(nn.Module, ABC):
     def length_multiple(cls, config: Any) -> int:
         """The encoder pads the sequence to a multiple of this; any length by default."""
         return 1
+
+    @classmethod
+    def max_input_length(cls, config: Any) -> int | None:
+        """The longest input in tokens: one position per token by default; None: any length."""
+        return int(config.max_position_embeddings)
 
     @abstractmethod
     def forward(

@@ -62,7 +62,8 @@ class SledAttention(FullAttention):
         if config.sled_chunk_size > config.max_position_embeddings:
             raise ConfigError(
                 f"sled: sled_chunk_size={config.sled_chunk_size} exceeds max_position_embeddings="
-                f"{config.max_position_embeddings}, the longest input of the chunk encoder"
+                f"{config.max_position_embeddings}: a chunk needs a position per token (SLED reads inputs of any "
+                "length in chunks; its prefix tokens are prepended without positions)"
             )
         alpha = config.sled_context_padding
         if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0.0 <= alpha <= 0.5:
@@ -71,6 +72,11 @@ class SledAttention(FullAttention):
             raise ConfigError(
                 f"sled: unknown sled_fusion {config.sled_fusion!r}; choose one of: {', '.join(FUSIONS)}"
             )
+
+    @classmethod
+    def max_input_length(cls, config: Any) -> None:
+        """Any length: only a chunk needs positions."""
+        return None
 
     @classmethod
     def num_extra_global_tokens(cls, config: Any) -> int:

@@ -16,7 +16,10 @@ def register(subparsers) -> None:
         "Supported: big_bird, bert (post-LN and GENA-LM pre-LN), esm with absolute positions; masked-LM "
         "checkpoints, and sequence classifiers with multi-label or 2-class softmax outputs (converted to "
         "sigmoids). A classifier converted with --task and --window-bp is ready for that task's predict "
-        "commands; without them it is a model for AutoModelForSequenceClassification and for fine-tuning (--model).",
+        "commands; without them it is a model for AutoModelForSequenceClassification and for fine-tuning (--model). "
+        "With --backbone, the model (or a genolong model directory with full attention) is made long as LSG does: "
+        "the attention swapped, the position embeddings copied up to --max-length, optional global tokens "
+        "initialised from [CLS] and [MASK] (docs/guide/long-context.md).",
     )
     parser.add_argument("src", type=Path, help="directory of the transformers checkpoint")
     parser.add_argument("--out", required=True, type=Path, help="genolong model directory to write")
@@ -25,13 +28,30 @@ def register(subparsers) -> None:
                         help="a sequence classifier's task: write genolong_task.json (needs --window-bp)")
     parser.add_argument("--window-bp", type=int, metavar="N",
                         help="with --task: the input length in bp the classifier scores (longer records: windows of N)")
+    long = parser.add_argument_group("long context (LSG conversion)")
+    long.add_argument("--backbone", choices=("lsg", "bigbird", "longformer", "sled", "full"),
+                      help="make the model long with this attention (sled: chunks, no new positions; full: positions only)")
+    long.add_argument("--max-length", type=int, metavar="N",
+                      help="positions of the long model (lsg, bigbird, longformer): the trained ones copied up to N")
+    long.add_argument("--block-size", type=int, metavar="B",
+                      help="lsg/bigbird block size (default 128/64, at most half the trained positions); "
+                      "longformer: tokens seen on each side (default: the trained positions); sled: the chunk size")
+    long.add_argument("--global-tokens", type=int, default=0, metavar="G",
+                      help="lsg, longformer: G global tokens ([CLS] + position 0, then [MASK] + positions); "
+                      "sled: prefix tokens (default 0: short inputs give the source model's outputs)")
     parser.set_defaults(func=run_convert)
     declare(parser, inputs=["src"], directories={"out": OutputDirectory("convert", atomic=True)})
 
 
 def run_convert(args) -> int:
-    from genolong.model.convert import convert_checkpoint, describe_conversion
+    from genolong.model.convert import ConversionError, LongSpec, convert_checkpoint, describe_conversion
 
-    model = convert_checkpoint(args.src, args.out, force=args.force, task=args.task, window_bp=args.window_bp)
+    long = None
+    if args.backbone is not None:
+        long = LongSpec(args.backbone, args.max_length, args.block_size, args.global_tokens)
+    elif args.max_length is not None or args.block_size is not None or args.global_tokens:
+        raise ConversionError("--max-length, --block-size and --global-tokens go with --backbone")
+    model = convert_checkpoint(args.src, args.out, force=args.force, task=args.task, window_bp=args.window_bp,
+                               long=long)
     print(describe_conversion(model, args.out, args.task))
     return 0

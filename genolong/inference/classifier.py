@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from genolong.dna.sequence import clean, reverse_complement
-from genolong.errors import InputError, UserError
+from genolong.errors import ConfigError, InputError, UserError
 from genolong.inference.kmer_component import KmerComponent
 from genolong.inference.task_info import (  # noqa: F401  (re-exported: the classifier directory's names)
     FORMAT,
@@ -88,6 +88,21 @@ class TokenEncoder:
                 for e, c in zip(encodings, centres, strict=True)
             ]
         return self.pad(bodies)
+
+    def describe_cropping(self, sequences: list[str], what: str) -> str | None:
+        """How inputs longer than ``max_len`` are read, or None when every one of ``sequences``
+        (``what``: "sampled training records", ...) fits whole: how many are longer, and the
+        share of their tokens left out."""
+        lengths = [len(e.ids) for e in self.backend.encode_batch_fast([clean(s) for s in sequences],
+                                                                       add_special_tokens=False)]
+        keep = self.max_len - 2
+        longer = [n for n in lengths if n > keep]
+        if not longer:
+            return None
+        left_out = 1 - keep * len(longer) / sum(longer)
+        return (f"{len(longer)} of {len(lengths)} {what} are longer than max_len={self.max_len} tokens: each is read as "
+                f"its central {keep} tokens (+[CLS], [SEP]), leaving out {left_out:.0%} of their tokens "
+                f"(up to {max(longer)} tokens per record)")
 
     def central(self, ids):
         """The central ``max_len - 2`` token ids of one input (all of them when it is shorter)."""
@@ -155,6 +170,7 @@ class Classifier:
         Raises:
             UserError: not a classifier directory, or one of another task.
         """
+        from genolong.model.configuration import check_input_length
         from genolong.model.loading import load_model, load_model_tokenizer, read_model_config
         from genolong.model.modeling import GenolongForSequenceClassification
 
@@ -180,9 +196,10 @@ class Classifier:
                 path / TASK_FILE,
                 f"{len(info.label_names)} label names for a model with {config.num_labels} outputs",
             )
-        if info.max_len > config.max_position_embeddings:
-            raise InputError(path / TASK_FILE, f"max_len={info.max_len} exceeds the model's max_position_embeddings="
-                             f"{config.max_position_embeddings}")
+        try:
+            check_input_length(info.max_len, config)
+        except ConfigError as err:
+            raise InputError(path / TASK_FILE, err.message, hint=err.hint) from None
         tokenizer = load_model_tokenizer(path, config)
         model = load_model(GenolongForSequenceClassification, path, config=config)
         return cls(model, tokenizer, info, device, KmerComponent.load(path, tokenizer))

@@ -186,6 +186,18 @@ class GenolongConfig(PretrainedConfig):
             )
 
 
+def check_input_length(max_len: int, config: GenolongConfig) -> None:
+    """Refuse inputs of ``max_len`` tokens that a model with ``config`` cannot read (ConfigError,
+    one line with the way out): longer than its positions, unless its backbone (SLED) reads any length."""
+    longest = attention_class(config.backbone).max_input_length(config)
+    if longest is not None and max_len > longest:
+        raise ConfigError(
+            f"max_len={max_len} exceeds the model's max_position_embeddings={longest}",
+            hint=f"make the model long with `genolong convert MODEL --out LONG --backbone lsg --max-length {max_len}`, "
+            f"or read chunks of at most {longest} tokens with --backbone sled",
+        )
+
+
 def _reject_other_backbones_params(backbone: str, kwargs: dict[str, Any]) -> None:
     """A parameter of another backbone is a mistake (it would be silently ignored)."""
     for other in available_attentions():

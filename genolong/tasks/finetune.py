@@ -17,6 +17,7 @@ is given; :mod:`genolong.tasks.model_setup`). The run directory::
 from __future__ import annotations
 
 import json
+import logging
 import time
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,21 @@ from genolong.tasks.common import build_trainer
 from genolong.tasks.model_setup import build_classifier_model, train_task_tokenizer
 from genolong.tasks.stopping import ResumableEarlyStopping, after_training, fit
 from genolong.tasks.task import FinetuneConfig, FinetuneTask, LabelledSequences, TaskData, get_task
+
+log = logging.getLogger(__name__)
+
+
+#: Training records whose length is checked against max_len (evenly spaced over the split).
+CROP_CHECK_ROWS = 256
+
+
+def log_cropping(encoder: TokenEncoder, rows: LabelledSequences) -> None:
+    """Say in the log how records longer than ``max_len`` tokens are read (no silent truncation)."""
+    sample = [rows.sequence(int(i)) for i in evaluation_rows(len(rows), CROP_CHECK_ROWS)]
+    described = encoder.describe_cropping(sample, "sampled training records")
+    if described is not None:
+        log.warning("%s; a longer max_len needs a long model: `genolong convert MODEL --backbone lsg --max-length N`, "
+                    "or --backbone sled", described)
 
 
 def random_crop(sequence: str, min_bp: int, rng: np.random.Generator) -> str:
@@ -210,7 +226,9 @@ def run_finetune(
 
     module = ClassifierModule(model, config)
     trainer, best, stopper = _trainer(task, config, out, show_progress, extra_callbacks)
-    fit(trainer, module, FinetuneDataModule(data, TokenEncoder(tokenizer, config.max_len), config), resume_from)
+    encoder = TokenEncoder(tokenizer, config.max_len)
+    log_cropping(encoder, data.splits["train"])
+    fit(trainer, module, FinetuneDataModule(data, encoder, config), resume_from)
     early_stopped = stopper.wait_count >= config.patience
     if trainer.global_step < config.train.max_steps and not early_stopped:  # stopped from outside: resumable
         return {"stopped_at_step": trainer.global_step}

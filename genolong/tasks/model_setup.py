@@ -15,9 +15,9 @@ from genolong.config import to_dict
 from genolong.config.presets import switch_backbone
 from genolong.dna.sequence import write_fasta
 from genolong.dna.tokenizer import METADATA_FILE, TokenizerTrainConfig, train_tokenizer
-from genolong.errors import ConfigError, UserError
+from genolong.errors import UserError
 from genolong.evaluation.chromatin import evaluation_rows
-from genolong.model.configuration import SIZE_FIELDS, GenolongConfig
+from genolong.model.configuration import SIZE_FIELDS, GenolongConfig, check_input_length
 from genolong.model.loading import backbone_keys, check_tokenizer, load_model, read_model_config
 from genolong.model.modeling import GenolongForSequenceClassification
 from genolong.tasks.task import FinetuneConfig, LabelledSequences
@@ -72,11 +72,7 @@ def build_classifier_model(config: FinetuneConfig, num_labels: int, tokenizer, p
             config.model.genolong_config(max_len=config.max_len, vocab_size=len(tokenizer), **head))
     else:
         model = _from_pretrained(Path(pretrained), config, tokenizer, head)
-    if config.max_len > model.config.max_position_embeddings:
-        raise ConfigError(
-            f"max_len={config.max_len} exceeds the model's max_position_embeddings="
-            f"{model.config.max_position_embeddings}"
-        )
+    check_input_length(config.max_len, model.config)
     if config.train.gradient_checkpointing:
         model.gradient_checkpointing_enable()
     return model.train()  # from_pretrained returns it in eval mode (no dropout), and Lightning keeps modes

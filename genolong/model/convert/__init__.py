@@ -13,24 +13,33 @@ sequence classifier (BERT's, BigBird's, ESM's ``...ForSequenceClassification``) 
 :class:`~genolong.model.modeling.GenolongForSequenceClassification` with the same head and its
 outputs as sigmoids (:mod:`.classification`). The encoder converts the same way in both.
 
+A genolong model directory with ``full`` attention is a source too. With ``long`` (``--backbone
+lsg|bigbird|longformer|sled --max-length N``), the converted full-attention model is made long
+as LSG's conversion does: :mod:`.long`.
+
 Anything else is refused with one line that names what genolong's encoder lacks, never
 converted approximately. No code from the source directory is run.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from genolong.model.configuration import GenolongConfig
 from genolong.model.convert.bert import bert_mlm_head, convert_bert
 from genolong.model.convert.big_bird import convert_big_bird
 from genolong.model.convert.classification import classifier_architecture, sequence_head, task_info
 from genolong.model.convert.esm import convert_esm, esm_mlm_head
 from genolong.model.convert.fast_tokenizer import fast_tokenizer
+from genolong.model.convert.long import LongSpec, describe_long, make_long
 from genolong.model.convert.source import ConversionError, SourceCheckpoint, Weights, read_source
 from genolong.model.convert.target import build_model, tokenizer_fields, write_model_directory
 from genolong.model.modeling import GenolongForSequenceClassification, GenolongPreTrainedModel
+
+log = logging.getLogger(__name__)
 
 #: Encoder converters by ``model_type``: GenolongConfig fields, the encoder's state dict, and
 #: the source's weights with the head's still to take.
@@ -41,6 +50,10 @@ CONVERTERS: dict[str, Callable[[SourceCheckpoint], tuple[dict[str, Any], dict, W
 }
 #: Masked-LM heads by ``model_type`` (BigBird's is BERT's).
 MLM_HEADS: dict[str, Callable[[Weights], dict]] = {"big_bird": bert_mlm_head, "bert": bert_mlm_head, "esm": esm_mlm_head}
+
+#: Keys of a saved genolong config.json that a new save writes again.
+GENOLONG_SAVE_KEYS = ("model_type", "transformers_version", "architectures", "dtype", "tokenizer_fingerprint",
+                      "tie_word_embeddings")
 
 #: Known DNA model families that cannot be converted exactly, by ``model_type``, and why.
 REFUSED = {
@@ -60,6 +73,7 @@ def convert_checkpoint(
     force: bool = False,
     task: str | None = None,
     window_bp: int | None = None,
+    long: LongSpec | None = None,
 ):
     """Convert the transformers checkpoint in ``src`` into a genolong model directory ``out``.
 
@@ -69,7 +83,10 @@ def convert_checkpoint(
     tokenizer with its ``tokenizer.json`` (built for a ``vocab.txt``-only ESM tokenizer:
     :mod:`.fast_tokenizer`). With ``task`` and ``window_bp``, a classifier's directory also gets
     ``genolong_task.json`` (:func:`.classification.task_info`), which makes it a classifier
-    directory for that task's commands. Nothing is written unless the whole conversion succeeds.
+    directory for that task's commands. With ``long``, the model gets that backbone, its
+    positions copied up to ``long.max_length`` and its global tokens (:func:`.long.make_long`);
+    ``src`` may then also be a genolong model directory with full attention. Nothing is written
+    unless the whole conversion succeeds.
 
     Returns:
         The converted model (eval mode).
@@ -86,22 +103,41 @@ def convert_checkpoint(
     if (task is None) != (window_bp is None):
         raise ConversionError("--task and --window-bp go together: a classifier directory needs both")
     source = read_source(src)
-    fields, state = convert_weights(source)
+    if source.config["model_type"] == GenolongConfig.model_type:
+        if long is None:
+            raise ConversionError(f"{src} is already a genolong model", hint="pass --backbone to make it long")
+        fields, state = genolong_weights(source)
+    else:
+        fields, state = convert_weights(source)
     if task is not None and "lm_head.decoder.weight" in state:
         raise ConversionError(f"--task {task} needs a sequence-classification checkpoint; {src} is a masked-LM one",
                               hint=f"fine-tune the converted model with `genolong {task} finetune`")
     tokenizer = fast_tokenizer(source.tokenizer)
     vocab_rows = state["genolong.encoder.embeddings.token.weight"].shape[0]
     fields |= tokenizer_fields(tokenizer, vocab_rows)
-    fields["converted_from"] = {
+    fields.setdefault("converted_from", {
         "model_type": source.config["model_type"],
         "architectures": source.config.get("architectures"),
         "name_or_path": source.config.get("_name_or_path") or Path(src).name,
-    }
+    })
+    if long is not None:
+        fields, state = make_long(fields, state, long)
     model = build_model(fields, state)
+    if long is not None:
+        log.info("%s", describe_long(model.config))
     info = None if task is None else task_info(task, window_bp, model.config)
     write_model_directory(model, tokenizer, out, info)
     return model
+
+
+def genolong_weights(source: SourceCheckpoint) -> tuple[dict[str, Any], dict]:
+    """GenolongConfig fields and state dict of a genolong model directory (the decoder of a tied
+    masked-LM head, not saved, restored from the token embedding)."""
+    fields = {k: v for k, v in source.config.items() if k not in GENOLONG_SAVE_KEYS}
+    state = dict(source.weights)
+    if "lm_head.dense.weight" in state and "lm_head.decoder.weight" not in state:
+        state["lm_head.decoder.weight"] = state["genolong.encoder.embeddings.token.weight"]
+    return fields, state
 
 
 def describe_conversion(model: GenolongPreTrainedModel, out: str | Path, task: str | None) -> str:
@@ -149,5 +185,5 @@ def convert_weights(source: SourceCheckpoint) -> tuple[dict[str, Any], dict]:
     return fields, state
 
 
-__all__ = ["CONVERTERS", "REFUSED", "ConversionError", "SourceCheckpoint", "convert_checkpoint", "convert_weights",
+__all__ = ["CONVERTERS", "LongSpec", "REFUSED", "ConversionError", "SourceCheckpoint", "convert_checkpoint", "convert_weights",
            "describe_conversion"]

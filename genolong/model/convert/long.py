@@ -1,0 +1,203 @@
+"""A short full-attention model made long: LSG's conversion (Condevaux & Harispe 2023, §3.3-3.4).
+
+:func:`make_long` takes the GenolongConfig fields and state dict of a model with ``full``
+attention and P trained positions (a converted transformers checkpoint, or a genolong model
+directory) and returns those of the same model with:
+
+* **the attention swapped** (§5: "other elements are not modified"): ``lsg``, ``bigbird`` or
+  ``longformer`` read N = ``max_length`` tokens; ``sled`` keeps P positions and reads any length
+  in chunks of ``sled_chunk_size <= P`` tokens (Ivgi et al. 2023, §3); ``full`` keeps full
+  attention over N tokens (the baseline of LSG §4.1 that fails to extrapolate);
+* **the position table copied and concatenated** up to N (§3.4, as Longformer did): row ``j``
+  of the new (N, H) table is row ``j mod P`` of the trained (P, H) one;
+* **G global tokens** (``global_tokens``, lsg and longformer; SLED's prefix tokens) initialised
+  as LSG §3.3: global 0 = [CLS] + position 0, global i > 0 = [MASK] + position ``reorder(i)``
+  (the authors' positional stride of 64: 0, 64, 128, ..., then 1, 65, ...). genolong prepends
+  global tokens after the embedding LayerNorm, so the stored vectors are that LayerNorm of the
+  sums, i.e. exactly what the source's embedding layer gives those tokens;
+* **the block size checked against the trained length** (§A/E: for a model trained on 512
+  tokens, blocks over 256 hurt): ``block_size <= P / 2`` for lsg and bigbird, so that the
+  local window (a query reaches up to 2 bt - 1 tokens away) stays inside the trained distances;
+  for longformer the one-sided window ``attention_window / 2 <= P``.
+
+With no global tokens, an input the pattern covers whole (lsg and bigbird: at most two blocks;
+longformer: at most one-sided window + 1 tokens; sled: at most one chunk) gives the source
+model's outputs: the attention is then full attention over the same tokens and positions.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from genolong.attention import attention_class
+from genolong.attention.longformer import query_block
+from genolong.config.presets import switch_backbone
+from genolong.errors import ConfigError
+from genolong.model.configuration import GenolongConfig
+from genolong.model.convert.source import ConversionError
+
+log = logging.getLogger(__name__)
+
+LONG_BACKBONES = ("lsg", "bigbird", "longformer", "sled", "full")
+#: Backbones with learned global tokens that the conversion can add (sled: prefix tokens).
+GLOBAL_FIELD = {"lsg": "num_global_tokens", "longformer": "num_global_tokens", "sled": "sled_prefix_tokens"}
+#: Default block size (lsg, bigbird) before the P / 2 cap: the papers' defaults.
+DEFAULT_BLOCK = {"lsg": 128, "bigbird": 64}
+#: The authors' ``global_positional_stride`` (LSG code): global i takes the position reorder(i).
+GLOBAL_POSITION_STRIDE = 64
+POSITIONS = "genolong.encoder.embeddings.position.weight"
+TOKENS = "genolong.encoder.embeddings.token.weight"
+
+
+@dataclass(frozen=True)
+class LongSpec:
+    """What ``genolong convert --backbone`` asks for.
+
+    Attributes:
+        backbone: one of :data:`LONG_BACKBONES`.
+        max_length: N, the new position count (lsg, bigbird, longformer); None for sled.
+        block_size: lsg / bigbird block size; longformer's one-sided window (attention_window / 2);
+            sled's chunk size. None: the default (lsg 128, bigbird 64, capped at P / 2;
+            longformer P; sled min(256, P)).
+        global_tokens: G learned global (sled: prefix) tokens, LSG §3.3 initialisation.
+    """
+
+    backbone: str
+    max_length: int | None = None
+    block_size: int | None = None
+    global_tokens: int = 0
+
+
+def make_long(fields: dict[str, Any], state: dict[str, torch.Tensor], spec: LongSpec) -> tuple[dict, dict]:
+    """The fields and state of the long model (module docstring); the inputs are not modified.
+
+    Args:
+        fields: GenolongConfig fields of a ``full`` model with P positions.
+        state: its state dict, with the (P, H) position table under :data:`POSITIONS`.
+        spec: the requested backbone, length, block and global tokens.
+
+    Returns:
+        ``(fields, state)``: the position table (N, H), ``global_tokens`` (G, H) when G > 0, and
+        ``trained_positions = P`` recorded in the fields.
+
+    Raises:
+        ConversionError: a source that is not ``full`` attention, N not a multiple of the block
+            (or below P), a block too large for the trained length, global tokens the backbone
+            cannot have; one line each.
+    """
+    backbone, trained = spec.backbone, int(state[POSITIONS].shape[0])
+    if fields.get("backbone", "full") != "full":
+        raise ConversionError(f"--backbone {backbone} converts a full-attention model; the source has backbone "
+                              f"{fields['backbone']!r}")
+    if backbone not in LONG_BACKBONES:
+        raise ConversionError(f"--backbone must be one of {', '.join(LONG_BACKBONES)}, got {backbone!r}")
+    if spec.global_tokens < 0 or (spec.global_tokens and backbone not in GLOBAL_FIELD):
+        raise ConversionError(f"--global-tokens {spec.global_tokens}: {backbone} has "
+                              + ("its first blocks as global tokens (ITC), none to add" if backbone == "bigbird"
+                                 else "no negative count"))
+    if spec.global_tokens and fields.get("local_conv_kernel"):
+        raise ConversionError("--global-tokens needs a model without local_conv_kernel (the convolution mixes "
+                              "neighbouring tokens into every embedding)")
+    settings = _backbone_settings(spec, trained)
+    length = trained if backbone == "sled" else spec.max_length
+    fields = switch_backbone({"backbone": "full"} | fields, {"backbone": backbone, "max_position_embeddings": length,
+                                                             "trained_positions": trained} | settings)
+    try:
+        GenolongConfig(**fields)
+    except ConfigError as err:
+        raise ConversionError(f"--backbone {backbone} --max-length {length}: {err.message}") from None
+    state = dict(state)
+    state[POSITIONS] = extend_positions(state[POSITIONS], length)
+    if spec.global_tokens:
+        state["genolong.encoder.global_tokens"] = lsg_global_tokens(fields, state, spec.global_tokens, trained)
+    return fields, state
+
+
+def _backbone_settings(spec: LongSpec, trained: int) -> dict[str, Any]:
+    """The new backbone's GenolongConfig fields, with the length and block checks of the module docstring."""
+    backbone, block = spec.backbone, spec.block_size
+    if backbone == "sled":
+        if spec.max_length is not None:
+            raise ConversionError("--max-length does not apply to sled: it reads any length in chunks of "
+                                  f"--block-size <= {trained} tokens with the trained {trained} positions")
+        chunk = min(256, trained) if block is None else block
+        if not 1 <= chunk <= trained:
+            raise ConversionError(f"sled: --block-size (the chunk size) {chunk} must be between 1 and the "
+                                  f"{trained} trained positions")
+        return {"sled_chunk_size": chunk, "sled_prefix_tokens": spec.global_tokens}
+    if spec.max_length is None or spec.max_length < trained:
+        raise ConversionError(f"--backbone {backbone} needs --max-length N >= the {trained} trained positions")
+    if backbone == "full":
+        if block is not None:
+            raise ConversionError("--block-size does not apply to full attention")
+        return {}
+    if backbone == "longformer":
+        window = trained if block is None else block
+        if not 1 <= window <= trained:
+            raise ConversionError(f"longformer: the one-sided window (--block-size) {window} must be between 1 and "
+                                  f"the {trained} trained positions")
+        unit = query_block(window)
+        settings = {"attention_window": 2 * window, "num_global_tokens": spec.global_tokens}
+    else:
+        block = min(DEFAULT_BLOCK[backbone], trained // 2) if block is None else block
+        if not 1 <= block <= trained // 2:
+            raise ConversionError(
+                f"{backbone}: --block-size {block} is larger than half the {trained} trained positions "
+                f"(at most {trained // 2}): local attention would reach distances the model never saw (LSG §A)")
+        unit = block
+        settings = {"block_size": block}
+        if backbone == "lsg":
+            settings |= {"sparse_block_size": block, "num_global_tokens": spec.global_tokens}
+    if spec.max_length % unit:
+        raise ConversionError(f"--max-length {spec.max_length} is not a multiple of {unit}, the {backbone} "
+                              f"{'query block' if backbone == 'longformer' else 'block size'}")
+    return settings
+
+
+def extend_positions(position: torch.Tensor, length: int) -> torch.Tensor:
+    """(P, H) trained rows -> (length, H): copies of the table concatenated, row j = row j mod P (§3.4)."""
+    trained = position.shape[0]
+    return position.repeat(-(-length // trained), 1)[:length].clone()
+
+
+def global_positions(count: int, trained: int) -> list[int]:
+    """The position rows of the ``count`` global tokens: 0, then the authors' stride order
+    0, 64, 128, ... (< P), 1, 65, ...; global i takes entry i."""
+    stride = min(GLOBAL_POSITION_STRIDE, trained)
+    order = [offset + step for offset in range(stride) for step in range(0, trained, stride) if offset + step < trained]
+    return [order[i % len(order)] for i in range(count)]
+
+
+@torch.no_grad()
+def lsg_global_tokens(fields: dict[str, Any], state: dict[str, torch.Tensor], count: int, trained: int) -> torch.Tensor:
+    """(G, H) global tokens of LSG §3.3: [CLS] + position 0, then [MASK] + position reorder(i), through
+    the embedding LayerNorm (when the model has one)."""
+    for name in ("cls_token_id", "mask_token_id"):
+        if fields.get(name) is None:
+            raise ConversionError(f"--global-tokens needs the tokenizer's {name.removesuffix('_id')} "
+                                  "(LSG initialises global tokens from [CLS] and [MASK])")
+    token_ids = [fields["cls_token_id"]] + [fields["mask_token_id"]] * (count - 1)
+    rows = state[TOKENS][token_ids] + state[POSITIONS][global_positions(count, trained)]  # (G, H)
+    weight, bias = state.get("genolong.encoder.embeddings.norm.weight"), state.get("genolong.encoder.embeddings.norm.bias")
+    if weight is None:
+        return rows.clone()
+    return torch.nn.functional.layer_norm(rows, rows.shape[-1:], weight, bias, fields.get("layer_norm_eps", 1e-12))
+
+
+def describe_long(config: GenolongConfig) -> str:
+    """One line for the log: what the conversion did to positions, attention and global tokens."""
+    trained = getattr(config, "trained_positions", config.max_position_embeddings)
+    backbone = config.backbone
+    if backbone == "sled":
+        return (f"sled: chunks of {config.sled_chunk_size} tokens with the trained {trained} positions, inputs of "
+                f"any length; {config.sled_prefix_tokens} prefix tokens")
+    length = config.max_position_embeddings
+    block = {"longformer": lambda: f"window {config.attention_window // 2} each side",
+             "full": lambda: "full attention"}.get(backbone, lambda: f"block {config.block_size}")()
+    globals_ = attention_class(backbone).num_extra_global_tokens(config)
+    return (f"{backbone}: positions {trained} -> {length} (rows {trained}..{length - 1} copy rows 0..{trained - 1}), "
+            f"{block}, {globals_} added global token{'s' if globals_ != 1 else ''}")
