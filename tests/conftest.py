@@ -43,7 +43,10 @@ def shared_data() -> Path:
 
 @pytest.fixture(autouse=True)
 def _isolated_cache(tmp_path_factory, monkeypatch):
-    """Every test gets its own GENOLONG_HOME; nothing touches the user's cache."""
+    """Every test gets its own GENOLONG_HOME; nothing touches the user's cache. ``--precision auto`` is float32
+    (GENOLONG_PRECISION=32), so that the tests give the same numbers on CPUs with and without native bf16;
+    tests/test_precision.py covers auto and bf16."""
     monkeypatch.setenv("GENOLONG_HOME", str(tmp_path_factory.mktemp("genolong_home")))
+    monkeypatch.setenv("GENOLONG_PRECISION", "32")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
