@@ -11,6 +11,9 @@ import torch
 REPO = Path(__file__).resolve().parents[1]
 TEST_DATA = REPO / "tests" / "data"
 SHARED_DATA = Path(os.environ.get("GENOLONG_SHARED_DATA", REPO.parent / "shared" / "data"))
+# ``--precision auto`` is float32 in every test and the commands they start (module fixtures included), so that
+# the tests give the same numbers on CPUs with and without native bf16; tests/test_precision.py covers the rest.
+os.environ["GENOLONG_PRECISION"] = "32"
 
 
 def pytest_collection_modifyitems(config, items):
@@ -43,10 +46,7 @@ def shared_data() -> Path:
 
 @pytest.fixture(autouse=True)
 def _isolated_cache(tmp_path_factory, monkeypatch):
-    """Every test gets its own GENOLONG_HOME; nothing touches the user's cache. ``--precision auto`` is float32
-    (GENOLONG_PRECISION=32), so that the tests give the same numbers on CPUs with and without native bf16;
-    tests/test_precision.py covers auto and bf16."""
+    """Every test gets its own GENOLONG_HOME; nothing touches the user's cache."""
     monkeypatch.setenv("GENOLONG_HOME", str(tmp_path_factory.mktemp("genolong_home")))
-    monkeypatch.setenv("GENOLONG_PRECISION", "32")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")

@@ -61,7 +61,7 @@ class TrainingModule(ResumableRNG, pl.LightningModule):
         return loss
 
     def configure_optimizers(self) -> dict:
-        return adamw_with_schedule(self.model, self.train_config)
+        return adamw_with_schedule(self.model, self.train_config, fused=not self.trainer.precision.endswith("-mixed"))
 
 
 class StepIndexedData(pl.LightningDataModule):

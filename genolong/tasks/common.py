@@ -208,8 +208,12 @@ def warmup_linear_decay(optimizer: torch.optim.Optimizer, warmup_steps: int, max
     return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
 
 
-def adamw_with_schedule(module: torch.nn.Module, config: TrainConfig) -> dict:
-    """AdamW (no decay on biases and norms) + the warm-up/decay schedule, per step."""
+def adamw_with_schedule(module: torch.nn.Module, config: TrainConfig, *, fused: bool = True) -> dict:
+    """AdamW (no decay on biases and norms) + the warm-up/decay schedule, per step.
+
+    ``fused``: one kernel for all parameters (the per-parameter loop was ~1/3 of a small model's step).
+    Lightning refuses gradient clipping with a fused optimizer under mixed precision: False there.
+    """
     decay, no_decay = [], []
     for name, param in module.named_parameters():
         if param.requires_grad:
@@ -217,7 +221,7 @@ def adamw_with_schedule(module: torch.nn.Module, config: TrainConfig) -> dict:
     optimizer = torch.optim.AdamW(
         [{"params": decay, "weight_decay": config.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
         lr=config.learning_rate,
-        fused=True,  # one kernel for all parameters: the per-parameter loop was ~1/3 of a small model's step
+        fused=fused,
     )
     scheduler = warmup_linear_decay(optimizer, config.warmup_steps, config.max_steps)
     return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
