@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 from genolong.commands.arguments import positive_float, positive_int
 from genolong.outputs import OutputDirectory, declare
-from genolong.precision import add_precision_argument, resolve_precision
+from genolong.precision import add_precision_argument, precision_choice, resolve_precision
 
 DEFAULT_LENGTHS = [1024, 2048, 4096, 8192, 16384]
 DEFAULT_EXTRA_LENGTHS = [32768, 65536]
@@ -80,6 +81,8 @@ def _add_measurement_arguments(group) -> None:
     )
     group.add_argument("--phases", nargs="+", choices=["forward", "train"], default=["forward", "train"])
     add_precision_argument(group)
+    # the former name, in the commands of the measurements recorded in docs/results/attention.md
+    group.add_argument("--dtype", dest="precision", type=precision_choice, help=argparse.SUPPRESS)
     group.add_argument("--threads", type=positive_int, default=2)
     group.add_argument("--repeats", type=positive_int, default=3, help="timed calls after the untimed first one")
     group.add_argument(
