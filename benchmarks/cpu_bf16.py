@@ -15,6 +15,11 @@ run of each that imports and warms everything:
 bf16 speeds up matrix products: the larger the model's matrices, the larger the gain; the shipped
 promoter model is small enough for tokenizing, the k-mer experts and the writing to weigh as much.
 
+For each scan, also its model stage alone: ``ScanModule.predict_step`` over every batch of the plan
+(tokenised beforehand), float32 and under ``torch.autocast("cpu", bfloat16)`` alternately, in CPU
+seconds: what the command converges to once its fixed costs (loading, Lightning, the writers) are
+amortised over a large input.
+
 Printed beside each: CPU seconds of the process (all threads), the bf16 / float32 speed-up of wall
 and CPU time, the largest |bf16 - float32| of the written scores, the load average; and the probe
 that ``--precision auto`` runs (:func:`genolong.bench.cpu_precision.matmul_rates`: 512^2 products)
@@ -47,7 +52,11 @@ from variants import write_snvs  # noqa: E402
 
 from genolong.bench.cpu_precision import PROBE_SIZE, matmul_rates  # noqa: E402
 from genolong.cli import main as genolong_main  # noqa: E402
-from genolong.inference.classifier import default_promoter_model  # noqa: E402
+from genolong.dna.genome import Genome  # noqa: E402
+from genolong.inference.classifier import Classifier, default_promoter_model  # noqa: E402
+from genolong.inference.loop import ScanModule  # noqa: E402
+from genolong.inference.scan.plan import ScanPlan, whole_chromosomes  # noqa: E402
+from genolong.inference.scan.windows import WindowBatches, WindowEncoder  # noqa: E402
 from genolong.precision import cpu_bf16  # noqa: E402
 from genolong.resources import sample_genome  # noqa: E402
 
@@ -102,6 +111,31 @@ def case(name: str, argv: list[str], out: Path, amount: int, unit: str, repeats:
     }
 
 
+def model_stage(name: str, model: Path, genome: Path, stride: int, repeats: int) -> dict:
+    """CPU seconds of the scan's model stage over the whole plan, float32 and bf16 autocast alternately."""
+    classifier = Classifier.load(model, device="cpu")
+    plan = ScanPlan(whole_chromosomes(Genome(genome).chromosomes), window=classifier.info.window_bp, stride=stride,
+                    batch_bins=128)
+    dataset = WindowBatches(plan, genome, WindowEncoder(classifier.tokenizer, classifier.info.max_len),
+                            list(range(plan.batches)), rc=False, max_n_fraction=0.5)
+    items = [dataset[i] for i in range(len(dataset))]
+    module = ScanModule(classifier.model, rc=False, columns=None)
+    cpu: dict[bool, list[float]] = {False: [], True: []}
+    for attempt in range(repeats + 1):
+        for bf16 in (False, True):
+            started = time.process_time()
+            with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+                for item in items:
+                    module.predict_step(item, 0)
+            if attempt:
+                cpu[bf16].append(time.process_time() - started)
+    fp32, bf16 = statistics.median(cpu[False]), statistics.median(cpu[True])
+    windows = sum(int(item["scored"].sum()) for item in items)
+    return {"case": f"{name}, model stage", "amount": f"{windows:,} windows", "fp32_per_s": "", "bf16_per_s": "",
+            "speedup_wall": "", "speedup_cpu": round(fp32 / bf16, 2), "fp32_cpu_s": round(fp32, 1),
+            "bf16_cpu_s": round(bf16, 1), "max_abs_diff": "", "load": f"{os.getloadavg()[0]:.1f}"}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--threads", type=int, default=2, help="torch threads (default: 2)")
@@ -128,6 +162,8 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(case(name, ["scan", "--genome", str(genome), "--model", str(model), "--stride", str(stride),
                                     "--accelerator", "cpu"], folder / "scan.h5", bp, "bp",
                              args.repeats))
+            print(rows[-1], flush=True)
+            rows.append(model_stage(name, model, genome, stride, args.repeats))
             print(rows[-1], flush=True)
         for name, model, count in [("score-variants chromatin 256x4 8 kb", chromatin, args.chromatin_variants),
                                    ("score-variants promoter 300 bp", default_promoter_model(), args.promoter_variants)]:
