@@ -48,8 +48,9 @@ def write_records(path: Path, pool: list[str], count: int) -> Path:
     return path
 
 
-def chromatin_model(work: Path) -> Path:
-    """The chromatin_tiny architecture with random weights, saved as a classifier directory."""
+def chromatin_model(work: Path, overrides: dict | None = None) -> Path:
+    """The chromatin_tiny architecture (with ``overrides`` of its config keys, e.g. ``model.hidden_size``) with
+    random weights, saved as a classifier directory."""
     import torch
 
     from genolong.dna.tokenizer import TokenizerTrainConfig, load_tokenizer, train_tokenizer
@@ -59,7 +60,7 @@ def chromatin_model(work: Path) -> Path:
     from genolong.tasks.model_setup import build_classifier_model
     from genolong.tasks.task import load_finetune_config
 
-    config = load_finetune_config("chromatin", "chromatin_tiny")
+    config = load_finetune_config("chromatin", "chromatin_tiny", overrides)
     tokenizer_dir = work / "tokenizer"
     train_tokenizer(
         sample_genome(),

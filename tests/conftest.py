@@ -11,6 +11,9 @@ import torch
 REPO = Path(__file__).resolve().parents[1]
 TEST_DATA = REPO / "tests" / "data"
 SHARED_DATA = Path(os.environ.get("GENOLONG_SHARED_DATA", REPO.parent / "shared" / "data"))
+# ``--precision auto`` is float32 in every test and the commands they start (module fixtures included), so that
+# the tests give the same numbers on CPUs with and without native bf16; tests/test_precision.py covers the rest.
+os.environ["GENOLONG_PRECISION"] = "32"
 
 
 def pytest_collection_modifyitems(config, items):

@@ -1,8 +1,6 @@
-"""The converted-model benchmark entries and the CPU bf16 check of ``genolong bench --dtype``."""
+"""The converted-model benchmark entries and the CPU matrix-product probe of ``--precision auto``."""
 
 from __future__ import annotations
-
-import logging
 
 import pytest
 import torch
@@ -27,36 +25,6 @@ def test_converted_entries_compute_what_their_transformers_peer_computes(name):
     with torch.no_grad():
         difference = (ours.eval()(input_ids=ids).logits - theirs.eval()(input_ids=ids).logits).abs().max()
     assert difference < 1e-4
-
-
-def test_cpu_flags_are_read_from_cpuinfo(tmp_path):
-    cpuinfo = tmp_path / "cpuinfo"
-    cpuinfo.write_text("processor\t: 0\nflags\t\t: fpu avx2 avx512_bf16\n")
-    assert cpu_precision.cpu_flags(cpuinfo) == {"fpu", "avx2", "avx512_bf16"}
-    assert cpu_precision.cpu_flags(tmp_path / "missing") == set()
-
-
-def test_auto_never_picks_bf16_without_native_support(monkeypatch):
-    def no_measurement():
-        raise AssertionError("auto must not time bf16 on a CPU without the flags")
-
-    monkeypatch.setattr(cpu_precision, "matmul_rates", no_measurement)
-    assert cpu_precision.resolve_cpu_dtype("auto", flags={"avx2"}) == "fp32"
-    assert cpu_precision.resolve_cpu_dtype("fp32", flags={"amx_bf16"}) == "fp32"
-
-
-def test_auto_picks_bf16_where_flagged_and_measured_fast(monkeypatch):
-    monkeypatch.setattr(cpu_precision, "matmul_rates", lambda: cpu_precision.MatmulRates(fp32=100.0, bf16=400.0))
-    assert cpu_precision.resolve_cpu_dtype("auto", flags={"amx_bf16"}) == "bf16"
-    monkeypatch.setattr(cpu_precision, "matmul_rates", lambda: cpu_precision.MatmulRates(fp32=100.0, bf16=50.0))
-    assert cpu_precision.resolve_cpu_dtype("auto", flags={"avx512_bf16"}) == "fp32"
-
-
-def test_explicit_bf16_on_a_slow_cpu_warns_with_the_measurement(monkeypatch, caplog):
-    monkeypatch.setattr(cpu_precision, "matmul_rates", lambda: cpu_precision.MatmulRates(fp32=130.0, bf16=0.3))
-    with caplog.at_level(logging.WARNING, logger="genolong.bench.cpu_precision"):
-        assert cpu_precision.resolve_cpu_dtype("bf16", flags={"avx2"}) == "bf16"
-    assert "no avx512_bf16/amx_bf16 flag" in caplog.text and "0.3 GFLOP/s in bf16 against 130.0 in fp32" in caplog.text
 
 
 def test_matmul_rates_are_measured():

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import random
+import signal
+import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,11 +16,12 @@ import pytest
 import genolong.datasets.corpus_build as corpus_module
 from genolong.cli import main
 from genolong.config import dump_yaml, from_dict, load_yaml
-from genolong.datasets.corpus import Corpus
+from genolong.datasets.corpus import MANIFEST, Corpus
 from genolong.datasets.corpus_build import CorpusConfig, build_corpus, cut_documents
 from genolong.dna.sequence import read_fasta, write_fasta
 from genolong.dna.tokenizer import TokenizerTrainConfig, load_tokenizer, train_tokenizer
 from genolong.errors import ConfigError, UserError
+from genolong.files import atomic_path
 
 
 def test_cut_documents_follows_bigbird_rule():
@@ -49,8 +54,9 @@ def genome_and_tokenizer(tmp_path_factory, real_data):
 SMALL = dict(passes=2, sentence_bp=[50, 100], sentences_per_document=[5, 10], max_start_offset=200)
 
 
-def _build(genome, tok, out, **overrides):
-    return build_corpus(genome, tok, out, from_dict(CorpusConfig, SMALL | overrides), show_progress=False)
+def _build(genome, tok, out, workers=1, share=(0, 1), **overrides):
+    return build_corpus(genome, tok, out, from_dict(CorpusConfig, SMALL | overrides), show_progress=False,
+                        workers=workers, share=share)
 
 
 def test_shards_decode_back_to_the_genome(genome_and_tokenizer, tmp_path):
@@ -119,6 +125,71 @@ def test_resume_skips_finished_chromosomes(genome_and_tokenizer, tmp_path, monke
     assert built == ["chr8", "chrUn_gap"]
     _build(genome, tok, tmp_path / "fresh")
     assert _digest(tmp_path / "c") == _digest(tmp_path / "fresh")
+
+
+def _files(folder):
+    """Every file's bytes; the manifest without its timing."""
+    files = {p.relative_to(folder): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+    manifest = json.loads(files.pop(Path(MANIFEST)))
+    return files, {key: value for key, value in manifest.items() if key != "build"}
+
+
+def test_two_workers_write_the_bytes_of_one_process(genome_and_tokenizer, tmp_path, capsys):
+    genome, tok, _ = genome_and_tokenizer
+    for workers in ("1", "2"):
+        assert main(["corpus", "build", "--genome", str(genome), "--tokenizer", str(tok), "--out",
+                     str(tmp_path / workers), "--passes", "2", "--workers", workers]) == 0
+    one, two = _files(tmp_path / "1"), _files(tmp_path / "2")
+    assert len(one[0]) == 4 * 4 + 1 and one == two  # 4 files per shard, the directory marker; the manifest
+    assert "built" in capsys.readouterr().out
+
+
+def test_ranks_build_their_share_and_rank_0_the_manifest(genome_and_tokenizer, tmp_path, monkeypatch):
+    """Two ranks of a launch (run one after the other here): rank 1 builds shards 1 and 3, rank 0 shards 0
+    and 2, waits for the others' and writes the corpus of one process."""
+    genome, tok, _ = genome_and_tokenizer
+    real, built = corpus_module.build_shard, []
+    monkeypatch.setattr(corpus_module, "build_shard", lambda name, *a, **k: built.append(name) or real(name, *a, **k))
+    assert _build(genome, tok, tmp_path / "ranks", share=(1, 2)) is None
+    assert built == ["chr7", "chrUn_gap"]
+    _build(genome, tok, tmp_path / "ranks", share=(0, 2))
+    assert built == ["chr7", "chrUn_gap", "chr17", "chr8"]
+    _build(genome, tok, tmp_path / "one")
+    assert _files(tmp_path / "ranks") == _files(tmp_path / "one")
+
+
+@pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_stops_the_workers_and_leaves_no_partial_file(genome_and_tokenizer, tmp_path, monkeypatch, capsys,
+                                                               signum, code):
+    genome, tok, _ = genome_and_tokenizer
+    real = corpus_module.build_shard
+
+    def signal_the_parent_from_chr8(name, *args, **kwargs):
+        if name == "chr8":  # in a worker: write a temporary file, then signal the command and wait
+            with atomic_path(tmp_path / "out" / "test" / "partial.u16") as tmp:
+                tmp.write_bytes(b"half")
+                os.kill(os.getppid(), signum)
+                time.sleep(60)
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(corpus_module, "build_shard", signal_the_parent_from_chr8)
+    started = time.monotonic()
+    assert main(["corpus", "build", "--genome", str(genome), "--tokenizer", str(tok), "--out", str(tmp_path / "out"),
+                 "--passes", "2", "--workers", "2"]) == code
+    assert time.monotonic() - started < 30  # the worker was stopped, not waited for
+    assert capsys.readouterr().err == f"genolong corpus build: interrupted by {signal.Signals(signum).name}\n"
+    assert not list((tmp_path / "out").rglob("*.tmp")) and not (tmp_path / "out" / "manifest.json").exists()
+
+
+def test_a_worker_that_dies_stops_the_build_with_one_line(genome_and_tokenizer, tmp_path, monkeypatch, capsys):
+    genome, tok, _ = genome_and_tokenizer
+    real = corpus_module.build_shard
+    monkeypatch.setattr(corpus_module, "build_shard", lambda name, *a, **k: os.kill(os.getpid(), signal.SIGKILL)
+                        if name == "chr8" else real(name, *a, **k))
+    assert main(["corpus", "build", "--genome", str(genome), "--tokenizer", str(tok), "--out", str(tmp_path / "out"),
+                 "--passes", "2", "--workers", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "the worker building shard chr8 died (exit status -9)" in err and len(err.splitlines()) <= 2
 
 
 def test_tail_holdout_for_single_chromosome_genomes(genome_and_tokenizer, tmp_path):

@@ -72,14 +72,16 @@ def test_several_ranks_need_an_output_file(models, fasta, capsys):
 
 
 @pytest.mark.slow  # a second process importing torch and Lightning: ~20 s per command on the loaded 2-core machine
-@pytest.mark.parametrize("task", ["promoter", "chromatin"])
-def test_two_cpu_processes_write_the_same_bytes_as_one(models, fasta, tmp_path, task):
-    """`--devices 2` on CPU: Lightning launches a second process (gloo DDP), batches shared b % 2."""
+@pytest.mark.parametrize(("task", "precision"), [("promoter", "32"), ("chromatin", "32"), ("chromatin", "bf16")])
+def test_two_cpu_processes_write_the_same_bytes_as_one(models, fasta, tmp_path, task, precision):
+    """`--devices 2` on CPU: Lightning launches a second process (gloo DDP), batches shared b % 2; at the
+    same precision, float32 or bf16 autocast."""
     outputs = {}
     for devices in ("1", "2"):
         out = [tmp_path / f"d{devices}.tsv"]
         argv = [f"predict-{task}", str(fasta), "--model", str(models[task]), "--out", str(out[0]), "--rc",
-                "--batch-size", "4", "--stride", "100", "--accelerator", "cpu", "--devices", devices]
+                "--batch-size", "4", "--stride", "100", "--accelerator", "cpu", "--devices", devices,
+                "--precision", precision]
         if task == "promoter":
             out += [tmp_path / f"d{devices}.windows.tsv", tmp_path / f"d{devices}.bed"]
             argv += ["--windows", str(out[1]), "--bed", str(out[2])]

@@ -107,14 +107,16 @@ def test_gzip_members_carry_no_time_or_name(chromatin_model, tmp_path, monkeypat
 
 
 @pytest.mark.slow  # a second process importing torch and Lightning: ~40 s per format on the loaded 2-core machine
-@pytest.mark.parametrize("suffix", [".tsv.gz", ".h5"])
-def test_two_cpu_processes_write_the_same_bytes_as_one(chromatin_model, tmp_path, monkeypatch, suffix):
-    """`--devices 2` on CPU: Lightning launches a second process (gloo DDP), chunks shared i % 2."""
+@pytest.mark.parametrize(("suffix", "precision"), [(".tsv.gz", "32"), (".h5", "32"), (".h5", "bf16")])
+def test_two_cpu_processes_write_the_same_bytes_as_one(chromatin_model, tmp_path, monkeypatch, suffix, precision):
+    """`--devices 2` on CPU: Lightning launches a second process (gloo DDP), chunks shared i % 2; at the same
+    precision, float32 or bf16 autocast."""
     vcf = write_vcf(tmp_path / "in.vcf")
     annotate = ["--annotate-vcf", "annotated.vcf.gz"] if suffix == ".tsv.gz" else []
     for devices in ("1", "2"):
         (tmp_path / devices).mkdir()
-        argv = arguments(vcf, chromatin_model, f"out{suffix}", "--devices", devices, "--rc", *annotate)
+        argv = arguments(vcf, chromatin_model, f"out{suffix}", "--devices", devices, "--rc", "--precision", precision,
+                         *annotate)
         if devices == "1":  # in this process, on all its threads
             monkeypatch.chdir(tmp_path / devices)
             monkeypatch.setenv("SOURCE_DATE_EPOCH", DATE["SOURCE_DATE_EPOCH"])

@@ -35,7 +35,7 @@ from genolong.bench.attention import (
     Spec,
     genolong_config,
 )
-from genolong.bench.cpu_precision import matmul_rates, resolve_cpu_dtype
+from genolong.bench.cpu_precision import matmul_rates
 from genolong.bench.memory import proc_status_mb
 from genolong.errors import UserError
 from genolong.files import atomic_write_text
@@ -205,8 +205,7 @@ def run_attention_benchmark(
     resume: bool = False, say: Callable[[str], None] = print,
 ) -> Path:
     """Measure our backbones (and the floor) and the peers at every length of the plan (:func:`plan`), each
-    model and length in its own process with the settings of ``template`` (``dtype`` ``auto`` resolved by
-    :func:`~genolong.bench.cpu_precision.resolve_cpu_dtype``), and write ``OUT/attention_DTYPE`` .csv
+    model and length in its own process with the settings of ``template`` (``dtype`` ``fp32`` or ``bf16``), and write ``OUT/attention_DTYPE`` .csv
     (rewritten after each pair), .md, .png and .json (settings, machine, command, load). ``say`` receives the
     progress lines and the markdown report. With ``resume``, pairs already in the CSV are kept. Returns the
     path stem.
@@ -217,7 +216,6 @@ def run_attention_benchmark(
     """
     backbones, peers = resolve_models(backbones, peers, None if template.legacy_site is None
                                       else Path(template.legacy_site))
-    template = replace(template, dtype=resolve_cpu_dtype(template.dtype))
     stem = out / f"attention_{template.dtype}"
     settings = {"size": asdict(template.size), "threads": template.threads, "repeats": template.repeats,
                 "budget_s": template.budget_s, "dtype": template.dtype}

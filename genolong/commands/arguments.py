@@ -19,6 +19,7 @@ from typing import Any
 
 from genolong.config import parse_assignment
 from genolong.errors import ConfigError
+from genolong.precision import add_precision_argument
 
 
 def _integer(text: str) -> int:
@@ -76,12 +77,13 @@ def devices(text: str) -> int | str:
 
 
 def add_device_arguments(parser) -> None:
-    """``--accelerator``, ``--devices`` and ``--num-nodes`` of the commands that run Lightning's predict loop
-    (:mod:`genolong.inference.loop`): more than one device or node shards the work across ranks."""
+    """``--accelerator``, ``--devices``, ``--num-nodes`` and ``--precision`` of the commands that run Lightning's
+    predict loop (:mod:`genolong.inference.loop`): more than one device or node shards the work across ranks."""
     parser.add_argument("--accelerator", default="auto", help="auto, cpu, gpu (Lightning)")
     parser.add_argument("--devices", type=devices, default=1,
                         help="devices per node, or auto (default: 1); more than one shards the work across processes")
     parser.add_argument("--num-nodes", type=positive_int, default=1, help="machines (default: 1)")
+    add_precision_argument(parser)
 
 
 def training_devices(text: str) -> int | str:
@@ -120,7 +122,8 @@ SHORTCUTS = {shortcut.flag: shortcut for shortcut in (
     Shortcut("--num-nodes", "train.num_nodes", int, "machines"),
     Shortcut("--strategy", "train.strategy", str, "Lightning strategy (ddp for multi-GPU / multi-node)"),
     Shortcut("--accelerator", "train.accelerator", str, "cpu, gpu or auto"),
-    Shortcut("--precision", "train.precision", str, "auto, 32-true, bf16-mixed, 16-mixed"),
+    Shortcut("--precision", "train.precision", str, "auto (bf16 autocast on a GPU or a CPU with fast native bf16, "
+             "else float32), 32, bf16, or a Lightning precision (32-true, bf16-mixed, 16-mixed)"),
 )}  # fmt: skip
 
 

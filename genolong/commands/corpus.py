@@ -24,6 +24,9 @@ def register(subparsers) -> None:
     build.add_argument("--valid-tail-fraction", type=fraction, default=None,
                        help="also hold out this final fraction of every other chromosome for validation")
     build.add_argument("--test-tail-fraction", type=fraction, default=None)
+    build.add_argument("--workers", type=positive_int, default=None,
+                       help="processes building chromosomes at once (default: the CPU cores available); "
+                       "the files are the same for any number")
     build.set_defaults(func=run_build)
     declare(build, inputs=["genome", "tokenizer", "config"], directories={"out": OutputDirectory("corpus")})
 
@@ -49,7 +52,7 @@ def corpus_config_from_args(args):
 def run_build(args) -> int:
     from genolong.datasets.corpus_build import build_corpus
 
-    manifest = build_corpus(args.genome, args.tokenizer, args.out, corpus_config_from_args(args))
+    manifest = build_corpus(args.genome, args.tokenizer, args.out, corpus_config_from_args(args), workers=args.workers)
     print(f"{'split':<6} {'documents':>10} {'sentences':>10} {'tokens':>12} {'bp':>14}")
     for split, totals in manifest["totals"].items():
         print(f"{split:<6} {totals['documents']:>10,} {totals['sentences']:>10,} {totals['tokens']:>12,} "

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from genolong.commands.arguments import positive_int
 from genolong.outputs import declare
+from genolong.precision import add_precision_argument
 
 
 def add_parser(commands) -> None:
@@ -31,6 +32,7 @@ def add_parser(commands) -> None:
     )
     chromatin.add_argument("--batch-size", type=positive_int, default=16, help="rows per model call (default: 16)")
     chromatin.add_argument("--device", default="auto", help="auto (GPU when present), cpu, cuda, ...")
+    add_precision_argument(chromatin)
     chromatin.set_defaults(func=run_chromatin)
     declare(chromatin, inputs=["model", "data"], files=["out"])
 
@@ -40,7 +42,8 @@ def run_chromatin(args) -> int:
     from genolong.evaluation.metrics import format_chromatin_medians
 
     result = evaluate_chromatin_model(args.model, args.data, args.split, args.out, rc=args.rc, limit=args.rows,
-                                      batch_size=args.batch_size, device=args.device)
+                                      batch_size=args.batch_size, device=args.device,
+                                      precision=args.precision)
     aucs = result.aucs
     print(f"{result.rows:,} rows of {args.data} [{args.split}]; {int(aucs.defined.sum())} of {len(aucs.roc_auc)} "
           f"profiles have both labels -> {args.out}")

@@ -8,6 +8,7 @@ from pathlib import Path
 from genolong.commands.arguments import positive_int
 from genolong.commands.variants import add_profiles
 from genolong.outputs import OutputDirectory, declare
+from genolong.precision import add_precision_argument
 
 DESCRIPTION = (
     "Attribute a classifier's outputs to the bases of each input: every base of the central --ism-window bp "
@@ -28,6 +29,7 @@ def register(subparsers) -> None:
     parser.add_argument("--out", type=Path, required=True, help="output directory")
     add_profiles(parser, "explain (needed beyond 8 outputs)")
     parser.add_argument("--device", default="auto", help="auto (GPU when present), cpu, cuda, cuda:1, ...")
+    add_precision_argument(parser)
     parser.add_argument("--ism-window", type=positive_int, default=None,
                         help="central bp of each input to attribute (default: 1000, or the model window if shorter)")
     parser.add_argument("--gradients", choices=("ig", "input-x-gradient", "none"), default="ig",
@@ -51,7 +53,7 @@ def run(args) -> int:
         records = explain(
             args.model, args.out, fasta=args.fasta, regions=args.regions, genome=args.genome, profiles=args.profiles,
             ism_window=args.ism_window, gradients=args.gradients, ig_steps=args.ig_steps, logo_width=args.logo_width,
-            batch_size=args.batch_size, device=args.device, progress=progress,
+            batch_size=args.batch_size, device=args.device, precision=args.precision, progress=progress,
         )
     finally:
         progress.close()

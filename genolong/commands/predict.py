@@ -132,6 +132,7 @@ def _prediction(args):
         fasta=args.fasta, model=args.model, out=args.out, stride=args.stride, rc=args.rc,
         batch_size=args.batch_size, min_length=args.min_length, device=args.device,
         accelerator=args.accelerator, devices=args.devices, num_nodes=args.num_nodes,
+        precision=args.precision,
     )
 
 

@@ -71,6 +71,7 @@ def run(args) -> int:
         skipped=args.skipped,
         batch_size=args.batch_size, workers=args.workers, max_n_fraction=args.max_n_fraction,
         accelerator=args.accelerator, devices=args.devices, num_nodes=args.num_nodes,
+        precision=args.precision,
     )
     summary = run_scan(config)
     if summary is not None:

@@ -68,7 +68,7 @@ def run(args) -> int:
         args.vcf, args.genome, args.model, args.out, score=args.score, profiles=args.profiles, rc=args.rc,
         ref_mismatch=args.ref_mismatch, missing_contig=args.missing_contig, max_indel=args.max_indel, window=args.window,
         batch_size=args.batch_size, chunk_size=args.chunk_size, accelerator=args.accelerator,
-        devices=args.devices, num_nodes=args.num_nodes, annotate=args.annotate_vcf, top_k=args.top_k, progress=True,
+        devices=args.devices, num_nodes=args.num_nodes, precision=args.precision, annotate=args.annotate_vcf, top_k=args.top_k, progress=True,
     )
     if counts is None:  # a rank other than 0: rank 0 reports
         return 0

@@ -14,6 +14,7 @@ shards whatever was resumed. Validation and test documents come from held-out ch
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -26,6 +27,7 @@ import numpy as np
 from tqdm import tqdm
 
 from genolong.datasets.corpus import FORMAT, MANIFEST, SPLITS, read_manifest, shard_stem
+from genolong.datasets.corpus_workers import ShardPool, available_cores
 from genolong.dna.genome import canonical_chrom
 from genolong.dna.sequence import read_fasta
 from genolong.dna.tokenizer import load_tokenizer, tokenizer_fingerprint
@@ -255,8 +257,14 @@ def _finished_shard(folder: Path, stem: str, chrom: str, config: CorpusConfig, t
 
 
 def build_corpus(genome: str | Path, tokenizer_dir: str | Path, out: str | Path, config: CorpusConfig,
-                 *, show_progress: bool = True) -> dict:
+                 *, show_progress: bool = True, workers: int | None = None,
+                 share: tuple[int, int] = (0, 1)) -> dict | None:
     """Build (or resume) the corpus of ``genome`` in ``out``; returns the manifest.
+
+    ``workers``: processes building shards at once (default: the CPU cores available,
+    :func:`~genolong.datasets.corpus_workers.available_cores`); the files do not depend on it.
+    ``share``: ``(rank, world)`` of a multi-rank launch: this rank builds the shards ``i % world == rank``;
+    rank 0 then waits for the other ranks' shards and writes the manifest, the others return None.
 
     Raises:
         UserError: the genome yields no usable sentence, or ``out`` holds a corpus made
@@ -273,7 +281,10 @@ def build_corpus(genome: str | Path, tokenizer_dir: str | Path, out: str | Path,
                             hint="choose another --out or delete it")
     claim_directory(out, "corpus")
     started = time.perf_counter()
-    shards, built_bp = _build_shards(genome, tokenizer, tokenizer_id, out, config, show_progress)
+    shards, built_bp = _build_shards(genome, tokenizer, tokenizer_id, out, config, show_progress,
+                                     available_cores() if workers is None else workers, share)
+    if share[0] != 0:
+        return None
     seconds = time.perf_counter() - started
     manifest = {
         "format": FORMAT,
@@ -305,26 +316,47 @@ def _remove_unlisted_shards(out: Path, shards: list[ShardInfo]) -> None:
                 path.unlink()
 
 
-def _build_shards(genome, tokenizer, tokenizer_id: str, out: Path, config: CorpusConfig,
-                  show_progress: bool) -> tuple[list[ShardInfo], int]:
-    """Every piece's shard, built or (when finished before) reused; and the bp tokenized now."""
-    shards: list[ShardInfo] = []
-    built_bp = 0
-    with tqdm(unit="bp", unit_scale=True, desc="corpus", disable=None if show_progress else True) as progress:
+def _build_shards(genome, tokenizer, tokenizer_id: str, out: Path, config: CorpusConfig, show_progress: bool,
+                  workers: int, share: tuple[int, int]) -> tuple[list[ShardInfo], int]:
+    """Every piece's shard (this rank's share), built or (when finished before) reused, in genome order;
+    and the bp tokenized now. Rank 0 of several also waits for the other ranks' shards."""
+    rank, world = share
+    done: dict[int, ShardInfo] = {}
+    built, others = [], []
+    with (tqdm(unit="bp", unit_scale=True, desc="corpus", disable=None if show_progress else True) as progress,
+          ShardPool(workers, progress) as pool):
         for record in read_fasta(genome):
             for split, name, start, end in config.pieces(record.name, len(record)):
+                index = len(done) + len(built) + len(others)
                 folder = out / split
                 folder.mkdir(parents=True, exist_ok=True)
-                stem = shard_stem(len(shards), name)
+                stem = shard_stem(index, name)
                 info = _finished_shard(folder, stem, name, config, tokenizer_id)
-                if info is None:
-                    info = build_shard(name, record.sequence[start:end], split, tokenizer, config, folder,
-                                       tokenizer_id, progress, stem=stem)
-                    built_bp += info.bp * config.passes
-                else:
+                if info is not None:
                     log.info("%s: shard already built, skipped", name)
-                shards.append(info)
-    return shards, built_bp
+                    done[index] = info
+                elif index % world != rank:
+                    others.append((index, folder, stem, name))
+                else:
+                    pool.submit(index, name, functools.partial(
+                        build_shard, name, record.sequence[start:end], split, tokenizer, config, folder,
+                        tokenizer_id, stem=stem), (end - start) * config.passes)
+                    built.append(index)
+        done |= {index: pool.result(index) for index in built}
+    if rank == 0:
+        done |= {index: _await_shard(folder, stem, name, config, tokenizer_id) for index, folder, stem, name in others}
+    return [done[index] for index in sorted(done)], sum(done[index].bp for index in built) * config.passes
+
+
+def _await_shard(folder: Path, stem: str, chrom: str, config: CorpusConfig, tokenizer_id: str,
+                 timeout_s: float = 7 * 24 * 3600) -> ShardInfo:
+    """The marker of a shard another rank builds, once written."""
+    deadline = time.monotonic() + timeout_s
+    while (info := _finished_shard(folder, stem, chrom, config, tokenizer_id)) is None:
+        if time.monotonic() > deadline:
+            raise UserError(f"timed out waiting for another rank to build shard {folder / stem}")
+        time.sleep(2)
+    return info
 
 
 def _split_totals(genome, shards: list[ShardInfo], config: CorpusConfig) -> dict[str, dict[str, int]]:

@@ -35,6 +35,7 @@ from genolong.inference.task_info import (  # noqa: F401  (re-exported: the clas
     default_promoter_model,
     describe_model,
 )
+from genolong.precision import autocast, resolve_precision
 
 
 class TokenEncoder:
@@ -155,8 +156,11 @@ class Classifier:
         info: TaskInfo,
         device: str | torch.device | None = "auto",
         kmer: KmerComponent | None = None,
+        precision: str | None = None,
     ):
         self.device = resolve_device(device)
+        # None: float32, without a line (library use); a command's --precision is resolved and announced
+        self.precision = "32-true" if precision is None else resolve_precision(precision, gpu=self.device.type == "cuda")
         self.model = model.to(self.device).eval()
         self.tokenizer = tokenizer
         self.info = info
@@ -164,8 +168,10 @@ class Classifier:
         self.kmer = kmer
 
     @classmethod
-    def load(cls, path: str | Path, *, task: str | None = None, device: str | torch.device | None = "auto"):
-        """Load a classifier directory, checking that it was trained for ``task`` when given.
+    def load(cls, path: str | Path, *, task: str | None = None, device: str | torch.device | None = "auto",
+             precision: str | None = None):
+        """Load a classifier directory, checking that it was trained for ``task`` when given; ``precision``
+        (``auto``, ``32``, ``bf16``; None: float32) is that of its forward passes (:mod:`genolong.precision`).
 
         Raises:
             UserError: not a classifier directory, or one of another task.
@@ -202,7 +208,7 @@ class Classifier:
             raise InputError(path / TASK_FILE, err.message, hint=err.hint) from None
         tokenizer = load_model_tokenizer(path, config)
         model = load_model(GenolongForSequenceClassification, path, config=config)
-        return cls(model, tokenizer, info, device, KmerComponent.load(path, tokenizer))
+        return cls(model, tokenizer, info, device, KmerComponent.load(path, tokenizer), precision)
 
     def save(self, path: str | Path) -> None:
         """Write the classifier directory atomically."""
@@ -227,7 +233,8 @@ class Classifier:
         :meth:`TokenEncoder.pad` makes them): (B, C) float32 on the model's device, the k-mer
         component's logit added when there is one."""
         batch = {k: v.to(self.device) for k, v in batch.items()}
-        logits = self.model(**batch).logits.float()
+        with autocast(self.device, self.precision):
+            logits = self.model(**batch).logits.float()
         if self.kmer is not None:
             logits = logits + self.kmer.token_logits(batch["input_ids"])[:, None]
         return logits

@@ -37,6 +37,7 @@ from tqdm import tqdm
 from genolong import interrupts
 from genolong.errors import UserError
 from genolong.inference.scan.parts import WorkDirectory
+from genolong.precision import resolve_precision
 from genolong.tasks.common import check_num_nodes
 from genolong.tasks.console import quiet_lightning
 
@@ -216,16 +217,10 @@ def predict(trainer: pl.Trainer, module: pl.LightningModule, loader, writer: Par
         raise
 
 
-def scan_precision(accelerator: str) -> str:
-    """bf16 only on a GPU with native bf16 (the CPUs this runs on have none): else float32."""
-    cuda = accelerator in ("auto", "gpu", "cuda") and torch.cuda.is_available()
-    return "bf16-mixed" if cuda and torch.cuda.is_bf16_supported() else "32-true"
-
-
-def build_trainer(*, accelerator: str, devices, num_nodes: int, callbacks, precision: str | None = None) -> pl.Trainer:
+def build_trainer(*, accelerator: str, devices, num_nodes: int, callbacks, precision: str = "auto") -> pl.Trainer:
     """A Trainer for predicting only: DDP when there is more than one device or node.
 
-    ``precision``: Lightning's precision (default: :func:`scan_precision`).
+    ``precision``: ``auto``, ``32`` or ``bf16`` (:func:`genolong.precision.resolve_precision`).
 
     Raises:
         UserError: settings this machine cannot run (``--accelerator gpu`` without a GPU, ``--devices 4``
@@ -234,10 +229,11 @@ def build_trainer(*, accelerator: str, devices, num_nodes: int, callbacks, preci
     quiet_lightning()
     check_num_nodes(num_nodes)
     distributed = num_nodes > 1 or (isinstance(devices, int) and devices > 1)
+    gpu = accelerator in ("auto", "gpu", "cuda") and torch.cuda.is_available()
     try:
         return pl.Trainer(
             accelerator=accelerator, devices=devices, num_nodes=num_nodes,
-            strategy="ddp" if distributed else "auto", precision=precision or scan_precision(accelerator),
+            strategy="ddp" if distributed else "auto", precision=resolve_precision(precision, gpu=gpu),
             logger=False, enable_checkpointing=False, enable_model_summary=False, enable_progress_bar=False,
             use_distributed_sampler=False, callbacks=callbacks,
         )

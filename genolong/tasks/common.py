@@ -22,13 +22,14 @@ from torch.utils.data import DataLoader, Dataset
 
 from genolong import interrupts
 from genolong.errors import ConfigError, UserError
+from genolong.precision import CHOICES, resolve_precision
 from genolong.tasks.checkpoints import SafeCheckpointIO
 from genolong.tasks.console import StepProgress, quiet_lightning
 from genolong.tasks.stopping import StopOnSignal
 
 log = logging.getLogger(__name__)
 
-PRECISIONS = ("auto", "32-true", "bf16-mixed", "16-mixed", "bf16-true")
+PRECISIONS = ("auto", "32", "bf16", "32-true", "bf16-mixed", "16-mixed", "bf16-true")
 
 
 @dataclass
@@ -42,8 +43,9 @@ class TrainConfig:
         learning_rate, warmup_steps: AdamW with linear warm-up, then linear decay to 0
             at ``max_steps`` (BigBird: 1e-4, 10k warm-up).
         weight_decay, max_grad_norm: AdamW decoupled weight decay; gradient clipping.
-        precision: ``auto`` = bf16-mixed on a GPU that supports it (else 16-mixed), 32-true
-            on CPU; or any Lightning precision string of ``PRECISIONS``.
+        precision: ``auto`` = bf16-mixed on a GPU that supports it (else 16-mixed), and on a CPU
+            :func:`genolong.precision.resolve_precision`'s choice (bf16-mixed where native bf16 is
+            measured fast, else 32-true); ``32``, ``bf16``, or any Lightning precision string of ``PRECISIONS``.
         gradient_checkpointing: recompute activations in the backward pass.
         val_every_steps, val_windows: validation cadence and size (a fixed subset).
         checkpoint_every_steps: also a checkpoint at the end; ``last.ckpt`` always.
@@ -101,11 +103,11 @@ class TrainConfig:
         return _uses_gpu(self.accelerator)
 
     def resolved_precision(self) -> str:
-        if self.precision != "auto":
-            return self.precision
-        if self.uses_gpu():
+        if self.precision == "auto" and self.uses_gpu():
             return "bf16-mixed" if torch.cuda.is_bf16_supported() else "16-mixed"
-        return "32-true"
+        if self.precision in CHOICES:
+            return resolve_precision(self.precision, gpu=self.uses_gpu())
+        return self.precision
 
     def check_hardware(self) -> None:
         """Raise UserError when this machine lacks what the accelerator, devices and precision ask for."""

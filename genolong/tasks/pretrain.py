@@ -211,6 +211,14 @@ def _launch_rank() -> int:
     return 0
 
 
+def _launch_world() -> int:
+    """The number of ranks torchrun or SLURM started (1 when not launched so)."""
+    for name in ("WORLD_SIZE", "SLURM_NTASKS"):
+        if name in os.environ:
+            return int(os.environ[name])
+    return 1
+
+
 #: Ranks of one launch start within this many seconds of each other.
 LAUNCH_SKEW_S = 60.0
 
@@ -229,14 +237,23 @@ def _wait_for(path: Path, timeout_s: float = 7 * 24 * 3600) -> dict:
 
 
 def _prepare_data(genome: Path, tokenizer_dir: Path | None, corpus_dir: Path, out: Path, config: PretrainConfig,
-                  show_progress: bool) -> Path:
-    """The tokenizer and the corpus, prepared by rank 0 while the other ranks of a torchrun/SLURM
-    launch wait for it; returns the tokenizer directory."""
-    if _launch_rank() != 0:
+                  show_progress: bool, rank: int = 0, world: int = 1) -> Path:
+    """The tokenizer and the corpus; returns the tokenizer directory.
+
+    In a torchrun/SLURM launch of ``world`` ranks, rank 0 prepares the tokenizer while the others wait
+    for it; then every rank builds its share of the corpus shards (chromosomes ``i % world == rank``,
+    on the CPU cores it has), and rank 0 waits for them all and writes the manifest.
+    """
+    if rank != 0:
+        tokenizer_dir = Path(_wait_for(out / "tokenizer-ready.json")["tokenizer"])
+    else:
+        tokenizer_dir = _prepare_tokenizer(genome, tokenizer_dir, out, config)
+        config.model_config(len(load_tokenizer(tokenizer_dir)))  # validate before the long steps
+        atomic_write_text(out / "tokenizer-ready.json", json.dumps({"tokenizer": str(tokenizer_dir)}) + "\n")
+    build_corpus(genome, tokenizer_dir, corpus_dir, config.corpus, show_progress=show_progress and rank == 0,
+                 share=(rank, world))
+    if rank != 0:
         return Path(_wait_for(out / "prepared.json")["tokenizer"])
-    tokenizer_dir = _prepare_tokenizer(genome, tokenizer_dir, out, config)
-    config.model_config(len(load_tokenizer(tokenizer_dir)))  # validate before the long steps
-    build_corpus(genome, tokenizer_dir, corpus_dir, config.corpus, show_progress=show_progress)
     atomic_write_text(out / "prepared.json", json.dumps({"tokenizer": str(tokenizer_dir)}) + "\n")
     return tokenizer_dir
 
@@ -254,7 +271,8 @@ def run_pretrain(genome: Path, out: Path, config: PretrainConfig, *, tokenizer_d
     claim_directory(out, "pretrain")
     resume_from = resume_checkpoint(out, resume)
     corpus_dir = out / "corpus" if corpus_dir is None else corpus_dir
-    tokenizer = load_tokenizer(_prepare_data(genome, tokenizer_dir, corpus_dir, out, config, show_progress))
+    tokenizer = load_tokenizer(_prepare_data(genome, tokenizer_dir, corpus_dir, out, config, show_progress,
+                                             _launch_rank(), _launch_world()))
     model_config = config.model_config(len(tokenizer))
     corpus = Corpus(corpus_dir)
 

@@ -22,6 +22,7 @@ from captum.attr import LayerGradientXActivation, LayerIntegratedGradients
 
 from genolong.dna.sequence import clean
 from genolong.errors import UserError
+from genolong.precision import autocast
 
 BASES = "ACGT"
 GRADIENT_METHODS = ("ig", "input-x-gradient")
@@ -71,7 +72,8 @@ def _token_attributor(classifier, method: str):
     model = classifier.model
 
     def forward(input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        return model(input_ids=input_ids, attention_mask=attention_mask).logits.float()  # (B, C)
+        with autocast(classifier.device, classifier.precision):
+            return model(input_ids=input_ids, attention_mask=attention_mask).logits.float()  # (B, C)
 
     layer = model.get_input_embeddings()
     if method == "ig":

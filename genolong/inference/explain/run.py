@@ -115,10 +115,11 @@ def _safe(name: str) -> str:
 def explain(
     model: Path, out: Path, *, fasta: Path | None = None, regions: Path | None = None, genome: Path | None = None,
     profiles=None, ism_window: int | None = None, gradients: str = "ig", ig_steps: int = 16,
-    logo_width: int = 100, batch_size: int = 32, device: str = "auto", progress=None,
+    logo_width: int = 100, batch_size: int = 32, device: str = "auto", precision: str = "auto", progress=None,
 ) -> int:
-    """Write the attributions of every record to ``out`` (module docstring); returns the record count."""
-    classifier = Classifier.load(model, device=device)
+    """Write the attributions of every record to ``out`` (module docstring); returns the record count.
+    ``precision``: ``auto``, ``32`` or ``bf16`` (:mod:`genolong.precision`)."""
+    classifier = Classifier.load(model, device=device, precision=precision)
     names = classifier.info.label_names
     if profiles is None and len(names) > 8:
         raise UserError(f"the model has {len(names)} outputs: choose some with --profiles (e.g. CTCF, DHS)")

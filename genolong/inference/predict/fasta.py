@@ -35,7 +35,8 @@ CHROMATIN_STRIDE = 200
 class FastaPrediction:
     """What to score and how. ``model`` None: the shipped promoter model. ``out`` None: standard output
     (one rank only). ``stride`` / ``min_length`` None: the model's defaults (promoter: half the window;
-    minimum: the model's ``min_bp``). ``device`` is that of a one-process run."""
+    minimum: the model's ``min_bp``). ``device`` is that of a one-process run; ``precision``: ``auto``, ``32`` or
+    ``bf16`` (:mod:`genolong.precision`)."""
 
     fasta: Path
     model: Path | None = None
@@ -48,15 +49,16 @@ class FastaPrediction:
     accelerator: str = "auto"
     devices: int | str = 1
     num_nodes: int = 1
+    precision: str = "auto"
 
 
 def _load(run: FastaPrediction, path: Path, task: str):
     """The classifier, on this rank's device, and the Trainer of a run on several ranks (None for one)."""
-    trainer = ranks_trainer(run.accelerator, run.devices, run.num_nodes)
+    trainer = ranks_trainer(run.accelerator, run.devices, run.num_nodes, run.precision)
     if trainer is not None and run.out is None:
         raise UserError("--devices/--num-nodes above 1 need --out (the ranks' parts are kept beside it)")
     device = run.device if trainer is None else str(trainer.strategy.root_device)
-    return Classifier.load(path, task=task, device=device), trainer
+    return Classifier.load(path, task=task, device=device, precision=run.precision), trainer
 
 
 def _scored_records(run: FastaPrediction, classifier: Classifier, trainer, default_stride: int):

@@ -32,13 +32,13 @@ from genolong.inference.loop import PartWriter, build_trainer, predict
 from genolong.inference.predict.records import Window, group_by_record, iter_windows, score_windows
 
 
-def ranks_trainer(accelerator: str, devices, num_nodes: int) -> pl.Trainer | None:
+def ranks_trainer(accelerator: str, devices, num_nodes: int, precision: str = "auto") -> pl.Trainer | None:
     """The predict-only Trainer of a run on several ranks; None for one device on one node
     (scored in this process, as before, with ``--device``)."""
     if devices == 1 and num_nodes == 1:
         return None
     return build_trainer(accelerator=accelerator, devices=devices, num_nodes=num_nodes, callbacks=[],
-                         precision="32-true")
+                         precision=precision)
 
 
 class WindowBatches(torch.utils.data.IterableDataset):

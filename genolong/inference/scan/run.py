@@ -76,6 +76,7 @@ class ScanConfig:
     accelerator: str = "auto"
     devices: int | str = 1
     num_nodes: int = 1
+    precision: str = "auto"
     progress: bool = True
 
 
@@ -94,7 +95,7 @@ def run_scan(config: ScanConfig) -> dict | None:
     plan = ScanPlan(_targets(config, genome), window=info.window_bp,
                     stride=config.stride or DEFAULT_STRIDE[info.task], batch_bins=config.batch_size)
     trainer = build_trainer(accelerator=config.accelerator, devices=config.devices, num_nodes=config.num_nodes,
-                            callbacks=[])
+                            callbacks=[], precision=config.precision)
     rank, world = trainer.global_rank, trainer.world_size
     work_path = _work_path(config, plan, columns)
     if rank == 0:

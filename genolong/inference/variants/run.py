@@ -216,17 +216,17 @@ def score_variants(
     ref_mismatch: str = "skip", missing_contig: str = "skip", max_indel: int = 100, window: int | None = None,
     batch_size: int = 32,
     chunk_size: int = 1024, accelerator: str = "auto", devices: int | str = 1, num_nodes: int = 1,
-    annotate: Path | None = None, top_k: int = 3, progress: bool = False,
+    precision: str = "auto", annotate: Path | None = None, top_k: int = 3, progress: bool = False,
 ) -> dict | None:
     """``genolong score-variants``: load everything, check it, score (see :func:`score_variant_file`).
 
     ``window`` is the input length for ``mlm-llr`` (a classifier's is its own ``window_bp``).
     ``accelerator``, ``devices``, ``num_nodes``: Lightning's; more than one device or node
-    shares the chunks across ranks. Returns None on ranks other than 0.
+    shares the chunks across ranks. ``precision``: ``auto``, ``32`` or ``bf16`` (:mod:`genolong.precision`). Returns None on ranks other than 0.
     """
     variant_file, reference = VariantFile(variants), Genome(genome)
     trainer = build_trainer(accelerator=accelerator, devices=devices, num_nodes=num_nodes, callbacks=[],
-                            precision="32-true")
+                            precision=precision)
     effects, window_bp, classes = effects_for(model, score=score, profiles=profiles, rc=rc, batch_size=batch_size,
                                               device=str(trainer.strategy.root_device))
     window = window_bp or window

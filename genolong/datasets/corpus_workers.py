@@ -1,0 +1,143 @@
+"""Worker processes of ``corpus build --workers N``: one forked process per shard, at most N at a time.
+
+A shard (a chromosome, or a held-out piece of one) is built by the same function with the same
+inputs whether in the command's process (``--workers 1``) or in a worker, and its randomness is
+seeded per chromosome and pass: the files are byte for byte those of one process. A forked worker
+shares the chromosome's sequence and the loaded tokenizer with the parent (copy-on-write): only the
+shard's :class:`~genolong.datasets.corpus_build.ShardInfo` travels back, through a pipe.
+
+Signals: workers inherit the handlers of :func:`genolong.interrupts.handled`, so SIGINT (Ctrl-C
+reaches the whole process group) and SIGTERM unwind them, removing their temporary files, and
+they exit without a word. The parent, interrupted too or alone, sends SIGTERM to the running
+workers and waits for them, then ends with the command's one line (130 or 143). A worker that dies
+otherwise (killed, out of memory) stops the build with one line naming its shard.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+import signal
+from collections.abc import Callable, Iterator
+from multiprocessing.connection import Connection, wait
+
+from genolong import interrupts
+from genolong.errors import UserError
+
+
+def available_cores() -> int:
+    """CPU cores this process may run on (its affinity), shared by the ranks of a node when a launcher
+    (torchrun: ``LOCAL_WORLD_SIZE``; SLURM: ``SLURM_NTASKS_PER_NODE``) starts several per node."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    local = os.environ.get("LOCAL_WORLD_SIZE") or os.environ.get("SLURM_NTASKS_PER_NODE", "1").split("(")[0]
+    return max(1, cores // int(local)) if local.isdigit() and int(local) > 0 else cores
+
+
+@contextlib.contextmanager
+def _forking() -> Iterator[None]:
+    """Around a fork: SIGINT/SIGTERM held back (a handler raising inside the interpreter's fork hooks would
+    be lost; the worker unblocks them first thing), and tokenizers told not to start threads in the worker
+    (one core per worker, and no warning about a fork after parallelism)."""
+    parallelism = os.environ.get("TOKENIZERS_PARALLELISM")
+    os.environ["TOKENIZERS_PARALLELISM"] = "false"
+    signal.pthread_sigmask(signal.SIG_BLOCK, interrupts.HANDLED)
+    try:
+        yield
+    finally:
+        if parallelism is None:
+            del os.environ["TOKENIZERS_PARALLELISM"]
+        else:
+            os.environ["TOKENIZERS_PARALLELISM"] = parallelism
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, interrupts.HANDLED)
+
+
+def _child(build: Callable, sender: Connection) -> None:
+    """A worker's life: build, send the result (or the error) and exit; an interrupt exits quietly."""
+    try:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, interrupts.HANDLED)
+        try:
+            sender.send(build(None))
+        except KeyboardInterrupt as interrupt:
+            os._exit(interrupts.exit_code(interrupt))
+        except Exception as err:  # noqa: BLE001 - the parent raises it
+            sender.send(err if _picklable(err) else RuntimeError(str(err)))
+    finally:
+        sender.close()
+
+
+def _picklable(err: Exception) -> bool:
+    import pickle
+
+    try:
+        pickle.loads(pickle.dumps(err))
+    except Exception:  # noqa: BLE001 - any failure means: send its text instead
+        return False
+    return True
+
+
+class ShardPool:
+    """Builds shards in this process (``workers == 1``) or in up to ``workers`` forked processes.
+
+    Use as a context manager: leaving it by an exception terminates the running workers.
+
+    Args:
+        workers: processes building at once.
+        progress: a tqdm bar, advanced by each shard's bp x passes (per pass in this process), or None.
+    """
+
+    def __init__(self, workers: int, progress=None):
+        self.workers, self.progress = workers, progress
+        self.running: dict[Connection, tuple[multiprocessing.Process, object, str, int]] = {}
+        self.results: dict[object, object] = {}
+
+    def submit(self, key, name: str, build: Callable, amount: int) -> None:
+        """Build shard ``key`` (``name`` for messages): ``build(progress)`` returns its ShardInfo;
+        ``amount``: its progress in bp, all passes."""
+        if self.workers == 1:
+            self.results[key] = build(self.progress)
+            return
+        while len(self.running) >= self.workers:
+            self._collect()
+        receiver, sender = multiprocessing.Pipe(duplex=False)
+        process = multiprocessing.get_context("fork").Process(target=_child, args=(build, sender), daemon=True)
+        with _forking():
+            process.start()
+            self.running[receiver] = (process, key, name, amount)
+            sender.close()  # the worker holds the other end: EOF here when it dies
+
+    def result(self, key):
+        """The ShardInfo of shard ``key``, once built."""
+        while key not in self.results:
+            self._collect()
+        return self.results[key]
+
+    def _collect(self) -> None:
+        """Wait for one running worker to finish; raise its error, or one line if it died."""
+        for receiver in wait(list(self.running)):
+            process, key, name, amount = self.running.pop(receiver)
+            try:
+                outcome = receiver.recv()
+            except EOFError:
+                process.join()
+                raise UserError(f"the worker building shard {name} died (exit status {process.exitcode})",
+                                hint="out of memory? try fewer --workers") from None
+            finally:
+                receiver.close()
+            process.join()
+            if isinstance(outcome, Exception):
+                raise outcome
+            self.results[key] = outcome
+            if self.progress is not None:
+                self.progress.update(amount)
+
+    def __enter__(self) -> ShardPool:
+        return self
+
+    def __exit__(self, kind, error, traceback) -> None:
+        for process, *_ in self.running.values():
+            process.terminate()
+        for receiver, (process, *_) in self.running.items():
+            process.join()
+            receiver.close()
+        self.running.clear()
