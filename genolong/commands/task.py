@@ -8,6 +8,7 @@ import argparse
 import os
 from pathlib import Path
 
+from genolong.commands import finetune
 from genolong.commands.arguments import non_negative_int, positive_int
 from genolong.outputs import OutputDirectory, declare
 
@@ -38,7 +39,7 @@ def _names(text: str) -> list[str]:
 
 
 def register(subparsers) -> None:
-    group = subparsers.add_parser("task", help="your own labelled sequences: prepare a task dataset")
+    group = subparsers.add_parser("task", help="your own labelled sequences: prepare a task dataset, fine-tune")
     commands = group.add_subparsers(dest="task_command", metavar="SUBCOMMAND", required=True)
     prepare = commands.add_parser(
         "prepare", help="labelled sequences (FASTA per class, CSV/TSV/Parquet, BED + genome) into a task dataset",
@@ -82,6 +83,11 @@ def register(subparsers) -> None:
     prepare.set_defaults(func=run_prepare)
     declare(prepare, inputs=["classes", "tables", "bed", "genome"],
             directories={"out": OutputDirectory("task-data", atomic=True)})
+    finetune.add_parser(
+        commands, "labelled", "fine-tune a model on a `genolong task prepare` dataset of any problem type",
+        "the loss and metrics follow the problem type (binary, multiclass, multilabel, regression); the k-mer "
+        "model of the problem type is fitted on the training split and stacked with the network on the "
+        "validation split, and the report shows the network alone, the k-mer model alone and the stack.")
 
 
 def run_prepare(args) -> int:

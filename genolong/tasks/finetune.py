@@ -34,6 +34,7 @@ from genolong.evaluation.chromatin import evaluation_rows
 from genolong.files import atomic_write_text
 from genolong.inference.classifier import Classifier, TaskInfo, TokenEncoder
 from genolong.inference.predict.records import best_per_record, promoter_stride, record_windows
+from genolong.model.heads import output_activation
 from genolong.model.loading import read_model_config
 from genolong.outputs import claim_directory
 from genolong.tasks.base import StepIndexedData, TrainingModule, check_run_identity
@@ -155,7 +156,8 @@ class ClassifierModule(TrainingModule):
         record = batch.pop("record")
         output = self.model(**batch)
         count = torch.tensor(float(len(batch["labels"])))
-        self._val.append((torch.sigmoid(output.logits.float()).cpu(), batch["labels"].cpu(), record.cpu(),
+        outputs = output_activation(output.logits.float(), self.model.config.problem_type)
+        self._val.append((outputs.cpu(), batch["labels"].cpu(), record.cpu(),
                           output.loss.detach().float().cpu() * count))
 
     def on_validation_epoch_end(self) -> None:
@@ -204,7 +206,7 @@ def run_finetune(
     tokenizer = load_tokenizer(tokenizer_dir)
 
     pl.seed_everything(config.train.seed, workers=True, verbose=False)
-    model = build_classifier_model(config, len(data.label_names), tokenizer, pretrained)
+    model = build_classifier_model(config, len(data.label_names), tokenizer, pretrained, data.problem_type)
     identity = _run_identity(config, data, tokenizer, model, pretrained)
     check_run_identity(out, identity, resume, "fine-tuning")
 

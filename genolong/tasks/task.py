@@ -66,7 +66,8 @@ class SequenceRows:
 class TaskData:
     """A task's splits (``train`` and ``valid`` at least, ``test`` for a test report) and what the
     classifier directory records about them: the label names (C), the window the inputs cover
-    and the shortest input, in bp, and the dataset's provenance (``source["data"]``: its path)."""
+    and the shortest input, in bp, the dataset's provenance (``source["data"]``: its path), and
+    the model's ``problem_type`` (transformers' name: its loss and output activation)."""
 
     task: str
     splits: dict[str, LabelledSequences]
@@ -74,6 +75,7 @@ class TaskData:
     window_bp: int
     min_bp: int
     source: dict[str, Any]
+    problem_type: str = "multi_label_classification"
 
 
 class FinetuneTask(ABC):
@@ -113,7 +115,7 @@ class FinetuneTask(ABC):
 
 #: The fine-tuning tasks by name; the built-in ones register when their modules are imported.
 TASKS: Registry[FinetuneTask] = Registry(
-    "task", lambda: ("genolong.tasks.promoter", "genolong.tasks.chromatin"), identity=type)
+    "task", lambda: ("genolong.tasks.promoter", "genolong.tasks.chromatin", "genolong.tasks.labelled"), identity=type)
 
 
 def register_task(task: FinetuneTask) -> FinetuneTask:
