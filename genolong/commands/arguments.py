@@ -121,6 +121,8 @@ SHORTCUTS = {shortcut.flag: shortcut for shortcut in (
     Shortcut("--strategy", "train.strategy", str, "Lightning strategy (ddp for multi-GPU / multi-node)"),
     Shortcut("--accelerator", "train.accelerator", str, "cpu, gpu or auto"),
     Shortcut("--precision", "train.precision", str, "auto, 32-true, bf16-mixed, 16-mixed"),
+    Shortcut("--mode", "mode", str, "which weights train: full, lora (adapters; lora.rank, lora.alpha, "
+             "lora.dropout, lora.targets) or probe (the head only)"),
 )}  # fmt: skip
 
 

@@ -27,6 +27,7 @@ from genolong.errors import ConfigError, UserError
 from genolong.inference.classifier import Classifier
 from genolong.registry import Registry
 from genolong.tasks.common import TrainConfig
+from genolong.tasks.modes import LoraSettings, check_mode
 
 
 class LabelledSequences(Protocol):
@@ -159,6 +160,9 @@ class FinetuneConfig:
         batch_size_eval: inputs per model call when scoring validation and test after training.
         train: optimisation and run settings (``val_windows`` = validation inputs, evenly
             spaced over the validation split).
+        mode: which weights train: ``full``, ``lora`` (adapters, :attr:`lora`) or ``probe``
+            (the head only); :mod:`genolong.tasks.modes`.
+        lora: LoRA's rank, alpha, dropout and target modules (``mode: lora``).
     """
 
     task: str = "promoter"
@@ -172,8 +176,11 @@ class FinetuneConfig:
     test_rows: int | None = None
     batch_size_eval: int = 64
     train: TrainConfig = field(default_factory=TrainConfig)
+    mode: str = "full"
+    lora: LoraSettings = field(default_factory=LoraSettings)
 
     def __post_init__(self) -> None:
+        check_mode(self.mode)
         if self.max_len < 3:
             raise ConfigError(f"max_len must be >= 3 ([CLS] token [SEP]), got {self.max_len}")
         if self.patience < 1 or self.batch_size_eval < 1:
