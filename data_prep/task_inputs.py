@@ -154,6 +154,31 @@ def read_table(path: Path, *, sequence_column: str | None, label_columns: list[s
     return rows, label_columns
 
 
+def read_table_sequences(path: Path, sequence_column: str | None = None):
+    """``(id, sequence)`` of each row of a table, for prediction (no label columns needed)."""
+    columns, lines = _table_columns(path, header=True)
+    sequence_column = sequence_column or next((c for c in SEQUENCE_COLUMNS if c in columns), None)
+    if sequence_column not in columns:
+        raise InputError(path, f"no sequence column ({sequence_column or ' or '.join(SEQUENCE_COLUMNS)}); "
+                         f"columns are {columns[:20]}", hint="name it with --sequence-column")
+    id_column = next((c for c in ID_COLUMNS if c in columns and c != sequence_column), None)
+    for number, values in lines:
+        sequence = check_sequence(str(values[columns.index(sequence_column)] or ""), path, number)
+        yield (str(values[columns.index(id_column)]) if id_column else f"row{number}"), sequence
+
+
+#: Suffixes read as tables by :func:`read_records`; anything else is read as FASTA.
+TABLE_SUFFIXES = (".csv", ".tsv", ".txt", ".parquet", ".arrow")
+
+
+def read_records(path: Path, sequence_column: str | None = None):
+    """``(id, sequence)`` of each record of a FASTA file or a table (by suffix, ``.gz`` aside)."""
+    suffixes = [s for s in Path(path).suffixes if s != ".gz"]
+    if suffixes and suffixes[-1] in TABLE_SUFFIXES:
+        return read_table_sequences(Path(path), sequence_column)
+    return ((record.name, record.sequence) for record in read_fasta(path, raw=True, unique_names=False))
+
+
 # -- BED regions on a genome ------------------------------------------------------------------
 @dataclass
 class Windows:

@@ -68,6 +68,11 @@ def test_a_three_class_task_trains_a_softmax_and_reports_network_kmer_and_stack(
     assert classifier.info.label_names == ["a", "b", "c"]
     probabilities = classifier.probabilities([s for s, _ in motif_rows(6, 60, seed=9)])
     assert probabilities.shape == (6, 3) and np.allclose(probabilities.sum(axis=1), 1, atol=1e-5)
+    table = tmp_path / "predictions.tsv"
+    assert main(["task", "predict", str(three_classes / "rows.csv"), "--model", str(out / "model"),
+                 "--out", str(table)]) == 0
+    lines = table.read_text().splitlines()
+    assert lines[0] == "ordinal\tid\ta\tb\tc" and len(lines) == 241 and lines[1].startswith("0\trow2\t")
 
 
 @pytest.mark.slow

@@ -83,6 +83,19 @@ def register(subparsers) -> None:
     prepare.set_defaults(func=run_prepare)
     declare(prepare, inputs=["classes", "tables", "bed", "genome"],
             directories={"out": OutputDirectory("task-data", atomic=True)})
+    predict = commands.add_parser(
+        "predict", help="score the records of a FASTA file or a table with a fine-tuned model of any task",
+        description="One row per record: ordinal (0-based), id, and one column per model output (a "
+        "probability, or a value for regression). Each record is one model input; a record longer than the "
+        "model's max_len tokens keeps its central tokens.")
+    predict.add_argument("inputs", type=Path, help="FASTA (plain, gzip, bgzip) or CSV/TSV/Parquet with a sequence column")
+    predict.add_argument("--model", type=Path, required=True, help="classifier directory (a finetune run's OUT/model)")
+    predict.add_argument("--out", type=Path, required=True, help="TSV to write")
+    predict.add_argument("--sequence-column", help="table: the sequence column (default: sequence, seq, ...)")
+    predict.add_argument("--rc", action="store_true", help="average each record with its reverse complement")
+    predict.add_argument("--batch-size", type=positive_int, default=64, help="records per model call (default 64)")
+    predict.set_defaults(func=run_predict)
+    declare(predict, inputs=["inputs", "model"], files=["out"])
     finetune.add_parser(
         commands, "labelled", "fine-tune a model on a `genolong task prepare` dataset of any problem type",
         "the loss and metrics follow the problem type (binary, multiclass, multilabel, regression); the k-mer "
@@ -99,4 +112,14 @@ def run_prepare(args) -> int:
     shown = ", ".join(outputs[:5]) + (f", ... ({len(outputs)} in all)" if len(outputs) > 5 else "")
     print(f"wrote {args.out}: {manifest['problem_type']} task, outputs {shown}; rows {rows}")
     print(f"leakage: {manifest['leakage']['line']}")
+    return 0
+
+
+def run_predict(args) -> int:
+    from genolong.data_prep.task_inputs import read_records
+    from genolong.inference.predict.table import predict_table
+
+    count = predict_table(args.model, read_records(args.inputs, args.sequence_column), args.out,
+                          batch_size=args.batch_size, rc=args.rc)
+    print(f"wrote {args.out}: {count:,} records")
     return 0
