@@ -96,6 +96,11 @@ class FinetuneTask(ABC):
         """Raise ConfigError for settings this task cannot use (by default, it can use all)."""
         return
 
+    def scan_stride(self, window_bp: int) -> int:
+        """The bp between windows ``genolong scan`` uses by default for a model of ``window_bp``
+        (by default half the window)."""
+        return max(1, window_bp // 2)
+
     @abstractmethod
     def load_data(self, data_dir: Path) -> TaskData:
         """The task's dataset directory opened, or a UserError saying what is wrong with it."""
