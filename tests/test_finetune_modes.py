@@ -66,3 +66,28 @@ def test_the_modes_fine_tune_through_the_command(tmp_path, mode):
     assert (out / "adapters" / "adapter_config.json").is_file() == (mode == "lora")
     classifier = Classifier.load(out / "model", task="labelled", device="cpu")
     assert classifier.probabilities(["ACGT" * 15]).shape == (1, 3)
+
+
+@pytest.mark.slow
+def test_lora_and_probe_on_a_converted_gena_bigbird(real_data, tmp_path):
+    """GENA-LM's BigBird config (scaled down, random weights) converted, then both modes on the 3-class task."""
+    from convert_helpers import copy_gena_tokenizer, gena_config, randomize, save_source
+    from transformers import BigBirdConfig, BigBirdForPreTraining
+
+    config = BigBirdConfig(**gena_config(real_data, "hf_bigbird_L12-H768-A12-V32k-L4096.json"))
+    save_source(tmp_path / "src", config.to_dict(), randomize(BigBirdForPreTraining(config)).state_dict(),
+                safetensors=True)
+    copy_gena_tokenizer(real_data, tmp_path / "src")
+    assert main(["convert", str(tmp_path / "src"), "--out", str(tmp_path / "gena")]) == 0
+    rows = motif_rows(120, 600, seed=8)
+    (tmp_path / "rows.csv").write_text("sequence,label\n" + "".join(f"{s},{y}\n" for s, y in rows))
+    assert main(["task", "prepare", "--table", str(tmp_path / "rows.csv"), "--out", str(tmp_path / "data")]) == 0
+    for mode in ("lora", "probe"):
+        out = tmp_path / mode
+        assert main(["task", "finetune", "--data", str(tmp_path / "data"), "--out", str(out), "--mode", mode,
+                     "--model", str(tmp_path / "gena"), "--set", "max_len=256", "--set", "model.backbone=bigbird",
+                     "--config", str(micro_preset(tmp_path / "micro.yaml", max_steps=2, val_every_steps=2))]) == 0
+        report = json.loads((out / "report.json").read_text())
+        assert report["mode"] == mode and report["backbone"] == "bigbird"
+        assert report["trainable_parameters"]["trainable"] < report["trainable_parameters"]["total"] / 2
+        assert Classifier.load(out / "model", device="cpu").probabilities(["ACGT" * 150]).shape == (1, 3)
