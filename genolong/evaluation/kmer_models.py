@@ -3,8 +3,9 @@
 Features are the baseline's (:func:`genolong.evaluation.kmer_baseline.kmer_features`: k-mer
 frequencies for k = 4..6, scaled), fitted on exactly the training split; the model by problem
 type: ``binary`` logistic regression, ``multiclass`` multinomial logistic regression,
-``multilabel`` one logistic regression per label (one-vs-rest; a label with one class in train
-predicts its training rate), ``regression`` ridge regression. The regularisation is chosen on
+``multilabel`` one-vs-rest least squares (ridge regression on the 0/1 labels, every label in one
+solve: hundreds of logistic regressions took tens of minutes on a shared CPU; its clipped
+predictions are the labels' probabilities), ``regression`` ridge regression. The regularisation is chosen on
 the validation split by the problem type's metric (:data:`genolong.evaluation.task_metrics.MONITOR`),
 except for multi-label tasks, which use :attr:`KmerModelConfig.multilabel_C`.
 
@@ -28,7 +29,7 @@ from genolong.evaluation.task_metrics import MONITOR, task_metrics
 
 #: The k-mer model of each problem type.
 MODEL_KIND = {"binary": "logistic regression", "multiclass": "multinomial logistic regression",
-              "multilabel": "one-vs-rest logistic regression", "regression": "ridge regression"}
+              "multilabel": "one-vs-rest ridge regression on 0/1 labels", "regression": "ridge regression"}
 
 
 @dataclass(frozen=True)
@@ -39,33 +40,31 @@ class KmerModelConfig:
     multilabel_C: float = 1e-2
 
 
-def _log_sigmoid_inverse(rate: float) -> float:
-    rate = min(max(rate, 1e-6), 1 - 1e-6)
-    return float(np.log(rate / (1 - rate)))
-
-
 class KmerModel:
     """A fitted k-mer model: ``logits(sequences)`` (N, C) in the network's logit space (binary and
     multi-label: log-odds; multiclass: log-probabilities; regression: values)."""
 
-    def __init__(self, problem_type: str, features: Pipeline, models: list, constants: list[float | None], C: float):
-        self.problem_type, self.features, self.models, self.constants, self.C = (
-            problem_type, features, models, constants, C)
+    def __init__(self, problem_type: str, features: Pipeline, model, C: float):
+        self.problem_type, self.features, self.model, self.C = problem_type, features, model, C
 
     def logits(self, sequences: list[str]) -> np.ndarray:
         x = self.features.transform(sequences)
         if self.problem_type == "multiclass":
-            return self.models[0].predict_log_proba(x)
+            return self.model.predict_log_proba(x)
+        if self.problem_type == "binary":
+            return self.model.decision_function(x).reshape(len(sequences), 1)
+        values = np.asarray(self.model.predict(x), dtype=np.float64).reshape(len(sequences), -1)
         if self.problem_type == "regression":
-            return np.asarray(self.models[0].predict(x), dtype=np.float64).reshape(len(sequences), -1)
-        columns = [np.full(len(sequences), c) if m is None else m.decision_function(x)
-                   for m, c in zip(self.models, self.constants, strict=True)]
-        return np.stack(columns, axis=1)
+            return values
+        if self.problem_type == "multilabel":
+            values = np.clip(values, 1e-4, 1 - 1e-4)
+            return np.log(values / (1 - values))
+        return values
 
     def pipeline(self) -> Pipeline:
         """Binary: the features and the logistic regression as one baseline pipeline
         (:meth:`genolong.inference.kmer_component.KmerComponent.from_pipelines` reads it)."""
-        return Pipeline([*self.features.steps, ("logistic", self.models[0])])
+        return Pipeline([*self.features.steps, ("logistic", self.model)])
 
 
 def activate(problem_type: str, logits: np.ndarray) -> np.ndarray:
@@ -78,21 +77,10 @@ def activate(problem_type: str, logits: np.ndarray) -> np.ndarray:
     return logits
 
 
-def _fit(problem_type: str, x, targets: np.ndarray, C: float, max_iter: int) -> tuple[list, list]:
+def _fit(problem_type: str, x, targets: np.ndarray, C: float, max_iter: int):
     if problem_type in ("binary", "multiclass"):
-        return [LogisticRegression(C=C, max_iter=max_iter).fit(x, targets[:, 0].astype(int))], [None]
-    if problem_type == "regression":
-        return [Ridge(alpha=1 / C).fit(x, targets)], [None]
-    models, constants = [], []
-    for j in range(targets.shape[1]):
-        column = targets[:, j].astype(int)
-        if column.min() == column.max():
-            models.append(None)
-            constants.append(_log_sigmoid_inverse(float(column.mean())))
-        else:
-            models.append(LogisticRegression(C=C, max_iter=max_iter).fit(x, column))
-            constants.append(None)
-    return models, constants
+        return LogisticRegression(C=C, max_iter=max_iter).fit(x, targets[:, 0].astype(int))
+    return Ridge(alpha=1 / C).fit(x, targets)
 
 
 def fit_kmer_model(problem_type: str, train: tuple[list[str], np.ndarray], valid: tuple[list[str], np.ndarray],
@@ -108,8 +96,8 @@ def fit_kmer_model(problem_type: str, train: tuple[list[str], np.ndarray], valid
     candidates = (config.multilabel_C,) if problem_type == "multilabel" else config.kmers.Cs
     fitted, scores = {}, {}
     for c in candidates:
-        fitted[c] = KmerModel(problem_type, features, *_fit(problem_type, x_train, train[1], c,
-                                                            config.kmers.max_iter), C=c)
+        fitted[c] = KmerModel(problem_type, features, _fit(problem_type, x_train, train[1], c, config.kmers.max_iter),
+                              C=c)
         outputs = activate(problem_type, fitted[c].logits(valid[0]))
         scores[c] = task_metrics(problem_type, valid[1], outputs)[MONITOR[problem_type]]
     best = max(candidates, key=lambda c: (np.nan_to_num(scores[c], nan=-np.inf), -c))
