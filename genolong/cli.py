@@ -4,7 +4,7 @@ One grammar: groups are nouns, model-level operations are verbs.
 
 * data and inputs: ``data fetch|status``, ``genome region|prepare``, ``tokenizer train|stats``,
   ``corpus build``;
-* tasks: ``promoter prepare|prepare-sources|baseline|finetune|predict``,
+* tasks: ``task prepare`` (your own labelled sequences), ``promoter prepare|prepare-sources|baseline|finetune|predict``,
   ``chromatin prepare|finetune|predict|eval``;
 * models and inference: ``pretrain``, ``convert``, ``compare``, ``context-ablation``,
   ``extrapolate``, ``bench attention``, ``scan``, ``score-variants``, ``explain``, and ``predict-promoter``,
@@ -40,7 +40,7 @@ from genolong.errors import UserError, disk_full, disk_full_error
 from genolong.outputs import guarded
 
 #: Command modules under ``genolong.commands``, in ``--help`` order: data and inputs, tasks, models and inference.
-COMMAND_MODULES = ["data", "genome", "tokenizer", "corpus", "promoter", "chromatin",
+COMMAND_MODULES = ["data", "genome", "tokenizer", "corpus", "task", "promoter", "chromatin",
                    "pretrain", "convert", "compare", "extrapolate", "bench", "predict", "scan", "variants", "explain"]
 
 #: Old command spellings, kept for one release: the words a user typed -> the words that replace them.

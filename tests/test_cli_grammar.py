@@ -97,8 +97,8 @@ def test_help_lists_the_new_grammar_only(capsys):
     top = capsys.readouterr().out
     parser = build_parser()
     assert _words(parser) == {
-        "data", "genome", "tokenizer", "corpus", "promoter", "chromatin", "pretrain", "convert", "compare",
-        "context-ablation", "extrapolate", "bench", "predict-promoter", "scan", "score-variants", "explain",
+        "data", "genome", "tokenizer", "corpus", "task", "promoter", "chromatin", "pretrain", "convert",
+        "compare", "context-ablation", "extrapolate", "bench", "predict-promoter", "scan", "score-variants", "explain",
     }
     for word in _words(parser):
         assert word in top

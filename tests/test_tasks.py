@@ -91,7 +91,7 @@ def micro_preset(path):
 def test_a_registered_task_is_known_to_the_config():
     assert {"promoter", "chromatin", "gc_rich"} <= set(available_tasks())
     assert get_task("gc_rich").monitor == "val/auroc"
-    with pytest.raises(ConfigError, match="unknown task 'gc_poor'; choose one of: chromatin, gc_rich, promoter"):
+    with pytest.raises(ConfigError, match="unknown task 'gc_poor'; choose one of: chromatin, gc_rich, labelled, promoter"):
         FinetuneConfig(task="gc_poor")
     with pytest.raises(ValueError, match="already registered"):
         register_task(type("Other", (GCRich,), {})())

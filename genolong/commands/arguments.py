@@ -124,6 +124,8 @@ SHORTCUTS = {shortcut.flag: shortcut for shortcut in (
     Shortcut("--accelerator", "train.accelerator", str, "cpu, gpu or auto"),
     Shortcut("--precision", "train.precision", str, "auto (bf16 autocast on a GPU or a CPU with fast native bf16, "
              "else float32), 32, bf16, or a Lightning precision (32-true, bf16-mixed, 16-mixed)"),
+    Shortcut("--mode", "mode", str, "which weights train: full, lora (adapters; lora.rank, lora.alpha, "
+             "lora.dropout, lora.targets) or probe (the head only)"),
 )}  # fmt: skip
 
 

@@ -25,7 +25,7 @@ def add_parser(commands, task: str, help_text: str, details: str) -> None:
                         help="from scratch: use this tokenizer instead of training one on the training split")
     parser.add_argument("--config", default=None, help=f"preset name or YAML file (default: {task}_tiny)")
     add_config_arguments(parser, ["--backbone", "--max-steps", "--val-every", "--batch-size", "--learning-rate",
-                                  "--seed", "--devices", "--accelerator", "--precision"])
+                                  "--seed", "--devices", "--accelerator", "--precision", "--mode"])
     parser.add_argument("--resume", action="store_true", help="continue from OUT/checkpoints/last.ckpt")
     parser.set_defaults(func=run, task=task)
     declare(parser, inputs=["data", "model", "tokenizer", "config"], directories={"out": OutputDirectory("finetune")})

@@ -8,9 +8,10 @@
     kmer_component.npz                 optional: a k-mer model whose logit is added to the network's
                                        (:mod:`genolong.inference.kmer_component`)
 
-Every task has C independent sigmoid outputs (multi-label BCE): C = 1 for promoters
-(BigBird App. F.2), C = 919 for the chromatin profiles (App. F.3). Probabilities are
-``sigmoid(logits)``, shape (B, C).
+The outputs (B, C) follow the model's ``problem_type``
+(:func:`genolong.model.heads.output_activation`): independent sigmoids (multi-label BCE: C = 1
+for promoters, BigBird App. F.2; C = 919 for the chromatin profiles, App. F.3; C = 1 for a
+binary task), a softmax over C classes, or C regression values.
 
 :class:`StrandAveraged` averages the probabilities of a sequence and of its reverse
 complement (selene's ``NonStrandSpecific``), which makes any classifier strand-invariant.
@@ -35,6 +36,7 @@ from genolong.inference.task_info import (  # noqa: F401  (re-exported: the clas
     default_promoter_model,
     describe_model,
 )
+from genolong.model.heads import output_activation
 from genolong.precision import autocast, resolve_precision
 
 
@@ -241,7 +243,7 @@ class Classifier:
 
     def probabilities(self, sequences: list[str], centres: list[int | None] | None = None) -> np.ndarray:
         """Sigmoid probabilities of one batch, shape (B, C) float32."""
-        return torch.sigmoid(self.logits(sequences, centres)).cpu().numpy()
+        return output_activation(self.logits(sequences, centres), self.model.config.problem_type).cpu().numpy()
 
 
 class StrandAveraged:

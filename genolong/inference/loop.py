@@ -37,6 +37,7 @@ from tqdm import tqdm
 from genolong import interrupts
 from genolong.errors import UserError
 from genolong.inference.scan.parts import WorkDirectory
+from genolong.model.heads import output_activation
 from genolong.precision import resolve_precision
 from genolong.tasks.common import check_num_nodes
 from genolong.tasks.console import quiet_lightning
@@ -94,7 +95,7 @@ class ScanModule(pl.LightningModule):
                 logits = self.model(input_ids=input_ids, attention_mask=mask).logits
         if self.kmer is not None:
             logits = logits.float() + self.kmer.token_logits(input_ids)[:, None]
-        return torch.sigmoid(logits[:rows].float())
+        return output_activation(logits[:rows].float(), self.model.config.problem_type)
 
     def predict_step(self, batch: dict, batch_idx: int) -> dict:
         """Returns ``batch`` (the plan's index), ``bp`` (its bins' width) and ``scores`` (bins, C')

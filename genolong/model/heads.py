@@ -167,7 +167,7 @@ class ClassificationHead(nn.Module):
             else:
                 problem_type = "multi_label_classification"
         if problem_type == "single_label_classification":
-            return F.cross_entropy(logits, labels.long())
+            return F.cross_entropy(logits, labels.long().view(-1))  # class ids (B,) or (B, 1)
         if problem_type == "multi_label_classification":
             labels = labels.to(logits.dtype).view_as(logits)
             pos_weight = None
@@ -175,3 +175,15 @@ class ClassificationHead(nn.Module):
                 pos_weight = logits.new_full((logits.shape[-1],), self.positive_label_weight)
             return F.binary_cross_entropy_with_logits(logits, labels, pos_weight=pos_weight)
         return F.mse_loss(logits, labels.to(logits.dtype).view_as(logits))
+
+
+def output_activation(logits: torch.Tensor, problem_type: str | None) -> torch.Tensor:
+    """What a classifier outputs from its logits (B, C), by its ``problem_type``: a softmax over
+    the classes (``single_label_classification``), the values themselves (``regression``), or
+    independent sigmoids (``multi_label_classification``, and every classifier without one)."""
+    if problem_type == "single_label_classification":
+        return torch.softmax(logits, dim=-1)
+    if problem_type == "regression":
+        return logits
+    return torch.sigmoid(logits)
+

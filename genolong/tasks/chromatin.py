@@ -49,6 +49,10 @@ class ChromatinTask(FinetuneTask):
     name = "chromatin"
     monitor = "val/mean_auc"
 
+    def scan_stride(self, window_bp: int) -> int:
+        """DeepSEA's 200-bp bins."""
+        return 200
+
     def check_config(self, config: FinetuneConfig) -> None:
         """The inputs are fixed windows around each DeepSEA row's centre: no crops."""
         if config.crop_min_bp is not None:

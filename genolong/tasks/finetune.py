@@ -35,12 +35,14 @@ from genolong.evaluation.chromatin import evaluation_rows
 from genolong.files import atomic_write_text
 from genolong.inference.classifier import Classifier, TaskInfo, TokenEncoder
 from genolong.inference.predict.records import best_per_record, promoter_stride, record_windows
+from genolong.model.heads import output_activation
 from genolong.model.loading import read_model_config
 from genolong.outputs import claim_directory
 from genolong.tasks.base import StepIndexedData, TrainingModule, check_run_identity
 from genolong.tasks.checkpoints import read_checkpoint, resume_checkpoint
 from genolong.tasks.common import build_trainer
 from genolong.tasks.model_setup import build_classifier_model, train_task_tokenizer
+from genolong.tasks.modes import apply_mode, merged_model, trainable_parameters
 from genolong.tasks.stopping import ResumableEarlyStopping, after_training, fit
 from genolong.tasks.task import FinetuneConfig, FinetuneTask, LabelledSequences, TaskData, get_task
 
@@ -171,7 +173,8 @@ class ClassifierModule(TrainingModule):
         record = batch.pop("record")
         output = self.model(**batch)
         count = torch.tensor(float(len(batch["labels"])))
-        self._val.append((torch.sigmoid(output.logits.float()).cpu(), batch["labels"].cpu(), record.cpu(),
+        outputs = output_activation(output.logits.float(), self.model.config.problem_type)
+        self._val.append((outputs.cpu(), batch["labels"].cpu(), record.cpu(),
                           output.loss.detach().float().cpu() * count))
 
     def on_validation_epoch_end(self) -> None:
@@ -220,9 +223,11 @@ def run_finetune(
     tokenizer = load_tokenizer(tokenizer_dir)
 
     pl.seed_everything(config.train.seed, workers=True, verbose=False)
-    model = build_classifier_model(config, len(data.label_names), tokenizer, pretrained)
+    model = build_classifier_model(config, len(data.label_names), tokenizer, pretrained, data.problem_type)
     identity = _run_identity(config, data, tokenizer, model, pretrained)
     check_run_identity(out, identity, resume, "fine-tuning")
+    model = apply_mode(model, config.mode, config.lora)
+    trainable = trainable_parameters(model)
 
     module = ClassifierModule(model, config)
     trainer, best, stopper = _trainer(task, config, out, show_progress, extra_callbacks)
@@ -237,12 +242,15 @@ def run_finetune(
     with after_training(trainer):  # a signal from here on: stop at once, --resume redoes this part
         best_checkpoint = read_checkpoint(best.best_model_path)
         module.load_state_dict(best_checkpoint["state_dict"])
+        model = merged_model(module.model, config.mode, out / "adapters" if config.mode == "lora" else None)
         run = {
             "steps": trainer.global_step,
             "best_step": int(best_checkpoint["global_step"]),
             "early_stopped": early_stopped,
             "monitor": {"metric": task.monitor, "best": float(best.best_model_score)},
             "pretrained": identity["pretrained"],
+            "mode": config.mode,
+            "trainable_parameters": trainable,
         }
         report = _finish(task, Classifier(model, tokenizer, _task_info(config, data)), data, config, out, run)
         report["seconds"] = round(time.perf_counter() - started, 1)
@@ -261,6 +269,7 @@ def _run_identity(config: FinetuneConfig, data: TaskData, tokenizer, model, pret
         "max_len": config.max_len,
         "crop_min_bp": config.crop_min_bp,
         "train": to_dict(config.train) | {"max_steps": None},
+        **({} if config.mode == "full" else {"mode": config.mode, "lora": to_dict(config.lora)}),
     }
 
 

@@ -58,15 +58,18 @@ def train_task_tokenizer(rows: LabelledSequences, out: Path, config: TokenizerTr
     return out
 
 
-def build_classifier_model(config: FinetuneConfig, num_labels: int, tokenizer, pretrained: Path | None):
-    """A GenolongForSequenceClassification with ``num_labels`` sigmoid outputs, in training mode.
+def build_classifier_model(config: FinetuneConfig, num_labels: int, tokenizer, pretrained: Path | None,
+                           problem_type: str = "multi_label_classification"):
+    """A GenolongForSequenceClassification with ``num_labels`` outputs, in training mode; its
+    ``problem_type`` (transformers' name) picks the loss and the outputs' activation
+    (:func:`genolong.model.heads.output_activation`): sigmoids by default.
 
     From scratch: ``config.model`` in full. From ``pretrained``: its encoder weights and
     architecture, with the backbone, attention parameters, dropout and positive weight of
     ``config.model`` (a pretrained model may run with another attention: the weights do
     not depend on it, as BigBird started from RoBERTa's).
     """
-    head = {"num_labels": num_labels, "problem_type": "multi_label_classification"}
+    head = {"num_labels": num_labels, "problem_type": problem_type}
     if pretrained is None:
         model = GenolongForSequenceClassification(
             config.model.genolong_config(max_len=config.max_len, vocab_size=len(tokenizer), **head))

@@ -48,6 +48,10 @@ class PromoterTask(FinetuneTask):
     name = "promoter"
     monitor = "val/f1"
 
+    def scan_stride(self, window_bp: int) -> int:
+        """Promoter bins of 50 bp."""
+        return 50
+
     def load_data(self, data_dir: Path) -> TaskData:
         """train/valid/test (and random_test) TSV; each split must hold both labels."""
         manifest = load_manifest(data_dir)

@@ -27,6 +27,7 @@ from genolong.errors import ConfigError, UserError
 from genolong.inference.classifier import Classifier
 from genolong.registry import Registry
 from genolong.tasks.common import TrainConfig
+from genolong.tasks.modes import LoraSettings, check_mode
 
 
 class LabelledSequences(Protocol):
@@ -66,7 +67,8 @@ class SequenceRows:
 class TaskData:
     """A task's splits (``train`` and ``valid`` at least, ``test`` for a test report) and what the
     classifier directory records about them: the label names (C), the window the inputs cover
-    and the shortest input, in bp, and the dataset's provenance (``source["data"]``: its path)."""
+    and the shortest input, in bp, the dataset's provenance (``source["data"]``: its path), and
+    the model's ``problem_type`` (transformers' name: its loss and output activation)."""
 
     task: str
     splits: dict[str, LabelledSequences]
@@ -74,6 +76,7 @@ class TaskData:
     window_bp: int
     min_bp: int
     source: dict[str, Any]
+    problem_type: str = "multi_label_classification"
 
 
 class FinetuneTask(ABC):
@@ -92,6 +95,11 @@ class FinetuneTask(ABC):
     def check_config(self, config: FinetuneConfig) -> None:
         """Raise ConfigError for settings this task cannot use (by default, it can use all)."""
         return
+
+    def scan_stride(self, window_bp: int) -> int:
+        """The bp between windows ``genolong scan`` uses by default for a model of ``window_bp``
+        (by default half the window)."""
+        return max(1, window_bp // 2)
 
     @abstractmethod
     def load_data(self, data_dir: Path) -> TaskData:
@@ -113,7 +121,7 @@ class FinetuneTask(ABC):
 
 #: The fine-tuning tasks by name; the built-in ones register when their modules are imported.
 TASKS: Registry[FinetuneTask] = Registry(
-    "task", lambda: ("genolong.tasks.promoter", "genolong.tasks.chromatin"), identity=type)
+    "task", lambda: ("genolong.tasks.promoter", "genolong.tasks.chromatin", "genolong.tasks.labelled"), identity=type)
 
 
 def register_task(task: FinetuneTask) -> FinetuneTask:
@@ -157,6 +165,9 @@ class FinetuneConfig:
         batch_size_eval: inputs per model call when scoring validation and test after training.
         train: optimisation and run settings (``val_windows`` = validation inputs, evenly
             spaced over the validation split).
+        mode: which weights train: ``full``, ``lora`` (adapters, :attr:`lora`) or ``probe``
+            (the head only); :mod:`genolong.tasks.modes`.
+        lora: LoRA's rank, alpha, dropout and target modules (``mode: lora``).
     """
 
     task: str = "promoter"
@@ -170,8 +181,11 @@ class FinetuneConfig:
     test_rows: int | None = None
     batch_size_eval: int = 64
     train: TrainConfig = field(default_factory=TrainConfig)
+    mode: str = "full"
+    lora: LoraSettings = field(default_factory=LoraSettings)
 
     def __post_init__(self) -> None:
+        check_mode(self.mode)
         if self.max_len < 3:
             raise ConfigError(f"max_len must be >= 3 ([CLS] token [SEP]), got {self.max_len}")
         if self.patience < 1 or self.batch_size_eval < 1:

@@ -46,11 +46,10 @@ from genolong.inference.scan.tracks import (
 )
 from genolong.inference.scan.windows import WindowBatches, WindowEncoder
 from genolong.tasks.common import check_device_hardware, check_device_settings
+from genolong.tasks.task import get_task
 
 log = logging.getLogger(__name__)
 
-#: Default stride (bp) by task: promoter bins of 50 bp; DeepSEA's 200-bp bins for chromatin.
-DEFAULT_STRIDE = {"promoter": 50, "chromatin": 200}
 #: Bins written per chunk (bounds the writer's memory).
 WRITE_CHUNK = 1 << 18
 
@@ -93,7 +92,8 @@ def run_scan(config: ScanConfig) -> dict | None:
     columns, profiles = _select_profiles(config.profiles, info)
     genome = Genome(config.genome)
     plan = ScanPlan(_targets(config, genome), window=info.window_bp,
-                    stride=config.stride or DEFAULT_STRIDE[info.task], batch_bins=config.batch_size)
+                    stride=config.stride or get_task(info.task).scan_stride(info.window_bp),
+                    batch_bins=config.batch_size)
     trainer = build_trainer(accelerator=config.accelerator, devices=config.devices, num_nodes=config.num_nodes,
                             callbacks=[], precision=config.precision)
     rank, world = trainer.global_rank, trainer.world_size

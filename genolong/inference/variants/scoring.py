@@ -26,6 +26,7 @@ import torch
 
 from genolong.inference.variants.tokens import SplicingTokenizer, WindowInputs
 from genolong.inference.variants.windows import VariantWindows
+from genolong.model.heads import output_activation
 
 SCORES = ("p_ref", "p_alt", "diff", "abs_diff", "logit_diff", "combined")
 #: Probabilities are clipped to [EPS, 1 - EPS] before the logit.
@@ -93,7 +94,8 @@ class ClassifierEffects:
     @torch.inference_mode()
     def _probabilities(self, bodies: list[np.ndarray]) -> np.ndarray:
         """(B, C) sigmoid probabilities of B token bodies (as ``Classifier.probabilities``)."""
-        return torch.sigmoid(self.classifier.token_logits(self.classifier.encode.pad(bodies))).cpu().numpy()
+        logits = self.classifier.token_logits(self.classifier.encode.pad(bodies))
+        return output_activation(logits, self.classifier.model.config.problem_type).cpu().numpy()
 
     def score(self, windows: list[VariantWindows]) -> dict[str, np.ndarray]:
         """Scores of ``windows`` (n variants): name -> (n, P) float32."""

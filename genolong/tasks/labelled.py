@@ -1,0 +1,156 @@
+"""Your own task: a ``genolong task prepare`` dataset of any problem type, fine-tuned with
+``genolong task finetune``.
+
+The problem type (:mod:`genolong.datasets.task`) sets the model's ``problem_type`` and so its
+loss and outputs (:func:`genolong.model.heads.output_activation`): ``binary`` one sigmoid (BCE),
+``multiclass`` a softmax (cross-entropy), ``multilabel`` C sigmoids (BCE), ``regression`` C
+values (MSE). Early stopping follows ``val/score``, the problem type's metric
+(:data:`genolong.evaluation.task_metrics.MONITOR`).
+
+The test report (with ``kmer_baseline``, the default) shows three models on valid and test: the
+network alone, the k-mer model of the problem type fitted on exactly the training split, and
+their stack fitted on the validation split (:mod:`genolong.evaluation.kmer_models`). For a
+binary task the stack is folded into the saved classifier (the network's weight and the offset
+into its output layer, the k-mer model as its k-mer component), so every inference command
+scores it, and the report's ``test`` is that saved model's; for the other problem types the
+saved model is the network and the stack is reported beside it. A threshold (binary) is chosen
+on validation (max F1). A multi-label task of the 919 DeepSEA profiles also writes
+``OUT/aucs.csv`` as ``chromatin eval`` does (``notebooks/per_profile_auc.ipynb`` reads it).
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+
+from genolong.datasets.task import PreparedTask
+from genolong.errors import UserError
+from genolong.evaluation.calibration import fold_into_head
+from genolong.evaluation.chromatin import write_auc_table
+from genolong.evaluation.kmer_models import activate, fit_kmer_model, fit_stack
+from genolong.evaluation.metrics import per_profile_auc
+from genolong.evaluation.profiles import N_PROFILES
+from genolong.evaluation.task_metrics import MONITOR, task_metrics
+from genolong.inference.classifier import Classifier
+from genolong.inference.kmer_component import KmerComponent
+from genolong.tasks.task import FinetuneConfig, FinetuneTask, SequenceRows, TaskData, register_task
+
+log = logging.getLogger(__name__)
+
+#: A task dataset's problem type -> the model's (transformers') ``problem_type``.
+MODEL_PROBLEM_TYPE = {"binary": "multi_label_classification", "multiclass": "single_label_classification",
+                      "multilabel": "multi_label_classification", "regression": "regression"}
+#: Metrics shown in the printed summary, by problem type.
+SHOWN = {"binary": ("auroc", "auprc", "f1", "mcc"), "multiclass": ("accuracy", "macro_f1", "mcc"),
+         "multilabel": ("median_auroc", "median_auprc", "labels_with_auc"),
+         "regression": ("mean_pearson", "mean_spearman", "mean_r2", "mean_mse")}
+
+
+class LabelledTask(FinetuneTask):
+    """A prepared task dataset of any problem type; early stopping on ``val/score``.
+
+    ``problem_type`` is the dataset's, set by :meth:`load_data` (which every run calls first).
+    """
+
+    name = "labelled"
+    monitor = "val/score"
+    problem_type = "binary"
+
+    def load_data(self, data_dir: Path) -> TaskData:
+        """The prepared splits; the window is the longest training sequence."""
+        prepared = PreparedTask(data_dir)
+        self.problem_type = prepared.problem_type
+        splits = {name: SequenceRows(prepared[name].sequences, prepared[name].targets()) for name in prepared.splits}
+        lengths = [len(s) for name in prepared.splits for s in prepared[name].sequences]
+        source = {
+            "data": str(Path(data_dir).resolve()),
+            "problem_type": prepared.problem_type,
+            "rows": prepared.manifest["rows"],
+            "leakage": prepared.manifest["leakage"]["line"],
+        }
+        return TaskData(self.name, splits, prepared.outputs, max(map(len, splits["train"].sequences)), min(lengths),
+                        source, MODEL_PROBLEM_TYPE[prepared.problem_type])
+
+    def validation_metrics(self, labels: np.ndarray, probabilities: np.ndarray) -> dict[str, float]:
+        """``val/score`` (the problem type's metric) and the problem type's other metrics."""
+        metrics = task_metrics(self.problem_type, labels, probabilities)
+        score = metrics[MONITOR[self.problem_type]]
+        if np.isnan(score):
+            raise UserError(f"the validation {MONITOR[self.problem_type]} is undefined on {len(labels)} rows "
+                            "(a label without both classes, or constant values)", hint="raise train.val_windows")
+        return {"val/score": float(score), **{f"val/{k}": float(metrics[k]) for k in SHOWN[self.problem_type]}}
+
+    def test_report(self, classifier: Classifier, data: TaskData, config: FinetuneConfig, out: Path) -> dict:
+        """Network, k-mer model and stack on valid and test; the binary stack folded into ``classifier``."""
+        problem = self.problem_type
+        splits = [name for name in ("valid", "test") if name in data.splits]
+        rows = {name: _rows(data.splits[name]) for name in ("train", *splits)}
+        network = {name: _logits(classifier, rows[name][0], config.batch_size_eval) for name in splits}
+        report = {"problem_type": problem, "network": _scores(problem, network, rows, splits)}
+        if config.kmer_baseline:
+            kmer_model, kmer_report = fit_kmer_model(problem, rows["train"], rows["valid"])
+            kmer = {name: kmer_model.logits(rows[name][0]) for name in splits}
+            stack = fit_stack(problem, network["valid"], kmer["valid"], rows["valid"][1])
+            stacked = {name: stack.logits(network[name], kmer[name]) for name in splits}
+            report["kmer_baseline"] = kmer_report | _scores(problem, kmer, rows, splits)
+            report["stack"] = stack.describe() | _scores(problem, stacked, rows, splits)
+            if problem == "binary":
+                a, b, c = stack.weights[0]
+                fold_into_head(classifier.model.classifier.classifier, float(a), float(c))
+                classifier.kmer = KmerComponent.from_pipelines([kmer_model.pipeline()], mix=[b]).bind(
+                    classifier.tokenizer)
+        saved = {name: _logits(classifier, rows[name][0], config.batch_size_eval) for name in splits}
+        report["saved_model"] = "network + k-mer stack" if classifier.kmer is not None else "network"
+        report |= _scores(problem, saved, rows, splits)
+        if problem == "binary":
+            report["threshold"] = report["valid"]["threshold"]
+            report["threshold_chosen_on"] = "valid (max F1)"
+        if problem == "multilabel" and "test" in splits and len(data.label_names) == N_PROFILES:
+            write_auc_table(out / "aucs.csv", per_profile_auc(rows["test"][1].astype(np.uint8),
+                                                              activate(problem, saved["test"])))
+            report["aucs"] = str(out / "aucs.csv")
+        return report
+
+    def summary(self, report: dict) -> str:
+        """Valid and test metrics of the saved model, the network alone, the k-mer model and the stack."""
+        shown = SHOWN[report["problem_type"]]
+        table = {}
+        for label, entry in (("saved model", report), ("network alone", report["network"]),
+                             ("k-mer alone", report.get("kmer_baseline")), ("stack", report.get("stack"))):
+            if entry is not None:
+                table |= {f"{label} {name}": {k: entry[name][k] for k in shown}
+                          for name in ("valid", "test") if name in entry}
+        width = max(map(len, table))
+        lines = [" " * width + "".join(f"  {k:>14}" for k in shown)]
+        lines += [f"{label:<{width}}" + "".join(f"  {row[k]:>14.4f}" for k in shown) for label, row in table.items()]
+        return f"{report['problem_type']} task; saved model: {report['saved_model']}\n" + "\n".join(lines)
+
+
+def _rows(rows: SequenceRows) -> tuple[list[str], np.ndarray]:
+    return rows.sequences, rows.targets
+
+
+def _logits(classifier: Classifier, sequences: list[str], batch_size: int) -> np.ndarray:
+    """The classifier's logits (N, C) (its k-mer component's added), in batches; multi-class as
+    log-probabilities."""
+    parts = [classifier.logits(sequences[i:i + batch_size]).cpu().numpy().astype(np.float64)
+             for i in range(0, len(sequences), batch_size)]
+    logits = np.concatenate(parts)
+    if classifier.model.config.problem_type == "single_label_classification":
+        logits = np.log(activate("multiclass", logits))
+    return logits
+
+
+def _scores(problem: str, logits: dict[str, np.ndarray], rows: dict, splits: list[str]) -> dict:
+    """Metrics per split of one model's logits; binary: the F1-best threshold of valid on every split."""
+    valid = task_metrics(problem, rows["valid"][1], activate(problem, logits["valid"]))
+    result = {"valid": valid}
+    if "test" in splits:
+        result["test"] = task_metrics(problem, rows["test"][1], activate(problem, logits["test"]),
+                                      valid.get("threshold"))
+    return result
+
+
+LABELLED = register_task(LabelledTask())
