@@ -20,7 +20,7 @@ def add_parser(commands, task: str, help_text: str, details: str) -> None:
     parser.add_argument("--data", type=Path, required=True, help="dataset directory")
     parser.add_argument("--out", type=Path, required=True, help="run directory")
     parser.add_argument("--model", type=Path, default=None,
-                        help="pretrained model directory (e.g. a pretrain run's OUT/model); default: from scratch")
+                        help="pretrained model directory (e.g. a pretrain run's OUT/model); its architecture and attention are kept (change the attention with --backbone); default: from scratch")
     parser.add_argument("--tokenizer", type=Path, default=None,
                         help="from scratch: use this tokenizer instead of training one on the training split")
     parser.add_argument("--config", default=None, help=f"preset name or YAML file (default: {task}_tiny)")
@@ -35,9 +35,11 @@ def run(args) -> int:
     from genolong.tasks.finetune import run_finetune
     from genolong.tasks.task import load_finetune_config, report_summary
 
-    config = load_finetune_config(args.task, args.config, config_overrides(args))
+    overrides = config_overrides(args)
+    config = load_finetune_config(args.task, args.config, overrides)
+    asked = [key.removeprefix("model.") for key in overrides if key.startswith("model.")]
     report = run_finetune(args.data, args.out, config, pretrained=args.model, tokenizer_dir=args.tokenizer,
-                          resume=args.resume)
+                          asked=asked, resume=args.resume)
     if "stopped_at_step" in report:
         print(f"stopped at step {report['stopped_at_step']}; continue with --resume")
         return 0

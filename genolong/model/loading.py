@@ -82,6 +82,14 @@ def backbone_keys(config: GenolongConfig) -> set[str]:
     return {f"genolong.{key}" for key in encoder.state_dict()}
 
 
+def attention_buffer_keys(config: GenolongConfig) -> set[str]:
+    """State-dict keys (``genolong.``-prefixed) of the attention buffers of a model with ``config``:
+    tensors its attention derives from the config (a seeded random layout), not learned weights."""
+    with torch.device("meta"):
+        encoder = GenolongModel(config)
+    return {f"genolong.{key}" for key, _ in encoder.named_buffers() if ".attention." in key}
+
+
 def load_model(model_class, directory: str | Path, *, config: GenolongConfig | None = None,
                new: Collection[str] = (), dropped: Collection[str] = ()):
     """``model_class.from_pretrained(directory)`` that fails on any weight that did not load.
