@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from genolong.commands.arguments import add_config_arguments, config_overrides
+from genolong.commands.arguments import add_config_arguments, config_overrides, model_directory
 from genolong.outputs import OutputDirectory, declare
 
 
@@ -19,7 +19,7 @@ def add_parser(commands, task: str, help_text: str, details: str) -> None:
                     "OUT/model, the validation and test metrics to OUT/report.json.")
     parser.add_argument("--data", type=Path, required=True, help="dataset directory")
     parser.add_argument("--out", type=Path, required=True, help="run directory")
-    parser.add_argument("--model", type=Path, default=None,
+    parser.add_argument("--model", type=model_directory, default=None, metavar="DIR",
                         help="pretrained model directory (e.g. a pretrain run's OUT/model); its architecture and attention are kept (change the attention with --backbone); default: from scratch")
     parser.add_argument("--tokenizer", type=Path, default=None,
                         help="from scratch: use this tokenizer instead of training one on the training split")

@@ -22,7 +22,6 @@ import bisect
 import json
 import re
 from dataclasses import asdict, dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +32,7 @@ from genolong.config import from_dict
 from genolong.dna.sequence import clean, reverse_complement
 from genolong.errors import InputError, UserError
 from genolong.inference.kmer_component import KmerComponent
+from genolong.resources import promoter_model
 
 TASK_FILE = "genolong_task.json"
 FORMAT = "genolong-classifier/1"
@@ -42,7 +42,7 @@ TASK_NAME = re.compile(r"[a-z][a-z0-9_]*")
 
 def default_promoter_model() -> Path:
     """The promoter model shipped with the package (see its README for data and test F1)."""
-    return Path(str(resources.files("genolong.resources") / "models" / "promoter"))
+    return promoter_model()
 
 
 @dataclass
@@ -235,15 +235,15 @@ class Classifier:
         if not path.is_dir():
             raise UserError(f"{path}: no such model directory")
         if not (path / TASK_FILE).is_file():
-            what = (
-                "a pretrained model, not a fine-tuned classifier"
-                if (path / "config.json").is_file()
-                else ("not a genolong model directory")
-            )
-            raise UserError(
-                f"{path} is {what} (no {TASK_FILE})",
-                hint=f"fine-tune one with `genolong {task or 'promoter'} finetune --model {path}`",
-            )
+            if (path / "config.json").is_file():
+                raise UserError(
+                    f"{path} is a pretrained model, not a fine-tuned classifier (no {TASK_FILE})",
+                    hint=f"fine-tune one with `genolong {task or 'promoter'} finetune --data DATA --model {path} "
+                    "--out RUN`, then give --model RUN",
+                )
+            raise UserError(f"{path} is not a genolong model directory (no {TASK_FILE})",
+                            hint="give a fine-tuning run directory (RUN or RUN/model), or --model default for the "
+                            "shipped promoter model")
         info = TaskInfo.read(path)
         if task is not None and info.task != task:
             raise UserError(f"{path} is a {info.task} model, not a {task} model")

@@ -58,7 +58,8 @@ def read_model_config(directory: str | Path, **overrides) -> GenolongConfig:
         raise UserError(f"{directory}: no such model directory")
     path = directory / CONFIG_FILE
     if not path.is_file():
-        raise UserError(f"{directory} is not a genolong model directory (no {CONFIG_FILE})")
+        raise UserError(f"{directory} is not a genolong model directory (no {CONFIG_FILE})",
+                        hint="give the run directory of `genolong pretrain` or `finetune` (RUN or RUN/model)")
     try:
         data = json.loads(path.read_text())
     except (UnicodeDecodeError, ValueError) as err:

@@ -82,7 +82,8 @@ def predict_promoters(run: FastaPrediction, *, windows: Path | None = None,
     records = _scored_records(run, classifier, trainer, promoter_stride(classifier.info.window_bp))
     if records is None:
         return None
-    header = f"# {describe_model(path if run.model else f'{path} (default)', classifier.info)}\n"
+    shipped = Path(path).resolve() == default_promoter_model().resolve()
+    header = f"# {describe_model(f'{path} (default)' if shipped else path, classifier.info)}\n"
     extra = [path for path in (windows, bed) if path is not None]
     with open_outputs(run.out, *extra) as handles:
         counts = write_promoter_tables(
