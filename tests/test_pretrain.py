@@ -74,6 +74,9 @@ def test_run_writes_model_report_and_curve(finished_run):
         assert np.isfinite(report[key]), key
     assert json.loads((out / "report.json").read_text())["val_bpc"] == report["val_bpc"]
     assert (out / "learning_curve.png").stat().st_size > 1000
+    umask = os.umask(0)
+    os.umask(umask)
+    assert (out / "model").stat().st_mode & 0o777 == 0o777 & ~umask  # the user's umask, not 0700
     assert torch.load(out / "checkpoints" / "last.ckpt")["global_step"] == 6
     assert (out / "logs" / "csv" / "version_0" / "metrics.csv").exists()
     assert list((out / "logs" / "tensorboard").glob("events*"))
