@@ -43,11 +43,10 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from tqdm import tqdm
-
     from genolong.inference.explain.run import explain
+    from genolong.progress import progress_bar
 
-    progress = tqdm(unit=" mutants", disable=None, file=sys.stderr, desc="in-silico mutagenesis")
+    progress = progress_bar(unit=" mutants", disable=None, file=sys.stderr, desc="in-silico mutagenesis")
     try:
         records = explain(
             args.model, args.out, fasta=args.fasta, regions=args.regions, genome=args.genome, profiles=args.profiles,

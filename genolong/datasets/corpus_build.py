@@ -23,7 +23,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
-from tqdm import tqdm
 
 from genolong.datasets.corpus import FORMAT, MANIFEST, SPLITS, read_manifest, shard_stem
 from genolong.dna.genome import canonical_chrom
@@ -32,6 +31,7 @@ from genolong.dna.tokenizer import load_tokenizer, tokenizer_fingerprint
 from genolong.errors import ConfigError, UserError
 from genolong.files import atomic_path, atomic_write_text, sha256_file
 from genolong.outputs import claim_directory
+from genolong.progress import progress_bar
 
 log = logging.getLogger(__name__)
 
@@ -297,7 +297,7 @@ def _build_shards(genome, tokenizer, tokenizer_id: str, out: Path, config: Corpu
     """Every piece's shard, built or (when finished before) reused; and the bp tokenized now."""
     shards: list[ShardInfo] = []
     built_bp = 0
-    with tqdm(unit="bp", unit_scale=True, desc="corpus", disable=None if show_progress else True) as progress:
+    with progress_bar(unit="bp", unit_scale=True, desc="corpus", disable=None if show_progress else True) as progress:
         for record in read_fasta(genome):
             for split, name, start, end in config.pieces(record.name, len(record)):
                 folder = out / split
