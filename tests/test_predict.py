@@ -300,7 +300,7 @@ def test_predict_promoter_to_stdout_with_rc(promoter_model, mouse, tmp_path, cap
     both = StrandAveraged(Classifier.load(promoter_model, device="cpu")).probabilities(
         [r.sequence for r in mouse[:2]]
     )
-    assert [float(line.split("\t")[3]) for line in lines[1:]] == pytest.approx(both[:, 0], abs=6e-5)
+    assert [float(line.split("\t")[4]) for line in lines[1:]] == pytest.approx(both[:, 0], abs=6e-5)
 
 
 @pytest.mark.parametrize(
