@@ -66,6 +66,7 @@ def atomic_path(path: str | os.PathLike, *, directory: bool = False) -> Iterator
     path.parent.mkdir(parents=True, exist_ok=True)
     if directory:
         tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+        tmp.chmod(0o777 & ~_umask())  # mkdtemp makes owner-only directories; use the user's umask
     else:
         fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         os.close(fd)

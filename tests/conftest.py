@@ -37,6 +37,14 @@ def real_data() -> Path:
 
 
 @pytest.fixture(scope="session")
+def data_seed() -> int:
+    """The seed of the data and model of the tests that train a model and assert what it learnt:
+    ``$GENOLONG_TEST_DATA_SEED`` (default 0). Run them with other values (and other
+    ``OMP_NUM_THREADS``) to check that their margins hold beyond one draw and one machine."""
+    return int(os.environ.get("GENOLONG_TEST_DATA_SEED", "0"))
+
+
+@pytest.fixture(scope="session")
 def shared_data() -> Path:
     """The full real data set of ../shared/data, for the slow tests that need whole files (skips when absent)."""
     if not SHARED_DATA.is_dir():

@@ -76,7 +76,7 @@ def test_a_tab_in_a_header_never_reaches_an_output_column(tokenizer_dir, tmp_pat
     assert main(["predict-promoter", str(fasta), "--model", str(tokenizer_dir.parent / "model"), "--out", str(out),
                  "--bed", str(bed)]) == 0
     rows = [line.split("\t") for line in out.read_text().splitlines() if not line.startswith("#")]
-    assert {len(row) for row in rows} == {len(rows[0])} and [row[0] for row in rows[1:]] == ["rec1", "rec2"]
+    assert {len(row) for row in rows} == {len(rows[0])} and [row[1] for row in rows[1:]] == ["rec1", "rec2"]
     assert all(line.split("\t")[0] in ("rec1", "rec2") for line in bed.read_text().splitlines())
 
 

@@ -289,8 +289,8 @@ def test_paths_with_spaces_and_new_parents_work(promoter_model, mouse_fasta, tmp
     code, _ = run_cli(capsys, "predict-promoter", mouse_fasta, "--model", promoter_model, "--out", out,
                       "--bed", tmp_path / "new dir" / "p.bed")
     assert code == 0
-    comment, *rows = out.read_text().splitlines()
-    assert comment.startswith("# model ") and len(rows) == 4 and rows[0].startswith("id\tlength")
+    comment, _, *rows = out.read_text().splitlines()
+    assert comment.startswith("# model ") and len(rows) == 4 and rows[0].startswith("record\tid\tlength")
     assert sorted(p.name for p in out.parent.iterdir()) == ["my predictions.tsv", "p.bed"]
 
 

@@ -46,27 +46,43 @@ def planted(rng: np.random.Generator, count: int):
     return sequences, np.array(labels, np.float32), starts
 
 
+#: Chance levels of the motif test: a position drawn at random falls inside the motif with this
+#: probability, and a map spread evenly puts this fraction of its mass there.
+CHANCE = len(MOTIF) / LENGTH
+
+
+def accuracy(classifier: Classifier, sequences: list[str], labels: np.ndarray) -> float:
+    """The fraction of ``sequences`` classified as ``labels`` (chance: 0.5)."""
+    return float(((classifier.probabilities(sequences)[:, 0] > 0.5) == labels).mean())
+
+
 @pytest.fixture(scope="module")
-def motif_model(tmp_path_factory):
-    """A 2-layer classifier trained for 200 steps (seconds) to detect MOTIF, saved as a classifier directory."""
+def motif_model(tmp_path_factory, data_seed):
+    """A 2-layer classifier trained to detect MOTIF, saved as a classifier directory; data and weights
+    drawn from ``data_seed``. Max pooling reads the motif wherever it is; training runs until 64
+    held-out pieces are told apart at 0.95 (50 to 100 steps, a few seconds), at most 400 steps."""
     work = tmp_path_factory.mktemp("motif")
     tokenizer = load_tokenizer(tiny_tokenizer(work / "tokenizer"))
-    torch.manual_seed(0)
+    torch.manual_seed(data_seed)
     config = GenolongConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
                             intermediate_size=64, max_position_embeddings=96, hidden_dropout_prob=0.0,
-                            attention_probs_dropout_prob=0.0, num_labels=1, problem_type="multi_label_classification")
+                            attention_probs_dropout_prob=0.0, num_labels=1, problem_type="multi_label_classification",
+                            classifier_pooling="max")
     classifier = Classifier(GenolongForSequenceClassification(config), tokenizer,
                             TaskInfo("promoter", LENGTH, LENGTH, 96, ["motif"], threshold=0.5), device="cpu")
     optimizer = torch.optim.AdamW(classifier.model.parameters(), lr=3e-3)
-    rng = np.random.default_rng(0)
-    classifier.model.train()
-    for _ in range(200):
+    rng = np.random.default_rng(data_seed)
+    stop_sequences, stop_labels, _ = planted(np.random.default_rng(data_seed + 100), 64)
+    for step in range(1, 401):
+        classifier.model.train()
         sequences, labels, _ = planted(rng, 32)
         loss = classifier.model(**classifier.encode(sequences), labels=torch.tensor(labels)[:, None]).loss
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
-    classifier.model.eval()
+        classifier.model.eval()
+        if step % 25 == 0 and accuracy(classifier, stop_sequences, stop_labels) >= 0.95:
+            break
     classifier.save(work / "model")
     return work / "model"
 
@@ -78,12 +94,20 @@ def test_mutants_by_hand():
     np.testing.assert_array_equal(one_hot("ACGN"), [[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 0]])
 
 
-def test_ism_and_gradients_peak_inside_the_planted_motif(motif_model):
+def test_ism_and_gradients_peak_inside_the_planted_motif(motif_model, data_seed):
+    """What the maps must show, with margins that hold across CPUs, thread counts and data seeds
+    (a model trained on another machine rounds differently): the model tells fresh pieces apart
+    well above chance (0.5); on 16 pieces that carry the motif, ISM and integrated gradients put
+    several times the chance fraction (CHANCE = 0.1) of their mass on the motif's 12 bp and peak
+    there far more often than chance (1.6 of 16). Input x gradient, a first-order approximation,
+    spreads widely on some draws: only an above-chance mass is asserted for it.
+    ``GENOLONG_TEST_DATA_SEED`` draws other data and weights."""
     classifier = Classifier.load(motif_model, device="cpu")
-    sequences, labels, starts = planted(np.random.default_rng(1), 16)
-    assert ((classifier.probabilities(sequences)[:, 0] > 0.5) == labels).mean() >= 0.75  # it learned the motif
-    hits = {"ism": 0, "ig": 0, "input-x-gradient": 0}
-    for sequence, start in list(zip(sequences, starts, strict=True))[::2]:
+    fresh, labels, _ = planted(np.random.default_rng(data_seed + 200), 64)
+    assert accuracy(classifier, fresh, labels) >= 0.85, "the model did not learn the motif (chance: 0.5)"
+    sequences, _, starts = planted(np.random.default_rng(data_seed + 1), 32)
+    inside, peaks = {"ism": [], "ig": [], "input-x-gradient": []}, {"ism": 0, "ig": 0, "input-x-gradient": 0}
+    for sequence, start in list(zip(sequences, starts, strict=True))[::2]:  # the 16 that carry the motif
         maps = {
             "ism": saturation_mutagenesis(classifier, sequence, 0, LENGTH, [0], batch_size=64)[0],
             "ig": gradient_attributions(classifier, sequence, 0, LENGTH, [0], method="ig")[0],
@@ -91,10 +115,17 @@ def test_ism_and_gradients_peak_inside_the_planted_motif(motif_model):
         }
         for name, values in maps.items():
             assert values.shape == (4, LENGTH)
-            hits[name] += start <= np.abs(values).sum(0).argmax() < start + len(MOTIF)
+            per_base = np.abs(values).sum(0)
+            inside[name].append(per_base[start : start + len(MOTIF)].sum() / per_base.sum())
+            peaks[name] += int(start <= per_base.argmax() < start + len(MOTIF))
         assert (maps["ism"] * one_hot(sequence) == 0).all()  # no effect on the reference base
-    # chance is len(MOTIF) / LENGTH per record; input x gradient is the noisiest of the three maps
-    assert hits["ism"] >= 7 and hits["ig"] >= 6 and hits["input-x-gradient"] >= 5, hits
+    fractions = {name: round(float(np.mean(values)), 3) for name, values in inside.items()}
+    # observed on a 2-core Intel Xeon, OMP_NUM_THREADS 1 and 2, data seeds 0-2 (4 runs): accuracy
+    # 0.92-0.95; mass fraction ISM 0.45-0.72, IG 0.63-0.83, input x gradient 0.26-0.87; peaks ISM
+    # 15-16, IG 15-16 (input x gradient 5-16) of 16
+    assert fractions["ism"] >= 3 * CHANCE and fractions["ig"] >= 3 * CHANCE, fractions
+    assert fractions["input-x-gradient"] >= 1.5 * CHANCE, fractions
+    assert peaks["ism"] >= 12 and peaks["ig"] >= 12, peaks
 
 
 def test_explain_command_writes_arrays_and_logos(motif_model, tmp_path, capsys):
@@ -121,3 +152,13 @@ def test_explain_command_writes_arrays_and_logos(motif_model, tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert "shorter than the attributed window of 500 bp" in err and len(err.splitlines()) == 1
     assert not (tmp_path / "bad").exists()
+
+
+def test_the_default_window_adapts_to_records_shorter_than_the_model_window(motif_model, tmp_path):
+    sequences, _, _ = planted(np.random.default_rng(3), 2)
+    write_fasta(tmp_path / "in.fa", [("a", sequences[0][10:110]), ("b", sequences[1][:104])])  # window: 120 bp
+    assert main(["explain", "--model", str(motif_model), "--fasta", str(tmp_path / "in.fa"), "--out",
+                 str(tmp_path / "out"), "--gradients", "none"]) == 0
+    assert np.load(tmp_path / "out" / "0_motif" / "ism.npz")["arr_0"].shape == (2, 4, 100)
+    lines = (tmp_path / "out" / "records.tsv").read_text().splitlines()
+    assert [line.split("\t")[:4] for line in lines[1:]] == [["a", "100", "0", "100"], ["b", "104", "2", "102"]]

@@ -35,6 +35,20 @@ def test_directory_replaced_only_after_success(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]
 
 
+@pytest.mark.parametrize("umask", [0o022, 0o002, 0o077])
+def test_files_and_directories_get_the_users_umask(tmp_path, umask):
+    previous = os.umask(umask)
+    try:
+        with atomic_path(tmp_path / "model", directory=True) as tmp:
+            (tmp / "weights").write_text("w")
+        atomic_write_text(tmp_path / "report.json", "{}")
+    finally:
+        os.umask(previous)
+    assert (tmp_path / "model").stat().st_mode & 0o777 == 0o777 & ~umask  # not mkdtemp's 0700
+    assert (tmp_path / "report.json").stat().st_mode & 0o777 == 0o666 & ~umask
+    assert (tmp_path / "model" / "weights").stat().st_mode & 0o777 == 0o666 & ~umask
+
+
 def test_cache_home_follows_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("GENOLONG_HOME", str(tmp_path / "cache"))
     assert cache_home() == tmp_path / "cache"

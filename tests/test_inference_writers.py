@@ -31,13 +31,15 @@ def test_promoter_tables_by_hand():
     counts = write_promoter_tables(_records(), 0.5, "# model m\n", out, windows=windows, bed=bed, strand="+")
     assert counts == PredictionCounts(records=2, windows=4, skipped=1, promoters=1)
     assert out.getvalue() == (
-        "# model m\nid\tlength\twindows\tprobability\tlabel\terror\n"
-        "a\t300\t4\t0.9000\t1\t\n"
-        "b\t40\t0\t\t\tshorter than 50 bp\n"
+        "# model m\n# record: 1-based position of the record in the FASTA\n"
+        "record\tid\tlength\twindows\tprobability\tlabel\terror\n"
+        "1\ta\t300\t4\t0.9000\t1\t\n"
+        "2\tb\t40\t0\t\t\tshorter than 50 bp\n"
     )
-    assert windows.getvalue().splitlines()[1:] == [
-        "id\tstart\tend\tprobability\tlabel",
-        "a\t0\t100\t0.9000\t1", "a\t50\t150\t0.7000\t1", "a\t100\t200\t0.2000\t0", "a\t200\t300\t0.6000\t1",
+    assert windows.getvalue().splitlines()[2:] == [
+        "record\tid\tstart\tend\tprobability\tlabel",
+        "1\ta\t0\t100\t0.9000\t1", "1\ta\t50\t150\t0.7000\t1", "1\ta\t100\t200\t0.2000\t0",
+        "1\ta\t200\t300\t0.6000\t1",
     ]
     # 0-100 and 50-150 overlap: one region with the best score; 100-200 is below the threshold
     assert bed.getvalue() == "a\t0\t150\tpromoter\t900\t+\na\t200\t300\tpromoter\t600\t+\n"
@@ -47,7 +49,7 @@ def test_promoter_table_alone_and_a_record_below_the_threshold():
     out = io.StringIO()
     counts = write_promoter_tables(_records(), 0.95, "# m\n", out)
     assert counts.promoters == 0
-    assert out.getvalue().splitlines()[2] == "a\t300\t4\t0.9000\t0\t"
+    assert out.getvalue().splitlines()[3] == "1\ta\t300\t4\t0.9000\t0\t"
 
 
 def test_chromatin_table_by_hand():
@@ -57,11 +59,21 @@ def test_chromatin_table_by_hand():
     counts = write_chromatin_table(records, ["K562|CTCF|None", "HeLa|DNase|None"], out)
     assert counts == PredictionCounts(records=2, windows=1, skipped=1)
     assert out.getvalue() == (
-        "id\tlength\tstart\tend\tK562|CTCF|None\tHeLa|DNase|None\terror\n"
-        "r\t1000\t0\t1000\t0.2500\t1.0000\t\n"
-        "s\t3\t\t\t\t\ttoo short\n"
+        "record\tid\tlength\tstart\tend\tK562|CTCF|None\tHeLa|DNase|None\terror\n"
+        "1\tr\t1000\t0\t1000\t0.2500\t1.0000\t\n"
+        "2\ts\t3\t\t\t\t\ttoo short\n"
     )
-    assert all(line.count("\t") == 6 for line in out.getvalue().splitlines())
+    assert all(line.count("\t") == 7 for line in out.getvalue().splitlines())
+
+
+def test_repeated_ids_are_told_apart_by_the_record_ordinal():
+    windows = [Window(index, "dup", 100, 0, 100, "") for index in range(3)]
+    records = [(w, iter([(w, np.array([0.1 * (i + 1)], dtype=np.float32))])) for i, w in enumerate(windows)]
+    out = io.StringIO()
+    write_promoter_tables(records, 0.5, "# m\n", out)
+    rows = [line.split("\t") for line in out.getvalue().splitlines()[3:]]
+    assert [(row[0], row[1], row[4]) for row in rows] == [("1", "dup", "0.1000"), ("2", "dup", "0.2000"),
+                                                           ("3", "dup", "0.3000")]
 
 
 def test_outputs_appear_only_when_complete(tmp_path):

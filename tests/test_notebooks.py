@@ -131,3 +131,13 @@ def test_compare_notebook_on_generated_results(tmp_path, with_ablation):
         assert "bigbird: 512 -> 4096 tokens" in text and "longer context helped" in text
     else:
         assert "no context ablation in" in text
+
+
+def test_the_guide_documents_every_variable_the_notebooks_read():
+    import re
+
+    guide = (NOTEBOOKS.parent / "docs" / "guide" / "notebooks.md").read_text()
+    read = {variable for path in NOTEBOOKS.glob("*.ipynb")
+            for variable in re.findall(r"os\.environ\.get\(\\?\"(GENOLONG_\w+)", path.read_text())}
+    assert {"GENOLONG_AUC_FILES", "GENOLONG_COMPARE_DIR", "GENOLONG_FIGURES"} <= read
+    assert {variable for variable in read if f"`{variable}`" not in guide} == set()

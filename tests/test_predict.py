@@ -221,9 +221,11 @@ def test_classifier_round_trip(promoter_model, tmp_path, mouse):
 
 # -- the command ------------------------------------------------------------------------------
 def read_tsv(path):
-    """The rows of a predict-promoter TSV, after its '#' line naming the model and threshold."""
+    """The rows of a predict-promoter TSV, after its '#' lines naming the model and threshold and saying
+    what the record column holds."""
     with open(path, newline="") as handle:
         assert handle.readline().startswith("# model ")
+        assert handle.readline() == "# record: 1-based position of the record in the FASTA\n"
         return list(csv.DictReader(handle, delimiter="\t"))
 
 
@@ -254,7 +256,7 @@ def test_predict_promoter_rows_windows_and_bed(promoter_model, mouse, tmp_path, 
     assert code == 0
     assert "5 records, 10 windows scored" in capsys.readouterr().err
     rows = read_tsv(out)
-    assert [r["id"] for r in rows] == [name for name, _ in records]
+    assert [(r["record"], r["id"]) for r in rows] == [(str(i + 1), name) for i, (name, _) in enumerate(records)]
     classifier = Classifier.load(promoter_model, device="cpu")
     expected = classifier.probabilities([s for _, s in records[:3]])[:, 0]
     for row, p in zip(rows[:3], expected, strict=True):
@@ -291,14 +293,14 @@ def test_predict_promoter_to_stdout_with_rc(promoter_model, mouse, tmp_path, cap
     fasta = tmp_path / "in.fa"
     write_fasta(fasta, [(r.name, r.sequence) for r in mouse[:2]])
     assert main(["predict-promoter", str(fasta), "--model", str(promoter_model), "--rc"]) == 0
-    comment, *lines = capsys.readouterr().out.splitlines()
+    comment, _, *lines = capsys.readouterr().out.splitlines()
     threshold = Classifier.load(promoter_model, device="cpu").info.threshold
     assert comment.startswith(f"# model {promoter_model}; threshold {threshold:.4f}; trained on ")
-    assert lines[0].split("\t") == ["id", "length", "windows", "probability", "label", "error"]
+    assert lines[0].split("\t") == ["record", "id", "length", "windows", "probability", "label", "error"]
     both = StrandAveraged(Classifier.load(promoter_model, device="cpu")).probabilities(
         [r.sequence for r in mouse[:2]]
     )
-    assert [float(line.split("\t")[3]) for line in lines[1:]] == pytest.approx(both[:, 0], abs=6e-5)
+    assert [float(line.split("\t")[4]) for line in lines[1:]] == pytest.approx(both[:, 0], abs=6e-5)
 
 
 @pytest.mark.parametrize(

@@ -79,8 +79,8 @@ def test_predict_promoter_works_without_a_model_argument(real_data, tmp_path, ca
     fasta = tmp_path / "in.fa"
     write_fasta(fasta, records)
     assert main(["predict-promoter", str(fasta), "--out", str(tmp_path / "p.tsv")]) == 0
-    comment, _, *rows = (tmp_path / "p.tsv").read_text().splitlines()
-    assert [row.split("\t")[0] for row in rows] == [r.name for r in records]
+    comment, _, _, *rows = (tmp_path / "p.tsv").read_text().splitlines()
+    assert [row.split("\t")[:2] for row in rows] == [[str(i + 1), r.name] for i, r in enumerate(records)]
     info = Classifier.load(MODEL, device="cpu").info
     assert comment == f"# model {MODEL} (default); threshold {info.threshold:.4f}; trained on {info.provenance['trained_on']}"
     assert "4 records, 4 windows scored" in capsys.readouterr().err

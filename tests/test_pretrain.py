@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -20,7 +21,8 @@ from genolong.datasets.mlm import MaskingConfig, MLMWindows, PositionSampler, Sp
 from genolong.dna.tokenizer import load_tokenizer
 from genolong.errors import ConfigError, UserError
 from genolong.resources import sample_genome
-from genolong.tasks.pretrain import load_pretrain_config, run_pretrain
+from genolong.tasks.console import StepProgress
+from genolong.tasks.pretrain import load_pretrain_config, logged_rows, run_pretrain
 
 MICRO = {
     "max_len": 128,
@@ -47,10 +49,19 @@ def micro(**overrides):
     return load_pretrain_config("tiny", MICRO | overrides)
 
 
+class ShownAtEnd(Callback):
+    """What the progress bar shows after the last training step (:meth:`StepProgress.summary`)."""
+
+    text = ""
+
+    def on_train_end(self, trainer, pl_module):
+        ShownAtEnd.text = StepProgress.summary(trainer)
+
+
 @pytest.fixture(scope="module")
 def finished_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("pretrain") / "run"
-    report = run_pretrain(sample_genome(), out, micro(), show_progress=False)
+    report = run_pretrain(sample_genome(), out, micro(), show_progress=False, extra_callbacks=[ShownAtEnd()])
     return out, report
 
 
@@ -63,12 +74,23 @@ def test_run_writes_model_report_and_curve(finished_run):
         assert np.isfinite(report[key]), key
     assert json.loads((out / "report.json").read_text())["val_bpc"] == report["val_bpc"]
     assert (out / "learning_curve.png").stat().st_size > 1000
+    umask = os.umask(0)
+    os.umask(umask)
+    assert (out / "model").stat().st_mode & 0o777 == 0o777 & ~umask  # the user's umask, not 0700
     assert torch.load(out / "checkpoints" / "last.ckpt")["global_step"] == 6
     assert (out / "logs" / "csv" / "version_0" / "metrics.csv").exists()
     assert list((out / "logs" / "tensorboard").glob("events*"))
     model = AutoModelForMaskedLM.from_pretrained(out / "model")
     tokenizer = AutoTokenizer.from_pretrained(out / "model")
     assert model.config.vocab_size == len(tokenizer)
+
+
+def test_the_report_and_the_progress_bar_give_one_throughput_and_validation_runs_once_per_step(finished_run):
+    out, report = finished_run
+    shown = re.search(r"tokens/s=([\d,]+)", ShownAtEnd.text)
+    assert shown and abs(float(shown.group(1).replace(",", "")) - report["train_tokens_per_s"]) <= 1, ShownAtEnd.text
+    validated = [row["step"] for row in logged_rows(out) if "val/bpc" in row]
+    assert validated == sorted(set(validated)) and len(validated) == 2  # every 3 steps of 6; none repeated at the end
 
 
 def test_bpc_is_nll_in_bits_over_masked_bases(finished_run):

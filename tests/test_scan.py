@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import gzip
 import signal
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -395,3 +396,24 @@ def test_chromatin_model_writes_a_matrix_and_one_bigwig_per_profile(genome, tmp_
     for column, slug in ((2, "GM12878_H3K4me3_None"), (1, "HepG2_CTCF_None")):
         with pyBigWig.open(str(tmp_path / f"t.{slug}.bw")) as bw:
             np.testing.assert_array_equal(np.array(bw.values("chrII", 0, 3000))[::100], scores[:, column])
+
+
+def test_a_pseudo_terminal_without_a_size_shows_the_progress_bar(genome, tmp_path, monkeypatch):
+    """Under ``script`` or a CI runner, stderr is a terminal that reports 0 columns."""
+    import fcntl
+    import os
+    import pty
+
+    from genolong.progress import terminal_columns
+
+    master, slave = pty.openpty()
+    fcntl.fcntl(master, fcntl.F_SETFL, os.O_NONBLOCK)
+    with os.fdopen(slave, "w") as terminal:
+        assert terminal_columns(terminal) == 0
+        monkeypatch.setattr(sys, "stderr", terminal)
+        assert main(["scan", "--genome", str(genome), "--chromosomes", "chrII", "--out",
+                     str(tmp_path / "t.bedGraph")]) == 0
+        terminal.flush()
+        shown = os.read(master, 1 << 16).decode()
+    os.close(master)
+    assert "ce.fa.bgz: 100%|" in shown and "3.00k/3.00k" in shown, shown

@@ -15,6 +15,7 @@ import argparse
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from genolong.config import parse_assignment
@@ -45,6 +46,37 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
     return value
+
+
+#: ``--model default``: the promoter classifier shipped with genolong.
+SHIPPED_MODEL = "default"
+
+
+def model_directory(text: str) -> Path:
+    """``--model``: a model directory, or a run directory that holds one as ``model/`` (the
+    ``--out`` of ``pretrain`` or ``finetune``), which then stands for ``RUN/model``."""
+    path = Path(text)
+    if not (path / "config.json").is_file() and (path / "model" / "config.json").is_file():
+        return path / "model"
+    return path
+
+
+def classifier_directory(text: str) -> Path:
+    """``--model`` of a command that runs a classifier: :func:`model_directory`, or ``default``
+    for the shipped promoter model (a directory named ``default`` is ``./default``)."""
+    from genolong.resources import promoter_model
+
+    return promoter_model() if text == SHIPPED_MODEL else model_directory(text)
+
+
+def add_classifier_argument(parser: argparse.ArgumentParser, what: str = "classifier", *,
+                            required: bool = False) -> None:
+    """``--model`` of a command that runs a classifier; left out, it is ``default`` (the shipped
+    promoter model) unless ``required``."""
+    shipped = "" if required else ", or default for the shipped promoter model (the default)"
+    parser.add_argument("--model", type=classifier_directory, required=required,
+                        default=None if required else SHIPPED_MODEL, metavar="DIR",
+                        help=f"{what} directory, or a fine-tuning run directory (RUN stands for RUN/model){shipped}")
 
 
 def non_negative_int(text: str) -> int:

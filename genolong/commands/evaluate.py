@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from genolong.commands.arguments import positive_int
+from genolong.commands.arguments import add_classifier_argument, positive_int
 from genolong.outputs import declare
 from genolong.precision import add_precision_argument
 
@@ -20,7 +20,7 @@ def add_parser(commands) -> None:
         "per class (TF, DHS, HM) next to the published DeepSEA and BigBird rows. Profiles "
         "without both positives and negatives in the evaluated rows have no AUC (empty cells).",
     )
-    chromatin.add_argument("--model", type=Path, required=True, help="chromatin classifier directory")
+    add_classifier_argument(chromatin, "chromatin classifier", required=True)
     chromatin.add_argument("--data", type=Path, required=True, help="prepared chromatin directory")
     chromatin.add_argument("--out", type=Path, required=True, help="aucs.csv to write")
     chromatin.add_argument("--split", default="test", help="split to evaluate (default: test)")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from genolong.commands.arguments import positive_int
+from genolong.commands.arguments import add_classifier_argument, positive_int
 from genolong.commands.variants import add_profiles
 from genolong.outputs import OutputDirectory, declare
 from genolong.precision import add_precision_argument
@@ -22,7 +22,7 @@ DESCRIPTION = (
 def register(subparsers) -> None:
     parser = subparsers.add_parser("explain", help="in-silico mutagenesis, gradient attributions and logos",
                                    description=DESCRIPTION)
-    parser.add_argument("--model", type=Path, required=True, help="classifier directory")
+    add_classifier_argument(parser)
     parser.add_argument("--fasta", type=Path, default=None, help="FASTA of model inputs")
     parser.add_argument("--regions", type=Path, default=None, help="BED of regions (with --genome)")
     parser.add_argument("--genome", type=Path, default=None, help="reference FASTA for --regions")
@@ -31,7 +31,8 @@ def register(subparsers) -> None:
     parser.add_argument("--device", default="auto", help="auto (GPU when present), cpu, cuda, cuda:1, ...")
     add_precision_argument(parser)
     parser.add_argument("--ism-window", type=positive_int, default=None,
-                        help="central bp of each input to attribute (default: 1000, or the model window if shorter)")
+                        help="central bp of each input to attribute (default: 1000, or the model window or the shortest "
+                        "FASTA record if shorter)")
     parser.add_argument("--gradients", choices=("ig", "input-x-gradient", "none"), default="ig",
                         help="gradient method: integrated gradients (default), input x gradient, or none")
     parser.add_argument("--ig-steps", type=positive_int, default=16, help="integrated-gradients steps (default: 16)")
@@ -44,11 +45,10 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from tqdm import tqdm
-
     from genolong.inference.explain.run import explain
+    from genolong.progress import progress_bar
 
-    progress = tqdm(unit=" mutants", disable=None, file=sys.stderr, desc="in-silico mutagenesis")
+    progress = progress_bar(unit=" mutants", disable=None, file=sys.stderr, desc="in-silico mutagenesis")
     try:
         records = explain(
             args.model, args.out, fasta=args.fasta, regions=args.regions, genome=args.genome, profiles=args.profiles,

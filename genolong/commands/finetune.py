@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from genolong.commands.arguments import add_config_arguments, config_overrides
+from genolong.commands.arguments import add_config_arguments, config_overrides, model_directory
 from genolong.outputs import OutputDirectory, declare
 
 
@@ -19,8 +19,8 @@ def add_parser(commands, task: str, help_text: str, details: str) -> None:
                     "OUT/model, the validation and test metrics to OUT/report.json.")
     parser.add_argument("--data", type=Path, required=True, help="dataset directory")
     parser.add_argument("--out", type=Path, required=True, help="run directory")
-    parser.add_argument("--model", type=Path, default=None,
-                        help="pretrained model directory (e.g. a pretrain run's OUT/model); default: from scratch")
+    parser.add_argument("--model", type=model_directory, default=None, metavar="DIR",
+                        help="pretrained model directory (e.g. a pretrain run's OUT/model); its architecture and attention are kept (change the attention with --backbone); default: from scratch")
     parser.add_argument("--tokenizer", type=Path, default=None,
                         help="from scratch: use this tokenizer instead of training one on the training split")
     parser.add_argument("--config", default=None, help=f"preset name or YAML file (default: {task}_tiny)")
@@ -35,9 +35,11 @@ def run(args) -> int:
     from genolong.tasks.finetune import run_finetune
     from genolong.tasks.task import load_finetune_config, report_summary
 
-    config = load_finetune_config(args.task, args.config, config_overrides(args))
+    overrides = config_overrides(args)
+    config = load_finetune_config(args.task, args.config, overrides)
+    asked = [key.removeprefix("model.") for key in overrides if key.startswith("model.")]
     report = run_finetune(args.data, args.out, config, pretrained=args.model, tokenizer_dir=args.tokenizer,
-                          resume=args.resume)
+                          asked=asked, resume=args.resume)
     if "stopped_at_step" in report:
         print(f"stopped at step {report['stopped_at_step']}; continue with --resume")
         return 0

@@ -26,7 +26,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from genolong.commands.arguments import add_device_arguments, positive_int
+from genolong.commands.arguments import add_classifier_argument, add_device_arguments, positive_int
 from genolong.commands.scan import report_called
 from genolong.inference.task_info import default_promoter_description
 from genolong.outputs import declare
@@ -72,7 +72,8 @@ def add_promoter_parser(subparsers, name: str) -> None:
     promoter = subparsers.add_parser(
         name,
         help="promoter probability of every FASTA record (scanned in windows)",
-        description="One row per record: id, length, windows scored, probability (the best window's), label "
+        description="One row per record: record (its 1-based position in the FASTA), id, length, windows scored, "
+        "probability (the best window's), label "
         "(1 when the probability reaches the model's record threshold, chosen on validation with promoters and "
         "non-promoters weighing the same: records are candidates; `genolong scan` uses the model's scan "
         "threshold, set for genomic background), error. On stderr, the fraction of the bp called (and a line of "
@@ -84,9 +85,7 @@ def add_promoter_parser(subparsers, name: str) -> None:
         + BAD_INPUT,
     )
     _add_common(promoter)
-    promoter.add_argument(
-        "--model", type=Path, default=None, help="promoter classifier directory (default: the shipped model)"
-    )
+    add_classifier_argument(promoter, "promoter classifier")
     promoter.add_argument(
         "--out", type=Path, default=None, help="TSV of one row per record (default: stdout)"
     )
@@ -114,12 +113,13 @@ def add_chromatin_parser(commands) -> None:
     chromatin = commands.add_parser(
         "predict",
         help="919 chromatin-profile probabilities for every FASTA record (or window)",
-        description="One row per window (a record no longer than the model window is one window): id, "
-        "length, start, end, then one column per DeepSEA profile (Cell|Assay|Treatment), then error."
+        description="One row per window (a record no longer than the model window is one window): record "
+        "(its 1-based position in the FASTA), id, length, start, end, then one column per DeepSEA profile "
+        "(Cell|Assay|Treatment), then error."
         + BAD_INPUT,
     )
     _add_common(chromatin)
-    chromatin.add_argument("--model", type=Path, required=True, help="chromatin classifier directory")
+    add_classifier_argument(chromatin, "chromatin classifier", required=True)
     chromatin.add_argument("--out", type=Path, required=True, help="TSV to write")
     chromatin.set_defaults(func=run_chromatin)
     declare(chromatin, inputs=["fasta", "model"], files=["out"])

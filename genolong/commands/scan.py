@@ -9,7 +9,13 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from genolong.commands.arguments import add_device_arguments, fraction, non_negative_int, positive_int
+from genolong.commands.arguments import (
+    add_classifier_argument,
+    add_device_arguments,
+    fraction,
+    non_negative_int,
+    positive_int,
+)
 from genolong.outputs import declare
 
 DESCRIPTION = (
@@ -31,8 +37,7 @@ DESCRIPTION = (
 def register(subparsers) -> None:
     parser = subparsers.add_parser("scan", help="score windows along a genome into bigWig/bedGraph/HDF5 tracks",
                                    description=DESCRIPTION)
-    parser.add_argument("--model", type=Path, default=None,
-                        help="classifier directory (default: the shipped promoter model)")
+    add_classifier_argument(parser)
     parser.add_argument("--genome", type=Path, required=True, help="FASTA: plain (indexed on first use) or bgzip")
     parser.add_argument("--out", type=Path, nargs="+", required=True,
                         help="one or more tracks: .bw, .bedGraph, .h5 (all from one pass)")

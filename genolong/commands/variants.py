@@ -5,7 +5,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from genolong.commands.arguments import add_device_arguments, non_negative_int, positive_int
+from genolong.commands.arguments import (
+    add_classifier_argument,
+    add_device_arguments,
+    non_negative_int,
+    positive_int,
+)
 from genolong.inference.variants.windows import MISSING_CONTIG, REF_MISMATCH
 from genolong.outputs import declare
 
@@ -27,7 +32,7 @@ def register(subparsers) -> None:
                                    description=DESCRIPTION)
     parser.add_argument("--vcf", type=Path, required=True, help="VCF, .vcf.gz, BCF, or TSV chrom pos ref alt [id]")
     parser.add_argument("--genome", type=Path, required=True, help="reference FASTA (plain or bgzip)")
-    parser.add_argument("--model", type=Path, required=True, help="classifier directory (or MLM with --score mlm-llr)")
+    add_classifier_argument(parser, "classifier (or, with --score mlm-llr, pretrained MLM)")
     parser.add_argument("--out", type=Path, required=True, help=".tsv/.tsv.gz (long) or .h5 (wide)")
     add_profiles(parser, "report")
     parser.add_argument("--rc", action="store_true", help="average the probabilities of both strands")

@@ -24,7 +24,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
-from tqdm import tqdm
 
 from genolong.datasets.corpus import FORMAT, MANIFEST, SPLITS, read_manifest, shard_stem
 from genolong.datasets.corpus_workers import ShardPool, available_cores
@@ -34,6 +33,7 @@ from genolong.dna.tokenizer import load_tokenizer, tokenizer_fingerprint
 from genolong.errors import ConfigError, UserError
 from genolong.files import atomic_path, atomic_write_text, sha256_file
 from genolong.outputs import claim_directory
+from genolong.progress import progress_bar
 
 log = logging.getLogger(__name__)
 
@@ -323,7 +323,7 @@ def _build_shards(genome, tokenizer, tokenizer_id: str, out: Path, config: Corpu
     rank, world = share
     done: dict[int, ShardInfo] = {}
     built, others = [], []
-    with (tqdm(unit="bp", unit_scale=True, desc="corpus", disable=None if show_progress else True) as progress,
+    with (progress_bar(unit="bp", unit_scale=True, desc="corpus", disable=None if show_progress else True) as progress,
           ShardPool(workers, progress) as pool):
         for record in read_fasta(genome):
             for split, name, start, end in config.pieces(record.name, len(record)):

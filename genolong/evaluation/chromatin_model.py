@@ -10,13 +10,12 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from tqdm import tqdm
-
 from genolong.datasets.chromatin import PreparedChromatin
 from genolong.evaluation.chromatin import evaluate_chromatin, write_auc_table
 from genolong.evaluation.metrics import ProfileAUCs, median_auc_by_class
 from genolong.evaluation.profiles import profile_classes
 from genolong.inference.classifier import Classifier, StrandAveraged
+from genolong.progress import progress_bar
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +48,7 @@ def evaluate_chromatin_model(model: Path, data: Path, split_name: str, out: Path
         log.warning("the model was trained on %d-bp windows, %s holds %d-bp windows",
                     classifier.info.window_bp, data, split.context)
     scorer = StrandAveraged(classifier) if rc else classifier
-    with tqdm(unit=" rows", disable=None, file=sys.stderr, desc=split.name) as progress:
+    with progress_bar(unit=" rows", disable=None, file=sys.stderr, desc=split.name) as progress:
         aucs, rows = evaluate_chromatin(scorer, split, batch_size=batch_size, limit=limit, progress=progress)
     write_auc_table(out, aucs)
     return ChromatinEvaluation(aucs, len(rows), median_auc_by_class(aucs.roc_auc, profile_classes()))

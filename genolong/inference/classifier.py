@@ -186,15 +186,15 @@ class Classifier:
         if not path.is_dir():
             raise UserError(f"{path}: no such model directory")
         if not (path / TASK_FILE).is_file():
-            what = (
-                "a pretrained model, not a fine-tuned classifier"
-                if (path / "config.json").is_file()
-                else ("not a genolong model directory")
-            )
-            raise UserError(
-                f"{path} is {what} (no {TASK_FILE})",
-                hint=f"fine-tune one with `genolong {task or 'promoter'} finetune --model {path}`",
-            )
+            if (path / "config.json").is_file():
+                raise UserError(
+                    f"{path} is a pretrained model, not a fine-tuned classifier (no {TASK_FILE})",
+                    hint=f"fine-tune one with `genolong {task or 'promoter'} finetune --data DATA --model {path} "
+                    "--out RUN`, then give --model RUN",
+                )
+            raise UserError(f"{path} is not a genolong model directory (no {TASK_FILE})",
+                            hint="give a fine-tuning run directory (RUN or RUN/model), or --model default for the "
+                            "shipped promoter model")
         info = TaskInfo.read(path)
         if task is not None and info.task != task:
             raise UserError(f"{path} is a {info.task} model, not a {task} model")

@@ -32,13 +32,13 @@ import torch
 from lightning.fabric.utilities.exceptions import MisconfigurationException
 from lightning.pytorch.callbacks import BasePredictionWriter
 from torch.nn.attention import SDPBackend, sdpa_kernel
-from tqdm import tqdm
 
 from genolong import interrupts
 from genolong.errors import UserError
 from genolong.inference.scan.parts import WorkDirectory
 from genolong.model.heads import output_activation
 from genolong.precision import resolve_precision
+from genolong.progress import progress_bar
 from genolong.tasks.common import check_num_nodes
 from genolong.tasks.console import quiet_lightning
 
@@ -157,7 +157,7 @@ class PartWriter(BasePredictionWriter, abc.ABC):
 
     def on_predict_start(self, trainer, pl_module) -> None:
         self.open(trainer)
-        self.bar = tqdm(total=self.total, unit=self.unit, unit_scale=True, desc=self.description, file=sys.stderr,
+        self.bar = progress_bar(total=self.total, unit=self.unit, unit_scale=True, desc=self.description, file=sys.stderr,
                         disable=None if self.show_progress and trainer.global_rank == 0 else True)
         self.started = time.perf_counter()
         self.done = 0

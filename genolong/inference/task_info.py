@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import asdict, dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,7 @@ TASK_NAME = re.compile(r"[a-z][a-z0-9_]*")
 
 def default_promoter_model() -> Path:
     """The promoter model shipped with the package (see its README for data and test F1)."""
-    return Path(str(resources.files("genolong.resources") / "models" / "promoter"))
+    return promoter_model()
 
 
 @dataclass

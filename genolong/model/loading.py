@@ -58,7 +58,8 @@ def read_model_config(directory: str | Path, **overrides) -> GenolongConfig:
         raise UserError(f"{directory}: no such model directory")
     path = directory / CONFIG_FILE
     if not path.is_file():
-        raise UserError(f"{directory} is not a genolong model directory (no {CONFIG_FILE})")
+        raise UserError(f"{directory} is not a genolong model directory (no {CONFIG_FILE})",
+                        hint="give the run directory of `genolong pretrain` or `finetune` (RUN or RUN/model)")
     try:
         data = json.loads(path.read_text())
     except (UnicodeDecodeError, ValueError) as err:
@@ -80,6 +81,14 @@ def backbone_keys(config: GenolongConfig) -> set[str]:
     with torch.device("meta"):
         encoder = GenolongModel(config)
     return {f"genolong.{key}" for key in encoder.state_dict()}
+
+
+def attention_buffer_keys(config: GenolongConfig) -> set[str]:
+    """State-dict keys (``genolong.``-prefixed) of the attention buffers of a model with ``config``:
+    tensors its attention derives from the config (a seeded random layout), not learned weights."""
+    with torch.device("meta"):
+        encoder = GenolongModel(config)
+    return {f"genolong.{key}" for key, _ in encoder.named_buffers() if ".attention." in key}
 
 
 def load_model(model_class, directory: str | Path, *, config: GenolongConfig | None = None,

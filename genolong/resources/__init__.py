@@ -9,3 +9,9 @@ from pathlib import Path
 def sample_genome() -> Path:
     """The shipped real human sample genome (hg19 chr17 fragment + chrM, 56,569 bp)."""
     return Path(str(resources.files(__name__) / "genomes" / "sample_hg19.fa"))
+
+
+def promoter_model() -> Path:
+    """The promoter classifier shipped with the package (``--model default``; see its README for
+    its data and test F1)."""
+    return Path(str(resources.files(__name__) / "models" / "promoter"))

@@ -60,6 +60,9 @@ class TrainingModule(ResumableRNG, pl.LightningModule):
             self.log(f"train/{self.RATE_NAME}_per_s", rate, prog_bar=self.RATE_IN_PROGRESS_BAR)
         return loss
 
+    def on_validation_start(self) -> None:
+        self.throughput.pause()  # the throughput counts training steps only
+
     def configure_optimizers(self) -> dict:
         return adamw_with_schedule(self.model, self.train_config, precision=str(self.trainer.precision))
 

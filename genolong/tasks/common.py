@@ -296,16 +296,33 @@ def data_loader(dataset: Dataset, sampler, config: TrainConfig, collate_fn) -> D
 
 
 class Throughput:
-    """Tokens per second between consecutive calls of :meth:`step`."""
+    """A run's training throughput, the one figure its progress bar and report show: units
+    (tokens, sequences) per second over every training step so far, a step's time running from
+    one call of :meth:`step` to the next; :meth:`pause` leaves out what is not training
+    (validation) by dropping the interval it interrupts."""
 
     def __init__(self):
+        self.last: float | None = None
+        self.pending = 0  # units of the step whose interval is running
+        self.units = 0
+        self.seconds = 0.0
+
+    def step(self, units: int) -> float | None:
+        """Start the interval of a step of ``units``; returns :attr:`rate`."""
+        now = time.perf_counter()
+        if self.last is not None:
+            self.units += self.pending
+            self.seconds += now - self.last
+        self.last, self.pending = now, units
+        return self.rate
+
+    def pause(self) -> None:
         self.last = None
 
-    def step(self, tokens: int) -> float | None:
-        now = time.perf_counter()
-        rate = None if self.last is None else tokens / max(now - self.last, 1e-9)
-        self.last = now
-        return rate
+    @property
+    def rate(self) -> float | None:
+        """Units per second so far; None before a step's interval has completed."""
+        return self.units / self.seconds if self.seconds > 0 else None
 
 
 def build_trainer(config: TrainConfig, out: Path, *, extra_callbacks=(), enable_progress_bar: bool = True):

@@ -360,10 +360,11 @@ def ablation_run(space: Workspace, backbone: str, max_len: int) -> dict[str, Any
 
 def validation_curve(run_dir: Path, run: str, row: dict[str, Any], tokens_per_step: float) -> list[dict]:
     """Validation BPC against step of the pretraining run in ``run_dir/pretrain``: rows of
-    :data:`~genolong.evaluation.compare_report.CURVE_COLUMNS`."""
+    :data:`~genolong.evaluation.compare_report.CURVE_COLUMNS`. Lightning logs the validation after
+    optimizer step N as step N - 1."""
     return [
-        {"run": run, "backbone": row["backbone"], "max_len": row["max_len"], "step": int(logged["step"]),
-         "tokens_seen": round(int(logged["step"]) * tokens_per_step), "val_bpc": float(logged["val/bpc"])}
+        {"run": run, "backbone": row["backbone"], "max_len": row["max_len"], "step": int(logged["step"]) + 1,
+         "tokens_seen": round((int(logged["step"]) + 1) * tokens_per_step), "val_bpc": float(logged["val/bpc"])}
         for logged in logged_rows(run_dir / "pretrain") if logged.get("val/bpc")
     ]
 

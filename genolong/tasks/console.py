@@ -20,6 +20,8 @@ from lightning.pytorch.callbacks.progress.progress_bar import ProgressBar
 from tqdm.auto import tqdm
 from tqdm.contrib.logging import logging_redirect_tqdm
 
+from genolong.progress import progress_bar
+
 log = logging.getLogger(__name__)
 
 #: Lightning and torch warnings that say nothing to a genolong user (regular expressions).
@@ -76,7 +78,7 @@ class StepProgress(ProgressBar):
         model = type(getattr(pl_module, "model", pl_module)).__name__
         log.info("training %s (%s parameters): steps %d to %d", model, f"{parameters:,}",
                  trainer.global_step + 1, trainer.max_steps)
-        self._bar = tqdm(total=trainer.max_steps, initial=trainer.global_step, desc="training", unit="step",
+        self._bar = progress_bar(total=trainer.max_steps, initial=trainer.global_step, desc="training", unit="step",
                          file=sys.stderr, dynamic_ncols=True, disable=not self._enabled)
         self._logging.enter_context(logging_redirect_tqdm())
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -197,11 +198,16 @@ def run_finetune(
     *,
     pretrained: Path | None = None,
     tokenizer_dir: Path | None = None,
+    asked: Collection[str] = (),
     resume: bool = False,
     show_progress: bool = True,
     extra_callbacks=(),
 ) -> dict:
     """Fine-tune ``config.task`` on ``data_dir`` into ``out``; returns the report (also ``out/report.json``).
+
+    ``asked``: the ``model.`` keys the user set on the command line (``backbone``, ...), the
+    only config values that may change a pretrained model's attention
+    (:func:`~genolong.tasks.model_setup.build_classifier_model`).
 
     Returns ``{"stopped_at_step": n}`` when the run stopped before ``max_steps`` without early
     stopping (continue it with ``resume``), and ``{}`` on a distributed rank other than 0.
@@ -223,7 +229,7 @@ def run_finetune(
     tokenizer = load_tokenizer(tokenizer_dir)
 
     pl.seed_everything(config.train.seed, workers=True, verbose=False)
-    model = build_classifier_model(config, len(data.label_names), tokenizer, pretrained, data.problem_type)
+    model = build_classifier_model(config, len(data.label_names), tokenizer, pretrained, data.problem_type, asked)
     identity = _run_identity(config, data, tokenizer, model, pretrained)
     check_run_identity(out, identity, resume, "fine-tuning")
     model = apply_mode(model, config.mode, config.lora)

@@ -153,6 +153,7 @@ class MLMModule(TrainingModule):
         self.register_buffer("token_bp", torch.as_tensor(token_bp, dtype=torch.float64), persistent=False)
         self.register_buffer("unigram_bits", torch.as_tensor(-unigram_log2, dtype=torch.float64), persistent=False)
         self._val_sums: torch.Tensor | None = None
+        self.validated_at_step: int | None = None  # the global step of the latest validation
 
     def throughput_units(self, batch: dict[str, torch.Tensor]) -> int:
         """The real (not padding) tokens of ``batch``."""
@@ -173,6 +174,7 @@ class MLMModule(TrainingModule):
         nll, bp, unigram_bits, count = self.trainer.strategy.reduce(self._val_sums, reduce_op="sum").tolist()
         self.log_dict({"val/loss": nll / count, "val/bpc": nll / LN2 / bp, "val/unigram_bpc": unigram_bits / bp},
                       prog_bar=True, sync_dist=False)
+        self.validated_at_step = self.trainer.global_step
 
 
 def unigram_log2_probs(corpus: Corpus, vocab_size: int) -> np.ndarray:
@@ -295,7 +297,8 @@ def run_pretrain(genome: Path, out: Path, config: PretrainConfig, *, tokenizer_d
             trainer.save_checkpoint(out / "checkpoints" / "last.ckpt", weights_only=False)
         if trainer.global_step < config.train.max_steps:  # stopped early (interrupted): resumable, no final model
             return {"stopped_at_step": trainer.global_step}
-        trainer.validate(module, datamodule=data, verbose=False)
+        if module.validated_at_step != trainer.global_step:  # the run did not end on a validation
+            trainer.validate(module, datamodule=data, verbose=False)
         metrics = {k: float(v) for k, v in trainer.callback_metrics.items()}
         report = {
             "steps": trainer.global_step,
@@ -311,7 +314,8 @@ def run_pretrain(genome: Path, out: Path, config: PretrainConfig, *, tokenizer_d
         if trainer.is_global_zero:
             with atomic_path(out / "model", directory=True) as tmp:
                 save_model(model, tokenizer, tmp)
-            report |= _throughput_from_logs(out)
+            rate = module.throughput.rate  # the figure the progress bar showed last
+            report["train_tokens_per_s"] = None if rate is None else round(rate, 1)
             atomic_write_text(out / "report.json", json.dumps(report, indent=2) + "\n")
             plot_learning_curve(out, out / "learning_curve.png")
         return report
@@ -329,11 +333,6 @@ def logged_rows(out: Path) -> list[dict[str, str]]:
                 filled = {k: v for k, v in row.items() if v not in ("", None)}
                 rows[(filled.get("step", ""), tuple(sorted(filled)))] = filled
     return sorted(rows.values(), key=lambda r: int(r.get("step", 0)))
-
-
-def _throughput_from_logs(out: Path) -> dict:
-    rates = [float(row["train/tokens_per_s"]) for row in logged_rows(out) if "train/tokens_per_s" in row]
-    return {"train_tokens_per_s": round(float(np.median(rates)), 1) if rates else None}
 
 
 def plot_learning_curve(out: Path, png: Path) -> None:

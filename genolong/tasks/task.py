@@ -149,8 +149,9 @@ class FinetuneConfig:
             central tokens (BigBird: 4096).
         model: ``GenolongConfig`` fields. From scratch: all of them (``vocab_size`` comes from
             the tokenizer, ``max_position_embeddings`` defaults to max_len). With a pretrained
-            model: only the backbone, its attention parameters, dropout and
-            ``positive_label_weight`` apply; the architecture is the pretrained one.
+            model: only dropout, pooling and ``positive_label_weight`` apply; the architecture
+            and attention are the pretrained ones unless the command line sets them
+            (``--backbone``).
         tokenizer: how to train a tokenizer on the training split (from scratch only).
         patience: validation rounds without improvement of the monitored metric before stopping.
         kmer_baseline: promoter: also fit the k-mer baseline on the same splits.

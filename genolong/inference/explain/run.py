@@ -60,10 +60,13 @@ def _centred(name: str, sequence: str, length: int, source: str, path) -> Explai
     return ExplainRecord(name, sequence, (len(sequence) - length) // 2, length, source)
 
 
-def fasta_records(path: Path, length: int) -> Iterator[ExplainRecord]:
-    """Each FASTA record is one input; its central ``length`` bp are attributed."""
-    for record in read_fasta(path, unique_names=False):
-        yield _centred(record.name, record.sequence, length, ".", path)
+def fasta_records(path: Path, length: int | None, longest: int) -> list[ExplainRecord]:
+    """Each FASTA record is one input; its central ``length`` bp are attributed (None: ``longest``
+    bp, or the shortest record's length when that is shorter)."""
+    records = [(record.name, record.sequence) for record in read_fasta(path, unique_names=False)]
+    if length is None:
+        length = min([longest, *(len(sequence) for _, sequence in records)])
+    return [_centred(name, sequence, length, ".", path) for name, sequence in records]
 
 
 def bed_records(path: Path, genome: Genome, window: int, length: int) -> Iterator[ExplainRecord]:
@@ -124,16 +127,17 @@ def explain(
     if profiles is None and len(names) > 8:
         raise UserError(f"the model has {len(names)} outputs: choose some with --profiles (e.g. CTCF, DHS)")
     columns = select_labels(names, profiles)
-    length = ism_window or min(1000, classifier.info.window_bp)
     if (fasta is None) == (regions is None) or (regions is not None and genome is None):
         raise UserError("give --fasta FILE, or --regions BED with --genome FASTA")
-    records = list(
-        fasta_records(fasta, length) if fasta else bed_records(regions, Genome(genome), classifier.info.window_bp, length)
-    )
+    if ism_window is not None and ism_window < 1:
+        raise UserError(f"--ism-window must be positive, got {ism_window}")
+    window = classifier.info.window_bp
+    if fasta:  # by default, the central 1,000 bp, or the model window or the shortest record if shorter
+        records = fasta_records(fasta, ism_window, min(1000, window))
+    else:
+        records = list(bed_records(regions, Genome(genome), window, ism_window or min(1000, window)))
     if not records:
         raise UserError(f"{regions or fasta}: no records to explain")
-    if length < 1:
-        raise UserError(f"--ism-window must be positive, got {length}")
     ism = np.stack([saturation_mutagenesis(classifier, r.sequence, r.start, r.length, columns, batch_size, progress)
                     for r in records], axis=1)  # (P, N, 4, L)
     grads = None if gradients == "none" else np.stack(

@@ -13,8 +13,6 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from tqdm import tqdm
-
 from genolong.errors import UserError
 from genolong.inference.classifier import Classifier, StrandAveraged, default_promoter_model, describe_model
 from genolong.inference.predict.loop import ranks_trainer, score_records
@@ -26,6 +24,7 @@ from genolong.inference.predict.writers import (
     write_promoter_tables,
 )
 from genolong.inference.task_info import TaskInfo
+from genolong.progress import progress_bar
 
 #: bp between chromatin windows when no stride is given (DeepSEA's 200-bp bins).
 CHROMATIN_STRIDE = 200
@@ -64,7 +63,7 @@ def _load(run: FastaPrediction, path: Path, task: str):
 def _scored_records(run: FastaPrediction, classifier: Classifier, trainer, default_stride: int):
     """The records of ``run.fasta``, windowed, scored and grouped by record; None on a rank other than 0."""
     info = classifier.info
-    progress = None if trainer is not None else tqdm(unit=" windows", disable=None, file=sys.stderr,
+    progress = None if trainer is not None else progress_bar(unit=" windows", disable=None, file=sys.stderr,
                                                      desc=run.fasta.name)
     return score_records(
         run.fasta, StrandAveraged(classifier) if run.rc else classifier, window=info.window_bp,
@@ -85,7 +84,8 @@ def predict_promoters(run: FastaPrediction, *, windows: Path | None = None,
     records = _scored_records(run, classifier, trainer, promoter_stride(classifier.info.window_bp))
     if records is None:
         return None
-    header = f"# {describe_model(path if run.model else f'{path} (default)', classifier.info)}\n"
+    shipped = Path(path).resolve() == default_promoter_model().resolve()
+    header = f"# {describe_model(f'{path} (default)' if shipped else path, classifier.info)}\n"
     extra = [path for path in (windows, bed) if path is not None]
     with open_outputs(run.out, *extra) as handles:
         counts = write_promoter_tables(

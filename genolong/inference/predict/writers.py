@@ -5,6 +5,8 @@ The writers take the stream of :func:`genolong.inference.predict.loop.score_reco
 ``(first, pairs)`` per record, where ``first`` is the record's first :class:`~genolong.inference.predict.records.Window`
 or its :class:`~genolong.inference.predict.records.Skipped` reason, and ``pairs`` yields ``(window, probabilities (C,))``.
 Probabilities are written with 4 decimals; a skipped record gets one row with its reason in ``error``.
+Every row starts with ``record``, the 1-based position of its record in the FASTA: ids may repeat
+(a header's first word), the ordinal joins a row back to its record.
 """
 
 from __future__ import annotations
@@ -19,9 +21,11 @@ from typing import TextIO
 from genolong.files import atomic_path
 from genolong.inference.predict.records import RegionMerger, Skipped
 
-PROMOTER_COLUMNS = ("id", "length", "windows", "probability", "label", "error")
-WINDOW_COLUMNS = ("id", "start", "end", "probability", "label")
-CHROMATIN_FIXED_COLUMNS = ("id", "length", "start", "end")
+PROMOTER_COLUMNS = ("record", "id", "length", "windows", "probability", "label", "error")
+WINDOW_COLUMNS = ("record", "id", "start", "end", "probability", "label")
+CHROMATIN_FIXED_COLUMNS = ("record", "id", "length", "start", "end")
+#: What the ``record`` column holds, for the tables' header comment and ``--help``.
+RECORD_COLUMN = "record: 1-based position of the record in the FASTA"
 
 
 @dataclass
@@ -63,12 +67,13 @@ def _write_regions(bed: TextIO, name: str, regions: list[tuple[int, int, float]]
 
 def _scored(records: Iterable, counts: PredictionCounts, out: TextIO, skipped_cells: str) -> Iterator:
     """The scored records of ``records``; each record is counted, and a skipped one gets its row in ``out``:
-    id, length, ``skipped_cells`` (the tab-separated cells between length and error), its reason."""
+    record (1-based), id, length, ``skipped_cells`` (the tab-separated cells between length and error), its
+    reason."""
     for first, pairs in records:
         counts.records += 1
         if isinstance(first, Skipped):
             counts.skipped += 1
-            out.write(f"{first.name}\t{first.record_length}{skipped_cells}{first.error}\n")
+            out.write(f"{first.record + 1}\t{first.name}\t{first.record_length}{skipped_cells}{first.error}\n")
             continue
         yield first, pairs
 
@@ -78,7 +83,9 @@ def write_promoter_tables(records: Iterable, threshold: float, header: str, out:
                           strand: str = "+") -> PredictionCounts:
     """One row per record in ``out`` (the best window's probability and label), one per window in
     ``windows``, and the merged windows at or above ``threshold`` as BED6 lines (score = 1000 x probability)
-    in ``bed``. ``header`` (a ``#`` comment naming the model) opens both tables."""
+    in ``bed``. ``header`` (``#`` comment lines naming the model) opens both tables, followed by a comment
+    line saying what ``record`` holds."""
+    header += f"# {RECORD_COLUMN}\n"
     counts = PredictionCounts()
     out.write(header + "\t".join(PROMOTER_COLUMNS) + "\n")
     if windows:
@@ -89,7 +96,7 @@ def write_promoter_tables(records: Iterable, threshold: float, header: str, out:
             score = float(probabilities[0])
             scored, best = scored + 1, max(best, score)
             if windows:
-                windows.write(f"{window.name}\t{window.start}\t{window.end}\t{_cell(score)}\t{int(score >= threshold)}\n")
+                windows.write(f"{window.record + 1}\t{window.name}\t{window.start}\t{window.end}\t{_cell(score)}\t{int(score >= threshold)}\n")
             closed = regions.add(window.start, window.end, score)
             counts.called_bp += sum(end - start for start, end, _ in closed)
             if bed:
@@ -101,18 +108,18 @@ def write_promoter_tables(records: Iterable, threshold: float, header: str, out:
         counts.windows += scored
         counts.scored_bp += first.record_length
         counts.promoters += best >= threshold
-        out.write(f"{first.name}\t{first.record_length}\t{scored}\t{_cell(best)}\t{int(best >= threshold)}\t\n")
+        out.write(f"{first.record + 1}\t{first.name}\t{first.record_length}\t{scored}\t{_cell(best)}\t{int(best >= threshold)}\t\n")
     return counts
 
 
 def write_chromatin_table(records: Iterable, label_names: list[str], out: TextIO) -> PredictionCounts:
-    """One row per window: id, record length, start, end, one probability per profile in ``label_names``,
-    then error (a skipped record's reason, with empty probabilities)."""
+    """One row per window: record (1-based), id, record length, start, end, one probability per profile in
+    ``label_names``, then error (a skipped record's reason, with empty probabilities)."""
     counts = PredictionCounts()
     out.write("\t".join((*CHROMATIN_FIXED_COLUMNS, *label_names, "error")) + "\n")
     for _, pairs in _scored(records, counts, out, "\t\t\t" + "\t" * len(label_names)):  # no start, end, probabilities
         for window, probabilities in pairs:
             counts.windows += 1
             cells = "\t".join(map(_cell, probabilities))
-            out.write(f"{window.name}\t{window.record_length}\t{window.start}\t{window.end}\t{cells}\t\n")
+            out.write(f"{window.record + 1}\t{window.name}\t{window.record_length}\t{window.start}\t{window.end}\t{cells}\t\n")
     return counts

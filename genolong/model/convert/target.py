@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from tqdm import tqdm
 from transformers import PreTrainedTokenizerBase
 
 from genolong.dna.tokenizer import tokenizer_fingerprint
@@ -29,6 +28,7 @@ from genolong.model.modeling import (
     GenolongPreTrainedModel,
 )
 from genolong.outputs import mark_directory
+from genolong.progress import progress_bar
 
 Linear = tuple[torch.Tensor, torch.Tensor]  # (weight (out, in), bias (out,)); a LayerNorm's (weight, bias)
 ENCODER = "genolong.encoder"
@@ -124,7 +124,7 @@ def write_model_directory(
     state = model.state_dict()
     with atomic_path(out, directory=True) as tmp:
         model.config.save_pretrained(str(tmp))
-        with tqdm(total=len(distinct_tensors(state)), desc="saving weights", unit=" tensors", file=sys.stderr,
+        with progress_bar(total=len(distinct_tensors(state)), desc="saving weights", unit=" tensors", file=sys.stderr,
                   disable=None) as progress:
             write_safetensors(state, Path(tmp) / WEIGHTS_FILE, progress)
         tokenizer.save_pretrained(str(tmp))
