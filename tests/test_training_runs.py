@@ -167,7 +167,8 @@ def test_a_second_signal_stops_at_once_and_resume_uses_the_last_checkpoint(
 def test_pretrain_interrupted_in_its_final_validation(tokenizer, pretrain_config, straight_pretrain, tmp_path,
                                                      capsys, monkeypatch):
     """SIGINT inside Lightning's final ``validate`` (where a KeyboardInterrupt would become exit 1):
-    exit 130 and the CLI's line; --resume only validates and writes the model and report."""
+    exit 130 and the CLI's line; --resume only validates and writes the model and report. The
+    validation cadence does not change the weights, so the uninterrupted run is still the reference."""
     from genolong.tasks.pretrain import MLMModule
 
     original = MLMModule.validation_step
@@ -179,12 +180,14 @@ def test_pretrain_interrupted_in_its_final_validation(tokenizer, pretrain_config
 
     monkeypatch.setattr(MLMModule, "validation_step", interrupted)
     out = tmp_path / "run"
-    assert main(pretrain_args(out, tokenizer, pretrain_config)) == 130
+    # validations at steps 5 and 10: the last step (12) has none, so the final validate runs
+    off_cadence = ("--set", "train.val_every_steps=5")
+    assert main(pretrain_args(out, tokenizer, pretrain_config, *off_cadence)) == 130
     monkeypatch.undo()
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert err == "genolong pretrain: stopped after the last step (12); continue with --resume"
     assert not (out / "model").exists() and not (out / "report.json").exists() and not hidden_temporaries(out)
-    assert main(pretrain_args(out, tokenizer, pretrain_config, "--resume")) == 0
+    assert main(pretrain_args(out, tokenizer, pretrain_config, *off_cadence, "--resume")) == 0
     assert_same_weights(out, straight_pretrain)
     reports = [json.loads((run / "report.json").read_text()) for run in (out, straight_pretrain)]
     assert reports[0]["val_loss"] == reports[1]["val_loss"]

@@ -11,6 +11,7 @@ from typing import Any
 
 from genolong.config import from_dict
 from genolong.errors import InputError, UserError
+from genolong.resources import promoter_model
 
 TASK_FILE = "genolong_task.json"
 FORMAT = "genolong-classifier/1"
