@@ -21,7 +21,7 @@ from docs_blocks import Block, DocsBlockError, doc_pages, page_script, parse_blo
 
 REPO = Path(__file__).resolve().parents[1]
 README_MAX_LINES = 200
-PAGE_TIMEOUT_S = 900
+PAGE_TIMEOUT_S = 1800
 
 
 class DocsSkippedBlock(UserWarning):
