@@ -106,8 +106,12 @@ def test_page_runs(page, tmp_path):
                PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",
                HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", MPLBACKEND="Agg")
     script = page_script([b for b in blocks if b.setup] + [b for b in blocks if not b.setup], str(state))
-    result = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=work, env=env,
-                            capture_output=True, text=True, timeout=PAGE_TIMEOUT_S)
+    try:
+        result = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=work, env=env,
+                                capture_output=True, text=True, timeout=PAGE_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        line = state.read_text().strip() if state.exists() else "?"
+        pytest.fail(f"{name}:{line}: the page ran past {PAGE_TIMEOUT_S} s in this block", pytrace=False)
     if result.returncode != 0:
         line = state.read_text().strip() if state.exists() else "?"
         output = (result.stdout + result.stderr)[-4000:]
