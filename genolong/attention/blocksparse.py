@@ -97,7 +97,8 @@ class BlockSparseAttention(Attention):
         """Extra keys computed from the non-global keys and values (LSG); None for the others.
 
         Args:
-            k, v: ``(B, H, N, D)``, the non-global part of the sequence.
+            k: ``(B, H, N, D)`` keys, the non-global part of the sequence.
+            v: ``(B, H, N, D)`` values, the non-global part of the sequence.
             real: ``(B, N)`` bool, True = real token, or None (no padding).
 
         Returns:

@@ -71,7 +71,8 @@ def select_in_blocks(
     """Keep, inside every block, the tokens at ``offsets`` (stride, block stride, max norm).
 
     Args:
-        k, v: ``(B, H, N, D)``.
+        k: ``(B, H, N, D)`` keys.
+        v: ``(B, H, N, D)`` values.
         real: ``(B, N)`` bool or None.
         offsets: ``(B or 1, H or 1, nb or 1, c)`` int64 positions inside each block.
         block: ``bt``.
@@ -116,7 +117,8 @@ def lsh_average(
     """One round of LSH clustering per block; the keys and values of each bucket averaged.
 
     Args:
-        k, v: ``(B, H, N, D)``.
+        k: ``(B, H, N, D)`` keys.
+        v: ``(B, H, N, D)`` values.
         real: ``(B, N)`` bool or None.
         projections: ``(H, D, c/2)`` random rotations ``R``; ``c`` buckets per block.
         block: ``bt``.

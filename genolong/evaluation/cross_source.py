@@ -75,8 +75,8 @@ def format_pair_table(model: dict[str, dict[str, dict]], baseline: dict[str, dic
     """A Markdown table of F1 / AUROC / MCC / ECE per split and source pair, model next to baseline.
 
     Args:
-        model, baseline: ``{split: pair_metrics(...)}`` of the model and of the k-mer baseline
-            on the same records.
+        model: ``{split: pair_metrics(...)}`` of the model.
+        baseline: ``{split: pair_metrics(...)}`` of the k-mer baseline on the same records.
     """
     lines = [
         "| split | promoters vs non-promoters | n | F1 | AUROC | MCC | ECE | k-mer F1 | k-mer AUROC | k-mer MCC "

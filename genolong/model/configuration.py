@@ -42,12 +42,13 @@ class GenolongConfig(PretrainedConfig):
 
     Defaults are the BigBird genomics model (Zaheer et al. 2020, App. F, Table 21): 12 layers,
     12 heads, hidden 768, 32K vocabulary, 4,096 tokens, dropout 0.1, post-LN as in BERT.
+    ``vocab_size``, ``hidden_size``, ``num_hidden_layers``, ``num_attention_heads``,
+    ``intermediate_size``, ``hidden_act``, ``hidden_dropout_prob``, ``attention_probs_dropout_prob``,
+    ``max_position_embeddings``, ``layer_norm_eps``, ``initializer_range``, ``pad_token_id`` and
+    ``classifier_dropout`` are BERT's.
 
     Args:
         backbone: registered attention name (``genolong.attention.available_attentions()``).
-        vocab_size, hidden_size, num_hidden_layers, num_attention_heads, intermediate_size,
-        hidden_act, hidden_dropout_prob, attention_probs_dropout_prob, max_position_embeddings,
-        layer_norm_eps, initializer_range, pad_token_id, classifier_dropout: as in BERT.
         pre_layer_norm: LayerNorm before each sub-layer (pre-LN) instead of after (post-LN).
         final_layer_norm: a LayerNorm after the last layer; None: with pre-LN only.
         embedding_layer_norm: a LayerNorm on the embeddings (BERT); False for ESM.

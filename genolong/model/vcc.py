@@ -224,7 +224,8 @@ def compress(
 
     Args:
         x: (B, R, N) the sequence ``[P; C]``.
-        means, sizes: (B, nb, N) and (B, nb), from :func:`block_means`.
+        means: (B, nb, N), from :func:`block_means`.
+        sizes: (B, nb), from :func:`block_means`.
         scores: (B, nb) block scores (:func:`block_scores`).
         num_fine_blocks: h; all blocks are fine when h >= nb.
     """

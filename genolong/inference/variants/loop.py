@@ -69,7 +69,8 @@ class VariantChunks(torch.utils.data.IterableDataset):
         builder: variant -> windows (or a skip).
         chunk_size: alleles per chunk.
         run: the partial directory (``done(index)``), read when iterating (after rank 0 prepared it).
-        rank, world_size: this rank and the number of ranks.
+        rank: this rank.
+        world_size: the number of ranks.
     """
 
     def __init__(self, variants: VariantFile, builder: WindowBuilder, chunk_size: int, run, rank: int,
