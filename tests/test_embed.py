@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 from classify_helpers import random_promoter_model, tiny_tokenizer
+from model_helpers import probe_attention, tiny_config  # noqa: F401
 
 from genolong.cli import main
 from genolong.dna.sequence import reverse_complement, write_fasta
@@ -15,7 +16,7 @@ from genolong.dna.tokenizer import load_tokenizer
 from genolong.inference.embed import Embedder
 from genolong.model.configuration import GenolongConfig
 from genolong.model.loading import save_model
-from genolong.model.modeling import GenolongForMaskedLM
+from genolong.model.modeling import GenolongForMaskedLM, GenolongModel
 
 SEQUENCES = ["ACGTTGCAATGGCCATTAGCNNNNACGTAGGATCCA", "TTTTGGGGCCCCAAAATGCATGCA", "GATTACA" * 9]
 
@@ -49,6 +50,23 @@ def test_pooled_mean_is_the_mean_of_the_real_tokens_of_each_layer(embedder):
         np.testing.assert_allclose(pooled[row, 2], last.mean(dim=0).numpy(), rtol=1e-4, atol=1e-5)
         np.testing.assert_allclose(pooled[row, 0], tokens.mean(dim=0).numpy(), rtol=1e-4, atol=1e-5)
     assert not np.allclose(pooled[:, 1], pooled[:, 2])  # block 1's output is not the last layer's
+
+
+@pytest.mark.usefixtures("probe_attention")
+def test_an_inner_layer_is_the_output_of_the_model_cut_there(embedder):
+    """With 2 prepended global tokens and padding to a multiple of 16: block 1's output, per token
+    of a padded batch, equals the output of the same weights cut to their first block."""
+    torch.manual_seed(0)
+    config = tiny_config(backbone="probe", vocab_size=len(embedder.tokenizer), num_hidden_layers=3)
+    model = GenolongModel(config).eval()
+    probe = Embedder(model, embedder.tokenizer, layers=(1,), device="cpu")
+    input_ids, mask, _ = probe._encode(SEQUENCES, ["a", "b", "c"])
+    states = probe.hidden_states(input_ids, mask)  # (3, 1, T, H)
+    model.encoder.blocks = model.encoder.blocks[:1]
+    with torch.inference_mode():
+        cut = model(input_ids, mask).last_hidden_state
+    real = mask.bool()
+    np.testing.assert_allclose(states[:, 0][real], cut[real], rtol=1e-4, atol=1e-5)
 
 
 def test_cls_pooling_and_layers_out_of_range(mlm_dir, embedder):
@@ -114,3 +132,9 @@ def test_command_writes_hdf5_and_refuses_bad_input(mlm_dir, tmp_path, capsys):
     err = [line for line in capsys.readouterr().err.strip().splitlines() if not line.startswith("precision:")]
     assert status == 2 and len(err) == 1 and "bad.fa:2 (record 'x')" in err[0]
     assert not list(tmp_path.glob("*bad.h5*"))  # neither the file nor its temporary
+    long = tmp_path / "long.fa"
+    write_fasta(long, [("ok", "ACGT" * 5), ("long", "ACGT" * 200)])
+    status = main(["embed", str(long), "--model", str(mlm_dir), "--out", str(tmp_path / "long.h5")])
+    err = [line for line in capsys.readouterr().err.strip().splitlines() if not line.startswith("precision:")]
+    assert status == 2 and len(err) == 1 and "long.fa (record 'long')" in err[0] and "more than the model's" in err[0]
+    assert not list(tmp_path.glob("*long.h5*"))

@@ -50,5 +50,5 @@ def run(args) -> None:
     embedder = Embedder.load(args.model, layers=tuple(args.layers), pooling=args.pooling, device=args.device,
                              precision=args.precision)
     count = write_embeddings(embedder, read_sequences(args.sequences), args.out, batch_size=args.batch_size,
-                             per_base=args.per_base, both_strands=args.both_strands)
+                             per_base=args.per_base, both_strands=args.both_strands, source=args.sequences)
     print(f"{count} records embedded into {args.out}", file=sys.stderr)

@@ -26,7 +26,7 @@ import torch
 
 from genolong.attention import attention_class
 from genolong.dna.sequence import clean, reverse_complement
-from genolong.errors import UserError
+from genolong.errors import InputError, UserError
 from genolong.inference.classifier import resolve_device
 from genolong.precision import autocast, resolve_precision
 
@@ -85,13 +85,16 @@ class Embedder:
         model = load_model(GenolongModel, path, config=config, dropped=HEAD_PREFIXES)
         return cls(model, tokenizer, **kwargs)
 
-    def _encode(self, sequences: list[str], names: list[str]):
-        """Token rows ``[CLS] tokens [SEP] [PAD]...`` (B, T) and each sequence's token lengths in bases."""
+    def _encode(self, sequences: list[str], names: list[str], source: Path | None = None):
+        """Token rows ``[CLS] tokens [SEP] [PAD]...`` (B, T) and each sequence's token lengths in bases;
+        a sequence longer than the model's input is refused naming its record (and ``source``, its file)."""
         encodings = self.backend.encode_batch([clean(s) for s in sequences], add_special_tokens=False)
         for encoding, name in zip(encodings, names, strict=True):
             if self.max_tokens is not None and len(encoding.ids) + 2 > self.max_tokens:
-                raise UserError(f"record {name!r}: {len(encoding.ids)} tokens, more than the model's "
-                                f"{self.max_tokens - 2} (+[CLS], [SEP])", hint="cut it into shorter records")
+                message = f"{len(encoding.ids)} tokens, more than the model's {self.max_tokens - 2} (+[CLS], [SEP])"
+                if source is None:
+                    raise UserError(f"record {name!r}: {message}", hint="cut it into shorter records")
+                raise InputError(source, message, record=name, hint="cut it into shorter records")
         length = max(len(e.ids) for e in encodings) + 2
         input_ids = torch.full((len(sequences), length), self.tokenizer.pad_token_id, dtype=torch.long)
         mask = torch.zeros((len(sequences), length), dtype=torch.long)
@@ -129,8 +132,8 @@ class Embedder:
                 handle.remove()
         return torch.stack([captured[layer].float() for layer in self.layers], dim=1).cpu()
 
-    def _one_strand(self, sequences: list[str], names: list[str], per_base: bool):
-        input_ids, mask, spans = self._encode(sequences, names)
+    def _one_strand(self, sequences: list[str], names: list[str], per_base: bool, source: Path | None):
+        input_ids, mask, spans = self._encode(sequences, names, source)
         states = self.hidden_states(input_ids, mask)  # (B, n_layers, T, H)
         if per_base:
             return [states[row, :, 1 : len(span) + 1].repeat_interleave(torch.from_numpy(span), dim=1).numpy()
@@ -141,7 +144,7 @@ class Embedder:
         return ((states * weights).sum(dim=2) / weights.sum(dim=2)).numpy()
 
     def embed(self, sequences: list[str], *, names: list[str] | None = None, per_base: bool = False,
-              both_strands: bool = False):
+              both_strands: bool = False, source: Path | None = None):
         """Embeddings of one batch of sequences.
 
         Args:
@@ -149,16 +152,17 @@ class Embedder:
             names: one name per sequence, for error messages (default: their positions).
             per_base: one vector per base instead of one per sequence.
             both_strands: average with the reverse complement's embedding (strand-invariant).
+            source: the file the sequences come from, named by errors.
 
         Returns:
             pooled: (B, n_layers, H) float32; per base: a list of (n_layers, L_i, H) float32,
             L_i the length of sequence i.
         """
         names = [str(i) for i in range(len(sequences))] if names is None else names
-        forward = self._one_strand(sequences, names, per_base)
+        forward = self._one_strand(sequences, names, per_base, source)
         if not both_strands:
             return forward
-        reverse = self._one_strand([reverse_complement(clean(s)) for s in sequences], names, per_base)
+        reverse = self._one_strand([reverse_complement(clean(s)) for s in sequences], names, per_base, source)
         if per_base:
             return [(f + r[:, ::-1]) / 2 for f, r in zip(forward, reverse, strict=True)]
         return (forward + reverse) / 2
@@ -175,7 +179,6 @@ def read_sequences(path: Path):
     import io
 
     from genolong.dna.sequence import InvalidSequenceError, open_text_or_gzip, read_fasta
-    from genolong.errors import InputError
 
     path = Path(path)
     if path.name.removesuffix(".gz").endswith((".csv", ".tsv")):
@@ -198,9 +201,9 @@ def read_sequences(path: Path):
 
 
 def write_embeddings(embedder: Embedder, records, out: Path, *, batch_size: int = 32, per_base: bool = False,
-                     both_strands: bool = False, total: int | None = None) -> int:
+                     both_strands: bool = False, source: Path | None = None) -> int:
     """Embed ``records`` ((id, sequence) pairs) batch by batch into the HDF5 file ``out``,
-    written under a temporary name and renamed when complete; memory holds one batch.
+    written under a temporary name and renamed when complete; memory holds one batch. ``source`` (the records' file) is named by errors.
 
     The file holds ``ids`` (N,) strings and, pooled, ``embeddings`` (N, n_layers, H) float32,
     or per base a group ``per_base`` of one (n_layers, L_i, H) float32 dataset per record, named
@@ -228,14 +231,14 @@ def write_embeddings(embedder: Embedder, records, out: Path, *, batch_size: int 
                                             maxshape=(None, len(embedder.layers), hidden), dtype="float32",
                                             chunks=(max(1, batch_size), len(embedder.layers), hidden))
         batch: list[tuple[str, str]] = []
-        with progress_bar(total=total, unit="seq", desc="embed") as bar:
+        with progress_bar(unit="seq", desc="embed") as bar:
             for item in _with_end(records):
                 if item is not None:
                     batch.append(item)
                 if batch and (item is None or len(batch) == batch_size):
                     names = [name for name, _ in batch]
                     result = embedder.embed([s for _, s in batch], names=names, per_base=per_base,
-                                            both_strands=both_strands)
+                                            both_strands=both_strands, source=source)
                     ids.resize((count + len(batch),))
                     ids[count:] = names
                     if per_base:
