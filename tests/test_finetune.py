@@ -193,7 +193,7 @@ def test_from_pretrained_keeps_encoder_weights_and_may_switch_backbone(tmp_path)
         },
     )
     asked = ["backbone", *extra]  # a backbone switch the user asked for (--backbone)
-    model = build_classifier_model(config, 919, tokenizer, tmp_path / "pretrained", asked)
+    model = build_classifier_model(config, 919, tokenizer, tmp_path / "pretrained", asked=asked)
     assert (model.config.backbone, model.config.hidden_size, model.config.num_labels) == (backbone, 16, 919)
     assert all(module.training for module in model.modules())  # dropout on for fine-tuning
     assert model.config.positive_label_weight == 8.0

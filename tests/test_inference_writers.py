@@ -29,7 +29,8 @@ def _records():
 def test_promoter_tables_by_hand():
     out, windows, bed = io.StringIO(), io.StringIO(), io.StringIO()
     counts = write_promoter_tables(_records(), 0.5, "# model m\n", out, windows=windows, bed=bed, strand="+")
-    assert counts == PredictionCounts(records=2, windows=4, skipped=1, promoters=1)
+    # called: windows 0-100, 50-150 and 200-300 reach 0.5, so 150 + 100 bp of record a's 300
+    assert counts == PredictionCounts(records=2, windows=4, skipped=1, promoters=1, scored_bp=300, called_bp=250)
     assert out.getvalue() == (
         "# model m\n# record: 1-based position of the record in the FASTA\n"
         "record\tid\tlength\twindows\tprobability\tlabel\terror\n"

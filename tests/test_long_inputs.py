@@ -34,7 +34,8 @@ def test_sled_fine_tunes_on_inputs_longer_than_the_positions(pretrained):
     """A chunk needs positions, the input does not: max_len 1,000 on a 128-position model."""
     directory, tokenizer = pretrained
     config = micro_config("promoter", max_len=1000, **{"model.backbone": "sled", "model.sled_chunk_size": POSITIONS})
-    model = build_classifier_model(config, 1, tokenizer, directory).eval()
+    # the user asks for SLED (a pretrained model's attention changes only when asked)
+    model = build_classifier_model(config, 1, tokenizer, directory, asked=["backbone", "sled_chunk_size"]).eval()
     ids = torch.randint(5, len(tokenizer), (2, 1000), generator=torch.Generator().manual_seed(0))
     with torch.no_grad():
         assert model(input_ids=ids).logits.shape == (2, 1)
@@ -47,7 +48,7 @@ def test_other_backbones_refuse_and_name_the_conversion(pretrained):
     assert "--backbone lsg --max-length 256" in raised.value.hint and "--backbone sled" in raised.value.hint
     too_long_chunk = micro_config("promoter", max_len=1000, **{"model.backbone": "sled", "model.sled_chunk_size": 256})
     with pytest.raises(ConfigError, match="a chunk needs a position per token"):
-        build_classifier_model(too_long_chunk, 1, tokenizer, directory)
+        build_classifier_model(too_long_chunk, 1, tokenizer, directory, asked=["backbone", "sled_chunk_size"])
 
 
 def test_cropping_is_described_with_the_share_left_out(pretrained):
