@@ -8,6 +8,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from genolong.dna.sequence import read_fasta
+from genolong.resources import sample_genome
+
 REPO = Path(__file__).resolve().parents[1]
 TEST_DATA = REPO / "tests" / "data"
 SHARED_DATA = Path(os.environ.get("GENOLONG_SHARED_DATA", REPO.parent / "shared" / "data"))
@@ -58,3 +61,12 @@ def _isolated_cache(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("GENOLONG_HOME", str(tmp_path_factory.mktemp("genolong_home")))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
+
+
+@pytest.fixture
+def small_genome(tmp_path):
+    """Two 300-bp records of the shipped hg19 sample, named ``a`` and ``b``."""
+    sequence = next(iter(read_fasta(sample_genome()))).sequence
+    path = tmp_path / "g.fa"
+    path.write_text(f">a\n{sequence[20000:20300]}\n>b\n{sequence[21000:21300]}\n")
+    return path

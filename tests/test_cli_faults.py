@@ -34,13 +34,6 @@ from genolong.tasks.checkpoints import SafeCheckpointIO, read_checkpoint
 VCF = "##fileformat=VCFv4.2\n#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\n"
 
 
-@pytest.fixture
-def small_genome(tmp_path):
-    """Two 300-bp records of the shipped hg19 sample, named ``a`` and ``b``."""
-    sequence = next(iter(read_fasta(sample_genome()))).sequence
-    path = tmp_path / "g.fa"
-    path.write_text(f">a\n{sequence[20000:20300]}\n>b\n{sequence[21000:21300]}\n")
-    return path
 
 
 def _argv(command: str, tmp_path, genome, out) -> list[str]:

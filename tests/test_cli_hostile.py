@@ -14,7 +14,6 @@ from cli_helpers import one_line
 from variant_helpers import write_vcf
 
 from genolong.cli import main
-from genolong.dna.sequence import read_fasta
 from genolong.inference.classifier import default_promoter_model
 from genolong.inference.variants.scoring import ClassifierEffects
 from genolong.resources import sample_genome
@@ -22,13 +21,6 @@ from genolong.resources import sample_genome
 HEADER = "##fileformat=VCFv4.2\n#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\n"
 
 
-@pytest.fixture
-def small_genome(tmp_path):
-    """Two 300-bp records of the shipped hg19 sample, named ``a`` and ``b``."""
-    sequence = next(iter(read_fasta(sample_genome()))).sequence
-    path = tmp_path / "g.fa"
-    path.write_text(f">a\n{sequence[20000:20300]}\n>b\n{sequence[21000:21300]}\n")
-    return path
 
 
 @pytest.mark.parametrize("record, needle", [

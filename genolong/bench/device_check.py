@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import platform
 import subprocess
@@ -145,7 +146,7 @@ def section_train(plan: CheckPlan, out: Path, say) -> list[dict]:
             optimizer.zero_grad(set_to_none=True)
             losses.append(loss.item())
         seconds = time.perf_counter() - started
-        finite = all(map(_finite, losses))
+        finite = all(map(math.isfinite, losses))
         ok = finite and losses[-1] < 0.75 * losses[0]
         rows.append({"check": "train", "backbone": backbone, "max_len": config.max_len, "first_loss": losses[0],
                      "last_loss": losses[-1], "steps": len(losses), "seconds": seconds, "ok": ok})
@@ -158,21 +159,16 @@ def section_train(plan: CheckPlan, out: Path, say) -> list[dict]:
 
 def _dna_batch(batch: int, max_len: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
     """Real DNA from the shipped sample, one token per base (ids 5-9), 15% masked: (inputs, labels)."""
-    from genolong.dna.sequence import clean
+    from genolong.dna.sequence import clean, read_fasta
     from genolong.resources import sample_genome
 
-    text = clean("".join(line.strip() for line in sample_genome().read_text().splitlines()
-                         if not line.startswith(">")))
+    text = clean("".join(record.sequence for record in read_fasta(sample_genome())))
     ids = torch.tensor([5 + "ACGTN".index(base) for base in text[: batch * max_len]]).view(batch, max_len)
     ids[:, 0] = 2  # [CLS]
     generator = torch.Generator().manual_seed(0)
     masked = torch.rand(ids.shape, generator=generator) < 0.15
     masked[:, 0] = False
     return ids.masked_fill(masked, 4).to(device), torch.where(masked, ids, -100).to(device)
-
-
-def _finite(value: float) -> bool:
-    return value == value and abs(value) != float("inf")
 
 
 def section_pretrain(plan: CheckPlan, out: Path, say) -> list[dict]:
@@ -188,7 +184,7 @@ def section_pretrain(plan: CheckPlan, out: Path, say) -> list[dict]:
     (out / "pretrain.log").write_text(done.stdout + done.stderr)
     report = run_dir / "report.json"
     data = json.loads(report.read_text()) if done.returncode == 0 and report.exists() else {}
-    ok = done.returncode == 0 and _finite(data.get("val_bpc", float("nan")))
+    ok = done.returncode == 0 and math.isfinite(data.get("val_bpc", float("nan")))
     row = {"check": "pretrain", "ok": ok, "exit": done.returncode, "seconds": seconds, "steps": data.get("steps"),
            "val_bpc": data.get("val_bpc"), "unigram_bpc": data.get("unigram_bpc"),
            "tokens_per_s": data.get("train_tokens_per_s"), "command": " ".join(["genolong", *command[3:]])}

@@ -29,18 +29,12 @@ SCORE_COLUMNS = ("probability", "combined")
 
 def write_inputs(directory: Path, seed: int = 0) -> dict[str, Path]:
     """The FASTA records and the variant TSV cut from the shipped sample genome, the genome and the model."""
+    from genolong.dna.sequence import read_fasta
     from genolong.resources import sample_genome
 
     directory.mkdir(parents=True, exist_ok=True)
     genome = sample_genome()
-    records, name = {}, None
-    for line in genome.read_text().splitlines():
-        if line.startswith(">"):
-            name = line[1:].split()[0]
-            records[name] = []
-        else:
-            records[name].append(line.strip().upper())
-    sequences = {chrom: "".join(parts) for chrom, parts in records.items()}
+    sequences = {record.name: record.sequence.upper() for record in read_fasta(genome)}
     rng = random.Random(seed)
     chrom = next(iter(sequences))
     sequence = sequences[chrom]
