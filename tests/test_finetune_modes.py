@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 import torch
+from safetensors.torch import load_file
 from test_task_finetune import micro_preset, motif_rows
 
 from genolong.cli import main
 from genolong.errors import ConfigError
 from genolong.inference.classifier import Classifier
+from genolong.inference.embed import Embedder
 from genolong.model.configuration import GenolongConfig
 from genolong.model.modeling import GenolongForSequenceClassification
 from genolong.tasks.modes import LoraSettings, apply_mode, merged_model, trainable_parameters
@@ -50,6 +53,37 @@ def test_a_probe_trains_the_head_only_and_bad_targets_are_refused():
         apply_mode(tiny_model(), "lora", LoraSettings(targets=["query"]))
     with pytest.raises(ConfigError, match="mode must be one of"):
         apply_mode(tiny_model(), "half", LoraSettings())
+
+
+def test_a_probe_embeds_each_split_once_and_a_rerun_reads_the_cache(tmp_path, monkeypatch):
+    """mode probe: the encoder runs on train and valid once (the cache in OUT/probe_cache holds what
+    the saved classifier's head reads); the rerun into the same directory runs no encoder before its
+    report and trains the same head."""
+    rows = motif_rows(90, 60, seed=7)
+    (tmp_path / "rows.csv").write_text("sequence,label\n" + "".join(f"{s},{y}\n" for s, y in rows))
+    assert main(["task", "prepare", "--table", str(tmp_path / "rows.csv"), "--out", str(tmp_path / "data")]) == 0
+    calls = []
+    original = Embedder.hidden_states
+    monkeypatch.setattr(Embedder, "hidden_states", lambda self, *a: calls.append(len(a[0])) or original(self, *a))
+    out, heads = tmp_path / "run", []
+    command = ["task", "finetune", "--data", str(tmp_path / "data"), "--out", str(out), "--mode", "probe",
+               "--config", str(micro_preset(tmp_path / "micro.yaml", max_steps=6, val_every_steps=3)),
+               "--set", "kmer_baseline=false"]
+    for embedded in (72 + 9, 0):  # train and valid rows, then none
+        calls.clear()
+        assert main(command) == 0
+        assert sum(calls) == embedded
+        weights = load_file(str(out / "model" / "model.safetensors"))
+        heads.append({k: v for k, v in weights.items() if k.startswith("classifier.")})
+    assert heads[0].keys() == heads[1].keys() and all(torch.equal(heads[0][k], heads[1][k]) for k in heads[0])
+    report = json.loads((out / "report.json").read_text())
+    assert report["mode"] == "probe" and report["steps"] == 6
+    classifier = Classifier.load(out / "model", device="cpu")
+    valid = [line.split("\t")[1] for line in (tmp_path / "data" / "valid.tsv").read_text().splitlines()[1:]]
+    cached = torch.from_numpy(np.load(out / "probe_cache" / "valid.npz")["embeddings"])[:, None]
+    with torch.no_grad():
+        torch.testing.assert_close(classifier.model.classifier(cached)[0], classifier.logits(valid),
+                                   rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.slow

@@ -132,16 +132,23 @@ class Embedder:
                 handle.remove()
         return torch.stack([captured[layer].float() for layer in self.layers], dim=1).cpu()
 
-    def _one_strand(self, sequences: list[str], names: list[str], per_base: bool, source: Path | None):
-        input_ids, mask, spans = self._encode(sequences, names, source)
-        states = self.hidden_states(input_ids, mask)  # (B, n_layers, T, H)
-        if per_base:
-            return [states[row, :, 1 : len(span) + 1].repeat_interleave(torch.from_numpy(span), dim=1).numpy()
-                    for row, span in enumerate(spans)]
+    def pooled(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> np.ndarray:
+        """Pooled vectors of encoded token rows (``[CLS] tokens [SEP] [PAD]...``, as
+        :class:`~genolong.inference.classifier.TokenEncoder` makes them): (B, T) -> (B, n_layers, H)
+        float32, the [CLS] row or the mean over the real tokens."""
+        states = self.hidden_states(input_ids, attention_mask)  # (B, n_layers, T, H)
         if self.pooling == "cls":
             return states[:, :, 0].numpy()
-        weights = mask[:, None, :, None].float()  # (B, 1, T, 1)
+        weights = attention_mask[:, None, :, None].float()  # (B, 1, T, 1)
         return ((states * weights).sum(dim=2) / weights.sum(dim=2)).numpy()
+
+    def _one_strand(self, sequences: list[str], names: list[str], per_base: bool, source: Path | None):
+        input_ids, mask, spans = self._encode(sequences, names, source)
+        if not per_base:
+            return self.pooled(input_ids, mask)
+        states = self.hidden_states(input_ids, mask)  # (B, n_layers, T, H)
+        return [states[row, :, 1 : len(span) + 1].repeat_interleave(torch.from_numpy(span), dim=1).numpy()
+                for row, span in enumerate(spans)]
 
     def embed(self, sequences: list[str], *, names: list[str] | None = None, per_base: bool = False,
               both_strands: bool = False, source: Path | None = None):
