@@ -18,6 +18,7 @@ from genolong.inference.embed import Embedder
 from genolong.model.configuration import GenolongConfig
 from genolong.model.modeling import GenolongForSequenceClassification
 from genolong.tasks.modes import LoraSettings, apply_mode, merged_model, trainable_parameters
+from genolong.tasks.probe import head_pooling
 
 
 def tiny_model() -> GenolongForSequenceClassification:
@@ -53,6 +54,13 @@ def test_a_probe_trains_the_head_only_and_bad_targets_are_refused():
         apply_mode(tiny_model(), "lora", LoraSettings(targets=["query"]))
     with pytest.raises(ConfigError, match="mode must be one of"):
         apply_mode(tiny_model(), "half", LoraSettings())
+
+
+@pytest.mark.parametrize("pooling, cached", [("cls", "cls"), ("mean", "mean"), ("max", None)])
+def test_the_probe_caches_the_vector_the_head_reads(pooling, cached):
+    config = tiny_model().config
+    config.classifier_pooling = pooling
+    assert head_pooling(GenolongForSequenceClassification(config)) == cached
 
 
 def test_a_probe_embeds_each_split_once_and_a_rerun_reads_the_cache(tmp_path, monkeypatch):

@@ -45,7 +45,7 @@ from genolong.tasks.checkpoints import read_checkpoint, resume_checkpoint
 from genolong.tasks.common import build_trainer
 from genolong.tasks.model_setup import build_classifier_model, train_task_tokenizer
 from genolong.tasks.modes import apply_mode, merged_model, trainable_parameters
-from genolong.tasks.probe import train_probe
+from genolong.tasks.probe import head_pooling, train_probe
 from genolong.tasks.stopping import ResumableEarlyStopping, after_training, fit
 from genolong.tasks.task import FinetuneConfig, FinetuneTask, LabelledSequences, TaskData, get_task
 
@@ -236,8 +236,9 @@ def run_finetune(
     check_run_identity(out, identity, resume, "fine-tuning")
     model = apply_mode(model, config.mode, config.lora)
     facts = {"pretrained": identity["pretrained"], "mode": config.mode, "trainable_parameters": trainable_parameters(model)}
-    if config.mode == "probe":  # the frozen encoder once per split, cached; the head on the arrays
-        run = train_probe(model, tokenizer, data, config, task, out)
+    pooling = head_pooling(model) if config.mode == "probe" else None
+    if pooling is not None:  # the frozen encoder once per split, cached; the head on the arrays
+        run = train_probe(model, tokenizer, data, config, task, out, pooling)
         return _complete(task, merged_model(model, config.mode), tokenizer, data, config, out, run | facts, started)
 
     module = ClassifierModule(model, config)

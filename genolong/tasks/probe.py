@@ -14,6 +14,9 @@ fingerprint, a checksum of the split's sequences, the pooling, the layer (the la
 and the strand (forward). A rerun or ``--resume`` with the same key reads the arrays and runs no
 encoder; another key recomputes them.
 
+A head that reads another pooling (``max``, a backbone's own fusion such as SLED's) has no cached
+vector: its probe trains as the other modes do, the frozen encoder at every step (a warning says so).
+
 The head (:class:`~genolong.model.heads.ClassificationHead`, its dropout included) then trains on
 (B, 1, H) rows of the cached vectors with the run's AdamW and warm-up/decay schedule, batches drawn
 from a generator seeded with ``train.seed``; every ``val_every_steps`` the task's validation
@@ -33,7 +36,6 @@ import numpy as np
 import torch
 
 from genolong.dna.tokenizer import tokenizer_fingerprint
-from genolong.errors import ConfigError
 from genolong.evaluation.chromatin import evaluation_rows
 from genolong.files import atomic_path
 from genolong.inference.classifier import TokenEncoder
@@ -48,19 +50,17 @@ log = logging.getLogger(__name__)
 CACHE = "probe_cache"
 
 
-def head_pooling(model) -> str:
-    """What the head of a GenolongForSequenceClassification reads, as an Embedder pooling.
-
-    Raises:
-        ConfigError: a pooling no cached embedding represents (``max``, a backbone's own fusion).
-    """
+def head_pooling(model) -> str | None:
+    """What the head of a GenolongForSequenceClassification reads, as an Embedder pooling: ``cls``
+    or ``mean``; None for a pooling no cached embedding represents (``max``, a backbone's own
+    fusion), whose probe runs the frozen encoder at every step (and the log says so)."""
     if model.fusion is None:
         return "cls"
     if isinstance(model.fusion, TokenPooling) and model.fusion.mode == "mean":
         return "mean"
-    raise ConfigError(f"mode probe caches the vector the head reads ([CLS] or the mean of the tokens); this model's "
-                      f"head reads {type(model.fusion).__name__} ({model.config.classifier_pooling})",
-                      hint="use model.classifier_pooling cls or mean, or mode lora")
+    log.warning("mode probe: the head reads %s (%s), which no cached embedding represents: the frozen encoder "
+                "runs at every training step", type(model.fusion).__name__, model.config.classifier_pooling)
+    return None
 
 
 def weights_fingerprint(module: torch.nn.Module) -> str:
@@ -103,11 +103,11 @@ def split_embeddings(embedder: Embedder, encoder: TokenEncoder, rows: LabelledSe
     return embeddings
 
 
-def train_probe(model, tokenizer, data: TaskData, config: FinetuneConfig, task: FinetuneTask, out: Path) -> dict:
-    """Train ``model``'s head (encoder frozen) on cached embeddings of the training split; the head
-    of the best validation round stays in ``model``. Returns the run's facts (``steps``,
-    ``best_step``, ``early_stopped``, ``monitor``)."""
-    pooling = head_pooling(model)
+def train_probe(model, tokenizer, data: TaskData, config: FinetuneConfig, task: FinetuneTask, out: Path,
+                pooling: str) -> dict:
+    """Train ``model``'s head (encoder frozen) on cached embeddings (``pooling``, :func:`head_pooling`)
+    of the training split; the head of the best validation round stays in ``model``. Returns the
+    run's facts (``steps``, ``best_step``, ``early_stopped``, ``monitor``)."""
     device = "cpu" if config.train.accelerator == "cpu" else "auto"
     embedder = Embedder(model.genolong, tokenizer, layers=(-1,), pooling=pooling, device=device)
     encoder = TokenEncoder(tokenizer, config.max_len)
