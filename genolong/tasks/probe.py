@@ -10,7 +10,8 @@ classifier reads (:class:`~genolong.inference.classifier.TokenEncoder`: a record
     out/probe_cache/train.npz, valid.npz    embeddings (N, H) float32 and the key they were made with
 
 The key holds what decides the vectors: a fingerprint of the encoder's weights, the tokenizer's
-fingerprint, a checksum of the split's sequences, the pooling, the layer (the last), ``max_len``
+fingerprint, a checksum of the sequences embedded (the training split; the validation subset of
+the other modes, ``train.val_windows`` evenly spaced rows), the pooling, the layer (the last), ``max_len``
 and the strand (forward). A rerun or ``--resume`` with the same key reads the arrays and runs no
 encoder; another key recomputes them.
 
@@ -73,33 +74,33 @@ def weights_fingerprint(module: torch.nn.Module) -> str:
     return digest.hexdigest()
 
 
-def sequences_checksum(rows: LabelledSequences) -> str:
-    """SHA-256 of a split's sequences, in order."""
+def sequences_checksum(rows: LabelledSequences, indices: np.ndarray) -> str:
+    """SHA-256 of the sequences of ``rows`` at ``indices``, in order."""
     digest = hashlib.sha256()
-    for index in range(len(rows)):
-        digest.update(rows.sequence(index).encode())
+    for index in indices:
+        digest.update(rows.sequence(int(index)).encode())
         digest.update(b"\n")
     return digest.hexdigest()
 
 
-def split_embeddings(embedder: Embedder, encoder: TokenEncoder, rows: LabelledSequences, key: dict, path: Path,
-                     batch_size: int) -> np.ndarray:
-    """The head's input vectors (N, H) float32 of every row of a split: read from ``path`` when it
-    was written with ``key``, else computed (the encoder on each batch) and written atomically."""
+def split_embeddings(embedder: Embedder, encoder: TokenEncoder, rows: LabelledSequences, indices: np.ndarray,
+                     key: dict, path: Path, batch_size: int) -> np.ndarray:
+    """The head's input vectors (N, H) float32 of the rows at ``indices`` (N,): read from ``path`` when
+    it was written with ``key``, else computed (the encoder on each batch) and written atomically."""
     if path.is_file():
         with np.load(path) as cached:
             if json.loads(str(cached["key"])) == key:
-                log.info("probe: %s embeddings (%d rows) read from %s", path.stem, len(rows), path)
+                log.info("probe: %s embeddings (%d rows) read from %s", path.stem, len(indices), path)
                 return cached["embeddings"]
     parts = []
-    for start in range(0, len(rows), batch_size):
-        batch = encoder([rows.sequence(i) for i in range(start, min(start + batch_size, len(rows)))])
+    for start in range(0, len(indices), batch_size):
+        batch = encoder([rows.sequence(int(i)) for i in indices[start : start + batch_size]])
         parts.append(embedder.pooled(batch["input_ids"], batch["attention_mask"])[:, 0])  # (B, H)
     embeddings = np.concatenate(parts).astype(np.float32)
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(path) as tmp, open(tmp, "wb") as handle:
         np.savez(handle, embeddings=embeddings, key=np.array(json.dumps(key, sort_keys=True)))
-    log.info("probe: %s embeddings (%d rows) computed and cached in %s", path.stem, len(rows), path)
+    log.info("probe: %s embeddings (%d rows) computed and cached in %s", path.stem, len(indices), path)
     return embeddings
 
 
@@ -113,18 +114,18 @@ def train_probe(model, tokenizer, data: TaskData, config: FinetuneConfig, task: 
     encoder = TokenEncoder(tokenizer, config.max_len)
     common = {"model": weights_fingerprint(model.genolong), "tokenizer": tokenizer_fingerprint(tokenizer),
               "pooling": pooling, "layer": -1, "max_len": config.max_len, "strand": "forward"}
-    valid_rows = evaluation_rows(len(data.splits["valid"]), config.train.val_windows)
-    arrays = {}
-    for name in ("train", "valid"):
+    chosen = {"train": np.arange(len(data.splits["train"])),  # the validation subset of the other modes
+              "valid": evaluation_rows(len(data.splits["valid"]), config.train.val_windows)}
+    inputs, labels = {}, {}
+    for name, indices in chosen.items():
         rows = data.splits[name]
-        key = common | {"split": sequences_checksum(rows)}
-        arrays[name] = split_embeddings(embedder, encoder, rows, key, out / CACHE / f"{name}.npz",
-                                        config.batch_size_eval)
-    train_x = torch.from_numpy(arrays["train"])[:, None]  # (N, 1, H): the head reads row 0
-    train_y = torch.from_numpy(data.splits["train"].all_labels(np.arange(len(data.splits["train"]))))
-    valid_x = torch.from_numpy(arrays["valid"][valid_rows])[:, None]
-    valid_y = data.splits["valid"].all_labels(valid_rows)
-    return _fit_head(model, train_x, train_y, valid_x, valid_y, config, task)
+        key = common | {"split": sequences_checksum(rows, indices)}
+        vectors = split_embeddings(embedder, encoder, rows, indices, key, out / CACHE / f"{name}.npz",
+                                   config.batch_size_eval)
+        inputs[name] = torch.from_numpy(vectors)[:, None]  # (N, 1, H): the head reads row 0
+        labels[name] = rows.all_labels(indices)
+    return _fit_head(model, inputs["train"], torch.from_numpy(labels["train"]), inputs["valid"], labels["valid"],
+                     config, task)
 
 
 def _fit_head(model, train_x: torch.Tensor, train_y: torch.Tensor, valid_x: torch.Tensor, valid_y: np.ndarray,
