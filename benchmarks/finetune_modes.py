@@ -39,7 +39,7 @@ def one_mode(mode: str, args: argparse.Namespace, checkpointing: bool) -> dict:
     """Train ``args.steps`` steps in ``mode`` in this process; its counts, peak memory and step times."""
     import torch
 
-    from genolong.bench.memory import proc_status_mb, reset_peak_memory
+    from genolong.memory import proc_status_mb, reset_peak_memory
     from genolong.model.configuration import GenolongConfig
     from genolong.model.modeling import GenolongForSequenceClassification
     from genolong.tasks.modes import LoraSettings, apply_mode, trainable_parameters

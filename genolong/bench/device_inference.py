@@ -57,7 +57,7 @@ def write_inputs(directory: Path, seed: int = 0) -> dict[str, Path]:
             ref = sequence[pos - 1]
             alt = rng.choice([base for base in "ACGT" if base != ref])
             handle.write(f"{chrom}\t{pos}\t{ref}\t{alt}\tv{i}\n")
-    from genolong.inference.classifier import default_promoter_model
+    from genolong.classifier.directory import default_promoter_model
 
     return {"fasta": fasta, "variants": variants, "genome": genome, "model": default_promoter_model()}
 
