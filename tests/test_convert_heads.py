@@ -18,10 +18,10 @@ import pytest
 import torch
 from test_convert_classifier import MULTI_LABEL, SOFTMAX_2, SOFTMAX_3, classifier_source, compare
 
+from genolong.classifier.directory import Classifier, TaskInfo
 from genolong.cli import main
+from genolong.convert import convert_checkpoint
 from genolong.dna.sequence import read_fasta, write_fasta
-from genolong.inference.classifier import Classifier, TaskInfo
-from genolong.model.convert import convert_checkpoint
 from genolong.model.modeling import GenolongForSequenceClassification
 
 REGRESSION_1 = {"num_labels": 1, "problem_type": "regression", "id2label": {0: "activity"},
@@ -58,7 +58,7 @@ BIG_BIRD_DEFAULT = ("softmax3", "regression2", "unset1")
 def test_every_head_type_converts_with_the_source_logits(family, head, real_data, tmp_path, caplog):
     labels, problem_type, names = HEADS[head]
     source = classifier_source(family, labels, tmp_path / "src", real_data)
-    with caplog.at_level(logging.INFO, logger="genolong.model.convert.classification"):
+    with caplog.at_level(logging.INFO, logger="genolong.convert.classification"):
         convert_checkpoint(tmp_path / "src", tmp_path / "out")
     stated = "problem_type" in labels
     assert ("config.json sets no problem_type: read as" in caplog.text) is not stated, caplog.text
@@ -121,7 +121,7 @@ def test_one_unset_output_is_a_sigmoid_for_the_promoter_commands(real_data, tmp_
     """As before the other problem types converted: promoter's commands read one output of an
     unset problem type as a sigmoid logit, threshold 0.5."""
     classifier_source("bert", UNSET_1, tmp_path / "src", real_data)
-    with caplog.at_level(logging.INFO, logger="genolong.model.convert.classification"):
+    with caplog.at_level(logging.INFO, logger="genolong.convert.classification"):
         converted = convert_checkpoint(tmp_path / "src", tmp_path / "out", task="promoter", window_bp=251)
     assert converted.config.problem_type == "multi_label_classification"
     assert "the sigmoid the task's commands read" in caplog.text
@@ -130,6 +130,6 @@ def test_one_unset_output_is_a_sigmoid_for_the_promoter_commands(real_data, tmp_
 
 def test_convert_task_choices_are_the_converter_tasks():
     from genolong.commands.convert import TASK_CHOICES
-    from genolong.model.convert import TASKS
+    from genolong.convert import TASKS
 
     assert tuple(TASKS) == TASK_CHOICES

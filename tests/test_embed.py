@@ -10,10 +10,10 @@ import torch
 from classify_helpers import random_promoter_model, tiny_tokenizer
 from model_helpers import probe_attention, tiny_config  # noqa: F401
 
+from genolong.classifier.embedder import Embedder
 from genolong.cli import main
 from genolong.dna.sequence import reverse_complement, write_fasta
 from genolong.dna.tokenizer import load_tokenizer
-from genolong.inference.embed import Embedder
 from genolong.model.configuration import GenolongConfig
 from genolong.model.loading import save_model
 from genolong.model.modeling import GenolongForMaskedLM, GenolongModel

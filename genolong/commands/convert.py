@@ -6,7 +6,7 @@ from pathlib import Path
 
 from genolong.outputs import OutputDirectory, declare
 
-#: ``--task``: the keys of :data:`genolong.model.convert.classification.TASKS` (named here without
+#: ``--task``: the keys of :data:`genolong.convert.classification.TASKS` (named here without
 #: importing torch).
 TASK_CHOICES = ("promoter", "chromatin", "labelled")
 
@@ -50,7 +50,7 @@ def register(subparsers) -> None:
 
 
 def run_convert(args) -> int:
-    from genolong.model.convert import ConversionError, LongSpec, convert_checkpoint, describe_conversion
+    from genolong.convert import ConversionError, LongSpec, convert_checkpoint, describe_conversion
 
     long = None
     if args.backbone is not None:

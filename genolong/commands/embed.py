@@ -51,8 +51,9 @@ def run(args) -> None:
     """Embed the records of ``args.sequences`` into ``args.out``."""
     import sys
 
+    from genolong.classifier.embedder import Embedder
     from genolong.errors import UserError
-    from genolong.inference.embed import Embedder, read_sequences, write_embeddings
+    from genolong.inference.embed import read_sequences, write_embeddings
 
     if (args.sequences is None) == (args.bed is None) or (args.bed is None) != (args.genome is None):
         raise UserError("give SEQUENCES (FASTA or CSV/TSV), or --bed with --genome")

@@ -10,7 +10,7 @@
   run directory caches (:mod:`genolong.tasks.probe`).
 
 The target modules default to genolong's projections, which converted checkpoints share
-(:mod:`genolong.model.convert` maps BigBird, BERT, GENA-LM and ESM weights onto them): ``qkv``
+(:mod:`genolong.convert` maps BigBird, BERT, GENA-LM and ESM weights onto them): ``qkv``
 and ``out`` (attention), ``up`` and ``down`` (feed-forward).
 """
 

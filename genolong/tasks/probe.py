@@ -3,8 +3,8 @@ the arrays.
 
 The encoder is frozen, so the vector the classification head reads (the [CLS] row, or the mean of
 the real tokens with ``classifier_pooling: mean``) is a fixed function of each input. It is
-computed once per split with :class:`~genolong.inference.embed.Embedder` on the inputs the saved
-classifier reads (:class:`~genolong.inference.classifier.TokenEncoder`: a record longer than
+computed once per split with :class:`~genolong.classifier.embedder.Embedder` on the inputs the saved
+classifier reads (:class:`~genolong.classifier.directory.TokenEncoder`: a record longer than
 ``max_len`` tokens keeps its central tokens), and cached in the run directory::
 
     out/probe_cache/train.npz, valid.npz    embeddings (N, H) float32 and the key they were made with
@@ -36,11 +36,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from genolong.classifier.directory import TokenEncoder
+from genolong.classifier.embedder import Embedder
 from genolong.dna.tokenizer import tokenizer_fingerprint
 from genolong.evaluation.chromatin import evaluation_rows
 from genolong.files import atomic_path
-from genolong.inference.classifier import TokenEncoder
-from genolong.inference.embed import Embedder
 from genolong.model.heads import TokenPooling, output_activation
 from genolong.tasks.common import adamw_with_schedule
 from genolong.tasks.task import FinetuneConfig, FinetuneTask, LabelledSequences, TaskData

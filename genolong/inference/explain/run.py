@@ -25,12 +25,12 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from genolong.classifier.directory import Classifier
 from genolong.dna.genome import Genome
 from genolong.dna.sequence import read_fasta
 from genolong.errors import InputError, UserError
 from genolong.files import atomic_path
 from genolong.inference.bed import read_bed_regions
-from genolong.inference.classifier import Classifier
 from genolong.inference.explain.attributions import (
     BASES,
     gradient_attributions,

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
+from genolong.classifier.directory import Classifier, StrandAveraged
 from genolong.files import atomic_path
-from genolong.inference.classifier import Classifier, StrandAveraged
 
 
 def predict_table(model: Path, records: Iterable[tuple[str, str]], out: Path, *, batch_size: int = 64,

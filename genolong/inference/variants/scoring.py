@@ -61,12 +61,12 @@ class ClassifierEffects:
     :class:`~genolong.inference.variants.tokens.WindowInputs` (each reference window tokenised
     once, a substitution's alternative spliced into its tokens: the ids of tokenising each
     window whole). With ``rc`` both strands of an input go through the model in one call and
-    their probabilities are averaged, as :class:`~genolong.inference.classifier.StrandAveraged`
+    their probabilities are averaged, as :class:`~genolong.classifier.directory.StrandAveraged`
     does. Nothing is remembered across calls, so a chunk's model batches, and thus its bytes,
     are the same on any rank.
 
     Args:
-        classifier: a :class:`~genolong.inference.classifier.Classifier`.
+        classifier: a :class:`~genolong.classifier.directory.Classifier`.
         labels: the output columns to report (P indices into C).
         batch_size: inputs per model call (each one or, with ``rc``, two rows).
         rc: average the probabilities of both strands.
