@@ -63,6 +63,39 @@ def test_the_probe_caches_the_vector_the_head_reads(pooling, cached):
     assert head_pooling(GenolongForSequenceClassification(config)) == cached
 
 
+def test_the_probe_cache_is_reused_only_under_its_key(tmp_path):
+    """split_embeddings: computed and written under a key, read back under the same key (no encoder
+    call), computed again under another (a changed split, pooling, model...)."""
+    from classify_helpers import tiny_tokenizer
+
+    from genolong.classifier.directory import TokenEncoder
+    from genolong.dna.tokenizer import load_tokenizer
+    from genolong.tasks.probe import split_embeddings
+    from genolong.tasks.task import SequenceRows
+
+    class Counting:
+        """Stands for the Embedder: counts the rows it embeds; a row's vector is its token count."""
+
+        rows = 0
+
+        def pooled(self, input_ids, attention_mask):  # (B, T) -> (B, 1, 1)
+            self.rows += len(input_ids)
+            return attention_mask.sum(1, keepdim=True)[:, None].float().numpy()
+
+    sequences = ["ACGTTGCA" * 3, "GGATCC", "T" * 40]
+    rows = SequenceRows(sequences, np.zeros((3, 1), dtype=np.float32))
+    encoder = TokenEncoder(load_tokenizer(tiny_tokenizer(tmp_path / "tokenizer")), 16)
+    embedder, path = Counting(), tmp_path / "train.npz"
+    first = split_embeddings(embedder, encoder, rows, np.arange(3), {"split": "a"}, path, batch_size=2)
+    np.testing.assert_array_equal(first[:, 0], encoder(sequences)["attention_mask"].sum(1).numpy())
+    assert embedder.rows == 3
+    np.testing.assert_array_equal(split_embeddings(embedder, encoder, rows, np.arange(3), {"split": "a"}, path, 2),
+                                  first)
+    assert embedder.rows == 3
+    split_embeddings(embedder, encoder, rows, np.arange(2), {"split": "b"}, path, 2)
+    assert embedder.rows == 5
+
+
 def test_a_probe_embeds_each_split_once_and_a_rerun_reads_the_cache(tmp_path, monkeypatch):
     """mode probe: the encoder runs on train and valid once (the cache in OUT/probe_cache holds what
     the saved classifier's head reads); the rerun into the same directory runs no encoder before its
