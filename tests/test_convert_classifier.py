@@ -107,12 +107,12 @@ def test_big_bird_classifier_at_4096_tokens(real_data, tmp_path):
     assert_same_probabilities(*compare(source, converted, [4096, 3000], "big_bird", seed=5), softmax=True)
 
 
-def gena_pre_ln_classifier_state(config: dict, seed: int = 1) -> dict[str, torch.Tensor]:
-    """GENA-LM's pre-LN BertForSequenceClassification: their encoder, the pooler, a 2-class ``classifier``."""
+def gena_pre_ln_classifier_state(config: dict, seed: int = 1, classes: int = 2) -> dict[str, torch.Tensor]:
+    """GENA-LM's pre-LN BertForSequenceClassification: their encoder, the pooler, a ``classifier`` of ``classes`` outputs."""
     state = {k: v for k, v in gena_pre_ln_state(config, last_layer_norm=True).items() if not k.startswith("cls.")}
     generator = torch.Generator().manual_seed(seed)
     n = config["hidden_size"]
-    for name, shape in (("bert.pooler.dense", (n, n)), ("classifier", (2, n))):
+    for name, shape in (("bert.pooler.dense", (n, n)), ("classifier", (classes, n))):
         state[f"{name}.weight"] = torch.randn(shape, generator=generator) * 0.3
         state[f"{name}.bias"] = torch.randn(shape[:1], generator=generator) * 0.3
     return state

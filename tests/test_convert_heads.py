@@ -16,7 +16,18 @@ import logging
 
 import pytest
 import torch
-from test_convert_classifier import MULTI_LABEL, SOFTMAX_2, SOFTMAX_3, classifier_source, compare
+import torch.nn.functional as F
+from convert_helpers import copy_gena_tokenizer, gena_config, save_source, token_batch
+from test_convert import VOCAB, gena_pre_ln_states
+from test_convert_classifier import (
+    MULTI_LABEL,
+    SOFTMAX_2,
+    SOFTMAX_3,
+    classifier_source,
+    compare,
+    gena_pre_ln_classifier_state,
+)
+from test_convert_cli import PRE_LN
 
 from genolong.classifier.directory import Classifier, TaskInfo
 from genolong.cli import main
@@ -67,6 +78,26 @@ def test_every_head_type_converts_with_the_source_logits(family, head, real_data
     assert list(converted.config.id2label.values()) == names
     ours, theirs = compare(source, converted, [300, 120, 17], family, seed=3)
     assert (ours - source_logits_as_converted(theirs, head)).abs().max() <= 1e-5
+
+
+@pytest.mark.parametrize("head", ["softmax3", "regression2"])
+def test_gena_pre_ln_bert_heads_keep_their_problem_type(head, real_data, tmp_path):
+    """GENA-LM's pre-LN BERT (test_convert's implementation of their modeling file) with a 3-class
+    softmax or a 2-output regression head: the converted logits are the reference's."""
+    labels, problem_type, names = HEADS[head]
+    config = gena_config(real_data, PRE_LN, architectures=["BertForSequenceClassification"], **labels)
+    state = gena_pre_ln_classifier_state(config, classes=len(names))
+    save_source(tmp_path / "src", config, state, safetensors=False)
+    copy_gena_tokenizer(real_data, tmp_path / "src")
+    converted = convert_checkpoint(tmp_path / "src", tmp_path / "out")
+    assert converted.config.problem_type == problem_type and list(converted.config.id2label.values()) == names
+    ids, mask = token_batch([300, 17], VOCAB, seed=4)
+    with torch.no_grad():
+        hidden = gena_pre_ln_states(state, config, ids, mask, last_layer_norm=True)[-1]
+        pooled = torch.tanh(F.linear(hidden[:, 0], state["bert.pooler.dense.weight"], state["bert.pooler.dense.bias"]))
+        theirs = F.linear(pooled, state["classifier.weight"], state["classifier.bias"])
+        ours = converted(input_ids=ids, attention_mask=mask).logits
+    assert (ours - theirs).abs().max() <= 1e-5
 
 
 def write_promoters(real_data, path, count=6):
