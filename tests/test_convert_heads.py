@@ -18,7 +18,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from convert_helpers import copy_gena_tokenizer, gena_config, save_source, token_batch
-from test_convert import VOCAB, gena_pre_ln_states
+from test_convert import VOCAB, esm_source, gena_pre_ln_states
 from test_convert_classifier import (
     MULTI_LABEL,
     SOFTMAX_2,
@@ -146,6 +146,15 @@ def test_sigmoid_tasks_refuse_other_heads(task, labels, message, real_data, tmp_
     err = capsys.readouterr().err
     assert code == 2 and message in err and "--task labelled" in err, err
     assert len(err.strip().splitlines()) == 1 and not (tmp_path / "out").exists()
+
+
+def test_a_masked_lm_checkpoint_for_your_own_task_is_pointed_to_task_finetune(tmp_path, capsys):
+    esm_source(tmp_path / "src")
+    code = main(["convert", str(tmp_path / "src"), "--out", str(tmp_path / "out"), "--task", "labelled",
+                 "--window-bp", "251"])
+    err = capsys.readouterr().err
+    assert code == 2 and "--task labelled needs a sequence-classification checkpoint" in err, err
+    assert "`genolong task finetune`" in err and not (tmp_path / "out").exists()
 
 
 def test_one_unset_output_is_a_sigmoid_for_the_promoter_commands(real_data, tmp_path, caplog):

@@ -118,7 +118,7 @@ def convert_checkpoint(
         fields, state = convert_weights(source, task)
     if task is not None and "lm_head.decoder.weight" in state:
         raise ConversionError(f"--task {task} needs a sequence-classification checkpoint; {src} is a masked-LM one",
-                              hint=f"fine-tune the converted model with `genolong {task} finetune`")
+                              hint=f"fine-tune the converted model with `{convert_task(task).finetune}`")
     tokenizer = fast_tokenizer(source.tokenizer)
     vocab_rows = state["genolong.encoder.embeddings.token.weight"].shape[0]
     fields |= tokenizer_fields(tokenizer, vocab_rows)

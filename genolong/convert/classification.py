@@ -58,19 +58,21 @@ PROBLEM_TYPES = (SIGMOIDS, SOFTMAX, REGRESSION)
 
 @dataclass(frozen=True)
 class ConvertTask:
-    """What ``genolong convert --task`` needs of a task: the problem types its commands read, and
-    the command that scores with the converted classifier directory."""
+    """What ``genolong convert --task`` needs of a task: the problem types its commands read, the
+    command that scores with the converted classifier directory, and the one that fine-tunes a
+    masked-LM checkpoint for the task instead."""
 
     problem_types: tuple[str, ...]
     command: str
+    finetune: str
 
 
 #: ``genolong convert --task``: the tasks whose commands read a converted classifier; ``labelled``
 #: is ``genolong task`` (your own labelled sequences, any problem type).
 TASKS = {
-    "promoter": ConvertTask((SIGMOIDS,), "genolong promoter predict"),
-    "chromatin": ConvertTask((SIGMOIDS,), "genolong chromatin predict"),
-    "labelled": ConvertTask(PROBLEM_TYPES, "genolong task predict"),
+    "promoter": ConvertTask((SIGMOIDS,), "genolong promoter predict", "genolong promoter finetune"),
+    "chromatin": ConvertTask((SIGMOIDS,), "genolong chromatin predict", "genolong chromatin finetune"),
+    "labelled": ConvertTask(PROBLEM_TYPES, "genolong task predict", "genolong task finetune"),
 }
 
 
