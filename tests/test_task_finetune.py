@@ -1,5 +1,5 @@
 """``genolong task finetune``: the loss, outputs and report of each problem type, the k-mer model
-fitted on the training split and its stack with the network (folded into a binary classifier)."""
+fitted on the training split and its stack with the network (saved in the classifier)."""
 
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ def test_a_three_class_task_trains_a_softmax_and_reports_network_kmer_and_stack(
     printed = capsys.readouterr().out
     report = json.loads((out / "report.json").read_text())
     assert report["problem_type"] == "multiclass" and report["monitor"]["metric"] == "val/score"
-    assert {"network", "kmer_baseline", "stack"} <= set(report) and report["saved_model"] == "network"
+    assert {"network", "kmer_baseline", "stack"} <= set(report) and report["saved_model"] == "network + k-mer stack"
     assert report["kmer_baseline"]["model"] == "multinomial logistic regression"
     assert report["kmer_baseline"]["test"]["accuracy"] >= 0.8  # chance: 1/3; the motifs are 8-mers
     assert report["stack"]["test"]["accuracy"] >= 0.8

@@ -5,8 +5,8 @@
     config.json, model.safetensors     GenolongForSequenceClassification (save_pretrained)
     tokenizer.json, tokenizer_config.json
     genolong_task.json                 TaskInfo: task, window, label names, threshold, provenance
-    kmer_component.npz                 optional: a k-mer model whose logit is added to the network's
-                                       (:mod:`genolong.classifier.kmer_component`)
+    kmer_component.npz                 optional: k-mer models whose logits are added to the network's,
+                                       the k-mer part of a stack (:mod:`genolong.classifier.kmer_component`)
 
 The outputs (B, C) follow the model's ``problem_type``
 (:func:`genolong.model.heads.output_activation`): independent sigmoids (multi-label BCE: C = 1
@@ -149,7 +149,8 @@ def resolve_device(device: str | torch.device | None) -> torch.device:
 
 class Classifier:
     """A classifier ready for inference: model (eval mode), tokenizer, :class:`TaskInfo` and the
-    optional k-mer component (bound to the tokenizer) whose logit is added to the model's."""
+    optional k-mer component (bound to the tokenizer) that turns the model's logits into the stack's
+    (:meth:`KmerComponent.apply`)."""
 
     def __init__(
         self,
@@ -226,23 +227,23 @@ class Classifier:
     @torch.inference_mode()
     def logits(self, sequences: list[str], centres: list[int | None] | None = None) -> torch.Tensor:
         """Logits of one batch, shape (B, C) float32, on the model's device (``centres``: see
-        :class:`TokenEncoder`); the k-mer component's logit, when there is one, is added."""
+        :class:`TokenEncoder`); with a k-mer component, the stack's (:meth:`KmerComponent.apply`)."""
         return self.token_logits(self.encode(sequences, centres))
 
     @torch.inference_mode()
     def token_logits(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         """Logits of encoded token rows (``input_ids``, ``attention_mask`` (B, T), as
-        :meth:`TokenEncoder.pad` makes them): (B, C) float32 on the model's device, the k-mer
-        component's logit added when there is one."""
+        :meth:`TokenEncoder.pad` makes them): (B, C) float32 on the model's device; with a k-mer
+        component, the stack's (:meth:`KmerComponent.apply`)."""
         batch = {k: v.to(self.device) for k, v in batch.items()}
         with autocast(self.device, self.precision):
             logits = self.model(**batch).logits.float()
         if self.kmer is not None:
-            logits = logits + self.kmer.token_logits(batch["input_ids"])[:, None]
+            logits = self.kmer.apply(logits, batch["input_ids"])
         return logits
 
     def probabilities(self, sequences: list[str], centres: list[int | None] | None = None) -> np.ndarray:
-        """Sigmoid probabilities of one batch, shape (B, C) float32."""
+        """Probabilities (sigmoid or softmax; regression: the values) of one batch, shape (B, C) float32."""
         return output_activation(self.logits(sequences, centres), self.model.config.problem_type).cpu().numpy()
 
 

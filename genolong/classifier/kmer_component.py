@@ -13,16 +13,34 @@ coefficients. The last two steps are linear, so a model keeps one weight per k-m
 
     score_e = sum_j count_j * weight_ej / sum_j count_j + bias_e,   j over the training k-mers
 
-The component holds ``E`` such models on the same k-mers (counted once) and adds up their
-scores through a link, each with its weight ``mix_e``::
+The component holds ``E`` such models on the same k-mers (counted once) and maps their scores
+through a link to ``C`` outputs, with a mix weight ``mix_ce`` per output and model and an offset
+per output::
 
-    linear:      logit = sum_e mix_e * score_e
-    log-sigmoid: logit = sum_e mix_e * log sigmoid(score_e)
+    logit_c = sum_e mix_ce * link(score)_e + offset_c
+    link:  linear         score_e
+           logsigmoid     log sigmoid(score_e)
+           clipped_logit  log(p / (1 - p)), p = score_e clipped to [1e-4, 1 - 1e-4] (ridge on 0/1 labels)
+           log_softmax    score_e - log sum_e' exp(score_e')   (a multinomial model's log-probabilities)
 
-With the log-sigmoid link a model can only lower the logit, by up to ``mix_e * |score_e|`` when
+The classifier's logits are the network's plus these (:meth:`KmerComponent.apply`). A stack of
+a network and a k-mer model that is linear in the network's logits is folded into the network's
+output layer (binary, multi-label, regression: ``a_c * network_c + b_c * kmer_c + c_c``, with
+``a_c`` and ``c_c`` in the head, ``b_c`` as ``mix``). A multi-class stack is a multinomial
+logistic regression on the network's log-probabilities and the k-mer model's: not foldable, so
+the component also holds ``network`` (C, C), applied to the network's log-softmax::
+
+    logits = log_softmax(network logits) @ network.T + mix @ log_softmax(k-mer scores) + offset
+
+With the log-sigmoid link a model can only lower the logit, by up to ``mix_ce * |score_e|`` when
 it is sure a sequence is a negative of its kind, and adds nearly nothing when it is sure of the
 contrary: an expert on one kind of negative vetoes what it recognises and leaves the rest to
-the network.
+the network (the promoter task's experts, ``C = 1``).
+
+The file ``kmer_component.npz`` holds ``version`` (2), ``kmers`` (V,), ``weights`` (E, V),
+``bias`` (E,), ``mix`` (C, E), ``link``, ``offset`` (C,) and, for a multi-class stack,
+``network`` (C, C). A file without ``version`` (one output) is read as before: ``mix`` (E,) or
+absent (ones), no offset.
 
 It reads the bases the network reads: the text of a token row (the kept tokens of an input;
 special tokens read as ``N``), so every path that scores token rows (``predict-*``, ``eval``,
@@ -54,35 +72,48 @@ def kmer_index(kmer: str) -> int:
     return index
 
 
-LINKS = ("linear", "logsigmoid")
+LINKS = ("linear", "logsigmoid", "clipped_logit", "log_softmax")
+VERSION = 2
+_CLIP = 1e-4
 
 
 class KmerComponent:
-    """``E`` k-mer models on one set of k-mers, each with a weight per k-mer and a bias, added up
-    through a link (see the module docstring).
+    """``E`` k-mer models on one set of k-mers, each with a weight per k-mer and a bias, mapped
+    through a link to ``C`` outputs (see the module docstring).
 
     Args:
         kmers: the training k-mers (V,), ACGT only, any lengths from 1 to 8.
         weights: shape (E, V) (or (V,) for one model), the weight of each k-mer in each model.
         bias: shape (E,) (or a number for one model).
-        mix: shape (E,), the weight of each model's linked score (default: 1 each).
-        link: ``linear`` or ``logsigmoid``.
+        mix: shape (C, E), the weight of each model's linked score in each output (or (E,) for one
+            output; default: one output, 1 each).
+        link: one of :data:`LINKS`.
+        offset: shape (C,), added to each output (default: 0).
+        network: shape (C, C) or None: the classifier's logits become ``log_softmax(network logits)
+            @ network.T`` before the component's are added (a multi-class stack).
     """
 
-    def __init__(self, kmers: Sequence[str], weights: np.ndarray, bias, mix=None, link: str = "linear"):
+    def __init__(self, kmers: Sequence[str], weights: np.ndarray, bias, mix=None, link: str = "linear",
+                 offset=None, network=None):
         weights = np.atleast_2d(np.asarray(weights, dtype=np.float64))
         bias = np.atleast_1d(np.asarray(bias, dtype=np.float64))
-        mix = np.ones(len(weights)) if mix is None else np.atleast_1d(np.asarray(mix, dtype=np.float64))
+        mix = np.ones((1, len(weights))) if mix is None else np.atleast_2d(np.asarray(mix, dtype=np.float64))
+        offset = np.zeros(len(mix)) if offset is None else np.atleast_1d(np.asarray(offset, dtype=np.float64))
+        network = None if network is None else np.asarray(network, dtype=np.float64)
         if weights.ndim != 2 or weights.shape[1] != len(kmers) or not len(kmers):
             raise UserError(f"a k-mer component needs one weight per k-mer: {len(kmers)} k-mers, weights {weights.shape}")
-        if not len(weights) == len(bias) == len(mix):
+        if not len(weights) == len(bias) == mix.shape[1] or mix.ndim != 2:
             raise UserError(f"a k-mer component needs a bias and a mix weight per model: {len(weights)} models, "
-                            f"{len(bias)} biases, {len(mix)} mix weights")
+                            f"{len(bias)} biases, mix {mix.shape}")
+        if offset.shape != (len(mix),) or (network is not None and network.shape != (len(mix), len(mix))):
+            raise UserError(f"a k-mer component of {len(mix)} outputs needs an offset per output and a (C, C) "
+                            f"network matrix: offset {offset.shape}, network {None if network is None else network.shape}")
         if link not in LINKS:
             raise UserError(f"unknown k-mer component link {link!r}; choose from {', '.join(LINKS)}")
         if any(not 1 <= len(k) <= 8 or set(k) - set("ACGT") for k in kmers):
             raise UserError("a k-mer component holds ACGT k-mers of 1 to 8 bases")
         self.kmers, self.weights, self.bias, self.mix, self.link = list(kmers), weights, bias, mix, link
+        self.offset, self.network = offset, network
         self.tables: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # k -> (weights (4**k, E), seen (4**k,))
         for k in sorted({len(kmer) for kmer in self.kmers}):
             self.tables[k] = (np.zeros((4**k, len(weights))), np.zeros(4**k))
@@ -152,17 +183,26 @@ class KmerComponent:
         return self.bias + np.divide(total, count[:, None], out=np.zeros_like(total), where=count[:, None] > 0)
 
     def logits(self, sequences: Sequence[str]) -> np.ndarray:
-        """The component's logit of each sequence, shape (B,) float64: the models' :meth:`scores`
-        through the link, weighted by ``mix`` and added up."""
+        """The component's logits of each sequence, shape (B, C) float64: the models' :meth:`scores`
+        through the link, weighted by ``mix``, added up and offset."""
         return self.combine(self.scores(sequences))
 
     def combine(self, scores: np.ndarray) -> np.ndarray:
-        """(B, E) model scores -> (B,) logits: ``sum_e mix_e * link(score_e)``."""
-        return self.linked(scores) @ self.mix
+        """(B, E) model scores -> (B, C) logits: ``sum_e mix_ce * link(score)_e + offset_c``."""
+        linked = self.linked(scores)
+        return np.stack([linked @ row for row in self.mix], axis=1) + self.offset
 
     def linked(self, scores: np.ndarray) -> np.ndarray:
-        """The link of (B, E) model scores, elementwise."""
-        return scores if self.link == "linear" else -np.logaddexp(0.0, -scores)
+        """The link of (B, E) model scores (elementwise; ``log_softmax`` along E)."""
+        if self.link == "linear":
+            return scores
+        if self.link == "logsigmoid":
+            return -np.logaddexp(0.0, -scores)
+        if self.link == "clipped_logit":
+            clipped = np.clip(scores, _CLIP, 1 - _CLIP)
+            return np.log(clipped / (1 - clipped))
+        shifted = scores - scores.max(axis=1, keepdims=True)
+        return shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
 
     def bind(self, tokenizer) -> KmerComponent:
         """Read token rows of ``tokenizer`` (see :meth:`token_logits`); returns self."""
@@ -181,28 +221,50 @@ class KmerComponent:
         return self.scores(["".join(self.token_texts[row]) for row in input_ids.cpu().numpy()])
 
     def token_logits(self, input_ids: torch.Tensor) -> torch.Tensor:
-        """The component's logit of the bases of each token row, (B, T) ids -> (B,) float32 on their device."""
+        """The component's logits of the bases of each token row, (B, T) ids -> (B, C) float32 on their device."""
         return torch.from_numpy(self.combine(self.token_scores(input_ids))).float().to(input_ids.device)
 
+    def apply(self, network_logits: torch.Tensor, input_ids: torch.Tensor) -> torch.Tensor:
+        """The classifier's logits (B, C) float32 from the network's (B, C) and the token rows
+        (B, T) they were computed from: the network's (with a ``network`` matrix: its log-softmax
+        times ``network.T``, in float64) plus :meth:`token_logits`."""
+        logits = network_logits.float()
+        if self.network is not None:
+            matrix = torch.from_numpy(self.network.T).to(logits.device)
+            logits = (torch.log_softmax(logits.double(), dim=1) @ matrix).float()
+        return logits + self.token_logits(input_ids)
+
     def save(self, directory: str | Path) -> None:
-        np.savez(Path(directory) / COMPONENT_FILE, kmers=np.array(self.kmers), weights=self.weights, bias=self.bias,
-                 mix=self.mix, link=np.array(self.link))
+        arrays = {"version": np.array(VERSION), "kmers": np.array(self.kmers), "weights": self.weights,
+                  "bias": self.bias, "mix": self.mix, "link": np.array(self.link), "offset": self.offset}
+        if self.network is not None:
+            arrays["network"] = self.network
+        np.savez(Path(directory) / COMPONENT_FILE, **arrays)
 
     @classmethod
     def load(cls, directory: str | Path, tokenizer) -> KmerComponent | None:
         """The component of a classifier directory, bound to its tokenizer; None when it has none.
-        A file without ``mix`` and ``link`` holds one linear model.
+        A file without ``version`` has one output; without ``mix`` and ``link`` it holds one linear model.
 
         Raises:
-            InputError: the file is not a k-mer component.
+            InputError: the file is not a k-mer component, or one of a newer format.
         """
         path = Path(directory) / COMPONENT_FILE
         if not path.is_file():
             return None
         try:
             with np.load(path, allow_pickle=False) as data:
+                version = int(data["version"]) if "version" in data else 1
+                if version > VERSION:
+                    raise InputError(path, f"a k-mer component of format {version}; this genolong reads up to "
+                                     f"{VERSION}", hint="upgrade genolong")
                 component = cls([str(k) for k in data["kmers"]], data["weights"], data["bias"],
-                                data.get("mix"), str(data.get("link", "linear")))
-        except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile, UserError) as err:
+                                data.get("mix"), str(data.get("link", "linear")), data.get("offset"),
+                                data.get("network"))
+        except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as err:
+            raise InputError(path, f"not a k-mer component (truncated or damaged: {first_line(err)})") from None
+        except InputError:
+            raise
+        except UserError as err:
             raise InputError(path, f"not a k-mer component (truncated or damaged: {first_line(err)})") from None
         return component.bind(tokenizer)

@@ -24,6 +24,7 @@ import numpy as np
 from sklearn.linear_model import LinearRegression, LogisticRegression, Ridge
 from sklearn.pipeline import Pipeline
 
+from genolong.classifier.kmer_component import KmerComponent
 from genolong.evaluation.kmer_baseline import KmerBaselineConfig, kmer_features
 from genolong.evaluation.task_metrics import MONITOR, task_metrics
 
@@ -61,10 +62,18 @@ class KmerModel:
             return np.log(values / (1 - values))
         return values
 
-    def pipeline(self) -> Pipeline:
-        """Binary: the features and the logistic regression as one baseline pipeline
-        (:meth:`genolong.classifier.kmer_component.KmerComponent.from_pipelines` reads it)."""
-        return Pipeline([*self.features.steps, ("logistic", self.model)])
+    def linear(self) -> tuple[list[str], np.ndarray, np.ndarray]:
+        """The model as weights on k-mer frequencies: the k-mers (V,), weights (M, V) and biases
+        (M,), one row per score (binary: one; multi-class: one per class, a two-class model's
+        as ``[0, score]``; ridge: one per output); see
+        :class:`~genolong.classifier.kmer_component.KmerComponent`."""
+        vocabulary = self.features.named_steps["kmer_counts"].vocabulary_
+        kmers = sorted(vocabulary, key=vocabulary.get)
+        weights = np.atleast_2d(self.model.coef_) / self.features.named_steps["scale"].scale_
+        bias = np.atleast_1d(np.asarray(self.model.intercept_, dtype=np.float64))
+        if self.problem_type == "multiclass" and len(weights) == 1:
+            weights, bias = np.vstack([np.zeros_like(weights), weights]), np.r_[0.0, bias]
+        return kmers, weights, bias
 
 
 def activate(problem_type: str, logits: np.ndarray) -> np.ndarray:
@@ -122,6 +131,31 @@ class Stack:
         if self.multinomial is not None:
             return self.multinomial.predict_log_proba(np.hstack([_log_softmax(network), kmer]))
         return self.weights[:, 0] * network + self.weights[:, 1] * kmer + self.weights[:, 2]
+
+    def saved(self, kmer_model: KmerModel) -> tuple[np.ndarray, np.ndarray, KmerComponent | None]:
+        """The stack as a classifier directory keeps it: per output the network's ``scale`` and
+        ``offset`` (C,) to fold into its output layer, and the k-mer component that adds the rest
+        (None when the stack gives the k-mer model no weight).
+
+        Binary, multi-label, regression: ``a_c``, ``c_c`` in the head, the k-mer model with
+        ``mix = diag(b)`` (multi-label through the clipped log-odds of its ridge predictions);
+        multi-class: the head unchanged, the component holds the multinomial stack (``network``
+        on the network's log-probabilities, ``mix`` on the k-mer model's, ``offset`` its intercept).
+        """
+        kmers, weights, bias = kmer_model.linear()
+        outputs = len(bias) if self.multinomial is None else self.multinomial.coef_.shape[0]
+        if self.multinomial is not None:
+            coef = self.multinomial.coef_  # (C, 2C): network log-probabilities, then the k-mer model's
+            component = KmerComponent(kmers, weights, bias, coef[:, outputs:], "log_softmax",
+                                      self.multinomial.intercept_, coef[:, :outputs])
+            return np.ones(outputs), np.zeros(outputs), component
+        a, b, c = self.weights.T
+        if not b.any():
+            return a, c, None
+        link = "clipped_logit" if self.problem_type == "multilabel" else "linear"
+        if self.problem_type == "binary":  # one model, its mix folded into its weights
+            return a, c, KmerComponent(kmers, b[0] * weights, b[0] * bias)
+        return a, c, KmerComponent(kmers, weights, bias, np.diag(b), link)
 
     def describe(self) -> dict:
         if self.multinomial is not None:

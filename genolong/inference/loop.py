@@ -59,8 +59,8 @@ class ScanModule(pl.LightningModule):
         model: a ``GenolongForSequenceClassification`` (eval mode).
         rc: the rows hold the S windows, then their S reverse complements; average the two.
         columns: output columns to keep (profile indices), or None for all.
-        kmer: the classifier's k-mer component (:mod:`genolong.classifier.kmer_component`), whose
-            logit is added to the model's, or None.
+        kmer: the classifier's k-mer component (:mod:`genolong.classifier.kmer_component`), which
+            turns the model's logits into the stack's, or None.
     """
 
     def __init__(self, model, *, rc: bool, columns: list[int] | None, kmer=None):
@@ -94,7 +94,7 @@ class ScanModule(pl.LightningModule):
             else:
                 logits = self.model(input_ids=input_ids, attention_mask=mask).logits
         if self.kmer is not None:
-            logits = logits.float() + self.kmer.token_logits(input_ids)[:, None]
+            logits = self.kmer.apply(logits, input_ids)
         return output_activation(logits[:rows].float(), self.model.config.problem_type)
 
     def predict_step(self, batch: dict, batch_idx: int) -> dict:

@@ -9,11 +9,13 @@ values (MSE). Early stopping follows ``val/score``, the problem type's metric
 
 The test report (with ``kmer_baseline``, the default) shows three models on valid and test: the
 network alone, the k-mer model of the problem type fitted on exactly the training split, and
-their stack fitted on the validation split (:mod:`genolong.evaluation.kmer_models`). For a
-binary task the stack is folded into the saved classifier (the network's weight and the offset
-into its output layer, the k-mer model as its k-mer component), so every inference command
-scores it, and the report's ``test`` is that saved model's; for the other problem types the
-saved model is the network and the stack is reported beside it. A threshold (binary) is chosen
+their stack fitted on the validation split (:mod:`genolong.evaluation.kmer_models`). The stack
+is saved in the classifier, so every inference command scores it and the report's ``valid`` and
+``test`` are that saved model's: binary, multi-label and regression with the network's weight
+and offset per output folded into its output layer and the k-mer model as its k-mer component;
+multi-class as a k-mer component that holds the multinomial stack, applied to the network's
+log-probabilities (:mod:`genolong.classifier.kmer_component`). A stack that gives the k-mer
+model no weight leaves the network alone. A threshold (binary) is chosen
 on validation (max F1). A multi-label task of the 919 DeepSEA profiles also writes
 ``OUT/aucs.csv`` as ``chromatin eval`` does (``notebooks/per_profile_auc.ipynb`` reads it).
 """
@@ -26,7 +28,6 @@ from pathlib import Path
 import numpy as np
 
 from genolong.classifier.directory import Classifier
-from genolong.classifier.kmer_component import KmerComponent
 from genolong.datasets.task import PreparedTask
 from genolong.errors import UserError
 from genolong.evaluation.calibration import fold_into_head
@@ -96,11 +97,10 @@ class LabelledTask(FinetuneTask):
             stacked = {name: stack.logits(network[name], kmer[name]) for name in splits}
             report["kmer_baseline"] = kmer_report | _scores(problem, kmer, rows, splits)
             report["stack"] = stack.describe() | _scores(problem, stacked, rows, splits)
-            if problem == "binary":
-                a, b, c = stack.weights[0]
-                fold_into_head(classifier.model.classifier.classifier, float(a), float(c))
-                classifier.kmer = KmerComponent.from_pipelines([kmer_model.pipeline()], mix=[b]).bind(
-                    classifier.tokenizer)
+            scale, offset, component = stack.saved(kmer_model)
+            if component is not None:
+                fold_into_head(classifier.model.classifier.classifier, scale, offset)
+                classifier.kmer = component.bind(classifier.tokenizer)
         saved = {name: _logits(classifier, rows[name][0], config.batch_size_eval) for name in splits}
         report["saved_model"] = "network + k-mer stack" if classifier.kmer is not None else "network"
         report |= _scores(problem, saved, rows, splits)

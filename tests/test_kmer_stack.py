@@ -1,0 +1,129 @@
+"""The stack of a network and its k-mer model as a classifier directory keeps it, for every problem
+type: the saved form (head fold + :class:`KmerComponent`) gives the fitted stack's logits, its
+file round-trips, and the single-output files written before (the shipped promoter model's) read
+as they did."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from genolong.classifier.directory import Classifier, default_promoter_model
+from genolong.classifier.kmer_component import COMPONENT_FILE, KmerComponent
+from genolong.dna.sequence import read_fasta
+from genolong.errors import InputError
+from genolong.evaluation.kmer_baseline import KmerBaselineConfig
+from genolong.evaluation.kmer_models import KmerModelConfig, fit_kmer_model, fit_stack
+
+BASES = np.array(list("ACGT"))
+MOTIFS = ["GGGCGGGG", "TATAAAAG", "CACGTGAC"]
+CONFIG = KmerModelConfig(KmerBaselineConfig(k_min=3, k_max=4, Cs=(0.1, 1.0)))
+
+
+class CharTokenizer:
+    """One token per base, as :meth:`KmerComponent.bind` reads a tokenizer."""
+
+    all_special_ids = [0, 1, 2]
+
+    def get_vocab(self) -> dict[str, int]:
+        return {"[CLS]": 0, "[SEP]": 1, "[PAD]": 2, "A": 3, "C": 4, "G": 5, "T": 6}
+
+    def rows(self, sequences: list[str]) -> torch.Tensor:
+        """(B, L + 2) ids ``[CLS] bases [SEP]`` of equal-length sequences."""
+        vocab = self.get_vocab()
+        return torch.tensor([[0, *(vocab[b] for b in s), 1] for s in sequences])
+
+
+def motif_task(problem: str, count: int, seed: int) -> tuple[list[str], np.ndarray]:
+    """60-bp random sequences with a random subset of the motifs (one for multiclass), and targets (N, K)."""
+    rng = np.random.default_rng(seed)
+    sequences, present = [], np.zeros((count, 3))
+    for i in range(count):
+        chars = BASES[rng.integers(0, 4, 60)]
+        chosen = [i % 3] if problem == "multiclass" else np.flatnonzero(rng.random(3) < 0.5)
+        for m in chosen:
+            chars[2 + 20 * m : 10 + 20 * m] = list(MOTIFS[m])
+            present[i, m] = 1
+        sequences.append("".join(chars))
+    targets = {"binary": present[:, :1], "multiclass": present.argmax(axis=1)[:, None], "multilabel": present,
+               "regression": present[:, :2] * [1.0, 2.0] + rng.normal(0, 0.1, (count, 2))}[problem]
+    return sequences, targets
+
+
+def weak_network(problem: str, targets: np.ndarray, seed: int) -> np.ndarray:
+    """Logits (N, C) of a poor network: noise with a little signal."""
+    rng = np.random.default_rng(seed)
+    if problem == "multiclass":
+        return 0.3 * np.eye(3)[targets[:, 0].astype(int)] + rng.normal(0, 1, (len(targets), 3))
+    return 0.3 * targets + rng.normal(0, 1, targets.shape)
+
+
+@pytest.mark.parametrize("problem", ["binary", "multiclass", "multilabel", "regression"])
+def test_the_saved_stack_gives_the_fitted_stacks_logits(problem):
+    tokenizer = CharTokenizer()
+    train, valid = motif_task(problem, 120, seed=1), motif_task(problem, 60, seed=2)
+    kmer_model, _ = fit_kmer_model(problem, train, valid, CONFIG)
+    network = weak_network(problem, valid[1], seed=3)
+    stack = fit_stack(problem, network, kmer_model.logits(valid[0]), valid[1])
+    expected = stack.logits(network, kmer_model.logits(valid[0]))  # (N, C); multiclass: log-probabilities
+    scale, offset, component = stack.saved(kmer_model)
+    assert component is not None  # the k-mer model is far better than the network: it has weight
+    head = torch.from_numpy(scale * network + offset).float()  # the folded output layer's logits
+    saved = component.bind(tokenizer).apply(head, tokenizer.rows(valid[0])).double()
+    if problem == "multiclass":
+        assert component.network is not None and np.array_equal(scale, np.ones(3))
+        saved = torch.log_softmax(saved, dim=1)
+    assert saved.shape == expected.shape
+    np.testing.assert_allclose(saved.numpy(), expected, atol=2e-5, rtol=1e-5)
+
+
+def test_a_multi_output_component_file_round_trips(tmp_path):
+    tokenizer = CharTokenizer()
+    rng = np.random.default_rng(0)
+    kmers = ["ACG", "CGT", "GGGG", "TATA"]
+    component = KmerComponent(kmers, rng.normal(size=(3, 4)), rng.normal(size=3), rng.normal(size=(3, 3)),
+                              "log_softmax", rng.normal(size=3), rng.normal(size=(3, 3)))
+    component.save(tmp_path)
+    loaded = KmerComponent.load(tmp_path, tokenizer)
+    rows, network = tokenizer.rows(["ACGTATAGGGG", "TTTTTTTTTTT"]), torch.randn(2, 3)
+    assert torch.equal(loaded.apply(network, rows), component.bind(tokenizer).apply(network, rows))
+    with np.load(tmp_path / COMPONENT_FILE) as data:
+        assert int(data["version"]) == 2 and data["mix"].shape == (3, 3) and data["network"].shape == (3, 3)
+
+
+def test_a_component_file_of_a_newer_format_is_one_line_naming_it(tmp_path):
+    np.savez(tmp_path / COMPONENT_FILE, version=np.array(3), kmers=np.array(["ACG"]), weights=np.ones((1, 1)),
+             bias=np.zeros(1))
+    with pytest.raises(InputError, match="format 3") as raised:
+        KmerComponent.load(tmp_path, CharTokenizer())
+    assert COMPONENT_FILE in str(raised.value) and "\n" not in str(raised.value)
+
+
+def test_a_single_output_file_without_a_version_reads_as_before(tmp_path):
+    """The first format: ``mix`` (E,) for one output, no offset: logits (B, 1) = sum_e mix_e * link(score_e)."""
+    tokenizer = CharTokenizer()
+    np.savez(tmp_path / COMPONENT_FILE, kmers=np.array(["ACG", "TATA"]), weights=np.array([[1.0, -2.0], [0.5, 3.0]]),
+             bias=np.array([0.1, -0.2]), mix=np.array([2.0, 0.5]), link=np.array("logsigmoid"))
+    component = KmerComponent.load(tmp_path, tokenizer)
+    sequences = ["ACGTATAA", "CCCCCCCC"]
+    scores = component.scores(sequences)  # (B, E)
+    old = (-np.logaddexp(0.0, -scores)) @ np.array([2.0, 0.5])  # (B,)
+    assert component.mix.shape == (1, 2) and np.array_equal(component.logits(sequences), old[:, None])
+    network = torch.zeros(2, 1)
+    assert torch.equal(component.apply(network, tokenizer.rows(sequences)), torch.from_numpy(old).float()[:, None])
+
+
+def test_the_shipped_promoter_models_logits_are_unchanged(real_data):
+    """Its single-output component (a file of the first format) adds, bit for bit, what it added
+    before: the network's logit plus ``sum_e mix_e * log sigmoid(score_e)`` rounded to float32."""
+    classifier = Classifier.load(default_promoter_model(), task="promoter", device="cpu")
+    sequences = [record.sequence for record in read_fasta(real_data / "promoters" / "Mouse_tata.fa")][:8]
+    batch = classifier.encode(sequences)
+    with np.load(default_promoter_model() / COMPONENT_FILE) as data:
+        assert "version" not in data.files  # the first format
+        mix = data["mix"]
+    network = classifier.model(**batch).logits.float()
+    scores = classifier.kmer.token_scores(batch["input_ids"])
+    old = torch.from_numpy((-np.logaddexp(0.0, -scores)) @ mix).float()
+    assert torch.equal(classifier.token_logits(batch), network + old[:, None])
