@@ -5,16 +5,21 @@ as they did."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 import torch
+import yaml
 
 from genolong.classifier.directory import Classifier, default_promoter_model
 from genolong.classifier.kmer_component import COMPONENT_FILE, KmerComponent
+from genolong.cli import main
 from genolong.dna.sequence import read_fasta
 from genolong.errors import InputError
 from genolong.evaluation.kmer_baseline import KmerBaselineConfig
 from genolong.evaluation.kmer_models import KmerModelConfig, fit_kmer_model, fit_stack
+from genolong.evaluation.task_metrics import MONITOR
 
 BASES = np.array(list("ACGT"))
 MOTIFS = ["GGGCGGGG", "TATAAAAG", "CACGTGAC"]
@@ -67,15 +72,13 @@ def test_the_saved_stack_gives_the_fitted_stacks_logits(problem):
     network = weak_network(problem, valid[1], seed=3)
     stack = fit_stack(problem, network, kmer_model.logits(valid[0]), valid[1])
     expected = stack.logits(network, kmer_model.logits(valid[0]))  # (N, C); multiclass: log-probabilities
-    scale, offset, component = stack.saved(kmer_model)
+    component = stack.saved(kmer_model)
     assert component is not None  # the k-mer model is far better than the network: it has weight
-    head = torch.from_numpy(scale * network + offset).float()  # the folded output layer's logits
-    saved = component.bind(tokenizer).apply(head, tokenizer.rows(valid[0])).double()
+    saved = component.bind(tokenizer).apply(torch.from_numpy(network).float(), tokenizer.rows(valid[0])).double()
     if problem == "multiclass":
-        assert component.network is not None and np.array_equal(scale, np.ones(3))
         saved = torch.log_softmax(saved, dim=1)
     assert saved.shape == expected.shape
-    np.testing.assert_allclose(saved.numpy(), expected, atol=2e-5, rtol=1e-5)
+    np.testing.assert_allclose(saved.numpy(), expected, atol=1e-5, rtol=1e-6)  # float32 network logits
 
 
 def test_a_multi_output_component_file_round_trips(tmp_path):
@@ -83,13 +86,14 @@ def test_a_multi_output_component_file_round_trips(tmp_path):
     rng = np.random.default_rng(0)
     kmers = ["ACG", "CGT", "GGGG", "TATA"]
     component = KmerComponent(kmers, rng.normal(size=(3, 4)), rng.normal(size=3), rng.normal(size=(3, 3)),
-                              "log_softmax", rng.normal(size=3), rng.normal(size=(3, 3)))
+                              "log_softmax", rng.normal(size=3), rng.normal(size=(3, 3)), "log_softmax")
     component.save(tmp_path)
     loaded = KmerComponent.load(tmp_path, tokenizer)
     rows, network = tokenizer.rows(["ACGTATAGGGG", "TTTTTTTTTTT"]), torch.randn(2, 3)
     assert torch.equal(loaded.apply(network, rows), component.bind(tokenizer).apply(network, rows))
     with np.load(tmp_path / COMPONENT_FILE) as data:
         assert int(data["version"]) == 2 and data["mix"].shape == (3, 3) and data["network"].shape == (3, 3)
+    assert loaded.network_input == "log_softmax"
 
 
 def test_a_component_file_of_a_newer_format_is_one_line_naming_it(tmp_path):
@@ -127,3 +131,67 @@ def test_the_shipped_promoter_models_logits_are_unchanged(real_data):
     scores = classifier.kmer.token_scores(batch["input_ids"])
     old = torch.from_numpy((-np.logaddexp(0.0, -scores)) @ mix).float()
     assert torch.equal(classifier.token_logits(batch), network + old[:, None])
+
+
+def micro_config(path):
+    """A one-layer network trained 4 steps: poor on purpose, so that the stack must lean on the k-mer model."""
+    path.write_text(yaml.safe_dump({
+        "task": "labelled", "max_len": 72,
+        "model": {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64,
+                  "pre_layer_norm": True, "hidden_dropout_prob": 0.0},
+        "tokenizer": {"vocab_size": 22, "sample_bp": 20_000}, "patience": 10, "batch_size_eval": 64,
+        "train": {"max_steps": 4, "val_every_steps": 2, "batch_size": 16, "learning_rate": 0.003, "warmup_steps": 1,
+                  "log_every_steps": 2, "checkpoint_every_steps": 4, "val_windows": 1000},
+    }))
+    return path
+
+
+def write_table(path, problem: str, sequences: list[str], targets: np.ndarray) -> None:
+    """A CSV of the sequences and their targets (multiclass: class names a, b, c)."""
+    names = [f"y{j}" for j in range(targets.shape[1])]
+    cells = {"multiclass": lambda v: "abc"[int(v)], "regression": lambda v: str(float(v))}.get(problem, lambda v: str(int(v)))
+    path.write_text("sequence," + ",".join(names) + "\n"
+                    + "".join(s + "," + ",".join(map(cells, row)) + "\n" for s, row in zip(sequences, targets, strict=True)))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("problem", ["binary", "multiclass", "multilabel", "regression"])
+def test_the_saved_model_is_the_stack_and_every_command_scores_it(problem, small_genome, tmp_path):
+    sequences, targets = motif_task(problem, 300, seed=4)
+    write_table(tmp_path / "rows.csv", problem, sequences, targets)
+    assert main(["task", "prepare", "--table", str(tmp_path / "rows.csv"), "--problem-type", problem,
+                 "--out", str(tmp_path / "data")]) == 0
+    out = tmp_path / "run"
+    assert main(["task", "finetune", "--data", str(tmp_path / "data"), "--out", str(out),
+                 "--config", str(micro_config(tmp_path / "micro.yaml"))]) == 0
+    report = json.loads((out / "report.json").read_text())
+    metric = MONITOR[problem]  # chance: AUROC 0.5, accuracy 1/3, Pearson 0
+    assert report["saved_model"] == "network + k-mer stack"
+    assert report["kmer_baseline"]["test"][metric] >= 0.75
+    assert report["network"]["test"][metric] < report["kmer_baseline"]["test"][metric] - 0.1  # a poor network
+    for split in ("valid", "test"):  # the saved model's metrics are the stack's
+        assert report[split][metric] == pytest.approx(report["stack"][split][metric], abs=1e-6)
+    assert report["test"][metric] >= report["kmer_baseline"]["test"][metric] - 0.05  # 30 test rows
+
+    classifier = Classifier.load(out / "model", task="labelled", device="cpu")
+    test = [line.split("\t") for line in (tmp_path / "data" / "test.tsv").read_text().splitlines()]
+    column = test[0].index("sequence")
+    assert main(["task", "predict", str(tmp_path / "data" / "test.tsv"), "--model", str(out / "model"),
+                 "--out", str(tmp_path / "predictions.tsv")]) == 0
+    predicted = np.loadtxt(tmp_path / "predictions.tsv", delimiter="\t", skiprows=1, usecols=range(2, 2 + len(
+        classifier.info.label_names)), ndmin=2)
+    expected = classifier.probabilities([row[column] for row in test[1:]])
+    np.testing.assert_allclose(predicted, expected, rtol=1e-5, atol=1e-6)  # the TSV's 6 significant digits
+
+    genome = small_genome.read_text().split("\n")[1]
+    (tmp_path / "v.vcf").write_text("##fileformat=VCFv4.2\n#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\n"
+                                    f"a\t150\tv1\t{genome[149]}\t{'A' if genome[149] != 'A' else 'C'}\t.\t.\t.\n")
+    (tmp_path / "q.fa").write_text(f">q1\n{genome[100:160]}\n")
+    assert main(["scan", "--model", str(out / "model"), "--genome", str(small_genome),
+                 "--out", str(tmp_path / "scan.h5")]) == 0
+    assert main(["score-variants", "--model", str(out / "model"), "--vcf", str(tmp_path / "v.vcf"),
+                 "--genome", str(small_genome), "--out", str(tmp_path / "variants.tsv")]) == 0
+    assert main(["explain", "--model", str(out / "model"), "--fasta", str(tmp_path / "q.fa"),
+                 "--out", str(tmp_path / "explain"), "--ism-window", "6", "--ig-steps", "2"]) == 0
+    assert (tmp_path / "scan.h5").is_file() and (tmp_path / "variants.tsv").is_file()
+    assert (tmp_path / "explain" / "records.tsv").is_file()

@@ -23,14 +23,17 @@ per output::
            clipped_logit  log(p / (1 - p)), p = score_e clipped to [1e-4, 1 - 1e-4] (ridge on 0/1 labels)
            log_softmax    score_e - log sum_e' exp(score_e')   (a multinomial model's log-probabilities)
 
-The classifier's logits are the network's plus these (:meth:`KmerComponent.apply`). A stack of
-a network and a k-mer model that is linear in the network's logits is folded into the network's
-output layer (binary, multi-label, regression: ``a_c * network_c + b_c * kmer_c + c_c``, with
-``a_c`` and ``c_c`` in the head, ``b_c`` as ``mix``). A multi-class stack is a multinomial
-logistic regression on the network's log-probabilities and the k-mer model's: not foldable, so
-the component also holds ``network`` (C, C), applied to the network's log-softmax::
+The classifier's logits are the network's plus these (:meth:`KmerComponent.apply`). The k-mer
+part of a stack of the network and a k-mer model also holds the stack's weights on the network,
+``network`` (C, C), applied to its logits or, for a multi-class stack (a multinomial logistic
+regression on both models' log-probabilities), to their log-softmax (``network_input``), in
+float64::
 
-    logits = log_softmax(network logits) @ network.T + mix @ log_softmax(k-mer scores) + offset
+    logits = x @ network.T + mix @ link(k-mer scores) + offset,   x = network logits or their log-softmax
+
+(binary, multi-label, regression: ``a_c * network_c + b_c * kmer_c + c_c``: ``network = diag(a)``,
+``mix = diag(b)``, ``offset = c``). Folding ``a`` and ``c`` into the network's float32 output
+layer instead would lose precision when a large weight and offset cancel.
 
 With the log-sigmoid link a model can only lower the logit, by up to ``mix_ce * |score_e|`` when
 it is sure a sequence is a negative of its kind, and adds nearly nothing when it is sure of the
@@ -38,8 +41,8 @@ contrary: an expert on one kind of negative vetoes what it recognises and leaves
 the network (the promoter task's experts, ``C = 1``).
 
 The file ``kmer_component.npz`` holds ``version`` (2), ``kmers`` (V,), ``weights`` (E, V),
-``bias`` (E,), ``mix`` (C, E), ``link``, ``offset`` (C,) and, for a multi-class stack,
-``network`` (C, C). A file without ``version`` (one output) is read as before: ``mix`` (E,) or
+``bias`` (E,), ``mix`` (C, E), ``link``, ``offset`` (C,) and, for a stack, ``network`` (C, C)
+and ``network_input`` (``logits`` or ``log_softmax``). A file without ``version`` (one output) is read as before: ``mix`` (E,) or
 absent (ones), no offset.
 
 It reads the bases the network reads: the text of a token row (the kept tokens of an input;
@@ -89,12 +92,12 @@ class KmerComponent:
             output; default: one output, 1 each).
         link: one of :data:`LINKS`.
         offset: shape (C,), added to each output (default: 0).
-        network: shape (C, C) or None: the classifier's logits become ``log_softmax(network logits)
-            @ network.T`` before the component's are added (a multi-class stack).
+        network: shape (C, C) or None: the stack's weights on the network's ``network_input``
+            (``logits``, or ``log_softmax`` for a multi-class stack); None: the network's logits as they are.
     """
 
     def __init__(self, kmers: Sequence[str], weights: np.ndarray, bias, mix=None, link: str = "linear",
-                 offset=None, network=None):
+                 offset=None, network=None, network_input: str = "logits"):
         weights = np.atleast_2d(np.asarray(weights, dtype=np.float64))
         bias = np.atleast_1d(np.asarray(bias, dtype=np.float64))
         mix = np.ones((1, len(weights))) if mix is None else np.atleast_2d(np.asarray(mix, dtype=np.float64))
@@ -108,12 +111,14 @@ class KmerComponent:
         if offset.shape != (len(mix),) or (network is not None and network.shape != (len(mix), len(mix))):
             raise UserError(f"a k-mer component of {len(mix)} outputs needs an offset per output and a (C, C) "
                             f"network matrix: offset {offset.shape}, network {None if network is None else network.shape}")
+        if network_input not in ("logits", "log_softmax"):
+            raise UserError(f"unknown network input {network_input!r}; choose logits or log_softmax")
         if link not in LINKS:
             raise UserError(f"unknown k-mer component link {link!r}; choose from {', '.join(LINKS)}")
         if any(not 1 <= len(k) <= 8 or set(k) - set("ACGT") for k in kmers):
             raise UserError("a k-mer component holds ACGT k-mers of 1 to 8 bases")
         self.kmers, self.weights, self.bias, self.mix, self.link = list(kmers), weights, bias, mix, link
-        self.offset, self.network = offset, network
+        self.offset, self.network, self.network_input = offset, network, network_input
         self.tables: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # k -> (weights (4**k, E), seen (4**k,))
         for k in sorted({len(kmer) for kmer in self.kmers}):
             self.tables[k] = (np.zeros((4**k, len(weights))), np.zeros(4**k))
@@ -226,19 +231,22 @@ class KmerComponent:
 
     def apply(self, network_logits: torch.Tensor, input_ids: torch.Tensor) -> torch.Tensor:
         """The classifier's logits (B, C) float32 from the network's (B, C) and the token rows
-        (B, T) they were computed from: the network's (with a ``network`` matrix: its log-softmax
-        times ``network.T``, in float64) plus :meth:`token_logits`."""
-        logits = network_logits.float()
-        if self.network is not None:
-            matrix = torch.from_numpy(self.network.T).to(logits.device)
-            logits = (torch.log_softmax(logits.double(), dim=1) @ matrix).float()
-        return logits + self.token_logits(input_ids)
+        (B, T) they were computed from: without a ``network`` matrix the network's plus
+        :meth:`token_logits`; with one, ``x @ network.T`` (x: the network's logits or their
+        log-softmax) plus the component's logits, in float64."""
+        if self.network is None:
+            return network_logits.float() + self.token_logits(input_ids)
+        x = network_logits.double()
+        if self.network_input == "log_softmax":
+            x = torch.log_softmax(x, dim=1)
+        kmer = torch.from_numpy(self.combine(self.token_scores(input_ids))).to(x.device)
+        return (x @ torch.from_numpy(self.network.T).to(x.device) + kmer).float()
 
     def save(self, directory: str | Path) -> None:
         arrays = {"version": np.array(VERSION), "kmers": np.array(self.kmers), "weights": self.weights,
                   "bias": self.bias, "mix": self.mix, "link": np.array(self.link), "offset": self.offset}
         if self.network is not None:
-            arrays["network"] = self.network
+            arrays |= {"network": self.network, "network_input": np.array(self.network_input)}
         np.savez(Path(directory) / COMPONENT_FILE, **arrays)
 
     @classmethod
@@ -260,7 +268,7 @@ class KmerComponent:
                                      f"{VERSION}", hint="upgrade genolong")
                 component = cls([str(k) for k in data["kmers"]], data["weights"], data["bias"],
                                 data.get("mix"), str(data.get("link", "linear")), data.get("offset"),
-                                data.get("network"))
+                                data.get("network"), str(data.get("network_input", "logits")))
         except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as err:
             raise InputError(path, f"not a k-mer component (truncated or damaged: {first_line(err)})") from None
         except InputError:

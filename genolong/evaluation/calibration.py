@@ -75,15 +75,7 @@ def fit_logit_stack(
 
 
 @torch.no_grad()
-def fold_into_head(linear: torch.nn.Linear, scale, offset) -> None:
-    """Make ``linear`` output ``scale * logit + offset`` (in place); ``scale`` and ``offset`` are
-    numbers or arrays of one value per output (C,)."""
-    if np.size(scale) == 1 and np.size(offset) == 1:
-        scale, offset = float(np.ravel(scale)[0]), float(np.ravel(offset)[0])
-        linear.weight.mul_(scale)
-        linear.bias.mul_(scale).add_(offset)
-        return
-    scale = torch.as_tensor(np.broadcast_to(scale, linear.bias.shape).copy(), dtype=linear.weight.dtype)
-    offset = torch.as_tensor(np.broadcast_to(offset, linear.bias.shape).copy(), dtype=linear.bias.dtype)
-    linear.weight.mul_(scale[:, None])
+def fold_into_head(linear: torch.nn.Linear, scale: float, offset: float) -> None:
+    """Make ``linear`` output ``scale * logit + offset`` (in place)."""
+    linear.weight.mul_(scale)
     linear.bias.mul_(scale).add_(offset)

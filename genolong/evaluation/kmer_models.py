@@ -132,30 +132,25 @@ class Stack:
             return self.multinomial.predict_log_proba(np.hstack([_log_softmax(network), kmer]))
         return self.weights[:, 0] * network + self.weights[:, 1] * kmer + self.weights[:, 2]
 
-    def saved(self, kmer_model: KmerModel) -> tuple[np.ndarray, np.ndarray, KmerComponent | None]:
-        """The stack as a classifier directory keeps it: per output the network's ``scale`` and
-        ``offset`` (C,) to fold into its output layer, and the k-mer component that adds the rest
-        (None when the stack gives the k-mer model no weight).
+    def saved(self, kmer_model: KmerModel) -> KmerComponent | None:
+        """The stack as a classifier directory keeps it: the k-mer component that turns the
+        network's logits into the stack's (None when the stack gives the k-mer model no weight).
 
-        Binary, multi-label, regression: ``a_c``, ``c_c`` in the head, the k-mer model with
-        ``mix = diag(b)`` (multi-label through the clipped log-odds of its ridge predictions);
-        multi-class: the head unchanged, the component holds the multinomial stack (``network``
-        on the network's log-probabilities, ``mix`` on the k-mer model's, ``offset`` its intercept).
+        Binary, multi-label, regression: ``network = diag(a)``, the k-mer model with ``mix = diag(b)``
+        (multi-label through the clipped log-odds of its ridge predictions), ``offset = c``;
+        multi-class: the multinomial stack's weights on the network's log-probabilities, on the
+        k-mer model's (``log_softmax`` of its class scores) and its intercept.
         """
         kmers, weights, bias = kmer_model.linear()
-        outputs = len(bias) if self.multinomial is None else self.multinomial.coef_.shape[0]
         if self.multinomial is not None:
-            coef = self.multinomial.coef_  # (C, 2C): network log-probabilities, then the k-mer model's
-            component = KmerComponent(kmers, weights, bias, coef[:, outputs:], "log_softmax",
-                                      self.multinomial.intercept_, coef[:, :outputs])
-            return np.ones(outputs), np.zeros(outputs), component
+            coef, outputs = self.multinomial.coef_, len(self.multinomial.intercept_)  # (C, 2C): network, k-mer
+            return KmerComponent(kmers, weights, bias, coef[:, outputs:], "log_softmax", self.multinomial.intercept_,
+                                 coef[:, :outputs], "log_softmax")
         a, b, c = self.weights.T
         if not b.any():
-            return a, c, None
+            return None
         link = "clipped_logit" if self.problem_type == "multilabel" else "linear"
-        if self.problem_type == "binary":  # one model, its mix folded into its weights
-            return a, c, KmerComponent(kmers, b[0] * weights, b[0] * bias)
-        return a, c, KmerComponent(kmers, weights, bias, np.diag(b), link)
+        return KmerComponent(kmers, weights, bias, np.diag(b), link, c, np.diag(a))
 
     def describe(self) -> dict:
         if self.multinomial is not None:

@@ -11,11 +11,11 @@ The test report (with ``kmer_baseline``, the default) shows three models on vali
 network alone, the k-mer model of the problem type fitted on exactly the training split, and
 their stack fitted on the validation split (:mod:`genolong.evaluation.kmer_models`). The stack
 is saved in the classifier, so every inference command scores it and the report's ``valid`` and
-``test`` are that saved model's: binary, multi-label and regression with the network's weight
-and offset per output folded into its output layer and the k-mer model as its k-mer component;
-multi-class as a k-mer component that holds the multinomial stack, applied to the network's
-log-probabilities (:mod:`genolong.classifier.kmer_component`). A stack that gives the k-mer
-model no weight leaves the network alone. A threshold (binary) is chosen
+``test`` are that saved model's: the k-mer model and the stack's weights are the classifier's
+k-mer component, applied to the network's logits (binary, multi-label, regression: per output
+``a * network + b * kmer + c``) or to its log-probabilities (multi-class: the multinomial
+stack) (:mod:`genolong.classifier.kmer_component`). A stack that gives the k-mer model no weight
+leaves the network alone. A threshold (binary) is chosen
 on validation (max F1). A multi-label task of the 919 DeepSEA profiles also writes
 ``OUT/aucs.csv`` as ``chromatin eval`` does (``notebooks/per_profile_auc.ipynb`` reads it).
 """
@@ -30,7 +30,6 @@ import numpy as np
 from genolong.classifier.directory import Classifier
 from genolong.datasets.task import PreparedTask
 from genolong.errors import UserError
-from genolong.evaluation.calibration import fold_into_head
 from genolong.evaluation.chromatin import write_auc_table
 from genolong.evaluation.kmer_models import activate, fit_kmer_model, fit_stack
 from genolong.evaluation.metrics import per_profile_auc
@@ -97,10 +96,8 @@ class LabelledTask(FinetuneTask):
             stacked = {name: stack.logits(network[name], kmer[name]) for name in splits}
             report["kmer_baseline"] = kmer_report | _scores(problem, kmer, rows, splits)
             report["stack"] = stack.describe() | _scores(problem, stacked, rows, splits)
-            scale, offset, component = stack.saved(kmer_model)
-            if component is not None:
-                fold_into_head(classifier.model.classifier.classifier, scale, offset)
-                classifier.kmer = component.bind(classifier.tokenizer)
+            component = stack.saved(kmer_model)
+            classifier.kmer = None if component is None else component.bind(classifier.tokenizer)
         saved = {name: _logits(classifier, rows[name][0], config.batch_size_eval) for name in splits}
         report["saved_model"] = "network + k-mer stack" if classifier.kmer is not None else "network"
         report |= _scores(problem, saved, rows, splits)
