@@ -2,7 +2,7 @@
 
 * :mod:`~genolong.classifier.task_info`: ``genolong_task.json`` (task, window, output names,
   thresholds, provenance), readable without torch;
-* :mod:`~genolong.classifier.kmer_component`: the k-mer model whose logit a classifier adds;
+* :mod:`~genolong.classifier.kmer_component`: the k-mer part of a classifier's network + k-mer stack;
 * :mod:`~genolong.classifier.directory`: a classifier directory (model, tokenizer, task info),
   DNA -> token batches -> outputs per problem type, strand averaging;
 * :mod:`~genolong.classifier.embedder`: a model directory's encoder as pooled or per-base

@@ -229,18 +229,25 @@ class KmerComponent:
         """The component's logits of the bases of each token row, (B, T) ids -> (B, C) float32 on their device."""
         return torch.from_numpy(self.combine(self.token_scores(input_ids))).float().to(input_ids.device)
 
-    def apply(self, network_logits: torch.Tensor, input_ids: torch.Tensor) -> torch.Tensor:
-        """The classifier's logits (B, C) float32 from the network's (B, C) and the token rows
-        (B, T) they were computed from: without a ``network`` matrix the network's plus
-        :meth:`token_logits`; with one, ``x @ network.T`` (x: the network's logits or their
-        log-softmax) plus the component's logits, in float64."""
+    def network_part(self, network_logits: torch.Tensor) -> torch.Tensor:
+        """The stack's network part, differentiable: (B, C) network logits -> ``x @ network.T``
+        (B, C) float64 (x: the logits or their log-softmax); the logits as they are without a
+        ``network`` matrix."""
         if self.network is None:
-            return network_logits.float() + self.token_logits(input_ids)
+            return network_logits
         x = network_logits.double()
         if self.network_input == "log_softmax":
             x = torch.log_softmax(x, dim=1)
-        kmer = torch.from_numpy(self.combine(self.token_scores(input_ids))).to(x.device)
-        return (x @ torch.from_numpy(self.network.T).to(x.device) + kmer).float()
+        return x @ torch.from_numpy(self.network.T).to(x.device)
+
+    def apply(self, network_logits: torch.Tensor, input_ids: torch.Tensor) -> torch.Tensor:
+        """The classifier's logits (B, C) float32 from the network's (B, C) and the token rows
+        (B, T) they were computed from: :meth:`network_part` plus the component's logits (in
+        float64 with a ``network`` matrix; else in float32, as files of the first format were)."""
+        if self.network is None:
+            return network_logits.float() + self.token_logits(input_ids)
+        kmer = torch.from_numpy(self.combine(self.token_scores(input_ids))).to(network_logits.device)
+        return (self.network_part(network_logits) + kmer).float()
 
     def save(self, directory: str | Path) -> None:
         arrays = {"version": np.array(VERSION), "kmers": np.array(self.kmers), "weights": self.weights,

@@ -12,6 +12,11 @@ Scores are the model's logits (before the sigmoid, which would flatten strong ef
   input x gradient on the token embeddings, summed over the hidden dimension, with a
   baseline of ``[PAD]`` tokens (special tokens kept); each token's attribution is spread
   evenly over the bases it covers and placed on their reference channel.
+
+A classifier with a k-mer component (a stack of the network and a k-mer model,
+:mod:`genolong.classifier.kmer_component`): mutagenesis scores the stack, k-mer part included; the
+gradients are those of the stack's network part (the network's logits through the stack's
+weights on them), as the k-mer part has no gradient with respect to the token embeddings.
 """
 
 from __future__ import annotations
@@ -73,7 +78,8 @@ def _token_attributor(classifier, method: str):
 
     def forward(input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         with autocast(classifier.device, classifier.precision):
-            return model(input_ids=input_ids, attention_mask=attention_mask).logits.float()  # (B, C)
+            logits = model(input_ids=input_ids, attention_mask=attention_mask).logits.float()  # (B, C)
+        return logits if classifier.kmer is None else classifier.kmer.network_part(logits).float()
 
     layer = model.get_input_embeddings()
     if method == "ig":
