@@ -33,7 +33,7 @@ def test_kmer_logits_hand_checked():
     component = KmerComponent(["AC", "CG", "A"], [1.0, 3.0, 6.0], bias=0.5)
     # ACGNAC: 2-mers AC, CG, AC (GN and NA hold an N); 1-mers A twice (C, G not in training: uncounted)
     expected = (2 * 1.0 + 3.0 + 2 * 6.0) / 5 + 0.5
-    np.testing.assert_allclose(component.logits(["ACGNAC", "TTT", ""]), [expected, 0.5, 0.5])
+    np.testing.assert_allclose(component.logits(["ACGNAC", "TTT", ""])[:, 0], [expected, 0.5, 0.5])
     assert kmer_index("A") == 0 and kmer_index("TG") == 14 and kmer_index("ACGT") == 27
     with pytest.raises(UserError):
         KmerComponent(["AN"], [1.0], 0.0)
@@ -45,7 +45,7 @@ def test_kmer_logits_hand_checked():
     np.testing.assert_allclose(vetoes.scores(["ACGNAC", "TTT"]), [[expected, second], [0.5, -1.0]])
     log_sigmoid = lambda x: -np.log1p(np.exp(-x))  # noqa: E731
     np.testing.assert_allclose(
-        vetoes.logits(["ACGNAC", "TTT"]),
+        vetoes.logits(["ACGNAC", "TTT"])[:, 0],
         [2.0 * log_sigmoid(expected) + 0.5 * log_sigmoid(second), 2.0 * log_sigmoid(0.5) + 0.5 * log_sigmoid(-1.0)],
     )
     assert (vetoes.logits(["ACGNAC", "TTT", "GGGG"]) < 0).all()  # a veto only lowers the logit
@@ -67,7 +67,7 @@ def test_component_of_the_baseline_pipeline_gives_its_logits(mouse):
     sequences = [r.sequence for r in mouse[1::2]]
     expected = pipeline.decision_function(sequences)
     component = KmerComponent.from_pipeline(pipeline, scale=0.5, offset=-1.0)
-    np.testing.assert_allclose(component.logits(sequences), 0.5 * expected - 1.0, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(component.logits(sequences)[:, 0], 0.5 * expected - 1.0, rtol=1e-9, atol=1e-9)
 
 
 @pytest.fixture(scope="module")
@@ -91,11 +91,11 @@ def test_components_of_pipelines_on_one_vocabulary_add_up(mouse_by_kind):
     pipelines = [experts["real"], experts["substitution"]]
     linear = KmerComponent.from_pipelines(pipelines, [0.7, 0.2])
     assert linear.weights.shape[0] == 1  # folded into one k-mer model
-    np.testing.assert_allclose(linear.logits(sequences), 0.7 * real + 0.2 * substitution, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(linear.logits(sequences)[:, 0], 0.7 * real + 0.2 * substitution, rtol=1e-9, atol=1e-9)
     vetoes = KmerComponent.from_pipelines(pipelines, [0.7, 0.2], link="logsigmoid")
     np.testing.assert_allclose(vetoes.scores(sequences), np.column_stack([real, substitution]), rtol=1e-9, atol=1e-9)
     expected = -0.7 * np.logaddexp(0, -real) - 0.2 * np.logaddexp(0, -substitution)
-    np.testing.assert_allclose(vetoes.logits(sequences), expected, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(vetoes.logits(sequences)[:, 0], expected, rtol=1e-9, atol=1e-9)
     few = [r for r in train if r.label == 1][:5] + [r for r in train if r.label == 0][:5]
     own_vocabulary, _ = fit_kmer_baseline(few, valid, SMALL)  # the k-mers of its 10 records: not all 6-mers
     with pytest.raises(ValueError, match="same k-mers"):
@@ -215,7 +215,7 @@ def test_classifier_adds_the_component_in_every_path_and_saves_it(tmp_path, mous
     sequences = [r.sequence for r in mouse[:6]]
     component = KmerComponent(["TATA", "CG"], [4.0, -3.0], 0.2)
     ensemble = Classifier(network.model, network.tokenizer, network.info, "cpu", component.bind(network.tokenizer))
-    expected = network.logits(sequences)[:, 0].numpy() + component.logits(sequences)
+    expected = network.logits(sequences)[:, 0].numpy() + component.logits(sequences)[:, 0]
     np.testing.assert_allclose(ensemble.logits(sequences)[:, 0].numpy(), expected, rtol=1e-5)
 
     ensemble.save(tmp_path / "model")
@@ -233,12 +233,12 @@ def test_classifier_adds_the_component_in_every_path_and_saves_it(tmp_path, mous
     vetoes = KmerComponent(["TATA", "CG"], [[4.0, -3.0], [1.0, 2.0]], [0.2, -0.5], [1.5, 0.3], "logsigmoid")
     vetoes.save(tmp_path / "model")
     reloaded = KmerComponent.load(tmp_path / "model", network.tokenizer)
-    assert reloaded.link == "logsigmoid" and reloaded.mix.tolist() == [1.5, 0.3]
+    assert reloaded.link == "logsigmoid" and reloaded.mix.tolist() == [[1.5, 0.3]]  # one output
     np.testing.assert_allclose(reloaded.logits(sequences), vetoes.logits(sequences), rtol=1e-12)
     # a file written before components held several models: one linear model
     np.savez(tmp_path / "model" / COMPONENT_FILE, kmers=np.array(["TATA", "CG"]), weights=np.array([4.0, -3.0]), bias=0.2)
     older = KmerComponent.load(tmp_path / "model", network.tokenizer)
-    assert older.link == "linear" and older.mix.tolist() == [1.0]
+    assert older.link == "linear" and older.mix.tolist() == [[1.0]]
     np.testing.assert_allclose(older.logits(sequences), component.logits(sequences), rtol=1e-12)
     (tmp_path / "model" / COMPONENT_FILE).write_bytes(b"not an npz")
     with pytest.raises(InputError, match="not a k-mer component"):
