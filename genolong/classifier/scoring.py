@@ -17,8 +17,8 @@ work writes the same bytes:
   input: batches of fewer than :data:`MIN_ROWS` rows are run filled up with copies of their last row;
 * the model runs in eval mode, without autograd, under the autocast of its precision.
 
-For models whose encoder supports it (dense attention, no SLED fusion), the last layer computes
-the [CLS] row only (:attr:`~genolong.model.encoder.Encoder.supports_first_token_only`): the values
+For models whose encoder supports it (dense attention) and whose head reads [CLS] (no mean or
+max pooling, no SLED fusion), the last layer computes the [CLS] row only (:attr:`~genolong.model.encoder.Encoder.supports_first_token_only`): the values
 the output layer reads, for about half the cost of that layer.
 """
 
@@ -38,7 +38,7 @@ MIN_ROWS = 12
 
 def first_token_only(model) -> bool:
     """Whether ``model``'s last layer may compute the [CLS] row only: its encoder supports it and
-    it fuses no chunks (SLED)."""
+    its head reads [CLS] (no token pooling, no SLED fusion)."""
     return model.genolong.encoder.supports_first_token_only and getattr(model, "fusion", None) is None
 
 
