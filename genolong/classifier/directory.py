@@ -26,6 +26,7 @@ import numpy as np
 import torch
 
 from genolong.classifier.kmer_component import KmerComponent
+from genolong.classifier.scoring import average_strands, token_logits, token_outputs
 from genolong.classifier.task_info import (  # noqa: F401  (re-exported: the classifier directory's names)
     FORMAT,
     TASK_FILE,
@@ -36,8 +37,7 @@ from genolong.classifier.task_info import (  # noqa: F401  (re-exported: the cla
 )
 from genolong.dna.sequence import clean, reverse_complement
 from genolong.errors import ConfigError, InputError, UserError
-from genolong.model.heads import output_activation
-from genolong.precision import autocast, resolve_precision
+from genolong.precision import resolve_precision
 
 
 class TokenEncoder:
@@ -223,27 +223,27 @@ class Classifier:
             if self.kmer is not None:
                 self.kmer.save(tmp)
 
-    @torch.inference_mode()
     def logits(self, sequences: list[str], centres: list[int | None] | None = None) -> torch.Tensor:
         """Logits of one batch, shape (B, C) float32, on the model's device (``centres``: see
         :class:`TokenEncoder`); the k-mer component's logit, when there is one, is added."""
         return self.token_logits(self.encode(sequences, centres))
 
-    @torch.inference_mode()
     def token_logits(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         """Logits of encoded token rows (``input_ids``, ``attention_mask`` (B, T), as
         :meth:`TokenEncoder.pad` makes them): (B, C) float32 on the model's device, the k-mer
-        component's logit added when there is one."""
-        batch = {k: v.to(self.device) for k, v in batch.items()}
-        with autocast(self.device, self.precision):
-            logits = self.model(**batch).logits.float()
-        if self.kmer is not None:
-            logits = logits + self.kmer.token_logits(batch["input_ids"])[:, None]
-        return logits
+        component's logit added when there is one (:func:`genolong.classifier.scoring.token_logits`)."""
+        return token_logits(self.model, batch["input_ids"].to(self.device), batch["attention_mask"].to(self.device),
+                            kmer=self.kmer, precision=self.precision)
+
+    def token_outputs(self, batch: dict[str, torch.Tensor]) -> np.ndarray:
+        """The outputs of encoded token rows per the model's problem type (sigmoids, a softmax or
+        regression values): (B, C) float32 (:func:`genolong.classifier.scoring.token_outputs`)."""
+        return token_outputs(self.model, batch["input_ids"].to(self.device), batch["attention_mask"].to(self.device),
+                             kmer=self.kmer, precision=self.precision).cpu().numpy()
 
     def probabilities(self, sequences: list[str], centres: list[int | None] | None = None) -> np.ndarray:
-        """Sigmoid probabilities of one batch, shape (B, C) float32."""
-        return output_activation(self.logits(sequences, centres), self.model.config.problem_type).cpu().numpy()
+        """The outputs of one batch (probabilities, or regression values), shape (B, C) float32."""
+        return self.token_outputs(self.encode(sequences, centres))
 
 
 class StrandAveraged:
@@ -262,5 +262,4 @@ class StrandAveraged:
         reverse = [reverse_complement(s) for s in sequences]
         if centres is not None:
             centres = list(centres) + [None if c is None else len(s) - 1 - c for s, c in zip(sequences, centres, strict=True)]
-        both = self.classifier.probabilities(list(sequences) + reverse, centres)
-        return (both[: len(sequences)] + both[len(sequences) :]) / 2
+        return average_strands(self.classifier.probabilities(list(sequences) + reverse, centres))

@@ -22,11 +22,10 @@ strands with ``--rc``) and ``logit(p) = log(p / (1 - p))`` of ``p`` clipped to
 from __future__ import annotations
 
 import numpy as np
-import torch
 
+from genolong.classifier.scoring import average_strands
 from genolong.inference.variants.tokens import SplicingTokenizer, WindowInputs
 from genolong.inference.variants.windows import VariantWindows
-from genolong.model.heads import output_activation
 
 SCORES = ("p_ref", "p_alt", "diff", "abs_diff", "logit_diff", "combined")
 #: Probabilities are clipped to [EPS, 1 - EPS] before the logit.
@@ -87,15 +86,9 @@ class ClassifierEffects:
         for first in range(0, len(inputs), self.batch_size):
             batch = inputs[first : first + self.batch_size]
             rows = [strands[i] for i in range(len(batch[0])) for strands in batch]  # all forward, then all reverse
-            probabilities = self._probabilities(rows).reshape(len(batch[0]), len(batch), -1)
-            chunks.append(probabilities.mean(axis=0) if len(batch[0]) > 1 else probabilities[0])
+            probabilities = self.classifier.token_outputs(self.classifier.encode.pad(rows))  # (strands x n, C)
+            chunks.append(average_strands(probabilities) if len(batch[0]) > 1 else probabilities)
         return np.concatenate(chunks)[:, self.columns]
-
-    @torch.inference_mode()
-    def _probabilities(self, bodies: list[np.ndarray]) -> np.ndarray:
-        """(B, C) sigmoid probabilities of B token bodies (as ``Classifier.probabilities``)."""
-        logits = self.classifier.token_logits(self.classifier.encode.pad(bodies))
-        return output_activation(logits, self.classifier.model.config.problem_type).cpu().numpy()
 
     def score(self, windows: list[VariantWindows]) -> dict[str, np.ndarray]:
         """Scores of ``windows`` (n variants): name -> (n, P) float32."""
