@@ -33,7 +33,7 @@ from lightning.fabric.utilities.exceptions import MisconfigurationException
 from lightning.pytorch.callbacks import BasePredictionWriter
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from genolong import interrupts
+from genolong import interrupts, ranks
 from genolong.errors import UserError
 from genolong.inference.scan.parts import WorkDirectory
 from genolong.model.heads import output_activation
@@ -204,17 +204,19 @@ class ScanPartWriter(PartWriter):
             self.writer.close()
 
 
-def predict(trainer: pl.Trainer, module: pl.LightningModule, loader, writer: PartWriter, *, resume_hint: str) -> None:
-    """Run the predict loop; an interrupt stops the command with ``resume_hint`` as its one line.
+def predict(trainer: pl.Trainer, module: pl.LightningModule, loader, writer: PartWriter, *, resume: str) -> None:
+    """Run the predict loop; an interrupt stops the command with the line ``interrupted; RESUME``
+    (``resume``: what is kept and how to continue, also said when a rank dies: :mod:`genolong.ranks`).
 
     Lightning turns SIGINT/SIGTERM into exit status 1: the command gets its own line and status back.
     """
     trainer.callbacks.append(writer)
+    ranks.set_resume_hint(resume)
     try:
         trainer.predict(module, dataloaders=loader, return_predictions=False)
     except SystemExit:
         if writer.interrupted:
-            interrupts.stop(resume_hint)
+            interrupts.stop(f"interrupted; {resume}")
         raise
 
 
@@ -234,7 +236,7 @@ def build_trainer(*, accelerator: str, devices, num_nodes: int, callbacks, preci
     try:
         return pl.Trainer(
             accelerator=accelerator, devices=devices, num_nodes=num_nodes,
-            strategy="ddp" if distributed else "auto", precision=resolve_precision(precision, gpu=gpu),
+            strategy=ranks.strategy("ddp" if distributed else "auto", devices, num_nodes), precision=resolve_precision(precision, gpu=gpu),
             logger=False, enable_checkpointing=False, enable_model_summary=False, enable_progress_bar=False,
             use_distributed_sampler=False, callbacks=callbacks,
         )

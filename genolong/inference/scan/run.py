@@ -134,7 +134,7 @@ def _predict(config, classifier, work: WorkDirectory, pending: list[int], column
     writer = ScanPartWriter(work, pending_bp // world, progress=config.progress, description=config.genome.name)
     module = ScanModule(classifier.model, rc=config.rc, columns=columns, kmer=classifier.kmer)
     predict(trainer, module, loader, writer,
-            resume_hint=f"interrupted; the same command resumes (finished chromosomes are kept in {work.path})")
+            resume=f"the same command resumes (finished chromosomes are kept in {work.path})")
 
 
 def _check_outputs(config: ScanConfig, info) -> list[str]:
