@@ -487,3 +487,22 @@ def test_genome_prepare_keeps_the_output_policy_for_the_files_beside_its_out(tmp
     assert main(argv) == 0
     assert [r.sequence for r in read_fasta(out)] == [r.sequence for r in read_fasta(small_genome)]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["g.fa", "out.fa", "out.fa.chromosomes.tsv", "out.fa.fai"]
+
+
+def test_an_invalid_character_met_by_random_access_names_file_line_and_record(tmp_path, capsys, small_genome):
+    """genome region, scan (its DataLoader worker) and score-variants read the genome at random: an
+    invalid character was "invalid character 'Q' at position 4" (no file, no record) or a traceback."""
+    lines = small_genome.read_text().splitlines()
+    lines[3] = lines[3][:40] + "Q" + lines[3][41:]  # record b, its sequence line
+    genome = tmp_path / "q.fa"
+    genome.write_text("\n".join(lines) + "\n")
+    where = f"{genome}:4 (record 'b'): invalid character 'Q' (column 41)"
+    assert main(["genome", "region", str(genome), "b:0-60"]) == 2
+    one_line(capsys, where)
+    assert main(["scan", "--genome", str(genome), "--out", str(tmp_path / "o.bedGraph")]) == 2
+    one_line(capsys, where)
+    (tmp_path / "v.vcf").write_text(VCF + f"b\t30\t.\t{lines[3][29]}\tT\t.\t.\t.\n")
+    assert main(["score-variants", "--vcf", str(tmp_path / "v.vcf"), "--genome", str(genome), "--model",
+                 str(default_promoter_model()), "--out", str(tmp_path / "o.tsv")]) == 2
+    one_line(capsys, where)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.suffix != ".fai") == ["g.fa", "q.fa", "v.vcf"]

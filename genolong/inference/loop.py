@@ -99,7 +99,13 @@ class ScanModule(pl.LightningModule):
 
     def predict_step(self, batch: dict, batch_idx: int) -> dict:
         """Returns ``batch`` (the plan's index), ``bp`` (its bins' width) and ``scores`` (bins, C')
-        float32 on the CPU."""
+        float32 on the CPU.
+
+        Raises:
+            UserError: the item carries one from the DataLoader worker that read it.
+        """
+        if "error" in batch:
+            raise UserError(batch["error"])
         scored = batch["scored"].cpu()
         width = self.model.config.num_labels if self.columns is None else len(self.columns)
         scores = torch.full((len(scored), width), float("nan"))
