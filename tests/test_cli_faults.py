@@ -506,3 +506,14 @@ def test_an_invalid_character_met_by_random_access_names_file_line_and_record(tm
                  str(default_promoter_model()), "--out", str(tmp_path / "o.tsv")]) == 2
     one_line(capsys, where)
     assert sorted(p.name for p in tmp_path.iterdir() if p.suffix != ".fai") == ["g.fa", "q.fa", "v.vcf"]
+
+
+def test_convert_on_a_full_disk_is_one_line_and_leaves_nothing(small_disk, capsys, real_data, tmp_path):
+    """convert on a full disk: exit 1 and a traceback; now the one line of every full disk."""
+    from test_convert_cli import gena_bert_source
+
+    gena_bert_source(real_data, tmp_path / "src")
+    disk = small_disk("disk", 64, free=8)
+    assert main(["convert", str(tmp_path / "src"), "--out", str(disk / "model")]) == 2
+    one_line(capsys, f"writing --out {disk / 'model'}", "no space left on device", "nothing")
+    assert sorted(p.name for p in disk.iterdir()) == ["filler"]
