@@ -16,7 +16,9 @@
   rank's exit status (``128 + signal`` for a killed rank). The process ends at once
   (``os._exit``): its main thread may be blocked in a collective that never returns. What the
   command keeps for a resume stays (work directories, checkpoints); a lock file left beside an
-  output is taken over by the next run.
+  output is taken over by the next run. A signal that reached rank 0 too (SIGTERM or SIGINT to the
+  whole process group: ``timeout``, SLURM, Ctrl-C) is not a dead rank: every rank stops on it with
+  its own line.
 * **An error in a collective** on rank 0 (the peer's connection closed, the timeout passed) is
   left to the watcher when a rank died, so that the line names the rank and not the error;
   otherwise it ends the command the same way, with status 1: ``rank 0: no answer from another
@@ -38,6 +40,7 @@ import threading
 import time
 from collections.abc import Iterator
 
+from genolong import interrupts
 from genolong.errors import UserError, first_line
 
 #: Seconds a rank waits in a collective (all-reduce, barrier, broadcast) before it gives up, unless
@@ -126,8 +129,8 @@ class RankWatcher(threading.Thread):
         while not self.finished:
             time.sleep(POLL_S)
             codes = [child.poll() for child in self.children]
-            if all(code == 0 for code in codes):
-                return
+            if all(code == 0 for code in codes) or interrupts.last_signal() is not None:
+                return  # all done; or a signal to the whole process group, which every rank answers itself
             for rank, (child, code) in enumerate(zip(self.children, codes, strict=True), start=1):
                 if code:
                     self.dead.set()

@@ -215,3 +215,23 @@ def test_a_hung_rank_ends_the_scan_after_the_collective_timeout_in_one_line(tmp_
     assert err[-1].startswith("genolong scan: rank 0: no answer from another rank within 20 s"), err
     assert "the same command resumes" in err[-1] and time.monotonic() - stopped < 120
     assert_ends_soon(rank1)
+
+
+@pytest.mark.slow  # a launch on two ranks on the loaded 2-core machine: ~40 s
+def test_sigterm_to_the_process_group_of_a_two_rank_scan_is_143_and_one_line(tmp_path):
+    """A signal to the whole group (timeout, SLURM, docker stop) reaches every rank: it is not a dead
+    rank; each stops on it, and the command ends with 143 and the interrupt's line."""
+    from genolong.resources import sample_genome
+
+    argv = ["scan", "--genome", str(sample_genome()), "--stride", "10", "--accelerator", "cpu", "--workers", "0",
+            "--batch-size", "32", "--out", "o.bedGraph", "--devices", "2"]
+    proc = subprocess.Popen([sys.executable, "-m", "genolong.cli", *argv], cwd=tmp_path, stderr=subprocess.PIPE,
+                            text=True, env=os.environ | TIMEOUT_ENV, start_new_session=True)
+    deadline = time.monotonic() + 300
+    while proc.poll() is None and time.monotonic() < deadline and not list(tmp_path.glob(".o.bedGraph.scan-*/*rank1*")):
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGTERM)
+    err = proc.communicate(timeout=120)[1].strip().splitlines()
+    assert proc.returncode == 143 and "Traceback" not in "\n".join(err), err
+    assert err[-1].startswith("genolong scan: interrupted; the same command resumes"), err
+    assert not any("rank 1 (pid" in line for line in err), err
