@@ -237,12 +237,12 @@ def build_trainer(*, accelerator: str, devices, num_nodes: int, callbacks, preci
     """
     quiet_lightning()
     check_num_nodes(num_nodes)
-    distributed = num_nodes > 1 or (isinstance(devices, int) and devices > 1)
     gpu = accelerator in ("auto", "gpu", "cuda") and torch.cuda.is_available()
     try:
         return pl.Trainer(
             accelerator=accelerator, devices=devices, num_nodes=num_nodes,
-            strategy=ranks.strategy("ddp" if distributed else "auto", devices, num_nodes), precision=resolve_precision(precision, gpu=gpu),
+            strategy=ranks.strategy("auto", devices, num_nodes),  # DDP for several devices or nodes
+            precision=resolve_precision(precision, gpu=gpu),
             logger=False, enable_checkpointing=False, enable_model_summary=False, enable_progress_bar=False,
             use_distributed_sampler=False, callbacks=callbacks,
         )
