@@ -19,11 +19,12 @@
   output is taken over by the next run. A signal that reached rank 0 too (SIGTERM or SIGINT to the
   whole process group: ``timeout``, SLURM, Ctrl-C) is not a dead rank: every rank stops on it with
   its own line.
-* **An error in a collective** on rank 0 (the peer's connection closed, the timeout passed) is
-  left to the watcher when a rank died, so that the line names the rank and not the error;
+* **An error in a collective** (the peer's connection closed, the timeout passed) is left to the
+  watcher on rank 0 when a rank died, so that the line names the rank and not the error;
   otherwise it ends the command the same way, with status 1: ``rank 0: no answer from another
   rank within 600 s (GENOLONG_COLLECTIVE_TIMEOUT; a hung or stopped rank); ...``, or the
-  error's first line.
+  error's first line. Another rank (rank 1 when rank 0 died, any rank under torchrun or SLURM)
+  ends on it with the same kind of line.
 
 Commands say what they keep with :func:`set_resume_hint` (the prediction loop and training do).
 """
@@ -158,6 +159,11 @@ def _is_collective_error(err: BaseException) -> bool:
     return isinstance(err, dist.DistError) or isinstance(err, RuntimeError) and "gloo" in str(err).lower()
 
 
+def _rank() -> str:
+    """This process's rank, as the launcher set it (torchrun, SLURM, Lightning's launcher)."""
+    return next((os.environ[name] for name in ("RANK", "SLURM_PROCID", "LOCAL_RANK") if os.environ.get(name)), "0")
+
+
 @contextlib.contextmanager
 def watched(command: str) -> Iterator[None]:
     """Within the block, rank 0 of a Lightning launch watches the ranks it starts (see the module
@@ -166,17 +172,21 @@ def watched(command: str) -> Iterator[None]:
     try:
         yield
     except BaseException as err:
-        watcher = _watchers[-1] if _watchers else None
-        if watcher is None or not _is_collective_error(err):
+        if not _is_collective_error(err):
             raise
-        if watcher.dead.wait(3 * POLL_S):  # a rank died: the watcher ends the command with its line
+        watcher = _watchers[-1] if _watchers else None
+        if watcher is not None and watcher.dead.wait(3 * POLL_S):  # a rank died: the watcher ends with its line
             time.sleep(3 * POLL_S)
         if "timed out" in str(err).lower():
             why = (f"no answer from another rank within {collective_timeout().total_seconds():g} s ({TIMEOUT_VARIABLE}; "
                    "a hung or stopped rank)")
+        elif "closed by peer" in str(err) or "reset by peer" in str(err):
+            why = "another rank of the run has ended (its connection closed)"
         else:
             why = first_line(err)
-        watcher.stop_all(f"rank 0: {why}; the other ranks were stopped; {_state['hint']}", 1)
+        if watcher is not None:
+            watcher.stop_all(f"rank 0: {why}; the other ranks were stopped; {_state['hint']}", 1)
+        _end(f"rank {_rank()}: {why}; {_state['hint']}", 1)
     finally:
         _state["active"] = False
         launchers = sys.modules.get("lightning.pytorch.strategies.launchers.subprocess_script")

@@ -235,3 +235,24 @@ def test_sigterm_to_the_process_group_of_a_two_rank_scan_is_143_and_one_line(tmp
     assert proc.returncode == 143 and "Traceback" not in "\n".join(err), err
     assert err[-1].startswith("genolong scan: interrupted; the same command resumes"), err
     assert not any("rank 1 (pid" in line for line in err), err
+
+
+@pytest.mark.slow  # a launch on two ranks on the loaded 2-core machine: ~1 min
+def test_rank_1_ends_in_one_line_when_rank_0_dies(tmp_path):
+    """With rank 0 (the launcher's process) SIGKILLed, rank 1 ended in a gloo traceback at its next
+    collective; now in one line saying that another rank has ended and what is kept."""
+    from genolong.resources import sample_genome
+
+    argv = ["scan", "--genome", str(sample_genome()), "--stride", "10", "--accelerator", "cpu", "--workers", "0",
+            "--batch-size", "32", "--out", "o.bedGraph", "--devices", "2"]
+    proc = subprocess.Popen([sys.executable, "-m", "genolong.cli", *argv], cwd=tmp_path, stderr=subprocess.PIPE,
+                            text=True, env=os.environ | TIMEOUT_ENV, start_new_session=True)
+    deadline = time.monotonic() + 300
+    while proc.poll() is None and time.monotonic() < deadline and not list(tmp_path.glob(".o.bedGraph.scan-*/*rank1*")):
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    killed = time.monotonic()
+    err = proc.stderr.read().strip().splitlines()  # until rank 1, which shares the pipe, has ended too
+    assert "Traceback" not in "\n".join(err) and time.monotonic() - killed < 120, err
+    assert err[-1].startswith("genolong scan: rank 1: another rank of the run has ended (its connection closed); "
+                              "the same command resumes"), err
