@@ -30,7 +30,7 @@ import torch
 from lightning.fabric.utilities.exceptions import MisconfigurationException
 from lightning.pytorch.callbacks import BasePredictionWriter
 
-from genolong import interrupts
+from genolong import interrupts, ranks
 from genolong.classifier.scoring import average_strands, token_outputs
 from genolong.errors import UserError
 from genolong.inference.scan.parts import WorkDirectory
@@ -68,7 +68,13 @@ class ScanModule(pl.LightningModule):
 
     def predict_step(self, batch: dict, batch_idx: int) -> dict:
         """Returns ``batch`` (the plan's index), ``bp`` (its bins' width) and ``scores`` (bins, C')
-        float32 on the CPU."""
+        float32 on the CPU.
+
+        Raises:
+            UserError: the item carries one from the DataLoader worker that read it.
+        """
+        if "error" in batch:
+            raise UserError(batch["error"])
         scored = batch["scored"].cpu()
         width = self.model.config.num_labels if self.columns is None else len(self.columns)
         scores = torch.full((len(scored), width), float("nan"))
@@ -171,17 +177,19 @@ class ScanPartWriter(PartWriter):
             self.writer.close()
 
 
-def predict(trainer: pl.Trainer, module: pl.LightningModule, loader, writer: PartWriter, *, resume_hint: str) -> None:
-    """Run the predict loop; an interrupt stops the command with ``resume_hint`` as its one line.
+def predict(trainer: pl.Trainer, module: pl.LightningModule, loader, writer: PartWriter, *, resume: str) -> None:
+    """Run the predict loop; an interrupt stops the command with the line ``interrupted; RESUME``
+    (``resume``: what is kept and how to continue, also said when a rank dies: :mod:`genolong.ranks`).
 
     Lightning turns SIGINT/SIGTERM into exit status 1: the command gets its own line and status back.
     """
     trainer.callbacks.append(writer)
+    ranks.set_resume_hint(resume)
     try:
         trainer.predict(module, dataloaders=loader, return_predictions=False)
     except SystemExit:
         if writer.interrupted:
-            interrupts.stop(resume_hint)
+            interrupts.stop(f"interrupted; {resume}")
         raise
 
 
@@ -196,12 +204,12 @@ def build_trainer(*, accelerator: str, devices, num_nodes: int, callbacks, preci
     """
     quiet_lightning()
     check_num_nodes(num_nodes)
-    distributed = num_nodes > 1 or (isinstance(devices, int) and devices > 1)
     gpu = accelerator in ("auto", "gpu", "cuda") and torch.cuda.is_available()
     try:
         return pl.Trainer(
             accelerator=accelerator, devices=devices, num_nodes=num_nodes,
-            strategy="ddp" if distributed else "auto", precision=resolve_precision(precision, gpu=gpu),
+            strategy=ranks.strategy("auto", devices, num_nodes),  # DDP for several devices or nodes
+            precision=resolve_precision(precision, gpu=gpu),
             logger=False, enable_checkpointing=False, enable_model_summary=False, enable_progress_bar=False,
             use_distributed_sampler=False, callbacks=callbacks,
         )

@@ -94,6 +94,7 @@ def run_scan(config: ScanConfig) -> dict | None:
     plan = ScanPlan(_targets(config, genome), window=info.window_bp,
                     stride=config.stride or get_task(info.task).scan_stride(info.window_bp),
                     batch_bins=config.batch_size)
+    _check_windows(plan)
     trainer = build_trainer(accelerator=config.accelerator, devices=config.devices, num_nodes=config.num_nodes,
                             callbacks=[], precision=config.precision)
     rank, world = trainer.global_rank, trainer.world_size
@@ -133,7 +134,7 @@ def _predict(config, classifier, work: WorkDirectory, pending: list[int], column
     writer = ScanPartWriter(work, pending_bp // world, progress=config.progress, description=config.genome.name)
     module = ScanModule(classifier.model, rc=config.rc, columns=columns, kmer=classifier.kmer)
     predict(trainer, module, loader, writer,
-            resume_hint=f"interrupted; the same command resumes (finished chromosomes are kept in {work.path})")
+            resume=f"the same command resumes (finished chromosomes are kept in {work.path})")
 
 
 def _check_outputs(config: ScanConfig, info) -> list[str]:
@@ -183,6 +184,14 @@ def _targets(config: ScanConfig, genome: Genome) -> list[tuple[str, int, np.ndar
         if not targets:
             raise UserError(f"no regions on the chromosomes {', '.join(config.chromosomes)}")
     return targets
+
+
+def _check_windows(plan: ScanPlan) -> None:
+    """Refuse a scan without a window: every chromosome scanned is shorter than the model's window."""
+    if all(chromosome.length < plan.window for chromosome in plan.chromosomes):
+        longest = max(plan.chromosomes, key=lambda chromosome: chromosome.length)
+        raise UserError(f"no window to score: every chromosome scanned is shorter than the model's window of "
+                        f"{plan.window} bp (the longest, {longest.name}, has {longest.length:,} bp); nothing written")
 
 
 def _work_path(config: ScanConfig, plan: ScanPlan, columns) -> Path:
@@ -272,6 +281,9 @@ def _write_tracks(config, formats, plan: ScanPlan, work: WorkDirectory, info, pr
                         track.add(chromosome.name, windows, windows + plan.window, values)
                     else:
                         track.add(chromosome.name, starts, ends, values)
+        if not counts["scored_bins"]:
+            raise UserError(f"no window scored: each of the {counts['bins']:,} windows has more than "
+                            f"{config.max_n_fraction:g} N (--max-n-fraction); nothing written")
         for track, _, _ in tracks:
             track.close()
     if called is not None:

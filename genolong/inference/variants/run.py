@@ -158,7 +158,7 @@ def score_variant_file(
                                     progress=progress, description=variants.path.name)
     try:
         predict(trainer, VariantModule(effects), loader, part_writer,
-                resume_hint=f"interrupted; the same command continues after the chunks kept in {run.folder}")
+                resume=f"the same command continues after the chunks kept in {run.folder}")
         if trainer.world_size > 1:
             trainer.strategy.barrier("variant parts")
         if trainer.global_rank != 0:
