@@ -60,9 +60,9 @@ def register(subparsers) -> None:
     declare(parser, inputs=["vcf", "genome", "model"], files=["out", "annotate_vcf"])
 
 
-def add_profiles(parser, verb: str) -> None:
-    """``--profiles``: which model outputs to ``verb`` (shared with ``explain``)."""
-    parser.add_argument("--profiles", nargs="+", default=None, metavar="P",
+def add_profiles(parser, verb: str, *aliases: str) -> None:
+    """``--profiles`` (and ``aliases``): which model outputs to ``verb`` (shared with ``explain``)."""
+    parser.add_argument("--profiles", *aliases, nargs="+", default=None, metavar="P",
                         help=f"outputs to {verb}: full names, classes DHS/TF/HM, or name parts (CTCF, HepG2)")
 
 

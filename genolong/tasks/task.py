@@ -25,6 +25,7 @@ from genolong.configs import preset_path
 from genolong.dna.tokenizer import TokenizerTrainConfig
 from genolong.errors import ConfigError, UserError
 from genolong.inference.classifier import Classifier
+from genolong.inference.task_info import InferenceSpec
 from genolong.registry import Registry
 from genolong.tasks.common import TrainConfig
 from genolong.tasks.modes import LoraSettings, check_mode
@@ -96,10 +97,11 @@ class FinetuneTask(ABC):
         """Raise ConfigError for settings this task cannot use (by default, it can use all)."""
         return
 
-    def scan_stride(self, window_bp: int) -> int:
-        """The bp between windows ``genolong scan`` uses by default for a model of ``window_bp``
-        (by default half the window)."""
-        return max(1, window_bp // 2)
+    def inference_spec(self, window_bp: int, problem_type: str | None) -> InferenceSpec:
+        """What inference needs of this task's models, trained on windows of ``window_bp`` with
+        transformers' ``problem_type`` (by default :meth:`InferenceSpec.for_problem_type`). Every
+        fine-tuning run saves it; a directory without one gets it here when loaded."""
+        return InferenceSpec.for_problem_type(problem_type, window_bp)
 
     @abstractmethod
     def load_data(self, data_dir: Path) -> TaskData:
@@ -211,6 +213,17 @@ def load_finetune_config(
     if data.setdefault("task", task) != task:
         raise UserError(f"{source} is a {data['task']} preset, not a {task} one")
     return from_dict(FinetuneConfig, data, source=str(source))
+
+
+def load_classifier(path: str | Path, **kwargs) -> Classifier:
+    """A classifier directory loaded for inference (``kwargs``: :meth:`Classifier.load`'s), its
+    ``info.inference`` set: the recorded spec, or, for a directory that records none (written
+    before specs were saved, or converted), the spec its task declares."""
+    classifier = Classifier.load(path, **kwargs)
+    info = classifier.info
+    if info.inference is None:
+        info.inference = get_task(info.task).inference_spec(info.window_bp, classifier.model.config.problem_type)
+    return classifier
 
 
 def report_summary(report: dict) -> str:

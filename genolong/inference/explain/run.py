@@ -5,7 +5,8 @@ records per run, not a genome)::
 
     records.tsv                  name, input_bp, start, end (the attributed window in the input), source
     ohe.npz                      arr_0: (N, 4, L) one-hot of the attributed windows, channels A, C, G, T
-    <target>/ism.npz             arr_0: (N, 4, L) in-silico mutagenesis effects on the logit
+    <target>/ism.npz             arr_0: (N, 4, L) in-silico mutagenesis effects on the output's logit
+                                 (a softmax class: its probability; regression: the value)
     <target>/gradients.npz       arr_0: (N, 4, L) gradient attributions (when not --gradients none)
     <target>/logos/<n>_<name>.png  sequence logos of the most attributed stretch of each record
 
