@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import json
 import re
+import shutil
 from pathlib import Path
 
 import h5py
@@ -24,7 +25,8 @@ import yaml
 import genolong
 from genolong.cli import main
 from genolong.dna.sequence import read_fasta
-from genolong.inference.task_info import TASK_FILE, TaskInfo, default_promoter_model
+from genolong.errors import ConfigError, UserError
+from genolong.inference.task_info import TASK_FILE, InferenceSpec, TaskInfo, default_promoter_model
 from genolong.tasks.task import load_classifier
 
 BASES = np.array(list("ACGT"))
@@ -209,6 +211,15 @@ def test_a_directory_without_a_spec_gets_its_tasks(tmp_path):
     assert spec.scan_stride == 50 and spec.called_fraction_caution
 
 
+def test_a_spec_that_does_not_fit_the_model_is_refused(tmp_path):
+    shutil.copytree(default_promoter_model(), tmp_path / "model")
+    info = TaskInfo.read(tmp_path / "model")
+    info.inference = InferenceSpec("softmax", 50, "none", "probability")  # the model has one sigmoid
+    info.write(tmp_path / "model")
+    with pytest.raises(UserError, match="inference.activation softmax does not fit a model of problem_type"):
+        load_classifier(tmp_path / "model", device="cpu")
+
+
 def test_no_module_tells_the_tasks_apart_by_name():
     package = Path(genolong.__file__).parent
     found = [f"{path.relative_to(package)}:{number}: {line.strip()}"
@@ -222,3 +233,15 @@ def test_the_check_finds_comparisons_by_name():
              'x = info.task != "chromatin"']
     assert all(TASK_COMPARISON.search(line) for line in lines)
     assert not any(TASK_COMPARISON.search(line) for line in ['name = "promoter"', 'task="chromatin"'])
+
+
+def test_a_spec_that_is_not_one_is_a_one_line_error(tmp_path):
+    spec = {"activation": "tanh", "scan_stride": 10, "threshold": "none", "variant_effect": "value"}
+    (tmp_path / TASK_FILE).write_text(json.dumps({
+        "format": "genolong-classifier/1", "task": "labelled", "window_bp": 20, "min_bp": 20, "max_len": 24,
+        "label_names": ["y"], "inference": spec}))
+    with pytest.raises(UserError, match=f"{TASK_FILE}: .*inference: activation must be one of sigmoid") as error:
+        TaskInfo.read(tmp_path)
+    assert "\n" not in str(error.value)
+    with pytest.raises(ConfigError, match="variant_effect must be one of probability, logit, value"):
+        InferenceSpec("identity", 10, "none", "difference")

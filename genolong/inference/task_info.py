@@ -60,9 +60,9 @@ class InferenceSpec:
         for name, value, choices in (("activation", self.activation, ACTIVATIONS), ("threshold", self.threshold, THRESHOLDS),
                                      ("variant_effect", self.variant_effect, EFFECTS)):
             if value not in choices:
-                raise ConfigError(f"inference.{name} must be one of {', '.join(choices)}, got {value!r}")
+                raise ConfigError(f"{name} must be one of {', '.join(choices)}, got {value!r}")
         if self.scan_stride < 1:
-            raise ConfigError(f"inference.scan_stride must be positive, got {self.scan_stride}")
+            raise ConfigError(f"scan_stride must be positive, got {self.scan_stride}")
 
     @classmethod
     def for_problem_type(cls, problem_type: str | None, window_bp: int) -> InferenceSpec:
@@ -115,7 +115,7 @@ class TaskInfo:
     provenance: dict[str, Any] = field(default_factory=dict)
     scan_threshold: float | None = None
     species: dict[str, str] = field(default_factory=dict)
-    inference: None | InferenceSpec = None  # None first: the config reader tries the options in order
+    inference: InferenceSpec | None = None
 
     def threshold_for_scans(self) -> float | None:
         """The threshold of genome scans: ``scan_threshold``, else ``threshold``."""
@@ -132,7 +132,10 @@ class TaskInfo:
             data = json.loads(path.read_text())
             if not isinstance(data, dict) or data.pop("format", None) != FORMAT:
                 raise ValueError(f"format is not {FORMAT!r}")
-            return from_dict(cls, data, source="")
+            spec = data.pop("inference", None)  # read on its own, so that an error names its key
+            info = from_dict(cls, data, source="")
+            info.inference = None if spec is None else from_dict(InferenceSpec, spec, source="", prefix="inference.")
+            return info
         except (ValueError, TypeError) as err:
             raise InputError(path, f"not a valid task description: {err}") from None
 

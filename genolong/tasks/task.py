@@ -3,8 +3,9 @@ and printed summary), the run config :class:`FinetuneConfig`, and the registry o
 
 Every task puts C independent sigmoid outputs on the [CLS] token and trains them with binary
 cross-entropy; the generic run (:func:`genolong.tasks.finetune.run_finetune`) does the rest.
-Adding a task is one module that subclasses :class:`FinetuneTask` and registers an instance
-with :func:`register_task` (the built-in ones: :mod:`genolong.tasks.promoter`,
+Adding a task is one module that subclasses :class:`FinetuneTask` (and, where its models need
+other inference defaults than their problem type's, overrides :meth:`FinetuneTask.inference_spec`)
+and registers an instance with :func:`register_task` (the built-in ones: :mod:`genolong.tasks.promoter`,
 :mod:`genolong.tasks.chromatin`); its name is the config's ``task:``, and its command group adds
 ``genolong NAME finetune`` with :func:`genolong.commands.finetune.add_parser`.
 """
