@@ -1,8 +1,8 @@
 """What a fine-tuning task is: :class:`FinetuneTask` (its data, validation metric, test report
 and printed summary), the run config :class:`FinetuneConfig`, and the registry of tasks.
 
-Every task puts C independent sigmoid outputs on the [CLS] token and trains them with binary
-cross-entropy; the generic run (:func:`genolong.tasks.finetune.run_finetune`) does the rest.
+Every task puts C outputs on the pooled sequence, trained with the loss of the model's
+``problem_type`` (sigmoids and binary cross-entropy for the built-in tasks); the generic run (:func:`genolong.tasks.finetune.run_finetune`) does the rest.
 Adding a task is one module that subclasses :class:`FinetuneTask` (and, where its models need
 other inference defaults than their problem type's, overrides :meth:`FinetuneTask.inference_spec`)
 and registers an instance with :func:`register_task` (the built-in ones: :mod:`genolong.tasks.promoter`,

@@ -31,7 +31,6 @@ from genolong.dna.sequence import read_fasta
 from genolong.errors import InputError, UserError
 from genolong.files import atomic_path
 from genolong.inference.bed import read_bed_regions
-from genolong.inference.classifier import Classifier
 from genolong.inference.explain.attributions import (
     BASES,
     gradient_attributions,
@@ -41,6 +40,7 @@ from genolong.inference.explain.attributions import (
 from genolong.inference.labels import select_labels
 from genolong.inference.variants.windows import fetch_padded
 from genolong.outputs import mark_directory
+from genolong.tasks.task import load_classifier
 
 
 @dataclass(frozen=True)
@@ -123,7 +123,7 @@ def explain(
 ) -> int:
     """Write the attributions of every record to ``out`` (module docstring); returns the record count.
     ``precision``: ``auto``, ``32`` or ``bf16`` (:mod:`genolong.precision`)."""
-    classifier = Classifier.load(model, device=device, precision=precision)
+    classifier = load_classifier(model, device=device, precision=precision)
     names = classifier.info.label_names
     if profiles is None and len(names) > 8:
         raise UserError(f"the model has {len(names)} outputs: choose some with --profiles (e.g. CTCF, DHS)")
