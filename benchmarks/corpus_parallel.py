@@ -30,6 +30,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -67,7 +68,9 @@ def make_genome(source: Path, path: Path, target_mbp: float, seed: int = 0) -> i
 def genolong(*argv: str) -> tuple[float, float, float]:
     """Run ``genolong ARGV``; (wall s, CPU s of it and its workers, peak RSS MB of its largest process)."""
     start = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "genolong.cli", *argv], stdout=subprocess.DEVNULL, cwd=REPO)
+    # Run from a neutral directory: the installed package (with its data_prep), not the checkout's sources.
+    proc = subprocess.Popen([sys.executable, "-m", "genolong.cli", *argv], stdout=subprocess.DEVNULL,
+                            cwd=tempfile.gettempdir())
     _, status, usage = os.wait4(proc.pid, 0)
     if os.waitstatus_to_exitcode(status):
         raise SystemExit(f"failed: genolong {' '.join(argv)}")

@@ -53,9 +53,9 @@ def chromatin_model(work: Path, overrides: dict | None = None) -> Path:
     random weights, saved as a classifier directory."""
     import torch
 
+    from genolong.classifier.directory import Classifier, TaskInfo
     from genolong.dna.tokenizer import TokenizerTrainConfig, load_tokenizer, train_tokenizer
     from genolong.evaluation.profiles import chromatin_profiles
-    from genolong.inference.classifier import Classifier, TaskInfo
     from genolong.resources import sample_genome
     from genolong.tasks.model_setup import build_classifier_model
     from genolong.tasks.task import load_finetune_config
@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from genolong.inference.classifier import Classifier, default_promoter_model
+    from genolong.classifier.directory import Classifier, default_promoter_model
 
     torch.set_num_threads(args.threads)
     pools = real_sequences(args.shared)
@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         short = write_records(work / "short.fa", pools["300 bp"], args.short)
         long = write_records(work / "long.fa", pools["8 kb"], args.long)
         batch = ["--batch-size", str(args.batch_size), "--device", "cpu"]
-        from genolong.inference.predict.records import window_starts
+        from genolong.classifier.records import window_starts
 
         results["predict-promoter, 300 bp"] = run_case(
             ["predict-promoter", str(short), "--out", str(work / "p1.tsv"), *batch],

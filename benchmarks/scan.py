@@ -39,9 +39,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from genolong.classifier.directory import Classifier, default_promoter_model
 from genolong.dna.genome import Genome
 from genolong.dna.sequence import write_fasta
-from genolong.inference.classifier import Classifier, default_promoter_model
 from genolong.inference.loop import ScanModule
 from genolong.inference.scan.plan import ScanPlan, whole_chromosomes
 from genolong.inference.scan.run import ScanConfig, run_scan

@@ -47,10 +47,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from predict import chromatin_model  # noqa: E402 (the benchmarks folder is not a package)
 
 import genolong.inference.variants.run  # noqa: E402, F401 (imported before any clock starts)
+from genolong.classifier.directory import Classifier, TaskInfo, default_promoter_model  # noqa: E402
 from genolong.cli import main as genolong_main  # noqa: E402
 from genolong.dna.sequence import read_fasta  # noqa: E402
 from genolong.dna.tokenizer import load_tokenizer  # noqa: E402
-from genolong.inference.classifier import Classifier, TaskInfo, default_promoter_model  # noqa: E402
 from genolong.resources import sample_genome  # noqa: E402
 from genolong.tasks.model_setup import build_classifier_model  # noqa: E402
 from genolong.tasks.task import load_finetune_config  # noqa: E402

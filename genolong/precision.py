@@ -10,7 +10,7 @@ choice once per command on stderr.
 * the CPU advertises native bf16 arithmetic (the ``avx512_bf16`` or ``amx_bf16`` flag of
   /proc/cpuinfo); elsewhere PyTorch emulates bf16, hundreds of times slower than float32, and
   nothing is measured;
-* a timed 512^2 matrix product (:func:`genolong.bench.cpu_precision.matmul_rates`) runs at least
+* a timed 512^2 matrix product (:func:`genolong.cpu_bf16.matmul_rates`) runs at least
   :data:`MIN_SPEEDUP` times faster in bf16 than in float32 (about 1,000 against 92 GFLOP/s on a
   2-core Xeon with AMX).
 
@@ -122,7 +122,7 @@ def _cache_file(cpu: str, flags: set[str]) -> Path:
 
 def _measure(cpu: str, flags: set[str]) -> tuple[float, float]:
     """(fp32, bf16) GFLOP/s, from the cache or measured (and cached when the cache is writable)."""
-    from genolong.bench.cpu_precision import matmul_rates
+    from genolong.cpu_bf16 import matmul_rates
 
     path = _cache_file(cpu, flags)
     try:

@@ -28,10 +28,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pyBigWig  # noqa: E402
 
+from genolong.classifier.directory import Classifier, default_promoter_model  # noqa: E402
 from genolong.cli import main as genolong  # noqa: E402
 from genolong.dna.genome import Genome  # noqa: E402
 from genolong.dna.sequence import read_fasta, write_fasta  # noqa: E402
-from genolong.inference.classifier import Classifier, default_promoter_model  # noqa: E402
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 SPACING, UPSTREAM, COUNT = 2_000, 200, 10

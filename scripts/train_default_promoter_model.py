@@ -30,7 +30,7 @@ one logistic regression weighs them and calibrates their sum). The first two ste
 With ``--install`` the ensemble goes into the package with a README that records the data,
 the commands, the commit and the metrics next to the k-mer baseline's and the network's; then its
 scan threshold is set on background genomes (yeast chrI, C. elegans chrX, the hg19 chr17 piece) and
-checked on the held-out human chrM (:mod:`genolong.evaluation.scan_threshold`). ``--scan-threshold-only`` does only that
+checked on the held-out human chrM (:mod:`genolong.inference.scan.threshold`). ``--scan-threshold-only`` does only that
 last step, for the model in the package (with ``--install``: written into it).
 ``--spec mouse_to_dbtss`` (mouse EPDnew -> mouse DBTSS, which is the default spec's validation
 source) and ``--spec plant_to_mouse`` (A. thaliana -> mouse EPDnew) train the same recipe in
@@ -59,6 +59,8 @@ from pathlib import Path
 
 import torch
 
+from genolong.classifier.directory import Classifier, default_promoter_model
+from genolong.classifier.records import promoter_stride
 from genolong.data_prep.genome_prepare import prepare_genome
 from genolong.data_prep.source_split import (
     SOURCE_SPLITS,
@@ -69,16 +71,14 @@ from genolong.datasets.promoter import load_manifest, load_split
 from genolong.evaluation.cross_source import format_pair_table
 from genolong.evaluation.kmer_ensemble import fit_kmer_ensemble, score_splits
 from genolong.evaluation.metrics import PROMOTER_METRICS, format_metrics_table
-from genolong.evaluation.scan_threshold import (
+from genolong.files import atomic_path
+from genolong.inference.scan.threshold import (
     Background,
     PromoterSource,
     calibrate,
     card_section,
     install_scan_calibration,
 )
-from genolong.files import atomic_path
-from genolong.inference.classifier import Classifier, default_promoter_model
-from genolong.inference.predict.records import promoter_stride
 from genolong.tasks.finetune import run_finetune
 from genolong.tasks.task import load_finetune_config
 

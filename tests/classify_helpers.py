@@ -7,8 +7,8 @@ from pathlib import Path
 
 from deepsea_fixtures import CENTRE, deepsea_rows, real_rows, synthetic_genome, write_bundle
 
+from genolong.classifier.directory import Classifier, TaskInfo
 from genolong.dna.sequence import read_fasta, write_fasta
-from genolong.inference.classifier import Classifier, TaskInfo
 
 #: Overrides that make any finetune preset a micro run (seconds on one core).
 MICRO = {

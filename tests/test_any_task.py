@@ -23,10 +23,10 @@ import pytest
 import yaml
 
 import genolong
+from genolong.classifier.task_info import TASK_FILE, InferenceSpec, TaskInfo, default_promoter_model
 from genolong.cli import main
 from genolong.dna.sequence import read_fasta
 from genolong.errors import ConfigError, UserError
-from genolong.inference.task_info import TASK_FILE, InferenceSpec, TaskInfo, default_promoter_model
 from genolong.tasks.task import load_classifier
 
 BASES = np.array(list("ACGT"))

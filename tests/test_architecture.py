@@ -20,7 +20,13 @@ DATA_PREP_ROOT = PACKAGE_ROOT.parent / "data_prep"
 MAX_LINES = 400
 #: Packages the data builders must not depend on: they train, run models or parse commands.
 TRAINING = ("genolong.tasks", "genolong.commands", "genolong.model", "genolong.attention", "genolong.inference",
-            "genolong.bench")
+            "genolong.bench", "genolong.classifier", "genolong.convert")
+#: The package order: a package imports only the packages before it (and itself). ``core`` is every
+#: module at the top of ``genolong/`` and the data packages ``resources`` and ``configs``.
+PACKAGE_ORDER = ("core", "dna", "attention", "config", "model", "datasets", "classifier", "convert", "evaluation",
+                 "tasks", "inference", "bench", "data_prep", "commands")
+CORE_PACKAGES = ("resources", "configs")
+ARCHITECTURE_PAGE = PACKAGE_ROOT.parent / "docs" / "architecture.md"
 
 
 def module_files() -> dict[str, Path]:
@@ -61,6 +67,40 @@ def import_graph() -> dict[str, set[str]]:
     files = module_files()
     known = set(files)
     return {name: imported_modules(name, path, known) for name, path in files.items()}
+
+
+def package_of(module: str) -> str:
+    """The package of the order that ``module`` belongs to: ``genolong.tasks.finetune`` -> ``tasks``;
+    ``genolong``, ``genolong.errors`` and the modules of ``CORE_PACKAGES`` -> ``core``. A package
+    absent from the order is returned by name (and fails :func:`test_every_package_has_a_place`)."""
+    parts = module.split(".")
+    if len(parts) == 1 or parts[1] in CORE_PACKAGES:
+        return "core"
+    if parts[1] in PACKAGE_ORDER or len(parts) > 2:
+        return parts[1]
+    return "core" if (PACKAGE_ROOT / f"{parts[1]}.py").is_file() else parts[1]
+
+
+def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The module graph folded onto packages (:func:`package_of`): package -> the other packages it imports."""
+    packages: dict[str, set[str]] = {package_of(name): set() for name in graph}
+    for name, targets in graph.items():
+        packages[package_of(name)].update(package_of(target) for target in targets)
+    for package, targets in packages.items():
+        targets.discard(package)
+    return packages
+
+
+def imports_against_the_order(graph: dict[str, set[str]], order=PACKAGE_ORDER) -> list[str]:
+    """Every ``module -> module`` import whose target's package comes after (not before) the
+    importer's in ``order``."""
+    rank = {package: position for position, package in enumerate(order)}
+    return sorted(
+        f"{name} ({package_of(name)}) -> {target} ({package_of(target)})"
+        for name, targets in graph.items()
+        for target in targets
+        if rank[package_of(target)] > rank[package_of(name)]
+    )
 
 
 def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -121,6 +161,43 @@ def test_cycle_detection_finds_a_planted_cycle():
 def test_no_import_cycles():
     cycles = strongly_connected(import_graph())
     assert not cycles, "import cycles: " + "; ".join(" <-> ".join(cycle) for cycle in cycles)
+
+
+def test_package_cycle_detection_finds_a_planted_cycle():
+    """Modules without a cycle among them can still tie their packages into one."""
+    graph = {"genolong.tasks.a": {"genolong.inference.b"}, "genolong.inference.b": set(),
+             "genolong.inference.c": {"genolong.tasks.d"}, "genolong.tasks.d": set(), "genolong.errors": set()}
+    assert strongly_connected(graph) == []
+    assert strongly_connected(package_graph(graph)) == [["inference", "tasks"]]
+
+
+def test_the_order_check_finds_a_planted_upward_import():
+    graph = {"genolong.errors": set(), "genolong.dna.sequence": {"genolong.errors"},
+             "genolong.config.schema": {"genolong.model.heads", "genolong.dna.sequence"}, "genolong.model.heads": set()}
+    assert imports_against_the_order(graph) == ["genolong.config.schema (config) -> genolong.model.heads (model)"]
+    assert package_of("genolong.resources.genomes") == package_of("genolong.precision") == "core"
+
+
+def test_every_package_has_a_place_in_the_order():
+    assert {package_of(name) for name in module_files()} == set(PACKAGE_ORDER)
+
+
+def test_no_package_level_cycles():
+    cycles = strongly_connected(package_graph(import_graph()))
+    assert not cycles, "package cycles: " + "; ".join(" <-> ".join(cycle) for cycle in cycles)
+
+
+def test_no_import_against_the_package_order():
+    offenders = imports_against_the_order(import_graph())
+    assert not offenders, f"imports against the order {' -> '.join(PACKAGE_ORDER)}: {offenders}"
+
+
+def test_the_documented_order_is_the_tested_one():
+    """docs/architecture.md lists the packages once, in order, each as a bold name at the start of an item."""
+    page = ARCHITECTURE_PAGE.read_text()
+    section = page[page.index("## The packages"):page.index("## Outside the package")]
+    documented = [name.strip("`/") for name in re.findall(r"^- \*\*([^*]+)\*\*", section, flags=re.M)]
+    assert [name.lower().split()[0] for name in documented] == list(PACKAGE_ORDER)
 
 
 def test_only_commands_use_the_data_builders():

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
+from genolong import cpu_bf16
 from genolong.bench import attention as attention_bench
-from genolong.bench import cpu_precision, runner
+from genolong.bench import runner
 from genolong.bench.converted import CONVERTED
 
 TINY = attention_bench.BenchSize(vocab_size=64, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32)
@@ -28,7 +29,7 @@ def test_converted_entries_compute_what_their_transformers_peer_computes(name):
 
 
 def test_matmul_rates_are_measured():
-    rates = cpu_precision.matmul_rates(64)
+    rates = cpu_bf16.matmul_rates(64)
     assert rates.fp32 > 0 and rates.bf16 > 0
 
 

@@ -121,3 +121,46 @@ def test_mixed_precision_with_gradient_clipping_trains(tmp_path):
                          enable_model_summary=False, default_root_dir=tmp_path)
     trainer.fit(Tiny(), torch.utils.data.DataLoader(torch.randn(8, 4), batch_size=4))
     assert trainer.global_step == 2
+
+
+def test_a_training_step_is_not_tried_where_the_forward_pass_ran_out_of_memory(monkeypatch):
+    from genolong.bench import device_speed
+    from genolong.bench.attention import BenchSize
+
+    tried = []
+
+    def measure_or_retry(name, length, phase, plan, device):
+        tried.append((name, length, phase))
+        if name == "hf-bigbird" and length == 256:
+            return {"status": "oom"}
+        return {"status": "ok", "seconds": 0.01, "tokens_per_s": length / 0.01, "peak_gb": None, "checkpointing": False}
+
+    monkeypatch.setattr(device_speed, "_measure_or_retry", measure_or_retry)
+    size = BenchSize(hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64, vocab_size=64)
+    plan = device_speed.SpeedPlan(size=size, lengths=(128, 256))
+    rows = device_speed.run_speed(plan, CPU, models=("genolong-bigbird", "hf-bigbird"), say=lambda line: None)
+    assert ("hf-bigbird", 256, "train") not in tried and ("hf-bigbird", 128, "train") in tried
+    skipped = [row for row in rows if (row["model"], row["tokens"], row["phase"]) == ("hf-bigbird", 256, "train")]
+    assert skipped[0]["status"].startswith("oom") and device_speed._cell(skipped[0]) == "oom"
+
+
+def test_the_cpu_reference_runs_in_float32_and_variants_run_in_float32_on_the_device(monkeypatch, tmp_path):
+    import subprocess
+
+    from genolong.bench import device_inference
+
+    calls = []
+
+    def run(command, **kwargs):
+        calls.append(command)
+        return subprocess.CompletedProcess(command, 1, "", "stopped by the test")
+
+    monkeypatch.setattr(device_inference.subprocess, "run", run)
+    monkeypatch.setattr(device_inference, "write_inputs", lambda directory: {
+        name: tmp_path / name for name in ("fasta", "variants", "genome", "model")})
+    rows = device_inference.compare_inference(tmp_path, torch.device("cuda"), say=lambda line: None)
+    assert [row["ok"] for row in rows] == [False] * 3
+    settings = [(command[command.index("--accelerator") + 1], command[command.index("--precision") + 1], command[3])
+                for command in calls]
+    assert settings == [("cpu", "32", "predict-promoter"), ("gpu", "auto", "predict-promoter"), ("cpu", "32", "scan"),
+                        ("gpu", "auto", "scan"), ("cpu", "32", "score-variants"), ("gpu", "32", "score-variants")]

@@ -22,12 +22,12 @@ import torch
 from cli_helpers import one_line
 from deepsea_fixtures import deepsea_rows, write_bundle
 
+from genolong.classifier.directory import default_promoter_model
 from genolong.cli import main
 from genolong.commands import predict as predict_command
 from genolong.commands import scan as scan_command
 from genolong.commands import variants as variants_command
 from genolong.dna.sequence import read_fasta
-from genolong.inference.classifier import default_promoter_model
 from genolong.resources import sample_genome
 from genolong.tasks.checkpoints import SafeCheckpointIO, read_checkpoint
 

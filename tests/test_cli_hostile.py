@@ -13,8 +13,8 @@ import torch
 from cli_helpers import one_line
 from variant_helpers import write_vcf
 
+from genolong.classifier.directory import default_promoter_model
 from genolong.cli import main
-from genolong.inference.classifier import default_promoter_model
 from genolong.inference.variants.scoring import ClassifierEffects
 from genolong.resources import sample_genome
 

@@ -16,9 +16,9 @@ import pytest
 from classify_helpers import tiny_tokenizer
 from deepsea_fixtures import deepsea_rows, write_bundle
 
+from genolong.classifier.directory import default_promoter_model
 from genolong.cli import build_parser, main
 from genolong.dna.sequence import read_fasta, write_fasta
-from genolong.inference.classifier import default_promoter_model
 from genolong.outputs import MARKER, PathRoles
 
 

@@ -12,9 +12,9 @@ import pytest
 from genolong.cli import main
 from genolong.commands.arguments import add_config_arguments, config_overrides, training_devices
 from genolong.config import dump_yaml, load_yaml, parse_assignment
-from genolong.config.model_section import ModelSection
 from genolong.config.presets import apply_overrides
 from genolong.errors import ConfigError, UserError
+from genolong.model.section import ModelSection
 from genolong.tasks.pretrain import PretrainConfig, load_pretrain_config
 
 

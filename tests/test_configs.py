@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from genolong.config.model_section import ModelSection
 from genolong.configs import available_presets, preset_path
 from genolong.errors import UserError
+from genolong.model.section import ModelSection
 from genolong.tasks.pretrain import load_pretrain_config
 
 SHRINK = {"model.hidden_size": 32, "model.num_hidden_layers": 1, "model.num_attention_heads": 2,

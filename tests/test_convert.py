@@ -24,7 +24,7 @@ from convert_helpers import (
 from transformers import BertConfig, BertForMaskedLM, BigBirdConfig, BigBirdForPreTraining
 
 import genolong.model  # noqa: F401  (registers the genolong Auto classes)
-from genolong.model.convert import convert_checkpoint
+from genolong.convert import convert_checkpoint
 from genolong.model.modeling import GenolongForMaskedLM
 
 VOCAB = 32000
@@ -253,8 +253,8 @@ def test_nucleotide_transformer_tokenizer_gets_a_tokenizer_json_with_the_same_id
     encoder frames them as ESM does: <cls> tokens <eos>."""
     from transformers import EsmTokenizer
 
+    from genolong.classifier.directory import TokenEncoder
     from genolong.dna.sequence import read_fasta
-    from genolong.inference.classifier import TokenEncoder
     from genolong.model.loading import load_model_tokenizer
 
     esm_source(tmp_path / "src")
@@ -282,8 +282,8 @@ def test_genolong_feeds_gena_tokenizer_what_it_expects(real_data, tmp_path):
     whose vocabulary is uppercase; its own normalizer turns runs of >= 10 N into '-'."""
     from convert_helpers import copy_gena_tokenizer
 
+    from genolong.classifier.directory import TokenEncoder
     from genolong.dna.tokenizer import load_tokenizer
-    from genolong.inference.classifier import TokenEncoder
 
     copy_gena_tokenizer(real_data, tmp_path)
     tokenizer = load_tokenizer(tmp_path)

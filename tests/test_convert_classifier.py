@@ -23,10 +23,10 @@ from transformers import (
 )
 
 import genolong.model  # noqa: F401  (registers the genolong Auto classes)
+from genolong.classifier.directory import Classifier
 from genolong.cli import main
+from genolong.convert import convert_checkpoint
 from genolong.dna.sequence import read_fasta, write_fasta
-from genolong.inference.classifier import Classifier
-from genolong.model.convert import convert_checkpoint
 from genolong.model.modeling import GenolongForSequenceClassification
 
 #: Output layers of the sources: a two-class softmax (transformers' default problem type for

@@ -25,8 +25,8 @@ from transformers import BertConfig, BertForMaskedLM
 
 import genolong  # noqa: F401  (registers the genolong Auto classes)
 from genolong.cli import main
-from genolong.model.convert import LongSpec, convert_checkpoint
-from genolong.model.convert.long import global_positions
+from genolong.convert import LongSpec, convert_checkpoint
+from genolong.convert.long import global_positions
 from genolong.model.modeling import GenolongForMaskedLM
 
 VOCAB, TRAINED, LONG = 32000, 128, 1024

@@ -5,8 +5,8 @@ from __future__ import annotations
 import torch
 from safetensors.torch import load_file
 
+from genolong.convert.weights_file import write_safetensors
 from genolong.model.configuration import GenolongConfig
-from genolong.model.convert.weights_file import write_safetensors
 from genolong.model.modeling import GenolongForMaskedLM
 
 

@@ -17,6 +17,7 @@ from classify_helpers import (
 from deepsea_fixtures import real_rows
 from sklearn.metrics import average_precision_score, roc_auc_score
 
+from genolong.classifier.directory import Classifier, StrandAveraged
 from genolong.cli import main
 from genolong.datasets.chromatin import PreparedChromatin
 from genolong.dna.sequence import write_fasta
@@ -24,7 +25,6 @@ from genolong.errors import InputError
 from genolong.evaluation.chromatin import AUC_COLUMNS, evaluation_rows, read_auc_table
 from genolong.evaluation.metrics import per_profile_auc
 from genolong.evaluation.profiles import chromatin_profiles
-from genolong.inference.classifier import Classifier, StrandAveraged
 
 
 @pytest.fixture(scope="module")

@@ -16,14 +16,14 @@ from lightning.pytorch.callbacks import Callback
 from sklearn.metrics import roc_auc_score
 
 from genolong.attention import available_attentions
+from genolong.classifier.directory import Classifier, TaskInfo, TokenEncoder
+from genolong.classifier.records import best_window_probabilities, predict_all
 from genolong.cli import main
 from genolong.configs import available_presets, preset_path
 from genolong.datasets.promoter import load_split
 from genolong.dna.tokenizer import load_tokenizer
 from genolong.errors import ConfigError, UserError
 from genolong.evaluation.metrics import best_f1_threshold, promoter_metrics
-from genolong.inference.classifier import Classifier, TaskInfo, TokenEncoder
-from genolong.inference.predict.records import best_window_probabilities, predict_all
 from genolong.model.loading import save_model
 from genolong.tasks.finetune import Collate, run_finetune
 from genolong.tasks.model_setup import build_classifier_model

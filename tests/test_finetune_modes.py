@@ -9,9 +9,9 @@ import pytest
 import torch
 from test_task_finetune import micro_preset, motif_rows
 
+from genolong.classifier.directory import Classifier
 from genolong.cli import main
 from genolong.errors import ConfigError
-from genolong.inference.classifier import Classifier
 from genolong.model.configuration import GenolongConfig
 from genolong.model.modeling import GenolongForSequenceClassification
 from genolong.tasks.modes import LoraSettings, apply_mode, merged_model, trainable_parameters

@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from genolong.inference.predict.records import Skipped, Window
+from genolong.classifier.records import Skipped, Window
 from genolong.inference.predict.writers import (
     PredictionCounts,
     open_outputs,

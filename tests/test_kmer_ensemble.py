@@ -11,6 +11,8 @@ import pytest
 import torch
 from sklearn.metrics import log_loss, roc_auc_score
 
+from genolong.classifier.directory import Classifier, default_promoter_model
+from genolong.classifier.kmer_component import COMPONENT_FILE, KmerComponent, kmer_index
 from genolong.data_prep.negatives import derive_negatives
 from genolong.data_prep.promoters import read_fasta_records
 from genolong.data_prep.source_split import build_source_split_dataset, load_source_split_config
@@ -21,8 +23,6 @@ from genolong.evaluation.cross_source import source_balanced_weights
 from genolong.evaluation.kmer_baseline import KmerBaselineConfig, fit_kmer_baseline, kmer_features
 from genolong.evaluation.kmer_ensemble import fit_kmer_ensemble, fit_kmer_experts, negative_kind, score_splits
 from genolong.evaluation.metrics import expected_calibration_error
-from genolong.inference.classifier import Classifier, default_promoter_model
-from genolong.inference.kmer_component import COMPONENT_FILE, KmerComponent, kmer_index
 from genolong.inference.loop import ScanModule
 from genolong.inference.variants.scoring import ClassifierEffects
 

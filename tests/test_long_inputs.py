@@ -7,9 +7,9 @@ import pytest
 import torch
 from classify_helpers import micro_config, tiny_tokenizer
 
+from genolong.classifier.directory import TokenEncoder
 from genolong.dna.tokenizer import load_tokenizer
 from genolong.errors import ConfigError
-from genolong.inference.classifier import TokenEncoder
 from genolong.model.configuration import GenolongConfig
 from genolong.model.loading import save_model
 from genolong.model.modeling import GenolongForMaskedLM

@@ -13,6 +13,7 @@ import torch
 from classify_helpers import promoter_dataset, random_promoter_model
 from safetensors.torch import load_file, save_file
 
+from genolong.classifier.directory import Classifier, default_promoter_model
 from genolong.cli import main
 from genolong.dna.sequence import write_fasta
 from genolong.dna.tokenizer import (
@@ -22,7 +23,6 @@ from genolong.dna.tokenizer import (
     train_tokenizer,
 )
 from genolong.errors import InputError
-from genolong.inference.classifier import Classifier, default_promoter_model
 from genolong.model.configuration import GenolongConfig
 from genolong.model.loading import load_model, read_model_config, save_model
 from genolong.model.modeling import GenolongForMaskedLM, GenolongForSequenceClassification

@@ -11,10 +11,10 @@ import pytest
 from classify_helpers import random_classifier, tiny_tokenizer
 
 from genolong import precision
+from genolong.classifier.directory import Classifier
 from genolong.cli import main
 from genolong.dna.sequence import read_fasta, write_fasta
 from genolong.errors import UserError
-from genolong.inference.classifier import Classifier
 
 XEON = "processor\t: 0\nmodel name\t: Intel(R) Xeon(R) Test\nflags\t\t: fpu avx2 avx512f amx_bf16 avx512_bf16\n"
 EPYC = "processor\t: 0\nmodel name\t: AMD EPYC Test\nflags\t\t: fpu avx2 avx512f\n"
@@ -33,10 +33,10 @@ def cpu(tmp_path, monkeypatch):
 
         def rates():
             calls.append(1)
-            from genolong.bench.cpu_precision import MatmulRates
+            from genolong.cpu_bf16 import MatmulRates
             return MatmulRates(fp32=fp32, bf16=bf16)
 
-        monkeypatch.setattr("genolong.bench.cpu_precision.matmul_rates", rates)
+        monkeypatch.setattr("genolong.cpu_bf16.matmul_rates", rates)
         return calls
 
     monkeypatch.delenv(precision.ENV)

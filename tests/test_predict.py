@@ -1,4 +1,4 @@
-"""Inference: windows, batching, strand averaging (genolong/inference/predict/records.py, genolong/inference/classifier.py) and
+"""Inference: windows, batching, strand averaging (genolong/classifier/records.py, genolong/classifier/directory.py) and
 `genolong predict-promoter` on real mouse promoters, including bad input."""
 
 from __future__ import annotations
@@ -10,11 +10,8 @@ import pytest
 import torch
 from classify_helpers import random_classifier, tiny_tokenizer
 
-from genolong.cli import main
-from genolong.dna.sequence import FastaRecord, read_fasta, reverse_complement, write_fasta
-from genolong.dna.tokenizer import load_tokenizer
-from genolong.inference.classifier import Classifier, StrandAveraged, TokenEncoder
-from genolong.inference.predict.records import (
+from genolong.classifier.directory import Classifier, StrandAveraged, TokenEncoder
+from genolong.classifier.records import (
     RegionMerger,
     Skipped,
     Window,
@@ -26,6 +23,9 @@ from genolong.inference.predict.records import (
     score_windows,
     window_starts,
 )
+from genolong.cli import main
+from genolong.dna.sequence import FastaRecord, read_fasta, reverse_complement, write_fasta
+from genolong.dna.tokenizer import load_tokenizer
 
 
 @pytest.fixture(scope="module")

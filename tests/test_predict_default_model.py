@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from genolong.classifier.directory import TASK_FILE, Classifier, default_promoter_model
+from genolong.classifier.records import predict_all
 from genolong.cli import main
 from genolong.dna.sequence import read_fasta, write_fasta
-from genolong.inference.classifier import TASK_FILE, Classifier, default_promoter_model
-from genolong.inference.predict.records import predict_all
 
 MODEL = default_promoter_model()
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "train_default_promoter_model.py"

@@ -8,11 +8,11 @@ import pytest
 from classify_helpers import random_classifier, tiny_tokenizer
 from rank_helpers import run_on_two_ranks
 
+from genolong.classifier.directory import Classifier
+from genolong.classifier.records import group_by_record, iter_windows, score_windows
 from genolong.cli import main
 from genolong.dna.sequence import FastaRecord, read_fasta, write_fasta
-from genolong.inference.classifier import Classifier
 from genolong.inference.predict.loop import ReplayedScorer, WindowBatches
-from genolong.inference.predict.records import group_by_record, iter_windows, score_windows
 
 PROFILES = ["GM12878|CTCF|None", "HepG2|CTCF|None", "K562|DNase|None"]
 

@@ -10,6 +10,7 @@ import pytest
 import torch
 from classify_helpers import micro_config
 
+from genolong.classifier.directory import Classifier
 from genolong.cli import main
 from genolong.data_prep.source_split import (
     SOURCE_SPLITS,
@@ -23,7 +24,6 @@ from genolong.errors import ConfigError
 from genolong.evaluation.calibration import fit_platt, fold_into_head
 from genolong.evaluation.cross_source import pair_metrics
 from genolong.evaluation.metrics import expected_calibration_error
-from genolong.inference.classifier import Classifier
 from genolong.tasks.finetune import random_crop, run_finetune
 from genolong.tasks.task import report_summary
 

@@ -19,6 +19,13 @@ import torch
 from classify_helpers import random_classifier, tiny_tokenizer
 from rank_helpers import run_on_two_ranks
 
+from genolong.classifier.directory import (
+    Classifier,
+    StrandAveraged,
+    TaskInfo,
+    TokenEncoder,
+    default_promoter_model,
+)
 from genolong.cli import main
 from genolong.dna.genome import Genome
 from genolong.dna.sequence import clean, write_fasta
@@ -29,13 +36,6 @@ from genolong.dna.tokenizer import (
     TokenizerTrainConfig,
     load_tokenizer,
     train_tokenizer,
-)
-from genolong.inference.classifier import (
-    Classifier,
-    StrandAveraged,
-    TaskInfo,
-    TokenEncoder,
-    default_promoter_model,
 )
 from genolong.inference.scan import parts
 from genolong.inference.scan.plan import ScanPlan, merge_intervals, read_regions, whole_chromosomes

@@ -10,12 +10,12 @@ import json
 import numpy as np
 import pytest
 
+from genolong.classifier.task_info import TASK_FILE, TaskInfo, default_promoter_model
 from genolong.cli import main
 from genolong.dna.sequence import read_fasta, write_fasta
-from genolong.evaluation.scan_threshold import called_bp, lowest_threshold, read_scan
 from genolong.inference.called import CAUTION_FRACTION, caution_line, knows_species
+from genolong.inference.scan.threshold import called_bp, lowest_threshold, read_scan
 from genolong.inference.scan.tracks import CalledBases, RegionTrack
-from genolong.inference.task_info import TASK_FILE, TaskInfo, default_promoter_model
 from genolong.tasks.task import get_task
 
 MODEL = default_promoter_model()

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import yaml
 
+from genolong.classifier.directory import Classifier
 from genolong.cli import main
-from genolong.inference.classifier import Classifier
 
 BASES = np.array(list("ACGT"))
 MOTIFS = ["GGGCGGGG", "TATAAAAG", "CACGTGAC"]

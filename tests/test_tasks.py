@@ -11,9 +11,9 @@ import pytest
 import yaml
 from sklearn.metrics import roc_auc_score
 
+from genolong.classifier.directory import Classifier
 from genolong.dna.sequence import read_fasta
 from genolong.errors import ConfigError
-from genolong.inference.classifier import Classifier
 from genolong.resources import sample_genome
 from genolong.tasks.finetune import run_finetune
 from genolong.tasks.task import (

@@ -11,9 +11,9 @@ from convert_helpers import copy_gena_tokenizer
 from tokenizers import Tokenizer
 from variant_helpers import genome_sequences, other, site_records
 
+from genolong.classifier.directory import Classifier, StrandAveraged
 from genolong.dna.genome import Genome
 from genolong.dna.tokenizer import load_tokenizer
-from genolong.inference.classifier import Classifier, StrandAveraged
 from genolong.inference.variants.reader import Variant
 from genolong.inference.variants.scoring import ClassifierEffects
 from genolong.inference.variants.tokens import SplicingTokenizer, Tokens, WindowInputs, overlapping, strand

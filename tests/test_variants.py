@@ -14,12 +14,12 @@ import torch
 from classify_helpers import random_classifier, tiny_tokenizer
 from variant_helpers import HEADER, genome_sequences, other, site_records, write_vcf
 
+from genolong.classifier.directory import Classifier, StrandAveraged
 from genolong.cli import main
 from genolong.dna.genome import Genome
 from genolong.dna.sequence import write_fasta
 from genolong.errors import UserError
 from genolong.evaluation.profiles import chromatin_profiles
-from genolong.inference.classifier import Classifier, StrandAveraged
 from genolong.inference.labels import select_labels
 from genolong.inference.variants.mlm_llr import MaskedLMEffects, differing_span
 from genolong.inference.variants.scoring import ClassifierEffects

@@ -14,9 +14,9 @@ from classify_helpers import random_classifier, tiny_tokenizer
 from rank_helpers import run_on_two_ranks
 from variant_helpers import write_vcf
 
+from genolong.classifier.directory import Classifier
 from genolong.cli import main
 from genolong.dna.genome import Genome
-from genolong.inference.classifier import Classifier
 from genolong.inference.labels import label_class
 from genolong.inference.variants.loop import VariantChunks, VariantPartWriter
 from genolong.inference.variants.output import writer_for

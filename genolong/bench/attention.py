@@ -45,8 +45,8 @@ import torch
 from torch import nn
 
 from genolong.bench.converted import CONVERTED, converted_builders, hf_esm
-from genolong.bench.memory import proc_status_mb, reset_peak_memory
 from genolong.errors import ConfigError
+from genolong.memory import proc_status_mb, reset_peak_memory
 from genolong.model.encoder import Block
 
 #: transformers' models measured beside ours, by benchmark name, with the installed transformers.

@@ -2,7 +2,7 @@
 
 ``converted-bigbird``, ``converted-bert`` and ``converted-esm`` build the transformers model
 (``hf-bigbird``, ``hf-bert``, ``hf-esm``) with the run's size and random weights, convert its
-weights in memory with :func:`genolong.model.convert.convert_weights` (what
+weights in memory with :func:`genolong.convert.convert_weights` (what
 ``genolong convert`` does, without the files), and measure the genolong model: the same
 weights and the same outputs, so the times compare implementations only.
 """
@@ -14,8 +14,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from genolong.model.convert import SourceCheckpoint, convert_weights
-from genolong.model.convert.target import build_model
+from genolong.convert import SourceCheckpoint, convert_weights
+from genolong.convert.target import build_model
 
 #: Converted model -> the transformers peer it is converted from.
 CONVERTED = {"converted-bigbird": "hf-bigbird", "converted-bert": "hf-bert", "converted-esm": "hf-esm"}

@@ -129,17 +129,20 @@ def run_speed(plan: SpeedPlan, device: torch.device, models=tuple(MODELS),
               say: Callable[[str], None] = print) -> list[dict]:
     """Measure every model at every length and phase (length-major); rows as :func:`measure` returns,
     with ``status`` ``oom``, ``skipped: ...`` or the error where there is no time."""
-    rows, too_slow = [], set()
+    rows, too_slow, statuses = [], set(), set()
     for length in plan.lengths:
         for name in models:
             for phase in plan.phases:
                 if (name, phase) in too_slow:
                     row = {"status": f"skipped: over {plan.max_step_s:g} s at a shorter length"}
+                elif phase == "train" and (name, length, "forward", "oom") in statuses:
+                    row = {"status": "oom: its forward pass ran out of memory"}
                 else:
                     row = _measure_or_retry(name, length, phase, plan, device)
                 row = {"model": name, "tokens": length, "phase": phase, **row}
                 if row["status"] == "ok" and row["seconds"] > plan.max_step_s:
                     too_slow.add((name, phase))
+                statuses.add((name, length, phase, row["status"]))
                 rows.append(row)
                 say(format_row(row))
                 _release(device)

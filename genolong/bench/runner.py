@@ -35,10 +35,10 @@ from genolong.bench.attention import (
     Spec,
     genolong_config,
 )
-from genolong.bench.cpu_precision import matmul_rates
-from genolong.bench.memory import proc_status_mb
+from genolong.cpu_bf16 import matmul_rates
 from genolong.errors import UserError
 from genolong.files import atomic_write_text
+from genolong.memory import proc_status_mb
 
 
 def run_spec(spec: Spec, timeout_s: float, max_memory_gb: float) -> list[dict[str, Any]]:

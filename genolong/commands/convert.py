@@ -44,7 +44,7 @@ def register(subparsers) -> None:
 
 
 def run_convert(args) -> int:
-    from genolong.model.convert import ConversionError, LongSpec, convert_checkpoint, describe_conversion
+    from genolong.convert import ConversionError, LongSpec, convert_checkpoint, describe_conversion
 
     long = None
     if args.backbone is not None:

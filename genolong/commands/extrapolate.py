@@ -43,7 +43,7 @@ def register(subparsers) -> None:
 
 
 def run_extrapolate(args) -> int:
-    from genolong.inference.classifier import resolve_device
+    from genolong.classifier.directory import resolve_device
     from genolong.outputs import claim_directory
     from genolong.tasks.extrapolate import ExtrapolationConfig, run_extrapolation, write_report
 

@@ -26,9 +26,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from genolong.classifier.task_info import default_promoter_description
 from genolong.commands.arguments import add_classifier_argument, add_device_arguments, positive_int
 from genolong.commands.scan import report_called
-from genolong.inference.task_info import default_promoter_description
 from genolong.outputs import declare
 
 BAD_INPUT = (

@@ -1,8 +1,8 @@
 """Every config of genolong: YAML files validated into dataclasses (:mod:`.schema`, whose
-names this package exports), presets with ``extends:`` and ``--set`` overrides
-(:mod:`.presets`), and the ``model:`` section shared by pretraining and fine-tuning
-(:mod:`.model_section`). The last two need the attention registry and the model
-configuration, which themselves use :mod:`.schema`: import them from their modules."""
+names this package exports) and presets with ``extends:`` and ``--set`` overrides
+(:mod:`.presets`). The presets need the attention registry, which itself uses :mod:`.schema`:
+import them from their module. The ``model:`` section is the model's
+(:mod:`genolong.model.section`)."""
 
 from genolong.config.schema import (
     check_type,

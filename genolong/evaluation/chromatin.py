@@ -20,11 +20,11 @@ from pathlib import Path
 
 import numpy as np
 
+from genolong.classifier.records import predict_all
 from genolong.errors import InputError
 from genolong.evaluation.metrics import ProfileAUCs, median_auc_by_class, per_profile_auc
 from genolong.evaluation.profiles import N_PROFILES, chromatin_profiles
 from genolong.files import atomic_write_text
-from genolong.inference.predict.records import predict_all
 
 AUC_COLUMNS = (
     "index",
@@ -53,7 +53,7 @@ def evaluate_chromatin(
     """Score the rows of a prepared chromatin split and compute per-profile AUCs.
 
     Args:
-        scorer: a chromatin :class:`~genolong.inference.classifier.Classifier` (or strand-averaged one).
+        scorer: a chromatin :class:`~genolong.classifier.directory.Classifier` (or strand-averaged one).
         split: a :class:`~genolong.datasets.chromatin.ChromatinSplit`; each row's
             model input is ``split.sequence(row)`` (the context window, or the original
             input for unlocated rows).

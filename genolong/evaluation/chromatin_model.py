@@ -10,11 +10,11 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from genolong.classifier.directory import Classifier, StrandAveraged
 from genolong.datasets.chromatin import PreparedChromatin
 from genolong.evaluation.chromatin import evaluate_chromatin, write_auc_table
 from genolong.evaluation.metrics import ProfileAUCs, median_auc_by_class
 from genolong.evaluation.profiles import profile_classes
-from genolong.inference.classifier import Classifier, StrandAveraged
 from genolong.progress import progress_bar
 
 log = logging.getLogger(__name__)

@@ -25,7 +25,7 @@ saw, the substitution expert ranks substitution negatives better than the networ
    linearly, the substitution and shuffle experts also raise real non-promoters that carry
    promoter-like k-mers, such as a TATA box; README.md has the numbers);
 4. folds ``a`` and ``b`` into the network's output layer and the experts, with their weights
-   ``c``, into a :class:`~genolong.inference.kmer_component.KmerComponent` (log-sigmoid link)
+   ``c``, into a :class:`~genolong.classifier.kmer_component.KmerComponent` (log-sigmoid link)
    that the classifier adds.
 
 The result is an ordinary classifier directory (``Classifier.save``) that every command loads.
@@ -39,19 +39,19 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from genolong.datasets.promoter import PromoterRecord
-from genolong.evaluation.calibration import BackwardsRanking, fit_logit_stack, fold_into_head
-from genolong.evaluation.cross_source import pair_metrics, source_balanced_weights
-from genolong.evaluation.kmer_baseline import KmerBaselineConfig, fit_kmer_baseline, kmer_features
-from genolong.evaluation.metrics import best_f1_threshold, expected_calibration_error, promoter_metrics
-from genolong.inference.classifier import Classifier
-from genolong.inference.kmer_component import KmerComponent
-from genolong.inference.predict.records import (
+from genolong.classifier.directory import Classifier
+from genolong.classifier.kmer_component import KmerComponent
+from genolong.classifier.records import (
     best_per_record,
     best_window_probabilities,
     promoter_stride,
     record_windows,
 )
+from genolong.datasets.promoter import PromoterRecord
+from genolong.evaluation.calibration import BackwardsRanking, fit_logit_stack, fold_into_head
+from genolong.evaluation.cross_source import pair_metrics, source_balanced_weights
+from genolong.evaluation.kmer_baseline import KmerBaselineConfig, fit_kmer_baseline, kmer_features
+from genolong.evaluation.metrics import best_f1_threshold, expected_calibration_error, promoter_metrics
 
 METHOD = (
     "logistic regression (non-negative weights, every validation source weighing the same) on the network "

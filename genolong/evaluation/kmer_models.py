@@ -63,7 +63,7 @@ class KmerModel:
 
     def pipeline(self) -> Pipeline:
         """Binary: the features and the logistic regression as one baseline pipeline
-        (:meth:`genolong.inference.kmer_component.KmerComponent.from_pipelines` reads it)."""
+        (:meth:`genolong.classifier.kmer_component.KmerComponent.from_pipelines` reads it)."""
         return Pipeline([*self.features.steps, ("logistic", self.model)])
 
 

@@ -11,7 +11,7 @@ promoter task's); a model that records no species gets none (nothing to compare 
 
 from __future__ import annotations
 
-from genolong.inference.task_info import TaskInfo
+from genolong.classifier.task_info import TaskInfo
 
 #: Above this called fraction a promoter model on a species it never saw gets a caution: promoters
 #: (a few hundred bp around each transcription start) cover a few percent of a genome.

@@ -25,9 +25,9 @@ import numpy as np
 import torch
 
 from genolong.attention import attention_class
+from genolong.classifier.directory import resolve_device
 from genolong.dna.sequence import clean, reverse_complement
 from genolong.errors import InputError, UserError
-from genolong.inference.classifier import resolve_device
 from genolong.precision import autocast, resolve_precision
 
 #: Weights of a model directory that the encoder does not use (MLM head, classifier head, pooling).

@@ -59,7 +59,7 @@ class ScanModule(pl.LightningModule):
         model: a ``GenolongForSequenceClassification`` (eval mode).
         rc: the rows hold the S windows, then their S reverse complements; average the two.
         columns: output columns to keep (profile indices), or None for all.
-        kmer: the classifier's k-mer component (:mod:`genolong.inference.kmer_component`), whose
+        kmer: the classifier's k-mer component (:mod:`genolong.classifier.kmer_component`), whose
             logit is added to the model's, or None.
     """
 

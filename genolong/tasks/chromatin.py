@@ -14,13 +14,13 @@ from pathlib import Path
 
 import numpy as np
 
+from genolong.classifier.directory import Classifier
+from genolong.classifier.task_info import InferenceSpec
 from genolong.datasets.chromatin import PreparedChromatin
 from genolong.errors import ConfigError, UserError
 from genolong.evaluation.chromatin import evaluate_chromatin, write_auc_table
 from genolong.evaluation.metrics import format_chromatin_medians, median_auc_by_class, per_profile_auc
 from genolong.evaluation.profiles import chromatin_profiles, profile_classes
-from genolong.inference.classifier import Classifier
-from genolong.inference.task_info import InferenceSpec
 from genolong.tasks.task import FinetuneConfig, FinetuneTask, TaskData, register_task
 
 log = logging.getLogger(__name__)

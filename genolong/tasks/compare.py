@@ -32,7 +32,6 @@ import numpy as np
 import torch
 
 from genolong.attention import available_attentions
-from genolong.bench.memory import proc_status_mb, reset_peak_memory
 from genolong.config import from_dict, to_dict
 from genolong.config.presets import merge_preset, read_preset, resolve_preset
 from genolong.configs import preset_path
@@ -42,6 +41,7 @@ from genolong.dna.tokenizer import load_tokenizer
 from genolong.errors import ConfigError, UserError
 from genolong.evaluation.compare_report import write_ablation, write_comparison
 from genolong.files import atomic_write_text
+from genolong.memory import proc_status_mb, reset_peak_memory
 from genolong.model.configuration import check_model_fields
 from genolong.model.loading import load_model
 from genolong.model.modeling import GenolongModel

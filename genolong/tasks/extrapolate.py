@@ -1,6 +1,6 @@
 """The LSG extrapolation experiment on DNA (Condevaux & Harispe 2023, §4.1 and Table 1).
 
-A ``full`` model pretrained at L tokens is converted (:mod:`genolong.model.convert.long`) to full
+A ``full`` model pretrained at L tokens is converted (:mod:`genolong.convert.long`) to full
 attention with copied positions, LSG, BigBird, Longformer and SLED, each with the conversion's
 defaults, and its masked-token bits per base pair (BPC) is measured on held-out DNA at L and at
 every ``m L`` tokens (``multiples``):
@@ -30,14 +30,14 @@ from typing import Any
 import numpy as np
 import torch
 
+from genolong.convert import genolong_weights
+from genolong.convert.long import LongSpec, describe_long, make_long
+from genolong.convert.source import read_source
+from genolong.convert.target import build_model
 from genolong.datasets.corpus import Corpus
 from genolong.datasets.mlm import MaskingConfig, MLMWindows, SpecialIds, collate_windows
 from genolong.dna.tokenizer import token_lengths
 from genolong.errors import UserError
-from genolong.model.convert import genolong_weights
-from genolong.model.convert.long import LongSpec, describe_long, make_long
-from genolong.model.convert.source import read_source
-from genolong.model.convert.target import build_model
 from genolong.model.loading import load_model_tokenizer, read_model_config
 from genolong.tasks.pretrain import unigram_log2_probs
 

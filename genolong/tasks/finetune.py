@@ -9,7 +9,7 @@ is given; :mod:`genolong.tasks.model_setup`). The run directory::
     out/tokenizer/     from scratch without --tokenizer
     out/checkpoints/   best.ckpt (by the monitored metric), last.ckpt, periodic
     out/logs/          csv/version_N/metrics.csv, tensorboard/
-    out/model/         the classifier directory (genolong.inference.classifier), best weights
+    out/model/         the classifier directory (genolong.classifier.directory), best weights
     out/report.json    validation and test metrics
     (and what the task's report writes, e.g. chromatin's out/aucs.csv)
 """
@@ -29,13 +29,13 @@ import torch
 from lightning.pytorch.callbacks import ModelCheckpoint
 from torch.utils.data import DataLoader, Dataset
 
+from genolong.classifier.directory import Classifier, TaskInfo, TokenEncoder
+from genolong.classifier.records import best_per_record, promoter_stride, record_windows
 from genolong.config import to_dict
 from genolong.dna.tokenizer import load_tokenizer, tokenizer_fingerprint
 from genolong.errors import UserError
 from genolong.evaluation.chromatin import evaluation_rows
 from genolong.files import atomic_write_text
-from genolong.inference.classifier import Classifier, TaskInfo, TokenEncoder
-from genolong.inference.predict.records import best_per_record, promoter_stride, record_windows
 from genolong.model.heads import output_activation
 from genolong.model.loading import read_model_config
 from genolong.outputs import claim_directory
@@ -102,7 +102,7 @@ class TrainingInputs(Dataset):
 class ValidationWindows(Dataset):
     """The validation ``subset`` (row indices) in the model's windows: a row no longer than
     ``window`` bp is one input, a longer one each window ``predict-promoter`` scans
-    (:func:`~genolong.inference.predict.records.record_windows`). Items as :class:`TrainingInputs`'s
+    (:func:`~genolong.classifier.records.record_windows`). Items as :class:`TrainingInputs`'s
     plus ``record``, the position in ``subset`` of the window's row."""
 
     def __init__(self, rows: LabelledSequences, subset: np.ndarray, window: int):

@@ -25,6 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
+from genolong.classifier.directory import Classifier
+from genolong.classifier.kmer_component import KmerComponent
 from genolong.datasets.task import PreparedTask
 from genolong.errors import UserError
 from genolong.evaluation.calibration import fold_into_head
@@ -33,8 +35,6 @@ from genolong.evaluation.kmer_models import activate, fit_kmer_model, fit_stack
 from genolong.evaluation.metrics import per_profile_auc
 from genolong.evaluation.profiles import N_PROFILES
 from genolong.evaluation.task_metrics import MONITOR, task_metrics
-from genolong.inference.classifier import Classifier
-from genolong.inference.kmer_component import KmerComponent
 from genolong.tasks.task import FinetuneConfig, FinetuneTask, SequenceRows, TaskData, register_task
 
 log = logging.getLogger(__name__)

@@ -9,7 +9,7 @@
   embedding).
 
 The target modules default to genolong's projections, which converted checkpoints share
-(:mod:`genolong.model.convert` maps BigBird, BERT, GENA-LM and ESM weights onto them): ``qkv``
+(:mod:`genolong.convert` maps BigBird, BERT, GENA-LM and ESM weights onto them): ``qkv``
 and ``out`` (attention), ``up`` and ``down`` (feed-forward).
 """
 

@@ -36,7 +36,6 @@ from torch.utils.data import DataLoader
 
 from genolong.attention import attention_class
 from genolong.config import from_dict, to_dict
-from genolong.config.model_section import ModelSection
 from genolong.config.presets import apply_overrides, read_preset
 from genolong.configs import preset_path
 from genolong.datasets.corpus import Corpus
@@ -55,6 +54,7 @@ from genolong.files import atomic_path, atomic_write_text
 from genolong.model.configuration import GenolongConfig
 from genolong.model.loading import save_model
 from genolong.model.modeling import GenolongForMaskedLM
+from genolong.model.section import ModelSection
 from genolong.outputs import claim_directory
 from genolong.tasks.base import StepIndexedData, TrainingModule, check_run_identity
 from genolong.tasks.checkpoints import resume_checkpoint

@@ -16,6 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
+from genolong.classifier.directory import Classifier
+from genolong.classifier.records import best_window_probabilities
+from genolong.classifier.task_info import InferenceSpec
 from genolong.datasets.promoter import load_manifest, load_split
 from genolong.errors import UserError
 from genolong.evaluation.calibration import fit_platt, fold_into_head
@@ -27,9 +30,6 @@ from genolong.evaluation.metrics import (
     format_metrics_table,
     promoter_metrics,
 )
-from genolong.inference.classifier import Classifier
-from genolong.inference.predict.records import best_window_probabilities
-from genolong.inference.task_info import InferenceSpec
 from genolong.tasks.task import FinetuneConfig, FinetuneTask, SequenceRows, TaskData, register_task
 
 #: The k-mer baseline's report entries copied into the fine-tuning report.

@@ -19,14 +19,14 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from genolong.classifier.directory import Classifier
+from genolong.classifier.task_info import InferenceSpec
 from genolong.config import from_dict
-from genolong.config.model_section import ModelSection
 from genolong.config.presets import apply_overrides, read_preset
 from genolong.configs import preset_path
 from genolong.dna.tokenizer import TokenizerTrainConfig
 from genolong.errors import ConfigError, UserError
-from genolong.inference.classifier import Classifier
-from genolong.inference.task_info import InferenceSpec
+from genolong.model.section import ModelSection
 from genolong.registry import Registry
 from genolong.tasks.common import TrainConfig
 from genolong.tasks.modes import LoraSettings, check_mode

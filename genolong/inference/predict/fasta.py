@@ -2,7 +2,7 @@
 its shortcut ``genolong predict-promoter``, and ``genolong chromatin predict``).
 
 The FASTA (plain, gzip or bgzip) is streamed one record at a time; a record longer than the model's
-window is scanned in windows ``stride`` bp apart (:mod:`genolong.inference.predict.records`); ``rc`` averages
+window is scanned in windows ``stride`` bp apart (:mod:`genolong.classifier.records`); ``rc`` averages
 each window's probabilities with its reverse complement's. More than one device or node scores the
 windows on several ranks and merges them into the same files (:mod:`genolong.inference.predict.loop`).
 """
@@ -13,17 +13,17 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from genolong.classifier.directory import Classifier, StrandAveraged, default_promoter_model, describe_model
+from genolong.classifier.records import promoter_stride
+from genolong.classifier.task_info import TaskInfo
 from genolong.errors import UserError
-from genolong.inference.classifier import Classifier, StrandAveraged, default_promoter_model, describe_model
 from genolong.inference.predict.loop import ranks_trainer, score_records
-from genolong.inference.predict.records import promoter_stride
 from genolong.inference.predict.writers import (
     PredictionCounts,
     open_outputs,
     write_chromatin_table,
     write_promoter_tables,
 )
-from genolong.inference.task_info import TaskInfo
 from genolong.progress import progress_bar
 from genolong.tasks.chromatin import CHROMATIN
 from genolong.tasks.promoter import PROMOTER

@@ -1,14 +1,14 @@
 """``predict-promoter`` / ``chromatin predict`` over FASTA records, on one process or many ranks.
 
-One process (the default: one device, one node) streams as :mod:`genolong.inference.predict.records` does, with
+One process (the default: one device, one node) streams as :mod:`genolong.classifier.records` does, with
 no Lightning and no files in between. With ``--devices N`` or ``--num-nodes M`` the windows run
 in Lightning's predict loop (:mod:`genolong.inference.loop`):
 
 1. Every rank reads the FASTA and cuts it into the same batches of ``batch_size`` windows
-   (:func:`~genolong.inference.predict.records.score_windows`' batches); rank ``r`` of ``W`` scores the batches
+   (:func:`~genolong.classifier.records.score_windows`' batches); rank ``r`` of ``W`` scores the batches
    ``b % W == r`` and appends their (B, C) float32 probabilities to ``rank{r}.f32`` in a parts
    directory beside the output.
-2. Rank 0 reads the FASTA again and runs :func:`~genolong.inference.predict.records.score_windows` with
+2. Rank 0 reads the FASTA again and runs :func:`~genolong.classifier.records.score_windows` with
    :class:`ReplayedScorer`, which hands back each batch's probabilities from the rank files in
    batch order: the writers see exactly the stream one process produces, so the files are the
    same bytes. The parts directory is removed when the stream ends.
@@ -27,9 +27,9 @@ import lightning.pytorch as pl
 import numpy as np
 import torch
 
+from genolong.classifier.records import Window, group_by_record, iter_windows, score_windows
 from genolong.dna.sequence import read_fasta
 from genolong.inference.loop import PartWriter, build_trainer, predict
-from genolong.inference.predict.records import Window, group_by_record, iter_windows, score_windows
 
 
 def ranks_trainer(accelerator: str, devices, num_nodes: int, precision: str = "auto") -> pl.Trainer | None:
@@ -132,7 +132,7 @@ class ReplayedScorer:
 
 def score_records(fasta: Path, scorer, *, window: int, stride: int, min_length: int, batch_size: int,
                   trainer: pl.Trainer | None, parts: Path | None, progress) -> Iterator | None:
-    """The records of ``fasta``, windowed, scored and grouped (:func:`~genolong.inference.predict.records.group_by_record`).
+    """The records of ``fasta``, windowed, scored and grouped (:func:`~genolong.classifier.records.group_by_record`).
 
     Args:
         scorer: ``probabilities(sequences) -> (B, C)`` and ``info`` (on this rank's device).

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
+from genolong.classifier.directory import StrandAveraged
 from genolong.files import atomic_path
-from genolong.inference.classifier import StrandAveraged
 from genolong.tasks.task import load_classifier
 
 

@@ -2,8 +2,8 @@
 TSV rows per record or window and BED regions, written as the scored records stream in.
 
 The writers take the stream of :func:`genolong.inference.predict.loop.score_records`: one
-``(first, pairs)`` per record, where ``first`` is the record's first :class:`~genolong.inference.predict.records.Window`
-or its :class:`~genolong.inference.predict.records.Skipped` reason, and ``pairs`` yields ``(window, probabilities (C,))``.
+``(first, pairs)`` per record, where ``first`` is the record's first :class:`~genolong.classifier.records.Window`
+or its :class:`~genolong.classifier.records.Skipped` reason, and ``pairs`` yields ``(window, probabilities (C,))``.
 Probabilities are written with 4 decimals; a skipped record gets one row with its reason in ``error``.
 Every row starts with ``record``, the 1-based position of its record in the FASTA: ids may repeat
 (a header's first word), the ordinal joins a row back to its record.
@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from genolong.classifier.records import RegionMerger, Skipped
 from genolong.files import atomic_path
-from genolong.inference.predict.records import RegionMerger, Skipped
 
 PROMOTER_COLUMNS = ("record", "id", "length", "windows", "probability", "label", "error")
 WINDOW_COLUMNS = ("record", "id", "start", "end", "probability", "label")

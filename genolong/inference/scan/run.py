@@ -28,10 +28,10 @@ import numpy as np
 import torch
 
 from genolong import interrupts
+from genolong.classifier.directory import default_promoter_model
 from genolong.dna.genome import Genome
 from genolong.errors import UserError
 from genolong.files import atomic_path
-from genolong.inference.classifier import default_promoter_model
 from genolong.inference.loop import ScanModule, ScanPartWriter, build_trainer, predict
 from genolong.inference.scan.parts import WorkDirectory
 from genolong.inference.scan.plan import ScanPlan, read_regions, whole_chromosomes

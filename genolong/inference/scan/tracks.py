@@ -25,7 +25,7 @@ import h5py
 import numpy as np
 import pyBigWig
 
-from genolong.inference.predict.records import RegionMerger
+from genolong.classifier.records import RegionMerger
 
 #: Output formats by file suffix.
 FORMATS = {".bw": "bigwig", ".bigwig": "bigwig", ".bedgraph": "bedgraph", ".bg": "bedgraph", ".h5": "hdf5",

@@ -4,7 +4,7 @@
 whole batch of the plan (``DataLoader(batch_size=None)``), so reading and tokenising run in
 the DataLoader's worker processes while the model runs.
 
-Tokenisation is exactly the classifier's (:class:`~genolong.inference.classifier.TokenEncoder`: the
+Tokenisation is exactly the classifier's (:class:`~genolong.classifier.directory.TokenEncoder`: the
 tokenizer's ids, cropped to the central ``max_len - 2`` tokens), so a bin scores what
 ``predict-promoter`` scores on its window. With a *per-base* tokenizer (every token is one base,
 or a run of N) a window without N encodes to one token per base, and a numpy table lookup
@@ -21,8 +21,8 @@ import numpy as np
 import torch
 from numpy.lib.stride_tricks import sliding_window_view
 
+from genolong.classifier.directory import TokenEncoder
 from genolong.dna.genome import Genome
-from genolong.inference.classifier import TokenEncoder
 from genolong.inference.scan.plan import ScanPlan
 
 _N = ord("N")

@@ -27,10 +27,10 @@ from pathlib import Path
 import torch
 
 from genolong import __version__
+from genolong.classifier.kmer_component import COMPONENT_FILE
 from genolong.dna.genome import Genome
 from genolong.errors import UserError
 from genolong.files import atomic_write_text
-from genolong.inference.kmer_component import COMPONENT_FILE
 from genolong.inference.labels import label_class, select_labels
 from genolong.inference.loop import build_trainer, predict
 from genolong.inference.variants.loop import (

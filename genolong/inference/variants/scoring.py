@@ -8,7 +8,7 @@ one. The predict loop (:mod:`~genolong.inference.variants.loop`) calls ``score``
 windows, on whichever rank; a chunk's scores depend on nothing but the chunk.
 
 What is compared follows the model's inference spec (``variant_effect``,
-:class:`~genolong.inference.task_info.InferenceSpec`). For ``probability`` (sigmoid outputs, and
+:class:`~genolong.classifier.task_info.InferenceSpec`). For ``probability`` (sigmoid outputs, and
 each class of a softmax), scores per variant x output, with probabilities ``p_ref``, ``p_alt``
 (averaged over both strands with ``--rc``) and ``logit(p) = log(p / (1 - p))`` of ``p`` clipped to
 ``[1e-6, 1 - 1e-6]``:
@@ -82,12 +82,12 @@ class ClassifierEffects:
     :class:`~genolong.inference.variants.tokens.WindowInputs` (each reference window tokenised
     once, a substitution's alternative spliced into its tokens: the ids of tokenising each
     window whole). With ``rc`` both strands of an input go through the model in one call and
-    their probabilities are averaged, as :class:`~genolong.inference.classifier.StrandAveraged`
+    their probabilities are averaged, as :class:`~genolong.classifier.directory.StrandAveraged`
     does. Nothing is remembered across calls, so a chunk's model batches, and thus its bytes,
     are the same on any rank.
 
     Args:
-        classifier: a :class:`~genolong.inference.classifier.Classifier` (its spec's ``variant_effect``
+        classifier: a :class:`~genolong.classifier.directory.Classifier` (its spec's ``variant_effect``
             chooses the scores).
         labels: the output columns to report (P indices into C).
         batch_size: inputs per model call (each one or, with ``rc``, two rows).

@@ -138,7 +138,7 @@ class WindowInputs:
 
     Args:
         tokenizer: the classifier's tokenizer, as a :class:`SplicingTokenizer`.
-        encoder: the classifier's :class:`~genolong.inference.classifier.TokenEncoder` (its crop).
+        encoder: the classifier's :class:`~genolong.classifier.directory.TokenEncoder` (its crop).
         rc: also the reverse strand of every window.
         group: windows tokenised per call (bounds the memory of the whole-window tokens).
     """

@@ -36,9 +36,9 @@ import torch
 from genolong.attention import attention_class
 from genolong.attention.longformer import query_block
 from genolong.config.presets import switch_backbone
+from genolong.convert.source import ConversionError
 from genolong.errors import ConfigError
 from genolong.model.configuration import GenolongConfig
-from genolong.model.convert.source import ConversionError
 
 log = logging.getLogger(__name__)
 

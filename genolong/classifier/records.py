@@ -16,7 +16,7 @@ Held-out sets are scored the same way in memory (:func:`best_window_probabilitie
 score is its best window's, as in the per-record prediction table.
 
 Any scorer with ``probabilities(sequences) -> (B, C)`` and ``info`` works: a
-:class:`~genolong.inference.classifier.Classifier` or a :class:`~genolong.inference.classifier.StrandAveraged` one.
+:class:`~genolong.classifier.directory.Classifier` or a :class:`~genolong.classifier.directory.StrandAveraged` one.
 """
 
 from __future__ import annotations

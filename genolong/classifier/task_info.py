@@ -1,5 +1,5 @@
 """What a classifier directory was trained for (``genolong_task.json``) and where the shipped promoter
-model lives: the part of :mod:`genolong.inference.classifier` that command-line parsers read, without torch.
+model lives: the part of :mod:`genolong.classifier.directory` that command-line parsers read, without torch.
 
 :class:`InferenceSpec` is what every inference command needs of a model, declared by its task
 (:meth:`genolong.tasks.task.FinetuneTask.inference_spec`) and saved by every fine-tuning run; a

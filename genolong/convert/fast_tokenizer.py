@@ -23,7 +23,7 @@ import re
 from tokenizers import Regex, Tokenizer, models, pre_tokenizers, processors
 from transformers import EsmTokenizer, PreTrainedTokenizerBase, PreTrainedTokenizerFast
 
-from genolong.model.convert.source import ConversionError
+from genolong.convert.source import ConversionError
 
 
 def fast_tokenizer(slow: PreTrainedTokenizerBase) -> PreTrainedTokenizerFast:

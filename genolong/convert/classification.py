@@ -29,10 +29,10 @@ from typing import Any
 
 import torch
 
-from genolong.inference.classifier import TaskInfo
-from genolong.model.convert import target
-from genolong.model.convert.bert import genolong_activation
-from genolong.model.convert.source import ConversionError, SourceCheckpoint, Weights
+from genolong.classifier.directory import TaskInfo
+from genolong.convert import target
+from genolong.convert.bert import genolong_activation
+from genolong.convert.source import ConversionError, SourceCheckpoint, Weights
 
 #: Each family's sequence-classifier head: (dense layer, its activation, output layer); None:
 #: the activation is the config's ``hidden_act``.

@@ -22,10 +22,10 @@ from pathlib import Path
 import h5py
 import numpy as np
 
+from genolong.classifier.directory import TASK_FILE, Classifier
+from genolong.classifier.records import predict_all
 from genolong.dna.sequence import read_fasta
 from genolong.inference.called import CAUTION_FRACTION
-from genolong.inference.classifier import TASK_FILE, Classifier
-from genolong.inference.predict.records import predict_all
 from genolong.inference.scan.plan import window_starts
 from genolong.inference.scan.tracks import CalledBases
 

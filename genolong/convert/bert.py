@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from genolong.model.convert import target
-from genolong.model.convert.source import ConversionError, SourceCheckpoint, Weights
+from genolong.convert import target
+from genolong.convert.source import ConversionError, SourceCheckpoint, Weights
 
 #: Weights genolong has no use for: the NSP head, the pooler (a sequence classifier's is taken
 #: by :mod:`.classification`), position-id buffers.

@@ -15,12 +15,12 @@ from typing import Any
 import torch
 from transformers import PreTrainedTokenizerBase
 
+from genolong.classifier.directory import TaskInfo
+from genolong.convert.source import ConversionError
+from genolong.convert.weights_file import distinct_tensors, write_safetensors
 from genolong.dna.tokenizer import tokenizer_fingerprint
 from genolong.files import atomic_path
-from genolong.inference.classifier import TaskInfo
 from genolong.model.configuration import GenolongConfig
-from genolong.model.convert.source import ConversionError
-from genolong.model.convert.weights_file import distinct_tensors, write_safetensors
 from genolong.model.loading import WEIGHTS_FILE
 from genolong.model.modeling import (
     GenolongForMaskedLM,

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from genolong.model.convert import target
-from genolong.model.convert.source import ConversionError, SourceCheckpoint, Weights
+from genolong.convert import target
+from genolong.convert.source import ConversionError, SourceCheckpoint, Weights
 
 IGNORED = ("embeddings.position_ids", "contact_head.")
 

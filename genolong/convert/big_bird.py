@@ -21,14 +21,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from genolong.model.convert.bert import (
+from genolong.convert.bert import (
     IGNORED,
     bert_embeddings,
     bert_layers,
     check_absolute_positions,
     common_fields,
 )
-from genolong.model.convert.source import ConversionError, SourceCheckpoint, Weights
+from genolong.convert.source import ConversionError, SourceCheckpoint, Weights
 
 
 def attention_fields(config: dict[str, Any]) -> dict[str, Any]:

@@ -6,7 +6,7 @@
     tokenizer.json, tokenizer_config.json
     genolong_task.json                 TaskInfo: task, window, label names, threshold, provenance
     kmer_component.npz                 optional: a k-mer model whose logit is added to the network's
-                                       (:mod:`genolong.inference.kmer_component`)
+                                       (:mod:`genolong.classifier.kmer_component`)
 
 The outputs (B, C) follow the model's ``problem_type``
 (:func:`genolong.model.heads.output_activation`): independent sigmoids (multi-label BCE: C = 1
@@ -25,10 +25,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from genolong.dna.sequence import clean, reverse_complement
-from genolong.errors import ConfigError, InputError, UserError
-from genolong.inference.kmer_component import KmerComponent
-from genolong.inference.task_info import (  # noqa: F401  (re-exported: the classifier directory's names)
+from genolong.classifier.kmer_component import KmerComponent
+from genolong.classifier.task_info import (  # noqa: F401  (re-exported: the classifier directory's names)
     ACTIVATIONS,
     FORMAT,
     TASK_FILE,
@@ -38,6 +36,8 @@ from genolong.inference.task_info import (  # noqa: F401  (re-exported: the clas
     default_promoter_model,
     describe_model,
 )
+from genolong.dna.sequence import clean, reverse_complement
+from genolong.errors import ConfigError, InputError, UserError
 from genolong.model.heads import output_activation
 from genolong.precision import autocast, resolve_precision
 

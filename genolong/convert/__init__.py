@@ -28,15 +28,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from genolong.convert.bert import bert_mlm_head, convert_bert
+from genolong.convert.big_bird import convert_big_bird
+from genolong.convert.classification import classifier_architecture, sequence_head, task_info
+from genolong.convert.esm import convert_esm, esm_mlm_head
+from genolong.convert.fast_tokenizer import fast_tokenizer
+from genolong.convert.long import LongSpec, describe_long, make_long
+from genolong.convert.source import ConversionError, SourceCheckpoint, Weights, read_source
+from genolong.convert.target import build_model, tokenizer_fields, write_model_directory
 from genolong.model.configuration import GenolongConfig
-from genolong.model.convert.bert import bert_mlm_head, convert_bert
-from genolong.model.convert.big_bird import convert_big_bird
-from genolong.model.convert.classification import classifier_architecture, sequence_head, task_info
-from genolong.model.convert.esm import convert_esm, esm_mlm_head
-from genolong.model.convert.fast_tokenizer import fast_tokenizer
-from genolong.model.convert.long import LongSpec, describe_long, make_long
-from genolong.model.convert.source import ConversionError, SourceCheckpoint, Weights, read_source
-from genolong.model.convert.target import build_model, tokenizer_fields, write_model_directory
 from genolong.model.modeling import GenolongForSequenceClassification, GenolongPreTrainedModel
 
 log = logging.getLogger(__name__)
