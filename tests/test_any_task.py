@@ -182,6 +182,14 @@ def test_a_three_class_task_through_every_command(three_classes, genome, tmp_pat
     scores = finite(result["effects"], ["p_ref", "p_alt", "diff", "abs_diff", "logit_diff", "combined"])
     assert ((scores[:, :2] >= 0) & (scores[:, :2] <= 1)).all()
     assert np.abs(result["ism"]).max() <= 1  # differences of a class's probability
+    model = tmp_path / "run" / "model"
+    task = json.loads((model / TASK_FILE).read_text())
+    task["inference"]["variant_effect"] = "logit"  # a spec may compare logits instead
+    (model / TASK_FILE).write_text(json.dumps(task))
+    assert main(["score-variants", "--vcf", str(tmp_path / "variants.tsv"), "--genome", str(genome[0]), "--model",
+                 str(model), "--out", str(tmp_path / "logits.tsv")]) == 0
+    logits = finite(read_tsv(tmp_path / "logits.tsv"), ["logit_ref", "logit_alt", "diff", "abs_diff"])
+    assert np.allclose(logits[:, 2], logits[:, 1] - logits[:, 0], rtol=1e-4, atol=1e-5)
     capsys.readouterr()
     regions = tmp_path / "regions.bed"
     assert main(["scan", "--genome", str(genome[0]), "--model", str(tmp_path / "run" / "model"), "--regions",
