@@ -213,12 +213,50 @@ def read_bed(path: Path, genome: Genome, windows: Windows, label_columns: list[s
     """
     path = Path(path)
     columns = [_bed_column(c, path) for c in label_columns] if label_columns else []
-    sizes = genome.chromosomes
     rows, centres = [], {}
+    for region in bed_regions(path, genome, max([3, *columns])):
+        labels = tuple(region.fields[c - 1] for c in columns) if columns else ("region",)
+        rows.append(Row(region.id, _window(genome, region.chrom, region.centre, windows.window), labels,
+                        (path, region.line), chrom=region.chrom))
+        centres.setdefault(region.chrom, []).append((region.start, region.end))
+    if not rows:
+        raise InputError(path, "no regions")
+    background = ([(BACKGROUND if c == "name" or not columns else "0") for c in label_columns]
+                  if columns else [BACKGROUND])
+    return rows + _background(genome, centres, windows, len(rows), tuple(background), path), list(
+        label_columns or ["class"])
+
+
+@dataclass
+class Region:
+    """One BED / narrowPeak line: its ``fields``, 1-based ``line``, the genome's name of its
+    chromosome, its 0-based half-open ``start``..``end``, and its ``centre`` (the narrowPeak summit
+    when given, else the middle); ``id`` is ``chrom:start-end`` as the file writes the chromosome."""
+
+    fields: list[str]
+    line: int
+    chrom: str
+    start: int
+    end: int
+    centre: int
+
+    @property
+    def id(self) -> str:
+        return f"{self.fields[0]}:{self.start}-{self.end}"
+
+
+def bed_regions(path: Path, genome: Genome, min_fields: int = 3):
+    """The :class:`Region` of each line of a BED / narrowPeak file on ``genome``.
+
+    Raises:
+        InputError: a line with fewer than ``min_fields`` fields, a coordinate that is not an
+            integer, an unknown chromosome or a region off the chromosome (file and line).
+    """
+    sizes = genome.chromosomes
     for number, raw in _bed_lines(path):
         fields = raw.split("\t")
-        if len(fields) < max([3, *columns]):
-            raise InputError(path, f"{len(fields)} fields; need at least {max([3, *columns])}", line=number)
+        if len(fields) < min_fields:
+            raise InputError(path, f"{len(fields)} fields; need at least {min_fields}", line=number)
         chrom, start, end = fields[0], _integer(fields[1], path, number), _integer(fields[2], path, number)
         try:
             name = genome.resolve(chrom)
@@ -229,16 +267,32 @@ def read_bed(path: Path, genome: Genome, windows: Windows, label_columns: list[s
                              line=number)
         summit = _integer(fields[9], path, number) if len(fields) >= 10 and fields[9] != "-1" else -1
         centre = start + summit if 0 <= summit < end - start else (start + end) // 2
-        labels = tuple(fields[c - 1] for c in columns) if columns else ("region",)
-        rows.append(Row(f"{chrom}:{start}-{end}", _window(genome, name, centre, windows.window), labels,
-                        (path, number), chrom=name))
-        centres.setdefault(name, []).append((start, end))
-    if not rows:
+        yield Region(fields, number, name, start, end, centre)
+
+
+def bed_records(path: Path, genome_path: Path, length: int | None = None):
+    """``(id, sequence)`` of each region of a BED / narrowPeak file, for prediction and embeddings:
+    the id is the name column (4th) when there is one (and not ``.``), else ``chrom:start-end``;
+    the sequence is ``length`` bp centred as :func:`read_bed` centres windows (N-padded past the
+    chromosome ends), or the region itself (``length`` None). The genome stays open while the
+    records are read.
+
+    Raises:
+        InputError: as :func:`bed_regions`; a file without regions.
+    """
+    path = Path(path)
+    with Genome(genome_path) as genome:
+        count = 0
+        for region in bed_regions(path, genome):
+            name = region.fields[3] if len(region.fields) > 3 and region.fields[3] not in ("", ".") else region.id
+            if length is None:
+                sequence = genome.fetch(region.chrom, region.start, region.end)
+            else:
+                sequence = _window(genome, region.chrom, region.centre, length)
+            count += 1
+            yield name, sequence
+    if count == 0:
         raise InputError(path, "no regions")
-    background = ([(BACKGROUND if c == "name" or not columns else "0") for c in label_columns]
-                  if columns else [BACKGROUND])
-    return rows + _background(genome, centres, windows, len(rows), tuple(background), path), list(
-        label_columns or ["class"])
 
 
 def _bed_lines(path: Path):

@@ -10,10 +10,10 @@ import torch
 from classify_helpers import random_promoter_model, tiny_tokenizer
 from model_helpers import probe_attention, tiny_config  # noqa: F401
 
+from genolong.classifier.embedder import Embedder
 from genolong.cli import main
 from genolong.dna.sequence import reverse_complement, write_fasta
 from genolong.dna.tokenizer import load_tokenizer
-from genolong.inference.embed import Embedder
 from genolong.model.configuration import GenolongConfig
 from genolong.model.loading import save_model
 from genolong.model.modeling import GenolongForMaskedLM, GenolongModel
@@ -138,3 +138,34 @@ def test_command_writes_hdf5_and_refuses_bad_input(mlm_dir, tmp_path, capsys):
     err = [line for line in capsys.readouterr().err.strip().splitlines() if not line.startswith("precision:")]
     assert status == 2 and len(err) == 1 and "long.fa (record 'long')" in err[0] and "more than the model's" in err[0]
     assert not list(tmp_path.glob("*long.h5*"))
+
+
+def test_bed_regions_on_a_genome_embed_as_task_prepare_reads_them(mlm_dir, real_data, tmp_path, capsys):
+    """--bed --genome --length N: N bp centred on each region (the middle base at N // 2), ids from the
+    name column or chrom:start-end; without --length the region itself; a region off the chromosome
+    is one line naming the BED file and line, and nothing is written."""
+    genome = real_data / "genomes" / "chr17.hg19.part.fa"
+    chr17 = genome.read_text().split("\n", 1)[1].replace("\n", "").upper()
+    bed = tmp_path / "regions.bed"
+    bed.write_text("chr17\t100\t141\tenh1\nchr17\t1000\t1030\t.\n# a comment\nchr17\t2000\t2050\n")
+    expected_ids = ["enh1", "chr17:1000-1030", "chr17:2000-2050"]
+    centred = [chr17[c - 20 : c + 20] for c in (120, 1015, 2025)]
+    regions = [chr17[100:141], chr17[1000:1030], chr17[2000:2050]]
+    embedder = Embedder.load(mlm_dir, device="cpu")
+    for extra, sequences, name in ((["--length", "40"], centred, "centred.h5"), ([], regions, "regions.h5")):
+        out = tmp_path / name
+        assert main(["embed", "--bed", str(bed), "--genome", str(genome), *extra, "--model", str(mlm_dir),
+                     "--out", str(out), "--precision", "32"]) == 0
+        with h5py.File(out) as handle:
+            assert [i.decode() for i in handle["ids"][:]] == expected_ids
+            np.testing.assert_allclose(handle["embeddings"][:], embedder.embed(sequences), rtol=1e-4, atol=1e-5)
+    capsys.readouterr()
+    off = tmp_path / "off.bed"
+    off.write_text("chr17\t100\t141\nchr17\t39950\t40100\n")
+    status = main(["embed", "--bed", str(off), "--genome", str(genome), "--model", str(mlm_dir),
+                   "--out", str(tmp_path / "off.h5")])
+    err = [line for line in capsys.readouterr().err.strip().splitlines() if not line.startswith("precision:")]
+    assert status == 2 and len(err) == 1 and "off.bed:2" in err[0] and "off the chromosome" in err[0], err
+    assert not list(tmp_path.glob("*off.h5*"))
+    assert main(["embed", "--bed", str(off), "--model", str(mlm_dir), "--out", str(tmp_path / "x.h5")]) == 2
+    assert "--bed with --genome" in capsys.readouterr().err

@@ -5,16 +5,20 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 import torch
+from safetensors.torch import load_file
 from test_task_finetune import micro_preset, motif_rows
 
 from genolong.classifier.directory import Classifier
+from genolong.classifier.embedder import Embedder
 from genolong.cli import main
 from genolong.errors import ConfigError
 from genolong.model.configuration import GenolongConfig
 from genolong.model.modeling import GenolongForSequenceClassification
 from genolong.tasks.modes import LoraSettings, apply_mode, merged_model, trainable_parameters
+from genolong.tasks.probe import head_pooling
 
 
 def tiny_model() -> GenolongForSequenceClassification:
@@ -50,6 +54,77 @@ def test_a_probe_trains_the_head_only_and_bad_targets_are_refused():
         apply_mode(tiny_model(), "lora", LoraSettings(targets=["query"]))
     with pytest.raises(ConfigError, match="mode must be one of"):
         apply_mode(tiny_model(), "half", LoraSettings())
+
+
+@pytest.mark.parametrize("pooling, cached", [("cls", "cls"), ("mean", "mean"), ("max", None)])
+def test_the_probe_caches_the_vector_the_head_reads(pooling, cached):
+    config = tiny_model().config
+    config.classifier_pooling = pooling
+    assert head_pooling(GenolongForSequenceClassification(config)) == cached
+
+
+def test_the_probe_cache_is_reused_only_under_its_key(tmp_path):
+    """split_embeddings: computed and written under a key, read back under the same key (no encoder
+    call), computed again under another (a changed split, pooling, model...)."""
+    from classify_helpers import tiny_tokenizer
+
+    from genolong.classifier.directory import TokenEncoder
+    from genolong.dna.tokenizer import load_tokenizer
+    from genolong.tasks.probe import split_embeddings
+    from genolong.tasks.task import SequenceRows
+
+    class Counting:
+        """Stands for the Embedder: counts the rows it embeds; a row's vector is its token count."""
+
+        rows = 0
+
+        def pooled(self, input_ids, attention_mask):  # (B, T) -> (B, 1, 1)
+            self.rows += len(input_ids)
+            return attention_mask.sum(1, keepdim=True)[:, None].float().numpy()
+
+    sequences = ["ACGTTGCA" * 3, "GGATCC", "T" * 40]
+    rows = SequenceRows(sequences, np.zeros((3, 1), dtype=np.float32))
+    encoder = TokenEncoder(load_tokenizer(tiny_tokenizer(tmp_path / "tokenizer")), 16)
+    embedder, path = Counting(), tmp_path / "train.npz"
+    first = split_embeddings(embedder, encoder, rows, np.arange(3), {"split": "a"}, path, batch_size=2)
+    np.testing.assert_array_equal(first[:, 0], encoder(sequences)["attention_mask"].sum(1).numpy())
+    assert embedder.rows == 3
+    np.testing.assert_array_equal(split_embeddings(embedder, encoder, rows, np.arange(3), {"split": "a"}, path, 2),
+                                  first)
+    assert embedder.rows == 3
+    split_embeddings(embedder, encoder, rows, np.arange(2), {"split": "b"}, path, 2)
+    assert embedder.rows == 5
+
+
+def test_a_probe_embeds_each_split_once_and_a_rerun_reads_the_cache(tmp_path, monkeypatch):
+    """mode probe: the encoder runs on train and valid once (the cache in OUT/probe_cache holds what
+    the saved classifier's head reads); the rerun into the same directory runs no encoder before its
+    report and trains the same head."""
+    rows = motif_rows(90, 60, seed=7)
+    (tmp_path / "rows.csv").write_text("sequence,label\n" + "".join(f"{s},{y}\n" for s, y in rows))
+    assert main(["task", "prepare", "--table", str(tmp_path / "rows.csv"), "--out", str(tmp_path / "data")]) == 0
+    calls = []
+    original = Embedder.hidden_states
+    monkeypatch.setattr(Embedder, "hidden_states", lambda self, *a: calls.append(len(a[0])) or original(self, *a))
+    out, heads = tmp_path / "run", []
+    command = ["task", "finetune", "--data", str(tmp_path / "data"), "--out", str(out), "--mode", "probe",
+               "--config", str(micro_preset(tmp_path / "micro.yaml", max_steps=6, val_every_steps=3)),
+               "--set", "kmer_baseline=false"]
+    for embedded in (72 + 9, 0):  # train and valid rows, then none
+        calls.clear()
+        assert main(command) == 0
+        assert sum(calls) == embedded
+        weights = load_file(str(out / "model" / "model.safetensors"))
+        heads.append({k: v for k, v in weights.items() if k.startswith("classifier.")})
+    assert heads[0].keys() == heads[1].keys() and all(torch.equal(heads[0][k], heads[1][k]) for k in heads[0])
+    report = json.loads((out / "report.json").read_text())
+    assert report["mode"] == "probe" and report["steps"] == 6
+    classifier = Classifier.load(out / "model", device="cpu")
+    valid = [line.split("\t")[1] for line in (tmp_path / "data" / "valid.tsv").read_text().splitlines()[1:]]
+    cached = torch.from_numpy(np.load(out / "probe_cache" / "valid.npz")["embeddings"])[:, None]
+    with torch.no_grad():
+        torch.testing.assert_close(classifier.model.classifier(cached)[0], classifier.logits(valid),
+                                   rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.slow

@@ -6,6 +6,10 @@ from pathlib import Path
 
 from genolong.outputs import OutputDirectory, declare
 
+#: ``--task``: the keys of :data:`genolong.convert.classification.TASKS` (named here without
+#: importing torch).
+TASK_CHOICES = ("promoter", "chromatin", "labelled")
+
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
@@ -14,9 +18,10 @@ def register(subparsers) -> None:
         description="Convert a local transformers checkpoint directory (config.json, weights, tokenizer files; "
         "e.g. a hub snapshot) into a genolong model directory with the source's tokenizer. "
         "Supported: big_bird, bert (post-LN and GENA-LM pre-LN), esm with absolute positions; masked-LM "
-        "checkpoints, and sequence classifiers with multi-label or 2-class softmax outputs (converted to "
-        "sigmoids). A classifier converted with --task and --window-bp is ready for that task's predict "
-        "commands; without them it is a model for AutoModelForSequenceClassification and for fine-tuning (--model). "
+        "checkpoints, and sequence classifiers of every problem type (multi-label sigmoids, a softmax, "
+        "regression; a 2-class softmax becomes one sigmoid). A classifier converted with --task and --window-bp is "
+        "ready for that task's commands (labelled: `genolong task predict`, any problem type; promoter, chromatin: "
+        "sigmoid outputs); without them it is a model for AutoModelForSequenceClassification and for fine-tuning (--model). "
         "With --backbone, the model (or a genolong model directory with full attention) is made long as LSG does: "
         "the attention swapped, the position embeddings copied up to --max-length, optional global tokens "
         "initialised from [CLS] and [MASK] (docs/guide/long-context.md).",
@@ -24,8 +29,9 @@ def register(subparsers) -> None:
     parser.add_argument("src", type=Path, help="directory of the transformers checkpoint")
     parser.add_argument("--out", required=True, type=Path, help="genolong model directory to write")
     parser.add_argument("--force", action="store_true", help="replace an existing output directory")
-    parser.add_argument("--task", choices=("promoter", "chromatin"),
-                        help="a sequence classifier's task: write genolong_task.json (needs --window-bp)")
+    parser.add_argument("--task", choices=TASK_CHOICES,
+                        help="a sequence classifier's task: write genolong_task.json (needs --window-bp); "
+                        "labelled: your own task of any problem type (`genolong task predict`)")
     parser.add_argument("--window-bp", type=int, metavar="N",
                         help="with --task: the input length in bp the classifier scores (longer records: windows of N)")
     long = parser.add_argument_group("long context (LSG conversion)")

@@ -10,8 +10,8 @@ tested layer by layer):
 
 A masked-LM checkpoint becomes a :class:`~genolong.model.modeling.GenolongForMaskedLM`; a
 sequence classifier (BERT's, BigBird's, ESM's ``...ForSequenceClassification``) a
-:class:`~genolong.model.modeling.GenolongForSequenceClassification` with the same head and its
-outputs as sigmoids (:mod:`.classification`). The encoder converts the same way in both.
+:class:`~genolong.model.modeling.GenolongForSequenceClassification` with the same head and problem
+type (a two-class softmax as one sigmoid: :mod:`.classification`). The encoder converts the same way in both.
 
 A genolong model directory with ``full`` attention is a source too. With ``long`` (``--backbone
 lsg|bigbird|longformer|sled --max-length N``), the converted full-attention model is made long
@@ -30,7 +30,14 @@ from typing import Any
 
 from genolong.convert.bert import bert_mlm_head, convert_bert
 from genolong.convert.big_bird import convert_big_bird
-from genolong.convert.classification import classifier_architecture, sequence_head, task_info
+from genolong.convert.classification import (
+    TASKS,
+    classifier_architecture,
+    convert_task,
+    describe_head,
+    sequence_head,
+    task_info,
+)
 from genolong.convert.esm import convert_esm, esm_mlm_head
 from genolong.convert.fast_tokenizer import fast_tokenizer
 from genolong.convert.long import LongSpec, describe_long, make_long
@@ -108,10 +115,10 @@ def convert_checkpoint(
             raise ConversionError(f"{src} is already a genolong model", hint="pass --backbone to make it long")
         fields, state = genolong_weights(source)
     else:
-        fields, state = convert_weights(source)
+        fields, state = convert_weights(source, task)
     if task is not None and "lm_head.decoder.weight" in state:
         raise ConversionError(f"--task {task} needs a sequence-classification checkpoint; {src} is a masked-LM one",
-                              hint=f"fine-tune the converted model with `genolong {task} finetune`")
+                              hint=f"fine-tune the converted model with `{convert_task(task).finetune}`")
     tokenizer = fast_tokenizer(source.tokenizer)
     vocab_rows = state["genolong.encoder.embeddings.token.weight"].shape[0]
     fields |= tokenizer_fields(tokenizer, vocab_rows)
@@ -149,17 +156,18 @@ def describe_conversion(model: GenolongPreTrainedModel, out: str | Path, task: s
     )
     if not isinstance(model, GenolongForSequenceClassification):
         return line
-    outputs = f"{config.num_labels} sigmoid output{'s' if config.num_labels > 1 else ''}"
+    outputs = describe_head(config.problem_type, config.num_labels)
     if task is not None:
-        return f"{line}: a {task} classifier ({outputs}) for `genolong {task} predict`"
+        return f"{line}: a {task} classifier ({outputs}) for `{convert_task(task).command}`"
     return (f"{line}: a sequence classifier ({outputs}) for AutoModelForSequenceClassification and fine-tuning "
             "(--model); convert with --task and --window-bp for the predict commands")
 
 
-def convert_weights(source: SourceCheckpoint) -> tuple[dict[str, Any], dict]:
+def convert_weights(source: SourceCheckpoint, task: str | None = None) -> tuple[dict[str, Any], dict]:
     """GenolongConfig fields and the state dict of a GenolongForMaskedLM, or of a
     GenolongForSequenceClassification when ``source`` has a classifier (its tokenizer is not
-    read), or a ConversionError naming why it cannot be converted exactly."""
+    read) whose outputs ``task``'s commands read (None: any problem type), or a ConversionError
+    naming why it cannot be converted exactly."""
     model_type = source.config["model_type"]
     if model_type in REFUSED:
         raise ConversionError(f"model_type {model_type!r} is not supported: {REFUSED[model_type]}")
@@ -176,7 +184,7 @@ def convert_weights(source: SourceCheckpoint) -> tuple[dict[str, Any], dict]:
     if classifier_architecture(source.config, source.weights) is None:
         state |= MLM_HEADS[model_type](weights)
     else:
-        head_fields, head_state = sequence_head(source, weights)
+        head_fields, head_state = sequence_head(source, weights, task)
         fields, state = fields | head_fields, state | head_state
     unused = weights.unused()
     if unused:
@@ -185,5 +193,5 @@ def convert_weights(source: SourceCheckpoint) -> tuple[dict[str, Any], dict]:
     return fields, state
 
 
-__all__ = ["CONVERTERS", "LongSpec", "REFUSED", "ConversionError", "SourceCheckpoint", "convert_checkpoint", "convert_weights",
+__all__ = ["CONVERTERS", "LongSpec", "REFUSED", "TASKS", "ConversionError", "SourceCheckpoint", "convert_checkpoint", "convert_weights",
            "describe_conversion"]

@@ -1,4 +1,4 @@
-"""Sequence-classification checkpoints: the head, and its outputs as genolong's sigmoids.
+"""Sequence-classification checkpoints: the head, and its outputs as one of genolong's problem types.
 
 transformers' sequence classifiers put a dense layer and a nonlinearity before the output
 layer, on the first token's final hidden state; genolong's
@@ -10,20 +10,26 @@ layer, on the first token's final hidden state; genolong's
   ``classifier.out_proj``;
 * ``EsmForSequenceClassification``: ``classifier.dense``, ``tanh``, then ``classifier.out_proj``.
 
-Every genolong classifier has C independent sigmoid outputs, so the output layer maps as:
+The output layer keeps the source's ``problem_type`` (genolong's classifiers have the same three,
+:func:`genolong.model.heads.output_activation`), with one change:
 
-* ``problem_type: multi_label_classification``, or a single output: the logits as they are;
-* a two-class softmax: one logit ``l1 - l0``, weight ``w1 - w0`` and bias ``b1 - b0``, since
-  ``softmax(l)[1] = 1 / (1 + exp(l0 - l1)) = sigmoid(l1 - l0)``; its label is ``id2label[1]``;
-* a softmax over more than two classes: refused (no set of independent sigmoids is a softmax
-  over C > 2 classes), as is ``problem_type: regression`` (its output is not a probability).
+* ``multi_label_classification`` (C sigmoids) and ``regression`` (C values): the logits as they are;
+* ``single_label_classification`` over C > 2 classes: the logits as they are (a softmax);
+* ``single_label_classification`` over 2 classes: one sigmoid, genolong's binary classifier: logit
+  ``l1 - l0``, weight ``w1 - w0`` and bias ``b1 - b0``, since
+  ``softmax(l)[1] = 1 / (1 + exp(l0 - l1)) = sigmoid(l1 - l0)``; its label is ``id2label[1]``.
 
-A config without ``problem_type`` and more than one output is a softmax: transformers infers
-single-label classification for integer labels and records ``problem_type`` otherwise.
+A config without ``problem_type`` is read as transformers reads it (one output: regression; more:
+single-label classification, for integer labels), and the log says so. The promoter and chromatin
+commands read independent sigmoids only (:data:`TASKS`): converted for them, an unset problem type
+with one output is a sigmoid (as genolong's own promoter classifiers), and a softmax over more than
+two classes or a regression head is refused.
 """
 
 from __future__ import annotations
 
+import logging
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +40,8 @@ from genolong.convert import target
 from genolong.convert.bert import genolong_activation
 from genolong.convert.source import ConversionError, SourceCheckpoint, Weights
 
+log = logging.getLogger(__name__)
+
 #: Each family's sequence-classifier head: (dense layer, its activation, output layer); None:
 #: the activation is the config's ``hidden_act``.
 SEQUENCE_HEADS = {
@@ -41,8 +49,31 @@ SEQUENCE_HEADS = {
     "big_bird": ("classifier.dense", None, "classifier.out_proj"),
     "esm": ("classifier.dense", "tanh", "classifier.out_proj"),
 }
-#: ``genolong convert --task``: the tasks whose commands read a converted classifier.
-TASKS = ("promoter", "chromatin")
+SIGMOIDS = "multi_label_classification"
+SOFTMAX = "single_label_classification"
+REGRESSION = "regression"
+#: The problem types a genolong classifier can have (transformers' names).
+PROBLEM_TYPES = (SIGMOIDS, SOFTMAX, REGRESSION)
+
+
+@dataclass(frozen=True)
+class ConvertTask:
+    """What ``genolong convert --task`` needs of a task: the problem types its commands read, the
+    command that scores with the converted classifier directory, and the one that fine-tunes a
+    masked-LM checkpoint for the task instead."""
+
+    problem_types: tuple[str, ...]
+    command: str
+    finetune: str
+
+
+#: ``genolong convert --task``: the tasks whose commands read a converted classifier; ``labelled``
+#: is ``genolong task`` (your own labelled sequences, any problem type).
+TASKS = {
+    "promoter": ConvertTask((SIGMOIDS,), "genolong promoter predict", "genolong promoter finetune"),
+    "chromatin": ConvertTask((SIGMOIDS,), "genolong chromatin predict", "genolong chromatin finetune"),
+    "labelled": ConvertTask(PROBLEM_TYPES, "genolong task predict", "genolong task finetune"),
+}
 
 
 def classifier_architecture(config: dict[str, Any], weights: dict) -> str | None:
@@ -55,12 +86,14 @@ def classifier_architecture(config: dict[str, Any], weights: dict) -> str | None
     return named[0] if named else f"a {config['model_type']} checkpoint with classifier weights"
 
 
-def sequence_head(source: SourceCheckpoint, weights: Weights) -> tuple[dict[str, Any], dict]:
-    """GenolongConfig fields and state dict of the classification head of ``source``.
+def sequence_head(source: SourceCheckpoint, weights: Weights,
+                  task: str | None = None) -> tuple[dict[str, Any], dict]:
+    """GenolongConfig fields and state dict of the classification head of ``source``, for the
+    commands of ``task`` (None: any problem type).
 
     Raises:
-        ConversionError: not a sequence classifier (token classification, ...), or outputs that
-            are not independent sigmoids or a two-class softmax.
+        ConversionError: not a sequence classifier (token classification, ...), or a head whose
+            problem type ``task``'s commands do not read.
     """
     config = source.config
     architecture = classifier_architecture(config, source.weights)
@@ -71,47 +104,69 @@ def sequence_head(source: SourceCheckpoint, weights: Weights) -> tuple[dict[str,
         )
     dense, activation, output = SEQUENCE_HEADS[config["model_type"]]
     weight, bias = weights.linear(output)
-    weight, bias, labels = sigmoid_outputs(config, weight, bias)
+    readable = PROBLEM_TYPES if task is None else convert_task(task).problem_types
+    weight, bias, labels, problem_type = converted_outputs(config, weight, bias, readable)
+    if problem_type not in readable:
+        raise ConversionError(
+            f"--task {task} reads independent sigmoid outputs; this checkpoint's head is "
+            f"{describe_head(problem_type, len(labels))}",
+            hint="convert it with --task labelled, for `genolong task predict`",
+        )
     fields = {
         "classifier_pooler": activation or genolong_activation(config.get("hidden_act", "gelu_new")),
         "classifier_dropout": config.get("classifier_dropout"),
         "num_labels": len(labels),
-        "problem_type": "multi_label_classification",
+        "problem_type": problem_type,
         "id2label": dict(enumerate(labels)),
         "label2id": {label: index for index, label in enumerate(labels)},
     }
     return fields, target.classifier_state(weights.linear(dense), (weight, bias))
 
 
-def sigmoid_outputs(
-    config: dict[str, Any], weight: torch.Tensor, bias: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor, list[str]]:
-    """The output layer (C', N), (C',) whose sigmoids are the source's probabilities, and the
-    C' label names, from the source's output layer weight (C, N) and bias (C,)."""
+def converted_outputs(
+    config: dict[str, Any], weight: torch.Tensor, bias: torch.Tensor, readable: tuple[str, ...] = PROBLEM_TYPES
+) -> tuple[torch.Tensor, torch.Tensor, list[str], str]:
+    """The output layer (C', N), (C',), its C' label names and its problem type, from the
+    source's output layer weight (C, N) and bias (C,): a two-class softmax as one sigmoid, every
+    other head as it is. ``readable``: the problem types the target commands read, which decide
+    what one output of an unset problem type is (see the module docstring)."""
     classes = weight.shape[0]
     id2label = config.get("id2label") or {}
     names = [str(id2label.get(str(index), id2label.get(index, f"LABEL_{index}"))) for index in range(classes)]
     problem_type = config.get("problem_type")
-    if problem_type == "regression":
-        raise ConversionError(
-            "problem_type 'regression' is not supported: genolong's classifiers output probabilities (sigmoids)"
-        )
-    if problem_type == "multi_label_classification" or classes == 1:
-        return weight, bias, names
-    if classes == 2:
-        return (weight[1] - weight[0])[None], (bias[1] - bias[0])[None], names[1:]
-    raise ConversionError(
-        f"a softmax over {classes} classes is not supported: genolong's classifiers are independent sigmoids, "
-        "which represent a softmax over 2 classes exactly but not over more"
-    )
+    if problem_type is None:
+        problem_type = SOFTMAX if classes > 1 else REGRESSION if REGRESSION in readable else SIGMOIDS
+        log.info("config.json sets no problem_type: read as %s (%d output%s)%s", problem_type, classes,
+                 "s" if classes > 1 else "", ", as transformers does" if problem_type != SIGMOIDS else
+                 ", the sigmoid the task's commands read")
+    elif problem_type not in PROBLEM_TYPES:
+        raise ConversionError(f"problem_type {problem_type!r} is not one of {', '.join(PROBLEM_TYPES)}")
+    if problem_type == SOFTMAX and classes == 2:
+        return (weight[1] - weight[0])[None], (bias[1] - bias[0])[None], names[1:], SIGMOIDS
+    return weight, bias, names, problem_type
+
+
+def describe_head(problem_type: str, outputs: int) -> str:
+    """``1 sigmoid output``, ``a softmax over 3 classes``, ``2 regression outputs``."""
+    plural = "s" if outputs > 1 else ""
+    if problem_type == SOFTMAX:
+        return f"a softmax over {outputs} classes"
+    return f"{outputs} {'sigmoid' if problem_type == SIGMOIDS else 'regression'} output{plural}"
+
+
+def convert_task(task: str) -> ConvertTask:
+    """What ``task``'s commands read; a ConversionError for a task that ``convert`` does not know."""
+    try:
+        return TASKS[task]
+    except KeyError:
+        raise ConversionError(f"--task {task}: choose one of {', '.join(TASKS)}") from None
 
 
 def task_info(task: str, window_bp: int, config: Any) -> TaskInfo:
     """The ``genolong_task.json`` of a converted classifier for ``task``: windows of
-    ``window_bp``, as many tokens as the model has positions, the source's label names and
-    threshold 0.5 (a two-class softmax's argmax)."""
-    if task not in TASKS:
-        raise ConversionError(f"--task {task}: choose one of {', '.join(TASKS)}")
+    ``window_bp``, as many tokens as the model has positions, the source's label names and, for
+    sigmoid outputs, threshold 0.5 (a two-class softmax's argmax)."""
+    convert_task(task)
     if window_bp < 1:
         raise ConversionError(f"--window-bp must be positive, got {window_bp}")
     source = config.converted_from["name_or_path"]
@@ -121,7 +176,7 @@ def task_info(task: str, window_bp: int, config: Any) -> TaskInfo:
         min_bp=window_bp,
         max_len=config.max_position_embeddings,
         label_names=[config.id2label[index] for index in range(config.num_labels)],
-        threshold=0.5,
+        threshold=0.5 if config.problem_type == SIGMOIDS else None,
         provenance={"trained_on": f"the data of {Path(source).name} (converted by genolong convert)",
                     "converted_from": config.converted_from},
     )

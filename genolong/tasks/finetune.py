@@ -7,7 +7,8 @@ tokenizer it uses) or from scratch (a tokenizer is trained on the training split
 is given; :mod:`genolong.tasks.model_setup`). The run directory::
 
     out/tokenizer/     from scratch without --tokenizer
-    out/checkpoints/   best.ckpt (by the monitored metric), last.ckpt, periodic
+    out/checkpoints/   best.ckpt (by the monitored metric), last.ckpt, periodic (mode probe: none;
+                       out/probe_cache/ holds the embeddings its head trains on, :mod:`genolong.tasks.probe`)
     out/logs/          csv/version_N/metrics.csv, tensorboard/
     out/model/         the classifier directory (genolong.classifier.directory), best weights
     out/report.json    validation and test metrics
@@ -44,6 +45,7 @@ from genolong.tasks.checkpoints import read_checkpoint, resume_checkpoint
 from genolong.tasks.common import build_trainer
 from genolong.tasks.model_setup import build_classifier_model, train_task_tokenizer
 from genolong.tasks.modes import apply_mode, merged_model, trainable_parameters
+from genolong.tasks.probe import head_pooling, train_probe
 from genolong.tasks.stopping import ResumableEarlyStopping, after_training, fit
 from genolong.tasks.task import FinetuneConfig, FinetuneTask, LabelledSequences, TaskData, get_task
 
@@ -233,7 +235,11 @@ def run_finetune(
     identity = _run_identity(config, data, tokenizer, model, pretrained)
     check_run_identity(out, identity, resume, "fine-tuning")
     model = apply_mode(model, config.mode, config.lora)
-    trainable = trainable_parameters(model)
+    facts = {"pretrained": identity["pretrained"], "mode": config.mode, "trainable_parameters": trainable_parameters(model)}
+    pooling = head_pooling(model) if config.mode == "probe" else None
+    if pooling is not None:  # the frozen encoder once per split, cached; the head on the arrays
+        run = train_probe(model, tokenizer, data, config, task, out, pooling)
+        return _complete(task, merged_model(model, config.mode), tokenizer, data, config, out, run | facts, started)
 
     module = ClassifierModule(model, config)
     trainer, best, stopper = _trainer(task, config, out, show_progress, extra_callbacks)
@@ -254,14 +260,18 @@ def run_finetune(
             "best_step": int(best_checkpoint["global_step"]),
             "early_stopped": early_stopped,
             "monitor": {"metric": task.monitor, "best": float(best.best_model_score)},
-            "pretrained": identity["pretrained"],
-            "mode": config.mode,
-            "trainable_parameters": trainable,
+            **facts,
         }
-        report = _finish(task, Classifier(model, tokenizer, _task_info(config, data)), data, config, out, run)
-        report["seconds"] = round(time.perf_counter() - started, 1)
-        atomic_write_text(out / "report.json", json.dumps(report, indent=2) + "\n")
-        return report
+        return _complete(task, model, tokenizer, data, config, out, run, started)
+
+
+def _complete(task: FinetuneTask, model, tokenizer, data: TaskData, config: FinetuneConfig, out: Path, run: dict,
+              started: float) -> dict:
+    """The trained ``model``'s report and classifier directory (:func:`_finish`); ``out/report.json``."""
+    report = _finish(task, Classifier(model, tokenizer, _task_info(config, data)), data, config, out, run)
+    report["seconds"] = round(time.perf_counter() - started, 1)
+    atomic_write_text(out / "report.json", json.dumps(report, indent=2) + "\n")
+    return report
 
 
 def _run_identity(config: FinetuneConfig, data: TaskData, tokenizer, model, pretrained: Path | None) -> dict:

@@ -6,7 +6,8 @@
   stay frozen. The adapters are saved to ``OUT/adapters`` (peft's ``save_pretrained``) and merged
   into the saved classifier, so every inference command takes it as any other;
 - ``probe``: the encoder frozen, only the output head trained (a linear probe of the [CLS]
-  embedding).
+  embedding, or of the tokens' mean), on embeddings the encoder computes once per split and the
+  run directory caches (:mod:`genolong.tasks.probe`).
 
 The target modules default to genolong's projections, which converted checkpoints share
 (:mod:`genolong.convert` maps BigBird, BERT, GENA-LM and ESM weights onto them): ``qkv``
