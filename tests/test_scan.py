@@ -328,7 +328,7 @@ def test_gzip_genome_and_large_stride_are_refused(real_data, genome, classifier,
     gz, window = real_data / "genomes" / "ce2chrX.fa.gz", classifier.info.window_bp
     cases = [(["--genome", str(gz)], "genolong genome prepare"),
              (["--genome", str(genome), "--stride", str(window + 1)], f"larger than the model's window of {window}"),
-             (["--genome", str(genome), "--profiles", "x"], "--profiles is for chromatin models")]
+             (["--genome", str(genome), "--profiles", "x"], "--profiles chooses among a model's outputs")]
     for argv, message in cases:
         assert main(["scan", *argv, "--out", str(tmp_path / "t.bw")]) == 2
         err = capsys.readouterr().err.strip()

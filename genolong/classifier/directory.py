@@ -28,8 +28,10 @@ import torch
 from genolong.classifier.kmer_component import KmerComponent
 from genolong.classifier.scoring import average_strands, token_logits, token_outputs
 from genolong.classifier.task_info import (  # noqa: F401  (re-exported: the classifier directory's names)
+    ACTIVATIONS,
     FORMAT,
     TASK_FILE,
+    InferenceSpec,
     TaskInfo,
     default_promoter_description,
     default_promoter_model,
@@ -204,6 +206,10 @@ class Classifier:
                 path / TASK_FILE,
                 f"{len(info.label_names)} label names for a model with {config.num_labels} outputs",
             )
+        spec = info.inference
+        if spec is not None and ACTIVATIONS[spec.activation] != (config.problem_type or ACTIVATIONS["sigmoid"]):
+            raise InputError(path / TASK_FILE, f"inference.activation {spec.activation} does not fit a model of "
+                             f"problem_type {config.problem_type}")
         try:
             check_input_length(info.max_len, config)
         except ConfigError as err:
@@ -211,6 +217,12 @@ class Classifier:
         tokenizer = load_model_tokenizer(path, config)
         model = load_model(GenolongForSequenceClassification, path, config=config)
         return cls(model, tokenizer, info, device, KmerComponent.load(path, tokenizer), precision)
+
+    def spec(self) -> InferenceSpec:
+        """What inference needs of this model: ``info.inference``, else (a directory that records none,
+        loaded without :func:`genolong.tasks.task.load_classifier`) the spec of its problem type."""
+        return self.info.inference or InferenceSpec.for_problem_type(self.model.config.problem_type,
+                                                                     self.info.window_bp)
 
     def save(self, path: str | Path) -> None:
         """Write the classifier directory atomically."""

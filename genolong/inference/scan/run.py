@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 from genolong import interrupts
-from genolong.classifier.directory import Classifier, default_promoter_model
+from genolong.classifier.directory import default_promoter_model
 from genolong.dna.genome import Genome
 from genolong.errors import UserError
 from genolong.files import atomic_path
@@ -46,12 +46,14 @@ from genolong.inference.scan.tracks import (
 )
 from genolong.inference.scan.windows import WindowBatches, WindowEncoder
 from genolong.tasks.common import check_device_hardware, check_device_settings
-from genolong.tasks.task import get_task
+from genolong.tasks.task import load_classifier
 
 log = logging.getLogger(__name__)
 
 #: Bins written per chunk (bounds the writer's memory).
 WRITE_CHUNK = 1 << 18
+#: bigWig/bedGraph outputs write a file per model output up to this many outputs; beyond, --profiles chooses.
+MAX_TRACKS = 8
 
 
 @dataclass
@@ -86,13 +88,13 @@ def run_scan(config: ScanConfig) -> dict | None:
     started = time.perf_counter()
     check_device_settings(config.accelerator, config.devices)
     check_device_hardware(config.accelerator, config.devices)
-    classifier = Classifier.load(config.model or default_promoter_model(), device="cpu")
+    classifier = load_classifier(config.model or default_promoter_model(), device="cpu")
     info = classifier.info
     formats = _check_outputs(config, info)
     columns, profiles = _select_profiles(config.profiles, info)
     genome = Genome(config.genome)
     plan = ScanPlan(_targets(config, genome), window=info.window_bp,
-                    stride=config.stride or get_task(info.task).scan_stride(info.window_bp),
+                    stride=config.stride or info.inference.scan_stride,
                     batch_bins=config.batch_size)
     _check_windows(plan)
     trainer = build_trainer(accelerator=config.accelerator, devices=config.devices, num_nodes=config.num_nodes,
@@ -145,13 +147,17 @@ def _check_outputs(config: ScanConfig, info) -> list[str]:
         if kind is None:
             raise UserError(f"{path}: unknown track format; use one of: {', '.join(FORMATS)}")
         formats.append(kind)
-    if info.task == "chromatin" and not config.profiles and set(formats) - {"hdf5"}:
-        raise UserError(f"a chromatin model has {len(info.label_names)} profiles: choose some with --profiles "
-                        "for bigWig/bedGraph tracks, or write them all as an HDF5 matrix (--out FILE.h5)")
-    if info.task == "promoter" and config.profiles:
-        raise UserError("--profiles is for chromatin models; a promoter model has one output")
+    outputs = len(info.label_names)
+    if outputs > MAX_TRACKS and not config.profiles and set(formats) - {"hdf5"}:
+        raise UserError(f"the model has {outputs} outputs: choose some with --profiles for bigWig/bedGraph "
+                        "tracks, or write them all as an HDF5 matrix (--out FILE.h5)")
+    if outputs == 1 and config.profiles:
+        raise UserError("--profiles chooses among a model's outputs; this model has one output")
+    if info.inference.threshold == "none" and (config.bed is not None or config.threshold is not None):
+        raise UserError(f"--bed and --threshold cut probabilities; this model's outputs ({info.inference.activation}) "
+                        "have no threshold", hint="write the scores as tracks (bigWig, bedGraph or HDF5)")
     if config.bed is not None and _threshold(config, info) is None:
-        raise UserError("--bed needs a model with a decision threshold (a promoter model)")
+        raise UserError("--bed needs a model with a decision threshold (a promoter model) or --threshold")
     if config.stride is not None and config.stride < 1:
         raise UserError(f"--stride must be positive, got {config.stride}")
     if not 0.0 <= config.max_n_fraction <= 1.0:
@@ -247,7 +253,7 @@ def _open_tracks(stack: contextlib.ExitStack, config, formats, plan: ScanPlan, i
         for column, profile in enumerate(profiles):
             target = _profile_path(path, profile, len(profiles) > 1)
             track = (BigWigTrack(temporary(target), chromosomes) if kind == "bigwig"
-                     else BedGraphTrack(text(target), f"{model} {profile}" if info.task == "chromatin" else model))
+                     else BedGraphTrack(text(target), f"{model} {profile}" if len(info.label_names) > 1 else model))
             tracks.append((track, column, False))
     if config.bed is not None:
         strand = "." if config.rc else "+"
@@ -260,7 +266,7 @@ def _open_tracks(stack: contextlib.ExitStack, config, formats, plan: ScanPlan, i
 def _write_tracks(config, formats, plan: ScanPlan, work: WorkDirectory, info, profiles: list[str]) -> dict:
     """Stream every output from the merged parts, chunk by chunk; files appear when all are complete."""
     counts = {"bins": 0, "scored_bins": 0}
-    threshold = _threshold(config, info)
+    threshold = None if info.inference.threshold == "none" else _threshold(config, info)
     called = None if threshold is None else CalledBases(threshold)
     with contextlib.ExitStack() as stack:
         tracks = _open_tracks(stack, config, formats, plan, info, profiles)
