@@ -35,7 +35,7 @@ import sys
 import warnings
 
 import genolong
-from genolong import __version__, interrupts
+from genolong import __version__, interrupts, ranks
 from genolong.errors import UserError, disk_full, disk_full_error
 from genolong.outputs import guarded
 
@@ -142,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:  # warnings filters a quiet run adds (genolong.tasks.console) end with the command
         check_environment()
-        with warnings.catch_warnings(), interrupts.handled(), guarded(args):
+        with warnings.catch_warnings(), interrupts.handled(), guarded(args), ranks.watched(f"genolong {args.command_name}"):
             result = args.func(args)
             sys.stdout.flush()  # a full or closed pipe fails here, within the output policy
     except BrokenPipeError:  # `genolong ... | head`: the reader has all it wanted

@@ -213,7 +213,7 @@ class OutputPlan:
     """The outputs of one command, checked; see the module docstring."""
 
     def __init__(self, args, roles: PathRoles):
-        defaulted = {name for name in roles.defaults if getattr(args, name) is None}
+        defaulted = [name for name in roles.defaults if getattr(args, name, None) is None]  # in order: one may use another
         for name in defaulted:
             setattr(args, name, roles.defaults[name](args))
         inputs = {real_path(path): f"{roles.flags.get(name, name)} {path}"

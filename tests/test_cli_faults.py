@@ -11,6 +11,7 @@ import os
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -446,3 +447,73 @@ def test_two_data_fetch_runs_share_the_cache(monkeypatch, tmp_path, capsys):
     monkeypatch.setattr(data_command, "run_fetch", first_fetch)
     assert main(argv) == 0
     assert "in use by another genolong run" not in seen["err"] and "offline" in seen["err"], seen
+
+
+@pytest.mark.parametrize("records, reason", [
+    pytest.param(">a\nACGTACGTAC\n>b\nACGT\n", "shorter than the model's window", id="chromosomes shorter than a window"),
+    pytest.param(">a\n" + "N" * 600 + "\n", "more than 0.5 N (--max-n-fraction)", id="all N"),
+])
+def test_a_scan_without_a_window_to_score_is_one_line_and_writes_nothing(tmp_path, capsys, records, reason):
+    """A scan of chromosomes shorter than the model's window, or all N, wrote empty tracks with exit 0."""
+    genome = tmp_path / "g.fa"
+    genome.write_text(records)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    assert main(["scan", "--genome", str(genome), "--out", str(tmp_path / "o.bedGraph"),
+                 "--skipped", str(tmp_path / "s.bed")]) == 2
+    line = one_line(capsys)
+    assert "no window" in line and reason in line and "nothing written" in line, line
+    assert sorted(p.name for p in tmp_path.iterdir() if p.suffix != ".fai") == before
+
+
+@pytest.mark.parametrize("companion", ["out.fa.fai", "out.fa.chromosomes.tsv"])
+def test_genome_prepare_keeps_the_output_policy_for_the_files_beside_its_out(tmp_path, capsys, small_genome, companion):
+    """genome prepare checked only --out: an index or table path that was a directory ended in a
+    traceback, a FIFO was replaced. They are outputs like --out now: refused in one line before any
+    work; an existing --out file is replaced, as every command replaces an output file."""
+    out = tmp_path / "out.fa"
+    out.write_text("an older copy\n")
+    (tmp_path / companion).mkdir()
+    argv = ["genome", "prepare", str(small_genome), "--out", str(out), "--plain"]
+    assert main(argv) == 2
+    one_line(capsys, f"{tmp_path / companion}: is a directory")
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["g.fa", "out.fa", companion])
+    assert out.read_text() == "an older copy\n"
+    (tmp_path / companion).rmdir()
+    os.mkfifo(tmp_path / companion)
+    assert main(argv) == 2
+    one_line(capsys, "not a regular file (a FIFO")
+    assert stat.S_ISFIFO((tmp_path / companion).lstat().st_mode)
+    (tmp_path / companion).unlink()
+    assert main(argv) == 0
+    assert [r.sequence for r in read_fasta(out)] == [r.sequence for r in read_fasta(small_genome)]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["g.fa", "out.fa", "out.fa.chromosomes.tsv", "out.fa.fai"]
+
+
+def test_an_invalid_character_met_by_random_access_names_file_line_and_record(tmp_path, capsys, small_genome):
+    """genome region, scan (its DataLoader worker) and score-variants read the genome at random: an
+    invalid character was "invalid character 'Q' at position 4" (no file, no record) or a traceback."""
+    lines = small_genome.read_text().splitlines()
+    lines[3] = lines[3][:40] + "Q" + lines[3][41:]  # record b, its sequence line
+    genome = tmp_path / "q.fa"
+    genome.write_text("\n".join(lines) + "\n")
+    where = f"{genome}:4 (record 'b'): invalid character 'Q' (column 41)"
+    assert main(["genome", "region", str(genome), "b:0-60"]) == 2
+    one_line(capsys, where)
+    assert main(["scan", "--genome", str(genome), "--out", str(tmp_path / "o.bedGraph")]) == 2
+    one_line(capsys, where)
+    (tmp_path / "v.vcf").write_text(VCF + f"b\t30\t.\t{lines[3][29]}\tT\t.\t.\t.\n")
+    assert main(["score-variants", "--vcf", str(tmp_path / "v.vcf"), "--genome", str(genome), "--model",
+                 str(default_promoter_model()), "--out", str(tmp_path / "o.tsv")]) == 2
+    one_line(capsys, where)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.suffix != ".fai") == ["g.fa", "q.fa", "v.vcf"]
+
+
+def test_convert_on_a_full_disk_is_one_line_and_leaves_nothing(small_disk, capsys, real_data, tmp_path):
+    """convert on a full disk: exit 1 and a traceback; now the one line of every full disk."""
+    from test_convert_cli import gena_bert_source
+
+    gena_bert_source(real_data, tmp_path / "src")
+    disk = small_disk("disk", 64, free=8)
+    assert main(["convert", str(tmp_path / "src"), "--out", str(disk / "model")]) == 2
+    one_line(capsys, f"writing --out {disk / 'model'}", "no space left on device", "nothing")
+    assert sorted(p.name for p in disk.iterdir()) == ["filler"]

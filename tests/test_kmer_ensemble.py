@@ -227,7 +227,7 @@ def test_classifier_adds_the_component_in_every_path_and_saves_it(tmp_path, mous
         scanned = scan.probabilities(batch["input_ids"], batch["attention_mask"]).numpy()
     np.testing.assert_allclose(scanned, ensemble.probabilities(sequences), rtol=1e-5, atol=1e-6)
     bodies = [np.array(e.ids) for e in loaded.tokenizer.backend_tokenizer.encode_batch(sequences, add_special_tokens=False)]
-    variant_scores = ClassifierEffects(loaded, [0], batch_size=4)._probabilities(bodies)  # score-variants' forward pass
+    variant_scores = ClassifierEffects(loaded, [0], batch_size=4)._run([[body] for body in bodies])  # score-variants' pass
     np.testing.assert_allclose(variant_scores, ensemble.probabilities(sequences), rtol=1e-5, atol=1e-6)
 
     vetoes = KmerComponent(["TATA", "CG"], [[4.0, -3.0], [1.0, 2.0]], [0.2, -0.5], [1.5, 0.3], "logsigmoid")

@@ -164,6 +164,7 @@ def test_window_tokens_equal_the_tokenizer(real_data, tokenizers, kind):
 
 
 def test_first_token_only_equals_the_full_forward(classifier):
+    from genolong.classifier.scoring import first_token_only
     from genolong.inference.loop import ScanModule
 
     length, vocab = classifier.info.max_len, classifier.model.config.vocab_size
@@ -172,7 +173,7 @@ def test_first_token_only_equals_the_full_forward(classifier):
     mask = torch.ones_like(ids)
     mask[1, length * 3 // 4 :], ids[1, length * 3 // 4 :] = 0, classifier.tokenizer.pad_token_id
     module = ScanModule(classifier.model, rc=False, columns=None)
-    assert module.first_token_only
+    assert first_token_only(classifier.model)
     with torch.inference_mode():
         full = torch.sigmoid(classifier.model(input_ids=ids, attention_mask=mask).logits)
         torch.testing.assert_close(module.probabilities(ids, mask), full, rtol=0, atol=2e-6)
@@ -327,7 +328,7 @@ def test_gzip_genome_and_large_stride_are_refused(real_data, genome, classifier,
     gz, window = real_data / "genomes" / "ce2chrX.fa.gz", classifier.info.window_bp
     cases = [(["--genome", str(gz)], "genolong genome prepare"),
              (["--genome", str(genome), "--stride", str(window + 1)], f"larger than the model's window of {window}"),
-             (["--genome", str(genome), "--profiles", "x"], "--profiles is for chromatin models")]
+             (["--genome", str(genome), "--profiles", "x"], "--profiles chooses among a model's outputs")]
     for argv, message in cases:
         assert main(["scan", *argv, "--out", str(tmp_path / "t.bw")]) == 2
         err = capsys.readouterr().err.strip()

@@ -16,9 +16,12 @@ from genolong.dna.sequence import read_fasta, write_fasta
 from genolong.inference.called import CAUTION_FRACTION, caution_line, knows_species
 from genolong.inference.scan.threshold import called_bp, lowest_threshold, read_scan
 from genolong.inference.scan.tracks import CalledBases, RegionTrack
+from genolong.tasks.task import get_task
 
 MODEL = default_promoter_model()
+# as inference commands load it: the spec of a directory that records none is its task's (the caution)
 INFO = TaskInfo.read(MODEL)
+INFO.inference = get_task(INFO.task).inference_spec(INFO.window_bp, None)
 HUMAN = {"chr17.hg19.part.fa": 40_000, "MT-human_NC_012920.1.fa": 16_569}  # whole in tests/data
 
 

@@ -5,8 +5,9 @@
     config.json, model.safetensors     GenolongForSequenceClassification (save_pretrained)
     tokenizer.json, tokenizer_config.json
     genolong_task.json                 TaskInfo: task, window, label names, threshold, provenance
-    kmer_component.npz                 optional: k-mer models whose logits are added to the network's,
-                                       the k-mer part of a stack (:mod:`genolong.classifier.kmer_component`)
+    kmer_component.npz                 optional: the k-mer part of a network + k-mer stack, which
+                                       turns the network's logits into the stack's
+                                       (:mod:`genolong.classifier.kmer_component`)
 
 The outputs (B, C) follow the model's ``problem_type``
 (:func:`genolong.model.heads.output_activation`): independent sigmoids (multi-label BCE: C = 1
@@ -26,9 +27,12 @@ import numpy as np
 import torch
 
 from genolong.classifier.kmer_component import KmerComponent
+from genolong.classifier.scoring import average_strands, token_logits, token_outputs
 from genolong.classifier.task_info import (  # noqa: F401  (re-exported: the classifier directory's names)
+    ACTIVATIONS,
     FORMAT,
     TASK_FILE,
+    InferenceSpec,
     TaskInfo,
     default_promoter_description,
     default_promoter_model,
@@ -36,8 +40,7 @@ from genolong.classifier.task_info import (  # noqa: F401  (re-exported: the cla
 )
 from genolong.dna.sequence import clean, reverse_complement
 from genolong.errors import ConfigError, InputError, UserError
-from genolong.model.heads import output_activation
-from genolong.precision import autocast, resolve_precision
+from genolong.precision import resolve_precision
 
 
 class TokenEncoder:
@@ -149,8 +152,8 @@ def resolve_device(device: str | torch.device | None) -> torch.device:
 
 class Classifier:
     """A classifier ready for inference: model (eval mode), tokenizer, :class:`TaskInfo` and the
-    optional k-mer component (bound to the tokenizer) that turns the model's logits into the stack's
-    (:meth:`KmerComponent.apply`)."""
+    optional k-mer component (bound to the tokenizer) that turns the model's logits into its
+    network + k-mer stack's (:meth:`KmerComponent.apply`)."""
 
     def __init__(
         self,
@@ -205,6 +208,10 @@ class Classifier:
                 path / TASK_FILE,
                 f"{len(info.label_names)} label names for a model with {config.num_labels} outputs",
             )
+        spec = info.inference
+        if spec is not None and ACTIVATIONS[spec.activation] != (config.problem_type or ACTIVATIONS["sigmoid"]):
+            raise InputError(path / TASK_FILE, f"inference.activation {spec.activation} does not fit a model of "
+                             f"problem_type {config.problem_type}")
         try:
             check_input_length(info.max_len, config)
         except ConfigError as err:
@@ -212,6 +219,12 @@ class Classifier:
         tokenizer = load_model_tokenizer(path, config)
         model = load_model(GenolongForSequenceClassification, path, config=config)
         return cls(model, tokenizer, info, device, KmerComponent.load(path, tokenizer), precision)
+
+    def spec(self) -> InferenceSpec:
+        """What inference needs of this model: ``info.inference``, else (a directory that records none,
+        loaded without :func:`genolong.tasks.task.load_classifier`) the spec of its problem type."""
+        return self.info.inference or InferenceSpec.for_problem_type(self.model.config.problem_type,
+                                                                     self.info.window_bp)
 
     def save(self, path: str | Path) -> None:
         """Write the classifier directory atomically."""
@@ -224,27 +237,27 @@ class Classifier:
             if self.kmer is not None:
                 self.kmer.save(tmp)
 
-    @torch.inference_mode()
     def logits(self, sequences: list[str], centres: list[int | None] | None = None) -> torch.Tensor:
         """Logits of one batch, shape (B, C) float32, on the model's device (``centres``: see
-        :class:`TokenEncoder`); with a k-mer component, the stack's (:meth:`KmerComponent.apply`)."""
+        :class:`TokenEncoder`); with a k-mer component, the stack's."""
         return self.token_logits(self.encode(sequences, centres))
 
-    @torch.inference_mode()
     def token_logits(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         """Logits of encoded token rows (``input_ids``, ``attention_mask`` (B, T), as
-        :meth:`TokenEncoder.pad` makes them): (B, C) float32 on the model's device; with a k-mer
-        component, the stack's (:meth:`KmerComponent.apply`)."""
-        batch = {k: v.to(self.device) for k, v in batch.items()}
-        with autocast(self.device, self.precision):
-            logits = self.model(**batch).logits.float()
-        if self.kmer is not None:
-            logits = self.kmer.apply(logits, batch["input_ids"])
-        return logits
+        :meth:`TokenEncoder.pad` makes them): (B, C) float32 on the model's device, the k-mer
+        component's stack when there is one (:func:`genolong.classifier.scoring.token_logits`)."""
+        return token_logits(self.model, batch["input_ids"].to(self.device), batch["attention_mask"].to(self.device),
+                            kmer=self.kmer, precision=self.precision)
+
+    def token_outputs(self, batch: dict[str, torch.Tensor]) -> np.ndarray:
+        """The outputs of encoded token rows per the model's problem type (sigmoids, a softmax or
+        regression values): (B, C) float32 (:func:`genolong.classifier.scoring.token_outputs`)."""
+        return token_outputs(self.model, batch["input_ids"].to(self.device), batch["attention_mask"].to(self.device),
+                             kmer=self.kmer, precision=self.precision).cpu().numpy()
 
     def probabilities(self, sequences: list[str], centres: list[int | None] | None = None) -> np.ndarray:
-        """Probabilities (sigmoid or softmax; regression: the values) of one batch, shape (B, C) float32."""
-        return output_activation(self.logits(sequences, centres), self.model.config.problem_type).cpu().numpy()
+        """The outputs of one batch (probabilities, or regression values), shape (B, C) float32."""
+        return self.token_outputs(self.encode(sequences, centres))
 
 
 class StrandAveraged:
@@ -263,5 +276,4 @@ class StrandAveraged:
         reverse = [reverse_complement(s) for s in sequences]
         if centres is not None:
             centres = list(centres) + [None if c is None else len(s) - 1 - c for s, c in zip(sequences, centres, strict=True)]
-        both = self.classifier.probabilities(list(sequences) + reverse, centres)
-        return (both[: len(sequences)] + both[len(sequences) :]) / 2
+        return average_strands(self.classifier.probabilities(list(sequences) + reverse, centres))

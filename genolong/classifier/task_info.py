@@ -1,5 +1,11 @@
 """What a classifier directory was trained for (``genolong_task.json``) and where the shipped promoter
-model lives: the part of :mod:`genolong.classifier.directory` that command-line parsers read, without torch."""
+model lives: the part of :mod:`genolong.classifier.directory` that command-line parsers read, without torch.
+
+:class:`InferenceSpec` is what every inference command needs of a model, declared by its task
+(:meth:`genolong.tasks.task.FinetuneTask.inference_spec`) and saved by every fine-tuning run; a
+directory written before it was recorded gets it from its task name when loaded for inference
+(:func:`genolong.tasks.task.load_classifier`).
+"""
 
 from __future__ import annotations
 
@@ -10,13 +16,66 @@ from pathlib import Path
 from typing import Any
 
 from genolong.config import from_dict
-from genolong.errors import InputError, UserError
+from genolong.errors import ConfigError, InputError, UserError
 from genolong.resources import promoter_model
 
 TASK_FILE = "genolong_task.json"
 FORMAT = "genolong-classifier/1"
 #: A task name (:func:`genolong.tasks.task.get_task`): ``promoter``, ``chromatin``, ``my_task``.
 TASK_NAME = re.compile(r"[a-z][a-z0-9_]*")
+
+
+#: An output activation -> the model's (transformers') ``problem_type`` it goes with.
+ACTIVATIONS = {"sigmoid": "multi_label_classification", "softmax": "single_label_classification",
+               "identity": "regression"}
+#: What a decision threshold is: a cut on an output's probability, or nothing (no threshold applies).
+THRESHOLDS = ("probability", "none")
+#: Which outputs a variant effect compares: probabilities, logits, or values (regression).
+EFFECTS = ("probability", "logit", "value")
+
+
+@dataclass
+class InferenceSpec:
+    """What inference needs of a model beyond its output names (``TaskInfo.label_names``).
+
+    Attributes:
+        activation: of the logits (B, C): ``sigmoid`` (independent probabilities), ``softmax``
+            (one probability per class, summing to 1) or ``identity`` (regression values).
+        scan_stride: bp between windows (and bin size) of ``genolong scan`` by default.
+        threshold: what ``TaskInfo.threshold`` cuts: ``probability`` (an output's probability;
+            called regions, ``--bed``) or ``none`` (no output is a probability to cut).
+        variant_effect: what ``genolong score-variants`` compares between the reference and the
+            alternative allele: ``probability``, ``logit`` or ``value``.
+        called_fraction_caution: whether a scan that calls much of a species the model never saw
+            gets a line of caution (:mod:`genolong.inference.called`).
+    """
+
+    activation: str
+    scan_stride: int
+    threshold: str
+    variant_effect: str
+    called_fraction_caution: bool = False
+
+    def __post_init__(self) -> None:
+        for name, value, choices in (("activation", self.activation, ACTIVATIONS), ("threshold", self.threshold, THRESHOLDS),
+                                     ("variant_effect", self.variant_effect, EFFECTS)):
+            if value not in choices:
+                raise ConfigError(f"{name} must be one of {', '.join(choices)}, got {value!r}")
+        if self.scan_stride < 1:
+            raise ConfigError(f"scan_stride must be positive, got {self.scan_stride}")
+
+    @classmethod
+    def for_problem_type(cls, problem_type: str | None, window_bp: int) -> InferenceSpec:
+        """The spec of a model of transformers' ``problem_type`` (None: sigmoids) trained on windows
+        of ``window_bp``: sigmoids are probabilities cut by a threshold, a softmax's classes have no
+        threshold, regression values neither and their effect is a difference of values; scans step
+        half a window."""
+        stride = max(1, window_bp // 2)
+        if problem_type == ACTIVATIONS["softmax"]:
+            return cls("softmax", stride, "none", "probability")
+        if problem_type == ACTIVATIONS["identity"]:
+            return cls("identity", stride, "none", "value")
+        return cls("sigmoid", stride, "probability", "probability")
 
 
 def default_promoter_model() -> Path:
@@ -44,6 +103,7 @@ class TaskInfo:
             (None: ``threshold``).
         species: the species whose DNA it was trained or validated on, scientific name -> common
             name (empty: not recorded).
+        inference: what inference needs of it (None: not recorded, derived from ``task``).
     """
 
     task: str
@@ -55,6 +115,7 @@ class TaskInfo:
     provenance: dict[str, Any] = field(default_factory=dict)
     scan_threshold: float | None = None
     species: dict[str, str] = field(default_factory=dict)
+    inference: InferenceSpec | None = None
 
     def threshold_for_scans(self) -> float | None:
         """The threshold of genome scans: ``scan_threshold``, else ``threshold``."""
@@ -71,12 +132,18 @@ class TaskInfo:
             data = json.loads(path.read_text())
             if not isinstance(data, dict) or data.pop("format", None) != FORMAT:
                 raise ValueError(f"format is not {FORMAT!r}")
-            return from_dict(cls, data, source="")
+            spec = data.pop("inference", None)  # read on its own, so that an error names its key
+            info = from_dict(cls, data, source="")
+            info.inference = None if spec is None else from_dict(InferenceSpec, spec, source="", prefix="inference.")
+            return info
         except (ValueError, TypeError) as err:
             raise InputError(path, f"not a valid task description: {err}") from None
 
     def write(self, directory: Path) -> None:
-        (directory / TASK_FILE).write_text(json.dumps({"format": FORMAT, **asdict(self)}, indent=2) + "\n")
+        data = asdict(self)
+        if data["inference"] is None:  # not recorded: left out, as before it was
+            del data["inference"]
+        (directory / TASK_FILE).write_text(json.dumps({"format": FORMAT, **data}, indent=2) + "\n")
 
 
 def describe_model(path: str | Path, info: TaskInfo) -> str:

@@ -13,7 +13,8 @@ from genolong.precision import add_precision_argument
 DESCRIPTION = (
     "Attribute a classifier's outputs to the bases of each input: every base of the central --ism-window bp "
     "mutated to the 3 others (each mutant retokenised), and captum gradients on the token embeddings spread "
-    "back to bases. Inputs: the records of --fasta, or windows of the model's input length centred on the "
+    "back to bases, of each chosen output (--output NAME): a sigmoid's logit, a softmax class's probability, "
+    "a regression value. Inputs: the records of --fasta, or windows of the model's input length centred on the "
     "regions of --regions (BED) in --genome. Writes OUT/ohe.npz and, per output, ism.npz and gradients.npz "
     "((N, 4, L), channels A, C, G, T: the layout of modisco-lite) and a sequence-logo PNG per record."
 )
@@ -27,7 +28,7 @@ def register(subparsers) -> None:
     parser.add_argument("--regions", type=Path, default=None, help="BED of regions (with --genome)")
     parser.add_argument("--genome", type=Path, default=None, help="reference FASTA for --regions")
     parser.add_argument("--out", type=Path, required=True, help="output directory")
-    add_profiles(parser, "explain (needed beyond 8 outputs)")
+    add_profiles(parser, "explain (needed beyond 8 outputs)", "--output")
     parser.add_argument("--device", default="auto", help="auto (GPU when present), cpu, cuda, cuda:1, ...")
     add_precision_argument(parser)
     parser.add_argument("--ism-window", type=positive_int, default=None,

@@ -47,13 +47,30 @@ def register(subparsers) -> None:
     )
     prepare.add_argument("--line-width", type=positive_int, default=60, help="bases per line (default 60)")
     prepare.set_defaults(func=run_prepare)
-    declare(prepare, inputs=["fasta"], files=["out"], defaults={"out": _default_output})
+    # the indexes and the table written beside --out are outputs under the same policy as --out itself
+    declare(prepare, inputs=["fasta"], files=["out", *COMPANIONS],
+            defaults={"out": _default_output, **{name: _companion(name) for name in COMPANIONS}})
+
+
+#: The files ``genome prepare`` writes beside its --out, as they are named in messages.
+COMPANIONS = ("index", "block index", "table")
 
 
 def _default_output(args) -> Path:
     from genolong.data_prep.genome_prepare import default_output
 
     return default_output(args.fasta, plain=args.plain)
+
+
+def _companion(name: str):
+    def path(args) -> Path | None:
+        from genolong.data_prep.genome_prepare import index_paths
+
+        if name == "block index" and args.plain:
+            return None  # a plain FASTA has no .gzi
+        return index_paths(args.out)[COMPANIONS.index(name)]
+
+    return path
 
 
 def run_region(args) -> int:

@@ -24,8 +24,9 @@ DESCRIPTION = (
     "window of the model's length centred on it (moved inside the chromosome at its ends, reading the "
     "flanking genome at region edges). Windows with more than --max-n-fraction N are skipped: their bins "
     "have no value (--skipped lists them). Output formats by suffix: .bw/.bigwig (bigWig), .bedGraph/.bg, "
-    ".h5 (HDF5 matrix bins x profiles with coordinates, chromatin models). A chromatin model writes one "
-    "bigWig/bedGraph per --profiles entry (FILE.PROFILE.bw when several). BED regions: sorted, and "
+    ".h5 (HDF5 matrix bins x outputs with coordinates). Each output is a track: a probability (sigmoid "
+    "outputs, or each class of a softmax) or a value (regression); a model of several outputs writes one "
+    "bigWig/bedGraph per output, or per --profiles entry beyond 8 outputs (FILE.OUTPUT.bw when several). BED regions: sorted, and "
     "overlapping or touching regions merged; a region on an unknown chromosome or outside it stops the "
     "run (exit 2, file and line named). The genome must be plain FASTA or bgzip (a plain .gz cannot be "
     "read at random: run `genolong genome prepare`). Resumable: an interrupted run leaves a work "
@@ -44,12 +45,14 @@ def register(subparsers) -> None:
     parser.add_argument("--regions", type=Path, default=None, help="BED of regions to scan (default: everything)")
     parser.add_argument("--chromosomes", nargs="+", default=None, help="only these chromosomes (chr1 == 1)")
     parser.add_argument("--stride", type=positive_int, default=None,
-                        help="bin size and window step in bp, at most the window (default: promoter 50, chromatin 200)")
+                        help="bin size and window step in bp, at most the window (default: the model's inference "
+                        "spec: promoter 50, chromatin 200, else half the window)")
     parser.add_argument("--rc", action="store_true", help="average each window with its reverse complement")
     parser.add_argument("--profiles", nargs="+", default=None,
-                        help="chromatin: profile names (Cell|Assay|Treatment) or column numbers to write")
+                        help="outputs to write: names (chromatin: Cell|Assay|Treatment) or column numbers")
     parser.add_argument("--bed", type=Path, default=None,
-                        help="promoter: BED of called regions (windows at or above --threshold, merged)")
+                        help="BED of called regions (windows at or above --threshold, merged; models whose "
+                        "threshold cuts a probability)")
     parser.add_argument("--threshold", type=fraction, default=None,
                         help="promoter: probability at which a window is called (default: the model's scan "
                         "threshold, set for genomic background; see its README)")

@@ -16,9 +16,10 @@ from genolong.outputs import declare
 
 DESCRIPTION = (
     "Score each ALT allele of a VCF (plain, bgzip or BCF) or a TSV 'chrom pos ref alt [id]' (1-based): the "
-    "model's probabilities on a reference and an alternative window centred on the variant (the model's input "
-    "length; indels keep it by trimming or extending the right flank), and p_ref, p_alt, diff, abs_diff, "
-    "logit_diff, combined (|diff|*|logit_diff|, DeepSEA) per output. Multi-allelic sites are split; symbolic "
+    "model's outputs on a reference and an alternative window centred on the variant (the model's input "
+    "length; indels keep it by trimming or extending the right flank), and per output, as the model's "
+    "inference spec says: for probabilities (sigmoids, a softmax's classes) p_ref, p_alt, diff, abs_diff, "
+    "logit_diff, combined (|diff|*|logit_diff|, DeepSEA); for regression values ref, alt, diff, abs_diff. Multi-allelic sites are split; symbolic "
     "alleles, '*' and breakends are skipped and counted; chromosome names resolve through aliases (chr1/1, "
     "chrM/MT). A VCF whose ##contig lengths differ from the genome (another build), a variant beyond a contig "
     "end or on a contig the genome lacks stops the run (exit 2, nothing written). --out NAME.tsv[.gz]: one "
@@ -28,14 +29,14 @@ DESCRIPTION = (
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("score-variants", help="variant effects on chromatin profiles or promoter scores",
+    parser = subparsers.add_parser("score-variants", help="variant effects on a classifier's outputs (any task)",
                                    description=DESCRIPTION)
     parser.add_argument("--vcf", type=Path, required=True, help="VCF, .vcf.gz, BCF, or TSV chrom pos ref alt [id]")
     parser.add_argument("--genome", type=Path, required=True, help="reference FASTA (plain or bgzip)")
     add_classifier_argument(parser, "classifier (or, with --score mlm-llr, pretrained MLM)")
     parser.add_argument("--out", type=Path, required=True, help=".tsv/.tsv.gz (long) or .h5 (wide)")
     add_profiles(parser, "report")
-    parser.add_argument("--rc", action="store_true", help="average the probabilities of both strands")
+    parser.add_argument("--rc", action="store_true", help="average the outputs of both strands")
     parser.add_argument("--ref-mismatch", choices=REF_MISMATCH, default="skip",
                         help="a REF allele that differs from the genome: stop, skip and count (default), or "
                         "score on the genome's reference with the flag ref_mismatch")
@@ -60,9 +61,9 @@ def register(subparsers) -> None:
     declare(parser, inputs=["vcf", "genome", "model"], files=["out", "annotate_vcf"])
 
 
-def add_profiles(parser, verb: str) -> None:
-    """``--profiles``: which model outputs to ``verb`` (shared with ``explain``)."""
-    parser.add_argument("--profiles", nargs="+", default=None, metavar="P",
+def add_profiles(parser, verb: str, *aliases: str) -> None:
+    """``--profiles`` (and ``aliases``): which model outputs to ``verb`` (shared with ``explain``)."""
+    parser.add_argument("--profiles", *aliases, nargs="+", default=None, metavar="P",
                         help=f"outputs to {verb}: full names, classes DHS/TF/HM, or name parts (CTCF, HepG2)")
 
 

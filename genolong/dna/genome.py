@@ -17,7 +17,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from genolong.dna.sequence import (
+    IUPAC_CODES,
     FastaRecord,
+    InvalidSequenceError,
     clean,
     compression,
     open_text_or_gzip,
@@ -161,8 +163,22 @@ class Genome:
             raise UserError(f"interval {chrom}:{start}-{end} is outside {name} (length {length})")
         if strand not in "+-" or len(strand) != 1:
             raise UserError(f"strand must be '+' or '-', got {strand!r}")
-        seq = clean(self.fasta.records[name][start:end])
+        try:
+            seq = clean(self.fasta.records[name][start:end])
+        except InvalidSequenceError as err:
+            raise self._invalid(name, start + err.position, err.char) from None
         return reverse_complement(seq) if strand == "-" else seq
+
+    def _invalid(self, name: str, position: int, char: str) -> InputError:
+        """The error for an invalid character met by random access at ``position`` (0-based) of ``name``:
+        the streaming reader's, which names the line of the file's first one; else the record and the position."""
+        try:
+            for _ in read_fasta(self.path):
+                pass
+        except InputError as err:
+            return err
+        return InputError(self.path, f"invalid character {char!r} at bp {position + 1}; "
+                          f"allowed: IUPAC nucleotide codes {IUPAC_CODES}", record=name)
 
     # -- streaming -----------------------------------------------------------------------
     def records(self) -> Iterator[FastaRecord]:

@@ -5,7 +5,8 @@
 cover a few percent of a genome, so a promoter model that calls more than :data:`CAUTION_FRACTION`
 of a sequence from a species outside its card's ``species`` (the species it was trained or validated
 on; ``--species`` names the user's) is out of its depth there: one more line says so and what to do.
-A model that records no species gets no caution (nothing to compare with).
+The caution applies to the models whose inference spec says so (``called_fraction_caution``: the
+promoter task's); a model that records no species gets none (nothing to compare with).
 """
 
 from __future__ import annotations
@@ -37,9 +38,10 @@ def called_line(called_bp: int, scored_bp: int, threshold: float, which: str) ->
 
 
 def caution_line(info: TaskInfo, species: str | None, called_bp: int, scored_bp: int) -> str | None:
-    """One line of caution when a promoter model with a species list called more than
+    """One line of caution when a model whose inference spec asks for it (``info.inference``, resolved by
+    :func:`genolong.tasks.task.load_classifier`) and with a species list called more than
     :data:`CAUTION_FRACTION` of ``scored_bp`` on a species outside it (or not named); else None."""
-    if info.task != "promoter" or not info.species or knows_species(info, species) or not scored_bp:
+    if info.inference is None or not info.inference.called_fraction_caution or not info.species or knows_species(info, species) or not scored_bp:
         return None
     fraction = called_bp / scored_bp
     if fraction <= CAUTION_FRACTION:

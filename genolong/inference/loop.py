@@ -7,10 +7,9 @@ part files that rank 0 merges into exactly the bytes a single process writes.
   rank's part files; it shows the progress bar (rank 0) and turns an interrupt into the
   command's own line (:func:`predict`).
 * :class:`ScanModule` and :class:`ScanPartWriter` are ``genolong scan``'s: (S or 2S, T) token
-  rows -> (bins, C) scores with NaN for the skipped bins, appended to per-chromosome parts. For
-  dense-attention models the last layer computes the [CLS] row only
-  (:attr:`Encoder.supports_first_token_only`, the same values for about half the cost).
-  ``score-variants`` has its own in :mod:`genolong.inference.variants.loop`.
+  rows -> (bins, C) scores with NaN for the skipped bins (:mod:`genolong.classifier.scoring`, whose
+  determinism rule makes the bytes the same on any number of ranks), appended to per-chromosome
+  parts. ``score-variants`` has its own in :mod:`genolong.inference.variants.loop`.
 
 Work is shared round-robin: rank ``r`` of ``W`` computes items ``i % W == r`` (no padding or
 repeats, unlike Lightning's ``DistributedSampler``); predict has no collective operation, so
@@ -21,7 +20,6 @@ every rank).
 from __future__ import annotations
 
 import abc
-import contextlib
 import logging
 import sys
 import time
@@ -31,12 +29,11 @@ import lightning.pytorch as pl
 import torch
 from lightning.fabric.utilities.exceptions import MisconfigurationException
 from lightning.pytorch.callbacks import BasePredictionWriter
-from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from genolong import interrupts
+from genolong import interrupts, ranks
+from genolong.classifier.scoring import average_strands, token_outputs
 from genolong.errors import UserError
 from genolong.inference.scan.parts import WorkDirectory
-from genolong.model.heads import output_activation
 from genolong.precision import resolve_precision
 from genolong.progress import progress_bar
 from genolong.tasks.common import check_num_nodes
@@ -46,11 +43,6 @@ log = logging.getLogger(__name__)
 # items are whole batches (DataLoader(batch_size=None)): a PartWriter takes its index from the item
 warnings.filterwarnings("ignore", message="Couldn't infer the batch indices")
 
-#: Fewest rows a batch is run with. MKL's float32 GEMM (torch 2.13, MKL 2024.2) gives results that
-#: depend on the thread count for matrices of 5 to 11 rows, and the [CLS]-only last layer and the
-#: output layer have one row per window: smaller batches are filled up with copies of their last row.
-MIN_ROWS = 12
-
 
 class ScanModule(pl.LightningModule):
     """Probabilities of a batch of windows, scattered back onto its bins.
@@ -59,55 +51,37 @@ class ScanModule(pl.LightningModule):
         model: a ``GenolongForSequenceClassification`` (eval mode).
         rc: the rows hold the S windows, then their S reverse complements; average the two.
         columns: output columns to keep (profile indices), or None for all.
-        kmer: the classifier's k-mer component (:mod:`genolong.classifier.kmer_component`), which
-            turns the model's logits into the stack's, or None.
+        kmer: the classifier's k-mer component (:mod:`genolong.classifier.kmer_component`), whose
+            logit is added to the model's, or None.
     """
 
     def __init__(self, model, *, rc: bool, columns: list[int] | None, kmer=None):
         super().__init__()
         self.model = model.eval()
         self.rc, self.columns, self.kmer = rc, columns, kmer
-        encoder = model.genolong.encoder
-        self.first_token_only = encoder.supports_first_token_only and getattr(model, "fusion", None) is None
         self.warmed_up = False
 
     def probabilities(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        """(B, T) token rows -> (B, C) float32 sigmoid probabilities.
-
-        The values of a batch do not depend on the number of threads, so that any split of the
-        work gives the same bytes: without padding the default attention kernels are
-        thread-invariant; with padding (windows with N runs, or BPE windows of unequal token
-        counts) the masked flash kernel is not, so those batches run the math kernel; batches of
-        fewer than :data:`MIN_ROWS` windows are run with that many rows.
-        """
-        rows = input_ids.shape[0]
-        if rows < MIN_ROWS:
-            fill = [rows - 1] * (MIN_ROWS - rows)
-            input_ids, attention_mask = input_ids[[*range(rows), *fill]], attention_mask[[*range(rows), *fill]]
-        padded = not bool(attention_mask.all())
-        kernel = sdpa_kernel(SDPBackend.MATH) if padded else contextlib.nullcontext()
-        mask = attention_mask if padded else None
-        with kernel:
-            if self.first_token_only:
-                hidden = self.model.genolong.encoder(input_ids, mask, first_token_only=True)  # (B, 1, N)
-                logits = self.model.classifier(hidden)[0]
-            else:
-                logits = self.model(input_ids=input_ids, attention_mask=mask).logits
-        if self.kmer is not None:
-            logits = self.kmer.apply(logits, input_ids)
-        return output_activation(logits[:rows].float(), self.model.config.problem_type)
+        """(B, T) token rows -> (B, C) float32 outputs (:func:`genolong.classifier.scoring.token_outputs`,
+        under the Trainer's precision)."""
+        return token_outputs(self.model, input_ids, attention_mask, kmer=self.kmer)
 
     def predict_step(self, batch: dict, batch_idx: int) -> dict:
         """Returns ``batch`` (the plan's index), ``bp`` (its bins' width) and ``scores`` (bins, C')
-        float32 on the CPU."""
+        float32 on the CPU.
+
+        Raises:
+            UserError: the item carries one from the DataLoader worker that read it.
+        """
+        if "error" in batch:
+            raise UserError(batch["error"])
         scored = batch["scored"].cpu()
         width = self.model.config.num_labels if self.columns is None else len(self.columns)
         scores = torch.full((len(scored), width), float("nan"))
         if batch["input_ids"].shape[0]:
             probabilities = self.probabilities(batch["input_ids"], batch["attention_mask"])  # (S or 2S, C)
             if self.rc:
-                half = probabilities.shape[0] // 2
-                probabilities = (probabilities[:half] + probabilities[half:]) / 2
+                probabilities = average_strands(probabilities)
             if self.columns is not None:
                 probabilities = probabilities[:, self.columns]
             scores[scored] = probabilities.cpu()
@@ -117,8 +91,7 @@ class ScanModule(pl.LightningModule):
         """One call on a dummy batch, so that one-time costs (allocations, kernel choice) are not timed."""
         if not self.warmed_up:
             ids = torch.full((2, 8), self.model.config.pad_token_id or 0, device=self.device)
-            with torch.inference_mode():
-                self.probabilities(ids, torch.ones_like(ids))
+            self.probabilities(ids, torch.ones_like(ids))
             self.warmed_up = True
 
 
@@ -204,17 +177,19 @@ class ScanPartWriter(PartWriter):
             self.writer.close()
 
 
-def predict(trainer: pl.Trainer, module: pl.LightningModule, loader, writer: PartWriter, *, resume_hint: str) -> None:
-    """Run the predict loop; an interrupt stops the command with ``resume_hint`` as its one line.
+def predict(trainer: pl.Trainer, module: pl.LightningModule, loader, writer: PartWriter, *, resume: str) -> None:
+    """Run the predict loop; an interrupt stops the command with the line ``interrupted; RESUME``
+    (``resume``: what is kept and how to continue, also said when a rank dies: :mod:`genolong.ranks`).
 
     Lightning turns SIGINT/SIGTERM into exit status 1: the command gets its own line and status back.
     """
     trainer.callbacks.append(writer)
+    ranks.set_resume_hint(resume)
     try:
         trainer.predict(module, dataloaders=loader, return_predictions=False)
     except SystemExit:
         if writer.interrupted:
-            interrupts.stop(resume_hint)
+            interrupts.stop(f"interrupted; {resume}")
         raise
 
 
@@ -229,12 +204,12 @@ def build_trainer(*, accelerator: str, devices, num_nodes: int, callbacks, preci
     """
     quiet_lightning()
     check_num_nodes(num_nodes)
-    distributed = num_nodes > 1 or (isinstance(devices, int) and devices > 1)
     gpu = accelerator in ("auto", "gpu", "cuda") and torch.cuda.is_available()
     try:
         return pl.Trainer(
             accelerator=accelerator, devices=devices, num_nodes=num_nodes,
-            strategy="ddp" if distributed else "auto", precision=resolve_precision(precision, gpu=gpu),
+            strategy=ranks.strategy("auto", devices, num_nodes),  # DDP for several devices or nodes
+            precision=resolve_precision(precision, gpu=gpu),
             logger=False, enable_checkpointing=False, enable_model_summary=False, enable_progress_bar=False,
             use_distributed_sampler=False, callbacks=callbacks,
         )

@@ -9,11 +9,13 @@ AUCs (``OUT/aucs.csv``) and their medians per profile class, next to DeepSEA and
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
 from genolong.classifier.directory import Classifier
+from genolong.classifier.task_info import InferenceSpec
 from genolong.datasets.chromatin import PreparedChromatin
 from genolong.errors import ConfigError, UserError
 from genolong.evaluation.chromatin import evaluate_chromatin, write_auc_table
@@ -49,9 +51,9 @@ class ChromatinTask(FinetuneTask):
     name = "chromatin"
     monitor = "val/mean_auc"
 
-    def scan_stride(self, window_bp: int) -> int:
-        """DeepSEA's 200-bp bins."""
-        return 200
+    def inference_spec(self, window_bp: int, problem_type: str | None) -> InferenceSpec:
+        """919 sigmoids cut by a probability threshold, in DeepSEA's 200-bp scan bins."""
+        return replace(super().inference_spec(window_bp, problem_type), scan_stride=200)
 
     def check_config(self, config: FinetuneConfig) -> None:
         """The inputs are fixed windows around each DeepSEA row's centre: no crops."""

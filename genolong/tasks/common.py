@@ -20,7 +20,7 @@ from lightning.pytorch.callbacks import LearningRateMonitor, ModelCheckpoint
 from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
 from torch.utils.data import DataLoader, Dataset
 
-from genolong import interrupts
+from genolong import interrupts, ranks
 from genolong.errors import ConfigError, UserError
 from genolong.precision import CHOICES, resolve_precision
 from genolong.tasks.checkpoints import SafeCheckpointIO
@@ -362,7 +362,7 @@ def build_trainer(config: TrainConfig, out: Path, *, extra_callbacks=(), enable_
             accelerator=config.accelerator,
             devices=config.devices,
             num_nodes=config.num_nodes,
-            strategy=config.strategy,
+            strategy=ranks.strategy(config.strategy, config.devices, config.num_nodes),
             precision=precision,
             accumulate_grad_batches=config.accumulate_grad_batches,
             gradient_clip_val=config.max_grad_norm,

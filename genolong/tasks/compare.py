@@ -48,6 +48,7 @@ from genolong.model.modeling import GenolongModel
 from genolong.outputs import claim_directory
 from genolong.tasks.finetune import run_finetune
 from genolong.tasks.pretrain import PretrainConfig, _prepare_tokenizer, logged_rows, run_pretrain
+from genolong.tasks.promoter import PROMOTER
 from genolong.tasks.task import FinetuneConfig
 
 log = logging.getLogger(__name__)
@@ -124,7 +125,7 @@ class CompareConfig:
         data = merge_preset(resolve_preset("finetune", self.finetune), {"model": {"backbone": backbone}})
         data.setdefault("train", {})["seed"] = seed
         config = from_dict(FinetuneConfig, data, source=f"compare finetune ({backbone})")
-        if config.task != "promoter":
+        if config.task != PROMOTER.name:
             raise ConfigError(f"the comparison fine-tunes promoters, not {config.task}")
         return config
 

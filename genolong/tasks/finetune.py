@@ -310,9 +310,10 @@ def _trainer(task: FinetuneTask, config: FinetuneConfig, out: Path, show_progres
 
 def _task_info(config: FinetuneConfig, data: TaskData) -> TaskInfo:
     """What the classifier directory records: the task, its windows (the shortest input: the crop
-    length when training cropped below the data's own) and labels."""
+    length when training cropped below the data's own), labels and what inference needs."""
     min_bp = data.min_bp if config.crop_min_bp is None else min(config.crop_min_bp, data.min_bp)
-    return TaskInfo(config.task, data.window_bp, min_bp, config.max_len, data.label_names)
+    spec = get_task(config.task).inference_spec(data.window_bp, data.problem_type)
+    return TaskInfo(config.task, data.window_bp, min_bp, config.max_len, data.label_names, inference=spec)
 
 
 def _finish(task: FinetuneTask, classifier: Classifier, data: TaskData, config: FinetuneConfig, out: Path,

@@ -83,7 +83,7 @@ class LabelledTask(FinetuneTask):
         return {"val/score": float(score), **{f"val/{k}": float(metrics[k]) for k in SHOWN[self.problem_type]}}
 
     def test_report(self, classifier: Classifier, data: TaskData, config: FinetuneConfig, out: Path) -> dict:
-        """Network, k-mer model and stack on valid and test; the binary stack folded into ``classifier``."""
+        """Network, k-mer model and stack on valid and test; the stack saved in ``classifier`` (its k-mer component)."""
         problem = self.problem_type
         splits = [name for name in ("valid", "test") if name in data.splits]
         rows = {name: _rows(data.splits[name]) for name in ("train", *splits)}

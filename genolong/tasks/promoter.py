@@ -11,12 +11,14 @@ window scores its best window, as in ``predict-promoter``'s table.
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
 from genolong.classifier.directory import Classifier
 from genolong.classifier.records import best_window_probabilities
+from genolong.classifier.task_info import InferenceSpec
 from genolong.datasets.promoter import load_manifest, load_split
 from genolong.errors import UserError
 from genolong.evaluation.calibration import fit_platt, fold_into_head
@@ -48,9 +50,10 @@ class PromoterTask(FinetuneTask):
     name = "promoter"
     monitor = "val/f1"
 
-    def scan_stride(self, window_bp: int) -> int:
-        """Promoter bins of 50 bp."""
-        return 50
+    def inference_spec(self, window_bp: int, problem_type: str | None) -> InferenceSpec:
+        """A sigmoid cut by a probability threshold, in scan bins of 50 bp, with the caution on
+        scans that call much of a species the model never saw."""
+        return replace(super().inference_spec(window_bp, problem_type), scan_stride=50, called_fraction_caution=True)
 
     def load_data(self, data_dir: Path) -> TaskData:
         """train/valid/test (and random_test) TSV; each split must hold both labels."""

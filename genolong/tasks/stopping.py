@@ -34,6 +34,7 @@ from pathlib import Path
 import lightning.pytorch as pl
 from lightning.pytorch.callbacks import Checkpoint, EarlyStopping
 
+from genolong import ranks
 from genolong.interrupts import SignalInterrupt, signal_name
 
 log = logging.getLogger(__name__)
@@ -157,6 +158,7 @@ def fit(trainer: pl.Trainer, module: pl.LightningModule, datamodule: pl.Lightnin
     stopping on SIGINT/SIGTERM as :class:`StopOnSignal` says (a trainer of
     :func:`genolong.tasks.common.build_trainer` has one)."""
     stopper = next(callback for callback in trainer.callbacks if isinstance(callback, StopOnSignal))
+    ranks.set_resume_hint(f"the checkpoints in {stopper.path.parent} are kept; continue with --resume")
     try:
         with stopper.handling():
             trainer.fit(module, datamodule=datamodule, ckpt_path=None if resume_from is None else str(resume_from),

@@ -1,10 +1,11 @@
 """What a fine-tuning task is: :class:`FinetuneTask` (its data, validation metric, test report
 and printed summary), the run config :class:`FinetuneConfig`, and the registry of tasks.
 
-Every task puts C independent sigmoid outputs on the [CLS] token and trains them with binary
-cross-entropy; the generic run (:func:`genolong.tasks.finetune.run_finetune`) does the rest.
-Adding a task is one module that subclasses :class:`FinetuneTask` and registers an instance
-with :func:`register_task` (the built-in ones: :mod:`genolong.tasks.promoter`,
+Every task puts C outputs on the pooled sequence, trained with the loss of the model's
+``problem_type`` (sigmoids and binary cross-entropy for the built-in tasks); the generic run (:func:`genolong.tasks.finetune.run_finetune`) does the rest.
+Adding a task is one module that subclasses :class:`FinetuneTask` (and, where its models need
+other inference defaults than their problem type's, overrides :meth:`FinetuneTask.inference_spec`)
+and registers an instance with :func:`register_task` (the built-in ones: :mod:`genolong.tasks.promoter`,
 :mod:`genolong.tasks.chromatin`); its name is the config's ``task:``, and its command group adds
 ``genolong NAME finetune`` with :func:`genolong.commands.finetune.add_parser`.
 """
@@ -19,6 +20,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from genolong.classifier.directory import Classifier
+from genolong.classifier.task_info import InferenceSpec
 from genolong.config import from_dict
 from genolong.config.presets import apply_overrides, read_preset
 from genolong.configs import preset_path
@@ -96,10 +98,11 @@ class FinetuneTask(ABC):
         """Raise ConfigError for settings this task cannot use (by default, it can use all)."""
         return
 
-    def scan_stride(self, window_bp: int) -> int:
-        """The bp between windows ``genolong scan`` uses by default for a model of ``window_bp``
-        (by default half the window)."""
-        return max(1, window_bp // 2)
+    def inference_spec(self, window_bp: int, problem_type: str | None) -> InferenceSpec:
+        """What inference needs of this task's models, trained on windows of ``window_bp`` with
+        transformers' ``problem_type`` (by default :meth:`InferenceSpec.for_problem_type`). Every
+        fine-tuning run saves it; a directory without one gets it here when loaded."""
+        return InferenceSpec.for_problem_type(problem_type, window_bp)
 
     @abstractmethod
     def load_data(self, data_dir: Path) -> TaskData:
@@ -211,6 +214,17 @@ def load_finetune_config(
     if data.setdefault("task", task) != task:
         raise UserError(f"{source} is a {data['task']} preset, not a {task} one")
     return from_dict(FinetuneConfig, data, source=str(source))
+
+
+def load_classifier(path: str | Path, **kwargs) -> Classifier:
+    """A classifier directory loaded for inference (``kwargs``: :meth:`Classifier.load`'s), its
+    ``info.inference`` set: the recorded spec, or, for a directory that records none (written
+    before specs were saved, or converted), the spec its task declares."""
+    classifier = Classifier.load(path, **kwargs)
+    info = classifier.info
+    if info.inference is None:
+        info.inference = get_task(info.task).inference_spec(info.window_bp, classifier.model.config.problem_type)
+    return classifier
 
 
 def report_summary(report: dict) -> str:

@@ -2,11 +2,14 @@
 
 Both produce arrays of shape (P, 4, L) per record (P outputs, channels A, C, G, T, L bases of
 the attributed window), the layout of modisco-lite and of logomaker matrices (transposed).
-Scores are the model's logits (before the sigmoid, which would flatten strong effects).
+The scores attributed (:func:`attributed`) follow the model's activation: logits of sigmoid outputs
+(before the sigmoid, which would flatten strong effects), the values of regression outputs, and the
+probability of a softmax's class (a class's logit alone means nothing: adding one number to every
+class's logit changes no prediction).
 
 * :func:`saturation_mutagenesis`: every base of the window mutated to the 3 others; each mutant
   is tokenised on its own (BPE merges change around a substitution), batched;
-  ``effect[p, b, i] = logit_p(sequence with base b at i) - logit_p(sequence)``, 0 on the
+  ``effect[p, b, i] = score_p(sequence with base b at i) - score_p(sequence)``, 0 on the
   reference base. An ``N`` is mutated to all four bases.
 * :func:`gradient_attributions`: captum's integrated gradients (Sundararajan et al. 2017) or
   input x gradient on the token embeddings, summed over the hidden dimension, with a
@@ -55,20 +58,29 @@ def mutants(sequence: str, start: int, length: int) -> tuple[list[str], list[tup
     return sequences, where
 
 
+def attributed(classifier, logits: torch.Tensor) -> torch.Tensor:
+    """The scores attributed (B, C) from ``classifier``'s logits (B, C): its softmax's probabilities,
+    or the logits themselves (sigmoid logits, regression values)."""
+    if classifier.spec().activation == "softmax":
+        return torch.softmax(logits, dim=-1)
+    return logits
+
+
 def saturation_mutagenesis(
     classifier, sequence: str, start: int, length: int, columns: list[int], batch_size: int, progress=None
 ) -> np.ndarray:
-    """(P, 4, L) logit effects of every substitution in ``sequence[start:start + length]``."""
+    """(P, 4, L) effects on the attributed scores of every substitution in ``sequence[start:start + length]``."""
     sequence = clean(sequence)
-    reference = classifier.logits([sequence])[0, columns].cpu().numpy()
+    reference = attributed(classifier, classifier.logits([sequence]))[0, columns].cpu().numpy()
     sequences, where = mutants(sequence, start, length)
     effects = np.zeros((len(columns), 4, length), np.float32)
     for first in range(0, len(sequences), batch_size):
-        logits = classifier.logits(sequences[first : first + batch_size])[:, columns].cpu().numpy()
-        for (channel, position), row in zip(where[first : first + batch_size], logits, strict=True):
+        scores = attributed(classifier, classifier.logits(sequences[first : first + batch_size]))
+        scores = scores[:, columns].cpu().numpy()
+        for (channel, position), row in zip(where[first : first + batch_size], scores, strict=True):
             effects[:, channel, position] = row - reference
         if progress is not None:
-            progress.update(len(logits))
+            progress.update(len(scores))
     return effects
 
 
@@ -79,7 +91,9 @@ def _token_attributor(classifier, method: str):
     def forward(input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         with autocast(classifier.device, classifier.precision):
             logits = model(input_ids=input_ids, attention_mask=attention_mask).logits.float()  # (B, C)
-        return logits if classifier.kmer is None else classifier.kmer.network_part(logits).float()
+        if classifier.kmer is not None:  # the stack's network part: the k-mer part has no gradient here
+            logits = classifier.kmer.network_part(logits).float()
+        return attributed(classifier, logits)
 
     layer = model.get_input_embeddings()
     if method == "ig":

@@ -5,7 +5,8 @@ records per run, not a genome)::
 
     records.tsv                  name, input_bp, start, end (the attributed window in the input), source
     ohe.npz                      arr_0: (N, 4, L) one-hot of the attributed windows, channels A, C, G, T
-    <target>/ism.npz             arr_0: (N, 4, L) in-silico mutagenesis effects on the logit
+    <target>/ism.npz             arr_0: (N, 4, L) in-silico mutagenesis effects on the output's logit
+                                 (a softmax class: its probability; regression: the value)
     <target>/gradients.npz       arr_0: (N, 4, L) gradient attributions (when not --gradients none)
     <target>/logos/<n>_<name>.png  sequence logos of the most attributed stretch of each record
 
@@ -25,7 +26,6 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from genolong.classifier.directory import Classifier
 from genolong.dna.genome import Genome
 from genolong.dna.sequence import read_fasta
 from genolong.errors import InputError, UserError
@@ -40,6 +40,7 @@ from genolong.inference.explain.attributions import (
 from genolong.inference.labels import select_labels
 from genolong.inference.variants.windows import fetch_padded
 from genolong.outputs import mark_directory
+from genolong.tasks.task import load_classifier
 
 
 @dataclass(frozen=True)
@@ -122,7 +123,7 @@ def explain(
 ) -> int:
     """Write the attributions of every record to ``out`` (module docstring); returns the record count.
     ``precision``: ``auto``, ``32`` or ``bf16`` (:mod:`genolong.precision`)."""
-    classifier = Classifier.load(model, device=device, precision=precision)
+    classifier = load_classifier(model, device=device, precision=precision)
     names = classifier.info.label_names
     if profiles is None and len(names) > 8:
         raise UserError(f"the model has {len(names)} outputs: choose some with --profiles (e.g. CTCF, DHS)")

@@ -25,16 +25,16 @@ from genolong.inference.predict.writers import (
     write_promoter_tables,
 )
 from genolong.progress import progress_bar
-
-#: bp between chromatin windows when no stride is given (DeepSEA's 200-bp bins).
-CHROMATIN_STRIDE = 200
+from genolong.tasks.chromatin import CHROMATIN
+from genolong.tasks.promoter import PROMOTER
+from genolong.tasks.task import load_classifier
 
 
 @dataclass(frozen=True)
 class FastaPrediction:
     """What to score and how. ``model`` None: the shipped promoter model. ``out`` None: standard output
     (one rank only). ``stride`` / ``min_length`` None: the model's defaults (promoter: half the window;
-    minimum: the model's ``min_bp``). ``device`` is that of a one-process run; ``precision``: ``auto``, ``32`` or
+    minimum: the model's ``min_bp``; chromatin: the stride of its inference spec, DeepSEA's 200 bp). ``device`` is that of a one-process run; ``precision``: ``auto``, ``32`` or
     ``bf16`` (:mod:`genolong.precision`)."""
 
     fasta: Path
@@ -57,7 +57,7 @@ def _load(run: FastaPrediction, path: Path, task: str):
     if trainer is not None and run.out is None:
         raise UserError("--devices/--num-nodes above 1 need --out (the ranks' parts are kept beside it)")
     device = run.device if trainer is None else str(trainer.strategy.root_device)
-    return Classifier.load(path, task=task, device=device, precision=run.precision), trainer
+    return load_classifier(path, task=task, device=device, precision=run.precision), trainer
 
 
 def _scored_records(run: FastaPrediction, classifier: Classifier, trainer, default_stride: int):
@@ -80,7 +80,7 @@ def predict_promoters(run: FastaPrediction, *, windows: Path | None = None,
     promoter regions (:func:`~genolong.inference.predict.writers.write_promoter_tables`), at the model's record
     threshold. Returns the counts and the model's task description; None on a rank other than 0."""
     path = run.model or default_promoter_model()
-    classifier, trainer = _load(run, path, "promoter")
+    classifier, trainer = _load(run, path, PROMOTER.name)
     records = _scored_records(run, classifier, trainer, promoter_stride(classifier.info.window_bp))
     if records is None:
         return None
@@ -99,8 +99,8 @@ def predict_promoters(run: FastaPrediction, *, windows: Path | None = None,
 def predict_chromatin(run: FastaPrediction) -> PredictionCounts | None:
     """Write one row of profile probabilities per window to ``run.out``
     (:func:`~genolong.inference.predict.writers.write_chromatin_table`); None on a rank other than 0."""
-    classifier, trainer = _load(run, run.model, "chromatin")
-    records = _scored_records(run, classifier, trainer, CHROMATIN_STRIDE)
+    classifier, trainer = _load(run, run.model, CHROMATIN.name)
+    records = _scored_records(run, classifier, trainer, classifier.info.inference.scan_stride)
     if records is None:
         return None
     with open_outputs(run.out) as (out,):

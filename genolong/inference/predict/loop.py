@@ -154,7 +154,7 @@ def score_records(fasta: Path, scorer, *, window: int, stride: int, min_length: 
     writer = RankFileWriter(parts, progress=progress is not None, description=fasta.name)
     try:
         predict(trainer, ProbabilityModule(scorer), loader, writer,
-                resume_hint="interrupted; run the same command again")
+                resume="run the same command again")
         if world > 1:
             trainer.strategy.barrier("prediction parts written")
     except BaseException:

@@ -17,15 +17,16 @@ from pathlib import Path
 
 import numpy as np
 
-from genolong.classifier.directory import Classifier, StrandAveraged
+from genolong.classifier.directory import StrandAveraged
 from genolong.files import atomic_path
+from genolong.tasks.task import load_classifier
 
 
 def predict_table(model: Path, records: Iterable[tuple[str, str]], out: Path, *, batch_size: int = 64,
                   rc: bool = False, device: str = "auto") -> int:
     """Score ``records`` (``(id, sequence)``, e.g. :func:`genolong.data_prep.task_inputs.read_records`)
     with the classifier directory ``model`` into the TSV ``out``; returns the number of records."""
-    classifier = Classifier.load(model, device=device)
+    classifier = load_classifier(model, device=device)
     scorer = StrandAveraged(classifier) if rc else classifier
     names = classifier.info.label_names
     count = 0

@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 from genolong import interrupts
-from genolong.classifier.directory import Classifier, default_promoter_model
+from genolong.classifier.directory import default_promoter_model
 from genolong.dna.genome import Genome
 from genolong.errors import UserError
 from genolong.files import atomic_path
@@ -46,12 +46,14 @@ from genolong.inference.scan.tracks import (
 )
 from genolong.inference.scan.windows import WindowBatches, WindowEncoder
 from genolong.tasks.common import check_device_hardware, check_device_settings
-from genolong.tasks.task import get_task
+from genolong.tasks.task import load_classifier
 
 log = logging.getLogger(__name__)
 
 #: Bins written per chunk (bounds the writer's memory).
 WRITE_CHUNK = 1 << 18
+#: bigWig/bedGraph outputs write a file per model output up to this many outputs; beyond, --profiles chooses.
+MAX_TRACKS = 8
 
 
 @dataclass
@@ -86,14 +88,15 @@ def run_scan(config: ScanConfig) -> dict | None:
     started = time.perf_counter()
     check_device_settings(config.accelerator, config.devices)
     check_device_hardware(config.accelerator, config.devices)
-    classifier = Classifier.load(config.model or default_promoter_model(), device="cpu")
+    classifier = load_classifier(config.model or default_promoter_model(), device="cpu")
     info = classifier.info
     formats = _check_outputs(config, info)
     columns, profiles = _select_profiles(config.profiles, info)
     genome = Genome(config.genome)
     plan = ScanPlan(_targets(config, genome), window=info.window_bp,
-                    stride=config.stride or get_task(info.task).scan_stride(info.window_bp),
+                    stride=config.stride or info.inference.scan_stride,
                     batch_bins=config.batch_size)
+    _check_windows(plan)
     trainer = build_trainer(accelerator=config.accelerator, devices=config.devices, num_nodes=config.num_nodes,
                             callbacks=[], precision=config.precision)
     rank, world = trainer.global_rank, trainer.world_size
@@ -133,7 +136,7 @@ def _predict(config, classifier, work: WorkDirectory, pending: list[int], column
     writer = ScanPartWriter(work, pending_bp // world, progress=config.progress, description=config.genome.name)
     module = ScanModule(classifier.model, rc=config.rc, columns=columns, kmer=classifier.kmer)
     predict(trainer, module, loader, writer,
-            resume_hint=f"interrupted; the same command resumes (finished chromosomes are kept in {work.path})")
+            resume=f"the same command resumes (finished chromosomes are kept in {work.path})")
 
 
 def _check_outputs(config: ScanConfig, info) -> list[str]:
@@ -144,13 +147,17 @@ def _check_outputs(config: ScanConfig, info) -> list[str]:
         if kind is None:
             raise UserError(f"{path}: unknown track format; use one of: {', '.join(FORMATS)}")
         formats.append(kind)
-    if info.task == "chromatin" and not config.profiles and set(formats) - {"hdf5"}:
-        raise UserError(f"a chromatin model has {len(info.label_names)} profiles: choose some with --profiles "
-                        "for bigWig/bedGraph tracks, or write them all as an HDF5 matrix (--out FILE.h5)")
-    if info.task == "promoter" and config.profiles:
-        raise UserError("--profiles is for chromatin models; a promoter model has one output")
+    outputs = len(info.label_names)
+    if outputs > MAX_TRACKS and not config.profiles and set(formats) - {"hdf5"}:
+        raise UserError(f"the model has {outputs} outputs: choose some with --profiles for bigWig/bedGraph "
+                        "tracks, or write them all as an HDF5 matrix (--out FILE.h5)")
+    if outputs == 1 and config.profiles:
+        raise UserError("--profiles chooses among a model's outputs; this model has one output")
+    if info.inference.threshold == "none" and (config.bed is not None or config.threshold is not None):
+        raise UserError(f"--bed and --threshold cut probabilities; this model's outputs ({info.inference.activation}) "
+                        "have no threshold", hint="write the scores as tracks (bigWig, bedGraph or HDF5)")
     if config.bed is not None and _threshold(config, info) is None:
-        raise UserError("--bed needs a model with a decision threshold (a promoter model)")
+        raise UserError("--bed needs a model with a decision threshold (a promoter model) or --threshold")
     if config.stride is not None and config.stride < 1:
         raise UserError(f"--stride must be positive, got {config.stride}")
     if not 0.0 <= config.max_n_fraction <= 1.0:
@@ -183,6 +190,14 @@ def _targets(config: ScanConfig, genome: Genome) -> list[tuple[str, int, np.ndar
         if not targets:
             raise UserError(f"no regions on the chromosomes {', '.join(config.chromosomes)}")
     return targets
+
+
+def _check_windows(plan: ScanPlan) -> None:
+    """Refuse a scan without a window: every chromosome scanned is shorter than the model's window."""
+    if all(chromosome.length < plan.window for chromosome in plan.chromosomes):
+        longest = max(plan.chromosomes, key=lambda chromosome: chromosome.length)
+        raise UserError(f"no window to score: every chromosome scanned is shorter than the model's window of "
+                        f"{plan.window} bp (the longest, {longest.name}, has {longest.length:,} bp); nothing written")
 
 
 def _work_path(config: ScanConfig, plan: ScanPlan, columns) -> Path:
@@ -238,7 +253,7 @@ def _open_tracks(stack: contextlib.ExitStack, config, formats, plan: ScanPlan, i
         for column, profile in enumerate(profiles):
             target = _profile_path(path, profile, len(profiles) > 1)
             track = (BigWigTrack(temporary(target), chromosomes) if kind == "bigwig"
-                     else BedGraphTrack(text(target), f"{model} {profile}" if info.task == "chromatin" else model))
+                     else BedGraphTrack(text(target), f"{model} {profile}" if len(info.label_names) > 1 else model))
             tracks.append((track, column, False))
     if config.bed is not None:
         strand = "." if config.rc else "+"
@@ -251,7 +266,7 @@ def _open_tracks(stack: contextlib.ExitStack, config, formats, plan: ScanPlan, i
 def _write_tracks(config, formats, plan: ScanPlan, work: WorkDirectory, info, profiles: list[str]) -> dict:
     """Stream every output from the merged parts, chunk by chunk; files appear when all are complete."""
     counts = {"bins": 0, "scored_bins": 0}
-    threshold = _threshold(config, info)
+    threshold = None if info.inference.threshold == "none" else _threshold(config, info)
     called = None if threshold is None else CalledBases(threshold)
     with contextlib.ExitStack() as stack:
         tracks = _open_tracks(stack, config, formats, plan, info, profiles)
@@ -272,6 +287,9 @@ def _write_tracks(config, formats, plan: ScanPlan, work: WorkDirectory, info, pr
                         track.add(chromosome.name, windows, windows + plan.window, values)
                     else:
                         track.add(chromosome.name, starts, ends, values)
+        if not counts["scored_bins"]:
+            raise UserError(f"no window scored: each of the {counts['bins']:,} windows has more than "
+                            f"{config.max_n_fraction:g} N (--max-n-fraction); nothing written")
         for track, _, _ in tracks:
             track.close()
     if called is not None:

@@ -23,6 +23,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from genolong.classifier.directory import TokenEncoder
 from genolong.dna.genome import Genome
+from genolong.errors import UserError
 from genolong.inference.scan.plan import ScanPlan
 
 _N = ord("N")
@@ -96,7 +97,9 @@ class WindowBatches(torch.utils.data.Dataset):
     for a bin whose window is mostly N, or on a chromosome shorter than the window),
     ``input_ids`` and ``attention_mask`` (S, T) for the S scored windows; with ``rc`` they hold
     2S rows, the S reverse complements after the S windows. A rank without batches gets one
-    empty item (``batch`` -1).
+    empty item (``batch`` -1). A user error (an invalid character in the genome) comes as the item
+    ``{"error": message}``, for the main process to raise: raised in a DataLoader worker it would
+    reach the main process as a traceback.
 
     Args:
         plan: the scan plan.
@@ -124,6 +127,12 @@ class WindowBatches(torch.utils.data.Dataset):
         return self._genome[1]
 
     def __getitem__(self, item: int) -> dict:
+        try:
+            return self._item(item)
+        except UserError as err:
+            return {"error": str(err)}
+
+    def _item(self, item: int) -> dict:
         if not self.indices:
             return {"batch": -1, "bp": 0, "scored": torch.zeros(0, dtype=torch.bool), **_no_rows()}
         batch = self.plan.batch(self.indices[item])

@@ -27,7 +27,6 @@ from pathlib import Path
 import torch
 
 from genolong import __version__
-from genolong.classifier.directory import Classifier
 from genolong.classifier.kmer_component import COMPONENT_FILE
 from genolong.dna.genome import Genome
 from genolong.errors import UserError
@@ -43,9 +42,10 @@ from genolong.inference.variants.loop import (
 from genolong.inference.variants.mlm_llr import MaskedLMEffects
 from genolong.inference.variants.output import writer_for
 from genolong.inference.variants.reader import VariantFile, check_not_empty
-from genolong.inference.variants.scoring import ClassifierEffects
+from genolong.inference.variants.scoring import ClassifierEffects, rank_score
 from genolong.inference.variants.vcf_annotation import annotate_vcf
 from genolong.inference.variants.windows import MISSING_CONTIG_REASON, WindowBuilder, check_build
+from genolong.tasks.task import load_classifier
 
 log = logging.getLogger(__name__)
 
@@ -158,7 +158,7 @@ def score_variant_file(
                                     progress=progress, description=variants.path.name)
     try:
         predict(trainer, VariantModule(effects), loader, part_writer,
-                resume_hint=f"interrupted; the same command continues after the chunks kept in {run.folder}")
+                resume=f"the same command continues after the chunks kept in {run.folder}")
         if trainer.world_size > 1:
             trainer.strategy.barrier("variant parts")
         if trainer.global_rank != 0:
@@ -167,7 +167,7 @@ def score_variant_file(
         check_some_scored(counts, variants, genome)
         provenance = identity | {"genolong": __version__, "date": run_date(), "counts": counts}
         if annotate is not None:
-            rank = "combined" if "combined" in effects.score_names else effects.score_names[0]
+            rank = rank_score(effects.score_names)
             annotate_vcf(variants, [run.part(i, ANNOTATION_SUFFIX) for i in range(chunks.chunks)], annotate, rank)
         writer.assemble([run.part(i, writer.part_suffix) for i in range(chunks.chunks)], provenance)
     except UserError:
@@ -205,7 +205,7 @@ def effects_for(model: Path, *, score: str, profiles: list[str] | None, rc: bool
             raise UserError("--profiles and --rc apply to classifiers, not to --score mlm-llr")
         effects = MaskedLMEffects(model, batch_size, device)
         return effects, None, ["mlm"]
-    classifier = Classifier.load(model, device=device)
+    classifier = load_classifier(model, device=device)
     labels = select_labels(classifier.info.label_names, profiles)
     effects = ClassifierEffects(classifier, labels, batch_size, rc=rc)
     return effects, classifier.info.window_bp, [label_class(classifier.info.label_names, i) for i in labels]

@@ -1,7 +1,7 @@
 """The input VCF annotated with each allele's top effects in INFO (``score-variants --annotate-vcf``).
 
 While scoring, every chunk writes an annotation part: ``line, alt, PROFILE:VALUE&PROFILE:VALUE...``
-for its scored alleles (the ``top_k`` outputs by ``|combined|``, or ``|llr|`` for ``mlm-llr``). At the
+for its scored alleles (the ``top_k`` outputs by ``|combined|``, ``|diff|`` for values and logits, or ``|llr|`` for ``mlm-llr``). At the
 end the input VCF is streamed once and each record gets ``GENOLONG=ALT:PROFILE:VALUE,...`` for its
 scored alleles (``&`` between an allele's entries, ``,`` between alleles; records without a scored
 allele pass through unchanged).
@@ -19,6 +19,7 @@ import numpy as np
 
 from genolong.files import atomic_path
 from genolong.inference.variants.reader import VariantFile
+from genolong.inference.variants.scoring import rank_score
 from genolong.inference.variants.windows import VariantWindows
 
 INFO_ID = "GENOLONG"
@@ -32,7 +33,7 @@ def _info_safe(text: str) -> str:
 def annotation_rows(windows: list[VariantWindows], scores: dict[str, np.ndarray], labels: list[str],
                     top_k: int) -> list[str]:
     """``line\\talt\\tentries\\n`` per scored allele: its ``top_k`` outputs by absolute rank score."""
-    rank = scores["combined"] if "combined" in scores else next(iter(scores.values()))
+    rank = scores[rank_score(scores)]
     rows = []
     for row, window in enumerate(windows):
         best = np.argsort(-np.abs(rank[row]), kind="stable")[:top_k]
