@@ -14,6 +14,7 @@ import yaml
 
 from genolong.classifier.directory import Classifier, default_promoter_model
 from genolong.classifier.kmer_component import COMPONENT_FILE, KmerComponent
+from genolong.classifier.scoring import token_logits
 from genolong.cli import main
 from genolong.dna.sequence import read_fasta
 from genolong.errors import InputError
@@ -127,7 +128,7 @@ def test_the_shipped_promoter_models_logits_are_unchanged(real_data):
     with np.load(default_promoter_model() / COMPONENT_FILE) as data:
         assert "version" not in data.files  # the first format
         mix = data["mix"]
-    network = classifier.model(**batch).logits.float()
+    network = token_logits(classifier.model, batch["input_ids"], batch["attention_mask"], precision=classifier.precision)
     scores = classifier.kmer.token_scores(batch["input_ids"])
     old = torch.from_numpy((-np.logaddexp(0.0, -scores)) @ mix).float()
     assert torch.equal(classifier.token_logits(batch), network + old[:, None])
