@@ -24,7 +24,7 @@
     seeds: [0, 1, 2]
     leakage: {k: 8, cut: 0.5}
 
-Paths are relative to the suite file. The layouts (:data:`LAYOUTS`) are read by
+Paths are relative to the suite file (``~`` and ``$VARIABLES`` expanded). The layouts (:data:`LAYOUTS`) are read by
 :mod:`genolong.data_prep.benchmark_layouts`; a model's ``finetune`` is a fine-tuning preset
 (``configs/finetune/``, ``extends:`` a shipped one) for the ``labelled`` task, whose
 ``mode``, ``train.seed`` and ``kmer_baseline`` the benchmark sets per cell (the k-mer baseline
@@ -35,6 +35,7 @@ the output directory (:func:`pinned`).
 from __future__ import annotations
 
 import difflib
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -117,7 +118,7 @@ class TaskEntry:
 
     def resolve(self, root: Path) -> None:
         """Make the paths absolute, relative to ``root`` (the suite file's directory)."""
-        absolute = lambda p: str((root / p).resolve())  # noqa: E731
+        absolute = lambda p: str((root / expanded(p)).resolve())  # noqa: E731
         self.path = None if self.path is None else absolute(self.path)
         self.genome = None if self.genome is None else absolute(self.genome)
         self.classes = {name: absolute(p) for name, p in self.classes.items()}
@@ -215,7 +216,7 @@ def load_suite(path: str | Path) -> SuiteConfig:
         task.resolve(path.parent)
     for model in suite.models:
         if model.pretrained is not None:
-            model.source = str((path.parent / model.source).resolve())
+            model.source = str((path.parent / expanded(model.source)).resolve())
             read_model_config(Path(model.source))
         for mode in suite.modes:
             model.finetune_config(mode, suite.seeds[0])
@@ -229,6 +230,11 @@ def pinned(suite: SuiteConfig) -> dict[str, Any]:
     for entry, model in zip(data["models"], suite.models, strict=True):
         entry["resolved_finetune"] = to_dict(model.finetune_config(suite.modes[0], suite.seeds[0]))
     return data
+
+
+def expanded(path: str) -> Path:
+    """``path`` with ``~`` and environment variables (``$GENOLONG_SHARED_DATA/...``) expanded."""
+    return Path(os.path.expandvars(os.path.expanduser(path)))
 
 
 def _check_name(name: str, what: str) -> None:
