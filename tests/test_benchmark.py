@@ -99,7 +99,7 @@ def random_encoder(out):
     return out
 
 
-@pytest.mark.slow  # 3 tasks x 2 models x 2 modes x 3 seeds, twice (~3 minutes on 2 cores)
+@pytest.mark.slow  # 3 tasks x 2 models x 2 modes x 3 seeds, twice: 18 minutes on 2 cores shared with other jobs
 def test_the_acceptance_suite_two_models_two_modes_three_seeds(real_data, tmp_path):
     encoder = random_encoder(tmp_path / "encoder")
     pretrained = micro_model() | {"name": "encoder", "source": str(encoder)}
