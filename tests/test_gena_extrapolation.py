@@ -1,4 +1,4 @@
-"""``scripts/gena_extrapolation.py`` at tiny scale: a GENA-LM-format pre-LN checkpoint (their real
+"""``benchmarks/gena_extrapolation.py`` at tiny scale: a GENA-LM-format pre-LN checkpoint (their real
 config scaled to 1 layer, hidden 64, and their tokenizer) converted by the CLI, briefly trained and
 measured by ``genolong extrapolate`` at 512 and 2,048 tokens on the real yeast chromosome I."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "gena_extrapolation.py"
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "gena_extrapolation.py"
 
 
 @pytest.mark.slow

@@ -20,7 +20,7 @@ script checks the mechanics of the LSG conversion on that layout, end to end thr
 
 Usage::
 
-    python scripts/gena_extrapolation.py --shared-data ../shared/data --out runs/gena_extrapolation
+    python benchmarks/gena_extrapolation.py --shared-data ../shared/data --out runs/gena_extrapolation
 
 The table is ``OUT/extrapolation/extrapolation.md``.
 """
