@@ -206,10 +206,12 @@ def split_rows(rows: list[Row], targets: Targets, plan: SplitPlan) -> dict[str, 
     return {name: np.sort(np.array(indices, dtype=np.int64)) for name, indices in found.items()}
 
 
-def remove_leakage(rows: list[Row], splits: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], dict]:
+def remove_leakage(rows: list[Row], splits: dict[str, np.ndarray],
+                   drop: bool = True) -> tuple[dict[str, np.ndarray], dict]:
     """Drop rows of a later split whose sequence (``exact``) or reverse complement
     (``reverse_complement``) is in an earlier one (:data:`SPLITS` order); returns the kept
-    indices and the manifest's leakage entry."""
+    indices and the manifest's leakage entry. With ``drop`` False they are counted and kept (a
+    benchmark keeps a published split as it is and reports its leakage)."""
     seen: set[str] = set()
     kept, removed = {}, {}
     for name in SPLITS:
@@ -224,20 +226,26 @@ def remove_leakage(rows: list[Row], splits: dict[str, np.ndarray]) -> tuple[dict
                 counts["reverse_complement"] += 1
             else:
                 keep.append(i)
+                continue
+            if not drop:
+                keep.append(i)
         seen.update(rows[i].sequence for i in splits[name])
         kept[name] = np.array(keep, dtype=np.int64)
         if name != "train":
             removed[name] = counts
     total = {kind: sum(c[kind] for c in removed.values()) for kind in ("exact", "reverse_complement")}
-    line = (f"removed {sum(total.values())} rows of later splits whose sequence was in an earlier split "
+    line = (f"{'removed' if drop else 'kept'} {sum(total.values())} rows of later splits whose sequence was in an "
+            "earlier split "
             f"({total['exact']} exact, {total['reverse_complement']} as reverse complement)")
     return kept, {"removed": removed, "line": line}
 
 
 def prepare_task(rows: list[Row], label_columns: list[str], out: str | Path, *, inputs: list[Path],
                  plan: SplitPlan, problem_type: str | None = None, positive: str | None = None,
-                 class_order: list[str] | None = None, options: dict | None = None) -> dict:
-    """Write the prepared task directory ``out`` from ``rows``; returns its manifest.
+                 class_order: list[str] | None = None, options: dict | None = None,
+                 drop_leakage: bool = True) -> dict:
+    """Write the prepared task directory ``out`` from ``rows``; returns its manifest (``drop_leakage``:
+    see :func:`remove_leakage`).
 
     Raises:
         InputError / UserError: bad labels, a class with a single example, an empty split, or
@@ -246,7 +254,7 @@ def prepare_task(rows: list[Row], label_columns: list[str], out: str | Path, *, 
     if not rows:
         raise UserError("no labelled rows in the inputs")
     targets = build_targets(rows, label_columns, problem_type, positive, class_order)
-    splits, leakage = remove_leakage(rows, split_rows(rows, targets, plan))
+    splits, leakage = remove_leakage(rows, split_rows(rows, targets, plan), drop_leakage)
     for name in ("train", "valid"):
         if len(splits.get(name, ())) == 0:
             raise UserError(f"the {name} split is empty", hint="give more rows or change the split")

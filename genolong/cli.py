@@ -42,7 +42,7 @@ from genolong.outputs import guarded
 #: Command modules under ``genolong.commands``, in ``--help`` order: data and inputs, tasks, models and inference.
 COMMAND_MODULES = ["data", "genome", "tokenizer", "corpus", "task", "promoter", "chromatin",
                    "pretrain", "convert", "compare", "extrapolate", "bench", "predict", "scan", "variants", "explain",
-                   "embed"]
+                   "embed", "benchmark"]
 
 #: Old command spellings, kept for one release: the words a user typed -> the words that replace them.
 DEPRECATED_ALIASES = {

@@ -20,11 +20,11 @@ DATA_PREP_ROOT = PACKAGE_ROOT.parent / "data_prep"
 MAX_LINES = 400
 #: Packages the data builders must not depend on: they train, run models or parse commands.
 TRAINING = ("genolong.tasks", "genolong.commands", "genolong.model", "genolong.attention", "genolong.inference",
-            "genolong.bench", "genolong.classifier", "genolong.convert")
+            "genolong.bench", "genolong.classifier", "genolong.convert", "genolong.benchmark")
 #: The package order: a package imports only the packages before it (and itself). ``core`` is every
 #: module at the top of ``genolong/`` and the data packages ``resources`` and ``configs``.
 PACKAGE_ORDER = ("core", "dna", "attention", "config", "model", "datasets", "classifier", "convert", "evaluation",
-                 "tasks", "inference", "bench", "data_prep", "commands")
+                 "tasks", "inference", "bench", "benchmark", "data_prep", "commands")
 CORE_PACKAGES = ("resources", "configs")
 ARCHITECTURE_PAGE = PACKAGE_ROOT.parent / "docs" / "architecture.md"
 

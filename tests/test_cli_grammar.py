@@ -99,7 +99,7 @@ def test_help_lists_the_new_grammar_only(capsys):
     assert _words(parser) == {
         "data", "genome", "tokenizer", "corpus", "task", "promoter", "chromatin", "pretrain", "convert",
         "compare", "context-ablation", "extrapolate", "bench", "predict-promoter", "scan", "score-variants", "explain",
-        "embed",
+        "embed", "benchmark",
     }
     for word in _words(parser):
         assert word in top

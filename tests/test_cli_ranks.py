@@ -193,21 +193,27 @@ def test_pretrain_whose_rank_1_dies_stops_in_one_line_and_resumes_to_the_weights
     assert_same_weights(run, tmp_path / "straight")
 
 
-@pytest.mark.slow  # two launches on two ranks and a 20-s timeout on the loaded 2-core machine: ~2 min
-def test_a_hung_rank_ends_the_scan_after_the_collective_timeout_in_one_line(tmp_path):
-    """A stopped rank (SIGSTOP: alive, never answering) left rank 0 waiting in the last barrier for
-    Lightning's 30 minutes; with the collective timeout rank 0 stops after it, in one line."""
+def start_two_rank_scan(cwd: Path, env: dict[str, str] | None = None) -> subprocess.Popen:
+    """A scan of the sample genome on two CPU ranks in its own session, returned once rank 1 has
+    written its first part (or after 300 s); stderr is a pipe."""
     from genolong.resources import sample_genome
 
     argv = ["scan", "--genome", str(sample_genome()), "--stride", "10", "--accelerator", "cpu", "--workers", "0",
             "--batch-size", "32", "--out", "o.bedGraph", "--devices", "2"]
-    env = os.environ | TIMEOUT_ENV | {ranks.TIMEOUT_VARIABLE: "20"}
-    proc = subprocess.Popen([sys.executable, "-m", "genolong.cli", *argv], cwd=tmp_path, stderr=subprocess.PIPE,
-                            text=True, env=env, start_new_session=True)
-    deadline, rank1 = time.monotonic() + 300, None
-    while proc.poll() is None and time.monotonic() < deadline and not list(tmp_path.glob(".o.bedGraph.scan-*/*rank1*")):
-        rank1 = rank1 or _rank1(proc.pid)
+    proc = subprocess.Popen([sys.executable, "-m", "genolong.cli", *argv], cwd=cwd, stderr=subprocess.PIPE,
+                            text=True, env=os.environ | TIMEOUT_ENV | (env or {}), start_new_session=True)
+    deadline = time.monotonic() + 300
+    while proc.poll() is None and time.monotonic() < deadline and not list(cwd.glob(".o.bedGraph.scan-*/*rank1*")):
         time.sleep(0.05)
+    return proc
+
+
+@pytest.mark.slow  # two launches on two ranks and a 20-s timeout on the loaded 2-core machine: ~2 min
+def test_a_hung_rank_ends_the_scan_after_the_collective_timeout_in_one_line(tmp_path):
+    """A stopped rank (SIGSTOP: alive, never answering) left rank 0 waiting in the last barrier for
+    Lightning's 30 minutes; with the collective timeout rank 0 stops after it, in one line."""
+    proc = start_two_rank_scan(tmp_path, {ranks.TIMEOUT_VARIABLE: "20"})
+    rank1 = _rank1(proc.pid)
     os.kill(rank1, signal.SIGSTOP)
     stopped = time.monotonic()
     err = proc.communicate(timeout=300)[1].strip().splitlines()
@@ -221,15 +227,7 @@ def test_a_hung_rank_ends_the_scan_after_the_collective_timeout_in_one_line(tmp_
 def test_sigterm_to_the_process_group_of_a_two_rank_scan_is_143_and_one_line(tmp_path):
     """A signal to the whole group (timeout, SLURM, docker stop) reaches every rank: it is not a dead
     rank; each stops on it, and the command ends with 143 and the interrupt's line."""
-    from genolong.resources import sample_genome
-
-    argv = ["scan", "--genome", str(sample_genome()), "--stride", "10", "--accelerator", "cpu", "--workers", "0",
-            "--batch-size", "32", "--out", "o.bedGraph", "--devices", "2"]
-    proc = subprocess.Popen([sys.executable, "-m", "genolong.cli", *argv], cwd=tmp_path, stderr=subprocess.PIPE,
-                            text=True, env=os.environ | TIMEOUT_ENV, start_new_session=True)
-    deadline = time.monotonic() + 300
-    while proc.poll() is None and time.monotonic() < deadline and not list(tmp_path.glob(".o.bedGraph.scan-*/*rank1*")):
-        time.sleep(0.05)
+    proc = start_two_rank_scan(tmp_path)
     os.killpg(proc.pid, signal.SIGTERM)
     err = proc.communicate(timeout=120)[1].strip().splitlines()
     assert proc.returncode == 143 and "Traceback" not in "\n".join(err), err
@@ -241,15 +239,7 @@ def test_sigterm_to_the_process_group_of_a_two_rank_scan_is_143_and_one_line(tmp
 def test_rank_1_ends_in_one_line_when_rank_0_dies(tmp_path):
     """With rank 0 (the launcher's process) SIGKILLed, rank 1 ended in a gloo traceback at its next
     collective; now in one line saying that another rank has ended and what is kept."""
-    from genolong.resources import sample_genome
-
-    argv = ["scan", "--genome", str(sample_genome()), "--stride", "10", "--accelerator", "cpu", "--workers", "0",
-            "--batch-size", "32", "--out", "o.bedGraph", "--devices", "2"]
-    proc = subprocess.Popen([sys.executable, "-m", "genolong.cli", *argv], cwd=tmp_path, stderr=subprocess.PIPE,
-                            text=True, env=os.environ | TIMEOUT_ENV, start_new_session=True)
-    deadline = time.monotonic() + 300
-    while proc.poll() is None and time.monotonic() < deadline and not list(tmp_path.glob(".o.bedGraph.scan-*/*rank1*")):
-        time.sleep(0.05)
+    proc = start_two_rank_scan(tmp_path)
     os.kill(proc.pid, signal.SIGKILL)
     killed = time.monotonic()
     err = proc.stderr.read().strip().splitlines()  # until rank 1, which shares the pipe, has ended too

@@ -3,7 +3,9 @@
 SOURCE defaults to ../shared/data (beside the repository), OUT to this directory.
 
 Every output is real bytes of a source file: small files are copied whole, FASTA and text files
-are cut at record or line boundaries, and the GENA-LM tokenizer is stored xz-compressed. The
+are cut at record or line boundaries, and the GENA-LM tokenizer is stored xz-compressed; the
+benchmark tasks in ``benchmarks/`` hold sequences of the cut promoter files in the layouts
+benchmark suites are downloaded in. The
 outputs keep the source's relative paths, so a spec written against the full directory (e.g.
 configs/promoter_sources/default.yaml) runs against this one too. Deterministic: running it
 twice gives identical files (gzip with mtime 0, xz without timestamps).
@@ -80,6 +82,42 @@ def genome_prefix(path: Path, length: int) -> bytes:
     return "".join(kept).encode()
 
 
+#: Benchmark layouts made from the cut promoter sets: name -> (layout, positive FASTA, negative FASTA,
+#: first negative record); each takes per class 12 train, 4 dev (GUE only) and 6 test records, in file order.
+BENCHMARKS = {
+    "gue_mouse_tata": ("gue", "promoters/Mouse_tata.fa", "promoters/Mouse_nonprom.fa", 0),
+    "nt_mouse_dbtss": ("nt", "promoters/Mouse_tata_dbtss.fa", "promoters/Mouse_nonprom.fa", 22),
+    "gb_arabidopsis_tata": ("genomic_benchmarks", "promoters/Arabidopsis_tata.fa",
+                            "promoters/Arabidopsis_non_prom.fa", 0),
+}
+SPLIT_SIZES = {"gue": (("train", 12), ("dev", 4), ("test", 6)), "nt": (("train", 12), ("test", 6)),
+               "genomic_benchmarks": (("train", 12), ("test", 6))}
+
+
+def write_benchmark(out: Path, layout: str, positives: list[str], negatives: list[str]) -> None:
+    """One task in ``layout`` (GUE CSV folder, NT save_to_disk directory, Genomic Benchmarks folders)."""
+    import pyarrow as pa
+
+    start = 0
+    for split, count in SPLIT_SIZES[layout]:
+        rows = [(s, label) for pair in zip(positives[start:start + count], negatives[start:start + count], strict=True)
+                for s, label in zip(pair, (1, 0), strict=True)]
+        start += count
+        if layout == "gue":
+            write(out / f"{split}.csv", ("sequence,label\n" + "".join(f"{s},{y}\n" for s, y in rows)).encode())
+        elif layout == "nt":
+            table = pa.table({"sequence": [s for s, _ in rows], "label": pa.array([y for _, y in rows], pa.int64())})
+            sink = pa.BufferOutputStream()
+            with pa.ipc.new_stream(sink, table.schema) as writer:
+                writer.write_table(table)
+            write(out / split / "data-00000-of-00001.arrow", sink.getvalue().to_pybytes())
+        else:
+            for index, (s, y) in enumerate(rows):
+                write(out / split / ("positive" if y else "negative") / f"{index // 2}.txt", s.encode())
+    if layout == "nt":
+        write(out / "dataset_dict.json", b'{"splits": ["train", "test"]}')
+
+
 def write(path: Path, data: bytes) -> None:
     """``data`` into ``path``, its directories made."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -103,6 +141,10 @@ def main(source: Path, out: Path = HERE) -> None:
         write(out / name, "".join(lines[:count]).encode())
     for name, (count, with_duplicates) in FIRST_RECORDS.items():
         write(out / name, first_records((source / name).read_text(), count, with_duplicates).encode())
+    for name, (layout, positive, negative, first) in BENCHMARKS.items():
+        positives = [sequence_of(r) for r in fasta_records((out / positive).read_text())]
+        negatives = [sequence_of(r) for r in fasta_records((out / negative).read_text())][first:]
+        write_benchmark(out / "benchmarks" / name, layout, positives, negatives)
 
 
 if __name__ == "__main__":

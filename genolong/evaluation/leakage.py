@@ -1,0 +1,123 @@
+"""Leakage between a benchmark's training and test splits: test sequences the model may have seen.
+
+Each test sequence gets the first kind that applies, in this order:
+
+- ``exact``: the same sequence (case-insensitive) is in the training split;
+- ``reverse_complement``: its reverse complement is in the training split;
+- ``near``: some training sequence shares a Jaccard index of canonical k-mers (a k-mer and its
+  reverse complement count as one, so near reverse complements count too) of at least ``cut``
+  (:class:`LeakageSettings`; k = 8 and cut 0.5 by default. Measured on random 250-bp sequences:
+  the highest index of one with 200 unrelated ones is about 0.02; a copy with every 20th base
+  changed has 0.43, one with every 10th changed 0.12; a copy of which a quarter was replaced by
+  other bases 0.60, a half 0.32).
+
+K-mers holding a base other than A, C, G, T are left out; a sequence shorter than k has no
+k-mers and is never a near duplicate. The Jaccard indices come from one sparse product of
+(test x k-mer) and (k-mer x train) incidence matrices, in chunks of test rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import sparse
+
+from genolong.dna.sequence import reverse_complement
+from genolong.errors import ConfigError
+
+#: The kinds of leakage, in the order a test row is assigned one.
+KINDS = ("exact", "reverse_complement", "near")
+#: Test rows per sparse product (bounds the memory of the (rows x train) intersection counts).
+CHUNK_ROWS = 512
+
+_CODE = np.full(256, -1, dtype=np.int64)
+for _index, _base in enumerate(b"ACGT"):
+    _CODE[_base] = _index
+
+
+@dataclass(frozen=True)
+class LeakageSettings:
+    """Near duplicates: canonical ``k``-mer Jaccard index >= ``cut`` (1 <= k <= 15, 0 < cut <= 1)."""
+
+    k: int = 8
+    cut: float = 0.5
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.k <= 15:
+            raise ConfigError(f"leakage.k must be 1..15, got {self.k}")
+        if not 0 < self.cut <= 1:
+            raise ConfigError(f"leakage.cut must be in (0, 1], got {self.cut}")
+
+
+@dataclass
+class Leakage:
+    """Per test row (N,): ``kind`` ('' for none, else one of :data:`KINDS`) and ``max_jaccard``
+    (the highest canonical k-mer Jaccard index with any training sequence)."""
+
+    kind: np.ndarray
+    max_jaccard: np.ndarray
+
+    @property
+    def leaked(self) -> np.ndarray:
+        """(N,) bool: the rows of any kind."""
+        return self.kind != ""
+
+    def counts(self) -> dict[str, int]:
+        """Rows per kind, and ``leaked`` in all."""
+        return {kind: int((self.kind == kind).sum()) for kind in KINDS} | {"leaked": int(self.leaked.sum())}
+
+
+def canonical_kmers(sequence: str, k: int) -> np.ndarray:
+    """The distinct canonical k-mer codes of ``sequence`` (sorted int64): each k-mer as a base-4
+    number (A=0, C=1, G=2, T=3), the smaller of it and its reverse complement's."""
+    codes = _CODE[np.frombuffer(sequence.upper().encode("ascii"), dtype=np.uint8)]
+    if len(codes) < k:
+        return np.zeros(0, dtype=np.int64)
+    windows = np.lib.stride_tricks.sliding_window_view(codes, k)  # (L - k + 1, k)
+    windows = windows[(windows >= 0).all(axis=1)]
+    powers = 4 ** np.arange(k - 1, -1, -1, dtype=np.int64)
+    forward = windows @ powers
+    backward = (3 - windows[:, ::-1]) @ powers
+    return np.unique(np.minimum(forward, backward))
+
+
+def _incidence(sequences: list[str], k: int) -> sparse.csr_matrix:
+    """(N, 4^k) 0/1 matrix: row i marks the canonical k-mers of sequence i."""
+    sets = [canonical_kmers(s, k) for s in sequences]
+    indptr = np.concatenate([[0], np.cumsum([len(s) for s in sets])])
+    indices = np.concatenate(sets) if sets else np.zeros(0, dtype=np.int64)
+    data = np.ones(len(indices), dtype=np.int32)
+    return sparse.csr_matrix((data, indices, indptr), shape=(len(sequences), 4 ** k))
+
+
+def max_jaccard(train: list[str], test: list[str], k: int) -> np.ndarray:
+    """(N_test,) the highest canonical k-mer Jaccard index of each test sequence with any
+    training sequence (0 when they share none)."""
+    train_matrix = _incidence(train, k).T.tocsc()  # (4^k, N_train)
+    train_sizes = np.asarray(train_matrix.sum(axis=0)).ravel()
+    best = np.zeros(len(test))
+    for start in range(0, len(test), CHUNK_ROWS):
+        chunk = _incidence(test[start:start + CHUNK_ROWS], k)
+        shared = (chunk @ train_matrix).tocoo()  # (rows, N_train): k-mers in common
+        sizes = np.asarray(chunk.sum(axis=1)).ravel()
+        union = sizes[shared.row] + train_sizes[shared.col] - shared.data
+        jaccard = shared.data / np.maximum(union, 1)
+        np.maximum.at(best, start + shared.row, jaccard)
+    return best
+
+
+def find_leakage(train: list[str], test: list[str], settings: LeakageSettings = LeakageSettings()) -> Leakage:
+    """The leakage of each test sequence into the training split (see the module docstring)."""
+    seen = {s.upper() for s in train}
+    jaccard = max_jaccard(train, test, settings.k)
+    kind = np.full(len(test), "", dtype=object)
+    for i, sequence in enumerate(test):
+        sequence = sequence.upper()
+        if sequence in seen:
+            kind[i] = "exact"
+        elif reverse_complement(sequence) in seen:
+            kind[i] = "reverse_complement"
+        elif jaccard[i] >= settings.cut:
+            kind[i] = "near"
+    return Leakage(kind, jaccard)
