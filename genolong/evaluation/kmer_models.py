@@ -1,7 +1,8 @@
 """The k-mer baseline of every problem type, and its stack with the network.
 
 Features are the baseline's (:func:`genolong.evaluation.kmer_baseline.kmer_features`: k-mer
-frequencies for k = 4..6, scaled), fitted on exactly the training split; the model by problem
+frequencies for k = 4..6, scaled) on the ACGT k-mers only (a k-mer with another letter is not
+counted, as the classifier's k-mer component counts them), fitted on exactly the training split; the model by problem
 type: ``binary`` logistic regression, ``multiclass`` multinomial logistic regression,
 ``multilabel`` one-vs-rest least squares (ridge regression on the 0/1 labels, every label in one
 solve: hundreds of logistic regressions took tens of minutes on a shared CPU; its clipped
@@ -18,6 +19,7 @@ models' log-probabilities.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -100,7 +102,9 @@ def fit_kmer_model(problem_type: str, train: tuple[list[str], np.ndarray], valid
         The model and a report: the model kind, the chosen ``C``, the feature count and the
         validation metric of each ``C`` tried.
     """
-    features = kmer_features(config.kmers)
+    sizes = range(config.kmers.k_min, config.kmers.k_max + 1)
+    acgt = ["".join(kmer) for k in sizes for kmer in itertools.product("ACGT", repeat=k)]
+    features = kmer_features(config.kmers, {kmer: column for column, kmer in enumerate(acgt)})
     x_train = features.fit_transform(train[0])
     candidates = (config.multilabel_C,) if problem_type == "multilabel" else config.kmers.Cs
     fitted, scores = {}, {}
