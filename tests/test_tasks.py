@@ -98,6 +98,14 @@ def test_a_registered_task_is_known_to_the_config():
         register_task(type("Other", (GCRich,), {})())
 
 
+@pytest.mark.parametrize("task", ["chromatin", "labelled", "gc_rich"])
+def test_calibrate_is_refused_for_a_task_that_would_ignore_it(task):
+    assert FinetuneConfig(task="promoter", calibrate=True).calibrate
+    assert not FinetuneConfig(task=task).calibrate
+    with pytest.raises(ConfigError, match=f"calibrate applies to the promoter task; the {task} task does not read it"):
+        FinetuneConfig(task=task, calibrate=True)
+
+
 def test_a_toy_task_fine_tunes_through_the_same_run(gc_dataset, tmp_path, data_seed):
     config = load_finetune_config("gc_rich", micro_preset(tmp_path / "gc.yaml", data_seed))
     out = tmp_path / "run"

@@ -49,6 +49,7 @@ class PromoterTask(FinetuneTask):
 
     name = "promoter"
     monitor = "val/f1"
+    calibrates = True
 
     def inference_spec(self, window_bp: int, problem_type: str | None) -> InferenceSpec:
         """A sigmoid cut by a probability threshold, in scan bins of 50 bp, with the caution on

@@ -88,6 +88,9 @@ class FinetuneTask(ABC):
     name: str
     #: The validation metric early stopping and the best checkpoint follow (higher is better).
     monitor: str
+    #: Whether the task reads ``calibrate`` (Platt scaling on validation); a config that sets it for
+    #: a task that does not is refused rather than silently ignored.
+    calibrates: bool = False
 
     @property
     def default_preset(self) -> str:
@@ -198,7 +201,11 @@ class FinetuneConfig:
             raise ConfigError(f"crop_min_bp must be >= 1 or null, got {self.crop_min_bp}")
         if self.test_rows is not None and self.test_rows < 1:
             raise ConfigError(f"test_rows must be >= 1 or null, got {self.test_rows}")
-        get_task(self.task).check_config(self)
+        task = get_task(self.task)
+        if self.calibrate and not task.calibrates:
+            raise ConfigError(f"calibrate applies to the promoter task; the {self.task} task does not read it "
+                              "(remove calibrate: true)")
+        task.check_config(self)
 
 
 def load_finetune_config(
