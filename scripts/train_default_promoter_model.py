@@ -60,7 +60,7 @@ from pathlib import Path
 import torch
 
 from genolong.classifier.directory import Classifier, default_promoter_model
-from genolong.classifier.records import promoter_stride
+from genolong.classifier.records import record_stride
 from genolong.data_prep.genome_prepare import prepare_genome
 from genolong.data_prep.source_split import (
     SOURCE_SPLITS,
@@ -270,7 +270,7 @@ measured on the test sources and the random split, which the fit never saw.
 **Threshold**: {report["threshold"]:.4f}, the F1-best threshold on the validation sources.
 
 **Records**: any length from {report["min_bp"]} bp. Records up to {report["window_bp"]} bp are scored
-whole; longer ones are scanned in {report["window_bp"]}-bp windows (stride {promoter_stride(report["window_bp"])} bp) and get their best
+whole; longer ones are scanned in {report["window_bp"]}-bp windows (stride {record_stride(report["window_bp"])} bp) and get their best
 window's probability. The network was trained on random crops of 240 bp up to the whole 251- or
 300-bp window, so the TSS need not sit at one offset.
 

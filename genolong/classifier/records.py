@@ -69,8 +69,9 @@ def window_starts(length: int, window: int, stride: int) -> list[int]:
     return starts
 
 
-def promoter_stride(window: int) -> int:
-    """The default bp between a promoter model's scanning windows: half its window."""
+def record_stride(window: int) -> int:
+    """The default bp between the windows a record longer than the model's window is read in
+    (predict, fine-tuning validation, evaluation): half the window."""
     return max(1, window // 2)
 
 
@@ -90,11 +91,11 @@ def best_window_probabilities(
 ) -> np.ndarray:
     """Each sequence's probabilities as the prediction table reports them, shape (N, C): a
     sequence no longer than ``window`` is one input; a longer one is scanned in windows
-    ``stride`` bp apart (default :func:`promoter_stride`) and gets its best window's
+    ``stride`` bp apart (default :func:`record_stride`) and gets its best window's
     probability per class. Evaluation sets scored this way measure what a user's
     ``predict-promoter`` run on the same records would report.
     """
-    windows, record = record_windows(sequences, window, promoter_stride(window) if stride is None else stride)
+    windows, record = record_windows(sequences, window, record_stride(window) if stride is None else stride)
     return best_per_record(predict_all(scorer, windows, batch_size), record, len(sequences))
 
 

@@ -44,7 +44,7 @@ from genolong.classifier.kmer_component import KmerComponent
 from genolong.classifier.records import (
     best_per_record,
     best_window_probabilities,
-    promoter_stride,
+    record_stride,
     record_windows,
 )
 from genolong.datasets.promoter import PromoterRecord
@@ -148,7 +148,7 @@ def _network_and_expert_logits(
     sequence of each window: shapes ``(W, 1 + E)`` and ``(W,)``. The stacking gives a sequence's
     windows its label and shares its weight among them."""
     window = classifier.info.window_bp
-    windows, record = record_windows(sequences, window, promoter_stride(window))
+    windows, record = record_windows(sequences, window, record_stride(window))
     rows = []
     for start in range(0, len(windows), batch_size):
         encoded = classifier.encode(windows[start : start + batch_size])

@@ -31,7 +31,7 @@ from lightning.pytorch.callbacks import ModelCheckpoint
 from torch.utils.data import DataLoader, Dataset
 
 from genolong.classifier.directory import Classifier, TaskInfo, TokenEncoder
-from genolong.classifier.records import best_per_record, promoter_stride, record_windows
+from genolong.classifier.records import best_per_record, record_stride, record_windows
 from genolong.config import to_dict
 from genolong.dna.tokenizer import load_tokenizer, tokenizer_fingerprint
 from genolong.errors import UserError
@@ -109,7 +109,7 @@ class ValidationWindows(Dataset):
 
     def __init__(self, rows: LabelledSequences, subset: np.ndarray, window: int):
         self.rows, self.subset = rows, subset
-        self.windows, self.record = record_windows([rows.sequence(int(i)) for i in subset], window, promoter_stride(window))
+        self.windows, self.record = record_windows([rows.sequence(int(i)) for i in subset], window, record_stride(window))
 
     def __len__(self) -> int:
         return len(self.windows)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from genolong.classifier.directory import Classifier, StrandAveraged, default_promoter_model, describe_model
-from genolong.classifier.records import promoter_stride
+from genolong.classifier.records import record_stride
 from genolong.classifier.task_info import TaskInfo
 from genolong.errors import UserError
 from genolong.inference.predict.loop import ranks_trainer, score_records
@@ -81,7 +81,7 @@ def predict_promoters(run: FastaPrediction, *, windows: Path | None = None,
     threshold. Returns the counts and the model's task description; None on a rank other than 0."""
     path = run.model or default_promoter_model()
     classifier, trainer = _load(run, path, PROMOTER.name)
-    records = _scored_records(run, classifier, trainer, promoter_stride(classifier.info.window_bp))
+    records = _scored_records(run, classifier, trainer, record_stride(classifier.info.window_bp))
     if records is None:
         return None
     shipped = Path(path).resolve() == default_promoter_model().resolve()
