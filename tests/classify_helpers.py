@@ -103,6 +103,23 @@ def tiny_tokenizer(out: Path) -> Path:
     return out
 
 
+def tiny_masked_lm(out: Path, tokenizer_dir: Path, positions: int, **overrides):
+    """A randomly initialised 1-layer full-attention masked-LM model (hidden 16, 2 heads) with
+    ``positions`` positions and the :func:`tiny_tokenizer` trained into ``tokenizer_dir``, saved in
+    ``out``; returns the loaded tokenizer."""
+    from genolong.dna.tokenizer import load_tokenizer
+    from genolong.model.configuration import GenolongConfig
+    from genolong.model.loading import save_model
+    from genolong.model.modeling import GenolongForMaskedLM
+
+    tokenizer = load_tokenizer(tiny_tokenizer(tokenizer_dir))
+    model = GenolongForMaskedLM(GenolongConfig(vocab_size=len(tokenizer), hidden_size=16, num_hidden_layers=1,
+                                               num_attention_heads=2, intermediate_size=32,
+                                               max_position_embeddings=positions, **overrides))
+    save_model(model, tokenizer, out)
+    return tokenizer
+
+
 def random_classifier(
     out: Path,
     tokenizer_dir: Path,

@@ -5,14 +5,10 @@ from __future__ import annotations
 
 import pytest
 import torch
-from classify_helpers import micro_config, tiny_tokenizer
+from classify_helpers import micro_config, tiny_masked_lm
 
 from genolong.classifier.directory import TokenEncoder
-from genolong.dna.tokenizer import load_tokenizer
 from genolong.errors import ConfigError
-from genolong.model.configuration import GenolongConfig
-from genolong.model.loading import save_model
-from genolong.model.modeling import GenolongForMaskedLM
 from genolong.tasks.model_setup import build_classifier_model
 
 POSITIONS = 128
@@ -22,12 +18,7 @@ POSITIONS = 128
 def pretrained(tmp_path_factory):
     """A full-attention masked-LM model with 128 positions, and its tokenizer."""
     work = tmp_path_factory.mktemp("pretrained")
-    tokenizer = load_tokenizer(tiny_tokenizer(work / "tok"))
-    model = GenolongForMaskedLM(GenolongConfig(vocab_size=len(tokenizer), hidden_size=16, num_hidden_layers=1,
-                                               num_attention_heads=2, intermediate_size=32,
-                                               max_position_embeddings=POSITIONS))
-    save_model(model, tokenizer, work)
-    return work, tokenizer
+    return work, tiny_masked_lm(work, work / "tok", POSITIONS)
 
 
 def test_sled_fine_tunes_on_inputs_longer_than_the_positions(pretrained):

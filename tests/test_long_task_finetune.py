@@ -14,14 +14,11 @@ import json
 
 import numpy as np
 import pytest
-from classify_helpers import tiny_tokenizer
+from classify_helpers import tiny_masked_lm
 
 from genolong.cli import main
 from genolong.dna.sequence import read_fasta
 from genolong.dna.tokenizer import load_tokenizer
-from genolong.model.configuration import GenolongConfig
-from genolong.model.loading import save_model
-from genolong.model.modeling import GenolongForMaskedLM
 from genolong.resources import sample_genome
 
 TRAINED, LONG = 128, 1024
@@ -41,12 +38,8 @@ LABELS = {
 def long_model(tmp_path_factory):
     """(work directory, converted model directory): 128 positions made 1,024 with LSG attention."""
     work = tmp_path_factory.mktemp("long_task")
-    tokenizer = load_tokenizer(tiny_tokenizer(work / "tok"))
-    model = GenolongForMaskedLM(GenolongConfig(vocab_size=len(tokenizer), hidden_size=16, num_hidden_layers=1,
-                                               num_attention_heads=2, intermediate_size=32,
-                                               max_position_embeddings=TRAINED, hidden_dropout_prob=0.0))
     (work / "short").mkdir()
-    save_model(model, tokenizer, work / "short")
+    tiny_masked_lm(work / "short", work / "tok", TRAINED, hidden_dropout_prob=0.0)
     assert main(["convert", str(work / "short"), "--out", str(work / "long"), "--backbone", "lsg",
                  "--max-length", str(LONG)]) == 0
     return work, work / "long"
