@@ -6,7 +6,7 @@ import pytest
 import torch
 from model_helpers import tiny_config
 
-from genolong.classifier.scoring import first_token_only
+from genolong.classifier.scoring import supports_first_token_only
 from genolong.errors import ConfigError
 from genolong.inference.loop import ScanModule
 from genolong.model.heads import pool_tokens
@@ -44,8 +44,8 @@ def test_scans_do_not_take_the_first_token_shortcut_of_a_pooling_classifier():
     """The [CLS]-only last layer would be exact for [CLS] and wrong for a mean."""
     torch.manual_seed(0)
     model = GenolongForSequenceClassification(tiny_config(classifier_pooling="mean", num_labels=1))
-    assert not first_token_only(model)
-    assert first_token_only(GenolongForSequenceClassification(tiny_config(num_labels=1)))
+    assert not supports_first_token_only(model)
+    assert supports_first_token_only(GenolongForSequenceClassification(tiny_config(num_labels=1)))
     ids = random_ids(4, 20)
     with torch.no_grad():
         scanned = ScanModule(model, rc=False, columns=None).probabilities(ids, torch.ones_like(ids))

@@ -164,7 +164,7 @@ def test_window_tokens_equal_the_tokenizer(real_data, tokenizers, kind):
 
 
 def test_first_token_only_equals_the_full_forward(classifier):
-    from genolong.classifier.scoring import first_token_only
+    from genolong.classifier.scoring import supports_first_token_only
     from genolong.inference.loop import ScanModule
 
     length, vocab = classifier.info.max_len, classifier.model.config.vocab_size
@@ -173,7 +173,7 @@ def test_first_token_only_equals_the_full_forward(classifier):
     mask = torch.ones_like(ids)
     mask[1, length * 3 // 4 :], ids[1, length * 3 // 4 :] = 0, classifier.tokenizer.pad_token_id
     module = ScanModule(classifier.model, rc=False, columns=None)
-    assert first_token_only(classifier.model)
+    assert supports_first_token_only(classifier.model)
     with torch.inference_mode():
         full = torch.sigmoid(classifier.model(input_ids=ids, attention_mask=mask).logits)
         torch.testing.assert_close(module.probabilities(ids, mask), full, rtol=0, atol=2e-6)

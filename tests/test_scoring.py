@@ -12,7 +12,7 @@ from genolong.classifier.directory import Classifier, default_promoter_model
 from genolong.classifier.scoring import (
     MIN_ROWS,
     average_strands,
-        token_logits,
+    token_logits,
     token_outputs,
 )
 from genolong.dna.sequence import read_fasta
@@ -43,6 +43,17 @@ def test_a_batch_scores_the_same_bytes_on_any_thread_count(classifier, sequences
     finally:
         torch.set_num_threads(threads)
     assert outputs[0] == outputs[1]
+
+
+def test_commands_other_than_scan_score_with_the_full_last_layer(classifier, sequences):
+    """predict, score-variants, explain and evaluation write the bytes of the model's plain forward
+    (the [CLS]-only last layer rounds differently and is scan's alone)."""
+    batch = classifier.encode(sequences[:MIN_ROWS])  # unpadded, MIN_ROWS rows: no fill, no kernel choice
+    assert bool(batch["attention_mask"].all())
+    with torch.inference_mode():
+        plain = classifier.model(input_ids=batch["input_ids"]).logits
+    network = token_logits(classifier.model, batch["input_ids"], batch["attention_mask"])
+    assert torch.equal(network, plain)
 
 
 def test_the_kmer_component_adds_its_logit_and_outputs_follow_the_problem_type(classifier, sequences):

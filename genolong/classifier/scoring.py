@@ -12,14 +12,20 @@ work writes the same bytes:
 * without padding the default attention kernels are thread-invariant and run without a mask; with
   padding (windows with N runs, BPE windows of unequal token counts) the masked flash kernel is
   not, so those batches run the math kernel;
-* MKL's float32 GEMM (torch 2.13, MKL 2024.2) gives results that depend on the thread count for
-  matrices of 5 to 11 rows, and the [CLS]-only last layer and the output layer have one row per
-  input: batches of fewer than :data:`MIN_ROWS` rows are run filled up with copies of their last row;
+* float32 GEMMs and attention kernels (torch 2.13, MKL 2024.2) give results that depend on the
+  thread count for some small row counts (1, or 5 to 11, depending on the shapes), and the output
+  layer has one row per input: batches of fewer than :data:`MIN_ROWS` rows are run filled up with
+  copies of their last row;
 * the model runs in eval mode, without autograd, under the autocast of its precision.
 
-For models whose encoder supports it (dense attention) and whose head reads [CLS] (no mean or
-max pooling, no SLED fusion), the last layer computes the [CLS] row only (:attr:`~genolong.model.encoder.Encoder.supports_first_token_only`): the values
-the output layer reads, for about half the cost of that layer.
+The [CLS]-only last layer is a caller's choice (``first_token_only=True``, taken by ``scan``): for
+models whose encoder supports it (dense attention) and whose head reads [CLS] (no mean or max
+pooling, no SLED fusion), the last layer then computes the [CLS] row only
+(:attr:`~genolong.model.encoder.Encoder.supports_first_token_only`), the values the output layer
+reads for about half the cost of that layer. Its values equal the full layer's in exact arithmetic,
+not in the last bits of float32 (GEMMs of other shapes round differently): ``predict``,
+``score-variants``, ``explain`` and evaluation run the full layer and score the values of the
+model's plain forward pass, and ``scan``, which scores every window of a genome, takes the shortcut.
 """
 
 from __future__ import annotations
@@ -36,15 +42,15 @@ from genolong.precision import autocast
 MIN_ROWS = 12
 
 
-def first_token_only(model) -> bool:
-    """Whether ``model``'s last layer may compute the [CLS] row only: its encoder supports it and
+def supports_first_token_only(model) -> bool:
+    """Whether ``model``'s last layer can compute the [CLS] row only: its encoder supports it and
     its head reads [CLS] (no token pooling, no SLED fusion)."""
     return model.genolong.encoder.supports_first_token_only and getattr(model, "fusion", None) is None
 
 
 @torch.inference_mode()
 def token_logits(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, *, kmer=None,
-                 precision: str | None = None) -> torch.Tensor:
+                 precision: str | None = None, first_token_only: bool = False) -> torch.Tensor:
     """Logits of token rows, under the module's determinism rule.
 
     Args:
@@ -56,6 +62,8 @@ def token_logits(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, *
             (:meth:`~genolong.classifier.kmer_component.KmerComponent.apply`), or None.
         precision: ``32-true``, ``bf16-mixed``, ...; None: the caller's autocast (a Lightning
             Trainer's precision).
+        first_token_only: compute the last layer's [CLS] row only where the model supports it
+            (:func:`supports_first_token_only`; see the module docstring).
 
     Returns:
         (B, C) float32 logits on the model's device.
@@ -69,7 +77,7 @@ def token_logits(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, *
     mask = attention_mask if padded else None
     precision_context = contextlib.nullcontext() if precision is None else autocast(input_ids.device, precision)
     with kernel, precision_context:
-        if first_token_only(model):
+        if first_token_only and supports_first_token_only(model):
             hidden = model.genolong.encoder(input_ids, mask, first_token_only=True)  # (B, 1, N)
             logits = model.classifier(hidden)[0]
         else:
@@ -81,11 +89,12 @@ def token_logits(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, *
 
 
 def token_outputs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, *, kmer=None,
-                  precision: str | None = None) -> torch.Tensor:
+                  precision: str | None = None, first_token_only: bool = False) -> torch.Tensor:
     """The outputs of token rows per the model's ``problem_type``
     (:func:`~genolong.model.heads.output_activation`: sigmoids, a softmax or regression values):
     (B, C) float32 on the model's device. Arguments as :func:`token_logits`'."""
-    logits = token_logits(model, input_ids, attention_mask, kmer=kmer, precision=precision)
+    logits = token_logits(model, input_ids, attention_mask, kmer=kmer, precision=precision,
+                          first_token_only=first_token_only)
     return output_activation(logits, model.config.problem_type)
 
 

@@ -63,8 +63,8 @@ class ScanModule(pl.LightningModule):
 
     def probabilities(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         """(B, T) token rows -> (B, C) float32 outputs (:func:`genolong.classifier.scoring.token_outputs`,
-        under the Trainer's precision)."""
-        return token_outputs(self.model, input_ids, attention_mask, kmer=self.kmer)
+        under the Trainer's precision, with the [CLS]-only last layer where the model supports it)."""
+        return token_outputs(self.model, input_ids, attention_mask, kmer=self.kmer, first_token_only=True)
 
     def predict_step(self, batch: dict, batch_idx: int) -> dict:
         """Returns ``batch`` (the plan's index), ``bp`` (its bins' width) and ``scores`` (bins, C')
