@@ -170,7 +170,7 @@ def test_the_saved_model_is_the_stack_and_every_command_scores_it(problem, small
                  "--config", str(micro_config(tmp_path / "micro.yaml"))]) == 0
     report = json.loads((out / "report.json").read_text())
     metric = MONITOR[problem]  # chance: AUROC 0.5, accuracy 1/3, Pearson 0
-    assert report["saved_model"] == "network + k-mer stack"
+    assert "network" not in report["stack"]["kept"] and report["saved_model"] != "network"  # a poor network
     assert report["kmer_baseline"]["test"][metric] >= 0.75
     assert report["network"]["test"][metric] < report["kmer_baseline"]["test"][metric] - 0.1  # a poor network
     for split in ("valid", "test"):  # the saved model's metrics are the stack's
@@ -199,3 +199,64 @@ def test_the_saved_model_is_the_stack_and_every_command_scores_it(problem, small
                  "--out", str(tmp_path / "explain"), "--ism-window", "6", "--ig-steps", "2"]) == 0
     assert (tmp_path / "scan.h5").is_file() and (tmp_path / "variants.tsv").is_file()
     assert (tmp_path / "explain" / "records.tsv").is_file()
+
+
+def synthetic_logits(problem: str, network_signal: float, kmer_signal: float, seed: int, count: int = 400):
+    """Targets (N, K) and the network's and the k-mer model's logits (N, C), each ``signal * truth +
+    noise`` with independent noise (binary, multi-label: two outputs; regression: two; multi-class:
+    3 classes, as log-probabilities)."""
+    rng = np.random.default_rng(seed)
+    if problem == "multiclass":
+        classes = rng.integers(0, 3, count)
+        truth = np.eye(3)[classes]
+        targets = classes[:, None].astype(float)
+    elif problem == "regression":
+        targets = truth = rng.normal(0, 1, (count, 2))
+    else:
+        targets = truth = (rng.random((count, 1 if problem == "binary" else 2)) < 0.4).astype(float)
+
+    def logits(signal):
+        values = signal * truth + rng.normal(0, 1, truth.shape)
+        if problem == "multiclass":
+            values = values - np.log(np.exp(values).sum(axis=1, keepdims=True))
+        return values
+
+    return targets, logits(network_signal), logits(kmer_signal)
+
+
+@pytest.mark.parametrize("problem", ["binary", "multiclass", "multilabel", "regression"])
+@pytest.mark.parametrize(("network_signal", "kmer_signal", "kept"), [
+    (0.0, 2.0, "k-mer model"),  # a network of pure noise never enters the saved model
+    (1.5, 1.5, "stack"),  # two equal, independent views: their stack beats each alone
+])
+def test_each_output_keeps_the_best_of_kmer_network_and_out_of_fold_stack(problem, network_signal, kmer_signal, kept):
+    targets, network, kmer = synthetic_logits(problem, network_signal, kmer_signal, seed=5)
+    stack = fit_stack(problem, network, kmer, targets)
+    assert set(stack.chosen) == {kept}
+    described = stack.describe()
+    assert described["kept"] == {kept: len(stack.chosen)}
+    if kept == "k-mer model":  # the saved outputs are the k-mer model's, exactly
+        assert np.array_equal(stack.logits(network, kmer), kmer)
+
+
+def test_the_out_of_fold_score_is_below_the_in_sample_one_and_ties_go_to_the_kmer_model():
+    """A network of noise, stacked on 60 rows, looks better in sample than out of fold; the k-mer
+    model equal to the network (same logits) wins the tie."""
+    targets, network, kmer = synthetic_logits("binary", 0.0, 1.0, seed=8, count=60)
+    from genolong.evaluation.kmer_models import _fit_output, _out_of_fold, _score
+
+    x = np.stack([network[:, 0], kmer[:, 0]], axis=1)
+    a, b, c = _fit_output("binary", x, targets[:, 0])
+    in_sample = _score("binary", targets[:, 0], a * x[:, 0] + b * x[:, 1] + c)
+    assert _out_of_fold("binary", x, targets[:, 0], seed=0) < in_sample
+    tie = fit_stack("binary", kmer, kmer, targets)
+    assert tie.chosen == ["k-mer model"]
+
+
+def test_an_output_with_one_row_of_a_class_is_one_of_the_two_models_alone():
+    targets, network, kmer = synthetic_logits("multilabel", 2.0, 0.0, seed=9, count=50)
+    targets[:, 1] = 0
+    targets[0, 1] = 1
+    stack = fit_stack("multilabel", network, kmer, targets)
+    assert stack.chosen[0] != "k-mer model" and stack.chosen[1] in ("network", "k-mer model")
+    assert np.isnan(stack.scores[1]["stack"])

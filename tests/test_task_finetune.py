@@ -59,7 +59,9 @@ def test_a_three_class_task_trains_a_softmax_and_reports_network_kmer_and_stack(
     printed = capsys.readouterr().out
     report = json.loads((out / "report.json").read_text())
     assert report["problem_type"] == "multiclass" and report["monitor"]["metric"] == "val/score"
-    assert {"network", "kmer_baseline", "stack"} <= set(report) and report["saved_model"] == "network + k-mer stack"
+    assert {"network", "kmer_baseline", "stack"} <= set(report)
+    assert report["saved_model"] == {"k-mer model": "k-mer model", "stack": "network + k-mer stack"}[
+        "".join(report["stack"]["kept"])]  # a micro network of 20 steps never wins alone
     assert report["kmer_baseline"]["model"] == "multinomial logistic regression"
     assert report["kmer_baseline"]["test"]["accuracy"] >= 0.8  # chance: 1/3; the motifs are 8-mers
     assert report["stack"]["test"]["accuracy"] >= 0.8
@@ -84,7 +86,7 @@ def test_a_binary_stack_is_folded_into_the_saved_classifier(tmp_path):
     assert main(["task", "finetune", "--data", str(tmp_path / "data"), "--out", str(out),
                  "--config", str(micro_preset(tmp_path / "micro.yaml"))]) == 0
     report = json.loads((out / "report.json").read_text())
-    assert report["problem_type"] == "binary" and report["saved_model"] == "network + k-mer stack"
+    assert report["problem_type"] == "binary" and report["saved_model"] in ("k-mer model", "network + k-mer stack")
     assert report["kmer_baseline"]["test"]["auroc"] >= 0.9  # chance 0.5
     assert report["test"]["auroc"] >= report["kmer_baseline"]["test"]["auroc"] - 0.02
     classifier = Classifier.load(out / "model", task="labelled", device="cpu")

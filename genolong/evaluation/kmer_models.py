@@ -15,6 +15,16 @@ except for multi-label tasks, which use :attr:`KmerModelConfig.multilabel_C`.
 type): per output ``a * network + b * kmer + c`` by logistic regression (binary, multi-label)
 or least squares (regression); for multi-class, a multinomial logistic regression on both
 models' log-probabilities.
+
+The stack's weights are fitted on the rows it is judged on, so it looks better on validation than
+it is. What is saved for each output (for multi-class, for the task) is therefore the best of three
+candidates by the problem type's metric on validation, with the stack scored out of fold (its
+weights fitted on the other folds, :data:`STACK_FOLDS` stratified folds, :data:`STACK_REPEATS`
+seeded repeats, the metric averaged over repeats) and the two models alone scored as they are
+(neither is fitted on validation): the k-mer model alone, the network alone, or the stack, the
+first of them on a tie. So the network enters the saved model only where it improves on the
+k-mer model on rows its stack weights did not see. An output with too few validation rows for two
+folds (a class with one row) is one of the two models alone.
 """
 
 from __future__ import annotations
@@ -23,7 +33,10 @@ import itertools
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.stats import pearsonr
 from sklearn.linear_model import LinearRegression, LogisticRegression, Ridge
+from sklearn.metrics import roc_auc_score
+from sklearn.model_selection import KFold, StratifiedKFold
 from sklearn.pipeline import Pipeline
 
 from genolong.classifier.kmer_component import KmerComponent
@@ -33,6 +46,12 @@ from genolong.evaluation.task_metrics import MONITOR, task_metrics
 #: The k-mer model of each problem type.
 MODEL_KIND = {"binary": "logistic regression", "multiclass": "multinomial logistic regression",
               "multilabel": "one-vs-rest ridge regression on 0/1 labels", "regression": "ridge regression"}
+#: Folds and seeded repeats of the stack's out-of-fold score on the validation split.
+STACK_FOLDS, STACK_REPEATS = 5, 3
+#: What an output of the saved model can be, in the order that wins a tie.
+CANDIDATES = ("k-mer model", "network", "stack")
+#: The ``a, b, c`` weights of the two models alone.
+ALONE = {"k-mer model": (0.0, 1.0, 0.0), "network": (1.0, 0.0, 0.0)}
 
 
 @dataclass(frozen=True)
@@ -125,10 +144,14 @@ class Stack:
     Attributes:
         weights: (C, 3) ``a, b, c`` per output (binary, multi-label, regression), or None.
         multinomial: the multi-class logistic regression on ``[network, kmer]`` log-probabilities, or None.
+        chosen: (C,) or (1,) for multi-class: what each output is, one of :data:`CANDIDATES`.
+        scores: the validation score of each candidate, per output (see the module docstring).
     """
 
-    def __init__(self, problem_type: str, weights: np.ndarray | None, multinomial=None):
+    def __init__(self, problem_type: str, weights: np.ndarray | None, multinomial=None,
+                 chosen: list[str] | None = None, scores: list[dict[str, float]] | None = None):
         self.problem_type, self.weights, self.multinomial = problem_type, weights, multinomial
+        self.chosen, self.scores = chosen, scores
 
     def logits(self, network: np.ndarray, kmer: np.ndarray) -> np.ndarray:
         """(N, C) stacked logits from the network's and the k-mer model's logits, both (N, C)."""
@@ -153,16 +176,32 @@ class Stack:
         a, b, c = self.weights.T
         if not b.any():
             return None
-        link = "clipped_logit" if self.problem_type == "multilabel" else "linear"
+        link = {"multilabel": "clipped_logit", "multiclass": "log_softmax"}.get(self.problem_type, "linear")
         return KmerComponent(kmers, weights, bias, np.diag(b), link, c, np.diag(a))
 
+    def label(self) -> str:
+        """What the saved model is: ``k-mer model``, ``network``, ``network + k-mer stack``, or per
+        output ``k-mer model 3, stack 2`` when outputs differ."""
+        kinds = {"k-mer model": "k-mer model", "network": "network", "stack": "network + k-mer stack"}
+        if len(set(self.chosen)) == 1:
+            return kinds[self.chosen[0]]
+        return "per output: " + ", ".join(f"{name} {self.chosen.count(name)}" for name in CANDIDATES
+                                          if name in self.chosen)
+
     def describe(self) -> dict:
-        if self.multinomial is not None:
-            return {"method": "multinomial logistic regression on both models' log-probabilities, fitted on valid"}
-        method = "least squares" if self.problem_type == "regression" else "logistic regression"
-        summary = {"method": f"per output a * network + b * kmer + c by {method}, fitted on valid"}
-        if len(self.weights) == 1:
-            summary |= dict(zip(("network_weight", "kmer_weight", "offset"), map(float, self.weights[0]), strict=True))
+        if self.problem_type == "multiclass":
+            summary = {"method": "multinomial logistic regression on both models' log-probabilities, fitted on valid"}
+        else:
+            method = "least squares" if self.problem_type == "regression" else "logistic regression"
+            summary = {"method": f"per output a * network + b * kmer + c by {method}, fitted on valid"}
+        summary["chosen_by"] = (f"the validation {SCORED[self.problem_type]} of the k-mer model, the network "
+                                f"and the stack ({STACK_FOLDS}-fold out of fold, {STACK_REPEATS} repeats)")
+        summary["kept"] = {name: self.chosen.count(name) for name in CANDIDATES if name in self.chosen}
+        if len(self.chosen) == 1:
+            summary["validation_scores"] = self.scores[0]
+            if self.weights is not None:
+                summary |= dict(zip(("network_weight", "kmer_weight", "offset"), map(float, self.weights[0]),
+                                    strict=True))
         return summary
 
 
@@ -171,24 +210,107 @@ def _log_softmax(logits: np.ndarray) -> np.ndarray:
     return shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
 
 
-def fit_stack(problem_type: str, network: np.ndarray, kmer: np.ndarray, targets: np.ndarray) -> Stack:
-    """The stack of the network's and the k-mer model's validation logits (N, C) on ``targets`` (N, K).
+#: The metric each output's candidates are compared by.
+SCORED = {"binary": "AUROC", "multilabel": "AUROC", "regression": "Pearson r", "multiclass": "macro-F1"}
 
-    An output whose validation targets have a single class keeps the network alone (a = 1, b = c = 0).
+
+def fit_stack(problem_type: str, network: np.ndarray, kmer: np.ndarray, targets: np.ndarray,
+              seed: int = 0) -> Stack:
+    """The saved combination of the network's and the k-mer model's validation logits (N, C) on
+    ``targets`` (N, K): per output the k-mer model, the network or their stack, as the module
+    docstring says; ``seed`` draws the folds.
+
+    An output whose validation targets have a single class keeps the network alone.
     """
     if problem_type == "multiclass":
-        model = LogisticRegression(C=1.0, max_iter=2000).fit(np.hstack([_log_softmax(network), kmer]),
-                                                             targets[:, 0].astype(int))
-        if len(model.classes_) == network.shape[1]:
-            return Stack(problem_type, None, model)
-        return Stack(problem_type, np.tile([1.0, 0.0, 0.0], (network.shape[1], 1)))
-    weights = np.tile([1.0, 0.0, 0.0], (network.shape[1], 1))
+        return _fit_multiclass(network, kmer, targets, seed)
+    weights = np.tile(ALONE["network"], (network.shape[1], 1))
+    chosen, scores = [], []
     for j in range(network.shape[1]):
         x, y = np.stack([network[:, j], kmer[:, j]], axis=1), targets[:, j]
-        if problem_type == "regression":
-            fit = LinearRegression().fit(x, y)
-            weights[j] = [*fit.coef_, fit.intercept_]
-        elif 0 < y.sum() < len(y):
-            fit = LogisticRegression(C=1e4, max_iter=2000).fit(x, y.astype(int))
-            weights[j] = [*fit.coef_[0], fit.intercept_[0]]
-    return Stack(problem_type, weights)
+        fitted = _fit_output(problem_type, x, y)
+        if fitted is None:
+            chosen.append("network")
+            scores.append({})
+            continue
+        score = {"k-mer model": _score(problem_type, y, kmer[:, j]), "network": _score(problem_type, y, network[:, j]),
+                 "stack": _out_of_fold(problem_type, x, y, seed)}
+        best = max(CANDIDATES, key=lambda name: np.nan_to_num(score[name], nan=-np.inf))
+        weights[j] = fitted if best == "stack" else ALONE[best]
+        chosen.append(best)
+        scores.append({name: float(value) for name, value in score.items()})
+    return Stack(problem_type, weights, chosen=chosen, scores=scores)
+
+
+def _fit_output(problem_type: str, x: np.ndarray, y: np.ndarray) -> np.ndarray | None:
+    """``a, b, c`` of one output's stack on x (N, 2) ``[network, kmer]``; None for a single class."""
+    if problem_type == "regression":
+        fit = LinearRegression().fit(x, y)
+        return np.array([*fit.coef_, fit.intercept_])
+    if not 0 < y.sum() < len(y):
+        return None
+    fit = LogisticRegression(C=1e4, max_iter=2000).fit(x, y.astype(int))
+    return np.array([*fit.coef_[0], fit.intercept_[0]])
+
+
+def _score(problem_type: str, y: np.ndarray, logits: np.ndarray) -> float:
+    """One output's metric (:data:`SCORED`): AUROC of its logits, or Pearson r of its values."""
+    if problem_type == "regression":
+        return float(pearsonr(y, logits)[0]) if np.ptp(y) > 0 and np.ptp(logits) > 0 else np.nan
+    return float(roc_auc_score(y.astype(int), logits))
+
+
+def _folds(problem_type: str, y: np.ndarray, seed: int):
+    """Seeded (train, held-out) index pairs: stratified for classes, :data:`STACK_REPEATS` times;
+    empty when there are too few rows for two folds."""
+    if problem_type == "regression":
+        count, splitter, groups = min(STACK_FOLDS, len(y) // 2), KFold, None
+    else:
+        count, splitter, groups = min(STACK_FOLDS, int(np.bincount(y.astype(int)).min())), StratifiedKFold, y.astype(int)
+    if count < 2:
+        return []
+    return [list(splitter(count, shuffle=True, random_state=seed + r).split(np.zeros(len(y)), groups))
+            for r in range(STACK_REPEATS)]
+
+
+def _out_of_fold(problem_type: str, x: np.ndarray, y: np.ndarray, seed: int) -> float:
+    """The mean over repeats of the metric of one output's stack scored out of fold (NaN: too few rows)."""
+    repeats = _folds(problem_type, y, seed)
+    values = []
+    for folds in repeats:
+        held_out = np.zeros(len(y))
+        for train, test in folds:
+            a, b, c = _fit_output(problem_type, x[train], y[train])
+            held_out[test] = a * x[test, 0] + b * x[test, 1] + c
+        values.append(_score(problem_type, y, held_out))
+    return float(np.mean(values)) if values else np.nan
+
+
+def _fit_multiclass(network: np.ndarray, kmer: np.ndarray, targets: np.ndarray, seed: int) -> Stack:
+    """Multi-class: the multinomial stack on ``[log_softmax(network), kmer]``, the k-mer model or the network."""
+    classes = network.shape[1]
+    y = targets[:, 0].astype(int)
+    x = np.hstack([_log_softmax(network), kmer])
+    if len(np.unique(y)) < classes:
+        return Stack("multiclass", np.tile(ALONE["network"], (classes, 1)), chosen=["network"], scores=[{}])
+
+    def fit(rows):
+        return LogisticRegression(C=1.0, max_iter=2000).fit(x[rows], y[rows])
+
+    def macro_f1(log_probabilities):
+        return task_metrics("multiclass", targets, np.exp(log_probabilities))["macro_f1"]
+
+    repeats = _folds("multiclass", y, seed)
+    values = []
+    for folds in repeats:
+        held_out = np.zeros_like(x[:, :classes])
+        for train, test in folds:
+            held_out[test] = fit(train).predict_log_proba(x[test])  # every class is in every training part
+        values.append(macro_f1(held_out))
+    score = {"k-mer model": macro_f1(kmer), "network": macro_f1(_log_softmax(network)),
+             "stack": float(np.mean(values)) if values else np.nan}
+    best = max(CANDIDATES, key=lambda name: np.nan_to_num(score[name], nan=-np.inf))
+    scores = [{name: float(value) for name, value in score.items()}]
+    if best == "stack":
+        return Stack("multiclass", None, fit(slice(None)), chosen=[best], scores=scores)
+    return Stack("multiclass", np.tile(ALONE[best], (classes, 1)), chosen=[best], scores=scores)

@@ -9,7 +9,8 @@ values (MSE). Early stopping follows ``val/score``, the problem type's metric
 
 The test report (with ``kmer_baseline``, the default) shows three models on valid and test: the
 network alone, the k-mer model of the problem type fitted on exactly the training split, and
-their stack fitted on the validation split (:mod:`genolong.evaluation.kmer_models`). The stack
+their stack fitted on the validation split (:mod:`genolong.evaluation.kmer_models`), which keeps
+per output the best of the k-mer model, the network and their stack scored out of fold. The stack
 is saved in the classifier, so every inference command scores it and the report's ``valid`` and
 ``test`` are that saved model's: the k-mer model and the stack's weights are the classifier's
 k-mer component, applied to the network's logits (binary, multi-label, regression: per output
@@ -99,7 +100,7 @@ class LabelledTask(FinetuneTask):
             component = stack.saved(kmer_model)
             classifier.kmer = None if component is None else component.bind(classifier.tokenizer)
         saved = {name: _logits(classifier, rows[name][0], config.batch_size_eval) for name in splits}
-        report["saved_model"] = "network + k-mer stack" if classifier.kmer is not None else "network"
+        report["saved_model"] = stack.label() if config.kmer_baseline else "network"
         report |= _scores(problem, saved, rows, splits)
         if problem == "binary":
             report["threshold"] = report["valid"]["threshold"]
