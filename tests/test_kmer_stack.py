@@ -260,3 +260,30 @@ def test_an_output_with_one_row_of_a_class_is_one_of_the_two_models_alone():
     stack = fit_stack("multilabel", network, kmer, targets)
     assert stack.chosen[0] != "k-mer model" and stack.chosen[1] in ("network", "k-mer model")
     assert np.isnan(stack.scores[1]["stack"])
+
+
+def test_on_records_longer_than_the_input_the_report_scores_what_the_saved_model_reads(tmp_path):
+    """300-bp records (motifs in the central 60 bp) through a 72-token model: the network and the
+    saved k-mer part read the central window, and so do the report's k-mer model and stack."""
+    sequences, targets = motif_task("multilabel", 300, seed=6, with_n=False)
+    rng = np.random.default_rng(7)
+    flank = lambda: "".join(BASES[rng.integers(0, 4, 120)])  # noqa: E731
+    write_table(tmp_path / "rows.csv", "multilabel", [flank() + s + flank() for s in sequences], targets)
+    assert main(["task", "prepare", "--table", str(tmp_path / "rows.csv"), "--problem-type", "multilabel",
+                 "--out", str(tmp_path / "data")]) == 0
+    out = tmp_path / "run"
+    assert main(["task", "finetune", "--data", str(tmp_path / "data"), "--out", str(out),
+                 "--config", str(micro_config(tmp_path / "micro.yaml"))]) == 0
+    report = json.loads((out / "report.json").read_text())
+    assert "network" not in report["stack"]["kept"]  # the k-mer part is in every output
+    for split in ("valid", "test"):
+        for metric in ("median_auroc", "median_auprc"):
+            assert report[split][metric] == pytest.approx(report["stack"][split][metric], abs=1e-6)
+
+
+@pytest.mark.parametrize("problem", ["binary", "multiclass", "multilabel", "regression"])
+def test_the_kmer_model_as_a_component_gives_its_logits(problem):
+    train, valid = motif_task(problem, 120, seed=1), motif_task(problem, 60, seed=2)
+    kmer_model, _ = fit_kmer_model(problem, train, valid, CONFIG)
+    np.testing.assert_allclose(kmer_model.component().logits(valid[0]), kmer_model.logits(valid[0]),
+                               rtol=1e-9, atol=1e-9)

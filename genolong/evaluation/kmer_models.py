@@ -97,6 +97,18 @@ class KmerModel:
         return kmers, weights, bias
 
 
+    def component(self) -> KmerComponent:
+        """The model alone as a classifier's k-mer component (unit mix, no offset, no network): its
+        :meth:`~KmerComponent.logits` are :meth:`logits`' (up to float rounding), and bound to a
+        tokenizer it reads the bases of token rows as the saved stack does."""
+        kmers, weights, bias = self.linear()
+        return KmerComponent(kmers, weights, bias, np.eye(len(weights)), LINK[self.problem_type])
+
+
+#: The link that turns the k-mer model's scores into its logits, by problem type.
+LINK = {"binary": "linear", "regression": "linear", "multilabel": "clipped_logit", "multiclass": "log_softmax"}
+
+
 def activate(problem_type: str, logits: np.ndarray) -> np.ndarray:
     """Outputs from logits (N, C), as the network's: sigmoid, softmax or the values."""
     if problem_type in ("binary", "multilabel"):
@@ -176,8 +188,7 @@ class Stack:
         a, b, c = self.weights.T
         if not b.any():
             return None
-        link = {"multilabel": "clipped_logit", "multiclass": "log_softmax"}.get(self.problem_type, "linear")
-        return KmerComponent(kmers, weights, bias, np.diag(b), link, c, np.diag(a))
+        return KmerComponent(kmers, weights, bias, np.diag(b), LINK[self.problem_type], c, np.diag(a))
 
     def label(self) -> str:
         """What the saved model is: ``k-mer model``, ``network``, ``network + k-mer stack``, or per

@@ -8,7 +8,9 @@ values (MSE). Early stopping follows ``val/score``, the problem type's metric
 (:data:`genolong.evaluation.task_metrics.MONITOR`).
 
 The test report (with ``kmer_baseline``, the default) shows three models on valid and test: the
-network alone, the k-mer model of the problem type fitted on exactly the training split, and
+network alone, the k-mer model of the problem type fitted on exactly the training split (scored,
+as the saved model's k-mer part is, on the bases the network reads: a record longer than the
+model's input by its central window), and
 their stack fitted on the validation split (:mod:`genolong.evaluation.kmer_models`), which keeps
 per output the best of the k-mer model, the network and their stack scored out of fold. The stack
 is saved in the classifier, so every inference command scores it and the report's ``valid`` and
@@ -92,7 +94,8 @@ class LabelledTask(FinetuneTask):
         report = {"problem_type": problem, "network": _scores(problem, network, rows, splits)}
         if config.kmer_baseline:
             kmer_model, kmer_report = fit_kmer_model(problem, rows["train"], rows["valid"])
-            kmer = {name: kmer_model.logits(rows[name][0]) for name in splits}
+            reader = kmer_model.component().bind(classifier.tokenizer)
+            kmer = {name: _kmer_logits(classifier, reader, rows[name][0], config.batch_size_eval) for name in splits}
             stack = fit_stack(problem, network["valid"], kmer["valid"], rows["valid"][1])
             stacked = {name: stack.logits(network[name], kmer[name]) for name in splits}
             report["kmer_baseline"] = kmer_report | _scores(problem, kmer, rows, splits)
@@ -139,6 +142,15 @@ def _logits(classifier: Classifier, sequences: list[str], batch_size: int) -> np
     if classifier.model.config.problem_type == "single_label_classification":
         logits = np.log(activate("multiclass", logits))
     return logits
+
+
+def _kmer_logits(classifier: Classifier, reader, sequences: list[str], batch_size: int) -> np.ndarray:
+    """The k-mer model's logits (N, C) of the bases the network reads of each sequence (a record
+    longer than the model's input: its central window), as the saved stack's k-mer part reads
+    them; ``reader``: :meth:`KmerModel.component` bound to the classifier's tokenizer."""
+    parts = [reader.combine(reader.token_scores(classifier.encode(sequences[i:i + batch_size])["input_ids"]))
+             for i in range(0, len(sequences), batch_size)]
+    return np.concatenate(parts)
 
 
 def _scores(problem: str, logits: dict[str, np.ndarray], rows: dict, splits: list[str]) -> dict:
