@@ -14,7 +14,9 @@ split, as the run's report fits it) score:
 * *A. thaliana* non-TATA promoters against *A. thaliana* non-promoters (a promoter class the
   task never saw).
 
-Every scored sequence found in DATA's training or validation split (exactly or as its reverse
+Records are scored whole (the run's report reads the bases its network reads, the same for
+records that fit the model's input, as these 251-bp ones do in the default recipe). Every scored
+sequence found in DATA's training or validation split (exactly or as its reverse
 complement) is dropped and counted. AUROC and AUPRC are scikit-learn's.
 
 Run::
