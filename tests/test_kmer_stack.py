@@ -242,15 +242,14 @@ def test_each_output_keeps_the_best_of_kmer_network_and_out_of_fold_stack(proble
 def test_the_out_of_fold_score_is_below_the_in_sample_one_and_ties_go_to_the_kmer_model():
     """A network of noise, stacked on 60 rows, looks better in sample than out of fold; the k-mer
     model equal to the network (same logits) wins the tie."""
-    targets, network, kmer = synthetic_logits("binary", 0.0, 1.0, seed=8, count=60)
-    from genolong.evaluation.kmer_models import _fit_output, _out_of_fold, _score
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.metrics import roc_auc_score
 
-    x = np.stack([network[:, 0], kmer[:, 0]], axis=1)
-    a, b, c = _fit_output("binary", x, targets[:, 0])
-    in_sample = _score("binary", targets[:, 0], a * x[:, 0] + b * x[:, 1] + c)
-    assert _out_of_fold("binary", x, targets[:, 0], seed=0) < in_sample
-    tie = fit_stack("binary", kmer, kmer, targets)
-    assert tie.chosen == ["k-mer model"]
+    targets, network, kmer = synthetic_logits("binary", 0.0, 1.0, seed=8, count=60)
+    x, y = np.hstack([network, kmer]), targets[:, 0].astype(int)
+    in_sample = roc_auc_score(y, LogisticRegression(C=1e4, max_iter=2000).fit(x, y).decision_function(x))
+    assert fit_stack("binary", network, kmer, targets).scores[0]["stack"] < in_sample
+    assert fit_stack("binary", kmer, kmer, targets).chosen == ["k-mer model"]
 
 
 def test_an_output_with_one_row_of_a_class_is_one_of_the_two_models_alone():

@@ -52,6 +52,10 @@ STACK_FOLDS, STACK_REPEATS = 5, 3
 CANDIDATES = ("k-mer model", "network", "stack")
 #: The ``a, b, c`` weights of the two models alone.
 ALONE = {"k-mer model": (0.0, 1.0, 0.0), "network": (1.0, 0.0, 0.0)}
+#: The metric each output's candidates are compared by.
+SCORED = {"binary": "AUROC", "multilabel": "AUROC", "regression": "Pearson r", "multiclass": "macro-F1"}
+#: The link that turns the k-mer model's scores into its logits, by problem type.
+LINK = {"binary": "linear", "regression": "linear", "multilabel": "clipped_logit", "multiclass": "log_softmax"}
 
 
 @dataclass(frozen=True)
@@ -96,7 +100,6 @@ class KmerModel:
             weights, bias = np.vstack([np.zeros_like(weights), weights]), np.r_[0.0, bias]
         return kmers, weights, bias
 
-
     def component(self) -> KmerComponent:
         """The model alone as a classifier's k-mer component (unit mix, no offset, no network): its
         :meth:`~KmerComponent.logits` are :meth:`logits`' (up to float rounding), and bound to a
@@ -104,9 +107,6 @@ class KmerModel:
         kmers, weights, bias = self.linear()
         return KmerComponent(kmers, weights, bias, np.eye(len(weights)), LINK[self.problem_type])
 
-
-#: The link that turns the k-mer model's scores into its logits, by problem type.
-LINK = {"binary": "linear", "regression": "linear", "multilabel": "clipped_logit", "multiclass": "log_softmax"}
 
 
 def activate(problem_type: str, logits: np.ndarray) -> np.ndarray:
@@ -219,10 +219,6 @@ class Stack:
 def _log_softmax(logits: np.ndarray) -> np.ndarray:
     shifted = logits - logits.max(axis=1, keepdims=True)
     return shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
-
-
-#: The metric each output's candidates are compared by.
-SCORED = {"binary": "AUROC", "multilabel": "AUROC", "regression": "Pearson r", "multiclass": "macro-F1"}
 
 
 def fit_stack(problem_type: str, network: np.ndarray, kmer: np.ndarray, targets: np.ndarray,
