@@ -29,6 +29,7 @@ folds (a class with one row) is one of the two models alone.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from dataclasses import dataclass
 
@@ -160,8 +161,8 @@ class Stack:
         scores: the validation score of each candidate, per output (see the module docstring).
     """
 
-    def __init__(self, problem_type: str, weights: np.ndarray | None, multinomial=None,
-                 chosen: list[str] | None = None, scores: list[dict[str, float]] | None = None):
+    def __init__(self, problem_type: str, weights: np.ndarray | None, multinomial, chosen: list[str],
+                 scores: list[dict[str, float]]):
         self.problem_type, self.weights, self.multinomial = problem_type, weights, multinomial
         self.chosen, self.scores = chosen, scores
 
@@ -241,12 +242,14 @@ def fit_stack(problem_type: str, network: np.ndarray, kmer: np.ndarray, targets:
             scores.append({})
             continue
         score = {"k-mer model": _score(problem_type, y, kmer[:, j]), "network": _score(problem_type, y, network[:, j]),
-                 "stack": _out_of_fold(problem_type, x, y, seed)}
-        best = max(CANDIDATES, key=lambda name: np.nan_to_num(score[name], nan=-np.inf))
+                 "stack": _out_of_fold(_folds(problem_type, y, seed), (len(y),),
+                                       functools.partial(_predict_output, problem_type, x, y),
+                                       functools.partial(_score, problem_type, y))}
+        best = _best(score)
         weights[j] = fitted if best == "stack" else ALONE[best]
         chosen.append(best)
         scores.append({name: float(value) for name, value in score.items()})
-    return Stack(problem_type, weights, chosen=chosen, scores=scores)
+    return Stack(problem_type, weights, None, chosen, scores)
 
 
 def _fit_output(problem_type: str, x: np.ndarray, y: np.ndarray) -> np.ndarray | None:
@@ -258,6 +261,12 @@ def _fit_output(problem_type: str, x: np.ndarray, y: np.ndarray) -> np.ndarray |
         return None
     fit = LogisticRegression(C=1e4, max_iter=2000).fit(x, y.astype(int))
     return np.array([*fit.coef_[0], fit.intercept_[0]])
+
+
+def _predict_output(problem_type: str, x: np.ndarray, y: np.ndarray, train: np.ndarray, test: np.ndarray):
+    """One output's stack fitted on the ``train`` rows of x (N, 2) ``[network, kmer]``, applied to the ``test`` rows."""
+    a, b, c = _fit_output(problem_type, x[train], y[train])
+    return a * x[test, 0] + b * x[test, 1] + c
 
 
 def _score(problem_type: str, y: np.ndarray, logits: np.ndarray) -> float:
@@ -280,17 +289,22 @@ def _folds(problem_type: str, y: np.ndarray, seed: int):
             for r in range(STACK_REPEATS)]
 
 
-def _out_of_fold(problem_type: str, x: np.ndarray, y: np.ndarray, seed: int) -> float:
-    """The mean over repeats of the metric of one output's stack scored out of fold (NaN: too few rows)."""
-    repeats = _folds(problem_type, y, seed)
+def _out_of_fold(repeats: list, shape: tuple[int, ...], predict, score) -> float:
+    """The mean over ``repeats`` (from :func:`_folds`) of ``score(held_out)``, where ``held_out``
+    (``shape``) holds for each fold's rows ``predict(train, test)``, fitted on the others; NaN
+    without repeats (too few rows)."""
     values = []
     for folds in repeats:
-        held_out = np.zeros(len(y))
+        held_out = np.zeros(shape)
         for train, test in folds:
-            a, b, c = _fit_output(problem_type, x[train], y[train])
-            held_out[test] = a * x[test, 0] + b * x[test, 1] + c
-        values.append(_score(problem_type, y, held_out))
+            held_out[test] = predict(train, test)
+        values.append(score(held_out))
     return float(np.mean(values)) if values else np.nan
+
+
+def _best(score: dict[str, float]) -> str:
+    """The candidate of the highest score, the first of :data:`CANDIDATES` on a tie (NaN loses)."""
+    return max(CANDIDATES, key=lambda name: np.nan_to_num(score[name], nan=-np.inf))
 
 
 def _fit_multiclass(network: np.ndarray, kmer: np.ndarray, targets: np.ndarray, seed: int) -> Stack:
@@ -299,7 +313,7 @@ def _fit_multiclass(network: np.ndarray, kmer: np.ndarray, targets: np.ndarray, 
     y = targets[:, 0].astype(int)
     x = np.hstack([_log_softmax(network), kmer])
     if len(np.unique(y)) < classes:
-        return Stack("multiclass", np.tile(ALONE["network"], (classes, 1)), chosen=["network"], scores=[{}])
+        return Stack("multiclass", np.tile(ALONE["network"], (classes, 1)), None, ["network"], [{}])
 
     def fit(rows):
         return LogisticRegression(C=1.0, max_iter=2000).fit(x[rows], y[rows])
@@ -307,17 +321,12 @@ def _fit_multiclass(network: np.ndarray, kmer: np.ndarray, targets: np.ndarray, 
     def macro_f1(log_probabilities):
         return task_metrics("multiclass", targets, np.exp(log_probabilities))["macro_f1"]
 
-    repeats = _folds("multiclass", y, seed)
-    values = []
-    for folds in repeats:
-        held_out = np.zeros_like(x[:, :classes])
-        for train, test in folds:
-            held_out[test] = fit(train).predict_log_proba(x[test])  # every class is in every training part
-        values.append(macro_f1(held_out))
-    score = {"k-mer model": macro_f1(kmer), "network": macro_f1(_log_softmax(network)),
-             "stack": float(np.mean(values)) if values else np.nan}
-    best = max(CANDIDATES, key=lambda name: np.nan_to_num(score[name], nan=-np.inf))
+    # every class is in every training part of the stratified folds
+    stack = _out_of_fold(_folds("multiclass", y, seed), (len(y), classes),
+                         lambda train, test: fit(train).predict_log_proba(x[test]), macro_f1)
+    score = {"k-mer model": macro_f1(kmer), "network": macro_f1(_log_softmax(network)), "stack": stack}
+    best = _best(score)
     scores = [{name: float(value) for name, value in score.items()}]
     if best == "stack":
-        return Stack("multiclass", None, fit(slice(None)), chosen=[best], scores=scores)
-    return Stack("multiclass", np.tile(ALONE[best], (classes, 1)), chosen=[best], scores=scores)
+        return Stack("multiclass", None, fit(slice(None)), [best], scores)
+    return Stack("multiclass", np.tile(ALONE[best], (classes, 1)), None, [best], scores)
