@@ -90,19 +90,22 @@ class LabelledTask(FinetuneTask):
         problem = self.problem_type
         splits = [name for name in ("valid", "test") if name in data.splits]
         rows = {name: _rows(data.splits[name]) for name in ("train", *splits)}
-        network = {name: _logits(classifier, rows[name][0], config.batch_size_eval) for name in splits}
-        report = {"problem_type": problem, "network": _scores(problem, network, rows, splits)}
+        reader = None
         if config.kmer_baseline:
             kmer_model, kmer_report = fit_kmer_model(problem, rows["train"], rows["valid"])
             reader = kmer_model.component().bind(classifier.tokenizer)
-            kmer = {name: _kmer_logits(classifier, reader, rows[name][0], config.batch_size_eval) for name in splits}
+        scored = {name: _logits(classifier, rows[name][0], config.batch_size_eval, reader) for name in splits}
+        network = {name: scored[name][0] for name in splits}
+        kmer = {name: scored[name][1] for name in splits}  # None without kmer_baseline
+        report = {"problem_type": problem, "network": _scores(problem, network, rows, splits)}
+        if config.kmer_baseline:
             stack = fit_stack(problem, network["valid"], kmer["valid"], rows["valid"][1])
             stacked = {name: stack.logits(network[name], kmer[name]) for name in splits}
             report["kmer_baseline"] = kmer_report | _scores(problem, kmer, rows, splits)
             report["stack"] = stack.describe() | _scores(problem, stacked, rows, splits)
             component = stack.saved(kmer_model)
             classifier.kmer = None if component is None else component.bind(classifier.tokenizer)
-        saved = {name: _logits(classifier, rows[name][0], config.batch_size_eval) for name in splits}
+        saved = {name: _logits(classifier, rows[name][0], config.batch_size_eval)[0] for name in splits}
         report["saved_model"] = stack.label() if config.kmer_baseline else "network"
         report |= _scores(problem, saved, rows, splits)
         if problem == "binary":
@@ -133,24 +136,23 @@ def _rows(rows: SequenceRows) -> tuple[list[str], np.ndarray]:
     return rows.sequences, rows.targets
 
 
-def _logits(classifier: Classifier, sequences: list[str], batch_size: int) -> np.ndarray:
-    """The classifier's logits (N, C) (its k-mer component's added), in batches; multi-class as
-    log-probabilities."""
-    parts = [classifier.logits(sequences[i:i + batch_size]).cpu().numpy().astype(np.float64)
-             for i in range(0, len(sequences), batch_size)]
-    logits = np.concatenate(parts)
+def _logits(classifier: Classifier, sequences: list[str], batch_size: int,
+            reader=None) -> tuple[np.ndarray, np.ndarray | None]:
+    """The classifier's logits (N, C) (its k-mer component's added), in batches, multi-class as
+    log-probabilities; and with ``reader`` (:meth:`KmerModel.component` bound to the classifier's
+    tokenizer) the k-mer model's logits (N, C) of the same token rows: the bases the network reads
+    of each sequence (a record longer than the model's input: its central window), as the saved
+    stack's k-mer part reads them (else None)."""
+    network, kmer = [], []
+    for first in range(0, len(sequences), batch_size):
+        encoded = classifier.encode(sequences[first:first + batch_size])
+        network.append(classifier.token_logits(encoded).cpu().numpy().astype(np.float64))
+        if reader is not None:
+            kmer.append(reader.combine(reader.token_scores(encoded["input_ids"])))
+    logits = np.concatenate(network)
     if classifier.model.config.problem_type == "single_label_classification":
         logits = np.log(activate("multiclass", logits))
-    return logits
-
-
-def _kmer_logits(classifier: Classifier, reader, sequences: list[str], batch_size: int) -> np.ndarray:
-    """The k-mer model's logits (N, C) of the bases the network reads of each sequence (a record
-    longer than the model's input: its central window), as the saved stack's k-mer part reads
-    them; ``reader``: :meth:`KmerModel.component` bound to the classifier's tokenizer."""
-    parts = [reader.combine(reader.token_scores(classifier.encode(sequences[i:i + batch_size])["input_ids"]))
-             for i in range(0, len(sequences), batch_size)]
-    return np.concatenate(parts)
+    return logits, np.concatenate(kmer) if kmer else None
 
 
 def _scores(problem: str, logits: dict[str, np.ndarray], rows: dict, splits: list[str]) -> dict:
