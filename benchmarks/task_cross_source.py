@@ -38,27 +38,29 @@ from genolong.datasets.task import PreparedTask
 from genolong.dna.sequence import read_fasta, reverse_complement
 from genolong.evaluation.kmer_models import fit_kmer_model
 
-BATCH = 64
-
 
 def read_sequences(path: Path) -> list[str]:
     return [record.sequence.upper() for record in read_fasta(path, unique_names=False)]
 
 
-def scored_sets(data: PreparedTask, promoters: Path) -> dict[str, tuple[list[str], list[str]]]:
-    """Name -> (positives, negatives) of every scored set."""
+def labelled(positives: list[str], negatives: list[str]) -> tuple[list[str], np.ndarray]:
+    return positives + negatives, np.r_[np.ones(len(positives)), np.zeros(len(negatives))]
+
+
+def scored_sets(data: PreparedTask, promoters: Path) -> dict[str, tuple[list[str], np.ndarray]]:
+    """Name -> (sequences, 0/1 labels) of every scored set; the test split in its own order, as
+    the run's report scores it."""
     test = data["test"]
     labels = test.targets()[:, 0]
-    positives = [s for s, y in zip(test.sequences, labels, strict=True) if y == 1]
     negatives = [s for s, y in zip(test.sequences, labels, strict=True) if y == 0]
     arabidopsis_negatives = read_sequences(promoters / "Arabidopsis_non_prom.fa")
     return {
-        "held-out test split (mouse EPDnew TATA vs mouse non-promoters)": (positives, negatives),
-        "mouse DBTSS TATA vs the test split's mouse non-promoters": (
+        "held-out test split (mouse EPDnew TATA vs mouse non-promoters)": (test.sequences, labels),
+        "mouse DBTSS TATA vs the test split's mouse non-promoters": labelled(
             read_sequences(promoters / "Mouse_tata_dbtss.fa"), negatives),
-        "A. thaliana TATA vs A. thaliana non-promoters": (
+        "A. thaliana TATA vs A. thaliana non-promoters": labelled(
             read_sequences(promoters / "Arabidopsis_tata.fa"), arabidopsis_negatives),
-        "A. thaliana non-TATA vs A. thaliana non-promoters": (
+        "A. thaliana non-TATA vs A. thaliana non-promoters": labelled(
             read_sequences(promoters / "Arabidopsis_non_tata.fa"), arabidopsis_negatives),
     }
 
@@ -69,6 +71,9 @@ def main() -> None:
     parser.add_argument("--data", type=Path, required=True, help="the task dataset it was trained on")
     parser.add_argument("--promoters", type=Path, required=True, help="the directory of the promoter FASTA files")
     parser.add_argument("--out", type=Path, help="also write the table as CSV here")
+    parser.add_argument("--batch-size", type=int, default=64,
+                        help="sequences per model call: the run's batch_size_eval (default 64), so that the "
+                             "test split is scored in the report's batches, to the same bits")
     args = parser.parse_args()
 
     data = PreparedTask(args.data)
@@ -82,19 +87,20 @@ def main() -> None:
     print(f"saved model: {args.run / 'model'}; k-mer model: logistic regression, C={kmer_model.C}")
     print(f"{'set':<66} {'pos':>5} {'neg':>5} {'dropped':>7}  {'model AUROC':>11} {'k-mer AUROC':>11}"
           f"  {'model AUPRC':>11} {'k-mer AUPRC':>11}")
-    for name, (positives, negatives) in scored_sets(data, args.promoters).items():
-        kept_pos, kept_neg = [s for s in positives if s not in seen], [s for s in negatives if s not in seen]
-        dropped = len(positives) + len(negatives) - len(kept_pos) - len(kept_neg)
-        sequences, labels = kept_pos + kept_neg, np.r_[np.ones(len(kept_pos)), np.zeros(len(kept_neg))]
-        model = np.concatenate([classifier.probabilities(sequences[i:i + BATCH])[:, 0]
-                                for i in range(0, len(sequences), BATCH)])
+    for name, (all_sequences, all_labels) in scored_sets(data, args.promoters).items():
+        unseen = [s.upper() not in seen for s in all_sequences]
+        sequences = [s for s, keep in zip(all_sequences, unseen, strict=True) if keep]
+        labels, dropped = np.asarray(all_labels)[unseen], len(all_sequences) - len(sequences)
+        model = np.concatenate([classifier.probabilities(sequences[i:i + args.batch_size])[:, 0]
+                                for i in range(0, len(sequences), args.batch_size)])
         kmer = kmer_model.logits(sequences)[:, 0]
-        row = {"set": name, "positives": len(kept_pos), "negatives": len(kept_neg), "dropped_as_seen": dropped,
+        positives, negatives = int(labels.sum()), int(len(labels) - labels.sum())
+        row = {"set": name, "positives": positives, "negatives": negatives, "dropped_as_seen": dropped,
                "model_auroc": roc_auc_score(labels, model), "kmer_auroc": roc_auc_score(labels, kmer),
                "model_auprc": average_precision_score(labels, model),
                "kmer_auprc": average_precision_score(labels, kmer)}
         rows.append(row)
-        print(f"{name:<66} {len(kept_pos):>5} {len(kept_neg):>5} {dropped:>7}  {row['model_auroc']:>11.4f} "
+        print(f"{name:<66} {positives:>5} {negatives:>5} {dropped:>7}  {row['model_auroc']:>11.4f} "
               f"{row['kmer_auroc']:>11.4f}  {row['model_auprc']:>11.4f} {row['kmer_auprc']:>11.4f}")
     if args.out is not None:
         with open(args.out, "w", newline="") as handle:
