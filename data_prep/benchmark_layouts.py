@@ -15,8 +15,8 @@
 - ``fasta``: a FASTA file per class; ``csv``: one table (``sequence,label``); both split at random.
 
 A layout without a validation split gets one from its training split: ``valid_fraction`` of each
-class, drawn with ``split_seed``. Leakage between splits is counted and kept (a benchmark reports
-it, :mod:`genolong.evaluation.leakage`). A split that is missing is one line naming the file.
+class, drawn with ``split_seed``. Leakage between splits, and copies within a split, are counted and
+kept (a benchmark reports it, :mod:`genolong.evaluation.leakage`). A split that is missing is one line naming the file.
 """
 
 from __future__ import annotations
@@ -177,4 +177,5 @@ def prepare_layout(layout: str, out: Path, *, path: Path | None = None, classes:
     options = {"layout": layout, "fractions": list(fractions), "valid_fraction": valid_fraction,
                "split_seed": split_seed, "max_rows": dict(max_rows or {})}
     return prepare_task(rows, ["class"] if layout == "fasta" else LABEL, out, inputs=inputs, plan=SplitPlan("given"),
-                        positive=positive, class_order=class_order, options=options, drop_leakage=False)
+                        positive=positive, class_order=class_order, options=options, duplicates="keep",
+                        drop_leakage=False)

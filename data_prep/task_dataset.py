@@ -2,13 +2,17 @@
 -> a prepared task directory (:mod:`genolong.datasets.task`).
 
 1. The problem type, stated or inferred from the label columns (:func:`infer_problem_type`):
-   one column of two classes (or 0/1) is ``binary``; one column of names, or of integers
-   0..K-1 with 3 <= K <= :data:`MAX_INTEGER_CLASSES`, is ``multiclass``; several 0/1 columns are
+   one column of two classes (names, or two integer codes such as 0/1, 1/2, -1/+1; the larger
+   code is positive) is ``binary``; one column of names, or of integers 0..K-1 with
+   3 <= K <= :data:`MAX_INTEGER_CLASSES`, is ``multiclass``; several 0/1 columns are
    ``multilabel``; numbers otherwise are ``regression`` (one output per column).
-2. Targets per problem type; a class with a single example is refused.
-3. Splits: ``given`` (a table per split), ``random`` (seeded, stratified by class for binary
-   and multiclass) or ``chromosome`` (held-out chromosomes, for genomic rows).
-4. Leakage: a valid row whose sequence or reverse complement is in train, and a test row whose
+2. Targets per problem type.
+3. Copies within a split: counted, and dropped, kept or refused (:mod:`data_prep.task_duplicates`);
+   then a class with a single example is refused.
+4. Splits: ``given`` (a table or FASTA file per split, never pooled; without a valid split, a
+   seeded share of each class of train becomes valid), ``random`` (seeded, stratified by class
+   for binary and multiclass) or ``chromosome`` (held-out chromosomes, for genomic rows).
+5. Leakage: a valid row whose sequence or reverse complement is in train, and a test row whose
    sequence or reverse complement is in train or valid, is removed; the counts and one line
    saying so go into the manifest.
 
@@ -25,10 +29,11 @@ from pathlib import Path
 import numpy as np
 
 from genolong.data_prep.splits import check_fractions
+from genolong.data_prep.task_duplicates import resolve_duplicates
 from genolong.data_prep.task_inputs import Row
 from genolong.datasets.task import FORMAT, PROBLEM_TYPES, SPLITS, write_split
-from genolong.dna.sequence import reverse_complement
 from genolong.errors import ConfigError, InputError, UserError
+from genolong.evaluation.leakage import copy_kind
 from genolong.files import atomic_path, atomic_write_text, sha256_file
 
 #: The most classes integer labels may have to be read as multi-class (more: regression).
@@ -37,8 +42,9 @@ MAX_INTEGER_CLASSES = 20
 
 @dataclass
 class SplitPlan:
-    """How rows are split: ``method`` ``given``, ``random`` (``fractions`` train/valid/test and
-    ``seed``) or ``chromosome`` (``valid_chroms``, ``test_chroms``)."""
+    """How rows are split: ``method`` ``given`` (without a valid split, ``fractions[1]`` of each
+    class of train, drawn with ``seed``, becomes valid), ``random`` (``fractions`` train/valid/test
+    and ``seed``) or ``chromosome`` (``valid_chroms``, ``test_chroms``)."""
 
     method: str = "random"
     fractions: tuple[float, float, float] = (0.8, 0.1, 0.1)
@@ -63,6 +69,15 @@ class Targets:
     classes: list[str] | None
     columns: list[str]
     values: np.ndarray
+
+    @property
+    def positive(self) -> str | None:
+        """The positive class of a binary task (the last of ``classes``), else None."""
+        return self.classes[-1] if self.problem_type == "binary" else None
+
+    def take(self, indices: np.ndarray) -> Targets:
+        """The targets of the rows ``indices`` only."""
+        return Targets(self.problem_type, self.outputs, self.classes, self.columns, self.values[indices])
 
 
 def _number(value) -> float | None:
@@ -100,7 +115,7 @@ def infer_problem_type(columns: list[tuple[list, bool]]) -> str:
     if len(columns) == 1:
         values, numeric = columns[0]
         distinct = set(values)
-        if len(distinct) <= 2 and (not numeric or distinct <= {0.0, 1.0}):
+        if len(distinct) <= 2 and (not numeric or all(float(v).is_integer() for v in distinct)):
             return "binary"
         if not numeric:
             return "multiclass"
@@ -119,7 +134,7 @@ def build_targets(rows: list[Row], label_columns: list[str], problem_type: str |
 
     Args:
         positive: binary: the positive class (default: the first of ``class_order``, else the
-            last class in sorted order, ``1`` for 0/1).
+            last class in sorted order: the larger of two codes, ``1`` for 0/1 and -1/+1).
         class_order: the classes in the order given (FASTA files per class), or None (sorted).
     """
     columns = [_column_values(rows, i, name) for i, name in enumerate(label_columns)]
@@ -137,10 +152,11 @@ def build_targets(rows: list[Row], label_columns: list[str], problem_type: str |
             if len(classes) != 2:
                 raise InputError(where, f"a binary task needs two classes, column {label_columns[0]!r} has {classes}")
             positive = positive or (class_order[0] if class_order else classes[-1])
+            if numeric and _number(positive) is not None:
+                positive = format(_number(positive), "g")
             if positive not in classes:
                 raise ConfigError(f"positive class {positive!r} is not one of {classes}")
             classes = [c for c in classes if c != positive] + [positive]
-        _check_class_sizes(rows, names)
         index = {name: i for i, name in enumerate(classes)}
         codes = np.array([[index[n]] for n in names], dtype=np.float64)
         if problem_type == "binary":
@@ -163,13 +179,15 @@ def _classes(names: list[str], class_order: list[str] | None, numeric: bool) -> 
     return sorted(present, key=float) if numeric else sorted(present)
 
 
-def _check_class_sizes(rows: list[Row], names: list[str]) -> None:
+def _check_class_sizes(rows: list[Row], targets: Targets) -> None:
     """An InputError naming the row of a class that has a single example."""
-    counts: dict[str, int] = {}
-    for name in names:
-        counts[name] = counts.get(name, 0) + 1
-    for row, name in zip(rows, names, strict=True):
-        if counts[name] == 1:
+    if targets.classes is None:
+        return
+    codes = targets.values[:, 0].astype(int)
+    counts = np.bincount(codes, minlength=len(targets.classes))
+    for row, code in zip(rows, codes, strict=True):
+        name = targets.classes[code]
+        if counts[code] == 1:
             raise InputError(row.where[0], f"class {name!r} has a single example", line=row.where[1],
                              hint="a class needs examples to train and to evaluate on")
 
@@ -179,9 +197,13 @@ def split_rows(rows: list[Row], targets: Targets, plan: SplitPlan) -> dict[str, 
     if plan.method == "given":
         missing = [row for row in rows if row.split is None]
         if missing:
-            raise InputError(missing[0].where[0], "--split given needs a table per split (train=, valid=, test=)")
+            raise InputError(missing[0].where[0], "--split given needs inputs per split (--table SPLIT=PATH, "
+                             "--class SPLIT:NAME=FASTA)")
         found = {name: np.array([i for i, row in enumerate(rows) if row.split == name], dtype=np.int64)
                  for name in SPLITS}
+        if not len(found["valid"]):
+            drawn = _draw(found["train"], targets, (plan.fractions[1], 0.0), np.random.default_rng(plan.seed))
+            found["train"], found["valid"] = drawn["train"], drawn["valid"]
         return {name: indices for name, indices in found.items() if len(indices) or name != "test"}
     if plan.method == "chromosome":
         if any(row.chrom is None for row in rows):
@@ -194,16 +216,23 @@ def split_rows(rows: list[Row], targets: Targets, plan: SplitPlan) -> dict[str, 
         found = {name: np.array([i for i, row in enumerate(rows) if where.get(row.chrom, "train") == name],
                                 dtype=np.int64) for name in SPLITS}
         return {name: indices for name, indices in found.items() if len(indices) or name != "test"}
-    rng = np.random.default_rng(plan.seed)
-    stratum = targets.values[:, 0] if targets.problem_type in ("binary", "multiclass") else np.zeros(len(rows))
+    return _draw(np.arange(len(rows)), targets, plan.fractions[1:], np.random.default_rng(plan.seed))
+
+
+def _draw(indices: np.ndarray, targets: Targets, fractions: tuple[float, float],
+          rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """``indices`` split at random into train, valid and test (the ``fractions`` of valid and test),
+    stratified by class for binary and multiclass; each split's indices sorted."""
+    classified = targets.problem_type in ("binary", "multiclass")
+    stratum = targets.values[indices, 0] if classified else np.zeros(len(indices))
     found = {name: [] for name in SPLITS}
     for value in np.unique(stratum):
-        group = np.flatnonzero(stratum == value)[rng.permutation(int((stratum == value).sum()))]
-        n_valid, n_test = (round(len(group) * f) for f in plan.fractions[1:])
+        group = indices[stratum == value][rng.permutation(int((stratum == value).sum()))]
+        n_valid, n_test = (round(len(group) * f) for f in fractions)
         found["valid"].extend(group[:n_valid])
         found["test"].extend(group[n_valid:n_valid + n_test])
         found["train"].extend(group[n_valid + n_test:])
-    return {name: np.sort(np.array(indices, dtype=np.int64)) for name, indices in found.items()}
+    return {name: np.sort(np.array(members, dtype=np.int64)) for name, members in found.items()}
 
 
 def remove_leakage(rows: list[Row], splits: dict[str, np.ndarray],
@@ -219,17 +248,12 @@ def remove_leakage(rows: list[Row], splits: dict[str, np.ndarray],
             continue
         keep, counts = [], {"exact": 0, "reverse_complement": 0}
         for i in splits[name]:
-            sequence = rows[i].sequence
-            if sequence in seen:
-                counts["exact"] += 1
-            elif reverse_complement(sequence) in seen:
-                counts["reverse_complement"] += 1
-            else:
+            kind = copy_kind(rows[i].sequence, seen)
+            if kind:
+                counts[kind] += 1
+            if not kind or not drop:
                 keep.append(i)
-                continue
-            if not drop:
-                keep.append(i)
-        seen.update(rows[i].sequence for i in splits[name])
+        seen.update(rows[i].sequence.upper() for i in splits[name])
         kept[name] = np.array(keep, dtype=np.int64)
         if name != "train":
             removed[name] = counts
@@ -243,21 +267,36 @@ def remove_leakage(rows: list[Row], splits: dict[str, np.ndarray],
 def prepare_task(rows: list[Row], label_columns: list[str], out: str | Path, *, inputs: list[Path],
                  plan: SplitPlan, problem_type: str | None = None, positive: str | None = None,
                  class_order: list[str] | None = None, options: dict | None = None,
-                 drop_leakage: bool = True) -> dict:
-    """Write the prepared task directory ``out`` from ``rows``; returns its manifest (``drop_leakage``:
-    see :func:`remove_leakage`).
+                 duplicates: str = "drop", drop_leakage: bool = True, label_lists: dict[str, int] | None = None) -> dict:
+    """Write the prepared task directory ``out`` from ``rows``; returns its manifest.
+
+    Args:
+        duplicates: what to do with copies within a split (:mod:`data_prep.task_duplicates`).
+        drop_leakage: see :func:`remove_leakage`.
+        label_lists: ``{column: length}`` of the list columns read as a label per element, for the manifest.
 
     Raises:
-        InputError / UserError: bad labels, a class with a single example, an empty split, or
-            a binary or multiclass training split without every class; nothing is written.
+        InputError / UserError: bad labels, a copy (``duplicates`` ``error``), a class with a
+            single example, an empty split, or a binary or multiclass training split without
+            every class; nothing is written.
     """
     if not rows:
         raise UserError("no labelled rows in the inputs")
     targets = build_targets(rows, label_columns, problem_type, positive, class_order)
+    kept, copies = resolve_duplicates(rows, targets.values, duplicates)
+    if not len(kept):
+        raise UserError(f"no rows left: {copies['line']}", hint="check the inputs' labels, or use --duplicates keep")
+    rows, targets = [rows[i] for i in kept], targets.take(kept)
+    _check_class_sizes(rows, targets)
+    given_valid = any(row.split == "valid" for row in rows)
     splits, leakage = remove_leakage(rows, split_rows(rows, targets, plan), drop_leakage)
     for name in ("train", "valid"):
         if len(splits.get(name, ())) == 0:
-            raise UserError(f"the {name} split is empty", hint="give more rows or change the split")
+            carved = name == "valid" and plan.method == "given" and not given_valid
+            raise UserError(f"the {name} split is empty" + (f" ({plan.fractions[1]:g} of each class of the train "
+                                                            "split rounds to no row)" if carved else ""),
+                            hint="give a valid split (--table valid=PATH, --class valid:NAME=FASTA) or more rows"
+                            if carved else "give more rows or change the split")
     if targets.classes is not None:
         present = set(targets.values[splits["train"], 0].astype(int))
         absent = [c for i, c in enumerate(targets.classes) if i not in present]
@@ -267,8 +306,11 @@ def prepare_task(rows: list[Row], label_columns: list[str], out: str | Path, *, 
     manifest = {
         "format": FORMAT,
         "problem_type": targets.problem_type,
+        "problem_type_from": "--problem-type" if problem_type else "labels",
         "outputs": targets.outputs,
         "classes": targets.classes,
+        "positive": targets.positive,
+        "label_lists": dict(label_lists or {}),
         "label_columns": list(label_columns),
         "target_columns": targets.columns,
         "inputs": [_describe(Path(p)) for p in inputs],
@@ -276,8 +318,11 @@ def prepare_task(rows: list[Row], label_columns: list[str], out: str | Path, *, 
         "split": {"method": plan.method, **({"fractions": list(plan.fractions), "seed": plan.seed}
                                              if plan.method == "random" else {}),
                   **({"valid_chroms": plan.valid_chroms, "test_chroms": plan.test_chroms}
-                     if plan.method == "chromosome" else {})},
+                     if plan.method == "chromosome" else {}),
+                  **({"valid_from_train": {"fraction": plan.fractions[1], "seed": plan.seed}}
+                     if plan.method == "given" and not given_valid else {})},
         "rows": {name: len(indices) for name, indices in splits.items()},
+        "duplicates": copies,
         "leakage": leakage,
         "min_sequence_length": min(lengths),
         "max_sequence_length": max(lengths),

@@ -1,10 +1,10 @@
 """Labelled sequences read from the formats users bring, as :class:`Row` lists for the task
 builder (:mod:`data_prep.task_dataset`).
 
-- a FASTA file per class (``--class NAME=PATH``): one label column ``class``;
-- tables: CSV, TSV (plain or gzip), Parquet, and a directory written by HF ``datasets``
-  ``save_to_disk`` (its Arrow files, read with pyarrow: no hub, no ``datasets`` needed); a
-  sequence column and one or more label columns; a table per split keeps the split;
+- a FASTA file per class (``--class NAME=PATH``, or one per split and class): one label column ``class``;
+- tables (their cells read by :mod:`data_prep.table_files`): CSV, TSV (plain or compressed),
+  Parquet, and a directory written by HF ``datasets`` ``save_to_disk``; a sequence column and one
+  or more label columns (a list column: one per element); a table per split keeps the split;
 - BED / narrowPeak regions on a genome (:func:`read_bed`), each centred (on the narrowPeak summit
   when there is one) and extended to a window, optionally with background windows drawn from the
   same genome at a stated distance from every region.
@@ -16,14 +16,14 @@ A row remembers where it came from (file and 1-based line or row) for one-line e
 from __future__ import annotations
 
 import bisect
-import csv
-import io
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
+from genolong.data_prep.table_files import expand_lists, read_cells
 from genolong.dna.genome import Genome
 from genolong.dna.sequence import IUPAC_CODES, open_text_or_gzip, read_fasta
 from genolong.errors import InputError, UserError
@@ -63,74 +63,61 @@ def check_sequence(sequence: str, path: Path, line: int) -> str:
 
 
 # -- FASTA per class --------------------------------------------------------------------------
-def read_class_fastas(classes: list[tuple[str, Path]]) -> tuple[list[Row], list[str]]:
-    """The records of each ``(class name, FASTA)`` labelled with the class; label columns ``["class"]``."""
+def read_class_fastas(classes: list[tuple[str, Path]], split: str | None = None) -> tuple[list[Row], list[str]]:
+    """The records of each ``(class name, FASTA)`` labelled with the class (and ``split``, when the
+    files are one split's); label columns ``["class"]``.
+
+    Raises:
+        UserError: two classes with one name, or one file given as two classes.
+    """
     names = [name for name, _ in classes]
     if len(set(names)) != len(names):
-        raise UserError(f"--class names must differ, got {names}")
+        raise UserError(f"--class names must differ{f' within the {split} split' if split else ''}, got {names}")
+    files: dict[Path, str] = {}
     rows = []
     for name, path in classes:
+        other = files.setdefault(Path(path).resolve(), name)
+        if other != name:
+            raise InputError(path, f"given as class {other!r} and as class {name!r}",
+                             hint="give each class its own FASTA file")
         for number, record in enumerate(read_fasta(path, raw=True, unique_names=False), start=1):
-            rows.append(Row(record.name, record.sequence.upper(), (name,), (Path(path), number)))
+            rows.append(Row(record.name, record.sequence.upper(), (name,), (Path(path), number), split=split))
     return rows, ["class"]
 
 
 # -- tables -----------------------------------------------------------------------------------
-def _table_columns(path: Path, header: bool) -> tuple[list[str], list[tuple[int, list]]]:
-    """Column names and ``(1-based line or row, values)`` of a CSV/TSV/Parquet file or HF ``save_to_disk`` directory."""
-    if path.is_dir() or path.suffix in (".parquet", ".arrow"):
-        table = _arrow_table(path)
-        columns = table.column_names
-        values = [table.column(name).to_pylist() for name in columns]
-        return columns, [(i + 1, list(row)) for i, row in enumerate(zip(*values, strict=True))]
-    with open_text_or_gzip(path) as handle:
-        text = io.TextIOWrapper(handle, encoding="utf-8", newline="")
-        delimiter = "\t" if ".tsv" in path.suffixes or ".txt" in path.suffixes else ","
-        lines = [(number, row) for number, row in enumerate(csv.reader(text, delimiter=delimiter), start=1) if row]
-    if not lines:
-        raise InputError(path, "empty table")
-    if header:
-        columns, lines = lines[0][1], lines[1:]
-    else:
-        columns = [str(i) for i in range(len(lines[0][1]))]
-    for number, row in lines:
-        if len(row) != len(columns):
-            raise InputError(path, f"{len(row)} fields where the table has {len(columns)} columns", line=number)
-    return columns, lines
+class Table(NamedTuple):
+    """The rows of a table, its label column names, and ``{NAME: length}`` of each label column
+    that held lists (read as one label column per element, ``NAME_0``, ``NAME_1``...)."""
+
+    rows: list[Row]
+    label_columns: list[str]
+    label_lists: dict[str, int]
 
 
-def _arrow_table(path: Path):
-    """A Parquet file, an Arrow stream file, or an HF ``save_to_disk`` directory (its ``*.arrow`` files) as one table."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    files = (sorted(path.glob("*.arrow")) or sorted(path.glob("*.parquet"))) if path.is_dir() else [path]
-    if not files:
-        raise InputError(path, "no .arrow or .parquet files: not a `datasets` save_to_disk directory")
-    try:
-        tables = [pq.read_table(f) if f.suffix == ".parquet" else pa.ipc.open_stream(pa.memory_map(str(f))).read_all()
-                  for f in files]
-    except (pa.ArrowException, OSError) as err:
-        raise InputError(files[0], f"cannot read as Arrow/Parquet: {str(err).splitlines()[0]}") from None
-    return pa.concat_tables(tables)
+def record_id(number: int) -> str:
+    """The id of the ``number``-th data row (1-based, a header not counted) of a table without an id
+    column: ``row1`` is the first row of a CSV, a TSV and a Parquet file alike."""
+    return f"row{number}"
 
 
 def read_table(path: Path, *, sequence_column: str | None, label_columns: list[str] | None,
-               id_column: str | None = None, header: bool = True, split: str | None = None) -> tuple[list[Row], list[str]]:
-    """Rows of one table and its label column names.
+               id_column: str | None = None, header: bool = True, split: str | None = None) -> Table:
+    """The rows of one table, with its label column names.
 
     Args:
-        path: CSV / TSV (plain or gzip), Parquet, or an HF ``save_to_disk`` directory.
+        path: CSV / TSV (plain or compressed), Parquet, or an HF ``save_to_disk`` directory.
         sequence_column: the sequence column (default: the first of :data:`SEQUENCE_COLUMNS`
             present; column ``0`` without a header).
-        label_columns: the label columns (default: every column but the sequence and id ones).
+        label_columns: the label columns (default: every column but the sequence and id ones); a
+            Parquet / Arrow column of lists becomes a label column per element.
         id_column: the record id column (default: the first of :data:`ID_COLUMNS` present; else
-            the row number).
+            :func:`record_id`).
         header: whether a CSV/TSV starts with a header line (without one, columns are ``0``, ``1``...).
         split: the split every row belongs to (a table per split), or None.
     """
     path = Path(path)
-    columns, lines = _table_columns(path, header)
+    columns, lines = read_cells(path, header)
     if sequence_column is None:
         sequence_column = "0" if not header else next((c for c in SEQUENCE_COLUMNS if c in columns), None)
         if sequence_column is None:
@@ -146,25 +133,28 @@ def read_table(path: Path, *, sequence_column: str | None, label_columns: list[s
     if not label_columns:
         raise InputError(path, "no label column besides the sequence", hint="name them with --label-column")
     at = {name: columns.index(name) for name in columns}
+    expanded, lists = expand_lists(path, lines, label_columns, at)
     rows = []
-    for number, values in lines:
+    for row_number, (number, values) in enumerate(lines, start=1):
         sequence = check_sequence(str(values[at[sequence_column]] or ""), path, number)
-        record = str(values[at[id_column]]) if id_column else f"row{number}"
-        rows.append(Row(record, sequence, tuple(values[at[c]] for c in label_columns), (path, number), split=split))
-    return rows, label_columns
+        record = str(values[at[id_column]]) if id_column else record_id(row_number)
+        labels = tuple(label for c in label_columns
+                       for label in (values[at[c]] if c in lists else [values[at[c]]]))
+        rows.append(Row(record, sequence, labels, (path, number), split=split))
+    return Table(rows, expanded, lists)
 
 
 def read_table_sequences(path: Path, sequence_column: str | None = None):
     """``(id, sequence)`` of each row of a table, for prediction (no label columns needed)."""
-    columns, lines = _table_columns(path, header=True)
+    columns, lines = read_cells(path, header=True)
     sequence_column = sequence_column or next((c for c in SEQUENCE_COLUMNS if c in columns), None)
     if sequence_column not in columns:
         raise InputError(path, f"no sequence column ({sequence_column or ' or '.join(SEQUENCE_COLUMNS)}); "
                          f"columns are {columns[:20]}", hint="name it with --sequence-column")
     id_column = next((c for c in ID_COLUMNS if c in columns and c != sequence_column), None)
-    for number, values in lines:
+    for row_number, (number, values) in enumerate(lines, start=1):
         sequence = check_sequence(str(values[columns.index(sequence_column)] or ""), path, number)
-        yield (str(values[columns.index(id_column)]) if id_column else f"row{number}"), sequence
+        yield (str(values[columns.index(id_column)]) if id_column else record_id(row_number)), sequence
 
 
 #: Suffixes read as tables by :func:`read_records`; anything else is read as FASTA.

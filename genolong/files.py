@@ -8,6 +8,7 @@ interrupted run never leaves a half-written output behind.
 from __future__ import annotations
 
 import contextlib
+import csv
 import hashlib
 import os
 import shutil
@@ -114,6 +115,22 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
     """Write ``text`` to ``path`` atomically."""
     with atomic_path(path) as tmp:
         tmp.write_text(text)
+
+
+#: The highest csv field limit every platform takes (the limit is a C long, 32 bits on Windows).
+CSV_FIELD_MAX = 2**31 - 1
+
+
+@contextlib.contextmanager
+def csv_field_limit(size: int) -> Iterator[None]:
+    """While the block runs, let :mod:`csv` read fields of up to ``size`` characters (a long
+    sequence in one cell; csv's default limit is 131,072); the previous limit is restored after."""
+    previous = csv.field_size_limit()
+    csv.field_size_limit(min(max(size, previous), CSV_FIELD_MAX))
+    try:
+        yield
+    finally:
+        csv.field_size_limit(previous)
 
 
 def sha256_file(path: str | os.PathLike) -> str:

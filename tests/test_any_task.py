@@ -93,7 +93,7 @@ def two_values(genome, tmp_path_factory) -> Path:
         gc = (window.count("G") + window.count("C")) / len(window)
         lines.append(f"chr17\t{start}\t{start + 50}\tr{i}\t0\t.\t{gc:.4f}\t{window.count(COUNTED)}\t-1\t-1")
     (root / "regions.narrowPeak").write_text("\n".join(lines) + "\n")
-    assert main(["task", "prepare", "--bed", str(root / "regions.narrowPeak"), "--genome", str(path), "--window", "100",
+    assert main(["task", "prepare", "--regions", str(root / "regions.narrowPeak"), "--genome", str(path), "--window", "100",
                  "--label-column", "signalValue", "--label-column", "pValue", "--out", str(root / "data")]) == 0
     return root / "data"
 

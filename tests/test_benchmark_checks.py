@@ -88,12 +88,12 @@ def test_each_layout_keeps_its_splits_and_draws_valid_from_train_when_it_has_non
 def test_nt_parquet_and_genomic_benchmarks_coordinates(real_data, tmp_path):
     import pyarrow.parquet as pq
 
-    from genolong.data_prep.task_inputs import _arrow_table
+    from genolong.data_prep.table_files import arrow_table
 
     nt = tmp_path / "nt"
     nt.mkdir()
     for split in ("train", "test"):
-        pq.write_table(_arrow_table(real_data / "benchmarks" / "nt_mouse_dbtss" / split), nt / f"{split}.parquet")
+        pq.write_table(arrow_table(real_data / "benchmarks" / "nt_mouse_dbtss" / split), nt / f"{split}.parquet")
     assert prepare_layout("nt", tmp_path / "a", path=nt)["rows"] == {"train": 22, "valid": 2, "test": 12}
     genome_path = real_data / "genomes" / "yeast_sacCer_chrI_from_Biostrings_yeastSEQCHR1.fa"
     with Genome(genome_path) as genome:

@@ -41,7 +41,8 @@ def test_two_fasta_files_make_a_binary_task_whose_first_class_is_positive(tmp_pa
     rows = task.manifest["rows"]
     counts = task.manifest["class_counts"]
     removed = sum(sum(c.values()) for c in task.manifest["leakage"]["removed"].values())
-    assert sum(rows.values()) + removed == 304 + 302
+    copies = task.manifest["duplicates"]["splits"]["all"]
+    assert sum(rows.values()) + removed + copies["repeated"] + copies["conflicting"] == 304 + 302
     assert counts["valid"]["tata"] + removed >= round(304 * 0.1) >= counts["valid"]["tata"]  # stratified
     train = task["train"]
     assert train.targets().shape == (rows["train"], 1) and set(np.unique(train.targets())) == {0.0, 1.0}
@@ -105,7 +106,7 @@ def test_bed_regions_with_two_scores_are_a_regression_task_split_by_chromosome(t
              for i, (c, s) in enumerate([("A", 1000 + 900 * k) for k in range(12)] + [("B", 500 + 1500 * k) for k in range(6)])]
     bed = tmp_path / "peaks.narrowPeak"
     bed.write_text("\n".join(lines) + "\n")
-    code, task = prepare(tmp_path, "--bed", bed, "--genome", genome, "--window", 200, "--label-column", "signalValue",
+    code, task = prepare(tmp_path, "--regions", bed, "--genome", genome, "--window", 200, "--label-column", "signalValue",
                          "--label-column", "pValue", "--split", "chromosome", "--valid-chroms", "chrB")
     assert code == 0 and task.problem_type == "regression" and task.outputs == ["signalValue", "pValue"]
     assert task.manifest["rows"] == {"train": 12, "valid": 6}
@@ -118,7 +119,7 @@ def test_background_windows_keep_their_distance_from_every_region(tmp_path, real
     starts = [2000, 9000, 15000, 30000]
     bed = tmp_path / "regions.bed"
     bed.write_text("".join(f"chr17\t{s}\t{s + 100}\n" for s in starts))
-    code, task = prepare(tmp_path, "--bed", bed, "--genome", genome, "--window", 100, "--background", 2,
+    code, task = prepare(tmp_path, "--regions", bed, "--genome", genome, "--window", 100, "--background", 2,
                          "--background-distance", 3000, "--fractions", "0.5,0.25,0.25")
     assert code == 0 and task.problem_type == "binary" and task.outputs == ["region"]
     ids = [i for name in task.splits for i in task[name].ids if i.startswith("background")]
@@ -145,7 +146,8 @@ def test_the_problem_type_is_inferred_from_the_labels(problem, columns, expected
     ([("ACGT", "1"), ("ACGA", "0")] * 3, ["--label-column", "score"], ["no column 'score'"]),
     ([("ACGT", "1"), ("ACGA", "x"), ("ACGG", "0")] * 3, [], ["mixes types", ":3:"]),
     ([("ACGT", "1"), ("ACXA", "0")] * 3, [], ["invalid character 'X'", ":3:"]),
-    ([("ACGT", "a"), ("ACGA", "b")] * 3 + [("AAAA", "c")], [], ["class 'c' has a single example", ":8:"]),
+    ([(s, "ab"[i % 2]) for i, s in enumerate(random_sequences(6, 12, seed=5))] + [("AAAA", "c")], [],
+     ["class 'c' has a single example", ":8:"]),
 ])
 def test_bad_tables_are_one_line_naming_file_and_row_and_write_nothing(tmp_path, capsys, rows, argv, needles):
     table = write_csv(tmp_path / "rows.csv", ["sequence", "label"], rows)
@@ -157,7 +159,7 @@ def test_bad_tables_are_one_line_naming_file_and_row_and_write_nothing(tmp_path,
 def test_a_bed_region_off_the_chromosome_is_one_line_naming_its_line(tmp_path, capsys, real_data):
     bed = tmp_path / "regions.bed"
     bed.write_text("chr17\t100\t200\nchr17\t39950\t40100\n")
-    code, _ = prepare(tmp_path, "--bed", bed, "--genome", real_data / "genomes" / "chr17.hg19.part.fa",
+    code, _ = prepare(tmp_path, "--regions", bed, "--genome", real_data / "genomes" / "chr17.hg19.part.fa",
                       "--window", 100)
     assert code == 2 and not (tmp_path / "task").exists()
     one_line(capsys, "regions.bed:2", "off the chromosome")

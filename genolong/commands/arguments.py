@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -130,6 +131,26 @@ def assignment(text: str) -> tuple[str, Any]:
         return parse_assignment(text)
     except ConfigError as err:
         raise argparse.ArgumentTypeError(err.message) from None
+
+
+class _DeprecatedAlias(argparse.Action):
+    """Stores into the current option's destination after one line on stderr naming the current option."""
+
+    def __init__(self, option_strings, dest, current: str, **kwargs):
+        super().__init__(option_strings, dest, **kwargs)
+        self.current = current
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"{parser.prog} {option_string}: deprecated, use {self.current}", file=sys.stderr)
+        setattr(namespace, self.dest, values)
+
+
+def add_deprecated_alias(parser, old: str, current: str, **kwargs) -> None:
+    """``old`` as a hidden spelling of the option ``current`` (same destination and ``kwargs``, e.g.
+    ``type``), kept for one release: using it prints one line on stderr, ``genolong task prepare
+    --bed: deprecated, use --regions``."""
+    parser.add_argument(old, dest=current.lstrip("-").replace("-", "_"), action=_DeprecatedAlias, current=current,
+                        help=argparse.SUPPRESS, **kwargs)
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 
 from genolong.commands import finetune
-from genolong.commands.arguments import non_negative_int, positive_int
+from genolong.commands.arguments import add_deprecated_alias, non_negative_int, positive_int
 from genolong.outputs import OutputDirectory, declare
 
 
@@ -43,16 +43,19 @@ def register(subparsers) -> None:
     commands = group.add_subparsers(dest="task_command", metavar="SUBCOMMAND", required=True)
     prepare = commands.add_parser(
         "prepare", help="labelled sequences (FASTA per class, CSV/TSV/Parquet, BED + genome) into a task dataset",
-        description="Read labelled sequences, infer (or check) the problem type, split them, remove "
-        "sequences of valid/test that are in an earlier split (exactly or as reverse complement) and "
-        "write OUT: manifest.json and train/valid/test.tsv. Give exactly one kind of input.")
+        description="Read labelled sequences, infer (or check) the problem type, resolve copies within a "
+        "split (--duplicates), split them (given splits are kept, never pooled), remove sequences of "
+        "valid/test that are in an earlier split (exactly or as reverse complement) and write OUT: "
+        "manifest.json and train/valid/test.tsv. Give exactly one kind of input.")
     inputs = prepare.add_argument_group("inputs (one kind)")
-    inputs.add_argument("--class", dest="classes", type=NamedPath, action="append", metavar="NAME=FASTA",
-                        help="a FASTA file of one class (repeat per class; for binary the first is positive)")
+    inputs.add_argument("--class", dest="classes", type=NamedPath, action="append", metavar="[SPLIT:]NAME=FASTA",
+                        help="a FASTA file of one class (repeat per class; for binary the first is positive); "
+                        "SPLIT:NAME=FASTA per split (train, valid or dev, test) keeps the given splits")
     inputs.add_argument("--table", dest="tables", type=NamedPath, action="append", metavar="[SPLIT=]PATH",
                         help="CSV/TSV (plain or gzip), Parquet, or a `datasets` save_to_disk directory; "
                         "SPLIT=PATH per split (train, valid or dev, test) keeps the given splits")
-    inputs.add_argument("--bed", type=Path, help="BED or narrowPeak regions (with --genome and --window)")
+    inputs.add_argument("--regions", type=Path, help="BED or narrowPeak regions (with --genome and --window)")
+    add_deprecated_alias(inputs, "--bed", "--regions", type=Path)
     columns = prepare.add_argument_group("columns")
     columns.add_argument("--sequence-column", help="table: the sequence column (default: sequence, seq, ...)")
     columns.add_argument("--label-column", dest="label_columns", action="append",
@@ -61,8 +64,8 @@ def register(subparsers) -> None:
     columns.add_argument("--id-column", help="table: the record id column (default: id or name if present)")
     columns.add_argument("--no-header", action="store_true",
                          help="CSV/TSV without a header: columns are 0, 1, ...; the sequence is column 0")
-    regions = prepare.add_argument_group("BED regions")
-    regions.add_argument("--genome", type=Path, help="FASTA genome of the BED regions")
+    regions = prepare.add_argument_group("regions")
+    regions.add_argument("--genome", type=Path, help="FASTA genome of the regions")
     regions.add_argument("--window", type=positive_int, help="window length in bp, centred on each region")
     regions.add_argument("--background", type=non_negative_int, default=0,
                          help="background windows per region, drawn from the genome (default 0)")
@@ -71,17 +74,24 @@ def register(subparsers) -> None:
     problem = prepare.add_argument_group("problem and splits")
     problem.add_argument("--problem-type", choices=["binary", "multiclass", "multilabel", "regression"],
                          help="default: inferred from the labels")
-    problem.add_argument("--positive", help="binary: the positive class")
+    problem.add_argument("--positive", help="binary: the positive class (default: the first --class, else the "
+                         "last name in sorted order, the larger of two integer codes)")
+    problem.add_argument("--duplicates", choices=["keep", "drop", "error"], default="drop",
+                         help="rows of one split whose sequence (or its reverse complement) repeats: drop "
+                         "(default) keeps the first of same-label copies and drops every copy whose labels "
+                         "conflict; keep keeps them; error stops at the first")
     problem.add_argument("--split", choices=["given", "random", "chromosome"],
-                         help="default: given for tables per split, else random (stratified by class)")
+                         help="default: given for inputs per split (never re-split), else random "
+                         "(stratified by class)")
     problem.add_argument("--fractions", type=_fractions, default=(0.8, 0.1, 0.1),
-                         help="random split: train,valid,test fractions (default 0.8,0.1,0.1)")
+                         help="random split: train,valid,test fractions (default 0.8,0.1,0.1); given "
+                         "splits without valid: valid is this valid fraction of train")
     problem.add_argument("--valid-chroms", type=_names, default=[], help="chromosome split: held out for valid")
     problem.add_argument("--test-chroms", type=_names, default=[], help="chromosome split: held out for test")
     problem.add_argument("--seed", type=int, default=0, help="random split and background windows (default 0)")
     prepare.add_argument("--out", type=Path, required=True, help="task dataset directory to create")
     prepare.set_defaults(func=run_prepare)
-    declare(prepare, inputs=["classes", "tables", "bed", "genome"],
+    declare(prepare, inputs=["classes", "tables", "regions", "genome"],
             directories={"out": OutputDirectory("task-data", atomic=True)})
     predict = commands.add_parser(
         "predict", help="score the records of a FASTA file or a table with a fine-tuned model of any task",
@@ -104,14 +114,9 @@ def register(subparsers) -> None:
 
 
 def run_prepare(args) -> int:
-    from genolong.data_prep.task_builder import prepare_from_arguments
+    from genolong.data_prep.task_builder import prepare_from_arguments, summary
 
-    manifest = prepare_from_arguments(args)
-    rows = ", ".join(f"{name} {count:,}" for name, count in manifest["rows"].items())
-    outputs = manifest["outputs"]
-    shown = ", ".join(outputs[:5]) + (f", ... ({len(outputs)} in all)" if len(outputs) > 5 else "")
-    print(f"wrote {args.out}: {manifest['problem_type']} task, outputs {shown}; rows {rows}")
-    print(f"leakage: {manifest['leakage']['line']}")
+    print("\n".join(summary(prepare_from_arguments(args), args.out)))
     return 0
 
 

@@ -1,8 +1,10 @@
 """A prepared task dataset (``genolong task prepare``, :mod:`data_prep.task_dataset`), as
 training and evaluation read it::
 
-    manifest.json     format, problem type, outputs, classes, label columns, inputs (sha256),
-                      options, rows per split, and the leakage line (duplicates removed across splits)
+    manifest.json     format, problem type, outputs, classes (and the positive one), label columns,
+                      inputs (sha256), options, rows per split, the copies found within each split
+                      and what was done with them (``duplicates``), and the leakage line (copies
+                      removed across splits)
     <split>.tsv       header ``id  sequence  <target columns>``, one row per input
 
 The targets by problem type (:data:`PROBLEM_TYPES`), as :meth:`TaskSplit.targets` returns them:
@@ -23,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from genolong.errors import InputError
+from genolong.files import csv_field_limit
 
 #: Format tag written to (and required in) manifest.json.
 FORMAT = "genolong.task/1"
@@ -100,7 +103,7 @@ class PreparedTask:
         path = self.directory / f"{name}.tsv"
         columns = self.manifest["target_columns"]
         try:
-            with open(path, newline="") as handle:
+            with open(path, newline="") as handle, csv_field_limit(path.stat().st_size):
                 rows = list(csv.reader(handle, delimiter="\t"))
         except FileNotFoundError:
             raise InputError(path, "missing from the prepared task", hint=_REPREPARE) from None

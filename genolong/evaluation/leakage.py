@@ -107,17 +107,27 @@ def max_jaccard(train: list[str], test: list[str], k: int) -> np.ndarray:
     return best
 
 
+def copy_kind(sequence: str, seen: set[str]) -> str:
+    """``exact`` when ``sequence`` (case aside) is in ``seen`` (upper-case sequences),
+    ``reverse_complement`` when its reverse complement is, else ''."""
+    sequence = sequence.upper()
+    if sequence in seen:
+        return "exact"
+    return "reverse_complement" if reverse_complement(sequence) in seen else ""
+
+
+def copy_key(sequence: str) -> str:
+    """The key a sequence shares with its copies (:func:`copy_kind`): the smaller of the upper-case
+    sequence and its reverse complement."""
+    sequence = sequence.upper()
+    return min(sequence, reverse_complement(sequence))
+
+
 def find_leakage(train: list[str], test: list[str], settings: LeakageSettings = LeakageSettings()) -> Leakage:
     """The leakage of each test sequence into the training split (see the module docstring)."""
     seen = {s.upper() for s in train}
     jaccard = max_jaccard(train, test, settings.k)
     kind = np.full(len(test), "", dtype=object)
     for i, sequence in enumerate(test):
-        sequence = sequence.upper()
-        if sequence in seen:
-            kind[i] = "exact"
-        elif reverse_complement(sequence) in seen:
-            kind[i] = "reverse_complement"
-        elif jaccard[i] >= settings.cut:
-            kind[i] = "near"
+        kind[i] = copy_kind(sequence, seen) or ("near" if jaccard[i] >= settings.cut else "")
     return Leakage(kind, jaccard)
