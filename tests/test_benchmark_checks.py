@@ -15,9 +15,10 @@ from genolong.cli import main
 from genolong.data_prep.benchmark_layouts import prepare_layout
 from genolong.datasets.task import PreparedTask
 from genolong.dna.genome import Genome
+from genolong.dna.kmers import canonical_set
 from genolong.dna.sequence import read_fasta, reverse_complement
 from genolong.evaluation.benchmark_metrics import classification_metrics, mean_interval
-from genolong.evaluation.leakage import LeakageSettings, canonical_kmers, find_leakage
+from genolong.evaluation.leakage import LeakageSettings, find_leakage
 
 
 def promoters(real_data, name: str) -> list[str]:
@@ -49,9 +50,9 @@ def test_planted_exact_reverse_complement_and_near_duplicates_are_counted_exactl
 
 
 def test_canonical_kmers_are_strand_free_and_skip_other_bases():
-    assert canonical_kmers("ACGTN", 2).tolist() == [1, 6]  # AC = 1, CG = 6, GT -> its reverse complement AC; TN skipped
-    assert np.array_equal(canonical_kmers("AACCGGTTAC", 4), canonical_kmers(reverse_complement("AACCGGTTAC"), 4))
-    assert len(canonical_kmers("ACG", 4)) == 0
+    assert canonical_set("ACGTN", 2).tolist() == [1, 6]  # AC = 1, CG = 6, GT -> its reverse complement AC; TN skipped
+    assert np.array_equal(canonical_set("AACCGGTTAC", 4), canonical_set(reverse_complement("AACCGGTTAC"), 4))
+    assert len(canonical_set("ACG", 4)) == 0
 
 
 def test_the_interval_over_seeds_is_students_t():

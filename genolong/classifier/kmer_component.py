@@ -60,21 +60,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from genolong.dna.kmers import acgt_kmers
+from genolong.dna.sequence import BASES
 from genolong.errors import InputError, UserError, first_line
 
 COMPONENT_FILE = "kmer_component.npz"
-_CODES = np.full(256, 4, dtype=np.int64)
-_CODES[np.frombuffer(b"ACGT", dtype=np.uint8)] = np.arange(4)
-
-
-def kmer_index(kmer: str) -> int:
-    """The base-4 index of an ACGT k-mer (A=0, C=1, G=2, T=3; first base most significant)."""
-    index = 0
-    for base in kmer:
-        index = 4 * index + "ACGT".index(base)
-    return index
-
-
 LINKS = ("linear", "logsigmoid", "clipped_logit", "log_softmax")
 VERSION = 2
 _CLIP = 1e-4
@@ -115,7 +105,7 @@ class KmerComponent:
             raise UserError(f"unknown network input {network_input!r}; choose logits or log_softmax")
         if link not in LINKS:
             raise UserError(f"unknown k-mer component link {link!r}; choose from {', '.join(LINKS)}")
-        if any(not 1 <= len(k) <= 8 or set(k) - set("ACGT") for k in kmers):
+        if any(not 1 <= len(k) <= 8 or set(k) - set(BASES) for k in kmers):
             raise UserError("a k-mer component holds ACGT k-mers of 1 to 8 bases")
         self.kmers, self.weights, self.bias, self.mix, self.link = list(kmers), weights, bias, mix, link
         self.offset, self.network, self.network_input = offset, network, network_input
@@ -124,7 +114,8 @@ class KmerComponent:
             self.tables[k] = (np.zeros((4**k, len(weights))), np.zeros(4**k))
         for column, kmer in enumerate(self.kmers):
             table, seen = self.tables[len(kmer)]
-            table[kmer_index(kmer)], seen[kmer_index(kmer)] = weights[:, column], 1.0
+            index = acgt_kmers(kmer, len(kmer))[1]
+            table[index], seen[index] = weights[:, column], 1.0
         self.token_texts: np.ndarray | None = None
 
     @classmethod
@@ -170,18 +161,10 @@ class KmerComponent:
         its sequences joined by ``N`` (no k-mer spans two of them).
         """
         joined = "N".join(sequences) + "N"
-        codes = _CODES[np.frombuffer(joined.encode("ascii"), dtype=np.uint8)]  # (L,)
         owner = np.repeat(np.arange(len(sequences)), [len(s) + 1 for s in sequences])  # (L,) sequence of each base
-        broken = np.concatenate([[0], np.cumsum(codes == 4)])  # non-ACGT bases before each position
         total, count = np.zeros((len(sequences), len(self.weights))), np.zeros(len(sequences))
         for k, (table, seen) in self.tables.items():
-            n = len(codes) - k + 1
-            if n < 1:
-                continue
-            starts = np.flatnonzero(broken[k : k + n] == broken[:n])  # windows of ACGT only
-            index = np.zeros(len(starts), dtype=np.int64)
-            for offset in range(k):
-                index = 4 * index + codes[starts + offset]
+            starts, index = acgt_kmers(joined, k)
             for model in range(len(self.weights)):
                 total[:, model] += np.bincount(owner[starts], weights=table[index, model], minlength=len(sequences))
             count += np.bincount(owner[starts], weights=seen[index], minlength=len(sequences))
