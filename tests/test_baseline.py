@@ -12,7 +12,7 @@ from genolong.data_prep.promoter_dataset import PromoterDatasetConfig, build_pro
 from genolong.data_prep.promoters import read_fasta_records
 from genolong.dna.sequence import write_fasta
 from genolong.errors import ConfigError, UserError
-from genolong.evaluation.kmer_baseline import KmerBaselineConfig, run_kmer_baseline
+from genolong.evaluation.kmer_baseline import KmerBaselineConfig, KmerCounts, run_kmer_baseline
 from genolong.evaluation.metrics import (
     PROMOTER_METRICS,
     best_f1_threshold,
@@ -54,6 +54,15 @@ def test_baseline_config_validation():
         KmerBaselineConfig(k_min=6, k_max=4)
     with pytest.raises(ConfigError, match="positive"):
         KmerBaselineConfig(Cs=(0.0,))
+
+
+def test_kmer_counts_count_acgt_kmers_only_in_the_columns_of_their_vocabulary():
+    counts = KmerCounts(1, 2).fit(["ACGT", "AANAC"])
+    assert counts.vocabulary_ == {kmer: i for i, kmer in enumerate(["A", "AA", "AC", "C", "CG", "G", "GT", "T"])}
+    matrix = counts.transform(["AANAC", "ggACTT"]).toarray()  # N and lowercase break k-mers; TT, CT unseen
+    np.testing.assert_array_equal(matrix, [[3, 1, 1, 1, 0, 0, 0, 0], [1, 0, 1, 1, 0, 0, 0, 2]])
+    fixed = KmerCounts(2, 2, {"TT": 0, "AC": 1}).fit([])
+    np.testing.assert_array_equal(fixed.transform(["ACTTT", "NNN", ""]).toarray(), [[2, 1], [0, 0], [0, 0]])
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,7 @@ A classifier directory may hold ``kmer_component.npz`` next to the network. Its 
 to the network's, so the directory scores ``sigmoid(network logit + k-mer logit)``: an ensemble
 in logit space whose weights (the network's, the k-mer models' and an offset) were fitted
 together by logistic regression on held-out data and folded in (the network's into its output
-layer, the k-mer models' here; :mod:`genolong.evaluation.kmer_ensemble`).
+layer, the k-mer models' here; :mod:`genolong.evaluation.kmer_models`).
 
 A k-mer model is the baseline's (:mod:`genolong.evaluation.kmer_baseline`): the overlapping
 k-mers of a sequence are counted, the counts of k-mers seen in training are divided by their
@@ -117,41 +117,6 @@ class KmerComponent:
             index = acgt_kmers(kmer, len(kmer))[1]
             table[index], seen[index] = weights[:, column], 1.0
         self.token_texts: np.ndarray | None = None
-
-    @classmethod
-    def from_pipeline(cls, pipeline, scale: float = 1.0, offset: float = 0.0) -> KmerComponent:
-        """The component of a fitted baseline pipeline (``kmer_features`` + ``logistic``), its logit
-        times ``scale`` plus ``offset``."""
-        component = cls.from_pipelines([pipeline], [scale])
-        component.bias += offset
-        return component
-
-    @classmethod
-    def from_pipelines(
-        cls, pipelines: Sequence[object], mix: Sequence[float] | None = None, link: str = "linear"
-    ) -> KmerComponent:
-        """One component of fitted baseline pipelines that count the same k-mers (fitted on one
-        vocabulary): ``sum(mix_e * link(pipeline_e logit))``. With the linear link the models fold
-        into one (their weighted sum is one k-mer model).
-
-        Raises:
-            ValueError: no pipeline, or pipelines that count different k-mers.
-        """
-        if not pipelines:
-            raise ValueError("a k-mer component needs at least one pipeline")
-        kmers, weights, bias = None, [], []
-        for pipeline in pipelines:
-            vocabulary = pipeline.named_steps["kmer_counts"].vocabulary_
-            counted = sorted(vocabulary, key=vocabulary.get)
-            if kmers is not None and counted != kmers:
-                raise ValueError("k-mer pipelines to add up must count the same k-mers (fit them on one vocabulary)")
-            kmers, logistic = counted, pipeline.named_steps["logistic"]
-            weights.append(logistic.coef_[0] / pipeline.named_steps["scale"].scale_)
-            bias.append(float(logistic.intercept_[0]))
-        mix = np.ones(len(pipelines)) if mix is None else np.asarray(mix, dtype=np.float64)
-        if link == "linear":
-            return cls(kmers, mix @ np.array(weights), mix @ np.array(bias))
-        return cls(kmers, np.array(weights), np.array(bias), mix, link)
 
     def scores(self, sequences: Sequence[str]) -> np.ndarray:
         """Each model's score of each sequence (uppercase; other letters than ACGT break k-mers),

@@ -10,9 +10,8 @@ predictions are the labels' probabilities), ``regression`` ridge regression. The
 the validation split by the problem type's metric (:data:`genolong.evaluation.task_metrics.MONITOR`),
 except for multi-label tasks, which use :attr:`KmerModelConfig.multilabel_C`.
 
-:func:`fit_stack` combines the network's and the k-mer model's logits on the validation split
-(the promoter task's technique, :mod:`genolong.evaluation.kmer_ensemble`, for every problem
-type): per output ``a * network + b * kmer + c`` by logistic regression (binary, multi-label)
+:func:`fit_stack` combines the network's and the k-mer model's logits on the validation split:
+per output ``a * network + b * kmer + c`` by logistic regression (binary, multi-label)
 or least squares (regression); for multi-class, a multinomial logistic regression on both
 models' log-probabilities.
 
@@ -41,6 +40,7 @@ from sklearn.model_selection import KFold, StratifiedKFold
 from sklearn.pipeline import Pipeline
 
 from genolong.classifier.kmer_component import KmerComponent
+from genolong.dna.sequence import BASES
 from genolong.evaluation.kmer_baseline import KmerBaselineConfig, kmer_features
 from genolong.evaluation.task_metrics import MONITOR, task_metrics
 
@@ -135,7 +135,7 @@ def fit_kmer_model(problem_type: str, train: tuple[list[str], np.ndarray], valid
         validation metric of each ``C`` tried.
     """
     sizes = range(config.kmers.k_min, config.kmers.k_max + 1)
-    acgt = ["".join(kmer) for k in sizes for kmer in itertools.product("ACGT", repeat=k)]
+    acgt = ["".join(kmer) for k in sizes for kmer in itertools.product(BASES, repeat=k)]
     features = kmer_features(config.kmers, {kmer: column for column, kmer in enumerate(acgt)})
     x_train = features.fit_transform(train[0])
     candidates = (config.multilabel_C,) if problem_type == "multilabel" else config.kmers.Cs

@@ -94,7 +94,7 @@ class LabelledTask(FinetuneTask):
         if config.kmer_baseline:
             kmer_model, kmer_report = fit_kmer_model(problem, rows["train"], rows["valid"])
             reader = kmer_model.component().bind(classifier.tokenizer)
-        scored = {name: _logits(classifier, rows[name][0], config.batch_size_eval, reader) for name in splits}
+        scored = {name: network_and_kmer_logits(classifier, rows[name][0], config.batch_size_eval, reader) for name in splits}
         network = {name: scored[name][0] for name in splits}
         kmer = {name: scored[name][1] for name in splits}  # None without kmer_baseline
         report = {"problem_type": problem, "network": _scores(problem, network, rows, splits)}
@@ -105,7 +105,7 @@ class LabelledTask(FinetuneTask):
             report["stack"] = stack.describe() | _scores(problem, stacked, rows, splits)
             component = stack.saved(kmer_model)
             classifier.kmer = None if component is None else component.bind(classifier.tokenizer)
-        saved = {name: _logits(classifier, rows[name][0], config.batch_size_eval)[0] for name in splits}
+        saved = {name: network_and_kmer_logits(classifier, rows[name][0], config.batch_size_eval)[0] for name in splits}
         report["saved_model"] = stack.label() if config.kmer_baseline else "network"
         report |= _scores(problem, saved, rows, splits)
         if problem == "binary":
@@ -136,7 +136,7 @@ def _rows(rows: SequenceRows) -> tuple[list[str], np.ndarray]:
     return rows.sequences, rows.targets
 
 
-def _logits(classifier: Classifier, sequences: list[str], batch_size: int,
+def network_and_kmer_logits(classifier: Classifier, sequences: list[str], batch_size: int,
             reader=None) -> tuple[np.ndarray, np.ndarray | None]:
     """The classifier's logits (N, C) (its k-mer component's added), in batches, multi-class as
     log-probabilities; and with ``reader`` (:meth:`KmerModel.component` bound to the classifier's
