@@ -65,6 +65,21 @@ def test_kmer_counts_count_acgt_kmers_only_in_the_columns_of_their_vocabulary():
     np.testing.assert_array_equal(fixed.transform(["ACTTT", "NNN", ""]).toarray(), [[2, 1], [0, 0], [0, 0]])
 
 
+def test_kmer_counts_of_acgt_sequences_are_scikit_learns_character_ngram_counts_to_the_bit(real_data):
+    """The counts the k-mer models were fitted on before, stored in the same order (row sums follow it)."""
+    from sklearn.feature_extraction.text import CountVectorizer
+
+    sequences = [r.sequence for r in read_fasta_records(real_data / "promoters" / "Mouse_tata.fa", 1)[:60]]
+    for vocabulary in (None, {"TATA": 0, "ACGT": 1, "GGGCG": 2}):
+        ours, theirs = KmerCounts(4, 6, vocabulary), CountVectorizer(
+            analyzer="char", ngram_range=(4, 6), lowercase=False, vocabulary=vocabulary, dtype=np.float64)
+        for fitted in ((ours.fit_transform(sequences), theirs.fit_transform(sequences)),
+                       (ours.transform(sequences[:9]), theirs.transform(sequences[:9]))):
+            for part in ("indptr", "indices", "data"):
+                np.testing.assert_array_equal(getattr(fitted[0], part), getattr(fitted[1], part))
+        assert ours.vocabulary_ == theirs.vocabulary_
+
+
 @pytest.fixture(scope="module")
 def real_subsets(real_data, tmp_path_factory):
     """Small real datasets: 300 DeePromoter promoters + substitution, and 300 + 300 real promoters/non-promoters."""

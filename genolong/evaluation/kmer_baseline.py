@@ -66,28 +66,30 @@ class KmerCounts(TransformerMixin, BaseEstimator):
     def __init__(self, k_min: int, k_max: int, vocabulary: Mapping[str, int] | None = None):
         self.k_min, self.k_max, self.vocabulary = k_min, k_max, vocabulary
 
-    def _numbers(self, sequence: str) -> dict[int, np.ndarray]:
-        return {k: acgt_kmers(sequence, k)[1] for k in range(self.k_min, self.k_max + 1)}
+    def _keys(self, sequence: str) -> np.ndarray:
+        """Each ACGT k-mer of ``sequence`` as ``4^k + number`` (distinct over k), by k, then position."""
+        return np.concatenate([4**k + acgt_kmers(sequence, k)[1] for k in range(self.k_min, self.k_max + 1)])
 
     def fit(self, sequences, y=None) -> KmerCounts:
-        vocabulary = self.vocabulary
-        if vocabulary is None:
-            seen = {k: np.zeros(4**k, dtype=bool) for k in range(self.k_min, self.k_max + 1)}
+        self._columns = np.full(2 * 4**self.k_max, -1, dtype=np.int64)  # key -> column, -1: not counted
+        if self.vocabulary is None:
+            self._sighted = np.full(len(self._columns), -1, dtype=np.int64)  # key -> rank of its first sighting
             for sequence in sequences:
-                for k, numbers in self._numbers(sequence).items():
-                    seen[k][numbers] = True
-            kmers = sorted(_kmer_text(number, k) for k, flags in seen.items() for number in np.flatnonzero(flags))
-            vocabulary = {kmer: column for column, kmer in enumerate(kmers)}
-        self.vocabulary_ = dict(vocabulary)
-        self._columns = {k: np.full(4**k, -1, dtype=np.int64) for k in range(self.k_min, self.k_max + 1)}
+                keys, first = np.unique(self._keys(sequence), return_index=True)
+                new = keys[self._sighted[keys] < 0][np.argsort(first[self._sighted[keys] < 0])]
+                self._sighted[new] = np.arange(len(new)) + self._sighted.max() + 1
+            kmers = sorted(_kmer_text(int(key)) for key in np.flatnonzero(self._sighted >= 0))
+            self.vocabulary_ = {kmer: column for column, kmer in enumerate(kmers)}
+        else:
+            self.vocabulary_ = dict(self.vocabulary)
         for kmer, column in self.vocabulary_.items():
-            self._columns[len(kmer)][acgt_kmers(kmer, len(kmer))[1]] = column
+            self._columns[4 ** len(kmer) + acgt_kmers(kmer, len(kmer))[1]] = column
         return self
 
     def transform(self, sequences) -> sparse.csr_matrix:
         indptr, indices, counts = [0], [], []
         for sequence in sequences:
-            columns = np.concatenate([self._columns[k][numbers] for k, numbers in self._numbers(sequence).items()])
+            columns = self._columns[self._keys(sequence)]
             kept, count = np.unique(columns[columns >= 0], return_counts=True)
             indices.append(kept)
             counts.append(count)
@@ -95,10 +97,24 @@ class KmerCounts(TransformerMixin, BaseEstimator):
         return sparse.csr_matrix((np.concatenate(counts).astype(np.float64), np.concatenate(indices), indptr),
                                  shape=(len(indptr) - 1, len(self.vocabulary_)))
 
+    def fit_transform(self, sequences, y=None) -> sparse.csr_matrix:
+        """:meth:`fit`, then :meth:`transform`; with the k-mers seen in fitting, each row's counts are
+        stored in the order the k-mers were first seen, as scikit-learn's ``CountVectorizer`` stores
+        them (sums over a row, and so the models fitted on them, are the same to the bit)."""
+        counts = self.fit(sequences).transform(sequences)
+        if self.vocabulary is not None:
+            return counts
+        seen = np.flatnonzero(self._sighted >= 0)
+        rank = np.empty(len(self.vocabulary_), dtype=np.int64)
+        rank[self._columns[seen]] = self._sighted[seen]
+        order = np.lexsort((rank[counts.indices], np.repeat(np.arange(counts.shape[0]), np.diff(counts.indptr))))
+        return sparse.csr_matrix((counts.data[order], counts.indices[order], counts.indptr), shape=counts.shape)
 
-def _kmer_text(number: int, k: int) -> str:
-    """The k-mer whose number (:mod:`genolong.dna.kmers`) is ``number``."""
-    return "".join(BASES[(number >> 2 * (k - 1 - j)) & 3] for j in range(k))
+
+def _kmer_text(key: int) -> str:
+    """The k-mer of a key ``4^k + number`` (:meth:`KmerCounts._keys`)."""
+    k = (key.bit_length() - 1) // 2
+    return "".join(BASES[(key >> 2 * (k - 1 - j)) & 3] for j in range(k))
 
 
 def kmer_features(config: KmerBaselineConfig, vocabulary: Mapping[str, int] | None = None) -> Pipeline:

@@ -7,7 +7,7 @@ type: ``binary`` logistic regression, ``multiclass`` multinomial logistic regres
 ``multilabel`` one-vs-rest least squares (ridge regression on the 0/1 labels, every label in one
 solve: hundreds of logistic regressions took tens of minutes on a shared CPU; its clipped
 predictions are the labels' probabilities), ``regression`` ridge regression. The regularisation is chosen on
-the validation split by the problem type's metric (:data:`genolong.evaluation.task_metrics.MONITOR`),
+the validation split by the problem type's metric (:data:`genolong.evaluation.task_metrics.METRICS`),
 except for multi-label tasks, which use :attr:`KmerModelConfig.multilabel_C`.
 
 :func:`fit_stack` combines the network's and the k-mer model's logits on the validation split:
@@ -42,7 +42,7 @@ from sklearn.pipeline import Pipeline
 from genolong.classifier.kmer_component import KmerComponent
 from genolong.dna.sequence import BASES
 from genolong.evaluation.kmer_baseline import KmerBaselineConfig, kmer_features
-from genolong.evaluation.task_metrics import MONITOR, task_metrics
+from genolong.evaluation.task_metrics import METRICS, task_metrics
 
 #: The k-mer model of each problem type.
 MODEL_KIND = {"binary": "logistic regression", "multiclass": "multinomial logistic regression",
@@ -144,10 +144,10 @@ def fit_kmer_model(problem_type: str, train: tuple[list[str], np.ndarray], valid
         fitted[c] = KmerModel(problem_type, features, _fit(problem_type, x_train, train[1], c, config.kmers.max_iter),
                               C=c)
         outputs = activate(problem_type, fitted[c].logits(valid[0]))
-        scores[c] = task_metrics(problem_type, valid[1], outputs)[MONITOR[problem_type]]
+        scores[c] = task_metrics(problem_type, valid[1], outputs)[METRICS[problem_type].monitor]
     best = max(candidates, key=lambda c: (np.nan_to_num(scores[c], nan=-np.inf), -c))
     report = {"model": MODEL_KIND[problem_type], "C": float(best), "features": int(x_train.shape[1]),
-              "valid_" + MONITOR[problem_type] + "_by_C": {str(c): float(s) for c, s in scores.items()}}
+              "valid_" + METRICS[problem_type].monitor + "_by_C": {str(c): float(s) for c, s in scores.items()}}
     return fitted[best], report
 
 
