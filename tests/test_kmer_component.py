@@ -1,5 +1,5 @@
 """The k-mer component of a classifier directory: hand-checked k-mer logits, token rows read as
-their bases, the same component in every scoring path and its file; the non-negative logit stack."""
+their bases, the same component in every scoring path and its file."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from genolong.classifier.directory import Classifier, default_promoter_model
 from genolong.classifier.kmer_component import COMPONENT_FILE, KmerComponent
 from genolong.data_prep.promoters import read_fasta_records
 from genolong.errors import InputError, UserError
-from genolong.evaluation.calibration import BackwardsRanking, fit_logit_stack
 from genolong.inference.loop import ScanModule
 from genolong.inference.variants.scoring import ClassifierEffects
 
@@ -54,25 +53,6 @@ def test_token_rows_read_as_their_bases(mouse):
     sequences = [r.sequence for r in mouse[:5]] + ["ACGTNNNNNNTATAAA"]
     ids = classifier.encode(sequences)["input_ids"]
     np.testing.assert_allclose(component.token_logits(ids).numpy(), component.logits(sequences), rtol=1e-6)
-
-
-def test_fit_logit_stack_recovers_weights_and_drops_backwards_models():
-    rng = np.random.default_rng(0)
-    logits = rng.normal(0, 1.5, size=(20000, 2))
-    labels = (rng.random(20000) < 1 / (1 + np.exp(-(logits @ [2.0, 0.5] - 1.0)))).astype(int)
-    weights, offset = fit_logit_stack(logits, labels)
-    np.testing.assert_allclose(weights, [2.0, 0.5], atol=0.1)
-    assert offset == pytest.approx(-1.0, abs=0.1)
-    weights, _ = fit_logit_stack(logits * [-1, 1], labels)  # the first model counts backwards
-    assert weights[0] == 0 and weights[1] > 0
-    with pytest.raises(BackwardsRanking, match="backwards"):
-        fit_logit_stack(-logits, labels)
-    # a weight of 2 is a record counted twice
-    doubled = np.arange(20000) < 5000
-    weighted = fit_logit_stack(logits, labels, np.where(doubled, 2.0, 1.0))
-    repeated = fit_logit_stack(np.r_[logits, logits[doubled]], np.r_[labels, labels[doubled]])
-    np.testing.assert_allclose(weighted[0], repeated[0], rtol=1e-4)
-    assert weighted[1] == pytest.approx(repeated[1], rel=1e-4)
 
 
 def test_classifier_adds_the_component_in_every_path_and_saves_it(tmp_path, mouse):

@@ -67,7 +67,18 @@ from genolong.errors import InputError, UserError, first_line
 COMPONENT_FILE = "kmer_component.npz"
 LINKS = ("linear", "logsigmoid", "clipped_logit", "log_softmax")
 VERSION = 2
-_CLIP = 1e-4
+
+
+def clipped_logit(probabilities: np.ndarray) -> np.ndarray:
+    """``log(p / (1 - p))`` of probabilities clipped to [1e-4, 1 - 1e-4] (a ridge model's 0/1 predictions)."""
+    clipped = np.clip(probabilities, 1e-4, 1 - 1e-4)
+    return np.log(clipped / (1 - clipped))
+
+
+def log_softmax(logits: np.ndarray) -> np.ndarray:
+    """Log-softmax of (N, C) logits along C (the max subtracted first)."""
+    shifted = logits - logits.max(axis=1, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
 
 
 class KmerComponent:
@@ -152,10 +163,8 @@ class KmerComponent:
         if self.link == "logsigmoid":
             return -np.logaddexp(0.0, -scores)
         if self.link == "clipped_logit":
-            clipped = np.clip(scores, _CLIP, 1 - _CLIP)
-            return np.log(clipped / (1 - clipped))
-        shifted = scores - scores.max(axis=1, keepdims=True)
-        return shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+            return clipped_logit(scores)
+        return log_softmax(scores)
 
     def bind(self, tokenizer) -> KmerComponent:
         """Read token rows of ``tokenizer`` (see :meth:`token_logits`); returns self."""
