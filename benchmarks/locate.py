@@ -31,10 +31,9 @@ from pathlib import Path
 
 import numpy as np
 
-from genolong.data_prep.kmers import reverse_complement_rows
 from genolong.data_prep.locate import GenomeIndex
 from genolong.datasets.chromatin import LocateStatus
-from genolong.dna.sequence import read_fasta
+from genolong.dna.sequence import read_fasta, reverse_complement_rows
 
 REPO = Path(__file__).resolve().parents[1]
 CE_X = REPO.parent / "shared" / "data" / "genomes" / "ce2chrX.fa.gz"

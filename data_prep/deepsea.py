@@ -26,10 +26,9 @@ from pathlib import Path
 
 import numpy as np
 
+from genolong.dna.sequence import reverse_complement_rows
 from genolong.errors import InputError
 from genolong.evaluation.profiles import N_PROFILES
-
-from .kmers import reverse_complement_rows
 
 #: The DeepSEA files, by split name.
 SPLITS = ("train", "valid", "test")

@@ -38,17 +38,9 @@ import numpy as np
 
 from genolong.datasets.chromatin import LocateStatus, Locations
 from genolong.dna.genome import Genome
+from genolong.dna.kmers import BLOCK, canonical_kmers, pack_kmers, rolling_kmers, swap_orientation
+from genolong.dna.sequence import BASE_CODES, reverse_complement_rows
 from genolong.errors import ConfigError
-
-from .kmers import (
-    BLOCK,
-    CODE,
-    canonical_kmers,
-    pack_kmers,
-    reverse_complement_rows,
-    rolling_kmers,
-    swap_orientation,
-)
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +114,7 @@ class GenomeIndex:
             starts.append(offset)
             lengths.append(len(ascii_seq))
             pieces += [ascii_seq, np.full(padded - len(ascii_seq), N_BYTE, np.uint8)]
-            codes = CODE[ascii_seq[: len(ascii_seq) // BLOCK * BLOCK]].reshape(-1, BLOCK)  # (blocks, 32)
+            codes = BASE_CODES[ascii_seq[: len(ascii_seq) // BLOCK * BLOCK]].reshape(-1, BLOCK)  # (blocks, 32)
             clean = np.flatnonzero((codes < 4).all(axis=1))
             chrom_keys, chrom_orient = canonical_kmers(
                 pack_kmers(codes[clean]), pack_kmers(3 - codes[clean, ::-1])
@@ -214,7 +206,7 @@ class GenomeIndex:
         cheapest usable window of each query and verifies its candidates.
         """
         rows, length = queries.shape
-        codes = CODE[queries]  # (rows, length)
+        codes = BASE_CODES[queries]  # (rows, length)
         spans = codes[:, window_starts[:, None] + np.arange(PROBE_SPAN)]  # (rows, windows, 63)
         usable = (spans < 4).all(axis=-1)  # (rows, windows)
         spans = np.where(spans < 4, spans, 0)  # unusable windows get dummy k-mers, never expanded

@@ -18,11 +18,11 @@ the shipped spec ``configs/promoter_sources/default.yaml``:
 
 Model: the ``promoter_default`` preset (``promoter_tiny``'s per-base 2-layer backbone with a
 residual 15-bp convolution over the token embeddings and a [CLS] read-out, from scratch;
-random crops of 240 bp up to the window; positives weighted 3.5x), then k-mer experts: one
-k-mer logistic regression per kind of negative (real, substitution, shuffle) fitted on the same
-training split, stacked with the network in logit space on the validation sources, each
-expert through a log-sigmoid, so that it can only veto (:mod:`genolong.evaluation.kmer_ensemble`;
-one logistic regression weighs them and calibrates their sum). The first two steps are those of these commands::
+random crops of 240 bp up to the window; positives weighted 3.5x), then the binary k-mer model
+(a k-mer logistic regression) fitted on the same training split and stacked with the network on
+the validation sources, as ``genolong task finetune`` stacks them (:mod:`genolong.evaluation.kmer_models`:
+the k-mer model, the network or ``a * network + b * kmer + c``, whichever scores best out of fold).
+The first two steps are those of these commands::
 
     genolong promoter prepare-sources --spec default --root ../shared/data --out WORK/data
     genolong promoter finetune --data WORK/data --out WORK/run --config promoter_default
@@ -57,10 +57,11 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from genolong.classifier.directory import Classifier, default_promoter_model
-from genolong.classifier.records import record_stride
+from genolong.classifier.records import best_window_probabilities, record_stride
 from genolong.data_prep.genome_prepare import prepare_genome
 from genolong.data_prep.source_split import (
     SOURCE_SPLITS,
@@ -68,9 +69,14 @@ from genolong.data_prep.source_split import (
     load_source_split_config,
 )
 from genolong.datasets.promoter import load_manifest, load_split
-from genolong.evaluation.cross_source import format_pair_table
-from genolong.evaluation.kmer_ensemble import fit_kmer_ensemble, score_splits
-from genolong.evaluation.metrics import PROMOTER_METRICS, format_metrics_table
+from genolong.evaluation.cross_source import format_pair_table, pair_metrics
+from genolong.evaluation.kmer_models import fit_kmer_model, fit_stack
+from genolong.evaluation.metrics import (
+    PROMOTER_METRICS,
+    best_f1_threshold,
+    format_metrics_table,
+    promoter_metrics,
+)
 from genolong.files import atomic_path
 from genolong.inference.scan.threshold import (
     Background,
@@ -80,6 +86,7 @@ from genolong.inference.scan.threshold import (
     install_scan_calibration,
 )
 from genolong.tasks.finetune import run_finetune
+from genolong.tasks.labelled import network_and_kmer_logits
 from genolong.tasks.task import load_finetune_config
 
 REPO = Path(__file__).resolve().parents[1]
@@ -88,7 +95,7 @@ PRESET = "promoter_default"
 COMMIT_FILE = "genolong_commit.txt"
 TRAINED_ON = (
     "mouse TATA promoters (EPDnew -200..+50 and -249..+50) vs real mouse non-promoters, C. elegans "
-    "chrX background, substitution and shuffle negatives; network + k-mer experts stacked and calibrated "
+    "chrX background, substitution and shuffle negatives; network and k-mer model stacked "
     "on mouse DBTSS promoters vs yeast chrI (no human data)"
 )
 #: The species whose DNA the model was trained or validated on (scientific -> common name).
@@ -170,7 +177,7 @@ def build_ensemble(data: Path, run: Path, network: dict) -> dict:
     started = time.perf_counter()
     splits = {name: load_split(data, name) for name in SOURCE_SPLITS}
     classifier = Classifier.load(run / "model", task="promoter", device="cpu")
-    stacking = fit_kmer_ensemble(classifier, splits["train"], splits["valid"])
+    stacking = stack_kmer_model(classifier, splits["train"], splits["valid"])
     scores = score_splits(classifier, splits)
     report = network | scores
     report["network"] = {key: network[key] for key in ("threshold", "calibration", "valid", "test", "by_source")}
@@ -182,6 +189,40 @@ def build_ensemble(data: Path, run: Path, network: dict) -> dict:
     classifier.info.provenance["report"] = report
     classifier.save(target)
     return report
+
+
+def stack_kmer_model(classifier: Classifier, train: list, valid: list, batch_size: int = 256) -> dict:
+    """Fit the binary k-mer model on ``train``, stack it with the network on ``valid`` and save the
+    stack in ``classifier`` (its k-mer component); returns the k-mer model's and the stack's report."""
+    rows = {name: ([r.sequence for r in records], np.array([[r.label] for r in records], dtype=np.float64))
+            for name, records in (("train", train), ("valid", valid))}
+    kmer_model, report = fit_kmer_model("binary", rows["train"], rows["valid"])
+    reader = kmer_model.component().bind(classifier.tokenizer)
+    network, kmer = network_and_kmer_logits(classifier, rows["valid"][0], batch_size, reader)
+    stack = fit_stack("binary", network, kmer, rows["valid"][1])
+    component = stack.saved(kmer_model)
+    classifier.kmer = None if component is None else component.bind(classifier.tokenizer)
+    return report | stack.describe() | {"saved_model": stack.label()}
+
+
+def score_splits(classifier: Classifier, splits: dict[str, list], batch_size: int = 256) -> dict:
+    """The F1-best threshold on ``splits["valid"]``; the metrics of every split but ``train``, overall and
+    per source pair, each record scored as ``predict-promoter`` scores it (its best window)."""
+    scores = {
+        name: (np.array([r.label for r in records]),
+               best_window_probabilities(classifier, [r.sequence for r in records], batch_size,
+                                         classifier.info.window_bp)[:, 0])
+        for name, records in splits.items() if name != "train"
+    }
+    threshold = best_f1_threshold(*scores["valid"])
+    return {
+        "threshold": threshold,
+        "threshold_chosen_on": "valid (max F1)",
+        "valid": promoter_metrics(*scores["valid"], threshold),
+        "test": promoter_metrics(*scores["test"], threshold),
+        "by_source": {name: pair_metrics(*scores[name], threshold, [r.source for r in splits[name]])
+                      for name in ("test", "valid", "random_test") if name in scores},
+    }
 
 
 def results_table(report: dict) -> str:
@@ -219,10 +260,7 @@ def readme(report: dict, manifest: dict, commit: str, others: list[tuple[dict, d
     ``others``: (manifest, report) of finished runs of the same recipe on other specs.
     """
     kmer, stacking = report["kmer_baseline"], report["calibration"]
-    expert_terms = "".join(
-        f" + {w:.3f} * log sigmoid({kind} expert)" for kind, w in stacking["expert_weights"].items() if w > 0
-    )
-    expert_cs = ", ".join(f"{kind} {c:g}" for kind, c in stacking["expert_C"].items())
+    weights = [stacking.get(key, 0.0) for key in ("network_weight", "kmer_weight", "offset")]
     files = "\n".join(
         f"- `{Path(s['path']).name}` ({s['group']}, {s['role']}), sha256 `{s['sha256']}`" for s in manifest["sources"]
     )
@@ -239,7 +277,7 @@ shipped, for the cross-source table. """ + "\n".join(other_direction(*other) for
     python scripts/train_default_promoter_model.py --work WORK --install
 
 with the code of commit `{commit}` for the network and `{report.get("ensemble_commit", commit)}` for the
-k-mer experts and the stacking (torch {report["torch"]}, {platform.machine()}, 2-core AMD EPYC CPU,
+k-mer model and the stacking (torch {report["torch"]}, {platform.machine()}, 2-core AMD EPYC CPU,
 no GPU; dataset, training and stacking took {report["seconds"] / 60:.0f} min of wall-clock time, which other jobs
 on the machine lengthen). Its
 first two steps are
@@ -247,25 +285,17 @@ first two steps are
     genolong promoter prepare-sources --spec {SPEC} --root ../shared/data --out WORK/data
     genolong promoter finetune --data WORK/data --out WORK/run --config {PRESET}
 
-then the k-mer experts are fitted and stacked (`genolong.evaluation.kmer_ensemble`).
+then the k-mer model is fitted and stacked with the network (`genolong.evaluation.kmer_models`).
 
 **Trained on**: {TRAINED_ON}.
 
-**Model**: two components whose logits add up. (1) The network: preset `{PRESET}` from scratch,
-{report["parameters"]:,} parameters, backbone `{report["backbone"]}`, one token per base, a residual
-15-bp convolution over the token embeddings and a [CLS] read-out; best validation F1 at step {report["best_step"]} of {report["steps"]}. (2)
-`kmer_component.npz`: k-mer experts, one k-mer (k = 4..6) logistic regression per kind of negative
-in the training split (the promoters against that kind only; {stacking["kmer_features"]:,} k-mers,
-C {expert_cs}), reading the bases the network reads (both strands and every window alike). Through
-the log-sigmoid an expert only lowers the logit of what it recognises as a negative of its kind
-(a veto); the experts with weight 0 are left out.
-
-**Probability**: `sigmoid({stacking["network_weight"]:.3f} * network logit{expert_terms}
-{stacking["offset"]:+.3f})`, the weights (non-negative) and offset fitted by one logistic regression
-on the validation sources, every source weighing the same (stacking and Platt scaling at once,
-calibrated for equal classes; folded into the network's output layer and the k-mer weights). The
-network alone had validation ECE {stacking["valid_ece_network"]:.3f}. The ECE columns below are
-measured on the test sources and the random split, which the fit never saw.
+**Model**: preset `{PRESET}` from scratch, {report["parameters"]:,} parameters, backbone `{report["backbone"]}`,
+one token per base, a residual 15-bp convolution over the token embeddings and a [CLS] read-out; best
+validation F1 at step {report["best_step"]} of {report["steps"]}. Then the k-mer model, a {stacking["model"]} on the
+frequencies of {stacking["features"]:,} k-mers (k = 4..6, C {stacking["C"]:g}), and its stack with the network,
+fitted on the validation sources: the saved model is the {stacking["saved_model"]} (`kmer_component.npz` holds
+the k-mer part, which reads the bases the network reads), chosen by {stacking["chosen_by"]}; the stack's
+logit is `{weights[0]:.3f} * network logit + {weights[1]:.3f} * k-mer logit {weights[2]:+.3f}`.
 
 **Threshold**: {report["threshold"]:.4f}, the F1-best threshold on the validation sources.
 

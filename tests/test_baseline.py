@@ -12,7 +12,7 @@ from genolong.data_prep.promoter_dataset import PromoterDatasetConfig, build_pro
 from genolong.data_prep.promoters import read_fasta_records
 from genolong.dna.sequence import write_fasta
 from genolong.errors import ConfigError, UserError
-from genolong.evaluation.kmer_baseline import KmerBaselineConfig, run_kmer_baseline
+from genolong.evaluation.kmer_baseline import KmerBaselineConfig, KmerCounts, run_kmer_baseline
 from genolong.evaluation.metrics import (
     PROMOTER_METRICS,
     best_f1_threshold,
@@ -54,6 +54,30 @@ def test_baseline_config_validation():
         KmerBaselineConfig(k_min=6, k_max=4)
     with pytest.raises(ConfigError, match="positive"):
         KmerBaselineConfig(Cs=(0.0,))
+
+
+def test_kmer_counts_count_acgt_kmers_only_in_the_columns_of_their_vocabulary():
+    counts = KmerCounts(1, 2).fit(["ACGT", "AANAC"])
+    assert counts.vocabulary_ == {kmer: i for i, kmer in enumerate(["A", "AA", "AC", "C", "CG", "G", "GT", "T"])}
+    matrix = counts.transform(["AANAC", "ggACTT"]).toarray()  # N and lowercase break k-mers; TT, CT unseen
+    np.testing.assert_array_equal(matrix, [[3, 1, 1, 1, 0, 0, 0, 0], [1, 0, 1, 1, 0, 0, 0, 2]])
+    fixed = KmerCounts(2, 2, {"TT": 0, "AC": 1}).fit([])
+    np.testing.assert_array_equal(fixed.transform(["ACTTT", "NNN", ""]).toarray(), [[2, 1], [0, 0], [0, 0]])
+
+
+def test_kmer_counts_of_acgt_sequences_are_scikit_learns_character_ngram_counts_to_the_bit(real_data):
+    """The counts the k-mer models were fitted on before, stored in the same order (row sums follow it)."""
+    from sklearn.feature_extraction.text import CountVectorizer
+
+    sequences = [r.sequence for r in read_fasta_records(real_data / "promoters" / "Mouse_tata.fa", 1)[:60]]
+    for vocabulary in (None, {"TATA": 0, "ACGT": 1, "GGGCG": 2}):
+        ours, theirs = KmerCounts(4, 6, vocabulary), CountVectorizer(
+            analyzer="char", ngram_range=(4, 6), lowercase=False, vocabulary=vocabulary, dtype=np.float64)
+        for fitted in ((ours.fit_transform(sequences), theirs.fit_transform(sequences)),
+                       (ours.transform(sequences[:9]), theirs.transform(sequences[:9]))):
+            for part in ("indptr", "indices", "data"):
+                np.testing.assert_array_equal(getattr(fitted[0], part), getattr(fitted[1], part))
+        assert ours.vocabulary_ == theirs.vocabulary_
 
 
 @pytest.fixture(scope="module")

@@ -13,11 +13,13 @@ import yaml
 
 from genolong.cli import main
 from genolong.data_prep.benchmark_layouts import prepare_layout
-from genolong.datasets.task import PreparedTask
+from genolong.datasets.task import PROBLEM_TYPES, PreparedTask
 from genolong.dna.genome import Genome
+from genolong.dna.kmers import canonical_set
 from genolong.dna.sequence import read_fasta, reverse_complement
-from genolong.evaluation.benchmark_metrics import classification_metrics, mean_interval
-from genolong.evaluation.leakage import LeakageSettings, canonical_kmers, find_leakage
+from genolong.evaluation.leakage import LeakageSettings, find_leakage
+from genolong.evaluation.metrics import mean_interval
+from genolong.evaluation.task_metrics import METRICS, classification_metrics, task_metrics
 
 
 def promoters(real_data, name: str) -> list[str]:
@@ -49,9 +51,9 @@ def test_planted_exact_reverse_complement_and_near_duplicates_are_counted_exactl
 
 
 def test_canonical_kmers_are_strand_free_and_skip_other_bases():
-    assert canonical_kmers("ACGTN", 2).tolist() == [1, 6]  # AC = 1, CG = 6, GT -> its reverse complement AC; TN skipped
-    assert np.array_equal(canonical_kmers("AACCGGTTAC", 4), canonical_kmers(reverse_complement("AACCGGTTAC"), 4))
-    assert len(canonical_kmers("ACG", 4)) == 0
+    assert canonical_set("ACGTN", 2).tolist() == [1, 6]  # AC = 1, CG = 6, GT -> its reverse complement AC; TN skipped
+    assert np.array_equal(canonical_set("AACCGGTTAC", 4), canonical_set(reverse_complement("AACCGGTTAC"), 4))
+    assert len(canonical_set("ACG", 4)) == 0
 
 
 def test_the_interval_over_seeds_is_students_t():
@@ -66,6 +68,22 @@ def test_classification_metrics_of_hand_checked_rows():
     assert metrics == {"accuracy": 0.5, "f1": 0.5, "mcc": 0.0, "auroc": 0.75}
     three = classification_metrics("multiclass", np.array([[0], [1], [2]]), np.eye(3)[[0, 1, 1]] * 0.7 + 0.1)
     assert three["accuracy"] == pytest.approx(2 / 3) and three["auroc"] == pytest.approx(0.75)
+
+
+def test_one_metrics_table_for_the_problem_types_of_task_datasets_and_benchmarks():
+    assert tuple(METRICS) == PROBLEM_TYPES
+    for problem_type, metrics in METRICS.items():  # the table's metrics are the ones computed
+        targets = np.array([[0], [1], [1], [0]]) if problem_type != "multiclass" else np.array([[0], [1], [2], [1]])
+        outputs = np.array([[0.2], [0.7], [0.4], [0.6]]) if problem_type != "multiclass" else np.eye(3)[[0, 1, 1, 2]]
+        computed = task_metrics(problem_type, targets, outputs)
+        assert {metrics.monitor, *metrics.shown} <= set(computed)
+    # a benchmark run's metrics are the task metrics of the same calls
+    targets, outputs = np.array([[0], [1], [2], [1]]), np.eye(3)[[0, 1, 1, 2]] * 0.7 + 0.1
+    run, task = classification_metrics("multiclass", targets, outputs), task_metrics("multiclass", targets, outputs)
+    assert (run["accuracy"], run["f1"], run["mcc"]) == (task["accuracy"], task["macro_f1"], task["mcc"])
+    targets, outputs = np.array([[0], [1], [1], [0]]), np.array([[0.2], [0.7], [0.4], [0.6]])
+    run, task = classification_metrics("binary", targets, outputs, 0.5), task_metrics("binary", targets, outputs, 0.5)
+    assert (run["f1"], run["mcc"], run["auroc"]) == (task["f1"], task["mcc"], task["auroc"])
 
 
 @pytest.mark.parametrize(("layout", "name", "rows"), [

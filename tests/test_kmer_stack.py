@@ -20,7 +20,7 @@ from genolong.dna.sequence import read_fasta
 from genolong.errors import InputError
 from genolong.evaluation.kmer_baseline import KmerBaselineConfig
 from genolong.evaluation.kmer_models import KmerModelConfig, fit_kmer_model, fit_stack
-from genolong.evaluation.task_metrics import MONITOR
+from genolong.evaluation.task_metrics import METRICS
 
 BASES = np.array(list("ACGT"))
 MOTIFS = ["GGGCGGGG", "TATAAAAG", "CACGTGAC"]
@@ -169,7 +169,7 @@ def test_the_saved_model_is_the_stack_and_every_command_scores_it(problem, small
     assert main(["task", "finetune", "--data", str(tmp_path / "data"), "--out", str(out),
                  "--config", str(micro_config(tmp_path / "micro.yaml"))]) == 0
     report = json.loads((out / "report.json").read_text())
-    metric = MONITOR[problem]  # chance: AUROC 0.5, accuracy 1/3, Pearson 0
+    metric = METRICS[problem].monitor  # chance: AUROC 0.5, accuracy 1/3, Pearson 0
     assert "network" not in report["stack"]["kept"] and report["saved_model"] != "network"  # a poor network
     assert report["kmer_baseline"]["test"][metric] >= 0.75
     assert report["network"]["test"][metric] < report["kmer_baseline"]["test"][metric] - 0.1  # a poor network

@@ -21,7 +21,7 @@ from genolong.data_prep.source_split import (
 from genolong.datasets.promoter import load_split
 from genolong.dna.sequence import write_fasta
 from genolong.errors import ConfigError
-from genolong.evaluation.calibration import fit_platt, fold_into_head
+from genolong.evaluation.calibration import BackwardsRanking, fit_platt, fold_into_head
 from genolong.evaluation.cross_source import pair_metrics
 from genolong.evaluation.metrics import expected_calibration_error
 from genolong.tasks.finetune import random_crop, run_finetune
@@ -183,6 +183,8 @@ def test_platt_scaling_folds_into_the_head_and_is_measured_on_other_data():
     fit, held_out = slice(0, 2000), slice(2000, None)
     scale, offset = fit_platt(overconfident[fit], labels[fit])
     assert scale == pytest.approx(1 / 3, rel=0.15) and offset == pytest.approx(1 / 3, abs=0.2)
+    with pytest.raises(BackwardsRanking, match="ranks validation data backwards"):
+        fit_platt(-overconfident[fit], labels[fit])
 
     head = torch.nn.Linear(1, 1)
     with torch.no_grad():

@@ -3,7 +3,7 @@ and one per task for the k-mer baseline), ``leakage.csv``, ``summary.md`` and ``
 
 ``summary.md`` has, per task, the headline metric and AUROC of every model and mode as
 ``mean ± half-width`` of the Student's t interval over seeds
-(:func:`genolong.evaluation.benchmark_metrics.mean_interval`), the best mean of each task in
+(:func:`genolong.evaluation.metrics.mean_interval`), the best mean of each task in
 bold, the k-mer baseline as its own row, and the leakage table with the metric recomputed
 without the leaked test rows. :func:`redraw` rewrites the summary and the figure from
 ``results.csv`` and the tasks' ``leakage.json`` (``genolong benchmark report DIR``).
@@ -20,7 +20,7 @@ from pathlib import Path
 import yaml
 
 from genolong.errors import InputError
-from genolong.evaluation.benchmark_metrics import mean_interval
+from genolong.evaluation.metrics import mean_interval
 from genolong.files import atomic_path, atomic_write_text
 
 #: results.csv's columns, in order.

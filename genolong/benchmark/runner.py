@@ -31,10 +31,10 @@ from genolong.classifier.directory import Classifier
 from genolong.config import to_dict
 from genolong.datasets.task import PreparedTask
 from genolong.errors import UserError
-from genolong.evaluation.benchmark_metrics import METRICS, classification_metrics
 from genolong.evaluation.kmer_models import activate, fit_kmer_model
 from genolong.evaluation.leakage import find_leakage
 from genolong.evaluation.metrics import best_f1_threshold
+from genolong.evaluation.task_metrics import BENCHMARK_METRICS, classification_metrics
 from genolong.files import atomic_write_text
 from genolong.interrupts import stop
 from genolong.tasks.compare import identity_hash, load_result, save_result
@@ -68,7 +68,7 @@ def _row(task: TaskEntry, model: str, mode: str, seed: int | str, metrics: dict,
          n_clean: int, steps: int | str) -> dict:
     """One line of results.csv: the headline metric, every metric, and both without the leaked test rows."""
     return {"task": task.name, "model": model, "mode": mode, "seed": seed, "metric": task.metric,
-            "value": metrics[task.metric], **{k: metrics[k] for k in METRICS},
+            "value": metrics[task.metric], **{k: metrics[k] for k in BENCHMARK_METRICS},
             "value_without_leaked": clean[task.metric], "auroc_without_leaked": clean["auroc"],
             "test_rows": n_test, "test_rows_without_leaked": n_clean, "steps": steps}
 

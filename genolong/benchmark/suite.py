@@ -43,8 +43,8 @@ from typing import Any
 from genolong.config import from_dict, read_yaml, to_dict
 from genolong.config.presets import merge_preset, resolve_preset
 from genolong.errors import ConfigError
-from genolong.evaluation.benchmark_metrics import CLASSIFICATION
 from genolong.evaluation.leakage import LeakageSettings
+from genolong.evaluation.task_metrics import CLASSIFICATION
 from genolong.model.loading import read_model_config
 from genolong.tasks.modes import check_mode
 from genolong.tasks.task import FinetuneConfig

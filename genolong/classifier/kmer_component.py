@@ -4,7 +4,7 @@ A classifier directory may hold ``kmer_component.npz`` next to the network. Its 
 to the network's, so the directory scores ``sigmoid(network logit + k-mer logit)``: an ensemble
 in logit space whose weights (the network's, the k-mer models' and an offset) were fitted
 together by logistic regression on held-out data and folded in (the network's into its output
-layer, the k-mer models' here; :mod:`genolong.evaluation.kmer_ensemble`).
+layer, the k-mer models' here; :mod:`genolong.evaluation.kmer_models`).
 
 A k-mer model is the baseline's (:mod:`genolong.evaluation.kmer_baseline`): the overlapping
 k-mers of a sequence are counted, the counts of k-mers seen in training are divided by their
@@ -60,24 +60,25 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from genolong.dna.kmers import acgt_kmers
+from genolong.dna.sequence import BASES
 from genolong.errors import InputError, UserError, first_line
 
 COMPONENT_FILE = "kmer_component.npz"
-_CODES = np.full(256, 4, dtype=np.int64)
-_CODES[np.frombuffer(b"ACGT", dtype=np.uint8)] = np.arange(4)
-
-
-def kmer_index(kmer: str) -> int:
-    """The base-4 index of an ACGT k-mer (A=0, C=1, G=2, T=3; first base most significant)."""
-    index = 0
-    for base in kmer:
-        index = 4 * index + "ACGT".index(base)
-    return index
-
-
 LINKS = ("linear", "logsigmoid", "clipped_logit", "log_softmax")
 VERSION = 2
-_CLIP = 1e-4
+
+
+def clipped_logit(probabilities: np.ndarray) -> np.ndarray:
+    """``log(p / (1 - p))`` of probabilities clipped to [1e-4, 1 - 1e-4] (a ridge model's 0/1 predictions)."""
+    clipped = np.clip(probabilities, 1e-4, 1 - 1e-4)
+    return np.log(clipped / (1 - clipped))
+
+
+def log_softmax(logits: np.ndarray) -> np.ndarray:
+    """Log-softmax of (N, C) logits along C (the max subtracted first)."""
+    shifted = logits - logits.max(axis=1, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
 
 
 class KmerComponent:
@@ -115,7 +116,7 @@ class KmerComponent:
             raise UserError(f"unknown network input {network_input!r}; choose logits or log_softmax")
         if link not in LINKS:
             raise UserError(f"unknown k-mer component link {link!r}; choose from {', '.join(LINKS)}")
-        if any(not 1 <= len(k) <= 8 or set(k) - set("ACGT") for k in kmers):
+        if any(not 1 <= len(k) <= 8 or set(k) - set(BASES) for k in kmers):
             raise UserError("a k-mer component holds ACGT k-mers of 1 to 8 bases")
         self.kmers, self.weights, self.bias, self.mix, self.link = list(kmers), weights, bias, mix, link
         self.offset, self.network, self.network_input = offset, network, network_input
@@ -124,43 +125,9 @@ class KmerComponent:
             self.tables[k] = (np.zeros((4**k, len(weights))), np.zeros(4**k))
         for column, kmer in enumerate(self.kmers):
             table, seen = self.tables[len(kmer)]
-            table[kmer_index(kmer)], seen[kmer_index(kmer)] = weights[:, column], 1.0
+            index = acgt_kmers(kmer, len(kmer))[1]
+            table[index], seen[index] = weights[:, column], 1.0
         self.token_texts: np.ndarray | None = None
-
-    @classmethod
-    def from_pipeline(cls, pipeline, scale: float = 1.0, offset: float = 0.0) -> KmerComponent:
-        """The component of a fitted baseline pipeline (``kmer_features`` + ``logistic``), its logit
-        times ``scale`` plus ``offset``."""
-        component = cls.from_pipelines([pipeline], [scale])
-        component.bias += offset
-        return component
-
-    @classmethod
-    def from_pipelines(
-        cls, pipelines: Sequence[object], mix: Sequence[float] | None = None, link: str = "linear"
-    ) -> KmerComponent:
-        """One component of fitted baseline pipelines that count the same k-mers (fitted on one
-        vocabulary): ``sum(mix_e * link(pipeline_e logit))``. With the linear link the models fold
-        into one (their weighted sum is one k-mer model).
-
-        Raises:
-            ValueError: no pipeline, or pipelines that count different k-mers.
-        """
-        if not pipelines:
-            raise ValueError("a k-mer component needs at least one pipeline")
-        kmers, weights, bias = None, [], []
-        for pipeline in pipelines:
-            vocabulary = pipeline.named_steps["kmer_counts"].vocabulary_
-            counted = sorted(vocabulary, key=vocabulary.get)
-            if kmers is not None and counted != kmers:
-                raise ValueError("k-mer pipelines to add up must count the same k-mers (fit them on one vocabulary)")
-            kmers, logistic = counted, pipeline.named_steps["logistic"]
-            weights.append(logistic.coef_[0] / pipeline.named_steps["scale"].scale_)
-            bias.append(float(logistic.intercept_[0]))
-        mix = np.ones(len(pipelines)) if mix is None else np.asarray(mix, dtype=np.float64)
-        if link == "linear":
-            return cls(kmers, mix @ np.array(weights), mix @ np.array(bias))
-        return cls(kmers, np.array(weights), np.array(bias), mix, link)
 
     def scores(self, sequences: Sequence[str]) -> np.ndarray:
         """Each model's score of each sequence (uppercase; other letters than ACGT break k-mers),
@@ -170,18 +137,10 @@ class KmerComponent:
         its sequences joined by ``N`` (no k-mer spans two of them).
         """
         joined = "N".join(sequences) + "N"
-        codes = _CODES[np.frombuffer(joined.encode("ascii"), dtype=np.uint8)]  # (L,)
         owner = np.repeat(np.arange(len(sequences)), [len(s) + 1 for s in sequences])  # (L,) sequence of each base
-        broken = np.concatenate([[0], np.cumsum(codes == 4)])  # non-ACGT bases before each position
         total, count = np.zeros((len(sequences), len(self.weights))), np.zeros(len(sequences))
         for k, (table, seen) in self.tables.items():
-            n = len(codes) - k + 1
-            if n < 1:
-                continue
-            starts = np.flatnonzero(broken[k : k + n] == broken[:n])  # windows of ACGT only
-            index = np.zeros(len(starts), dtype=np.int64)
-            for offset in range(k):
-                index = 4 * index + codes[starts + offset]
+            starts, index = acgt_kmers(joined, k)
             for model in range(len(self.weights)):
                 total[:, model] += np.bincount(owner[starts], weights=table[index, model], minlength=len(sequences))
             count += np.bincount(owner[starts], weights=seen[index], minlength=len(sequences))
@@ -204,10 +163,8 @@ class KmerComponent:
         if self.link == "logsigmoid":
             return -np.logaddexp(0.0, -scores)
         if self.link == "clipped_logit":
-            clipped = np.clip(scores, _CLIP, 1 - _CLIP)
-            return np.log(clipped / (1 - clipped))
-        shifted = scores - scores.max(axis=1, keepdims=True)
-        return shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+            return clipped_logit(scores)
+        return log_softmax(scores)
 
     def bind(self, tokenizer) -> KmerComponent:
         """Read token rows of ``tokenizer`` (see :meth:`token_logits`); returns self."""

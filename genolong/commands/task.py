@@ -10,6 +10,7 @@ from pathlib import Path
 
 from genolong.commands import finetune
 from genolong.commands.arguments import add_deprecated_alias, non_negative_int, positive_int
+from genolong.datasets.task import PROBLEM_TYPES
 from genolong.outputs import OutputDirectory, declare
 
 
@@ -72,7 +73,7 @@ def register(subparsers) -> None:
     regions.add_argument("--background-distance", type=non_negative_int, default=0,
                          help="minimum distance in bp from every region to a background window's centre")
     problem = prepare.add_argument_group("problem and splits")
-    problem.add_argument("--problem-type", choices=["binary", "multiclass", "multilabel", "regression"],
+    problem.add_argument("--problem-type", choices=PROBLEM_TYPES,
                          help="default: inferred from the labels")
     problem.add_argument("--positive", help="binary: the positive class (default: the first --class, else the "
                          "last name in sorted order, the larger of two integer codes)")

@@ -1,4 +1,4 @@
-"""DNA alphabet, cleaning, reverse complement and a validating, streaming FASTA reader.
+"""DNA alphabet, base codes, cleaning, reverse complement and a validating, streaming FASTA reader.
 
 Cleaning maps a raw FASTA sequence onto the model alphabet ``ACGTN``: soft-masked
 (lowercase) bases are uppercased and IUPAC ambiguity codes (R, Y, S, W, K, M, B, D,
@@ -16,11 +16,18 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from genolong.errors import InputError, UserError
 from genolong.files import atomic_path
 
 #: The model alphabet.
 ALPHABET = "ACGTN"
+#: The four bases in code order: a base's 2-bit code is its index here.
+BASES = "ACGT"
+#: ASCII byte -> 2-bit code (A0 C1 G2 T3); every other byte (N, lowercase, ...) -> 4.
+BASE_CODES = np.full(256, 4, dtype=np.uint8)
+BASE_CODES[np.frombuffer(BASES.encode(), np.uint8)] = np.arange(4, dtype=np.uint8)
 #: IUPAC nucleotide codes accepted in input (either case); all but ACGT become N.
 IUPAC_CODES = "ACGTRYSWKMBDHVN"
 
@@ -31,7 +38,7 @@ def _make_tables() -> tuple[bytes, bytes]:
     clean = bytearray([_INVALID] * 256)
     raw = bytearray([_INVALID] * 256)
     for code in IUPAC_CODES:
-        target = code if code in "ACGT" else "N"
+        target = code if code in BASES else "N"
         for char in (code, code.lower()):
             clean[ord(char)] = ord(target)
             raw[ord(char)] = ord(char)
@@ -41,7 +48,9 @@ def _make_tables() -> tuple[bytes, bytes]:
 _CLEAN_TABLE, _VALIDATE_TABLE = _make_tables()
 _PAIRS = "ACGTN" + "RYSWKMBDHV"
 _PARTNERS = "TGCAN" + "YRSWMKVHDB"
+# ASCII byte -> its complement: IUPAC codes of either case; every other byte is left as it is.
 _COMPLEMENT = bytes.maketrans((_PAIRS + _PAIRS.lower()).encode(), (_PARTNERS + _PARTNERS.lower()).encode())
+_COMPLEMENT_ARRAY = np.frombuffer(_COMPLEMENT, np.uint8)
 
 
 class InvalidSequenceError(UserError):
@@ -72,6 +81,12 @@ def clean(seq: str | bytes) -> str:
 def reverse_complement(seq: str) -> str:
     """Reverse complement of a DNA string; case and IUPAC codes are complemented too."""
     return seq.encode("ascii").translate(_COMPLEMENT)[::-1].decode("ascii")
+
+
+def reverse_complement_rows(seqs: np.ndarray) -> np.ndarray:
+    """Reverse complement of every row of ``(..., length)`` uint8 ASCII, as :func:`reverse_complement`
+    does a string; a new array of the same shape."""
+    return _COMPLEMENT_ARRAY[seqs[..., ::-1]]
 
 
 @dataclass(frozen=True)

@@ -29,49 +29,17 @@ def fit_platt(logits: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
         labels: shape ``(n,)``, 0/1, both present.
 
     Raises:
-        UserError: one label only, or a fit whose scale is not positive (it would invert the ranking).
-    """
-    weights, offset = fit_logit_stack(np.asarray(logits, dtype=float).reshape(-1, 1), labels)
-    return float(weights[0]), offset
-
-
-def fit_logit_stack(
-    logits: np.ndarray, labels: np.ndarray, sample_weight: np.ndarray | None = None
-) -> tuple[np.ndarray, float]:
-    """The weights ``w`` and offset ``b`` of ``sigmoid(logits @ w + b)`` that best fit ``labels``:
-    Platt scaling of several models at once, which weighs them and calibrates their sum (stacking
-    by logistic regression, Wolpert 1992), with weights kept non-negative as in Breiman's (1996)
-    stacked regressions: a model whose fitted weight is not positive (it ranks the held-out data
-    backwards next to the others) gets weight 0 and the others are fitted again.
-
-    Args:
-        logits: shape ``(n, m)``, the logits of ``m`` models on held-out data.
-        labels: shape ``(n,)``, 0/1, both present.
-        sample_weight: shape ``(n,)``, the weight of each record in the fit (default: equal).
-
-    Returns:
-        ``w`` of shape ``(m,)``, non-negative with at least one positive, and ``b``.
-
-    Raises:
         UserError: one label only.
-        BackwardsRanking: no model with a positive weight.
+        BackwardsRanking: a fit whose scale is not positive (it would invert the ranking).
     """
     labels = np.asarray(labels).astype(int).ravel()
     if set(np.unique(labels)) != {0, 1}:
         raise UserError("calibration needs both promoters and non-promoters in the validation split")
-    logits = np.asarray(logits, dtype=float)
-    weights, kept = np.zeros(logits.shape[1]), np.arange(logits.shape[1])
-    while True:
-        fit = LogisticRegression(C=1e6, max_iter=1000).fit(logits[:, kept], labels, sample_weight=sample_weight)
-        fitted, offset = fit.coef_[0].astype(float), float(fit.intercept_[0])
-        if (fitted > 0).all():
-            weights[kept] = fitted
-            return weights, offset
-        kept = kept[fitted > 0]
-        if not len(kept):
-            raise BackwardsRanking(
-                f"calibration found a scale of {fitted.min():.3g}: the model ranks validation data backwards"
-            )
+    fit = LogisticRegression(C=1e6, max_iter=1000).fit(np.asarray(logits, dtype=float).reshape(-1, 1), labels)
+    scale, offset = float(fit.coef_[0, 0]), float(fit.intercept_[0])
+    if scale <= 0:
+        raise BackwardsRanking(f"calibration found a scale of {scale:.3g}: the model ranks validation data backwards")
+    return scale, offset
 
 
 @torch.no_grad()

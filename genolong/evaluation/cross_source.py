@@ -43,21 +43,6 @@ def pair_metrics(
     return {name: _metrics(labels[rows], probabilities[rows], threshold) for name, rows in groups.items()}
 
 
-def source_balanced_weights(labels: Sequence[int], sources: Sequence[str]) -> np.ndarray:
-    """Record weights under which every source of a label weighs the same and both labels weigh
-    half, shape ``(n,)``, mean 1: a fit to them is not led by the largest source (or by how many
-    kinds of negatives a split holds), and its probabilities are calibrated for equal classes.
-    """
-    labels, sources = np.asarray(labels).astype(int), np.asarray(sources, dtype=object)
-    weights = np.zeros(len(labels))
-    for label in (0, 1):
-        names = sorted(set(sources[labels == label]))
-        for name in names:
-            rows = (labels == label) & (sources == name)
-            weights[rows] = 1 / (2 * len(names) * rows.sum())
-    return weights * len(labels)
-
-
 def _comparable(positive: str, negative: str) -> bool:
     """Real negatives pair with every promoter source; derived ones (``<source>|<method>``) only
     with the promoters they were made from (others may differ in length, which would separate them)."""

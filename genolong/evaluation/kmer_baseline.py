@@ -1,8 +1,8 @@
 """The k-mer baseline for promoter prediction: k-mer frequencies + logistic regression.
 
-Every sequence becomes the frequencies of its overlapping k-mers for k = ``k_min`` ..
-``k_max`` (4..6 by default: 4^4 + 4^5 + 4^6 = 5,376 ACGT k-mers, plus any with N seen in
-training); the frequencies are standardized (no centring, they stay sparse) and fed to an
+Every sequence becomes the frequencies of its overlapping ACGT k-mers for k = ``k_min`` ..
+``k_max`` (4..6 by default: at most 4^4 + 4^5 + 4^6 = 5,376 k-mers; a k-mer with another letter is
+not counted, as the classifier's k-mer component counts them: :class:`KmerCounts`); the frequencies are standardized (no centring, they stay sparse) and fed to an
 L2 logistic regression. It is trained on ``train``; its regularization strength (by
 AUPRC) and its decision threshold (by F1) are chosen on ``valid``; it is scored on
 ``test``, the same harness and the same metrics (:mod:`genolong.evaluation.metrics`) as the
@@ -17,13 +17,16 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
-from sklearn.feature_extraction.text import CountVectorizer
+from scipy import sparse
+from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import average_precision_score
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import Normalizer, StandardScaler
 
 from genolong.datasets.promoter import PromoterRecord, load_manifest, load_split
+from genolong.dna.kmers import acgt_kmers
+from genolong.dna.sequence import BASES
 from genolong.errors import ConfigError, UserError
 from genolong.evaluation.cross_source import pair_metrics
 from genolong.evaluation.metrics import best_f1_threshold, promoter_metrics
@@ -51,6 +54,69 @@ class KmerBaselineConfig:
         object.__setattr__(self, "Cs", tuple(sorted(self.Cs)))
 
 
+class KmerCounts(TransformerMixin, BaseEstimator):
+    """Sequences -> (N, V) sparse float64 counts of their overlapping ACGT k-mers, k = ``k_min..k_max``
+    (:func:`genolong.dna.kmers.acgt_kmers`; other letters, lowercase included, break k-mers).
+
+    Args:
+        vocabulary: k-mer -> column, the k-mers counted; None: those seen in fitting, in
+            alphabetical order (``vocabulary_`` after fitting).
+    """
+
+    def __init__(self, k_min: int, k_max: int, vocabulary: Mapping[str, int] | None = None):
+        self.k_min, self.k_max, self.vocabulary = k_min, k_max, vocabulary
+
+    def _keys(self, sequence: str) -> np.ndarray:
+        """Each ACGT k-mer of ``sequence`` as ``4^k + number`` (distinct over k), by k, then position."""
+        return np.concatenate([4**k + acgt_kmers(sequence, k)[1] for k in range(self.k_min, self.k_max + 1)])
+
+    def fit(self, sequences, y=None) -> KmerCounts:
+        self._columns = np.full(2 * 4**self.k_max, -1, dtype=np.int64)  # key -> column, -1: not counted
+        if self.vocabulary is None:
+            self._sighted = np.full(len(self._columns), -1, dtype=np.int64)  # key -> rank of its first sighting
+            for sequence in sequences:
+                keys, first = np.unique(self._keys(sequence), return_index=True)
+                new = keys[self._sighted[keys] < 0][np.argsort(first[self._sighted[keys] < 0])]
+                self._sighted[new] = np.arange(len(new)) + self._sighted.max() + 1
+            kmers = sorted(_kmer_text(int(key)) for key in np.flatnonzero(self._sighted >= 0))
+            self.vocabulary_ = {kmer: column for column, kmer in enumerate(kmers)}
+        else:
+            self.vocabulary_ = dict(self.vocabulary)
+        for kmer, column in self.vocabulary_.items():
+            self._columns[4 ** len(kmer) + acgt_kmers(kmer, len(kmer))[1]] = column
+        return self
+
+    def transform(self, sequences) -> sparse.csr_matrix:
+        indptr, indices, counts = [0], [], []
+        for sequence in sequences:
+            columns = self._columns[self._keys(sequence)]
+            kept, count = np.unique(columns[columns >= 0], return_counts=True)
+            indices.append(kept)
+            counts.append(count)
+            indptr.append(indptr[-1] + len(kept))
+        return sparse.csr_matrix((np.concatenate(counts).astype(np.float64), np.concatenate(indices), indptr),
+                                 shape=(len(indptr) - 1, len(self.vocabulary_)))
+
+    def fit_transform(self, sequences, y=None) -> sparse.csr_matrix:
+        """:meth:`fit`, then :meth:`transform`; with the k-mers seen in fitting, each row's counts are
+        stored in the order the k-mers were first seen, as scikit-learn's ``CountVectorizer`` stores
+        them (sums over a row, and so the models fitted on them, are the same to the bit)."""
+        counts = self.fit(sequences).transform(sequences)
+        if self.vocabulary is not None:
+            return counts
+        seen = np.flatnonzero(self._sighted >= 0)
+        rank = np.empty(len(self.vocabulary_), dtype=np.int64)
+        rank[self._columns[seen]] = self._sighted[seen]
+        order = np.lexsort((rank[counts.indices], np.repeat(np.arange(counts.shape[0]), np.diff(counts.indptr))))
+        return sparse.csr_matrix((counts.data[order], counts.indices[order], counts.indptr), shape=counts.shape)
+
+
+def _kmer_text(key: int) -> str:
+    """The k-mer of a key ``4^k + number`` (:meth:`KmerCounts._keys`)."""
+    k = (key.bit_length() - 1) // 2
+    return "".join(BASES[(key >> 2 * (k - 1 - j)) & 3] for j in range(k))
+
+
 def kmer_features(config: KmerBaselineConfig, vocabulary: Mapping[str, int] | None = None) -> Pipeline:
     """The unfitted feature pipeline: sequences (str) -> standardized k-mer frequencies, shape ``(n, n_kmers)``.
 
@@ -58,16 +124,7 @@ def kmer_features(config: KmerBaselineConfig, vocabulary: Mapping[str, int] | No
     """
     return Pipeline(
         [
-            (
-                "kmer_counts",
-                CountVectorizer(
-                    analyzer="char",
-                    ngram_range=(config.k_min, config.k_max),
-                    lowercase=False,
-                    vocabulary=vocabulary,
-                    dtype=np.float64,
-                ),
-            ),
+            ("kmer_counts", KmerCounts(config.k_min, config.k_max, vocabulary)),
             ("frequencies", Normalizer(norm="l1")),
             ("scale", StandardScaler(with_mean=False)),
         ]

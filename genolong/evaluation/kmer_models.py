@@ -7,12 +7,11 @@ type: ``binary`` logistic regression, ``multiclass`` multinomial logistic regres
 ``multilabel`` one-vs-rest least squares (ridge regression on the 0/1 labels, every label in one
 solve: hundreds of logistic regressions took tens of minutes on a shared CPU; its clipped
 predictions are the labels' probabilities), ``regression`` ridge regression. The regularisation is chosen on
-the validation split by the problem type's metric (:data:`genolong.evaluation.task_metrics.MONITOR`),
+the validation split by the problem type's metric (:data:`genolong.evaluation.task_metrics.METRICS`),
 except for multi-label tasks, which use :attr:`KmerModelConfig.multilabel_C`.
 
-:func:`fit_stack` combines the network's and the k-mer model's logits on the validation split
-(the promoter task's technique, :mod:`genolong.evaluation.kmer_ensemble`, for every problem
-type): per output ``a * network + b * kmer + c`` by logistic regression (binary, multi-label)
+:func:`fit_stack` combines the network's and the k-mer model's logits on the validation split:
+per output ``a * network + b * kmer + c`` by logistic regression (binary, multi-label)
 or least squares (regression); for multi-class, a multinomial logistic regression on both
 models' log-probabilities.
 
@@ -40,9 +39,10 @@ from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import KFold, StratifiedKFold
 from sklearn.pipeline import Pipeline
 
-from genolong.classifier.kmer_component import KmerComponent
+from genolong.classifier.kmer_component import KmerComponent, clipped_logit, log_softmax
+from genolong.dna.sequence import BASES
 from genolong.evaluation.kmer_baseline import KmerBaselineConfig, kmer_features
-from genolong.evaluation.task_metrics import MONITOR, task_metrics
+from genolong.evaluation.task_metrics import METRICS, task_metrics
 
 #: The k-mer model of each problem type.
 MODEL_KIND = {"binary": "logistic regression", "multiclass": "multinomial logistic regression",
@@ -81,12 +81,7 @@ class KmerModel:
         if self.problem_type == "binary":
             return self.model.decision_function(x).reshape(len(sequences), 1)
         values = np.asarray(self.model.predict(x), dtype=np.float64).reshape(len(sequences), -1)
-        if self.problem_type == "regression":
-            return values
-        if self.problem_type == "multilabel":
-            values = np.clip(values, 1e-4, 1 - 1e-4)
-            return np.log(values / (1 - values))
-        return values
+        return clipped_logit(values) if self.problem_type == "multilabel" else values
 
     def linear(self) -> tuple[list[str], np.ndarray, np.ndarray]:
         """The model as weights on k-mer frequencies: the k-mers (V,), weights (M, V) and biases
@@ -107,7 +102,6 @@ class KmerModel:
         tokenizer it reads the bases of token rows as the saved stack does."""
         kmers, weights, bias = self.linear()
         return KmerComponent(kmers, weights, bias, np.eye(len(weights)), LINK[self.problem_type])
-
 
 
 def activate(problem_type: str, logits: np.ndarray) -> np.ndarray:
@@ -135,7 +129,7 @@ def fit_kmer_model(problem_type: str, train: tuple[list[str], np.ndarray], valid
         validation metric of each ``C`` tried.
     """
     sizes = range(config.kmers.k_min, config.kmers.k_max + 1)
-    acgt = ["".join(kmer) for k in sizes for kmer in itertools.product("ACGT", repeat=k)]
+    acgt = ["".join(kmer) for k in sizes for kmer in itertools.product(BASES, repeat=k)]
     features = kmer_features(config.kmers, {kmer: column for column, kmer in enumerate(acgt)})
     x_train = features.fit_transform(train[0])
     candidates = (config.multilabel_C,) if problem_type == "multilabel" else config.kmers.Cs
@@ -144,10 +138,10 @@ def fit_kmer_model(problem_type: str, train: tuple[list[str], np.ndarray], valid
         fitted[c] = KmerModel(problem_type, features, _fit(problem_type, x_train, train[1], c, config.kmers.max_iter),
                               C=c)
         outputs = activate(problem_type, fitted[c].logits(valid[0]))
-        scores[c] = task_metrics(problem_type, valid[1], outputs)[MONITOR[problem_type]]
+        scores[c] = task_metrics(problem_type, valid[1], outputs)[METRICS[problem_type].monitor]
     best = max(candidates, key=lambda c: (np.nan_to_num(scores[c], nan=-np.inf), -c))
     report = {"model": MODEL_KIND[problem_type], "C": float(best), "features": int(x_train.shape[1]),
-              "valid_" + MONITOR[problem_type] + "_by_C": {str(c): float(s) for c, s in scores.items()}}
+              "valid_" + METRICS[problem_type].monitor + "_by_C": {str(c): float(s) for c, s in scores.items()}}
     return fitted[best], report
 
 
@@ -169,7 +163,7 @@ class Stack:
     def logits(self, network: np.ndarray, kmer: np.ndarray) -> np.ndarray:
         """(N, C) stacked logits from the network's and the k-mer model's logits, both (N, C)."""
         if self.multinomial is not None:
-            return self.multinomial.predict_log_proba(np.hstack([_log_softmax(network), kmer]))
+            return self.multinomial.predict_log_proba(np.hstack([log_softmax(network), kmer]))
         return self.weights[:, 0] * network + self.weights[:, 1] * kmer + self.weights[:, 2]
 
     def saved(self, kmer_model: KmerModel) -> KmerComponent | None:
@@ -215,11 +209,6 @@ class Stack:
                 summary |= dict(zip(("network_weight", "kmer_weight", "offset"), map(float, self.weights[0]),
                                     strict=True))
         return summary
-
-
-def _log_softmax(logits: np.ndarray) -> np.ndarray:
-    shifted = logits - logits.max(axis=1, keepdims=True)
-    return shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
 
 
 def fit_stack(problem_type: str, network: np.ndarray, kmer: np.ndarray, targets: np.ndarray,
@@ -311,7 +300,7 @@ def _fit_multiclass(network: np.ndarray, kmer: np.ndarray, targets: np.ndarray, 
     """Multi-class: the multinomial stack on ``[log_softmax(network), kmer]``, the k-mer model or the network."""
     classes = network.shape[1]
     y = targets[:, 0].astype(int)
-    x = np.hstack([_log_softmax(network), kmer])
+    x = np.hstack([log_softmax(network), kmer])
     if len(np.unique(y)) < classes:
         return Stack("multiclass", np.tile(ALONE["network"], (classes, 1)), None, ["network"], [{}])
 
@@ -324,7 +313,7 @@ def _fit_multiclass(network: np.ndarray, kmer: np.ndarray, targets: np.ndarray, 
     # every class is in every training part of the stratified folds
     stack = _out_of_fold(_folds("multiclass", y, seed), (len(y), classes),
                          lambda train, test: fit(train).predict_log_proba(x[test]), macro_f1)
-    score = {"k-mer model": macro_f1(kmer), "network": macro_f1(_log_softmax(network)), "stack": stack}
+    score = {"k-mer model": macro_f1(kmer), "network": macro_f1(log_softmax(network)), "stack": stack}
     best = _best(score)
     scores = [{name: float(value) for name, value in score.items()}]
     if best == "stack":

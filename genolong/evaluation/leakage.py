@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import sparse
 
+from genolong.dna.kmers import canonical_set
 from genolong.dna.sequence import reverse_complement
 from genolong.errors import ConfigError
 
@@ -30,10 +31,6 @@ from genolong.errors import ConfigError
 KINDS = ("exact", "reverse_complement", "near")
 #: Test rows per sparse product (bounds the memory of the (rows x train) intersection counts).
 CHUNK_ROWS = 512
-
-_CODE = np.full(256, -1, dtype=np.int64)
-for _index, _base in enumerate(b"ACGT"):
-    _CODE[_base] = _index
 
 
 @dataclass(frozen=True)
@@ -68,23 +65,9 @@ class Leakage:
         return {kind: int((self.kind == kind).sum()) for kind in KINDS} | {"leaked": int(self.leaked.sum())}
 
 
-def canonical_kmers(sequence: str, k: int) -> np.ndarray:
-    """The distinct canonical k-mer codes of ``sequence`` (sorted int64): each k-mer as a base-4
-    number (A=0, C=1, G=2, T=3), the smaller of it and its reverse complement's."""
-    codes = _CODE[np.frombuffer(sequence.upper().encode("ascii"), dtype=np.uint8)]
-    if len(codes) < k:
-        return np.zeros(0, dtype=np.int64)
-    windows = np.lib.stride_tricks.sliding_window_view(codes, k)  # (L - k + 1, k)
-    windows = windows[(windows >= 0).all(axis=1)]
-    powers = 4 ** np.arange(k - 1, -1, -1, dtype=np.int64)
-    forward = windows @ powers
-    backward = (3 - windows[:, ::-1]) @ powers
-    return np.unique(np.minimum(forward, backward))
-
-
 def _incidence(sequences: list[str], k: int) -> sparse.csr_matrix:
     """(N, 4^k) 0/1 matrix: row i marks the canonical k-mers of sequence i."""
-    sets = [canonical_kmers(s, k) for s in sequences]
+    sets = [canonical_set(s, k) for s in sequences]
     indptr = np.concatenate([[0], np.cumsum([len(s) for s in sets])])
     indices = np.concatenate(sets) if sets else np.zeros(0, dtype=np.int64)
     data = np.ones(len(indices), dtype=np.int32)

@@ -4,7 +4,8 @@ Promoter prediction (binary): :func:`best_f1_threshold` picks the decision thres
 validation, :func:`promoter_metrics` reports F1, precision, recall, MCC, AUROC and AUPRC
 (scikit-learn) at that threshold on test, :func:`expected_calibration_error` measures how far
 probabilities are from observed frequencies, and :func:`format_metrics_table` prints several
-models side by side (model vs baseline).
+models side by side (model vs baseline). :func:`mean_interval` is the Student's t interval of a
+mean over seeds: ``mean ± t(0.975, n - 1) * sd / sqrt(n)`` with the sample standard deviation.
 
 Chromatin profiles (919 binary labels, DeepSEA / BigBird App. F.3):
 :func:`per_profile_auc` computes one ROC AUC and one PR AUC per profile (scikit-learn's numbers),
@@ -15,10 +16,12 @@ NaN for profiles whose evaluation set lacks positives or negatives;
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import stats
 from scipy.stats import rankdata
 from sklearn.metrics import (
     average_precision_score,
@@ -112,6 +115,18 @@ def expected_calibration_error(y_true, prob, bins: int = 10) -> float:
         members = which == b
         error += members.mean() * abs(y_true[members].mean() - prob[members].mean())
     return float(error)
+
+
+def mean_interval(values, confidence: float = 0.95) -> tuple[float, float]:
+    """``(mean, half-width)`` of the Student's t interval of the mean of ``values`` (NaN values
+    left out); the half-width is NaN for fewer than two values."""
+    values = np.asarray([v for v in values if not math.isnan(v)], dtype=np.float64)
+    if len(values) == 0:
+        return math.nan, math.nan
+    if len(values) == 1:
+        return float(values[0]), math.nan
+    sd = float(values.std(ddof=1))
+    return float(values.mean()), float(stats.t.ppf(0.5 + confidence / 2, len(values) - 1) * sd / math.sqrt(len(values)))
 
 
 def format_metrics_table(rows: Mapping[str, Mapping[str, float]]) -> str:

@@ -1,4 +1,4 @@
-"""Metrics by problem type, with scikit-learn (the problem types of :mod:`genolong.datasets.task`).
+"""Metrics by problem type, with scikit-learn (the problem types of :data:`genolong.datasets.task.PROBLEM_TYPES`).
 
 Inputs are a split's targets (N, K) as stored (binary 0/1 and multiclass class ids: K = 1) and
 outputs (N, C) as a classifier gives them (sigmoid probabilities, softmax probabilities or
@@ -9,10 +9,16 @@ regression values):
 - ``multilabel``: ROC and PR AUC per label (labels with both classes), their medians and means;
 - ``regression``: Pearson, Spearman, R² and MSE per output, and their means.
 
-:data:`MONITOR` names the metric each problem type's early stopping follows (higher is better).
+:data:`METRICS` is the table: per problem type, these metrics, the one that early stopping and
+model selection follow (higher is better) and those a summary shows. A benchmark compares
+classifiers on one set of metrics of both classification types (:func:`classification_metrics`).
 """
 
 from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.stats import pearsonr, spearmanr
@@ -26,10 +32,13 @@ from sklearn.metrics import (
     roc_auc_score,
 )
 
+from genolong.datasets.task import PROBLEM_TYPES
 from genolong.evaluation.metrics import best_f1_threshold, promoter_metrics
 
-#: The metric each problem type is selected on (higher is better).
-MONITOR = {"binary": "auroc", "multiclass": "macro_f1", "multilabel": "mean_auroc", "regression": "mean_pearson"}
+#: The metrics of every benchmark run, in the order results list them (:func:`classification_metrics`).
+BENCHMARK_METRICS = ("accuracy", "f1", "mcc", "auroc")
+#: The problem types a benchmark compares classifiers on.
+CLASSIFICATION = PROBLEM_TYPES[:2]
 
 
 def binary_metrics(targets: np.ndarray, outputs: np.ndarray, threshold: float | None = None) -> dict[str, float]:
@@ -41,11 +50,15 @@ def binary_metrics(targets: np.ndarray, outputs: np.ndarray, threshold: float | 
 
 def multiclass_metrics(targets: np.ndarray, outputs: np.ndarray) -> dict[str, float]:
     """Accuracy, macro-F1 and MCC of the most probable class."""
-    y, predicted = targets[:, 0].astype(int), outputs.argmax(axis=1)
-    labels = np.arange(outputs.shape[1])
+    return _calls(targets[:, 0].astype(int), outputs.argmax(axis=1), np.arange(outputs.shape[1]), "macro_f1")
+
+
+def _calls(y: np.ndarray, predicted: np.ndarray, labels: np.ndarray | None, f1: str) -> dict[str, float]:
+    """Accuracy, F1 (under the name ``f1``; macro over ``labels`` unless None) and MCC of class calls."""
+    average = {"average": "binary"} if labels is None else {"labels": labels, "average": "macro"}
     return {
         "accuracy": float(accuracy_score(y, predicted)),
-        "macro_f1": float(f1_score(y, predicted, labels=labels, average="macro", zero_division=0)),
+        f1: float(f1_score(y, predicted, zero_division=0, **average)),
         "mcc": float(matthews_corrcoef(y, predicted)),
     }
 
@@ -98,13 +111,53 @@ def regression_metrics(targets: np.ndarray, outputs: np.ndarray) -> dict[str, fl
     return result
 
 
+@dataclass(frozen=True)
+class ProblemMetrics:
+    """The metrics of one problem type: ``compute(targets, outputs)``, the metric selected on
+    (``monitor``, higher is better) and those a summary shows."""
+
+    compute: Callable[[np.ndarray, np.ndarray], dict[str, float]]
+    monitor: str
+    shown: tuple[str, ...]
+
+
+#: The metrics of each problem type, in the order of :data:`~genolong.datasets.task.PROBLEM_TYPES`.
+METRICS = dict(zip(PROBLEM_TYPES, (
+    ProblemMetrics(binary_metrics, "auroc", ("auroc", "auprc", "f1", "mcc")),
+    ProblemMetrics(multiclass_metrics, "macro_f1", ("accuracy", "macro_f1", "mcc")),
+    ProblemMetrics(multilabel_metrics, "mean_auroc", ("median_auroc", "median_auprc", "labels_with_auc")),
+    ProblemMetrics(regression_metrics, "mean_pearson", ("mean_pearson", "mean_spearman", "mean_r2", "mean_mse")),
+), strict=True))
+
+
 def task_metrics(problem_type: str, targets: np.ndarray, outputs: np.ndarray,
                  threshold: float | None = None) -> dict[str, float]:
     """The metrics of ``problem_type`` (``threshold``: binary only, see :func:`binary_metrics`)."""
     if problem_type == "binary":
         return binary_metrics(targets, outputs, threshold)
-    if problem_type == "multiclass":
-        return multiclass_metrics(targets, outputs)
-    if problem_type == "multilabel":
-        return multilabel_metrics(targets, outputs)
-    return regression_metrics(targets, outputs)
+    return METRICS[problem_type].compute(targets, outputs)
+
+
+def classification_metrics(problem_type: str, targets: np.ndarray, outputs: np.ndarray,
+                           threshold: float | None = None) -> dict[str, float]:
+    """:data:`BENCHMARK_METRICS` of one model on some rows: accuracy, F1 (multi-class: macro), MCC and
+    AUROC (multi-class: one-vs-rest, macro average); AUROC is NaN when the rows lack a class.
+
+    Args:
+        problem_type: one of :data:`CLASSIFICATION`.
+        targets: (N, 1) as a prepared task stores them: 0/1, or the class index.
+        outputs: (N, 1) positive-class probabilities (binary) or (N, C) class probabilities.
+        threshold: binary: the probability from which a row is called positive (required).
+    """
+    y = targets[:, 0].astype(int)
+    if problem_type == "binary":
+        if threshold is None:
+            raise ValueError("a binary task's metrics need the threshold chosen on validation")
+        metrics = _calls(y, (outputs[:, 0] >= threshold).astype(int), None, "f1")
+        auroc = roc_auc_score(y, outputs[:, 0]) if 0 < y.sum() < len(y) else math.nan
+    else:
+        labels = np.arange(outputs.shape[1])
+        metrics = _calls(y, outputs.argmax(axis=1), labels, "f1")
+        present = len(np.unique(y)) == outputs.shape[1]
+        auroc = roc_auc_score(y, outputs, multi_class="ovr", labels=labels) if present else math.nan
+    return metrics | {"auroc": float(auroc)}

@@ -5,7 +5,7 @@ The problem type (:mod:`genolong.datasets.task`) sets the model's ``problem_type
 loss and outputs (:func:`genolong.model.heads.output_activation`): ``binary`` one sigmoid (BCE),
 ``multiclass`` a softmax (cross-entropy), ``multilabel`` C sigmoids (BCE), ``regression`` C
 values (MSE). Early stopping follows ``val/score``, the problem type's metric
-(:data:`genolong.evaluation.task_metrics.MONITOR`).
+(:data:`genolong.evaluation.task_metrics.METRICS`).
 
 The test report (with ``kmer_baseline``, the default) shows three models on valid and test: the
 network alone, the k-mer model of the problem type fitted on exactly the training split (scored,
@@ -37,7 +37,7 @@ from genolong.evaluation.chromatin import write_auc_table
 from genolong.evaluation.kmer_models import activate, fit_kmer_model, fit_stack
 from genolong.evaluation.metrics import per_profile_auc
 from genolong.evaluation.profiles import N_PROFILES
-from genolong.evaluation.task_metrics import MONITOR, task_metrics
+from genolong.evaluation.task_metrics import METRICS, task_metrics
 from genolong.tasks.task import FinetuneConfig, FinetuneTask, SequenceRows, TaskData, register_task
 
 log = logging.getLogger(__name__)
@@ -45,10 +45,6 @@ log = logging.getLogger(__name__)
 #: A task dataset's problem type -> the model's (transformers') ``problem_type``.
 MODEL_PROBLEM_TYPE = {"binary": "multi_label_classification", "multiclass": "single_label_classification",
                       "multilabel": "multi_label_classification", "regression": "regression"}
-#: Metrics shown in the printed summary, by problem type.
-SHOWN = {"binary": ("auroc", "auprc", "f1", "mcc"), "multiclass": ("accuracy", "macro_f1", "mcc"),
-         "multilabel": ("median_auroc", "median_auprc", "labels_with_auc"),
-         "regression": ("mean_pearson", "mean_spearman", "mean_r2", "mean_mse")}
 
 
 class LabelledTask(FinetuneTask):
@@ -79,11 +75,12 @@ class LabelledTask(FinetuneTask):
     def validation_metrics(self, labels: np.ndarray, probabilities: np.ndarray) -> dict[str, float]:
         """``val/score`` (the problem type's metric) and the problem type's other metrics."""
         metrics = task_metrics(self.problem_type, labels, probabilities)
-        score = metrics[MONITOR[self.problem_type]]
+        monitor, shown = METRICS[self.problem_type].monitor, METRICS[self.problem_type].shown
+        score = metrics[monitor]
         if np.isnan(score):
-            raise UserError(f"the validation {MONITOR[self.problem_type]} is undefined on {len(labels)} rows "
+            raise UserError(f"the validation {monitor} is undefined on {len(labels)} rows "
                             "(a label without both classes, or constant values)", hint="raise train.val_windows")
-        return {"val/score": float(score), **{f"val/{k}": float(metrics[k]) for k in SHOWN[self.problem_type]}}
+        return {"val/score": float(score), **{f"val/{k}": float(metrics[k]) for k in shown}}
 
     def test_report(self, classifier: Classifier, data: TaskData, config: FinetuneConfig, out: Path) -> dict:
         """Network, k-mer model and stack on valid and test; the stack saved in ``classifier`` (its k-mer component)."""
@@ -94,7 +91,7 @@ class LabelledTask(FinetuneTask):
         if config.kmer_baseline:
             kmer_model, kmer_report = fit_kmer_model(problem, rows["train"], rows["valid"])
             reader = kmer_model.component().bind(classifier.tokenizer)
-        scored = {name: _logits(classifier, rows[name][0], config.batch_size_eval, reader) for name in splits}
+        scored = {name: network_and_kmer_logits(classifier, rows[name][0], config.batch_size_eval, reader) for name in splits}
         network = {name: scored[name][0] for name in splits}
         kmer = {name: scored[name][1] for name in splits}  # None without kmer_baseline
         report = {"problem_type": problem, "network": _scores(problem, network, rows, splits)}
@@ -105,7 +102,7 @@ class LabelledTask(FinetuneTask):
             report["stack"] = stack.describe() | _scores(problem, stacked, rows, splits)
             component = stack.saved(kmer_model)
             classifier.kmer = None if component is None else component.bind(classifier.tokenizer)
-        saved = {name: _logits(classifier, rows[name][0], config.batch_size_eval)[0] for name in splits}
+        saved = {name: network_and_kmer_logits(classifier, rows[name][0], config.batch_size_eval)[0] for name in splits}
         report["saved_model"] = stack.label() if config.kmer_baseline else "network"
         report |= _scores(problem, saved, rows, splits)
         if problem == "binary":
@@ -119,7 +116,7 @@ class LabelledTask(FinetuneTask):
 
     def summary(self, report: dict) -> str:
         """Valid and test metrics of the saved model, the network alone, the k-mer model and the stack."""
-        shown = SHOWN[report["problem_type"]]
+        shown = METRICS[report["problem_type"]].shown
         table = {}
         for label, entry in (("saved model", report), ("network alone", report["network"]),
                              ("k-mer alone", report.get("kmer_baseline")), ("stack", report.get("stack"))):
@@ -136,7 +133,7 @@ def _rows(rows: SequenceRows) -> tuple[list[str], np.ndarray]:
     return rows.sequences, rows.targets
 
 
-def _logits(classifier: Classifier, sequences: list[str], batch_size: int,
+def network_and_kmer_logits(classifier: Classifier, sequences: list[str], batch_size: int,
             reader=None) -> tuple[np.ndarray, np.ndarray | None]:
     """The classifier's logits (N, C) (its k-mer component's added), in batches, multi-class as
     log-probabilities; and with ``reader`` (:meth:`KmerModel.component` bound to the classifier's
@@ -150,7 +147,7 @@ def _logits(classifier: Classifier, sequences: list[str], batch_size: int,
         if reader is not None:
             kmer.append(reader.combine(reader.token_scores(encoded["input_ids"])))
     logits = np.concatenate(network)
-    if classifier.model.config.problem_type == "single_label_classification":
+    if classifier.model.config.problem_type == MODEL_PROBLEM_TYPE["multiclass"]:
         logits = np.log(activate("multiclass", logits))
     return logits, np.concatenate(kmer) if kmer else None
 

@@ -28,11 +28,10 @@ import numpy as np
 import torch
 from captum.attr import LayerGradientXActivation, LayerIntegratedGradients
 
-from genolong.dna.sequence import clean
+from genolong.dna.sequence import BASES, clean
 from genolong.errors import UserError
 from genolong.precision import autocast
 
-BASES = "ACGT"
 GRADIENT_METHODS = ("ig", "input-x-gradient")
 
 

@@ -23,12 +23,11 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from genolong.classifier.directory import TokenEncoder
 from genolong.dna.genome import Genome
+from genolong.dna.sequence import reverse_complement_rows
 from genolong.errors import UserError
 from genolong.inference.scan.plan import ScanPlan
 
 _N = ord("N")
-_COMPLEMENT = np.arange(256, dtype=np.uint8)
-_COMPLEMENT[np.frombuffer(b"ACGT", np.uint8)] = np.frombuffer(b"TGCA", np.uint8)
 
 
 def is_per_base(tokenizer) -> bool:
@@ -148,7 +147,7 @@ class WindowBatches(torch.utils.data.Dataset):
             scored = (bases == _N).sum(axis=1) <= self.max_n_fraction * window
             bases = bases[scored]
         if self.rc:
-            bases = np.concatenate([bases, _COMPLEMENT[bases[:, ::-1]]])
+            bases = np.concatenate([bases, reverse_complement_rows(bases)])
         inputs = self.encoder(bases) if len(bases) else _no_rows()
         return {"batch": batch.index, "bp": int((bin_ends - bin_starts).sum()), "scored": torch.from_numpy(scored),
                 **inputs}
