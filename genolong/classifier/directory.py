@@ -40,7 +40,7 @@ from genolong.classifier.task_info import (  # noqa: F401  (re-exported: the cla
 )
 from genolong.dna.sequence import clean, reverse_complement
 from genolong.errors import ConfigError, InputError, UserError
-from genolong.precision import resolve_precision
+from genolong.precision import precision_on
 
 
 class TokenEncoder:
@@ -166,7 +166,7 @@ class Classifier:
     ):
         self.device = resolve_device(device)
         # None: float32, without a line (library use); a command's --precision is resolved and announced
-        self.precision = "32-true" if precision is None else resolve_precision(precision, gpu=self.device.type == "cuda")
+        self.precision = precision_on(precision, self.device)
         self.model = model.to(self.device).eval()
         self.tokenizer = tokenizer
         self.info = info

@@ -29,7 +29,7 @@ from genolong.attention import attention_class
 from genolong.classifier.directory import resolve_device
 from genolong.dna.sequence import clean, reverse_complement
 from genolong.errors import InputError, UserError
-from genolong.precision import autocast, resolve_precision
+from genolong.precision import autocast, precision_on
 
 #: Weights of a model directory that the encoder does not use (MLM head, classifier head, pooling).
 HEAD_PREFIXES = ("lm_head.", "classifier.", "fusion.")
@@ -52,7 +52,7 @@ class Embedder:
         if pooling not in ("mean", "cls"):
             raise UserError(f"pooling {pooling!r}: use mean or cls")
         self.device = resolve_device(device)
-        self.precision = "32-true" if precision is None else resolve_precision(precision, gpu=self.device.type == "cuda")
+        self.precision = precision_on(precision, self.device)
         self.model = model.to(self.device).eval()
         self.tokenizer = tokenizer
         self.backend = tokenizer.backend_tokenizer
