@@ -220,12 +220,6 @@ class Classifier:
         model = load_model(GenolongForSequenceClassification, path, config=config)
         return cls(model, tokenizer, info, device, KmerComponent.load(path, tokenizer), precision)
 
-    def spec(self) -> InferenceSpec:
-        """What inference needs of this model: ``info.inference``, else (a directory that records none,
-        loaded without :func:`genolong.tasks.task.load_classifier`) the spec of its problem type."""
-        return self.info.inference or InferenceSpec.for_problem_type(self.model.config.problem_type,
-                                                                     self.info.window_bp)
-
     def save(self, path: str | Path) -> None:
         """Write the classifier directory atomically."""
         from genolong.files import atomic_path

@@ -28,6 +28,7 @@ import numpy as np
 import torch
 from captum.attr import LayerGradientXActivation, LayerIntegratedGradients
 
+from genolong.classifier.task_info import ACTIVATIONS
 from genolong.dna.sequence import clean
 from genolong.errors import UserError
 from genolong.precision import autocast
@@ -61,7 +62,7 @@ def mutants(sequence: str, start: int, length: int) -> tuple[list[str], list[tup
 def attributed(classifier, logits: torch.Tensor) -> torch.Tensor:
     """The scores attributed (B, C) from ``classifier``'s logits (B, C): its softmax's probabilities,
     or the logits themselves (sigmoid logits, regression values)."""
-    if classifier.spec().activation == "softmax":
+    if classifier.model.config.problem_type == ACTIVATIONS["softmax"]:
         return torch.softmax(logits, dim=-1)
     return logits
 
