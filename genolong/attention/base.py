@@ -45,16 +45,10 @@ of declarations:
   ``(B, L, N)`` and ``attention_mask`` ``(B, L)`` (or None) to one vector ``(B, 1, N)`` (SLED's
   fusion of every chunk), as ``"package.module.Class"``; None: the classifier reads [CLS].
 
-**What a short full-attention model needs to become one of it** (read by
-:mod:`genolong.convert.long`, ``genolong convert --backbone`` and ``genolong extrapolate``):
-
-* ``long_settings(trained, max_length, block_size, global_tokens)``: the config fields of a model
-  trained with full attention on ``trained`` positions that reads ``max_length`` tokens with this
-  attention (``max_position_embeddings`` among them), or a ConfigError for settings it cannot
-  take; a backbone without it is no conversion target.
-* ``extends_positions``: whether the conversion copies the position table up to ``max_length``
-  (SLED keeps the trained positions and reads any length in chunks).
-* ``long_reading(config)``: how a query reads a long input, for the conversion's log line.
+**What a short full-attention model needs to become one** (:mod:`genolong.convert.long`): the
+config fields of the conversion, ``long_settings`` (a backbone without it is no target);
+``extends_positions``, whether the position table is copied up to the new length (not SLED's);
+``long_reading(config)``, how a query reads a long input (the conversion's log line).
 
 Global tokens always come first in the sequence the attention sees. A sparse attention treats
 its first ``G`` tokens as global: the prepended ones, or for BigBird-ITC the first
@@ -119,8 +113,8 @@ class Attention(nn.Module, ABC):
     @classmethod
     def long_settings(cls, trained: int, max_length: int | None, block_size: int | None,
                       global_tokens: int) -> dict[str, Any]:
-        """Config fields of a full-attention model of ``trained`` positions converted to this attention
-        (module docstring); ``block_size`` None: the backbone's default. Not a conversion target by default."""
+        """Config fields (``max_position_embeddings`` among them) of a full-attention model of ``trained``
+        positions that reads ``max_length`` tokens with this attention; ``block_size`` None: the default."""
         raise ConfigError(f"--backbone {cls.attention_name}: no conversion from full attention to it")
 
     @classmethod

@@ -16,13 +16,8 @@ directory) and returns those of the same model with:
   global tokens after the embedding LayerNorm, so the stored vectors are that LayerNorm of the
   sums, i.e. exactly what the source's embedding layer gives those tokens;
 * **the block size checked against the trained length** (§A/E: for a model trained on 512
-  tokens, blocks over 256 hurt): ``block_size <= P / 2`` for lsg and bigbird, so that the
-  local window (a query reaches up to 2 bt - 1 tokens away) stays inside the trained distances;
-  for longformer the one-sided window ``attention_window / 2 <= P``.
-
-What each backbone needs is its attention class's (:meth:`~genolong.attention.base.Attention.long_settings`,
-``extends_positions``, ``long_reading``): this module names no backbone, and a registered backbone
-that declares them is a conversion target.
+  tokens, blocks over 256 hurt), by the attention class: what each backbone needs is its class's
+  (:meth:`~genolong.attention.base.Attention.long_settings`), so this module names no backbone.
 
 With no global tokens, an input the pattern covers whole (lsg and bigbird: at most two blocks;
 longformer: at most one-sided window + 1 tokens; sled: at most one chunk) gives the source
@@ -60,8 +55,7 @@ class LongSpec:
         backbone: one of :func:`long_backbones`.
         max_length: N, the new position count (lsg, bigbird, longformer); None for sled.
         block_size: lsg / bigbird block size; longformer's one-sided window (attention_window / 2);
-            sled's chunk size. None: the default (lsg 128, bigbird 64, capped at P / 2;
-            longformer P; sled min(256, P)).
+            sled's chunk size. None: the backbone's default.
         global_tokens: G learned global (sled: prefix) tokens, LSG §3.3 initialisation.
     """
 

@@ -113,9 +113,8 @@ def gradient_attributions(
     encoding = encoder.backend.encode(sequence, add_special_tokens=False)
     kept = encoder.kept(len(encoding.ids))
     ids, offsets = encoding.ids[kept], encoding.offsets[kept]
-    device = classifier.device
-    input_ids = torch.tensor([[encoder.cls, *ids, encoder.sep]], device=device)
-    mask = torch.ones_like(input_ids)
+    rows = encoder.pad([ids])
+    input_ids, mask = rows["input_ids"].to(classifier.device), rows["attention_mask"].to(classifier.device)
     baseline = input_ids.clone()
     baseline[0, 1:-1] = encoder.pad_id
     attributor = _token_attributor(classifier, method)
