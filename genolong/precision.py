@@ -186,6 +186,18 @@ def resolve_precision(requested: str, *, gpu: bool) -> str:
     return LIGHTNING[requested]
 
 
+def precision_on(requested: str | None, target) -> str:
+    """Lightning's precision of the forward passes on ``target``: a torch device (``cuda:0``, ``cpu``)
+    or a Lightning accelerator (``auto``, ``gpu``, ``cpu``), which runs on the GPU when this machine
+    has one; ``requested`` as :func:`resolve_precision`'s, None: ``32-true`` without a line (library use)."""
+    if requested is None:
+        return "32-true"
+    import torch
+
+    gpu = str(target).split(":")[0] in ("auto", "gpu", "cuda") and torch.cuda.is_available()
+    return resolve_precision(requested, gpu=gpu)
+
+
 def autocast(device, precision: str):
     """The context a forward pass runs in: bf16 autocast on ``device`` for ``bf16-mixed``, else none."""
     import contextlib

@@ -20,7 +20,7 @@ from genolong.attention import (
     available_attentions,
     register_attention,
 )
-from genolong.attention.base import require_int
+from genolong.attention.base import long_length, require_int
 from genolong.cli import main
 from genolong.dna.sequence import read_fasta
 from genolong.errors import ConfigError
@@ -51,6 +51,14 @@ class ToyWindowAttention(Attention):
     @classmethod
     def validate_config(cls, config) -> None:
         require_int(config, "toy_radius", 1, "toy")
+
+    @classmethod
+    def long_settings(cls, trained, max_length, block_size, global_tokens):
+        """``convert --backbone toy``: positions copied up to ``max_length``, the radius from ``--block-size``."""
+        if global_tokens:
+            raise ConfigError("toy has no global tokens")
+        return {"max_position_embeddings": long_length("toy", trained, max_length),
+                "toy_radius": block_size or cls.config_defaults["toy_radius"]}
 
     def forward(self, q, k, v, padding_mask=None):
         positions = torch.arange(q.shape[2], device=q.device)
@@ -137,6 +145,26 @@ def test_the_models_use_what_the_backbone_declares(toy):
     together = classifier(padded, attention_mask=mask).logits
     alone = classifier(ids[1:, :30]).logits
     torch.testing.assert_close(together[1:], alone, rtol=1e-5, atol=1e-6)
+
+
+def test_a_full_model_converts_to_the_toy_backbone_for_long_inputs(toy, tmp_path, capsys, caplog):
+    from classify_helpers import tiny_masked_lm
+
+    from genolong.model.loading import load_model
+
+    torch.manual_seed(0)
+    tiny_masked_lm(tmp_path / "short", tmp_path / "tokenizer", 64)
+    with caplog.at_level("INFO", logger="genolong"):
+        assert main(["convert", str(tmp_path / "short"), "--out", str(tmp_path / "long"), "--backbone", "toy",
+                     "--max-length", "256", "--block-size", "5"]) == 0
+    assert "toy: positions 64 -> 256 (rows 64..255 copy rows 0..63), toy attention, 0 added global tokens" in caplog.text
+    model = load_model(modeling.GenolongForMaskedLM, tmp_path / "long")
+    assert (model.config.backbone, model.config.max_position_embeddings, model.config.toy_radius) == (toy, 256, 5)
+    assert isinstance(model.genolong.encoder.blocks[0].attention, ToyWindowAttention)
+    assert model(torch.randint(5, 60, (1, 200))).logits.shape[:2] == (1, 200)
+    assert main(["convert", str(tmp_path / "short"), "--out", str(tmp_path / "x"), "--backbone", "toy",
+                 "--max-length", "32"]) == 2
+    assert "--backbone toy needs --max-length N >= the 64 trained positions" in capsys.readouterr().err
 
 
 def test_toy_backbone_pretrains_finetunes_predicts_and_compares(toy, real_data, tmp_path):

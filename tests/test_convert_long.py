@@ -122,6 +122,8 @@ def test_a_genolong_full_model_directory_converts_too(source, tmp_path):
         (["--backbone", "lsg", "--max-length", "1024", "--block-size", "96"], "larger than half"),
         (["--backbone", "longformer", "--max-length", "1024", "--block-size", "256"], "one-sided window"),
         (["--backbone", "bigbird", "--max-length", "1024", "--global-tokens", "1"], "ITC"),
+        (["--backbone", "full", "--max-length", "1024", "--global-tokens", "1"], "full attention has no global tokens"),
+        (["--backbone", "vcc", "--max-length", "1024"], "--backbone must be one of bigbird, full, longformer, lsg, sled"),
         (["--backbone", "sled", "--max-length", "1024"], "--max-length does not apply to sled"),
         (["--backbone", "lsg"], "needs --max-length"),
         (["--max-length", "1024"], "go with --backbone"),

@@ -94,7 +94,7 @@ def test_per_base_gives_each_base_its_token_vector(embedder):
     pooled_states = embedder.hidden_states(*embedder._encode(SEQUENCES, ["a", "b", "c"])[:2])
     for row, (sequence, vectors) in enumerate(zip(SEQUENCES, per_base, strict=True)):
         assert vectors.shape == (3, len(sequence), 16)
-        offsets = embedder.backend.encode(sequence, add_special_tokens=False).offsets
+        offsets = embedder.encode.backend.encode(sequence, add_special_tokens=False).offsets
         assert any(end - start > 1 for start, end in offsets)  # some token covers several bases
         for token, (start, end) in enumerate(offsets):
             for base in range(start, end):

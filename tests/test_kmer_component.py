@@ -13,6 +13,7 @@ from genolong.data_prep.promoters import read_fasta_records
 from genolong.errors import InputError, UserError
 from genolong.inference.loop import ScanModule
 from genolong.inference.variants.scoring import ClassifierEffects
+from genolong.tasks.task import load_classifier
 
 
 def test_kmer_logits_hand_checked():
@@ -65,7 +66,7 @@ def test_classifier_adds_the_component_in_every_path_and_saves_it(tmp_path, mous
     np.testing.assert_allclose(ensemble.logits(sequences)[:, 0].numpy(), expected, rtol=1e-5)
 
     ensemble.save(tmp_path / "model")
-    loaded = Classifier.load(tmp_path / "model", device="cpu")
+    loaded = load_classifier(tmp_path / "model", device="cpu")
     np.testing.assert_allclose(loaded.probabilities(sequences), ensemble.probabilities(sequences), rtol=1e-6)
     batch = loaded.encode(sequences)
     scan = ScanModule(loaded.model, rc=False, columns=None, kmer=loaded.kmer)

@@ -101,6 +101,15 @@ def test_auto_on_a_gpu_keeps_bf16_where_the_card_has_it(cpu, monkeypatch):
     assert calls == []
 
 
+def test_devices_and_accelerators_resolve_alike(cpu, monkeypatch):
+    cpu(EPYC)
+    assert precision.precision_on(None, "cuda:0") == "32-true"  # library use: float32
+    assert [precision.precision_on("bf16", target) for target in ("cpu", "auto", "mps")] == ["bf16-mixed"] * 3
+    monkeypatch.setattr("torch.cuda.is_available", lambda: True)
+    monkeypatch.setattr(precision, "_gpu_bf16", lambda: False)
+    assert [precision.precision_on("auto", target) for target in ("cuda:1", "gpu", "auto")] == ["32-true"] * 3
+
+
 def test_the_measurement_is_cached_per_machine(cpu):
     calls = cpu(XEON)
     assert precision.cpu_bf16().fast and precision.cpu_bf16().fast

@@ -185,6 +185,15 @@ def test_token_encoder_adds_specials_pads_and_keeps_the_centre(tokenizer_dir):
     assert batch["attention_mask"].sum(1).tolist() == [12, n]
 
 
+def test_token_encoder_without_max_len_keeps_every_token(tokenizer_dir):
+    tokenizer = load_tokenizer(tokenizer_dir)
+    long = "ACGTTGCA" * 40
+    ids = tokenizer.backend_tokenizer.encode(long, add_special_tokens=False).ids
+    batch = TokenEncoder(tokenizer, max_len=None)([long, "ACG"])
+    assert batch["input_ids"][0].tolist() == [tokenizer.cls_token_id, *ids, tokenizer.sep_token_id]
+    assert batch["attention_mask"].sum(1).tolist()[0] == len(ids) + 2
+
+
 def test_probabilities_do_not_depend_on_batch_composition(promoter_model, mouse):
     classifier = Classifier.load(promoter_model, device="cpu")
     sequences = [r.sequence[: 120 + 10 * i] for i, r in enumerate(mouse)]  # mixed lengths: padding differs

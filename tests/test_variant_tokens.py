@@ -11,7 +11,7 @@ from convert_helpers import copy_gena_tokenizer
 from tokenizers import Tokenizer
 from variant_helpers import genome_sequences, other, site_records
 
-from genolong.classifier.directory import Classifier, StrandAveraged
+from genolong.classifier.directory import StrandAveraged
 from genolong.dna.genome import Genome
 from genolong.dna.tokenizer import load_tokenizer
 from genolong.inference.variants.reader import Variant
@@ -19,6 +19,7 @@ from genolong.inference.variants.scoring import ClassifierEffects
 from genolong.inference.variants.tokens import SplicingTokenizer, Tokens, WindowInputs, overlapping, strand
 from genolong.inference.variants.windows import WindowBuilder
 from genolong.resources import sample_genome
+from genolong.tasks.task import load_classifier
 
 WINDOW = 2000
 
@@ -117,7 +118,7 @@ def test_scores_equal_the_model_on_each_windows_sequence(tokenizers, tmp_path, r
     tokenizer_dir = tiny_tokenizer(tmp_path / "tokenizer")
     model = random_classifier(tmp_path / "model", tokenizer_dir, task="chromatin", window_bp=WINDOW, min_bp=WINDOW,
                               label_names=["a", "b", "c"], max_len=96)
-    classifier = Classifier.load(model, device="cpu")
+    classifier = load_classifier(model, device="cpu")
     builder = WindowBuilder(Genome(sample_genome()), WINDOW)
     every = real_variants()
     multi = [Variant(c, p, i, r, alt, 0) for c, p, i, r, a in site_records() if i == "multi" for alt in a.split(",")]

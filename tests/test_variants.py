@@ -25,6 +25,7 @@ from genolong.inference.variants.mlm_llr import MaskedLMEffects, differing_span
 from genolong.inference.variants.scoring import ClassifierEffects
 from genolong.inference.variants.windows import left_normalise
 from genolong.resources import sample_genome
+from genolong.tasks.task import load_classifier
 
 GENOME = str(sample_genome())
 PROFILES = ["GM12878|CTCF|None", "HepG2|CTCF|None", "K562|DNase|None"]
@@ -121,7 +122,7 @@ def test_alleles_of_one_site_share_the_reference_pass(chromatin_model):
     builder = WindowBuilder(Genome(GENOME), WINDOW)
     sequence = genome_sequences()["chr17_part"]
     alleles = [Variant("chr17_part", 23001, "m", sequence[23000], other(sequence[23000], k), 1) for k in (1, 2, 3)]
-    effects = ClassifierEffects(Classifier.load(chromatin_model, device="cpu"), [0, 1, 2], batch_size=8)
+    effects = ClassifierEffects(load_classifier(chromatin_model, device="cpu"), [0, 1, 2], batch_size=8)
     scores = effects.score([builder(v, "test") for v in alleles])
     assert effects.forward_passes == 4  # one reference window, three alternatives
     assert scores["p_ref"].shape == (3, 3) and (scores["p_ref"] == scores["p_ref"][0]).all()

@@ -14,7 +14,6 @@ from classify_helpers import random_classifier, tiny_tokenizer
 from rank_helpers import run_on_two_ranks
 from variant_helpers import write_vcf
 
-from genolong.classifier.directory import Classifier
 from genolong.cli import main
 from genolong.dna.genome import Genome
 from genolong.inference.labels import label_class
@@ -25,6 +24,7 @@ from genolong.inference.variants.run import PartialRun
 from genolong.inference.variants.scoring import ClassifierEffects
 from genolong.inference.variants.windows import WindowBuilder
 from genolong.resources import sample_genome
+from genolong.tasks.task import load_classifier
 
 GENOME = str(sample_genome())
 PROFILES = ["GM12878|CTCF|None", "HepG2|CTCF|None", "K562|DNase|None"]
@@ -55,7 +55,7 @@ def test_chunks_shared_by_two_ranks_assemble_to_the_rows_of_one(chromatin_model,
     vcf = write_vcf(tmp_path / "in.vcf")
     assert main(arguments(vcf, chromatin_model, tmp_path / "one.tsv.gz")) == 0
     builder = WindowBuilder(Genome(GENOME), WINDOW)
-    effects = ClassifierEffects(Classifier.load(chromatin_model, device="cpu"), [0, 1, 2], batch_size=4)
+    effects = ClassifierEffects(load_classifier(chromatin_model, device="cpu"), [0, 1, 2], batch_size=4)
     out = tmp_path / "two.tsv.gz"
     writer = writer_for(out, effects.labels, [label_class(PROFILES, i) for i in range(3)], effects.score_names)
     run = PartialRun(out, {"test": 1})

@@ -45,6 +45,11 @@ of declarations:
   ``(B, L, N)`` and ``attention_mask`` ``(B, L)`` (or None) to one vector ``(B, 1, N)`` (SLED's
   fusion of every chunk), as ``"package.module.Class"``; None: the classifier reads [CLS].
 
+**What a short full-attention model needs to become one** (:mod:`genolong.convert.long`): the
+config fields of the conversion, ``long_settings`` (a backbone without it is no target);
+``extends_positions``, whether the position table is copied up to the new length (not SLED's);
+``long_reading(config)``, how a query reads a long input (the conversion's log line).
+
 Global tokens always come first in the sequence the attention sees. A sparse attention treats
 its first ``G`` tokens as global: the prepended ones, or for BigBird-ITC the first
 ``num_global_blocks`` blocks of the sequence itself. The first token must be real (padding goes
@@ -79,6 +84,7 @@ class Attention(nn.Module, ABC):
     encoder: ClassVar[str] = PLAIN_ENCODER
     masked_tokens_input: ClassVar[str | None] = None
     pooling: ClassVar[str | None] = None
+    extends_positions: ClassVar[bool] = True
 
     def __init__(self, config: Any, layer_idx: int = 0):
         super().__init__()
@@ -104,11 +110,33 @@ class Attention(nn.Module, ABC):
         """The longest input in tokens: one position per token by default; None: any length."""
         return int(config.max_position_embeddings)
 
+    @classmethod
+    def long_settings(cls, trained: int, max_length: int | None, block_size: int | None,
+                      global_tokens: int) -> dict[str, Any]:
+        """Config fields (``max_position_embeddings`` among them) of a full-attention model of ``trained``
+        positions that reads ``max_length`` tokens with this attention; ``block_size`` None: the default."""
+        raise ConfigError(f"--backbone {cls.attention_name}: no conversion from full attention to it")
+
+    @classmethod
+    def long_reading(cls, config: Any) -> str:
+        """How a query reads a long input, for the conversion's log line."""
+        return f"{cls.attention_name} attention"
+
     @abstractmethod
     def forward(
         self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, padding_mask: torch.Tensor | None = None
     ) -> torch.Tensor:
         """(B, H, L, D) queries, keys and values -> (B, H, L, D) outputs."""
+
+
+def long_length(backbone: str, trained: int, max_length: int | None, unit: int = 1, unit_name: str = "") -> int:
+    """``max_length`` of a conversion to ``backbone`` (:meth:`Attention.long_settings`), checked: at least
+    the ``trained`` positions, a multiple of ``unit`` (the backbone's ``unit_name``: block size...)."""
+    if max_length is None or max_length < trained:
+        raise ConfigError(f"--backbone {backbone} needs --max-length N >= the {trained} trained positions")
+    if max_length % unit:
+        raise ConfigError(f"--max-length {max_length} is not a multiple of {unit}, the {backbone} {unit_name}")
+    return max_length
 
 
 def require_int(config: Any, name: str, minimum: int, backbone: str) -> int:

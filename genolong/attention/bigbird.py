@@ -57,7 +57,7 @@ from typing import Any
 import torch
 
 from genolong.attention import register_attention
-from genolong.attention.base import require_int
+from genolong.attention.base import long_length, require_int
 from genolong.attention.blocksparse import RANDOM_DEFAULTS, SHARED_DEFAULTS, BlockSparseAttention
 from genolong.attention.full import full_attention
 from genolong.attention.pattern import BlockPattern
@@ -129,6 +129,16 @@ class BigBirdAttention(BlockSparseAttention):
         "full_attention_max_tokens": 0,
     }
     pattern_uses_draws = True
+
+    @classmethod
+    def long_settings(cls, trained, max_length, block_size, global_tokens):
+        """Blocks of at most half the trained positions (default 64); no global tokens to add."""
+        if global_tokens:
+            raise ConfigError(f"--global-tokens {global_tokens}: bigbird has its first blocks as global tokens (ITC), "
+                              "none to add")
+        block = cls.long_block(trained, block_size)
+        return {"max_position_embeddings": long_length("bigbird", trained, max_length, block, "block size"),
+                "block_size": block}
 
     def __init__(self, config: Any, layer_idx: int = 0):
         super().__init__(config, layer_idx)

@@ -22,7 +22,7 @@ never touched.
 from __future__ import annotations
 
 from abc import abstractmethod
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 
@@ -65,6 +65,8 @@ class BlockSparseAttention(Attention):
 
     attention_name = "block-sparse"
     config_defaults: dict[str, Any] = dict(SHARED_DEFAULTS)
+    #: The block size of a conversion to long inputs (the paper's default) before the cap of :meth:`long_block`.
+    long_block_default: ClassVar[int] = 64
 
     def __init__(self, config: Any, layer_idx: int = 0):
         super().__init__(config, layer_idx)
@@ -86,6 +88,22 @@ class BlockSparseAttention(Attention):
             )
         require_int(config, "num_attention_heads", 1, cls.attention_name)
         require_int(config, "max_position_embeddings", 1, cls.attention_name)
+
+    @classmethod
+    def long_block(cls, trained: int, block_size: int | None) -> int:
+        """The block of a conversion from ``trained`` positions: at most half of them, so that local
+        attention (up to 2 blocks - 1 tokens away) stays inside the trained distances (LSG §A/E);
+        ``block_size`` None: :attr:`long_block_default` capped there."""
+        block = min(cls.long_block_default, trained // 2) if block_size is None else block_size
+        if not 1 <= block <= trained // 2:
+            raise ConfigError(
+                f"{cls.attention_name}: --block-size {block} is larger than half the {trained} trained positions "
+                f"(at most {trained // 2}): local attention would reach distances the model never saw (LSG §A)")
+        return block
+
+    @classmethod
+    def long_reading(cls, config: Any) -> str:
+        return f"block {config.block_size}"
 
     # ------------------------------------------------------------------ subclass hooks
 

@@ -9,7 +9,8 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from genolong.attention import register_attention
-from genolong.attention.base import Attention
+from genolong.attention.base import Attention, long_length
+from genolong.errors import ConfigError
 
 
 @register_attention("full")
@@ -21,6 +22,16 @@ class FullAttention(Attention):
 
     #: queries may be any prefix of the keys' tokens (``Block.forward(queries=...)``)
     accepts_query_subset = True
+
+    @classmethod
+    def long_settings(cls, trained, max_length, block_size, global_tokens):
+        """Full attention over ``max_length`` tokens (LSG §4.1's baseline): the positions only."""
+        length = long_length("full", trained, max_length)
+        if block_size is not None:
+            raise ConfigError("--block-size does not apply to full attention")
+        if global_tokens:
+            raise ConfigError(f"--global-tokens {global_tokens}: full attention has no global tokens")
+        return {"max_position_embeddings": length}
 
     def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                 padding_mask: torch.Tensor | None = None) -> torch.Tensor:

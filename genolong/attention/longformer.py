@@ -29,7 +29,7 @@ from typing import Any
 import torch
 
 from genolong.attention import register_attention
-from genolong.attention.base import require_int
+from genolong.attention.base import long_length, require_int
 from genolong.attention.blocksparse import SHARED_DEFAULTS, BlockSparseAttention
 from genolong.attention.pattern import BlockPattern
 from genolong.errors import ConfigError
@@ -53,6 +53,22 @@ class LongformerAttention(BlockSparseAttention):
     """
 
     config_defaults: dict[str, Any] = {**SHARED_DEFAULTS, "attention_window": 512, "num_global_tokens": 1}
+
+    @classmethod
+    def long_settings(cls, trained, max_length, block_size, global_tokens):
+        """A one-sided window (``block_size``) of at most the trained positions (default: all of them),
+        ``global_tokens`` global tokens."""
+        window = trained if block_size is None else block_size
+        if not 1 <= window <= trained:
+            raise ConfigError(f"longformer: the one-sided window (--block-size) {window} must be between 1 and "
+                              f"the {trained} trained positions")
+        return {"max_position_embeddings": long_length("longformer", trained, max_length, query_block(window),
+                                                       "query block"),
+                "attention_window": 2 * window, "num_global_tokens": global_tokens}
+
+    @classmethod
+    def long_reading(cls, config: Any) -> str:
+        return f"window {config.attention_window // 2} each side"
 
     def __init__(self, config: Any, layer_idx: int = 0):
         super().__init__(config, layer_idx)

@@ -50,7 +50,7 @@ import torch
 import torch.nn.functional as F
 
 from genolong.attention import register_attention
-from genolong.attention.base import require_int
+from genolong.attention.base import long_length, require_int
 from genolong.attention.blocksparse import RANDOM_DEFAULTS, SHARED_DEFAULTS, BlockSparseAttention
 from genolong.attention.pattern import BlockPattern
 from genolong.errors import ConfigError
@@ -161,6 +161,15 @@ class LSGAttention(BlockSparseAttention):
         "sparsity_type": "norm",
         "num_global_tokens": 1,
     }
+    long_block_default = 128
+
+    @classmethod
+    def long_settings(cls, trained, max_length, block_size, global_tokens):
+        """Blocks (local and sparse) of at most half the trained positions (default 128), ``global_tokens``
+        global tokens (§3.3-3.4)."""
+        block = cls.long_block(trained, block_size)
+        return {"max_position_embeddings": long_length("lsg", trained, max_length, block, "block size"),
+                "block_size": block, "sparse_block_size": block, "num_global_tokens": global_tokens}
 
     def __init__(self, config: Any, layer_idx: int = 0):
         super().__init__(config, layer_idx)

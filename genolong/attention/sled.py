@@ -49,6 +49,26 @@ class SledAttention(FullAttention):
     }
     encoder = "genolong.model.sled.SledEncoder"
     pooling = "genolong.model.sled.SledFusion"
+    extends_positions = False
+
+    @classmethod
+    def long_settings(cls, trained, max_length, block_size, global_tokens):
+        """The trained positions kept, any length read in chunks of ``block_size`` <= P tokens
+        (default min(256, P), Ivgi et al. 2023, §3); ``global_tokens`` prefix tokens."""
+        if max_length is not None:
+            raise ConfigError("--max-length does not apply to sled: it reads any length in chunks of "
+                              f"--block-size <= {trained} tokens with the trained {trained} positions")
+        chunk = min(256, trained) if block_size is None else block_size
+        if not 1 <= chunk <= trained:
+            raise ConfigError(f"sled: --block-size (the chunk size) {chunk} must be between 1 and the "
+                              f"{trained} trained positions")
+        return {"max_position_embeddings": trained, "sled_chunk_size": chunk, "sled_prefix_tokens": global_tokens}
+
+    @classmethod
+    def long_reading(cls, config: Any) -> str:
+        trained = getattr(config, "trained_positions", config.max_position_embeddings)
+        return (f"chunks of {config.sled_chunk_size} tokens with the trained {trained} positions, inputs of any "
+                f"length; {config.sled_prefix_tokens} prefix tokens")
 
     @classmethod
     def validate_config(cls, config: Any) -> None:

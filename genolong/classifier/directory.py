@@ -40,22 +40,23 @@ from genolong.classifier.task_info import (  # noqa: F401  (re-exported: the cla
 )
 from genolong.dna.sequence import clean, reverse_complement
 from genolong.errors import ConfigError, InputError, UserError
-from genolong.precision import resolve_precision
+from genolong.precision import precision_on
 
 
 class TokenEncoder:
-    """DNA strings -> padded token batches ``[CLS] tokens [SEP] [PAD]...``.
+    """DNA strings -> padded token batches ``[CLS] tokens [SEP] [PAD]...``, the one encoding of
+    every model input (classifiers, embeddings, masked-LM scores: :meth:`pad`).
 
     An input with more than ``max_len - 2`` tokens keeps its central ``max_len - 2`` tokens
-    (the labels of both tasks describe the centre of the window).
+    (the labels of a window describe its centre).
 
     Args:
         tokenizer: a genolong tokenizer (:func:`genolong.dna.tokenizer.load_tokenizer`).
-        max_len: tokens per input, [CLS] and [SEP] included.
+        max_len: tokens per input, [CLS] and [SEP] included; None: any length, nothing cropped.
     """
 
-    def __init__(self, tokenizer, max_len: int):
-        if max_len < 3:
+    def __init__(self, tokenizer, max_len: int | None):
+        if max_len is not None and max_len < 3:
             raise UserError(f"max_len must be at least 3 ([CLS] token [SEP]), got {max_len}")
         self.backend = tokenizer.backend_tokenizer
         self.cls, self.sep, self.pad_id = tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id
@@ -64,7 +65,7 @@ class TokenEncoder:
     def kept(self, n_tokens: int, centre: int | None = None) -> slice:
         """The tokens kept of an input of ``n_tokens``: all, or ``max_len - 2`` centred on the
         input's central token, or on token ``centre`` when given (clamped to the input)."""
-        keep = self.max_len - 2
+        keep = n_tokens if self.max_len is None else self.max_len - 2
         if centre is None:
             start = max(0, (n_tokens - keep) // 2)
         else:
@@ -115,16 +116,17 @@ class TokenEncoder:
         return ids[self.kept(len(ids))]
 
     def pad(self, bodies) -> dict[str, torch.Tensor]:
-        """``[CLS] body [SEP] [PAD]...`` rows from token-id sequences (lists or 1-D arrays), each
-        no longer than ``max_len - 2``: ``input_ids`` and ``attention_mask`` (B, T) int64."""
-        length = max(len(ids) for ids in bodies) + 2
-        input_ids = np.full((len(bodies), length), self.pad_id, dtype=np.int64)
-        attention_mask = np.zeros((len(bodies), length), dtype=np.int64)
+        """``[CLS] body [SEP] [PAD]...`` rows from token-id sequences (lists, 1-D arrays or the
+        rows of a (B, n) array), each no longer than ``max_len - 2``: ``input_ids`` and
+        ``attention_mask`` (B, T) int64, T the longest body + 2."""
+        lengths = np.array([len(ids) for ids in bodies], dtype=np.int64)  # (B,)
+        width = int(lengths.max()) + 2
+        input_ids = np.full((len(bodies), width), self.pad_id, dtype=np.int64)
         input_ids[:, 0] = self.cls
         for row, ids in enumerate(bodies):
             input_ids[row, 1 : len(ids) + 1] = ids
-            input_ids[row, len(ids) + 1] = self.sep
-            attention_mask[row, : len(ids) + 2] = 1
+        input_ids[np.arange(len(bodies)), lengths + 1] = self.sep
+        attention_mask = (np.arange(width) < lengths[:, None] + 2).astype(np.int64)
         return {"input_ids": torch.from_numpy(input_ids), "attention_mask": torch.from_numpy(attention_mask)}
 
 
@@ -166,7 +168,7 @@ class Classifier:
     ):
         self.device = resolve_device(device)
         # None: float32, without a line (library use); a command's --precision is resolved and announced
-        self.precision = "32-true" if precision is None else resolve_precision(precision, gpu=self.device.type == "cuda")
+        self.precision = precision_on(precision, self.device)
         self.model = model.to(self.device).eval()
         self.tokenizer = tokenizer
         self.info = info
@@ -219,12 +221,6 @@ class Classifier:
         tokenizer = load_model_tokenizer(path, config)
         model = load_model(GenolongForSequenceClassification, path, config=config)
         return cls(model, tokenizer, info, device, KmerComponent.load(path, tokenizer), precision)
-
-    def spec(self) -> InferenceSpec:
-        """What inference needs of this model: ``info.inference``, else (a directory that records none,
-        loaded without :func:`genolong.tasks.task.load_classifier`) the spec of its problem type."""
-        return self.info.inference or InferenceSpec.for_problem_type(self.model.config.problem_type,
-                                                                     self.info.window_bp)
 
     def save(self, path: str | Path) -> None:
         """Write the classifier directory atomically."""

@@ -26,10 +26,10 @@ import numpy as np
 import torch
 
 from genolong.attention import attention_class
-from genolong.classifier.directory import resolve_device
+from genolong.classifier.directory import TokenEncoder, resolve_device
 from genolong.dna.sequence import clean, reverse_complement
 from genolong.errors import InputError, UserError
-from genolong.precision import autocast, resolve_precision
+from genolong.precision import autocast, precision_on
 
 #: Weights of a model directory that the encoder does not use (MLM head, classifier head, pooling).
 HEAD_PREFIXES = ("lm_head.", "classifier.", "fusion.")
@@ -52,10 +52,9 @@ class Embedder:
         if pooling not in ("mean", "cls"):
             raise UserError(f"pooling {pooling!r}: use mean or cls")
         self.device = resolve_device(device)
-        self.precision = "32-true" if precision is None else resolve_precision(precision, gpu=self.device.type == "cuda")
+        self.precision = precision_on(precision, self.device)
         self.model = model.to(self.device).eval()
         self.tokenizer = tokenizer
-        self.backend = tokenizer.backend_tokenizer
         self.pooling = pooling
         n_states = model.config.num_hidden_layers + 1
         if not layers or any(not -n_states <= layer < n_states for layer in layers):
@@ -66,6 +65,7 @@ class Embedder:
             raise UserError(f"layers {list(layers)}: a {model.config.backbone} model gives its last layer only",
                             hint="use --layers -1")
         self.max_tokens = attention_class(model.config.backbone).max_input_length(model.config)
+        self.encode = TokenEncoder(tokenizer, self.max_tokens)
 
     @classmethod
     def load(cls, path: str | Path, **kwargs) -> Embedder:
@@ -89,24 +89,16 @@ class Embedder:
     def _encode(self, sequences: list[str], names: list[str], source: Path | None = None):
         """Token rows ``[CLS] tokens [SEP] [PAD]...`` (B, T) and each sequence's token lengths in bases;
         a sequence longer than the model's input is refused naming its record (and ``source``, its file)."""
-        encodings = self.backend.encode_batch([clean(s) for s in sequences], add_special_tokens=False)
+        encodings = self.encode.backend.encode_batch([clean(s) for s in sequences], add_special_tokens=False)
         for encoding, name in zip(encodings, names, strict=True):
             if self.max_tokens is not None and len(encoding.ids) + 2 > self.max_tokens:
                 message = f"{len(encoding.ids)} tokens, more than the model's {self.max_tokens - 2} (+[CLS], [SEP])"
                 if source is None:
                     raise UserError(f"record {name!r}: {message}", hint="cut it into shorter records")
                 raise InputError(source, message, record=name, hint="cut it into shorter records")
-        length = max(len(e.ids) for e in encodings) + 2
-        input_ids = torch.full((len(sequences), length), self.tokenizer.pad_token_id, dtype=torch.long)
-        mask = torch.zeros((len(sequences), length), dtype=torch.long)
-        input_ids[:, 0] = self.tokenizer.cls_token_id
-        for row, encoding in enumerate(encodings):
-            n = len(encoding.ids)
-            input_ids[row, 1 : n + 1] = torch.tensor(encoding.ids, dtype=torch.long)
-            input_ids[row, n + 1] = self.tokenizer.sep_token_id
-            mask[row, : n + 2] = 1
+        batch = self.encode.pad([e.ids for e in encodings])
         spans = [np.array([end - start for start, end in e.offsets], dtype=np.int64) for e in encodings]
-        return input_ids, mask, spans
+        return batch["input_ids"], batch["attention_mask"], spans
 
     @torch.inference_mode()
     def hidden_states(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:

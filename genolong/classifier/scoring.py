@@ -54,7 +54,8 @@ def token_logits(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, *
     """Logits of token rows, under the module's determinism rule.
 
     Args:
-        model: a ``GenolongForSequenceClassification`` in eval mode.
+        model: a ``GenolongForSequenceClassification`` in eval mode (or a ``GenolongForMaskedLM``,
+            whose logits are (B, T, V): ``score-variants --score mlm-llr``).
         input_ids: (B, T) int64 token rows ``[CLS] tokens [SEP] [PAD]...`` on the model's device.
         attention_mask: (B, T), 1 for real tokens.
         kmer: the classifier's :class:`~genolong.classifier.kmer_component.KmerComponent`, which
@@ -66,7 +67,7 @@ def token_logits(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, *
             (:func:`supports_first_token_only`; see the module docstring).
 
     Returns:
-        (B, C) float32 logits on the model's device.
+        (B, C) float32 logits on the model's device ((B, T, V) for a masked-LM model).
     """
     rows = input_ids.shape[0]
     if rows < MIN_ROWS:

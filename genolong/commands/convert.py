@@ -35,8 +35,9 @@ def register(subparsers) -> None:
     parser.add_argument("--window-bp", type=int, metavar="N",
                         help="with --task: the input length in bp the classifier scores (longer records: windows of N)")
     long = parser.add_argument_group("long context (LSG conversion)")
-    long.add_argument("--backbone", choices=("lsg", "bigbird", "longformer", "sled", "full"),
-                      help="make the model long with this attention (sled: chunks, no new positions; full: positions only)")
+    long.add_argument("--backbone", metavar="NAME",
+                      help="make the model long with this attention: lsg, bigbird, longformer, sled (chunks, no new "
+                      "positions), full (positions only), or a registered backbone that declares its conversion")
     long.add_argument("--max-length", type=int, metavar="N",
                       help="positions of the long model (lsg, bigbird, longformer): the trained ones copied up to N")
     long.add_argument("--block-size", type=int, metavar="B",

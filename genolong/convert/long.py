@@ -16,9 +16,8 @@ directory) and returns those of the same model with:
   global tokens after the embedding LayerNorm, so the stored vectors are that LayerNorm of the
   sums, i.e. exactly what the source's embedding layer gives those tokens;
 * **the block size checked against the trained length** (§A/E: for a model trained on 512
-  tokens, blocks over 256 hurt): ``block_size <= P / 2`` for lsg and bigbird, so that the
-  local window (a query reaches up to 2 bt - 1 tokens away) stays inside the trained distances;
-  for longformer the one-sided window ``attention_window / 2 <= P``.
+  tokens, blocks over 256 hurt), by the attention class: what each backbone needs is its class's
+  (:meth:`~genolong.attention.base.Attention.long_settings`), so this module names no backbone.
 
 With no global tokens, an input the pattern covers whole (lsg and bigbird: at most two blocks;
 longformer: at most one-sided window + 1 tokens; sled: at most one chunk) gives the source
@@ -33,8 +32,8 @@ from typing import Any
 
 import torch
 
-from genolong.attention import attention_class
-from genolong.attention.longformer import query_block
+from genolong.attention import attention_class, available_attentions
+from genolong.attention.base import Attention
 from genolong.config.presets import switch_backbone
 from genolong.convert.source import ConversionError
 from genolong.errors import ConfigError
@@ -42,11 +41,6 @@ from genolong.model.configuration import GenolongConfig
 
 log = logging.getLogger(__name__)
 
-LONG_BACKBONES = ("lsg", "bigbird", "longformer", "sled", "full")
-#: Backbones with learned global tokens that the conversion can add (sled: prefix tokens).
-GLOBAL_FIELD = {"lsg": "num_global_tokens", "longformer": "num_global_tokens", "sled": "sled_prefix_tokens"}
-#: Default block size (lsg, bigbird) before the P / 2 cap: the papers' defaults.
-DEFAULT_BLOCK = {"lsg": 128, "bigbird": 64}
 #: The authors' ``global_positional_stride`` (LSG code): global i takes the position reorder(i).
 GLOBAL_POSITION_STRIDE = 64
 POSITIONS = "genolong.encoder.embeddings.position.weight"
@@ -58,11 +52,10 @@ class LongSpec:
     """What ``genolong convert --backbone`` asks for.
 
     Attributes:
-        backbone: one of :data:`LONG_BACKBONES`.
+        backbone: one of :func:`long_backbones`.
         max_length: N, the new position count (lsg, bigbird, longformer); None for sled.
         block_size: lsg / bigbird block size; longformer's one-sided window (attention_window / 2);
-            sled's chunk size. None: the default (lsg 128, bigbird 64, capped at P / 2;
-            longformer P; sled min(256, P)).
+            sled's chunk size. None: the backbone's default.
         global_tokens: G learned global (sled: prefix) tokens, LSG §3.3 initialisation.
     """
 
@@ -70,6 +63,19 @@ class LongSpec:
     max_length: int | None = None
     block_size: int | None = None
     global_tokens: int = 0
+
+    def __post_init__(self) -> None:
+        if self.backbone not in long_backbones():
+            raise ConversionError(f"--backbone must be one of {', '.join(long_backbones())}, got {self.backbone!r}")
+        if self.global_tokens < 0:
+            raise ConversionError(f"--global-tokens {self.global_tokens}: a count of tokens, 0 or more")
+
+
+def long_backbones() -> list[str]:
+    """The registered backbones a full-attention model converts to: those whose attention class
+    declares :meth:`~genolong.attention.base.Attention.long_settings`."""
+    return [name for name in available_attentions()
+            if attention_class(name).long_settings.__func__ is not Attention.long_settings.__func__]
 
 
 def make_long(fields: dict[str, Any], state: dict[str, torch.Tensor], spec: LongSpec) -> tuple[dict, dict]:
@@ -93,17 +99,15 @@ def make_long(fields: dict[str, Any], state: dict[str, torch.Tensor], spec: Long
     if fields.get("backbone", "full") != "full":
         raise ConversionError(f"--backbone {backbone} converts a full-attention model; the source has backbone "
                               f"{fields['backbone']!r}")
-    if backbone not in LONG_BACKBONES:
-        raise ConversionError(f"--backbone must be one of {', '.join(LONG_BACKBONES)}, got {backbone!r}")
-    if spec.global_tokens < 0 or (spec.global_tokens and backbone not in GLOBAL_FIELD):
-        raise ConversionError(f"--global-tokens {spec.global_tokens}: {backbone} has "
-                              + ("its first blocks as global tokens (ITC), none to add" if backbone == "bigbird"
-                                 else "no negative count"))
+    try:
+        settings = attention_class(backbone).long_settings(trained, spec.max_length, spec.block_size,
+                                                           spec.global_tokens)
+    except ConfigError as err:
+        raise ConversionError(err.message, hint=err.hint) from None
     if spec.global_tokens and fields.get("local_conv_kernel"):
         raise ConversionError("--global-tokens needs a model without local_conv_kernel (the convolution mixes "
                               "neighbouring tokens into every embedding)")
-    settings = _backbone_settings(spec, trained)
-    length = trained if backbone == "sled" else spec.max_length
+    length = settings["max_position_embeddings"]
     fields = switch_backbone({"backbone": "full"} | fields, {"backbone": backbone, "max_position_embeddings": length,
                                                              "trained_positions": trained} | settings)
     try:
@@ -115,47 +119,6 @@ def make_long(fields: dict[str, Any], state: dict[str, torch.Tensor], spec: Long
     if spec.global_tokens:
         state["genolong.encoder.global_tokens"] = lsg_global_tokens(fields, state, spec.global_tokens, trained)
     return fields, state
-
-
-def _backbone_settings(spec: LongSpec, trained: int) -> dict[str, Any]:
-    """The new backbone's GenolongConfig fields, with the length and block checks of the module docstring."""
-    backbone, block = spec.backbone, spec.block_size
-    if backbone == "sled":
-        if spec.max_length is not None:
-            raise ConversionError("--max-length does not apply to sled: it reads any length in chunks of "
-                                  f"--block-size <= {trained} tokens with the trained {trained} positions")
-        chunk = min(256, trained) if block is None else block
-        if not 1 <= chunk <= trained:
-            raise ConversionError(f"sled: --block-size (the chunk size) {chunk} must be between 1 and the "
-                                  f"{trained} trained positions")
-        return {"sled_chunk_size": chunk, "sled_prefix_tokens": spec.global_tokens}
-    if spec.max_length is None or spec.max_length < trained:
-        raise ConversionError(f"--backbone {backbone} needs --max-length N >= the {trained} trained positions")
-    if backbone == "full":
-        if block is not None:
-            raise ConversionError("--block-size does not apply to full attention")
-        return {}
-    if backbone == "longformer":
-        window = trained if block is None else block
-        if not 1 <= window <= trained:
-            raise ConversionError(f"longformer: the one-sided window (--block-size) {window} must be between 1 and "
-                                  f"the {trained} trained positions")
-        unit = query_block(window)
-        settings = {"attention_window": 2 * window, "num_global_tokens": spec.global_tokens}
-    else:
-        block = min(DEFAULT_BLOCK[backbone], trained // 2) if block is None else block
-        if not 1 <= block <= trained // 2:
-            raise ConversionError(
-                f"{backbone}: --block-size {block} is larger than half the {trained} trained positions "
-                f"(at most {trained // 2}): local attention would reach distances the model never saw (LSG §A)")
-        unit = block
-        settings = {"block_size": block}
-        if backbone == "lsg":
-            settings |= {"sparse_block_size": block, "num_global_tokens": spec.global_tokens}
-    if spec.max_length % unit:
-        raise ConversionError(f"--max-length {spec.max_length} is not a multiple of {unit}, the {backbone} "
-                              f"{'query block' if backbone == 'longformer' else 'block size'}")
-    return settings
 
 
 def extend_positions(position: torch.Tensor, length: int) -> torch.Tensor:
@@ -191,13 +154,9 @@ def lsg_global_tokens(fields: dict[str, Any], state: dict[str, torch.Tensor], co
 def describe_long(config: GenolongConfig) -> str:
     """One line for the log: what the conversion did to positions, attention and global tokens."""
     trained = getattr(config, "trained_positions", config.max_position_embeddings)
-    backbone = config.backbone
-    if backbone == "sled":
-        return (f"sled: chunks of {config.sled_chunk_size} tokens with the trained {trained} positions, inputs of "
-                f"any length; {config.sled_prefix_tokens} prefix tokens")
-    length = config.max_position_embeddings
-    block = {"longformer": lambda: f"window {config.attention_window // 2} each side",
-             "full": lambda: "full attention"}.get(backbone, lambda: f"block {config.block_size}")()
-    globals_ = attention_class(backbone).num_extra_global_tokens(config)
+    backbone, length, attention = config.backbone, config.max_position_embeddings, attention_class(config.backbone)
+    if not attention.extends_positions:
+        return f"{backbone}: {attention.long_reading(config)}"
+    globals_ = attention.num_extra_global_tokens(config)
     return (f"{backbone}: positions {trained} -> {length} (rows {trained}..{length - 1} copy rows 0..{trained - 1}), "
-            f"{block}, {globals_} added global token{'s' if globals_ != 1 else ''}")
+            f"{attention.long_reading(config)}, {globals_} added global token{'s' if globals_ != 1 else ''}")

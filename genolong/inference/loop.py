@@ -34,7 +34,7 @@ from genolong import interrupts, ranks
 from genolong.classifier.scoring import average_strands, token_outputs
 from genolong.errors import UserError
 from genolong.inference.scan.parts import WorkDirectory
-from genolong.precision import resolve_precision
+from genolong.precision import precision_on
 from genolong.progress import progress_bar
 from genolong.tasks.common import check_num_nodes
 from genolong.tasks.console import quiet_lightning
@@ -196,7 +196,7 @@ def predict(trainer: pl.Trainer, module: pl.LightningModule, loader, writer: Par
 def build_trainer(*, accelerator: str, devices, num_nodes: int, callbacks, precision: str = "auto") -> pl.Trainer:
     """A Trainer for predicting only: DDP when there is more than one device or node.
 
-    ``precision``: ``auto``, ``32`` or ``bf16`` (:func:`genolong.precision.resolve_precision`).
+    ``precision``: ``auto``, ``32`` or ``bf16`` (:func:`genolong.precision.precision_on`).
 
     Raises:
         UserError: settings this machine cannot run (``--accelerator gpu`` without a GPU, ``--devices 4``
@@ -204,12 +204,11 @@ def build_trainer(*, accelerator: str, devices, num_nodes: int, callbacks, preci
     """
     quiet_lightning()
     check_num_nodes(num_nodes)
-    gpu = accelerator in ("auto", "gpu", "cuda") and torch.cuda.is_available()
     try:
         return pl.Trainer(
             accelerator=accelerator, devices=devices, num_nodes=num_nodes,
             strategy=ranks.strategy("auto", devices, num_nodes),  # DDP for several devices or nodes
-            precision=resolve_precision(precision, gpu=gpu),
+            precision=precision_on(precision, accelerator),
             logger=False, enable_checkpointing=False, enable_model_summary=False, enable_progress_bar=False,
             use_distributed_sampler=False, callbacks=callbacks,
         )

@@ -30,8 +30,9 @@ from typing import Any
 import numpy as np
 import torch
 
+from genolong.attention import attention_class
 from genolong.convert import genolong_weights
-from genolong.convert.long import LongSpec, describe_long, make_long
+from genolong.convert.long import LongSpec, describe_long, long_backbones, make_long
 from genolong.convert.source import read_source
 from genolong.convert.target import build_model
 from genolong.datasets.corpus import Corpus
@@ -43,6 +44,7 @@ from genolong.tasks.pretrain import unigram_log2_probs
 
 log = logging.getLogger(__name__)
 
+#: The backbones measured by default (any of :func:`~genolong.convert.long.long_backbones` can be).
 BACKBONES = ("full", "lsg", "bigbird", "longformer", "sled")
 LN2 = math.log(2)
 
@@ -52,7 +54,7 @@ class ExtrapolationConfig:
     """Settings of one experiment.
 
     Attributes:
-        backbones: converted models to measure (:data:`BACKBONES`; ``full`` = copied positions).
+        backbones: converted models to measure (default :data:`BACKBONES`; ``full`` = copied positions).
         multiples: the long lengths as multiples of the trained length L (LSG Table 1: 8).
         eval_tokens: tokens read per length (windows of T tokens: ``eval_tokens // (T - 2)``).
         finetune_steps: MLM fine-tuning steps at the longest length (0: none).
@@ -72,9 +74,9 @@ class ExtrapolationConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        unknown = sorted(set(self.backbones) - set(BACKBONES))
+        unknown = sorted(set(self.backbones) - set(long_backbones()))
         if unknown or not self.backbones:
-            raise UserError(f"--backbones: choose among {', '.join(BACKBONES)}, got {', '.join(unknown) or 'none'}")
+            raise UserError(f"--backbones: choose among {', '.join(long_backbones())}, got {', '.join(unknown) or 'none'}")
         if not self.multiples or min(self.multiples) < 2:
             raise UserError(f"--multiples must be integers >= 2, got {self.multiples}")
         for name in ("eval_tokens", "batch_size"):
@@ -170,7 +172,7 @@ def run_extrapolation(model_dir: Path, corpus_dir: Path, config: ExtrapolationCo
 
     measure(build_model(dict(fields), dict(state)).to(device), "source", "trained", [trained])
     for backbone in config.backbones:
-        spec = LongSpec(backbone, None if backbone == "sled" else lengths[-1], config.block_size)
+        spec = LongSpec(backbone, lengths[-1] if attention_class(backbone).extends_positions else None, config.block_size)
         model = build_model(*make_long(dict(fields), state, spec)).to(device)
         log.info("extrapolate: %s", describe_long(model.config))
         measure(model, backbone, "converted", lengths)

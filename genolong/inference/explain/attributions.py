@@ -28,6 +28,7 @@ import numpy as np
 import torch
 from captum.attr import LayerGradientXActivation, LayerIntegratedGradients
 
+from genolong.classifier.task_info import ACTIVATIONS
 from genolong.dna.sequence import BASES, clean
 from genolong.errors import UserError
 from genolong.precision import autocast
@@ -60,7 +61,7 @@ def mutants(sequence: str, start: int, length: int) -> tuple[list[str], list[tup
 def attributed(classifier, logits: torch.Tensor) -> torch.Tensor:
     """The scores attributed (B, C) from ``classifier``'s logits (B, C): its softmax's probabilities,
     or the logits themselves (sigmoid logits, regression values)."""
-    if classifier.spec().activation == "softmax":
+    if classifier.model.config.problem_type == ACTIVATIONS["softmax"]:
         return torch.softmax(logits, dim=-1)
     return logits
 
@@ -111,9 +112,8 @@ def gradient_attributions(
     encoding = encoder.backend.encode(sequence, add_special_tokens=False)
     kept = encoder.kept(len(encoding.ids))
     ids, offsets = encoding.ids[kept], encoding.offsets[kept]
-    device = classifier.device
-    input_ids = torch.tensor([[encoder.cls, *ids, encoder.sep]], device=device)
-    mask = torch.ones_like(input_ids)
+    rows = encoder.pad([ids])
+    input_ids, mask = rows["input_ids"].to(classifier.device), rows["attention_mask"].to(classifier.device)
     baseline = input_ids.clone()
     baseline[0, 1:-1] = encoder.pad_id
     attributor = _token_attributor(classifier, method)

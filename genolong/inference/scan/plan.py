@@ -116,7 +116,7 @@ class ScanPlan:
 
     def window_starts(self, chromosome: int, bin_starts: np.ndarray) -> np.ndarray:
         """Start of the window scored for each bin: centred on the bin, kept inside the chromosome."""
-        return window_starts(bin_starts, self.stride, self.window, self.chromosomes[chromosome].length)
+        return centred_window_starts(self.chromosomes[chromosome].length, self.window, self.stride, bin_starts)
 
     def fingerprint(self) -> str:
         """A digest of the bins and batches (any change in them changes it)."""
@@ -127,9 +127,10 @@ class ScanPlan:
         return digest.hexdigest()[:16]
 
 
-def window_starts(bin_starts: np.ndarray, stride: int, window: int, length: int) -> np.ndarray:
-    """Start of the window scored for each bin of ``stride`` bp (bin_starts: (B,) bp) on a chromosome of
-    ``length`` bp: centred on the bin, kept inside the chromosome. Returns (B,) int64."""
+def centred_window_starts(length: int, window: int, stride: int, bin_starts: np.ndarray) -> np.ndarray:
+    """Start of the ``window``-bp window scored for each bin of ``stride`` bp (bin_starts: (B,) bp) on a
+    chromosome of ``length`` bp: centred on the bin, kept inside the chromosome. Returns (B,) int64.
+    (A record's tiling windows are :func:`genolong.classifier.records.window_starts`.)"""
     centred = bin_starts + stride // 2 - window // 2
     return np.clip(centred, 0, max(length - window, 0))
 

@@ -26,7 +26,7 @@ from genolong.classifier.directory import TASK_FILE, Classifier
 from genolong.classifier.records import predict_all
 from genolong.dna.sequence import read_fasta
 from genolong.inference.called import CAUTION_FRACTION
-from genolong.inference.scan.plan import window_starts
+from genolong.inference.scan.plan import centred_window_starts
 from genolong.inference.scan.tracks import CalledBases
 
 #: Called fraction the scan threshold allows on each calibration genome: half of the 5% a promoter
@@ -75,7 +75,7 @@ def read_scan(path: Path) -> tuple[list[tuple[str, np.ndarray, np.ndarray, np.nd
     chromosomes = []
     for index, name in enumerate(names):
         keep = chrom == index
-        first = window_starts(starts[keep], stride, window, int(lengths[index]))
+        first = centred_window_starts(int(lengths[index]), window, stride, starts[keep])
         bins = np.stack([starts[keep], ends[keep]], axis=1)
         breaks = np.flatnonzero(bins[1:, 0] != bins[:-1, 1]) + 1
         segments = np.array([[run[0, 0], run[-1, 1]] for run in np.split(bins, breaks) if len(run)], dtype=np.int64)

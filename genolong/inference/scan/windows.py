@@ -61,11 +61,7 @@ class WindowEncoder:
         fast = np.zeros(len(bases), dtype=bool) if self.lookup is None else ~(bases == _N).any(axis=1)
         if fast.all():
             columns = self.tokens.central(np.arange(bases.shape[1]))  # the central max_len - 2 bases
-            input_ids = np.empty((len(bases), len(columns) + 2), dtype=np.int64)  # (B, T)
-            input_ids[:, 0], input_ids[:, -1] = self.tokens.cls, self.tokens.sep
-            input_ids[:, 1:-1] = self.lookup[bases[:, columns]]
-            input_ids = torch.from_numpy(input_ids)
-            return {"input_ids": input_ids, "attention_mask": torch.ones_like(input_ids)}
+            return self.tokens.pad(self.lookup[bases[:, columns]])
         slow = np.flatnonzero(~fast)
         encodings = self.tokens.backend.encode_batch_fast([row.tobytes().decode() for row in bases[slow]],
                                                           add_special_tokens=False)

@@ -12,7 +12,9 @@ span is replaced by ``[MASK]`` tokens in its own otherwise identical context, an
 (the masked-marginal score of Meier et al. 2021, "Language models enable zero-shot prediction
 of the effects of mutations on protein function", summed over a multi-token span). When both
 spans have as many tokens, the two masked inputs are the same and one forward pass serves
-both. Inputs longer than the model's positions keep the tokens centred on the span.
+both. Inputs longer than the model's positions keep the tokens centred on the span. The inputs
+are encoded as every model input is (:class:`~genolong.classifier.directory.TokenEncoder`) and
+scored through the one scoring primitive (:func:`~genolong.classifier.scoring.token_logits`).
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from genolong.classifier.directory import TASK_FILE, resolve_device
+from genolong.classifier.directory import TASK_FILE, TokenEncoder, resolve_device
+from genolong.classifier.scoring import token_logits
 from genolong.errors import UserError
 from genolong.inference.variants.windows import VariantWindows
 from genolong.model.loading import load_model, load_model_tokenizer, read_model_config
@@ -55,46 +58,37 @@ class MaskedLMEffects:
         config = read_model_config(directory)
         self.model = load_model(GenolongForMaskedLM, directory, config=config).to(self.device)
         tokenizer = load_model_tokenizer(directory, config)
-        self.backend = tokenizer.backend_tokenizer
-        self.cls, self.sep, self.mask = tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.mask_token_id
-        self.pad = tokenizer.pad_token_id
-        self.keep = self.model.config.max_position_embeddings - 2
+        self.encode = TokenEncoder(tokenizer, config.max_position_embeddings)
+        self.mask = tokenizer.mask_token_id
+        self.keep = config.max_position_embeddings - 2
         self.batch_size = batch_size
 
     def _masked_input(self, ids: list[int], start: int, end: int) -> tuple[tuple[int, ...], list[int], list[int]]:
-        """``([CLS] context-with-[MASK]s [SEP], masked positions, true tokens)``, cropped to the model."""
+        """``(context-with-[MASK]s, masked positions in the encoded row, true tokens)``, cropped to the model."""
         if end - start > self.keep:
             raise UserError(f"a variant touches {end - start} tokens, more than the model's {self.keep}")
         first = max(0, min(start - (self.keep - (end - start)) // 2, len(ids) - self.keep))
         body = ids[first : first + self.keep]
+        body[start - first : end - first] = [self.mask] * (end - start)
         positions = list(range(start - first + 1, end - first + 1))  # +1: [CLS]
-        masked = [self.cls, *body, self.sep]
-        for position in positions:
-            masked[position] = self.mask
-        return tuple(masked), positions, ids[start:end]
+        return tuple(body), positions, ids[start:end]
 
-    @torch.inference_mode()
     def _log_probabilities(self, inputs: list[tuple[int, ...]]) -> dict[tuple[int, ...], torch.Tensor]:
-        """Input -> (T, V) log-probabilities, for distinct inputs, in batches."""
+        """Input body -> (T, V) log-probabilities of its encoded row, for distinct inputs, in batches."""
         unique = list(dict.fromkeys(inputs))
         result = {}
         for first in range(0, len(unique), self.batch_size):
             batch = unique[first : first + self.batch_size]
-            length = max(map(len, batch))
-            ids = torch.full((len(batch), length), self.pad, dtype=torch.long)
-            mask = torch.zeros_like(ids)
+            rows = self.encode.pad(batch)
+            logits = token_logits(self.model, rows["input_ids"].to(self.device), rows["attention_mask"].to(self.device))
             for row, tokens in enumerate(batch):
-                ids[row, : len(tokens)] = torch.tensor(tokens)
-                mask[row, : len(tokens)] = 1
-            logits = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device)).logits
-            for row, tokens in enumerate(batch):
-                result[tokens] = torch.log_softmax(logits[row].float(), dim=-1).cpu()
+                result[tokens] = torch.log_softmax(logits[row], dim=-1).cpu()
         return result
 
     def score(self, windows: list[VariantWindows]) -> dict[str, np.ndarray]:
         """(n, 1) log-likelihood ratios of ``windows`` (see the module docstring)."""
         sequences = [s for w in windows for s in (w.ref_window, w.alt_window)]
-        encoded = [e.ids for e in self.backend.encode_batch_fast(sequences, add_special_tokens=False)]
+        encoded = [e.ids for e in self.encode.backend.encode_batch_fast(sequences, add_special_tokens=False)]
         queries = []
         for ref_ids, alt_ids in zip(encoded[::2], encoded[1::2], strict=True):
             prefix, ref_end, alt_end = differing_span(ref_ids, alt_ids)

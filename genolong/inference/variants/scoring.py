@@ -86,7 +86,8 @@ class ClassifierEffects:
     are the same on any rank.
 
     Args:
-        classifier: a :class:`~genolong.classifier.directory.Classifier` (its spec's ``variant_effect``
+        classifier: a :class:`~genolong.classifier.directory.Classifier` loaded by
+            :func:`genolong.tasks.task.load_classifier` (its ``info.inference.variant_effect``
             chooses the scores).
         labels: the output columns to report (P indices into C).
         batch_size: inputs per model call (each one or, with ``rc``, two rows).
@@ -95,7 +96,7 @@ class ClassifierEffects:
 
     def __init__(self, classifier, labels: list[int], batch_size: int, *, rc: bool = False):
         self.classifier, self.columns, self.batch_size = classifier, np.asarray(labels), batch_size
-        self.effect = classifier.spec().variant_effect
+        self.effect = classifier.info.inference.variant_effect
         self.score_names = EFFECT_SCORES[self.effect]
         self.labels = [classifier.info.label_names[i] for i in labels]
         self.inputs = WindowInputs(SplicingTokenizer(classifier.tokenizer.backend_tokenizer), classifier.encode, rc)
