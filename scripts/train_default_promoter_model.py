@@ -61,17 +61,11 @@ import torch
 
 from genolong.classifier.directory import Classifier, default_promoter_model
 from genolong.classifier.records import record_stride
-from genolong.data_prep.genome_prepare import prepare_genome
-from genolong.data_prep.source_split import (
-    SOURCE_SPLITS,
-    build_source_split_dataset,
-    load_source_split_config,
-)
+from genolong.core.files import atomic_path
 from genolong.datasets.promoter import load_manifest, load_split
 from genolong.evaluation.cross_source import format_pair_table
 from genolong.evaluation.kmer_ensemble import fit_kmer_ensemble, score_splits
 from genolong.evaluation.metrics import PROMOTER_METRICS, format_metrics_table
-from genolong.files import atomic_path
 from genolong.inference.scan.threshold import (
     Background,
     PromoterSource,
@@ -79,8 +73,10 @@ from genolong.inference.scan.threshold import (
     card_section,
     install_scan_calibration,
 )
-from genolong.tasks.finetune import run_finetune
+from genolong.prep.genome_prepare import prepare_genome
+from genolong.prep.source_split import SOURCE_SPLITS, build_source_split_dataset, load_source_split_config
 from genolong.tasks.task import load_finetune_config
+from genolong.training.finetune import run_finetune
 
 REPO = Path(__file__).resolve().parents[1]
 SPEC = "default"

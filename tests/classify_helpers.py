@@ -39,7 +39,7 @@ def micro_config(task: str, **overrides):
 
 def promoter_dataset(real_data: Path, out: Path, positives: int = 60, negatives: int = 120) -> Path:
     """A small promoter dataset from the first real mouse TATA promoters and real non-promoters."""
-    from genolong.data_prep.promoter_dataset import PromoterDatasetConfig, build_promoter_dataset
+    from genolong.prep.promoter_dataset import PromoterDatasetConfig, build_promoter_dataset
 
     out.parent.mkdir(parents=True, exist_ok=True)
     sources = {}
@@ -67,7 +67,7 @@ def chromatin_prepared(real_data: Path, work: Path, *, context: int | None) -> P
     """The 100 real DeepSEA rows (and their reverse complements) as a prepared directory with
     train/valid/test: 1,000-bp inputs (``context=None``) or windows located in a synthetic
     genome that embeds the real 8-kb sequences (``context=8000``)."""
-    from genolong.data_prep.chromatin_dataset import prepare_chromatin
+    from genolong.prep.chromatin_dataset import prepare_chromatin
 
     sequences, labels = deepsea_rows(real_data)
     bundle = write_bundle(work / "bundle", sequences, labels)
@@ -169,7 +169,7 @@ def finetuned_chromatin(real_data: Path, tmp_path_factory) -> tuple[Path, Path, 
     """
     import json
 
-    from genolong.tasks.finetune import run_finetune
+    from genolong.training.finetune import run_finetune
 
     work = tmp_path_factory.getbasetemp() / "chromatin_micro_run"
     prepared, run = work / "prepared_8000", work / "run"

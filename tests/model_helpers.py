@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from genolong.attention import ATTENTIONS, Attention
-from genolong.errors import ConfigError
+from genolong.core.errors import ConfigError
 from genolong.model.configuration import GenolongConfig
 
 

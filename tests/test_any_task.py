@@ -24,9 +24,9 @@ import yaml
 
 import genolong
 from genolong.classifier.task_info import TASK_FILE, InferenceSpec, TaskInfo, default_promoter_model
-from genolong.cli import main
+from genolong.cli.main import main
+from genolong.core.errors import ConfigError, UserError
 from genolong.dna.sequence import read_fasta
-from genolong.errors import ConfigError, UserError
 from genolong.tasks.task import load_classifier
 
 BASES = np.array(list("ACGT"))

@@ -15,12 +15,12 @@ import pytest
 import genolong
 
 PACKAGE_ROOT = Path(genolong.__file__).parent
-#: ``data_prep/`` sits at the top of the repository and installs as ``genolong.data_prep``.
+#: ``genolong/prep/`` sits at the top of the repository and installs as ``genolong.prep``.
 DATA_PREP_ROOT = PACKAGE_ROOT.parent / "data_prep"
 MAX_LINES = 400
 #: Packages the data builders must not depend on: they train, run models or parse commands.
-TRAINING = ("genolong.tasks", "genolong.commands", "genolong.model", "genolong.attention", "genolong.inference",
-            "genolong.bench", "genolong.classifier", "genolong.convert", "genolong.benchmark")
+TRAINING = ("genolong.tasks", "genolong.cli.commands", "genolong.model", "genolong.attention", "genolong.inference",
+            "genolong.experiments.bench", "genolong.classifier", "genolong.convert", "genolong.experiments.suites")
 #: The package order: a package imports only the packages before it (and itself). ``core`` is every
 #: module at the top of ``genolong/`` and the data packages ``resources`` and ``configs``.
 PACKAGE_ORDER = ("core", "dna", "attention", "config", "model", "datasets", "classifier", "convert", "evaluation",
@@ -32,7 +32,7 @@ ARCHITECTURE_PAGE = PACKAGE_ROOT.parent / "docs" / "architecture.md"
 def module_files() -> dict[str, Path]:
     """Every module of the installed package: dotted name -> source file."""
     files = {}
-    for root, prefix in ((PACKAGE_ROOT, "genolong"), (DATA_PREP_ROOT, "genolong.data_prep")):
+    for root, prefix in ((PACKAGE_ROOT, "genolong"), (DATA_PREP_ROOT, "genolong.prep")):
         for path in sorted(root.rglob("*.py")):
             parts = path.relative_to(root).with_suffix("").parts
             if parts[-1] == "__init__":
@@ -70,8 +70,8 @@ def import_graph() -> dict[str, set[str]]:
 
 
 def package_of(module: str) -> str:
-    """The package of the order that ``module`` belongs to: ``genolong.tasks.finetune`` -> ``tasks``;
-    ``genolong``, ``genolong.errors`` and the modules of ``CORE_PACKAGES`` -> ``core``. A package
+    """The package of the order that ``module`` belongs to: ``genolong.training.finetune`` -> ``tasks``;
+    ``genolong``, ``genolong.core.errors`` and the modules of ``CORE_PACKAGES`` -> ``core``. A package
     absent from the order is returned by name (and fails :func:`test_every_package_has_a_place`)."""
     parts = module.split(".")
     if len(parts) == 1 or parts[1] in CORE_PACKAGES:
@@ -140,16 +140,16 @@ def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_imports_resolve_absolute_relative_and_nested_forms(tmp_path):
     source = tmp_path / "m.py"
-    source.write_text("import os.path\nfrom .kmers import BLOCK\n\ndef f():\n    from genolong.data_prep import cache\n")
-    known = {"genolong.data_prep.kmers", "genolong.data_prep", "genolong.data_prep.cache", "genolong.data_prep.m"}
-    assert imported_modules("genolong.data_prep.m", source, known) == {"genolong.data_prep.kmers", "genolong.data_prep.cache"}
-    source.write_text("from genolong.data_prep import kmers, SOURCES\n")
-    assert imported_modules("genolong.data_prep.m", source, known) == {"genolong.data_prep.kmers", "genolong.data_prep"}
+    source.write_text("import os.path\nfrom .kmers import BLOCK\n\ndef f():\n    from genolong.prep import cache\n")
+    known = {"genolong.prep.kmers", "genolong.prep", "genolong.prep.cache", "genolong.prep.m"}
+    assert imported_modules("genolong.prep.m", source, known) == {"genolong.prep.kmers", "genolong.prep.cache"}
+    source.write_text("from genolong.prep import kmers, SOURCES\n")
+    assert imported_modules("genolong.prep.m", source, known) == {"genolong.prep.kmers", "genolong.prep"}
 
 
 def test_the_graph_sees_imports_inside_functions():
     graph = import_graph()
-    assert "genolong.errors" in graph["genolong.cli"]
+    assert "genolong.core.errors" in graph["genolong.cli.main"]
     assert all(target.startswith("genolong") for targets in graph.values() for target in targets)
 
 
@@ -166,16 +166,16 @@ def test_no_import_cycles():
 def test_package_cycle_detection_finds_a_planted_cycle():
     """Modules without a cycle among them can still tie their packages into one."""
     graph = {"genolong.tasks.a": {"genolong.inference.b"}, "genolong.inference.b": set(),
-             "genolong.inference.c": {"genolong.tasks.d"}, "genolong.tasks.d": set(), "genolong.errors": set()}
+             "genolong.inference.c": {"genolong.tasks.d"}, "genolong.tasks.d": set(), "genolong.core.errors": set()}
     assert strongly_connected(graph) == []
     assert strongly_connected(package_graph(graph)) == [["inference", "tasks"]]
 
 
 def test_the_order_check_finds_a_planted_upward_import():
-    graph = {"genolong.errors": set(), "genolong.dna.sequence": {"genolong.errors"},
+    graph = {"genolong.core.errors": set(), "genolong.dna.sequence": {"genolong.core.errors"},
              "genolong.config.schema": {"genolong.model.heads", "genolong.dna.sequence"}, "genolong.model.heads": set()}
     assert imports_against_the_order(graph) == ["genolong.config.schema (config) -> genolong.model.heads (model)"]
-    assert package_of("genolong.resources.genomes") == package_of("genolong.precision") == "core"
+    assert package_of("genolong.resources.genomes") == package_of("genolong.runtime.precision") == "core"
 
 
 def test_every_package_has_a_place_in_the_order():
@@ -207,15 +207,15 @@ def test_only_commands_use_the_data_builders():
     offenders = sorted(
         f"{name} -> {target}"
         for name, targets in graph.items()
-        if not name.startswith(("genolong.data_prep", "genolong.commands"))
+        if not name.startswith(("genolong.prep", "genolong.cli.commands"))
         for target in targets
-        if target.startswith("genolong.data_prep")
+        if target.startswith("genolong.prep")
     )
     assert not offenders, offenders
     upward = sorted(
         f"{name} -> {target}"
         for name, targets in graph.items()
-        if name.startswith("genolong.data_prep")
+        if name.startswith("genolong.prep")
         for target in targets
         if target.startswith(TRAINING)
     )

@@ -17,7 +17,7 @@ import torch
 
 from genolong.attention import attention_class, attention_config, build_attention, flex, paths
 from genolong.attention.lsg import SPARSITY_TYPES
-from genolong.errors import ConfigError
+from genolong.core.errors import ConfigError
 
 HEADS, HEAD_DIM = 4, 8
 LSG = dict(block_size=8, sparse_block_size=8, sparsity_factor=2, num_global_tokens=2)

@@ -12,7 +12,7 @@ import torch
 from genolong.attention import attention_class, attention_config, build_attention
 from genolong.attention.bigbird import random_blocks
 from genolong.attention.lsg import lsh_average, pool, select_in_blocks
-from genolong.errors import ConfigError
+from genolong.core.errors import ConfigError
 
 CPU = torch.device("cpu")
 

@@ -21,15 +21,15 @@ from genolong.attention import (
     register_attention,
 )
 from genolong.attention.base import require_int
-from genolong.cli import main
+from genolong.cli.main import main
+from genolong.core.errors import ConfigError
 from genolong.dna.sequence import read_fasta
-from genolong.errors import ConfigError
+from genolong.experiments.compare import CompareConfig, Workspace, load_compare_config, run_comparison
 from genolong.model import modeling
 from genolong.model.configuration import GenolongConfig
 from genolong.model.encoder import Encoder
 from genolong.model.heads import IGNORE_INDEX
 from genolong.resources import sample_genome
-from genolong.tasks.compare import CompareConfig, Workspace, load_compare_config, run_comparison
 
 
 class ToyWindowAttention(Attention):

@@ -7,11 +7,9 @@ import json
 import numpy as np
 import pytest
 
-from genolong.cli import main
-from genolong.data_prep.promoter_dataset import PromoterDatasetConfig, build_promoter_dataset
-from genolong.data_prep.promoters import read_fasta_records
+from genolong.cli.main import main
+from genolong.core.errors import ConfigError, UserError
 from genolong.dna.sequence import write_fasta
-from genolong.errors import ConfigError, UserError
 from genolong.evaluation.kmer_baseline import KmerBaselineConfig, run_kmer_baseline
 from genolong.evaluation.metrics import (
     PROMOTER_METRICS,
@@ -19,6 +17,8 @@ from genolong.evaluation.metrics import (
     format_metrics_table,
     promoter_metrics,
 )
+from genolong.prep.promoter_dataset import PromoterDatasetConfig, build_promoter_dataset
+from genolong.prep.promoters import read_fasta_records
 
 
 # -- metrics --------------------------------------------------------------------------------

@@ -9,10 +9,10 @@ import math
 
 import pytest
 
-from genolong.bench import attention as attention_bench
-from genolong.bench import report as bench_report
-from genolong.bench import runner as bench_runner
-from genolong.cli import main
+from genolong.cli.main import main
+from genolong.experiments.bench import attention as attention_bench
+from genolong.experiments.bench import report as bench_report
+from genolong.experiments.bench import runner as bench_runner
 
 TINY = ["--hidden", "32", "--layers", "1", "--heads", "2", "--ffn", "64", "--vocab", "100", "--repeats", "1"]
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from genolong import cpu_bf16
-from genolong.bench import attention as attention_bench
-from genolong.bench import runner
-from genolong.bench.converted import CONVERTED
+from genolong.experiments.bench import attention as attention_bench
+from genolong.experiments.bench import runner
+from genolong.experiments.bench.converted import CONVERTED
+from genolong.runtime import cpu_bf16
 
 TINY = attention_bench.BenchSize(vocab_size=64, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32)
 

@@ -13,10 +13,16 @@ import torch
 
 from genolong.attention.blocksparse import PATHS
 from genolong.attention.full import full_attention
-from genolong.bench.device_check import cpu_plan, failures, run_check
-from genolong.bench.device_inference import compare_tables, numeric_columns
-from genolong.bench.kernel_check import KernelCase, attention_at, check_case, dense_rows, path_inputs
-from genolong.errors import UserError
+from genolong.core.errors import UserError
+from genolong.experiments.bench.device_check import cpu_plan, failures, run_check
+from genolong.experiments.bench.device_inference import compare_tables, numeric_columns
+from genolong.experiments.bench.kernel_check import (
+    KernelCase,
+    attention_at,
+    check_case,
+    dense_rows,
+    path_inputs,
+)
 
 CPU = torch.device("cpu")
 
@@ -84,7 +90,7 @@ def test_gpu_mode_without_a_gpu_is_one_line(monkeypatch):
     from argparse import Namespace
     from pathlib import Path
 
-    from genolong.commands.bench import run_gpu
+    from genolong.cli.commands.bench import run_gpu
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     args = Namespace(sections=None, cpu=False, lengths=None, kernel_lengths=None, tests=Path("tests"), out=Path("unused"))
@@ -97,7 +103,7 @@ def test_mixed_precision_with_gradient_clipping_trains(tmp_path):
     first GPU run): the optimizer must then be the multi-tensor one, and a step must run."""
     import lightning.pytorch as pl
 
-    from genolong.tasks.common import TrainConfig, adamw_with_schedule
+    from genolong.training.common import TrainConfig, adamw_with_schedule
 
     config = TrainConfig(max_steps=2, warmup_steps=1, max_grad_norm=1.0)
     model = torch.nn.Linear(4, 1)
@@ -124,8 +130,8 @@ def test_mixed_precision_with_gradient_clipping_trains(tmp_path):
 
 
 def test_a_training_step_is_not_tried_where_the_forward_pass_ran_out_of_memory(monkeypatch):
-    from genolong.bench import device_speed
-    from genolong.bench.attention import BenchSize
+    from genolong.experiments.bench import device_speed
+    from genolong.experiments.bench.attention import BenchSize
 
     tried = []
 
@@ -147,7 +153,7 @@ def test_a_training_step_is_not_tried_where_the_forward_pass_ran_out_of_memory(m
 def test_the_cpu_reference_runs_in_float32_and_variants_run_in_float32_on_the_device(monkeypatch, tmp_path):
     import subprocess
 
-    from genolong.bench import device_inference
+    from genolong.experiments.bench import device_inference
 
     calls = []
 

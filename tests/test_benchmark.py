@@ -12,9 +12,9 @@ import pytest
 import yaml
 from test_benchmark_checks import micro_model
 
-from genolong.benchmark.report import COLUMNS
-from genolong.cli import main
-from genolong.commands.benchmark import run_suite
+from genolong.cli.commands.benchmark import run_suite
+from genolong.cli.main import main
+from genolong.experiments.suites.report import COLUMNS
 
 TASKS = [("gue", "gue", "gue_mouse_tata"), ("nt", "nt", "nt_mouse_dbtss"),
          ("gb", "genomic_benchmarks", "gb_arabidopsis_tata")]

@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 import yaml
 
-from genolong.cli import main
-from genolong.data_prep.benchmark_layouts import prepare_layout
+from genolong.cli.main import main
 from genolong.datasets.task import PreparedTask
 from genolong.dna.genome import Genome
 from genolong.dna.sequence import read_fasta, reverse_complement
 from genolong.evaluation.benchmark_metrics import classification_metrics, mean_interval
 from genolong.evaluation.leakage import LeakageSettings, canonical_kmers, find_leakage
+from genolong.prep.benchmark_layouts import prepare_layout
 
 
 def promoters(real_data, name: str) -> list[str]:
@@ -88,7 +88,7 @@ def test_each_layout_keeps_its_splits_and_draws_valid_from_train_when_it_has_non
 def test_nt_parquet_and_genomic_benchmarks_coordinates(real_data, tmp_path):
     import pyarrow.parquet as pq
 
-    from genolong.data_prep.task_inputs import _arrow_table
+    from genolong.datasets.task_inputs import _arrow_table
 
     nt = tmp_path / "nt"
     nt.mkdir()
@@ -169,7 +169,7 @@ def test_a_rerun_with_another_suite_is_refused(real_data, tmp_path, capsys):
 def test_the_notebook_reads_a_results_table(tmp_path):
     from test_notebooks import run_notebook
 
-    from genolong.benchmark.report import COLUMNS, _csv
+    from genolong.experiments.suites.report import COLUMNS, _csv
 
     rows = [{"task": "gue", "model": "k-mer", "mode": "-", "seed": "", "metric": "mcc", "value": 0.5, "accuracy": 0.7,
              "f1": 0.6, "mcc": 0.5, "auroc": 0.8, "value_without_leaked": 0.4, "auroc_without_leaked": 0.75,

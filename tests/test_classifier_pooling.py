@@ -7,7 +7,7 @@ import torch
 from model_helpers import tiny_config
 
 from genolong.classifier.scoring import supports_first_token_only
-from genolong.errors import ConfigError
+from genolong.core.errors import ConfigError
 from genolong.inference.loop import ScanModule
 from genolong.model.heads import pool_tokens
 from genolong.model.modeling import GenolongForSequenceClassification

@@ -24,13 +24,13 @@ from cli_helpers import one_line
 from deepsea_fixtures import deepsea_rows, write_bundle
 
 from genolong.classifier.directory import default_promoter_model
-from genolong.cli import main
-from genolong.commands import predict as predict_command
-from genolong.commands import scan as scan_command
-from genolong.commands import variants as variants_command
+from genolong.cli.commands import predict as predict_command
+from genolong.cli.commands import scan as scan_command
+from genolong.cli.commands import variants as variants_command
+from genolong.cli.main import main
 from genolong.dna.sequence import read_fasta
 from genolong.resources import sample_genome
-from genolong.tasks.checkpoints import SafeCheckpointIO, read_checkpoint
+from genolong.training.checkpoints import SafeCheckpointIO, read_checkpoint
 
 VCF = "##fileformat=VCFv4.2\n#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\n"
 
@@ -240,7 +240,7 @@ def test_sigterm_to_the_process_group_of_a_scan_with_workers_is_143_and_one_line
     workers died of it and the run ended with exit 1 and a 60-line traceback ("DataLoader worker
     is killed by signal: Terminated"). The workers now leave the signal to the main process."""
     out = tmp_path / "o.bedGraph"
-    proc = subprocess.Popen([sys.executable, "-m", "genolong.cli", "scan", "--genome", str(sample_genome()), "--out",
+    proc = subprocess.Popen([sys.executable, "-m", "genolong.cli.main", "scan", "--genome", str(sample_genome()), "--out",
                              str(out), "--stride", "10", "--workers", "2"],
                             start_new_session=True, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 300
@@ -303,7 +303,7 @@ def test_a_deleted_working_directory_is_one_line(tmp_path):
     """transformers could not even be imported (a FileNotFoundError traceback)."""
     gone = tmp_path / "gone"
     gone.mkdir()
-    script = f"import os, sys; os.chdir({str(gone)!r}); os.rmdir({str(gone)!r}); from genolong.cli import main; " \
+    script = f"import os, sys; os.chdir({str(gone)!r}); os.rmdir({str(gone)!r}); from genolong.cli.main import main; " \
              "sys.exit(main(['genome', 'region', 'g.fa', 'a:0-10']))"
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert done.returncode == 2
@@ -413,7 +413,7 @@ def test_sigterm_to_the_process_group_of_score_variants_is_143_and_the_rerun_res
     records = "".join(f"{'a' if i < 300 else 'b'}\t{i % 300 + 1}\t.\t{base}\t{'C' if base != 'C' else 'G'}\t.\t.\t.\n"
                       for i, base in enumerate(sequence))
     (tmp_path / "v.vcf").write_text(VCF + records)
-    argv = [sys.executable, "-m", "genolong.cli", "score-variants", "--vcf", str(tmp_path / "v.vcf"), "--genome",
+    argv = [sys.executable, "-m", "genolong.cli.main", "score-variants", "--vcf", str(tmp_path / "v.vcf"), "--genome",
             str(small_genome), "--model", str(default_promoter_model()), "--out", str(tmp_path / "o.tsv"),
             "--chunk-size", "16"]
     proc = subprocess.Popen(argv, start_new_session=True, stderr=subprocess.PIPE, text=True)
@@ -434,7 +434,7 @@ def test_sigterm_to_the_process_group_of_score_variants_is_143_and_the_rerun_res
 def test_two_data_fetch_runs_share_the_cache(monkeypatch, tmp_path, capsys):
     """A shared cache is not locked as one run's output: concurrent fetches wait for each other
     on the cache's own locks (file by file), as `data fetch --help` says."""
-    from genolong.commands import data as data_command
+    from genolong.cli.commands import data as data_command
     argv = ["data", "fetch", "deepsea", "--offline", "--dest", str(tmp_path / "cache")]
     seen, original = {}, data_command.run_fetch
 

@@ -7,7 +7,7 @@ import argparse
 
 import pytest
 
-from genolong.cli import DEPRECATED_ALIASES, build_parser, main, resolve_aliases
+from genolong.cli.main import DEPRECATED_ALIASES, build_parser, main, resolve_aliases
 
 #: Each deprecated spelling with arguments its parser accepts (nothing is run).
 ALIAS_ARGUMENTS = {

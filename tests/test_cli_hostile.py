@@ -14,7 +14,7 @@ from cli_helpers import one_line
 from variant_helpers import write_vcf
 
 from genolong.classifier.directory import default_promoter_model
-from genolong.cli import main
+from genolong.cli.main import main
 from genolong.inference.variants.scoring import ClassifierEffects
 from genolong.resources import sample_genome
 

@@ -19,11 +19,11 @@ from classify_helpers import random_promoter_model
 from cli_helpers import one_line
 from deepsea_fixtures import deepsea_rows, write_bundle
 
-from genolong.cli import main
-from genolong.data_prep.cache import DataCache
+from genolong.cli.main import main
+from genolong.core.errors import InputError
 from genolong.datasets.corpus import Corpus
 from genolong.dna.sequence import write_fasta
-from genolong.errors import InputError
+from genolong.prep.cache import DataCache
 
 BED = "chr1\t894625\t894685\tNOC2L_1\t900\t-\t894635\t894636\n"
 ERROR_PAGE = b"<html><body>Service unavailable</body></html>\n"

@@ -1,4 +1,4 @@
-"""The output policy of every command (genolong/outputs.py), through the CLI: occupied output
+"""The output policy of every command (genolong/cli/outputs.py), through the CLI: occupied output
 directories, outputs that are inputs, unusable output locations and partial outputs after a
 user error. Each test runs the user's command and checks the exit status, the one line on
 stderr and the file system afterwards."""
@@ -17,9 +17,9 @@ from classify_helpers import tiny_tokenizer
 from deepsea_fixtures import deepsea_rows, write_bundle
 
 from genolong.classifier.directory import default_promoter_model
-from genolong.cli import build_parser, main
+from genolong.cli.main import build_parser, main
+from genolong.cli.outputs import MARKER, PathRoles
 from genolong.dna.sequence import read_fasta, write_fasta
-from genolong.outputs import MARKER, PathRoles
 
 
 @pytest.fixture(scope="module")
@@ -312,7 +312,7 @@ def test_every_path_argument_of_every_command_has_a_declared_role():
             continue
         roles = parser.get_default("path_roles")
         assert isinstance(roles, PathRoles), (
-            f"{name} declares no path roles: call genolong.outputs.declare(parser, inputs=..., files=..., "
+            f"{name} declares no path roles: call genolong.cli.outputs.declare(parser, inputs=..., files=..., "
             "directories=...) in its register()")
         declared = {*roles.inputs, *roles.files, *roles.directories}
         assert paths <= declared, f"{name}: undeclared {sorted(paths - declared)}"

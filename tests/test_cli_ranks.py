@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from genolong import ranks
-from genolong.errors import UserError
+from genolong.core.errors import UserError
+from genolong.runtime import ranks
 
 #: The collective timeout in the multi-rank runs here (seconds): a hung rank is found quickly.
 TIMEOUT_ENV = {ranks.TIMEOUT_VARIABLE: "60", "OMP_NUM_THREADS": "1", "SOURCE_DATE_EPOCH": "1795000000"}
@@ -42,7 +42,7 @@ def test_the_collective_timeout_is_stated_and_set_by_an_environment_variable(mon
 LAUNCH = textwrap.dedent("""
     import subprocess, sys, time
     from lightning.pytorch.strategies.launchers import subprocess_script
-    from genolong import ranks
+    from genolong.runtime import ranks
     with ranks.watched("genolong test"):
         ranks.strategy("ddp", 3, 1)
         ranks.set_resume_hint("the finished parts are kept in X; the same command resumes")
@@ -103,7 +103,7 @@ def _rank1(pid: int) -> int | None:
 def kill_rank_1_when(argv: list[str], cwd: Path, ready) -> tuple[int, list[str], float]:
     """Run ``genolong ARGV`` on two ranks, SIGKILL rank 1 once ``ready()`` holds; return the exit
     status, the standard error lines and the seconds from the kill to the end."""
-    proc = subprocess.Popen([sys.executable, "-m", "genolong.cli", *argv], cwd=cwd, stderr=subprocess.PIPE, text=True,
+    proc = subprocess.Popen([sys.executable, "-m", "genolong.cli.main", *argv], cwd=cwd, stderr=subprocess.PIPE, text=True,
                             env=os.environ | TIMEOUT_ENV, start_new_session=True)
     deadline, rank1 = time.monotonic() + 300, None
     while proc.poll() is None and time.monotonic() < deadline and (rank1 is None or not ready()):
@@ -117,7 +117,7 @@ def kill_rank_1_when(argv: list[str], cwd: Path, ready) -> tuple[int, list[str],
 
 
 def rerun(argv: list[str], cwd: Path) -> str:
-    done = subprocess.run([sys.executable, "-m", "genolong.cli", *argv], cwd=cwd, capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-m", "genolong.cli.main", *argv], cwd=cwd, capture_output=True, text=True,
                           env=os.environ | TIMEOUT_ENV, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stderr
@@ -200,7 +200,7 @@ def start_two_rank_scan(cwd: Path, env: dict[str, str] | None = None) -> subproc
 
     argv = ["scan", "--genome", str(sample_genome()), "--stride", "10", "--accelerator", "cpu", "--workers", "0",
             "--batch-size", "32", "--out", "o.bedGraph", "--devices", "2"]
-    proc = subprocess.Popen([sys.executable, "-m", "genolong.cli", *argv], cwd=cwd, stderr=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "-m", "genolong.cli.main", *argv], cwd=cwd, stderr=subprocess.PIPE,
                             text=True, env=os.environ | TIMEOUT_ENV | (env or {}), start_new_session=True)
     deadline = time.monotonic() + 300
     while proc.poll() is None and time.monotonic() < deadline and not list(cwd.glob(".o.bedGraph.scan-*/*rank1*")):

@@ -1,4 +1,4 @@
-"""SIGINT and SIGTERM (genolong/interrupts.py): both unwind through ``atomic_path``, so no
+"""SIGINT and SIGTERM (genolong/core/interrupts.py): both unwind through ``atomic_path``, so no
 temporary file stays, and the CLI exits with 128 + the signal number and one line."""
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from genolong import interrupts
-from genolong.cli import main
-from genolong.commands import tokenizer as tokenizer_command
-from genolong.files import atomic_path
+from genolong.cli.commands import tokenizer as tokenizer_command
+from genolong.cli.main import main
+from genolong.core import interrupts
+from genolong.core.files import atomic_path
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -101,7 +101,7 @@ def test_a_signal_to_a_running_prediction_leaves_no_partial_file(tmp_path, signu
 
     threading.Thread(target=slow_writer, daemon=True).start()
     process = subprocess.Popen(
-        [sys.executable, "-m", "genolong.cli", "predict-promoter", str(fifo), "--out", str(out)],
+        [sys.executable, "-m", "genolong.cli.main", "predict-promoter", str(fifo), "--out", str(out)],
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "OMP_NUM_THREADS": "1"},
     )

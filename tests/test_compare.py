@@ -10,18 +10,18 @@ import math
 import pytest
 from classify_helpers import promoter_dataset
 
-from genolong.cli import main
-from genolong.errors import ConfigError, UserError
+import genolong.experiments.compare as compare_module
+from genolong.cli.main import main
+from genolong.core.errors import ConfigError, UserError
 from genolong.evaluation.compare_report import ABLATION_COLUMNS, COLUMNS, read_csv
-from genolong.resources import sample_genome
-from genolong.tasks import compare as compare_module
-from genolong.tasks.compare import (
+from genolong.experiments.compare import (
     DETERMINISTIC,
     Workspace,
     load_compare_config,
     run_comparison,
     run_context_ablation,
 )
+from genolong.resources import sample_genome
 
 #: The micro preset's backbones, in its (the tables') order: every built-in one.
 BACKBONES = list(load_compare_config("micro").backbones)

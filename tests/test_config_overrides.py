@@ -9,13 +9,13 @@ import argparse
 
 import pytest
 
-from genolong.cli import main
-from genolong.commands.arguments import add_config_arguments, config_overrides, training_devices
+from genolong.cli.arguments import add_config_arguments, config_overrides, training_devices
+from genolong.cli.main import main
 from genolong.config import dump_yaml, load_yaml, parse_assignment
 from genolong.config.presets import apply_overrides
-from genolong.errors import ConfigError, UserError
+from genolong.core.errors import ConfigError, UserError
 from genolong.model.section import ModelSection
-from genolong.tasks.pretrain import PretrainConfig, load_pretrain_config
+from genolong.training.pretrain import PretrainConfig, load_pretrain_config
 
 
 @pytest.mark.parametrize("text, expected", [

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from genolong.cli import main
+from genolong.cli.main import main
 from genolong.config import load_yaml
 from genolong.datasets.corpus_build import CorpusConfig
-from genolong.tasks.pretrain import load_pretrain_config
+from genolong.training.pretrain import load_pretrain_config
 
 
 def run_pretrain(tmp_path, text, capsys, name="bad.yaml"):

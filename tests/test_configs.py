@@ -6,9 +6,9 @@ import pytest
 import torch
 
 from genolong.configs import available_presets, preset_path
-from genolong.errors import UserError
+from genolong.core.errors import UserError
 from genolong.model.section import ModelSection
-from genolong.tasks.pretrain import load_pretrain_config
+from genolong.training.pretrain import load_pretrain_config
 
 SHRINK = {"model.hidden_size": 32, "model.num_hidden_layers": 1, "model.num_attention_heads": 2,
           "model.intermediate_size": 64}
@@ -38,8 +38,8 @@ def test_presets_exist_and_unknown_names_are_clear():
 def test_compare_preset_builds_every_backbone(name):
     """Each backbone's pretraining config validates at the preset's max_len (and at every ablation
     length) and runs as a shrunk model; the fine-tuning config is a promoter one."""
+    from genolong.experiments.compare import load_compare_config
     from genolong.model.modeling import GenolongForMaskedLM
-    from genolong.tasks.compare import load_compare_config
 
     config = load_compare_config(name)
     for backbone in config.backbones:

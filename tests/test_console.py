@@ -10,7 +10,7 @@ import pytest
 import yaml
 from classify_helpers import promoter_dataset
 
-from genolong.cli import main
+from genolong.cli.main import main
 from genolong.configs import preset_path
 from genolong.dna.tokenizer import TokenizerTrainConfig, train_tokenizer
 from genolong.resources import sample_genome

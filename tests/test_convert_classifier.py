@@ -25,7 +25,7 @@ from transformers import (
 
 import genolong.model  # noqa: F401  (registers the genolong Auto classes)
 from genolong.classifier.directory import Classifier
-from genolong.cli import main
+from genolong.cli.main import main
 from genolong.convert import convert_checkpoint
 from genolong.dna.sequence import read_fasta, write_fasta
 from genolong.model.modeling import GenolongForSequenceClassification

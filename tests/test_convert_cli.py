@@ -14,7 +14,7 @@ from test_convert import gena_pre_ln_state
 from test_predict import read_tsv
 from transformers import BigBirdConfig, BigBirdForPreTraining
 
-from genolong.cli import main
+from genolong.cli.main import main
 from genolong.dna.sequence import write_fasta
 
 PRE_LN = "L12-H768-A12-V32k-preln-lastln.json"

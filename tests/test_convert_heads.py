@@ -30,7 +30,7 @@ from test_convert_classifier import (
 from test_convert_cli import PRE_LN
 
 from genolong.classifier.directory import Classifier, TaskInfo
-from genolong.cli import main
+from genolong.cli.main import main
 from genolong.convert import convert_checkpoint
 from genolong.dna.sequence import read_fasta, write_fasta
 from genolong.model.modeling import GenolongForSequenceClassification
@@ -169,7 +169,7 @@ def test_one_unset_output_is_a_sigmoid_for_the_promoter_commands(real_data, tmp_
 
 
 def test_convert_task_choices_are_the_converter_tasks():
-    from genolong.commands.convert import TASK_CHOICES
+    from genolong.cli.commands.convert import TASK_CHOICES
     from genolong.convert import TASKS
 
     assert tuple(TASKS) == TASK_CHOICES

@@ -24,7 +24,7 @@ from test_convert import gena_pre_ln_reference, gena_pre_ln_state, transformers_
 from transformers import BertConfig, BertForMaskedLM
 
 import genolong  # noqa: F401  (registers the genolong Auto classes)
-from genolong.cli import main
+from genolong.cli.main import main
 from genolong.convert import LongSpec, convert_checkpoint
 from genolong.convert.long import global_positions
 from genolong.model.modeling import GenolongForMaskedLM

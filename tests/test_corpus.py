@@ -14,14 +14,14 @@ import numpy as np
 import pytest
 
 import genolong.datasets.corpus_build as corpus_module
-from genolong.cli import main
+from genolong.cli.main import main
 from genolong.config import dump_yaml, from_dict, load_yaml
+from genolong.core.errors import ConfigError, UserError
+from genolong.core.files import atomic_path
 from genolong.datasets.corpus import MANIFEST, Corpus
 from genolong.datasets.corpus_build import CorpusConfig, build_corpus, cut_documents
 from genolong.dna.sequence import read_fasta, write_fasta
 from genolong.dna.tokenizer import TokenizerTrainConfig, load_tokenizer, train_tokenizer
-from genolong.errors import ConfigError, UserError
-from genolong.files import atomic_path
 
 
 def test_cut_documents_follows_bigbird_rule():

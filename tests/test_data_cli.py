@@ -12,11 +12,11 @@ import tarfile
 import pytest
 from _http_server import FixtureServer
 
-from genolong.cli import COMMAND_MODULES, build_parser, main
-from genolong.data_prep.cache import DataCache
-from genolong.data_prep.integrity import BsdSum
-from genolong.data_prep.sources import USAGES, ready_path
+from genolong.cli.main import COMMAND_MODULES, build_parser, main
 from genolong.dna.genome import Genome
+from genolong.prep.cache import DataCache
+from genolong.prep.integrity import BsdSum
+from genolong.prep.sources import USAGES, ready_path
 
 HG19_TOY = ">chr1\nNNNNacgtACGTacgtACGTAAAA\nCCCCGGGG\n>chrM\nGATCACAGGT\n>chr6_apd_hap1\nACGTN\n"
 ENSEMBL_TOY = ">1 dna:chromosome chromosome:GRCh37:1:1:24:1 REF\nNNNNACGTACGTACGTACGTAAAA\n>MT dna:chromosome\nGATCACAGGT\n"

@@ -1,4 +1,4 @@
-"""DeepSEA .mat readers (data_prep/deepsea.py): both MATLAB formats, one-hot decoding, strand pairs, errors."""
+"""DeepSEA .mat readers (genolong/prep/deepsea.py): both MATLAB formats, one-hot decoding, strand pairs, errors."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 import scipy.io
 from deepsea_fixtures import deepsea_rows, one_hot_agct, write_mat_v5, write_mat_v73
 
-from genolong.data_prep.deepsea import FORMAT_V5, FORMAT_V73, DeepSEAMat, decode_one_hot, strand_pair_layout
-from genolong.errors import InputError
+from genolong.core.errors import InputError
+from genolong.prep.deepsea import FORMAT_V5, FORMAT_V73, DeepSEAMat, decode_one_hot, strand_pair_layout
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from genolong.errors import InputError
+from genolong.core.errors import InputError
 from genolong.evaluation.profiles import (
     CLASS_COLUMNS,
     N_PROFILES,

@@ -1,4 +1,4 @@
-"""``genolong chromatin prepare`` (data_prep/chromatin_dataset.py): round trips, genome context, resume, errors."""
+"""``genolong chromatin prepare`` (genolong/prep/chromatin_dataset.py): round trips, genome context, resume, errors."""
 
 from __future__ import annotations
 
@@ -18,14 +18,14 @@ from deepsea_fixtures import (
     write_mat_v73,
 )
 
-from genolong import cli
-from genolong.data_prep.chromatin_dataset import prepare_chromatin
-from genolong.data_prep.chromatin_job import ChromatinJob
-from genolong.data_prep.deepsea import DeepSEAMat
+import genolong.cli.main as cli
+from genolong.cli.outputs import MARKER
+from genolong.core.errors import ConfigError, InputError, UserError
 from genolong.datasets.chromatin import LocateStatus, PreparedChromatin
 from genolong.dna.sequence import reverse_complement, write_fasta
-from genolong.errors import ConfigError, InputError, UserError
-from genolong.outputs import MARKER
+from genolong.prep.chromatin_dataset import prepare_chromatin
+from genolong.prep.chromatin_job import ChromatinJob
+from genolong.prep.deepsea import DeepSEAMat
 
 
 @pytest.fixture(scope="module")

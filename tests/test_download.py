@@ -12,7 +12,8 @@ import time
 import pytest
 from _http_server import Behaviour, FixtureServer
 
-from genolong.data_prep.integrity import (
+from genolong.core.errors import UserError
+from genolong.prep.integrity import (
     BsdSum,
     Checksum,
     file_digests,
@@ -20,7 +21,7 @@ from genolong.data_prep.integrity import (
     parse_sum_checksums,
     sha256_checksum,
 )
-from genolong.data_prep.transfer import (
+from genolong.prep.transfer import (
     ChecksumMismatch,
     DownloadError,
     NotFoundError,
@@ -28,7 +29,6 @@ from genolong.data_prep.transfer import (
     fetch_bytes,
     partial_path,
 )
-from genolong.errors import UserError
 
 FAST = {"timeout": 2.0, "backoff": 0.0, "progress": False}
 

@@ -7,7 +7,7 @@ import tarfile
 
 import pytest
 
-from genolong.data_prep.integrity import UnsafeArchiveError, safe_extract
+from genolong.prep.integrity import UnsafeArchiveError, safe_extract
 
 
 def make_tar(path, members) -> None:

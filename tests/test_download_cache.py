@@ -12,8 +12,8 @@ import time
 import pytest
 from _http_server import Behaviour, FixtureServer
 
-from genolong.data_prep.cache import DataCache
-from genolong.data_prep.integrity import Checksum, sha256_checksum
+from genolong.prep.cache import DataCache
+from genolong.prep.integrity import Checksum, sha256_checksum
 
 FAST = {"timeout": 5.0, "backoff": 0.0, "progress": False}
 PAYLOAD = random.Random(7).randbytes(400_000)

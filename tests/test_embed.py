@@ -11,7 +11,7 @@ from classify_helpers import random_promoter_model, tiny_tokenizer
 from model_helpers import probe_attention, tiny_config  # noqa: F401
 
 from genolong.classifier.embedder import Embedder
-from genolong.cli import main
+from genolong.cli.main import main
 from genolong.dna.sequence import reverse_complement, write_fasta
 from genolong.dna.tokenizer import load_tokenizer
 from genolong.model.configuration import GenolongConfig

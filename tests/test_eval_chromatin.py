@@ -18,10 +18,10 @@ from deepsea_fixtures import real_rows
 from sklearn.metrics import average_precision_score, roc_auc_score
 
 from genolong.classifier.directory import Classifier, StrandAveraged
-from genolong.cli import main
+from genolong.cli.main import main
+from genolong.core.errors import InputError
 from genolong.datasets.chromatin import PreparedChromatin
 from genolong.dna.sequence import write_fasta
-from genolong.errors import InputError
 from genolong.evaluation.chromatin import AUC_COLUMNS, evaluation_rows, read_auc_table
 from genolong.evaluation.metrics import per_profile_auc
 from genolong.evaluation.profiles import chromatin_profiles

@@ -10,7 +10,7 @@ import torch
 from classify_helpers import tiny_tokenizer
 
 from genolong.classifier.directory import Classifier, TaskInfo
-from genolong.cli import main
+from genolong.cli.main import main
 from genolong.dna.sequence import read_fasta, write_fasta
 from genolong.dna.tokenizer import load_tokenizer
 from genolong.inference.explain.attributions import (

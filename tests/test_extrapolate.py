@@ -13,7 +13,7 @@ import json
 import pytest
 from classify_helpers import tiny_tokenizer
 
-from genolong.cli import main
+from genolong.cli.main import main
 from genolong.dna.tokenizer import load_tokenizer
 from genolong.model.configuration import GenolongConfig
 from genolong.model.loading import save_model

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from genolong.files import atomic_path, atomic_write_text, cache_home, sha256_file
+from genolong.core.files import atomic_path, atomic_write_text, cache_home, sha256_file
 
 
 def test_file_appears_only_on_success(tmp_path):

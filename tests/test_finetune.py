@@ -1,4 +1,4 @@
-"""Promoter fine-tuning (genolong/tasks/finetune.py and promoter.py, `genolong promoter finetune`) on a small
+"""Promoter fine-tuning (genolong/training/finetune.py and promoter.py, `genolong promoter finetune`) on a small
 real dataset: Mouse_tata promoters vs Mouse_nonprom non-promoters, micro models."""
 
 from __future__ import annotations
@@ -18,16 +18,16 @@ from sklearn.metrics import roc_auc_score
 from genolong.attention import available_attentions
 from genolong.classifier.directory import Classifier, TaskInfo, TokenEncoder
 from genolong.classifier.records import best_window_probabilities, predict_all
-from genolong.cli import main
+from genolong.cli.main import main
 from genolong.configs import available_presets, preset_path
+from genolong.core.errors import ConfigError, UserError
 from genolong.datasets.promoter import load_split
 from genolong.dna.tokenizer import load_tokenizer
-from genolong.errors import ConfigError, UserError
 from genolong.evaluation.metrics import best_f1_threshold, promoter_metrics
 from genolong.model.loading import save_model
-from genolong.tasks.finetune import Collate, run_finetune
-from genolong.tasks.model_setup import build_classifier_model
 from genolong.tasks.task import FinetuneConfig, get_task, load_finetune_config
+from genolong.training.finetune import Collate, run_finetune
+from genolong.training.model_setup import build_classifier_model
 
 
 @pytest.fixture(scope="module")

@@ -13,12 +13,12 @@ from test_task_finetune import micro_preset, motif_rows
 
 from genolong.classifier.directory import Classifier
 from genolong.classifier.embedder import Embedder
-from genolong.cli import main
-from genolong.errors import ConfigError
+from genolong.cli.main import main
+from genolong.core.errors import ConfigError
 from genolong.model.configuration import GenolongConfig
 from genolong.model.modeling import GenolongForSequenceClassification
-from genolong.tasks.modes import LoraSettings, apply_mode, merged_model, trainable_parameters
-from genolong.tasks.probe import head_pooling
+from genolong.training.modes import LoraSettings, apply_mode, merged_model, trainable_parameters
+from genolong.training.probe import head_pooling
 
 
 def tiny_model() -> GenolongForSequenceClassification:
@@ -70,8 +70,8 @@ def test_the_probe_cache_is_reused_only_under_its_key(tmp_path):
 
     from genolong.classifier.directory import TokenEncoder
     from genolong.dna.tokenizer import load_tokenizer
-    from genolong.tasks.probe import split_embeddings
     from genolong.tasks.task import SequenceRows
+    from genolong.training.probe import split_embeddings
 
     class Counting:
         """Stands for the Embedder: counts the rows it embeds; a row's vector is its token count."""

@@ -1,4 +1,4 @@
-"""Fine-tuning from a pretrained model (genolong/tasks/model_setup.py): the model's architecture
+"""Fine-tuning from a pretrained model (genolong/training/model_setup.py): the model's architecture
 and attention win over a preset's; only what the user asks for on the command line changes them."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from genolong.dna.tokenizer import load_tokenizer
 from genolong.model.configuration import GenolongConfig
 from genolong.model.loading import save_model
 from genolong.model.modeling import GenolongForMaskedLM
-from genolong.tasks.model_setup import build_classifier_model
+from genolong.training.model_setup import build_classifier_model
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +43,7 @@ def test_chromatin_preset_keeps_the_pretrained_block_size_and_logs_it(bigbird_pr
     directory, tokenizer, mlm = bigbird_pretrained
     config = micro_config("chromatin")
     assert config.model.settings["block_size"] == 32  # the preset's, not the model's
-    with caplog.at_level(logging.INFO, logger="genolong.tasks.model_setup"):
+    with caplog.at_level(logging.INFO, logger="genolong.training.model_setup"):
         model = build_classifier_model(config, 919, tokenizer, directory)
     assert (model.config.backbone, model.config.block_size, model.config.num_random_blocks) == ("bigbird", 16, 1)
     _encoder_weights_kept(model, mlm)
@@ -59,7 +59,7 @@ def test_chromatin_preset_keeps_the_pretrained_block_size_and_logs_it(bigbird_pr
 def test_a_preset_never_switches_the_backbone_but_the_user_may(bigbird_pretrained, caplog):
     directory, tokenizer, mlm = bigbird_pretrained
     config = micro_config("promoter")  # promoter_tiny: backbone full
-    with caplog.at_level(logging.WARNING, logger="genolong.tasks.model_setup"):
+    with caplog.at_level(logging.WARNING, logger="genolong.training.model_setup"):
         kept = build_classifier_model(config, 1, tokenizer, directory)
     assert (kept.config.backbone, kept.config.block_size) == ("bigbird", 16)
     assert "backbone=bigbird (config: full)" in caplog.text
@@ -80,8 +80,8 @@ def test_an_attention_parameter_the_user_asks_for_rebuilds_the_layout(bigbird_pr
 
 
 def test_the_command_passes_the_model_keys_the_user_set(tmp_path, monkeypatch):
-    from genolong.cli import main
-    from genolong.tasks import finetune
+    from genolong.cli.main import main
+    from genolong.training import finetune
 
     seen = {}
     monkeypatch.setattr(finetune, "run_finetune", lambda *a, **kw: seen.update(kw) or {})

@@ -7,10 +7,10 @@ import random
 import pytest
 from Bio import bgzf
 
-from genolong.cli import main
+from genolong.cli.main import main
+from genolong.core.errors import UserError
 from genolong.dna.genome import Genome, canonical_chrom, is_bgzip
 from genolong.dna.sequence import read_fasta, reverse_complement, write_fasta
-from genolong.errors import UserError
 
 
 @pytest.mark.parametrize("a, b", [("chr1", "1"), ("chrM", "MT"), ("chrMT", "M"), ("chrX", "X")])

@@ -8,15 +8,10 @@ import random
 import pyfaidx
 import pytest
 
-from genolong.data_prep.genome_prepare import (
-    index_paths,
-    is_assembled_chromosome,
-    normalise_name,
-    prepare_genome,
-)
+from genolong.core.errors import ConfigError, InputError, UserError
 from genolong.dna.genome import Genome
 from genolong.dna.sequence import read_fasta
-from genolong.errors import ConfigError, InputError, UserError
+from genolong.prep.genome_prepare import index_paths, is_assembled_chromosome, normalise_name, prepare_genome
 
 
 def random_dna(rng: random.Random, length: int) -> str:

@@ -10,7 +10,7 @@ import pytest
 import torch
 from model_helpers import probe_attention, tiny_config  # noqa: F401
 
-from genolong.errors import ConfigError
+from genolong.core.errors import ConfigError
 from genolong.model.configuration import GenolongConfig
 from genolong.model.modeling import GenolongForMaskedLM, GenolongForSequenceClassification, GenolongModel
 

@@ -13,11 +13,8 @@ from sklearn.metrics import log_loss, roc_auc_score
 
 from genolong.classifier.directory import Classifier, default_promoter_model
 from genolong.classifier.kmer_component import COMPONENT_FILE, KmerComponent, kmer_index
-from genolong.data_prep.negatives import derive_negatives
-from genolong.data_prep.promoters import read_fasta_records
-from genolong.data_prep.source_split import build_source_split_dataset, load_source_split_config
+from genolong.core.errors import InputError, UserError
 from genolong.datasets.promoter import load_split
-from genolong.errors import InputError, UserError
 from genolong.evaluation.calibration import BackwardsRanking, fit_logit_stack
 from genolong.evaluation.cross_source import source_balanced_weights
 from genolong.evaluation.kmer_baseline import KmerBaselineConfig, fit_kmer_baseline, kmer_features
@@ -25,6 +22,9 @@ from genolong.evaluation.kmer_ensemble import fit_kmer_ensemble, fit_kmer_expert
 from genolong.evaluation.metrics import expected_calibration_error
 from genolong.inference.loop import ScanModule
 from genolong.inference.variants.scoring import ClassifierEffects
+from genolong.prep.negatives import derive_negatives
+from genolong.prep.promoters import read_fasta_records
+from genolong.prep.source_split import build_source_split_dataset, load_source_split_config
 
 SMALL = KmerBaselineConfig(Cs=(1e-3,))
 

@@ -15,9 +15,9 @@ import yaml
 from genolong.classifier.directory import Classifier, default_promoter_model
 from genolong.classifier.kmer_component import COMPONENT_FILE, KmerComponent
 from genolong.classifier.scoring import token_logits
-from genolong.cli import main
+from genolong.cli.main import main
+from genolong.core.errors import InputError
 from genolong.dna.sequence import read_fasta
-from genolong.errors import InputError
 from genolong.evaluation.kmer_baseline import KmerBaselineConfig
 from genolong.evaluation.kmer_models import KmerModelConfig, fit_kmer_model, fit_stack
 from genolong.evaluation.task_metrics import MONITOR

@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 from model_helpers import tiny_config
 
-from genolong.errors import ConfigError
+from genolong.core.errors import ConfigError
 from genolong.model.modeling import GenolongForSequenceClassification, GenolongModel
 
 

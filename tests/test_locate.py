@@ -1,4 +1,4 @@
-"""Exact-match locating and window cutting (data_prep/locate.py, data_prep/kmers.py) against hand cases, brute force and real DNA."""
+"""Exact-match locating and window cutting (genolong/prep/locate.py, genolong/prep/kmers.py) against hand cases, brute force and real DNA."""
 
 from __future__ import annotations
 
@@ -6,17 +6,11 @@ import numpy as np
 import pytest
 from deepsea_fixtures import CENTRE, as_array, real_rows, synthetic_genome
 
-from genolong.data_prep.kmers import (
-    BLOCK,
-    canonical_kmers,
-    pack_kmers,
-    reverse_complement_rows,
-    rolling_kmers,
-)
-from genolong.data_prep.locate import GenomeIndex, centred_flank
+from genolong.core.errors import ConfigError
 from genolong.datasets.chromatin import LocateStatus, Locations
 from genolong.dna.sequence import read_fasta, reverse_complement
-from genolong.errors import ConfigError
+from genolong.prep.kmers import BLOCK, canonical_kmers, pack_kmers, reverse_complement_rows, rolling_kmers
+from genolong.prep.locate import GenomeIndex, centred_flank
 
 CODES = {base: code for code, base in enumerate("ACGT")}
 

@@ -15,7 +15,7 @@ import pytest
 from classify_helpers import chromatin_prepared, real_deepsea_fastas
 from test_convert_cli import gena_bert_source
 
-from genolong.cli import main
+from genolong.cli.main import main
 
 MICRO_LONG = """task: chromatin
 max_len: {max_len}

@@ -8,8 +8,8 @@ import torch
 from classify_helpers import micro_config, tiny_masked_lm
 
 from genolong.classifier.directory import TokenEncoder
-from genolong.errors import ConfigError
-from genolong.tasks.model_setup import build_classifier_model
+from genolong.core.errors import ConfigError
+from genolong.training.model_setup import build_classifier_model
 
 POSITIONS = 128
 

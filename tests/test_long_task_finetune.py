@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from classify_helpers import tiny_masked_lm
 
-from genolong.cli import main
+from genolong.cli.main import main
 from genolong.dna.sequence import read_fasta
 from genolong.dna.tokenizer import load_tokenizer
 from genolong.resources import sample_genome

@@ -9,7 +9,7 @@ import pytest
 from deepsea_fixtures import real_rows
 from sklearn.metrics import average_precision_score, roc_auc_score
 
-from genolong.errors import UserError
+from genolong.core.errors import UserError
 from genolong.evaluation.metrics import (
     CHROMATIN_REFERENCE_MEDIAN_AUC,
     format_chromatin_medians,

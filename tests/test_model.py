@@ -8,7 +8,7 @@ import torch.nn.functional as F
 from model_helpers import probe_attention, tiny_config  # noqa: F401
 
 from genolong.attention import available_attentions
-from genolong.errors import UserError
+from genolong.core.errors import UserError
 from genolong.model.encoder import Encoder
 from genolong.model.heads import IGNORE_INDEX
 from genolong.model.modeling import GenolongForMaskedLM, GenolongForSequenceClassification, GenolongModel

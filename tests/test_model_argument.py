@@ -1,4 +1,4 @@
-"""``--model`` of every command (genolong/commands/arguments.py): a model directory, a run directory
+"""``--model`` of every command (genolong/cli/arguments.py): a model directory, a run directory
 holding ``model/``, or ``default`` (the shipped promoter model, also what a left-out ``--model`` means
 wherever a promoter model can serve); hints name the path a command wants."""
 
@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from genolong.cli import build_parser, main
+from genolong.cli.main import build_parser, main
 from genolong.dna.sequence import read_fasta, write_fasta
 from genolong.resources import promoter_model
 

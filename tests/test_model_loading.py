@@ -14,7 +14,8 @@ from classify_helpers import promoter_dataset, random_promoter_model
 from safetensors.torch import load_file, save_file
 
 from genolong.classifier.directory import Classifier, default_promoter_model
-from genolong.cli import main
+from genolong.cli.main import main
+from genolong.core.errors import InputError
 from genolong.dna.sequence import write_fasta
 from genolong.dna.tokenizer import (
     TokenizerTrainConfig,
@@ -22,7 +23,6 @@ from genolong.dna.tokenizer import (
     tokenizer_fingerprint,
     train_tokenizer,
 )
-from genolong.errors import InputError
 from genolong.model.configuration import GenolongConfig
 from genolong.model.loading import load_model, read_model_config, save_model
 from genolong.model.modeling import GenolongForMaskedLM, GenolongForSequenceClassification

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 from classify_helpers import random_classifier, tiny_tokenizer
 
-from genolong import precision
 from genolong.classifier.directory import Classifier
-from genolong.cli import main
+from genolong.cli.main import main
+from genolong.core.errors import UserError
 from genolong.dna.sequence import read_fasta, write_fasta
-from genolong.errors import UserError
+from genolong.runtime import precision
 
 XEON = "processor\t: 0\nmodel name\t: Intel(R) Xeon(R) Test\nflags\t\t: fpu avx2 avx512f amx_bf16 avx512_bf16\n"
 EPYC = "processor\t: 0\nmodel name\t: AMD EPYC Test\nflags\t\t: fpu avx2 avx512f\n"
@@ -33,10 +33,10 @@ def cpu(tmp_path, monkeypatch):
 
         def rates():
             calls.append(1)
-            from genolong.cpu_bf16 import MatmulRates
+            from genolong.runtime.cpu_bf16 import MatmulRates
             return MatmulRates(fp32=fp32, bf16=bf16)
 
-        monkeypatch.setattr("genolong.cpu_bf16.matmul_rates", rates)
+        monkeypatch.setattr("genolong.runtime.cpu_bf16.matmul_rates", rates)
         return calls
 
     monkeypatch.delenv(precision.ENV)
@@ -76,7 +76,7 @@ def test_auto_never_measures_on_a_cpu_without_the_flags(cpu, capsys):
 def test_explicit_choices_are_honoured_and_slow_bf16_warns_with_the_measurement(cpu, caplog):
     calls = cpu(EPYC, fp32=130.0, bf16=0.3)
     assert precision.resolve_precision("32", gpu=False) == "32-true" and calls == []
-    with caplog.at_level(logging.WARNING, logger="genolong.precision"):
+    with caplog.at_level(logging.WARNING, logger="genolong.runtime.precision"):
         assert precision.resolve_precision("bf16", gpu=False) == "bf16-mixed"
     assert "no avx512_bf16/amx_bf16 flag" in caplog.text and "0.3 GFLOP/s against 130.0" in caplog.text
 

@@ -23,7 +23,7 @@ from genolong.classifier.records import (
     score_windows,
     window_starts,
 )
-from genolong.cli import main
+from genolong.cli.main import main
 from genolong.dna.sequence import FastaRecord, read_fasta, reverse_complement, write_fasta
 from genolong.dna.tokenizer import load_tokenizer
 

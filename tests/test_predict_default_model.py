@@ -10,7 +10,7 @@ import pytest
 
 from genolong.classifier.directory import TASK_FILE, Classifier, default_promoter_model
 from genolong.classifier.records import predict_all
-from genolong.cli import main
+from genolong.cli.main import main
 from genolong.dna.sequence import read_fasta, write_fasta
 
 MODEL = default_promoter_model()

@@ -10,7 +10,7 @@ from rank_helpers import run_on_two_ranks
 
 from genolong.classifier.directory import Classifier
 from genolong.classifier.records import group_by_record, iter_windows, score_windows
-from genolong.cli import main
+from genolong.cli.main import main
 from genolong.dna.sequence import FastaRecord, read_fasta, write_fasta
 from genolong.inference.predict.loop import ReplayedScorer, WindowBatches
 

@@ -14,15 +14,15 @@ import torch
 import yaml
 from lightning.pytorch.callbacks import Callback
 
-from genolong.cli import main
+from genolong.cli.main import main
 from genolong.configs import preset_path
+from genolong.core.errors import ConfigError, UserError
 from genolong.datasets.corpus import Corpus
 from genolong.datasets.mlm import MaskingConfig, MLMWindows, PositionSampler, SpecialIds, pack_windows
 from genolong.dna.tokenizer import load_tokenizer
-from genolong.errors import ConfigError, UserError
 from genolong.resources import sample_genome
-from genolong.tasks.console import StepProgress
-from genolong.tasks.pretrain import load_pretrain_config, logged_rows, run_pretrain
+from genolong.training.console import StepProgress
+from genolong.training.pretrain import load_pretrain_config, logged_rows, run_pretrain
 
 MICRO = {
     "max_len": 128,
@@ -234,7 +234,7 @@ def test_ddp_two_cpu_processes(tmp_path, finished_run):
         (data.setdefault(section, {}) if section else data)[name] = value
     config = tmp_path / "micro.yaml"
     config.write_text(yaml.safe_dump(data))
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "-m", "genolong.cli",
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "-m", "genolong.cli.main",
            "pretrain", "--config", str(config), "--tokenizer", str(out_full / "tokenizer"),
            "--out", str(tmp_path / "ddp"), "--max-steps", "4", "--accelerator", "cpu", "--devices", "2",
            "--strategy", "ddp"]
@@ -252,7 +252,7 @@ def test_other_ranks_ignore_a_prepared_marker_from_an_earlier_run(tmp_path):
     import os
     import threading
 
-    from genolong.tasks.pretrain import _wait_for
+    from genolong.training.pretrain import _wait_for
 
     marker = tmp_path / "prepared.json"
     marker.write_text('{"tokenizer": "old"}')
@@ -269,7 +269,7 @@ def test_ranks_share_the_corpus_build_and_rank_0_writes_the_manifest(tmp_path, f
     import threading
 
     import genolong.datasets.corpus_build as corpus_build
-    from genolong.tasks.pretrain import _prepare_data
+    from genolong.training.pretrain import _prepare_data
 
     run, _ = finished_run
     monkeypatch.setattr(corpus_build, "available_cores", lambda: 1)  # no forking beside a thread

@@ -5,7 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from genolong.data_prep.promoters import (
+from genolong.core.errors import ConfigError, InputError
+from genolong.dna.genome import Genome
+from genolong.dna.sequence import reverse_complement, write_fasta
+from genolong.prep.promoters import (
     WINDOW_PRESETS,
     Tss,
     TssWindow,
@@ -14,9 +17,6 @@ from genolong.data_prep.promoters import (
     read_sequence_lines,
     read_tss_bed,
 )
-from genolong.dna.genome import Genome
-from genolong.dna.sequence import reverse_complement, write_fasta
-from genolong.errors import ConfigError, InputError
 
 COMPLEMENT = str.maketrans("ACGT", "TGCA")
 

@@ -8,14 +8,14 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from genolong.cli import main
-from genolong.data_prep.promoter_dataset import PromoterDatasetConfig, build_promoter_dataset
-from genolong.data_prep.promoters import TssWindow
-from genolong.data_prep.splits import chromosome_split, deduplicate, stratified_random_split
+from genolong.cli.main import main
+from genolong.cli.outputs import MARKER
+from genolong.core.errors import ConfigError, UserError
 from genolong.datasets.promoter import COLUMNS, PromoterRecord, load_manifest, load_split
 from genolong.dna.sequence import write_fasta
-from genolong.errors import ConfigError, UserError
-from genolong.outputs import MARKER
+from genolong.prep.promoter_dataset import PromoterDatasetConfig, build_promoter_dataset
+from genolong.prep.promoters import TssWindow
+from genolong.prep.splits import chromosome_split, deduplicate, stratified_random_split
 
 SPLITS = ("train", "valid", "test")
 

@@ -7,7 +7,10 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from genolong.data_prep.negatives import (
+from genolong.core.errors import UserError
+from genolong.dna.genome import Genome
+from genolong.dna.sequence import reverse_complement, write_fasta
+from genolong.prep.negatives import (
     allowed_starts,
     derive_negatives,
     distance_to_nearest_tss,
@@ -16,10 +19,7 @@ from genolong.data_prep.negatives import (
     shuffle_negative,
     substitution_negative,
 )
-from genolong.data_prep.promoters import Tss, read_fasta_records, read_sequence_lines
-from genolong.dna.genome import Genome
-from genolong.dna.sequence import reverse_complement, write_fasta
-from genolong.errors import UserError
+from genolong.prep.promoters import Tss, read_fasta_records, read_sequence_lines
 
 
 def pieces(sequence: str) -> list[str]:

@@ -11,21 +11,21 @@ import torch
 from classify_helpers import micro_config
 
 from genolong.classifier.directory import Classifier
-from genolong.cli import main
-from genolong.data_prep.source_split import (
+from genolong.cli.main import main
+from genolong.core.errors import ConfigError
+from genolong.datasets.promoter import load_split
+from genolong.dna.sequence import write_fasta
+from genolong.evaluation.calibration import fit_platt, fold_into_head
+from genolong.evaluation.cross_source import pair_metrics
+from genolong.evaluation.metrics import expected_calibration_error
+from genolong.prep.source_split import (
     SOURCE_SPLITS,
     SourceSplitConfig,
     build_source_split_dataset,
     load_source_split_config,
 )
-from genolong.datasets.promoter import load_split
-from genolong.dna.sequence import write_fasta
-from genolong.errors import ConfigError
-from genolong.evaluation.calibration import fit_platt, fold_into_head
-from genolong.evaluation.cross_source import pair_metrics
-from genolong.evaluation.metrics import expected_calibration_error
-from genolong.tasks.finetune import random_crop, run_finetune
 from genolong.tasks.task import report_summary
+from genolong.training.finetune import random_crop, run_finetune
 
 
 def random_sequences(n: int, length: int, seed: int) -> list[str]:

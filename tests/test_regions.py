@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from genolong.core.errors import InputError, UserError
 from genolong.dna.regions import Region, iter_regions
 from genolong.dna.sequence import write_fasta
-from genolong.errors import InputError, UserError
 
 
 def test_parse_whole_chromosomes_ranges_and_open_ends():

@@ -1,4 +1,4 @@
-"""genolong.registry: names to entries, built-in entries imported on the first lookup."""
+"""genolong.core.registry: names to entries, built-in entries imported on the first lookup."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-from genolong.errors import ConfigError
-from genolong.registry import Registry
+from genolong.core.errors import ConfigError
+from genolong.core.registry import Registry
 
 
 class Entry:

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from genolong.attention.bigbird import BigBirdAttention
-from genolong.bench.attention import BenchSize
+from genolong.experiments.bench.attention import BenchSize
 from genolong.model.modeling import GenolongConfig
 
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "attention_roofline.py"

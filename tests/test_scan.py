@@ -26,7 +26,7 @@ from genolong.classifier.directory import (
     TokenEncoder,
     default_promoter_model,
 )
-from genolong.cli import main
+from genolong.cli.main import main
 from genolong.dna.genome import Genome
 from genolong.dna.sequence import clean, write_fasta
 from genolong.dna.tokenizer import (
@@ -58,7 +58,7 @@ def ce_slice(real_data: Path, length: int) -> str:
 def genome(real_data, tmp_path_factory) -> Path:
     """12 kbp of real chrX with a 2.5-kbp N run, a second real chromosome (the next 3 kbp) and
     one shorter than the model's window, as bgzip with .fai/.gzi (``genolong genome prepare``)."""
-    from genolong.data_prep.genome_prepare import prepare_genome
+    from genolong.prep.genome_prepare import prepare_genome
 
     sequence = ce_slice(real_data, 15_000)
     x = sequence[: N_RUN[0]] + "N" * (N_RUN[1] - N_RUN[0]) + sequence[N_RUN[1] : 12_000]
@@ -254,7 +254,7 @@ def test_rc_averages_both_strands_of_each_window(genome, classifier, tmp_path):
 
 @pytest.mark.slow  # ~1 Mbp through the shipped model: minutes on the shared 2-core machine
 def test_one_megabase_of_real_sequence(shared_data, tmp_path):
-    from genolong.data_prep.genome_prepare import prepare_genome
+    from genolong.prep.genome_prepare import prepare_genome
 
     sequence = ce_slice(shared_data, 1_000_000)
     write_fasta(tmp_path / "raw.fa", [("chrX", sequence)])
@@ -405,7 +405,7 @@ def test_a_pseudo_terminal_without_a_size_shows_the_progress_bar(genome, tmp_pat
     import os
     import pty
 
-    from genolong.progress import terminal_columns
+    from genolong.core.progress import terminal_columns
 
     master, slave = pty.openpty()
     fcntl.fcntl(master, fcntl.F_SETFL, os.O_NONBLOCK)

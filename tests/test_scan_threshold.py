@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from genolong.classifier.task_info import TASK_FILE, TaskInfo, default_promoter_model
-from genolong.cli import main
+from genolong.cli.main import main
 from genolong.dna.sequence import read_fasta, write_fasta
 from genolong.inference.called import CAUTION_FRACTION, caution_line, knows_species
 from genolong.inference.scan.threshold import called_bp, lowest_threshold, read_scan
@@ -157,7 +157,7 @@ def test_predict_promoter_prints_the_called_fraction_and_cautions_on_an_unseen_s
 
 @pytest.mark.slow  # about a minute: 250 kbp of yeast and C. elegans
 def test_scan_calls_at_most_5_percent_of_the_yeast_and_worm_cuts(real_data, tmp_path):
-    from genolong.data_prep.genome_prepare import prepare_genome
+    from genolong.prep.genome_prepare import prepare_genome
 
     for name in ("yeast_sacCer_chrI_from_Biostrings_yeastSEQCHR1.fa", "ce2chrX.fa.gz"):
         genome = prepare_genome(real_data / "genomes" / name, tmp_path / f"{name}.bgz", progress=False).path

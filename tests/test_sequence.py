@@ -8,8 +8,8 @@ import re
 
 import pytest
 
+from genolong.core.errors import InputError
 from genolong.dna.sequence import InvalidSequenceError, clean, read_fasta, reverse_complement, write_fasta
-from genolong.errors import InputError
 
 
 def test_clean_uppercases_soft_mask_and_maps_iupac_to_n():

@@ -8,7 +8,7 @@ import pytest
 import torch
 from model_helpers import tiny_config
 
-from genolong.errors import ConfigError, UserError
+from genolong.core.errors import ConfigError, UserError
 from genolong.model.encoder import Encoder
 from genolong.model.modeling import GenolongForSequenceClassification, GenolongModel
 from genolong.model.sled import SledEncoder, SledFusion, sled_windows
@@ -234,7 +234,7 @@ def test_preset_model_round_trips_and_its_mlm_checkpoint_starts_a_classifier(tmp
     from transformers import AutoModelForMaskedLM, AutoModelForSequenceClassification
 
     from genolong.model.modeling import GenolongForMaskedLM
-    from genolong.tasks.pretrain import load_pretrain_config
+    from genolong.training.pretrain import load_pretrain_config
 
     config = load_pretrain_config("sled").model_config(vocab_size=64)
     assert (config.backbone, config.sled_chunk_size, config.sled_context_padding) == ("sled", 256, 0.5)
@@ -256,7 +256,7 @@ def test_preset_model_round_trips_and_its_mlm_checkpoint_starts_a_classifier(tmp
 
 def test_the_attention_benchmark_measures_sled():
     """``genolong bench attention`` builds it by name, at any length (positions restart per chunk)."""
-    from genolong.bench.attention import BenchSize, Spec, run_phase
+    from genolong.experiments.bench.attention import BenchSize, Spec, run_phase
 
     size = BenchSize(
         vocab_size=64, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64

@@ -15,7 +15,7 @@ HEAVY = ("torch", "transformers", "lightning", "sklearn", "h5py", "pyBigWig", "p
 
 SCRIPT = """
 import contextlib, io, json, sys
-from genolong import cli
+import genolong.cli.main as cli
 codes = {}
 for argv in json.loads(sys.argv[1]):
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
@@ -26,7 +26,7 @@ print(json.dumps({"codes": codes, "heavy": heavy}))
 
 
 def test_help_version_and_argument_errors_load_no_heavy_library():
-    from genolong.cli import build_parser
+    from genolong.cli.main import build_parser
 
     groups = build_parser()._subparsers._group_actions[0].choices
     runs = [["--version"], ["--help"], *([name, "--help"] for name in groups),

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from genolong.cli import main
+from genolong.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[1]
 PROMOTERS = ROOT / "tests" / "data" / "promoters"

@@ -14,7 +14,7 @@ import pytest
 from test_notebooks import run_auc_notebook
 from test_task_finetune import micro_preset
 
-from genolong.cli import main
+from genolong.cli.main import main
 from genolong.evaluation.chromatin import read_auc_table
 from genolong.evaluation.profiles import CLASS_COLUMNS, chromatin_profiles
 

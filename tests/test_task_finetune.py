@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from genolong.classifier.directory import Classifier
-from genolong.cli import main
+from genolong.cli.main import main
 
 BASES = np.array(list("ACGT"))
 MOTIFS = ["GGGCGGGG", "TATAAAAG", "CACGTGAC"]

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from cli_helpers import one_line
 
-from genolong.cli import main
-from genolong.data_prep.task_dataset import infer_problem_type
+from genolong.cli.main import main
 from genolong.datasets.task import PreparedTask
 from genolong.dna.sequence import reverse_complement
+from genolong.prep.task_dataset import infer_problem_type
 
 RNG_BASES = np.array(list("ACGT"))
 

@@ -12,10 +12,9 @@ import yaml
 from sklearn.metrics import roc_auc_score
 
 from genolong.classifier.directory import Classifier
+from genolong.core.errors import ConfigError
 from genolong.dna.sequence import read_fasta
-from genolong.errors import ConfigError
 from genolong.resources import sample_genome
-from genolong.tasks.finetune import run_finetune
 from genolong.tasks.task import (
     FinetuneConfig,
     FinetuneTask,
@@ -26,6 +25,7 @@ from genolong.tasks.task import (
     load_finetune_config,
     register_task,
 )
+from genolong.training.finetune import run_finetune
 
 WINDOW_BP = 80
 

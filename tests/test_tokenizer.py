@@ -8,7 +8,8 @@ import random
 import pytest
 from transformers import AutoTokenizer
 
-from genolong.cli import main
+from genolong.cli.main import main
+from genolong.core.errors import ConfigError
 from genolong.dna.regions import Region
 from genolong.dna.sequence import FastaRecord, read_fasta, write_fasta
 from genolong.dna.tokenizer import (
@@ -20,7 +21,6 @@ from genolong.dna.tokenizer import (
     tokenizer_stats,
     train_tokenizer,
 )
-from genolong.errors import ConfigError
 
 
 @pytest.fixture(scope="session")

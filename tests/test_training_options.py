@@ -10,7 +10,7 @@ import pytest
 import torch
 from classify_helpers import promoter_dataset
 
-from genolong.cli import main
+from genolong.cli.main import main
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +72,7 @@ def test_bad_prediction_device_is_one_line(tmp_path, capsys, device, message):
 def test_a_failed_checkpoint_write_leaves_the_previous_checkpoint(tmp_path, monkeypatch):
     """A write that fails half-way (full disk, a kill at the wrong moment) leaves the previous
     ``last.ckpt`` whole and no temporary file."""
-    from genolong.tasks.checkpoints import SafeCheckpointIO, read_checkpoint
+    from genolong.training.checkpoints import SafeCheckpointIO, read_checkpoint
 
     io, last = SafeCheckpointIO(), tmp_path / "checkpoints" / "last.ckpt"
     io.save_checkpoint({"global_step": 3, "state_dict": {"w": torch.ones(2)}}, last)
@@ -82,7 +82,7 @@ def test_a_failed_checkpoint_write_leaves_the_previous_checkpoint(tmp_path, monk
             super().write(bytes(data)[:10])  # half a checkpoint, then the disk is full
             raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("genolong.tasks.checkpoints.open", lambda path, mode: FullDisk(path, mode), raising=False)
+    monkeypatch.setattr("genolong.training.checkpoints.open", lambda path, mode: FullDisk(path, mode), raising=False)
     with pytest.raises(OSError, match="No space left"):
         io.save_checkpoint({"global_step": 4, "state_dict": {"w": torch.zeros(2)}}, last)
     assert read_checkpoint(last)["global_step"] == 3

@@ -17,11 +17,11 @@ import torch
 import yaml
 from classify_helpers import promoter_dataset
 
-from genolong.cli import main
+from genolong.cli.main import main
 from genolong.configs import preset_path
 from genolong.dna.tokenizer import TokenizerTrainConfig, train_tokenizer
 from genolong.resources import sample_genome
-from genolong.tasks.stopping import StopOnSignal
+from genolong.training.stopping import StopOnSignal
 
 #: A micro pretraining run: 12 steps of 2 micro-batches of 2 windows, dropout on, BigBird
 #: redrawing its random blocks every step (so every RNG must resume), checkpoints every 4 steps.
@@ -169,7 +169,7 @@ def test_pretrain_interrupted_in_its_final_validation(tokenizer, pretrain_config
     """SIGINT inside Lightning's final ``validate`` (where a KeyboardInterrupt would become exit 1):
     exit 130 and the CLI's line; --resume only validates and writes the model and report. The
     validation cadence does not change the weights, so the uninterrupted run is still the reference."""
-    from genolong.tasks.pretrain import MLMModule
+    from genolong.training.pretrain import MLMModule
 
     original = MLMModule.validation_step
 
@@ -212,7 +212,7 @@ def test_pretrain_sigterm_to_the_process_group_stops_with_a_checkpoint_and_resum
     out = tmp_path / "run"
     # The reference ran in this process: the same number of threads gives the same floating-point sums.
     env = os.environ | {"OMP_NUM_THREADS": str(torch.get_num_threads())}
-    args = [sys.executable, "-m", "genolong.cli", *pretrain_args(out, tokenizer, config)]
+    args = [sys.executable, "-m", "genolong.cli.main", *pretrain_args(out, tokenizer, config)]
     process = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                start_new_session=True)
     deadline = time.monotonic() + 120

@@ -15,10 +15,10 @@ from classify_helpers import random_classifier, tiny_tokenizer
 from variant_helpers import HEADER, genome_sequences, other, site_records, write_vcf
 
 from genolong.classifier.directory import Classifier, StrandAveraged
-from genolong.cli import main
+from genolong.cli.main import main
+from genolong.core.errors import UserError
 from genolong.dna.genome import Genome
 from genolong.dna.sequence import write_fasta
-from genolong.errors import UserError
 from genolong.evaluation.profiles import chromatin_profiles
 from genolong.inference.labels import select_labels
 from genolong.inference.variants.mlm_llr import MaskedLMEffects, differing_span

@@ -15,7 +15,7 @@ from rank_helpers import run_on_two_ranks
 from variant_helpers import write_vcf
 
 from genolong.classifier.directory import Classifier
-from genolong.cli import main
+from genolong.cli.main import main
 from genolong.dna.genome import Genome
 from genolong.inference.labels import label_class
 from genolong.inference.variants.loop import VariantChunks, VariantPartWriter

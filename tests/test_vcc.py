@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from model_helpers import tiny_config
 
 from genolong.attention import vcc as vcc_attention
-from genolong.errors import ConfigError, UserError
+from genolong.core.errors import ConfigError, UserError
 from genolong.model.encoder import Block, Encoder
 from genolong.model.heads import IGNORE_INDEX
 from genolong.model.modeling import GenolongForMaskedLM, GenolongModel
@@ -325,7 +325,7 @@ def test_compressed_rows_count():
 def test_preset_model_round_trips_through_the_auto_classes(tmp_path):
     from transformers import AutoModelForMaskedLM
 
-    from genolong.tasks.pretrain import load_pretrain_config
+    from genolong.training.pretrain import load_pretrain_config
 
     config = load_pretrain_config("vcc").model_config(vocab_size=64)
     assert (config.backbone, config.pre_layer_norm, config.vcc_fine_blocks) == ("vcc", True, 16)
@@ -344,7 +344,7 @@ def test_preset_model_round_trips_through_the_auto_classes(tmp_path):
 
 def test_the_attention_benchmark_measures_vcc():
     """``genolong bench attention`` builds it by name (its MLM step passes labels, hence VIPs)."""
-    from genolong.bench.attention import BenchSize, Spec, run_phase
+    from genolong.experiments.bench.attention import BenchSize, Spec, run_phase
 
     size = BenchSize(
         vocab_size=64, hidden_size=32, num_hidden_layers=3, num_attention_heads=4, intermediate_size=64

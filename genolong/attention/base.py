@@ -20,7 +20,7 @@ of declarations:
 
 * ``config_defaults``: its parameters under the papers' names, with their defaults.
   ``GenolongConfig`` merges the chosen backbone's dict into itself.
-* ``validate_config(config)``: raises :class:`~genolong.errors.ConfigError` for an impossible
+* ``validate_config(config)``: raises :class:`~genolong.core.errors.ConfigError` for an impossible
   setting (a block size that does not divide ``max_position_embeddings``, a window longer than
   the sequence...). It never falls back to full attention.
 * ``accepts_query_subset``: whether ``forward`` is exact with fewer queries than keys (the
@@ -60,7 +60,7 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
-from genolong.errors import ConfigError
+from genolong.core.errors import ConfigError
 
 #: The encoder of every backbone that does not name another.
 PLAIN_ENCODER = "genolong.model.encoder.Encoder"

@@ -27,7 +27,7 @@ from typing import Any
 from genolong.attention import register_attention
 from genolong.attention.base import require_int
 from genolong.attention.full import FullAttention
-from genolong.errors import ConfigError
+from genolong.core.errors import ConfigError
 
 FUSIONS = ("attention", "mean", "max", "cls")
 

@@ -28,7 +28,7 @@ from torch.utils.checkpoint import checkpoint
 
 from genolong.attention import register_attention
 from genolong.attention.base import Attention, require_int
-from genolong.errors import ConfigError
+from genolong.core.errors import ConfigError
 
 #: Query rows per piece of :func:`dropout_attention`.
 DROPOUT_QUERY_CHUNK = 1024

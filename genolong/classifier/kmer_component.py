@@ -60,7 +60,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from genolong.errors import InputError, UserError, first_line
+from genolong.core.errors import InputError, UserError, first_line
 
 COMPONENT_FILE = "kmer_component.npz"
 _CODES = np.full(256, 4, dtype=np.int64)

@@ -37,7 +37,7 @@ from genolong.attention import attention_class
 from genolong.attention.longformer import query_block
 from genolong.config.presets import switch_backbone
 from genolong.convert.source import ConversionError
-from genolong.errors import ConfigError
+from genolong.core.errors import ConfigError
 from genolong.model.configuration import GenolongConfig
 
 log = logging.getLogger(__name__)

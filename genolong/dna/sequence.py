@@ -16,8 +16,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from genolong.errors import InputError, UserError
-from genolong.files import atomic_path
+from genolong.core.errors import InputError, UserError
+from genolong.core.files import atomic_path
 
 #: The model alphabet.
 ALPHABET = "ACGTN"

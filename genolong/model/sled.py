@@ -33,7 +33,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from genolong.errors import UserError
+from genolong.core.errors import UserError
 from genolong.model.encoder import Encoder, FeedForward
 from genolong.model.heads import pool_tokens
 

@@ -52,7 +52,7 @@ import torch
 import torch.nn.functional as F
 
 from genolong.attention.vcc import num_warmup_layers
-from genolong.errors import UserError
+from genolong.core.errors import UserError
 from genolong.model.encoder import Block, Encoder
 
 log = logging.getLogger(__name__)

@@ -28,9 +28,9 @@ import numpy as np
 import torch
 from captum.attr import LayerGradientXActivation, LayerIntegratedGradients
 
+from genolong.core.errors import UserError
 from genolong.dna.sequence import clean
-from genolong.errors import UserError
-from genolong.precision import autocast
+from genolong.runtime.precision import autocast
 
 BASES = "ACGT"
 GRADIENT_METHODS = ("ig", "input-x-gradient")

@@ -16,7 +16,8 @@ from pathlib import Path
 from genolong.classifier.directory import Classifier, StrandAveraged, default_promoter_model, describe_model
 from genolong.classifier.records import record_stride
 from genolong.classifier.task_info import TaskInfo
-from genolong.errors import UserError
+from genolong.core.errors import UserError
+from genolong.core.progress import progress_bar
 from genolong.inference.predict.loop import ranks_trainer, score_records
 from genolong.inference.predict.writers import (
     PredictionCounts,
@@ -24,7 +25,6 @@ from genolong.inference.predict.writers import (
     write_chromatin_table,
     write_promoter_tables,
 )
-from genolong.progress import progress_bar
 from genolong.tasks.chromatin import CHROMATIN
 from genolong.tasks.promoter import PROMOTER
 from genolong.tasks.task import load_classifier
@@ -35,7 +35,7 @@ class FastaPrediction:
     """What to score and how. ``model`` None: the shipped promoter model. ``out`` None: standard output
     (one rank only). ``stride`` / ``min_length`` None: the model's defaults (promoter: half the window;
     minimum: the model's ``min_bp``; chromatin: the stride of its inference spec, DeepSEA's 200 bp). ``device`` is that of a one-process run; ``precision``: ``auto``, ``32`` or
-    ``bf16`` (:mod:`genolong.precision`)."""
+    ``bf16`` (:mod:`genolong.runtime.precision`)."""
 
     fasta: Path
     model: Path | None = None

@@ -27,11 +27,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from genolong import interrupts
 from genolong.classifier.directory import default_promoter_model
+from genolong.core import interrupts
+from genolong.core.errors import UserError
+from genolong.core.files import atomic_path
 from genolong.dna.genome import Genome
-from genolong.errors import UserError
-from genolong.files import atomic_path
 from genolong.inference.loop import ScanModule, ScanPartWriter, build_trainer, predict
 from genolong.inference.scan.parts import WorkDirectory
 from genolong.inference.scan.plan import ScanPlan, read_regions, whole_chromosomes
@@ -45,8 +45,8 @@ from genolong.inference.scan.tracks import (
     SkippedTrack,
 )
 from genolong.inference.scan.windows import WindowBatches, WindowEncoder
-from genolong.tasks.common import check_device_hardware, check_device_settings
 from genolong.tasks.task import load_classifier
+from genolong.training.common import check_device_hardware, check_device_settings
 
 log = logging.getLogger(__name__)
 

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from genolong.classifier.directory import TASK_FILE, resolve_device
-from genolong.errors import UserError
+from genolong.core.errors import UserError
 from genolong.inference.variants.windows import VariantWindows
 from genolong.model.loading import load_model, load_model_tokenizer, read_model_config
 from genolong.model.modeling import GenolongForMaskedLM

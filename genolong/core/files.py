@@ -1,0 +1,125 @@
+"""Atomic outputs and the genolong cache directory.
+
+Every file or directory a command produces is first written under a temporary
+name in the same directory and renamed into place only when complete, so an
+interrupted run never leaves a half-written output behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from genolong.core.errors import UserError
+
+
+def cache_home() -> Path:
+    """The cache directory: ``$GENOLONG_HOME`` or ``~/.cache/genolong``.
+
+    Raises:
+        UserError: neither ``GENOLONG_HOME`` nor a home directory is known (``HOME`` unset).
+    """
+    if "GENOLONG_HOME" in os.environ:
+        return Path(os.environ["GENOLONG_HOME"]).expanduser()
+    try:
+        return Path.home() / ".cache" / "genolong"
+    except (RuntimeError, KeyError):  # HOME unset and no password-file entry
+        raise UserError("no cache directory: HOME is unset; set GENOLONG_HOME to a writable directory") from None
+
+
+def cache_dir(name: str) -> Path:
+    """``cache_home() / name``, created and checked writable.
+
+    Raises:
+        UserError: the cache is a file, read-only, on a full disk...: one line naming it and
+            ``GENOLONG_HOME``.
+    """
+    folder = cache_home() / name
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".genolong-probe.", dir=folder)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as err:
+        raise UserError(f"the cache directory {folder} is unusable ({err.strerror or err})",
+                        hint="set GENOLONG_HOME to a writable directory") from None
+    return folder
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike, *, directory: bool = False) -> Iterator[Path]:
+    """Yield a temporary path next to ``path``; rename it to ``path`` on success.
+
+    On an exception the temporary file or directory is removed and ``path`` is
+    left untouched. An existing ``path`` is replaced only after success.
+
+    Args:
+        path: final destination.
+        directory: yield a fresh (created) directory instead of a file path.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if directory:
+        tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+        tmp.chmod(0o777 & ~_umask())  # mkdtemp makes owner-only directories; use the user's umask
+    else:
+        fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        os.close(fd)
+        tmp = Path(name)
+        tmp.chmod(0o666 & ~_umask())  # mkstemp makes owner-only files; use the user's umask
+    try:
+        yield tmp
+        if directory:
+            _replace_directory(tmp, path)
+        else:
+            os.replace(tmp, path)
+    except BaseException:
+        if tmp.is_dir():
+            shutil.rmtree(tmp, ignore_errors=True)
+        else:
+            tmp.unlink(missing_ok=True)
+        raise
+
+
+def _replace_directory(new: Path, path: Path) -> None:
+    """Rename ``new`` to ``path``; an existing ``path`` is moved aside first and deleted after,
+    or moved back when the rename fails or is interrupted (a signal between the two renames)."""
+    if not path.exists():
+        new.rename(path)
+        return
+    old = path.with_name(f".{path.name}.old")
+    shutil.rmtree(old, ignore_errors=True)
+    try:
+        path.rename(old)
+        new.rename(path)
+    except BaseException:
+        if old.exists() and not path.exists():
+            old.rename(path)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> None:
+    """Write ``text`` to ``path`` atomically."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(text)
+
+
+def sha256_file(path: str | os.PathLike) -> str:
+    """The hex SHA-256 of the file at ``path``, read in 1 MiB chunks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()

@@ -1,0 +1,89 @@
+"""Which weights fine-tuning trains (``mode:`` in a fine-tuning config, ``--mode`` on the command line):
+
+- ``full``: every weight (the default);
+- ``lora``: low-rank adapters (LoRA, Hu et al. 2021) on the attention and feed-forward
+  projections, with the ``peft`` library, and the output head in full; the encoder's own weights
+  stay frozen. The adapters are saved to ``OUT/adapters`` (peft's ``save_pretrained``) and merged
+  into the saved classifier, so every inference command takes it as any other;
+- ``probe``: the encoder frozen, only the output head trained (a linear probe of the [CLS]
+  embedding, or of the tokens' mean), on embeddings the encoder computes once per split and the
+  run directory caches (:mod:`genolong.training.probe`).
+
+The target modules default to genolong's projections, which converted checkpoints share
+(:mod:`genolong.convert` maps BigBird, BERT, GENA-LM and ESM weights onto them): ``qkv``
+and ``out`` (attention), ``up`` and ``down`` (feed-forward).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from genolong.core.errors import ConfigError
+
+MODES = ("full", "lora", "probe")
+#: The output head's module, trained in full in every mode.
+HEAD = "classifier"
+
+
+@dataclass
+class LoraSettings:
+    """LoRA's rank r, scaling alpha (the update is ``alpha / r * B A``), dropout on its input, and
+    the names of the linear modules it adapts."""
+
+    rank: int = 8
+    alpha: float = 16.0
+    dropout: float = 0.05
+    targets: list[str] = field(default_factory=lambda: ["qkv", "out", "up", "down"])
+
+    def __post_init__(self) -> None:
+        if self.rank < 1 or self.alpha <= 0 or not 0 <= self.dropout < 1 or not self.targets:
+            raise ConfigError(f"lora needs rank >= 1, alpha > 0, 0 <= dropout < 1 and target modules, got rank "
+                              f"{self.rank}, alpha {self.alpha}, dropout {self.dropout}, targets {self.targets}")
+
+
+def check_mode(mode: str) -> None:
+    if mode not in MODES:
+        raise ConfigError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+
+
+def apply_mode(model: torch.nn.Module, mode: str, lora: LoraSettings) -> torch.nn.Module:
+    """``model`` set up to train in ``mode``: as it is (full), wrapped with LoRA adapters, or with
+    its encoder frozen (probe)."""
+    check_mode(mode)
+    if mode == "full":
+        return model
+    if mode == "probe":
+        for name, parameter in model.named_parameters():
+            parameter.requires_grad_(name.startswith(f"{HEAD}."))
+        return model
+    from peft import LoraConfig, get_peft_model
+
+    found = {name.rsplit(".", 1)[-1] for name, module in model.named_modules() if isinstance(module, torch.nn.Linear)}
+    missing = sorted(set(lora.targets) - found)
+    if missing:
+        raise ConfigError(f"lora.targets {missing} name no linear layer of the model (it has {sorted(found)})")
+    config = LoraConfig(r=lora.rank, lora_alpha=lora.alpha, lora_dropout=lora.dropout,
+                        target_modules=list(lora.targets), modules_to_save=[HEAD])
+    return get_peft_model(model, config)
+
+
+def trainable_parameters(model: torch.nn.Module) -> dict[str, int | float]:
+    """Trainable and total parameter counts, and the trainable percentage."""
+    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    total = sum(p.numel() for p in model.parameters())
+    return {"trainable": trainable, "total": total, "percent": round(100 * trainable / total, 3)}
+
+
+def merged_model(model: torch.nn.Module, mode: str, adapters: Path | None = None) -> torch.nn.Module:
+    """The plain model to save: a LoRA model's adapters written to ``adapters`` (when given)
+    and merged into its weights; any other model as it is, every weight trainable again."""
+    if mode == "lora":
+        if adapters is not None:
+            model.save_pretrained(adapters)
+        model = model.merge_and_unload()
+    for parameter in model.parameters():
+        parameter.requires_grad_(True)
+    return model
