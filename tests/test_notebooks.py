@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from classify_helpers import finetuned_chromatin
+from helpers.classify import finetuned_chromatin
 
 from genolong.evaluation.chromatin import write_auc_table
 from genolong.evaluation.compare_report import CURVE_COLUMNS

@@ -1,6 +1,6 @@
 """Block-sparse attention at long lengths against the dense float64 reference, forward and backward.
 
-The tests (``tests/test_attention_paths.py``) compare every path with the whole dense reference at
+The tests (``tests/attention/test_attention_paths.py``) compare every path with the whole dense reference at
 a few hundred tokens. At 4K-64K tokens the dense ``(L, L)`` matrices no longer fit (64K tokens x
 12 heads in float64 is 400 GB), so the reference here is exact on a *sample of query rows*:
 
