@@ -10,7 +10,7 @@ output files, output directories); the CLI wraps the command in :func:`guarded`,
   nearest existing ancestor is a file or is not writable; an output directory that is or
   holds an input, or is occupied;
 * claims output directories: a directory is usable when it is new, empty, or carries the
-  marker :data:`MARKER` naming the same kind of run (genolong writes it into every output
+  marker :data:`~genolong.core.files.MARKER` naming the same kind of run (genolong writes it into every output
   directory it makes, so that a run can be resumed or refreshed there). Anything else --
   a directory of the user's, another kind of genolong run -- is refused: genolong never
   deletes or replaces a file it did not write;
@@ -29,8 +29,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import glob
-import json
 import os
 import shutil
 import stat
@@ -39,13 +37,9 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from genolong import __version__
 from genolong.core.errors import UserError, disk_full, disk_full_error
-from genolong.core.files import atomic_write_text
+from genolong.core.files import claim_directory, directory_kind, work_files, work_path
 from genolong.core.locks import OutputLock, lock_path, secondary_rank
-
-#: The file in every output directory genolong made: ``{"kind": ..., "genolong": version}``.
-MARKER = ".genolong-run.json"
 
 
 @dataclass(frozen=True)
@@ -114,7 +108,7 @@ def check_location(path: Path, what: str, *, file: bool = False) -> None:
     if not ancestor.is_dir():
         raise UserError(f"{what} {path}: {ancestor} is a file, not a directory")
     for part in _absolute(path).relative_to(ancestor).parts:
-        if len(os.fsencode(f".{part}.12345678.tmp")) > os.pathconf(ancestor, "PC_NAME_MAX"):
+        if len(os.fsencode(work_path(part, "12345678.tmp").name)) > os.pathconf(ancestor, "PC_NAME_MAX"):
             raise UserError(f"{what} {path}: the name {part[:40]}... is too long for the file system")
     try:
         fd, probe = tempfile.mkstemp(prefix=".genolong-probe.", dir=ancestor)
@@ -171,27 +165,6 @@ def _check_not_broken_link(path: Path, what: str) -> None:
     if path.is_symlink() and not path.exists():
         raise UserError(f"{what} {path}: a broken symbolic link (its target is missing or a loop); "
                         "remove it or give another path")
-
-
-def directory_kind(path: Path) -> str | None:
-    """The kind in ``path``'s marker; None without one (a marker genolong cannot read counts as none)."""
-    try:
-        return json.loads((path / MARKER).read_text())["kind"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-
-
-def mark_directory(path: Path, kind: str) -> None:
-    """Write the marker that makes ``path`` genolong's ``kind`` directory."""
-    atomic_write_text(path / MARKER, json.dumps({"kind": kind, "genolong": __version__}) + "\n")
-
-
-def claim_directory(path: Path, kind: str) -> None:
-    """Create ``path`` if needed and mark it as genolong's ``kind`` directory when it is new or
-    empty (a directory that is already someone's keeps no marker: it stays unclaimed)."""
-    path.mkdir(parents=True, exist_ok=True)
-    if directory_kind(path) is None and not any(path.iterdir()):
-        mark_directory(path, kind)
 
 
 # -- the guard ---------------------------------------------------------------------------------
@@ -339,11 +312,8 @@ def _as_user_error(what: str, path: Path) -> Iterator[None]:
 
 
 def _work_files(path: Path) -> set[Path]:
-    """The hidden files and directories named after ``path`` beside it (``.NAME.*``)."""
-    parent = _absolute(path).parent
-    if not (path.name and parent.is_dir()):
-        return set()
-    return set(parent.glob(f".{glob.escape(path.name)}.*")) - {lock_path(path)}
+    """The work files of ``path`` (:func:`~genolong.core.files.work_files`) but its lock, which the guard releases."""
+    return work_files(path) - {lock_path(path)}
 
 
 def _absolute(path: Path) -> Path:

@@ -16,10 +16,9 @@ import torch
 from transformers import PreTrainedTokenizerBase
 
 from genolong.classifier.directory import TaskInfo
-from genolong.cli.outputs import mark_directory
 from genolong.convert.source import ConversionError
 from genolong.convert.weights_file import distinct_tensors, write_safetensors
-from genolong.core.files import atomic_path
+from genolong.core.files import atomic_path, mark_directory
 from genolong.core.progress import progress_bar
 from genolong.dna.tokenizer import tokenizer_fingerprint
 from genolong.model.configuration import GenolongConfig

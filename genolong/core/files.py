@@ -1,21 +1,31 @@
-"""Atomic outputs and the genolong cache directory.
+"""Atomic outputs, the work files beside them, genolong's directory markers and the cache directory.
 
 Every file or directory a command produces is first written under a temporary
 name in the same directory and renamed into place only when complete, so an
-interrupted run never leaves a half-written output behind.
+interrupted run never leaves a half-written output behind. Whatever genolong keeps
+beside an output while it works (temporary and partial files, work directories, the
+lock) is named ``.NAME.*`` after it (:func:`work_path`), so that the output policy of
+the command line finds it (:func:`work_files`). Every output directory genolong makes
+carries the marker :data:`MARKER` naming the kind of run it holds.
 """
 
 from __future__ import annotations
 
 import contextlib
+import glob
 import hashlib
+import json
 import os
 import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from genolong import __version__
 from genolong.core.errors import UserError
+
+#: The file in every output directory genolong made: ``{"kind": ..., "genolong": version}``.
+MARKER = ".genolong-run.json"
 
 
 def cache_home() -> Path:
@@ -51,6 +61,42 @@ def cache_dir(name: str) -> Path:
     return folder
 
 
+def work_path(path: str | os.PathLike, kind: str) -> Path:
+    """The hidden work file or directory ``.NAME.KIND`` beside the output ``path`` (``kind``:
+    ``partial``, ``lock``, ``parts``...; ``""`` gives the prefix ``.NAME.`` of temporary names)."""
+    path = Path(path)
+    return path.parent / f".{path.name}.{kind}"
+
+
+def work_files(path: str | os.PathLike) -> set[Path]:
+    """Every hidden file and directory named after the output ``path`` beside it (``.NAME.*``)."""
+    path = Path(os.path.abspath(path))
+    if not (path.name and path.parent.is_dir()):
+        return set()
+    return set(path.parent.glob(f".{glob.escape(path.name)}.*"))
+
+
+def directory_kind(path: Path) -> str | None:
+    """The kind in ``path``'s marker; None without one (a marker genolong cannot read counts as none)."""
+    try:
+        return json.loads((path / MARKER).read_text())["kind"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def mark_directory(path: Path, kind: str) -> None:
+    """Write the marker that makes ``path`` genolong's ``kind`` directory."""
+    atomic_write_text(path / MARKER, json.dumps({"kind": kind, "genolong": __version__}) + "\n")
+
+
+def claim_directory(path: Path, kind: str) -> None:
+    """Create ``path`` if needed and mark it as genolong's ``kind`` directory when it is new or
+    empty (a directory that is already someone's keeps no marker: it stays unclaimed)."""
+    path.mkdir(parents=True, exist_ok=True)
+    if directory_kind(path) is None and not any(path.iterdir()):
+        mark_directory(path, kind)
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike, *, directory: bool = False) -> Iterator[Path]:
     """Yield a temporary path next to ``path``; rename it to ``path`` on success.
@@ -65,10 +111,10 @@ def atomic_path(path: str | os.PathLike, *, directory: bool = False) -> Iterator
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     if directory:
-        tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+        tmp = Path(tempfile.mkdtemp(prefix=work_path(path, "").name, suffix=".tmp", dir=path.parent))
         tmp.chmod(0o777 & ~_umask())  # mkdtemp makes owner-only directories; use the user's umask
     else:
-        fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        fd, name = tempfile.mkstemp(prefix=work_path(path, "").name, suffix=".tmp", dir=path.parent)
         os.close(fd)
         tmp = Path(name)
         tmp.chmod(0o666 & ~_umask())  # mkstemp makes owner-only files; use the user's umask
@@ -92,7 +138,7 @@ def _replace_directory(new: Path, path: Path) -> None:
     if not path.exists():
         new.rename(path)
         return
-    old = path.with_name(f".{path.name}.old")
+    old = work_path(path, "old")
     shutil.rmtree(old, ignore_errors=True)
     try:
         path.rename(old)

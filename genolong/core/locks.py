@@ -15,14 +15,12 @@ import socket
 from pathlib import Path
 
 from genolong.core.errors import UserError
-
-#: The suffix of the lock file beside each output: ``.NAME.lock``.
-LOCK_SUFFIX = ".lock"
+from genolong.core.files import work_path
 
 
 def lock_path(path: Path) -> Path:
     """The lock file of the output ``path``: ``.NAME.lock`` in its directory."""
-    return Path(os.path.abspath(path)).parent / f".{path.name}{LOCK_SUFFIX}"
+    return work_path(os.path.abspath(path), "lock")
 
 
 class OutputLock:

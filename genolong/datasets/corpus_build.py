@@ -25,9 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-from genolong.cli.outputs import claim_directory
 from genolong.core.errors import ConfigError, UserError
-from genolong.core.files import atomic_path, atomic_write_text, sha256_file
+from genolong.core.files import atomic_path, atomic_write_text, claim_directory, sha256_file
 from genolong.core.progress import progress_bar
 from genolong.datasets.corpus import FORMAT, MANIFEST, SPLITS, read_manifest, shard_stem
 from genolong.datasets.corpus_workers import ShardPool, available_cores

@@ -30,9 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
-from genolong.cli.outputs import MARKER, mark_directory
 from genolong.core.errors import ConfigError, InputError, UserError, first_line, is_library_failure
-from genolong.core.files import atomic_path
+from genolong.core.files import MARKER, atomic_path, mark_directory
 from genolong.dna.regions import Region, iter_regions
 from genolong.dna.sequence import ALPHABET, FastaRecord
 

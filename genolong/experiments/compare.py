@@ -32,12 +32,11 @@ import numpy as np
 import torch
 
 from genolong.attention import available_attentions
-from genolong.cli.outputs import claim_directory
 from genolong.config import from_dict, to_dict
 from genolong.config.presets import merge_preset, read_preset, resolve_preset
 from genolong.configs import preset_path
 from genolong.core.errors import ConfigError, UserError
-from genolong.core.files import atomic_write_text
+from genolong.core.files import atomic_write_text, claim_directory
 from genolong.core.memory import proc_status_mb, reset_peak_memory
 from genolong.datasets.corpus import Corpus
 from genolong.datasets.mlm import MaskingConfig, MLMWindows, SpecialIds

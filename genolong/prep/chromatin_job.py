@@ -19,9 +19,8 @@ from pathlib import Path
 import numpy as np
 
 from genolong import __version__
-from genolong.cli.outputs import mark_directory
 from genolong.core.errors import UserError
-from genolong.core.files import atomic_write_text, sha256_file
+from genolong.core.files import atomic_write_text, mark_directory, sha256_file, work_path
 from genolong.datasets.chromatin import FORMAT, LOCI_DTYPE, LocateStatus, Locations
 from genolong.evaluation.profiles import N_PROFILES
 
@@ -58,7 +57,7 @@ class ChromatinJob:
             options,
             chunk_rows,
         )
-        self.work = out.parent / f".{out.name}.partial"
+        self.work = work_path(out, "partial")
         self.progress_path = self.work / "progress.json"
         self.fingerprint = {
             "options": options,

@@ -31,9 +31,8 @@ from pathlib import Path
 import numpy as np
 
 from genolong import __version__
-from genolong.cli.outputs import mark_directory
 from genolong.core.errors import ConfigError, UserError
-from genolong.core.files import atomic_path, sha256_file
+from genolong.core.files import atomic_path, mark_directory, sha256_file
 from genolong.datasets.promoter import COLUMNS, FORMAT, MANIFEST, SOURCE_COLUMNS, PromoterRecord
 from genolong.dna.genome import Genome
 

@@ -32,10 +32,9 @@ from torch.utils.data import DataLoader, Dataset
 
 from genolong.classifier.directory import Classifier, TaskInfo, TokenEncoder
 from genolong.classifier.records import best_per_record, record_stride, record_windows
-from genolong.cli.outputs import claim_directory
 from genolong.config import to_dict
 from genolong.core.errors import UserError
-from genolong.core.files import atomic_write_text
+from genolong.core.files import atomic_write_text, claim_directory
 from genolong.dna.tokenizer import load_tokenizer, tokenizer_fingerprint
 from genolong.evaluation.chromatin import evaluation_rows
 from genolong.model.heads import output_activation

@@ -35,12 +35,11 @@ import torch
 from torch.utils.data import DataLoader
 
 from genolong.attention import attention_class
-from genolong.cli.outputs import claim_directory
 from genolong.config import from_dict, to_dict
 from genolong.config.presets import apply_overrides, read_preset
 from genolong.configs import preset_path
 from genolong.core.errors import ConfigError, UserError
-from genolong.core.files import atomic_path, atomic_write_text
+from genolong.core.files import atomic_path, atomic_write_text, claim_directory
 from genolong.datasets.corpus import Corpus
 from genolong.datasets.corpus_build import CorpusConfig, build_corpus
 from genolong.datasets.mlm import MaskingConfig, MLMWindows, SpecialIds, collate_windows

@@ -18,7 +18,8 @@ from helpers.deepsea import deepsea_rows, write_bundle
 
 from genolong.classifier.directory import default_promoter_model
 from genolong.cli.main import build_parser, main
-from genolong.cli.outputs import MARKER, PathRoles
+from genolong.cli.outputs import PathRoles
+from genolong.core.files import MARKER
 from genolong.dna.sequence import read_fasta, write_fasta
 
 

@@ -1,4 +1,5 @@
-"""Atomic outputs: nothing half-written on failure, replace only on success, normal file modes; file digests."""
+"""Atomic outputs: nothing half-written on failure, replace only on success, normal file modes; file digests;
+the work files beside an output and the markers of genolong's directories."""
 
 from __future__ import annotations
 
@@ -7,7 +8,16 @@ import os
 
 import pytest
 
-from genolong.core.files import atomic_path, atomic_write_text, cache_home, sha256_file
+from genolong.core.files import (
+    atomic_path,
+    atomic_write_text,
+    cache_home,
+    claim_directory,
+    directory_kind,
+    sha256_file,
+    work_files,
+    work_path,
+)
 
 
 def test_file_appears_only_on_success(tmp_path):
@@ -68,3 +78,22 @@ def test_sha256_file_by_hand_and_across_read_chunks(tmp_path):
     assert sha256_file(empty) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
     assert sha256_file(abc) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"  # FIPS 180-2
     assert sha256_file(large) == hashlib.sha256(large.read_bytes()).hexdigest()
+
+
+def test_work_files_are_what_work_path_names_beside_an_output(tmp_path):
+    out = tmp_path / "scores[1].tsv"
+    named = {work_path(out, "partial"), work_path(out, "lock"), work_path(out, "").with_name(".scores[1].tsv.x.tmp")}
+    for path in named:
+        path.touch()
+    (tmp_path / ".scores[1].tsvx.partial").touch()  # another output's: not a work file of this one
+    assert work_files(out) == named
+    assert work_files(tmp_path / "missing" / "out.tsv") == set()
+
+
+def test_a_claimed_directory_carries_its_kind_and_a_foreign_one_stays_unclaimed(tmp_path):
+    claim_directory(tmp_path / "run", "pretrain")
+    assert directory_kind(tmp_path / "run") == "pretrain"
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("x")
+    claim_directory(tmp_path / "mine", "pretrain")
+    assert directory_kind(tmp_path / "mine") is None

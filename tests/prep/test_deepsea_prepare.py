@@ -19,8 +19,8 @@ from helpers.deepsea import (
 )
 
 import genolong.cli.main as cli
-from genolong.cli.outputs import MARKER
 from genolong.core.errors import ConfigError, InputError, UserError
+from genolong.core.files import MARKER
 from genolong.datasets.chromatin import LocateStatus, PreparedChromatin
 from genolong.dna.sequence import reverse_complement, write_fasta
 from genolong.prep.chromatin_dataset import prepare_chromatin

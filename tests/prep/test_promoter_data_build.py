@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from genolong.cli.main import main
-from genolong.cli.outputs import MARKER
 from genolong.core.errors import ConfigError, UserError
+from genolong.core.files import MARKER
 from genolong.datasets.promoter import COLUMNS, PromoterRecord, load_manifest, load_split
 from genolong.dna.sequence import write_fasta
 from genolong.prep.promoter_dataset import PromoterDatasetConfig, build_promoter_dataset

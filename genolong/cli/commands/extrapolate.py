@@ -44,7 +44,7 @@ def register(subparsers) -> None:
 
 def run_extrapolate(args) -> int:
     from genolong.classifier.directory import resolve_device
-    from genolong.cli.outputs import claim_directory
+    from genolong.core.files import claim_directory
     from genolong.experiments.extrapolate import ExtrapolationConfig, run_extrapolation, write_report
 
     config = ExtrapolationConfig(

@@ -26,9 +26,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from genolong.cli.outputs import mark_directory
 from genolong.core.errors import InputError, UserError
-from genolong.core.files import atomic_path
+from genolong.core.files import atomic_path, mark_directory
 from genolong.dna.genome import Genome
 from genolong.dna.sequence import read_fasta
 from genolong.inference.bed import read_bed_regions

@@ -17,6 +17,7 @@ from genolong.classifier.directory import Classifier, StrandAveraged, default_pr
 from genolong.classifier.records import record_stride
 from genolong.classifier.task_info import TaskInfo
 from genolong.core.errors import UserError
+from genolong.core.files import work_path
 from genolong.core.progress import progress_bar
 from genolong.inference.predict.loop import ranks_trainer, score_records
 from genolong.inference.predict.writers import (
@@ -69,7 +70,7 @@ def _scored_records(run: FastaPrediction, classifier: Classifier, trainer, defau
         run.fasta, StrandAveraged(classifier) if run.rc else classifier, window=info.window_bp,
         stride=default_stride if run.stride is None else run.stride,
         min_length=info.min_bp if run.min_length is None else run.min_length, batch_size=run.batch_size,
-        trainer=trainer, parts=None if run.out is None else run.out.parent / f".{run.out.name}.parts",
+        trainer=trainer, parts=None if run.out is None else work_path(run.out, "parts"),
         progress=progress,
     )
 

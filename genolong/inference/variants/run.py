@@ -29,7 +29,7 @@ import torch
 from genolong import __version__
 from genolong.classifier.kmer_component import COMPONENT_FILE
 from genolong.core.errors import UserError
-from genolong.core.files import atomic_write_text
+from genolong.core.files import atomic_write_text, work_path
 from genolong.dna.genome import Genome
 from genolong.inference.labels import label_class, select_labels
 from genolong.inference.loop import build_trainer, predict
@@ -84,7 +84,7 @@ class PartialRun:
     that chunk ``i`` is done)."""
 
     def __init__(self, out: Path, identity: dict):
-        self.folder = out.parent / f".{out.name}.partial"
+        self.folder = work_path(out, "partial")
         self.identity = json.loads(json.dumps(identity))
 
     def prepare(self) -> None:
