@@ -1,6 +1,6 @@
 """The numeric precision of every command that runs a model: float32, or bf16 autocast where it is fast.
 
-``--precision`` (:func:`add_precision_argument`) takes ``auto`` (the default), ``32`` or ``bf16``;
+``--precision`` (:func:`genolong.cli.arguments.add_precision_argument`) takes ``auto`` (the default), ``32`` or ``bf16``;
 :func:`resolve_precision` turns it into Lightning's ``32-true`` or ``bf16-mixed`` and prints the
 choice once per command on stderr.
 
@@ -24,7 +24,6 @@ Nothing here imports torch at module import time (the CLI parses arguments witho
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import logging
@@ -55,22 +54,16 @@ LIGHTNING = {"32": "32-true", "bf16": "bf16-mixed"}
 _announced: set[str] = set()
 
 
-def precision_choice(text: str) -> str:
-    """argparse type of ``--precision``: ``auto``, ``32`` or ``bf16`` (aliases accepted)."""
+def normalized_precision(text: str) -> str:
+    """``auto``, ``32`` or ``bf16`` for ``text`` (one of them or an alias of :data:`ALIASES`).
+
+    Raises:
+        ValueError: ``text`` is none of them, with a message saying what it must be.
+    """
     value = ALIASES.get(text, text)
     if value not in CHOICES:
-        raise argparse.ArgumentTypeError(f"must be one of {', '.join(CHOICES)}, got {text!r}")
+        raise ValueError(f"must be one of {', '.join(CHOICES)}, got {text!r}")
     return value
-
-
-def add_precision_argument(parser) -> None:
-    """Add ``--precision {auto,32,bf16}`` (default ``auto``) to a command's parser."""
-    parser.add_argument(
-        "--precision", type=precision_choice, default="auto", metavar="{auto,32,bf16}",
-        help="auto (default): bf16 autocast on a GPU that supports it and on a CPU with native bf16 "
-        "(avx512_bf16/amx_bf16) where a timed matrix product confirms it, else float32; 32: float32; "
-        f"bf16: bf16 autocast. ${ENV} decides auto when set",
-    )
 
 
 @dataclass(frozen=True)
@@ -164,11 +157,11 @@ def resolve_precision(requested: str, *, gpu: bool) -> str:
     Raises:
         UserError: ``$GENOLONG_PRECISION`` holds something else than ``auto``, ``32`` or ``bf16``.
     """
-    requested, reason = precision_choice(requested), f"--precision {requested}"
+    requested, reason = normalized_precision(requested), f"--precision {requested}"
     if requested == "auto" and os.environ.get(ENV):
         try:
-            requested, reason = precision_choice(os.environ[ENV]), f"{ENV}={os.environ[ENV]}"
-        except argparse.ArgumentTypeError as err:
+            requested, reason = normalized_precision(os.environ[ENV]), f"{ENV}={os.environ[ENV]}"
+        except ValueError as err:
             raise UserError(f"{ENV} {err}") from None
     if requested == "auto" and gpu:
         requested, reason = ("bf16", "the GPU supports bf16") if _gpu_bf16() else ("32", "the GPU has no bf16")

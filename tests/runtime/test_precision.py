@@ -11,6 +11,7 @@ import pytest
 from helpers.classify import random_classifier, tiny_tokenizer
 
 from genolong.classifier.directory import Classifier
+from genolong.cli.arguments import add_precision_argument
 from genolong.cli.main import main
 from genolong.core.errors import UserError
 from genolong.dna.sequence import read_fasta, write_fasta
@@ -122,7 +123,7 @@ def test_an_unwritable_cache_is_measured_each_time(cpu, monkeypatch, tmp_path):
 
 def test_aliases_and_bad_values_of_the_option():
     parser = argparse.ArgumentParser()
-    precision.add_precision_argument(parser)
+    add_precision_argument(parser)
     assert parser.parse_args([]).precision == "auto"
     assert parser.parse_args(["--precision", "fp32"]).precision == "32"
     assert parser.parse_args(["--precision", "bf16-mixed"]).precision == "bf16"

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from genolong.cli.arguments import positive_float, positive_int
+from genolong.cli.arguments import add_precision_argument, positive_float, positive_int, precision_choice
 from genolong.cli.outputs import OutputDirectory, declare
-from genolong.runtime.precision import add_precision_argument, precision_choice, resolve_precision
+from genolong.runtime.precision import resolve_precision
 
 DEFAULT_LENGTHS = [1024, 2048, 4096, 8192, 16384]
 DEFAULT_EXTRA_LENGTHS = [32768, 65536]

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from genolong.cli.arguments import model_directory, positive_int
+from genolong.cli.arguments import add_precision_argument, model_directory, positive_int
 from genolong.cli.outputs import declare
-from genolong.runtime.precision import add_precision_argument
 
 
 def register(subparsers) -> None:

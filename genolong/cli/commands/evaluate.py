@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from genolong.cli.arguments import add_classifier_argument, positive_int
+from genolong.cli.arguments import add_classifier_argument, add_precision_argument, positive_int
 from genolong.cli.outputs import declare
-from genolong.runtime.precision import add_precision_argument
 
 
 def add_parser(commands) -> None:

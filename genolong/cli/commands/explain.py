@@ -5,10 +5,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from genolong.cli.arguments import add_classifier_argument, positive_int
+from genolong.cli.arguments import add_classifier_argument, add_precision_argument, positive_int
 from genolong.cli.commands.variants import add_profiles
 from genolong.cli.outputs import OutputDirectory, declare
-from genolong.runtime.precision import add_precision_argument
 
 DESCRIPTION = (
     "Attribute a classifier's outputs to the bases of each input: every base of the central --ism-window bp "
