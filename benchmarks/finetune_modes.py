@@ -42,7 +42,8 @@ def one_mode(mode: str, args: argparse.Namespace, checkpointing: bool) -> dict:
     from genolong.core.memory import proc_status_mb, reset_peak_memory
     from genolong.model.configuration import GenolongConfig
     from genolong.model.modeling import GenolongForSequenceClassification
-    from genolong.training.modes import LoraSettings, apply_mode, trainable_parameters
+    from genolong.tasks.settings import LoraSettings
+    from genolong.training.modes import apply_mode, trainable_parameters
 
     device = torch.device(args.device)
     torch.manual_seed(0)

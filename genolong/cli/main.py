@@ -113,7 +113,7 @@ def resolve_aliases(argv: list[str]) -> list[str]:
 
 
 def _configure_logging(verbose: bool) -> None:
-    """genolong's log lines on stderr, with DEBUG lines (and, through :func:`genolong.training.console.quiet_lightning`,
+    """genolong's log lines on stderr, with DEBUG lines (and, through :func:`genolong.runtime.quiet.quiet_lightning`,
     Lightning's own lines) only when ``verbose``. The levels are set on every call: one process may run
     several commands."""
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")

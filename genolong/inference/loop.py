@@ -36,9 +36,9 @@ from genolong.core.errors import UserError
 from genolong.core.progress import progress_bar
 from genolong.inference.scan.parts import WorkDirectory
 from genolong.runtime import ranks
+from genolong.runtime.devices import check_num_nodes
 from genolong.runtime.precision import resolve_precision
-from genolong.training.common import check_num_nodes
-from genolong.training.console import quiet_lightning
+from genolong.runtime.quiet import quiet_lightning
 
 log = logging.getLogger(__name__)
 # items are whole batches (DataLoader(batch_size=None)): a PartWriter takes its index from the item

@@ -28,8 +28,7 @@ from genolong.core.errors import ConfigError, UserError
 from genolong.core.registry import Registry
 from genolong.dna.tokenizer import TokenizerTrainConfig
 from genolong.model.section import ModelSection
-from genolong.training.common import TrainConfig
-from genolong.training.modes import LoraSettings, check_mode
+from genolong.tasks.settings import LoraSettings, TrainConfig, check_mode
 
 
 class LabelledSequences(Protocol):

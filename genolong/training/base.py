@@ -25,7 +25,8 @@ from torch.utils.data import DataLoader, Dataset
 from genolong.core.errors import UserError
 from genolong.core.files import atomic_write_text
 from genolong.datasets.mlm import PositionSampler
-from genolong.training.common import ResumableRNG, Throughput, TrainConfig, adamw_with_schedule, data_loader
+from genolong.tasks.settings import TrainConfig
+from genolong.training.common import ResumableRNG, Throughput, adamw_with_schedule, data_loader
 
 log = logging.getLogger(__name__)
 

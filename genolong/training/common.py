@@ -1,15 +1,11 @@
-"""What every training task shares: the training config, optimizer and schedule, the
+"""What every training run shares (its settings: :class:`genolong.tasks.settings.TrainConfig`): optimizer and schedule, the
 Lightning Trainer (loggers, checkpoints, precision, devices), and exact-resume RNG state."""
 
 from __future__ import annotations
 
 import logging
-import math
-import os
 import random
-import re
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import lightning.pytorch as pl
@@ -21,181 +17,15 @@ from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
 from torch.utils.data import DataLoader, Dataset
 
 from genolong.core import interrupts
-from genolong.core.errors import ConfigError, UserError
+from genolong.core.errors import UserError
 from genolong.runtime import ranks
-from genolong.runtime.precision import CHOICES, resolve_precision
+from genolong.runtime.quiet import quiet_lightning
+from genolong.tasks.settings import TrainConfig
 from genolong.training.checkpoints import SafeCheckpointIO
-from genolong.training.console import StepProgress, quiet_lightning
+from genolong.training.console import StepProgress
 from genolong.training.stopping import StopOnSignal
 
 log = logging.getLogger(__name__)
-
-PRECISIONS = ("auto", "32", "bf16", "32-true", "bf16-mixed", "16-mixed", "bf16-true")
-
-
-@dataclass
-class TrainConfig:
-    """Optimisation and run settings (defaults: BigBird Table 21 where it says).
-
-    Attributes:
-        max_steps: optimizer steps.
-        batch_size: windows per device per micro-batch.
-        accumulate_grad_batches: micro-batches per optimizer step.
-        learning_rate, warmup_steps: AdamW with linear warm-up, then linear decay to 0
-            at ``max_steps`` (BigBird: 1e-4, 10k warm-up).
-        weight_decay, max_grad_norm: AdamW decoupled weight decay; gradient clipping.
-        precision: ``auto`` = bf16-mixed on a GPU that supports it (else 16-mixed), and on a CPU
-            :func:`genolong.runtime.precision.resolve_precision`'s choice (bf16-mixed where native bf16 is
-            measured fast, else 32-true); ``32``, ``bf16``, or any Lightning precision string of ``PRECISIONS``.
-        gradient_checkpointing: recompute activations in the backward pass.
-        val_every_steps, val_windows: validation cadence and size (a fixed subset).
-        checkpoint_every_steps: also a checkpoint at the end; ``last.ckpt`` always.
-        log_every_steps: logging cadence.
-        num_workers: DataLoader worker processes.
-        seed: the run seed (initial weights, dropout, data order, masking).
-        accelerator, devices, num_nodes, strategy: passed to Lightning (``ddp`` for multi-GPU
-            and multi-node).
-    """
-
-    max_steps: int = 1000
-    batch_size: int = 8
-    accumulate_grad_batches: int = 1
-    learning_rate: float = 1e-4
-    warmup_steps: int = 100
-    weight_decay: float = 0.01
-    max_grad_norm: float = 1.0
-    precision: str = "auto"
-    gradient_checkpointing: bool = False
-    val_every_steps: int = 200
-    val_windows: int = 64
-    checkpoint_every_steps: int = 500
-    log_every_steps: int = 10
-    num_workers: int = 0
-    seed: int = 0
-    accelerator: str = "auto"
-    devices: int | str = "auto"
-    num_nodes: int = 1
-    strategy: str = "auto"
-
-    def __post_init__(self) -> None:
-        for name in ("max_steps", "batch_size", "accumulate_grad_batches", "val_every_steps", "val_windows",
-                     "checkpoint_every_steps", "log_every_steps", "num_nodes"):
-            _require_int(self, name, 1)
-        for name in ("warmup_steps", "num_workers", "seed"):
-            _require_int(self, name, 0)
-        _require_number(self, "learning_rate", positive=True)
-        _require_number(self, "weight_decay")
-        _require_number(self, "max_grad_norm")
-        if self.precision not in PRECISIONS:
-            raise ConfigError(f"unknown precision {self.precision!r}; choose one of: {', '.join(PRECISIONS)}")
-        check_device_settings(self.accelerator, self.devices)
-
-    def validation_interval(self) -> int:
-        """Optimizer steps between validations: ``val_every_steps``, or ``max_steps`` for a run
-        shorter than that, so that every run validates at least once, at its end."""
-        if self.val_every_steps > self.max_steps:
-            log.info("validating at the end of the run: max_steps=%d is below val_every_steps=%d",
-                     self.max_steps, self.val_every_steps)
-            return self.max_steps
-        return self.val_every_steps
-
-    def uses_gpu(self) -> bool:
-        """Whether Lightning will train on CUDA GPUs with this accelerator on this machine."""
-        return _uses_gpu(self.accelerator)
-
-    def resolved_precision(self) -> str:
-        if self.precision == "auto" and self.uses_gpu():
-            return "bf16-mixed" if torch.cuda.is_bf16_supported() else "16-mixed"
-        if self.precision in CHOICES:
-            return resolve_precision(self.precision, gpu=self.uses_gpu())
-        return self.precision
-
-    def check_hardware(self) -> None:
-        """Raise UserError when this machine lacks what the accelerator, devices and precision ask for."""
-        check_device_hardware(self.accelerator, self.devices)
-        check_num_nodes(self.num_nodes)
-        if not self.uses_gpu() and self.precision == "16-mixed":
-            raise UserError("precision '16-mixed' needs a GPU (Lightning would silently train in bf16 on the CPU)",
-                            hint="use --precision 32-true or auto on the CPU")
-
-
-#: Lightning accelerators a run may ask for.
-ACCELERATORS = ("auto", "cpu", "gpu", "cuda", "mps")
-
-
-def check_device_settings(accelerator: str, devices: int | str) -> None:
-    """ConfigError for an accelerator Lightning is not asked for here or malformed ``devices``
-    (shared by training runs and ``scan``: Lightning would raise a multi-line traceback)."""
-    if accelerator not in ACCELERATORS:
-        raise ConfigError(f"unknown accelerator {accelerator!r}; choose one of: {', '.join(ACCELERATORS)}")
-    if not _valid_devices(devices):
-        raise ConfigError(f"devices must be 'auto', a number of devices >= 1 or GPU indices like '0,1', "
-                          f"got {devices!r}")
-
-
-def check_device_hardware(accelerator: str, devices: int | str) -> None:
-    """UserError when this machine lacks the GPUs that ``accelerator`` and ``devices`` ask for."""
-    if accelerator in ("gpu", "cuda") and not torch.cuda.is_available():
-        raise UserError(f"accelerator {accelerator!r}: no CUDA GPU is available on this machine",
-                        hint="use --accelerator cpu, or auto")
-    if accelerator == "mps" and not torch.backends.mps.is_available():
-        raise UserError("accelerator 'mps': no Apple GPU is available on this machine",
-                        hint="use --accelerator cpu, or auto")
-    if _uses_gpu(accelerator) and devices != "auto":
-        wanted = max(_device_indices(devices)) + 1
-        if wanted > torch.cuda.device_count():
-            raise UserError(f"devices {devices!r} needs {wanted} GPUs; this machine has {torch.cuda.device_count()}")
-
-
-#: Variables a multi-node launch sets on every node: SLURM, torchrun, LSF, or Lightning's own
-#: (``NODE_RANK`` with ``MASTER_ADDR``, set by hand or by a scheduler script).
-_NODE_LAUNCH_VARIABLES = ("SLURM_NTASKS", "TORCHELASTIC_RUN_ID", "LSB_JOBID", "NODE_RANK")
-
-
-def check_num_nodes(num_nodes: int) -> None:
-    """UserError for ``num_nodes > 1`` outside a multi-node launch: the process would wait forever
-    for nodes that were never started."""
-    if num_nodes > 1 and not any(name in os.environ for name in _NODE_LAUNCH_VARIABLES):
-        raise UserError(f"--num-nodes {num_nodes}: no multi-node launch found (none of "
-                        f"{', '.join(_NODE_LAUNCH_VARIABLES)} is set)",
-                        hint="start one process per node under SLURM (srun) or torchrun, or set NODE_RANK, "
-                        "MASTER_ADDR and MASTER_PORT on each node")
-
-
-def _uses_gpu(accelerator: str) -> bool:
-    return accelerator in ("gpu", "cuda") or (accelerator == "auto" and torch.cuda.is_available())
-
-
-def _require_int(config: TrainConfig, name: str, minimum: int) -> None:
-    value = getattr(config, name)
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ConfigError(f"{name} must be an integer >= {minimum}, got {value!r}")
-
-
-def _require_number(config: TrainConfig, name: str, *, positive: bool = False) -> None:
-    """``config.<name>`` must be a finite number, > 0 when ``positive``, else >= 0."""
-    value = getattr(config, name)
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or (
-            value <= 0 if positive else value < 0):
-        raise ConfigError(f"{name} must be a finite number {'>' if positive else '>='} 0, got {value!r}")
-
-
-def _valid_devices(devices: int | str) -> bool:
-    """'auto', a count >= 1 (also as text), or comma-separated GPU indices ('0,1', '2,')."""
-    if devices == "auto":
-        return True
-    if isinstance(devices, bool):
-        return False
-    if isinstance(devices, int):
-        return devices >= 1
-    return isinstance(devices, str) and re.fullmatch(r"\d+(,\d+)*,?", devices.strip()) is not None
-
-
-def _device_indices(devices: int | str) -> list[int]:
-    """The GPU indices ``devices`` (a count or a list) uses."""
-    if isinstance(devices, str) and "," in devices:
-        return [int(index) for index in devices.split(",") if index.strip()]
-    return list(range(int(devices)))
 
 
 def warmup_linear_decay(optimizer: torch.optim.Optimizer, warmup_steps: int, max_steps: int):

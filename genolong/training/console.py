@@ -4,8 +4,8 @@ Lightning's defaults add a model-summary table, a bar over micro-batches titled
 ``Epoch 0/-2`` with every logged value (``v_num``, learning rates...), hardware and tip lines
 (each printed twice, by Lightning's handler and the CLI's), and warnings that do not concern
 a genolong run, such as the one about resuming mid epoch, which genolong does exactly.
-:class:`StepProgress` is the bar; :func:`quiet_lightning` removes the rest unless genolong
-logs at DEBUG level (``genolong -v``).
+:class:`StepProgress` is the bar; :func:`genolong.runtime.quiet.quiet_lightning` removes the rest
+unless genolong logs at DEBUG level (``genolong -v``).
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import sys
-import warnings
 
 import lightning.pytorch as pl
 from lightning.pytorch.callbacks.progress.progress_bar import ProgressBar
@@ -24,15 +23,6 @@ from genolong.core.progress import progress_bar
 
 log = logging.getLogger(__name__)
 
-#: Lightning and torch warnings that say nothing to a genolong user (regular expressions).
-QUIET_WARNINGS = (
-    r"You're resuming from a checkpoint that ended before the epoch ended",  # genolong resumes mid epoch exactly
-    r"Checkpoint directory .* exists and is not empty",  # a resumed run's own checkpoints
-    r"The dirpath has changed from",  # a periodic checkpoint copied over last.ckpt
-    r"The number of training batches \(\d+\) is smaller than the logging interval",  # a smoke run
-    r"`isinstance\(treespec, LeafSpec\)` is deprecated",  # Lightning on a newer torch
-)
-
 #: What the bar shows when the run logs it: logged key, label, format.
 SHOWN = (
     ("train/loss", "loss", "{:.3f}"),
@@ -42,17 +32,6 @@ SHOWN = (
     ("val/f1", "val F1", "{:.3f}"),
     ("val/mean_auc", "val AUC", "{:.3f}"),
 )
-
-
-def quiet_lightning() -> None:
-    """Lightning's INFO lines and :data:`QUIET_WARNINGS` off, unless genolong logs at DEBUG level
-    (``genolong -v``), which turns Lightning's INFO lines back on."""
-    verbose = logging.getLogger("genolong").isEnabledFor(logging.DEBUG)
-    for name in ("lightning.pytorch", "lightning.fabric"):
-        logging.getLogger(name).setLevel(logging.INFO if verbose else logging.WARNING)
-    if not verbose:
-        for pattern in QUIET_WARNINGS:
-            warnings.filterwarnings("ignore", message=pattern)
 
 
 class StepProgress(ProgressBar):

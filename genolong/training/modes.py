@@ -16,37 +16,15 @@ and ``out`` (attention), ``up`` and ``down`` (feed-forward).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 
 from genolong.core.errors import ConfigError
+from genolong.tasks.settings import LoraSettings, check_mode
 
-MODES = ("full", "lora", "probe")
 #: The output head's module, trained in full in every mode.
 HEAD = "classifier"
-
-
-@dataclass
-class LoraSettings:
-    """LoRA's rank r, scaling alpha (the update is ``alpha / r * B A``), dropout on its input, and
-    the names of the linear modules it adapts."""
-
-    rank: int = 8
-    alpha: float = 16.0
-    dropout: float = 0.05
-    targets: list[str] = field(default_factory=lambda: ["qkv", "out", "up", "down"])
-
-    def __post_init__(self) -> None:
-        if self.rank < 1 or self.alpha <= 0 or not 0 <= self.dropout < 1 or not self.targets:
-            raise ConfigError(f"lora needs rank >= 1, alpha > 0, 0 <= dropout < 1 and target modules, got rank "
-                              f"{self.rank}, alpha {self.alpha}, dropout {self.dropout}, targets {self.targets}")
-
-
-def check_mode(mode: str) -> None:
-    if mode not in MODES:
-        raise ConfigError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
 
 
 def apply_mode(model: torch.nn.Module, mode: str, lora: LoraSettings) -> torch.nn.Module:

@@ -55,9 +55,10 @@ from genolong.model.configuration import GenolongConfig
 from genolong.model.loading import save_model
 from genolong.model.modeling import GenolongForMaskedLM
 from genolong.model.section import ModelSection
+from genolong.tasks.settings import TrainConfig
 from genolong.training.base import StepIndexedData, TrainingModule, check_run_identity
 from genolong.training.checkpoints import resume_checkpoint
-from genolong.training.common import TrainConfig, build_trainer
+from genolong.training.common import build_trainer
 from genolong.training.stopping import after_training, fit
 
 log = logging.getLogger(__name__)

@@ -103,7 +103,8 @@ def test_mixed_precision_with_gradient_clipping_trains(tmp_path):
     first GPU run): the optimizer must then be the multi-tensor one, and a step must run."""
     import lightning.pytorch as pl
 
-    from genolong.training.common import TrainConfig, adamw_with_schedule
+    from genolong.tasks.settings import TrainConfig
+    from genolong.training.common import adamw_with_schedule
 
     config = TrainConfig(max_steps=2, warmup_steps=1, max_grad_norm=1.0)
     model = torch.nn.Linear(4, 1)

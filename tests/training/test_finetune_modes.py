@@ -17,7 +17,8 @@ from genolong.cli.main import main
 from genolong.core.errors import ConfigError
 from genolong.model.configuration import GenolongConfig
 from genolong.model.modeling import GenolongForSequenceClassification
-from genolong.training.modes import LoraSettings, apply_mode, merged_model, trainable_parameters
+from genolong.tasks.settings import LoraSettings
+from genolong.training.modes import apply_mode, merged_model, trainable_parameters
 from genolong.training.probe import head_pooling
 
 

@@ -46,8 +46,8 @@ from genolong.core.errors import ConfigError
 from genolong.evaluation.benchmark_metrics import CLASSIFICATION
 from genolong.evaluation.leakage import LeakageSettings
 from genolong.model.loading import read_model_config
+from genolong.tasks.settings import check_mode
 from genolong.tasks.task import FinetuneConfig
-from genolong.training.modes import check_mode
 
 #: Dataset layouts -> the metric the suite's papers report (GUE: MCC, as DNABERT-2's maintainers
 #: state; Genomic Benchmarks: accuracy; NT downstream tasks: MCC, with F1 beside it).

@@ -45,8 +45,8 @@ from genolong.inference.scan.tracks import (
     SkippedTrack,
 )
 from genolong.inference.scan.windows import WindowBatches, WindowEncoder
+from genolong.runtime.devices import check_device_hardware, check_device_settings
 from genolong.tasks.task import load_classifier
-from genolong.training.common import check_device_hardware, check_device_settings
 
 log = logging.getLogger(__name__)
 
