@@ -35,15 +35,12 @@ of declarations:
   (``max_position_embeddings`` by default; None for SLED, whose chunks need the positions).
 * ``length_multiple(config)``: the encoder pads the token sequence (after the prepended global
   tokens) to a multiple of this, marking the padding False in ``padding_mask``; 1 by default.
-* ``encoder``: the encoder class that runs the layers, as ``"package.module.Class"``, so that
-  the attention never imports the model. Default: the plain
-  :class:`~genolong.model.encoder.Encoder`; VCC's compressing layers and SLED's chunking are
-  encoder subclasses (a model file next to the attention file).
 * ``masked_tokens_input``: the keyword under which a masked-LM model passes the masked positions
   ``(B, L)`` bool to the encoder (VCC's ``vip_mask``: the masked tokens are VIPs); None: not passed.
-* ``pooling``: for a sequence classifier, a module ``cls(config)`` mapping hidden states
-  ``(B, L, N)`` and ``attention_mask`` ``(B, L)`` (or None) to one vector ``(B, 1, N)`` (SLED's
-  fusion of every chunk), as ``"package.module.Class"``; None: the classifier reads [CLS].
+
+A backbone that changes the encoder itself (VCC's compressing layers, SLED's chunks) or pools a
+classifier's tokens its own way (SLED's fusion) registers those classes in :mod:`genolong.model`
+(:mod:`genolong.model.backbones`) under its name: the attention names no model class.
 
 Global tokens always come first in the sequence the attention sees. A sparse attention treats
 its first ``G`` tokens as global: the prepended ones, or for BigBird-ITC the first
@@ -62,9 +59,6 @@ from torch import nn
 
 from genolong.core.errors import ConfigError
 
-#: The encoder of every backbone that does not name another.
-PLAIN_ENCODER = "genolong.model.encoder.Encoder"
-
 
 class Attention(nn.Module, ABC):
     """Base class of the registered attentions: the contract's defaults (module docstring).
@@ -76,9 +70,7 @@ class Attention(nn.Module, ABC):
     attention_name: ClassVar[str] = "attention"
     config_defaults: ClassVar[dict[str, Any]] = {}
     accepts_query_subset: ClassVar[bool] = False
-    encoder: ClassVar[str] = PLAIN_ENCODER
     masked_tokens_input: ClassVar[str | None] = None
-    pooling: ClassVar[str | None] = None
 
     def __init__(self, config: Any, layer_idx: int = 0):
         super().__init__()

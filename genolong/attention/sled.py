@@ -47,8 +47,6 @@ class SledAttention(FullAttention):
         "sled_prefix_tokens": 0,
         "sled_chunks_per_call": 0,
     }
-    encoder = "genolong.model.sled.SledEncoder"
-    pooling = "genolong.model.sled.SledFusion"
 
     @classmethod
     def validate_config(cls, config: Any) -> None:

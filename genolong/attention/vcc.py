@@ -135,7 +135,6 @@ class VCCAttention(Attention):
         "vcc_warmup_window": 512,
         "vcc_central_vip_tokens": 0,
     }
-    encoder = "genolong.model.vcc.VCCEncoder"
     masked_tokens_input = "vip_mask"
 
     def __init__(self, config: Any, layer_idx: int = 0):

@@ -49,6 +49,11 @@ class Registry(Generic[T]):
             raise ConfigError(f"unknown {self.kind} {name!r}; choose one of: {', '.join(sorted(self.entries))}")
         return self.entries[name]
 
+    def find(self, name: str) -> T | None:
+        """The entry registered as ``name``, or None (for a table of optional entries)."""
+        self._load_builtins()
+        return self.entries.get(name)
+
     def names(self) -> list[str]:
         """The registered names, sorted."""
         self._load_builtins()

@@ -26,6 +26,7 @@ from genolong.core.errors import ConfigError
 from genolong.dna.sequence import read_fasta
 from genolong.experiments.compare import CompareConfig, Workspace, load_compare_config, run_comparison
 from genolong.model import modeling
+from genolong.model.backbones import ENCODERS, POOLINGS, register_encoder, register_pooling
 from genolong.model.configuration import GenolongConfig
 from genolong.model.encoder import Encoder
 from genolong.model.heads import IGNORE_INDEX
@@ -40,9 +41,7 @@ class ToyWindowAttention(Attention):
     """
 
     config_defaults = {"toy_radius": 8}
-    encoder = f"{__name__}.MaskedTokensEncoder"
     masked_tokens_input = "masked"
-    pooling = f"{__name__}.MeanPooling"
 
     def __init__(self, config, layer_idx: int = 0):
         super().__init__(config, layer_idx)
@@ -87,8 +86,11 @@ class MeanPooling(nn.Module):
 def toy():
     """Backbone "toy", registered for this module's tests."""
     register_attention("toy")(ToyWindowAttention)
+    register_encoder("toy")(MaskedTokensEncoder)
+    register_pooling("toy")(MeanPooling)
     yield "toy"
-    del ATTENTIONS.entries["toy"]
+    for registry in (ATTENTIONS, ENCODERS, POOLINGS):
+        del registry.entries["toy"]
 
 
 def toy_config(**overrides) -> GenolongConfig:
