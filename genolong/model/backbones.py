@@ -18,6 +18,7 @@ registers its classes; one elsewhere (a test's toy backbone) registers when it i
 from __future__ import annotations
 
 import pkgutil
+from pathlib import Path
 
 from torch import nn
 
@@ -25,9 +26,9 @@ from genolong.core.registry import Registry
 
 
 def _model_modules() -> list[str]:
-    import genolong.model
-
-    return [f"genolong.model.{module.name}" for module in pkgutil.iter_modules(genolong.model.__path__)]
+    """Every module of :mod:`genolong.model`: the built-in backbones register from theirs."""
+    package = __name__.rpartition(".")[0]
+    return [f"{package}.{module.name}" for module in pkgutil.iter_modules([str(Path(__file__).parent)])]
 
 
 #: The encoder class of each backbone that has its own (the others run :class:`~genolong.model.encoder.Encoder`).

@@ -175,7 +175,7 @@ def section_pretrain(plan: CheckPlan, out: Path, say) -> list[dict]:
     """``genolong pretrain`` of the shipped sample (tiny preset) on this device, in a child process."""
     run_dir = out / "pretrain"
     accelerator = "gpu" if plan.device.type == "cuda" else "cpu"
-    command = [sys.executable, "-m", "genolong.cli.main", "pretrain", "--out", str(run_dir), "--accelerator",
+    command = [sys.executable, "-m", "genolong", "pretrain", "--out", str(run_dir), "--accelerator",
                accelerator, "--max-steps", str(plan.pretrain_steps), "--set",
                f"train.val_every_steps={plan.pretrain_steps}"]
     started = time.perf_counter()

@@ -126,7 +126,7 @@ def compare_inference(out: Path, device: torch.device, say: Callable[[str], None
             directory = out / label
             directory.mkdir(parents=True, exist_ok=True)
             arguments, output = commands(inputs, directory)[tool]
-            done = subprocess.run([sys.executable, "-m", "genolong.cli.main", *arguments, "--accelerator", chosen,
+            done = subprocess.run([sys.executable, "-m", "genolong", *arguments, "--accelerator", chosen,
                                    "--precision", precision],
                                   capture_output=True, text=True, cwd=out)  # no checkout shadows the package
             (directory / f"{tool}.log").write_text(done.stdout + done.stderr)
