@@ -207,13 +207,13 @@ def test_imports_resolve_absolute_relative_and_nested_forms(tmp_path):
 def test_a_class_path_written_as_a_string_counts_as_an_import(tmp_path):
     source = tmp_path / "vcc.py"
     source.write_text('"""Docs naming genolong.model.vcc.VCCEncoder in prose."""\nencoder = "genolong.model.vcc.VCCEncoder"\n'
-                      'key = "genolong.encoder.embeddings.token.weight"\nrun = f"genolong.commands.{1}"\n')
-    known = {"genolong.model.vcc", "genolong.model", "genolong.attention.vcc", "genolong.commands"}
+                      'key = "genolong.encoder.embeddings.token.weight"\nrun = f"genolong.cli.commands.{1}"\n')
+    known = {"genolong.model.vcc", "genolong.model", "genolong.attention.vcc", "genolong.cli.commands"}
     graph = {"genolong.attention.vcc": imported_modules("genolong.attention.vcc", source, known),
-             "genolong.model.vcc": set(), "genolong.commands": set()}
-    assert graph["genolong.attention.vcc"] == {"genolong.model.vcc", "genolong.commands"}
-    assert imports_against_the_order(graph, order=("attention", "model", "commands")) == [
-        "genolong.attention.vcc (attention) -> genolong.commands (commands)",
+             "genolong.model.vcc": set(), "genolong.cli.commands": set()}
+    assert graph["genolong.attention.vcc"] == {"genolong.model.vcc", "genolong.cli.commands"}
+    assert imports_against_the_order(graph, order=("attention", "model", "cli")) == [
+        "genolong.attention.vcc (attention) -> genolong.cli.commands (cli)",
         "genolong.attention.vcc (attention) -> genolong.model.vcc (model)"]
 
 
