@@ -37,8 +37,8 @@ import torch
 
 from genolong.attention.bigbird import BigBirdAttention
 from genolong.attention.paths import _attend, _chunk_blocks
-from genolong.bench.attention import BenchSize, floor_model
-from genolong.bench.attention import measure as measure_call
+from genolong.experiments.bench.attention import BenchSize, floor_model
+from genolong.experiments.bench.attention import measure as measure_call
 from genolong.model.modeling import GenolongConfig
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
@@ -47,7 +47,7 @@ TARGET_SHARE = 0.25
 
 def best_time(call: Callable[[], object], repeats: int) -> float:
     """Best wall time of ``repeats`` calls after one untimed call, seconds (the benchmark's own
-    :func:`genolong.bench.attention.measure`, with no time budget)."""
+    :func:`genolong.experiments.bench.attention.measure`, with no time budget)."""
     return measure_call(call, repeats, budget_s=float("inf"))["time_s"]
 
 

@@ -29,11 +29,11 @@ def main() -> None:
     args = parser.parse_args()
     tokenizer = args.out / "tokenizer"
     if not (tokenizer / "tokenizer.json").exists():
-        subprocess.run([sys.executable, "-m", "genolong.cli", "tokenizer", "train", "--genome", str(args.genome),
+        subprocess.run([sys.executable, "-m", "genolong.cli.main", "tokenizer", "train", "--genome", str(args.genome),
                         "--out", str(tokenizer), "--force"], check=True, stdout=subprocess.DEVNULL)
     corpus = args.out / f"corpus_p{args.passes}"
     subprocess.run(["rm", "-rf", str(corpus)], check=True)
-    argv = [sys.executable, "-m", "genolong.cli", "corpus", "build", "--genome", str(args.genome),
+    argv = [sys.executable, "-m", "genolong.cli.main", "corpus", "build", "--genome", str(args.genome),
             "--tokenizer", str(tokenizer), "--out", str(corpus), "--passes", str(args.passes)]
     start = time.perf_counter()
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

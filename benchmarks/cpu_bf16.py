@@ -22,7 +22,7 @@ amortised over a large input.
 
 Printed beside each: CPU seconds of the process (all threads), the bf16 / float32 speed-up of wall
 and CPU time, the largest |bf16 - float32| of the written scores, the load average; and the probe
-that ``--precision auto`` runs (:func:`genolong.cpu_bf16.matmul_rates`: 512^2 products)
+that ``--precision auto`` runs (:func:`genolong.runtime.cpu_bf16.matmul_rates`: 512^2 products)
 with this CPU's flags. On a machine shared with other jobs, the CPU-time ratio is the steadier one.
 
 Usage::
@@ -51,14 +51,14 @@ from scan import real_genome  # noqa: E402
 from variants import write_snvs  # noqa: E402
 
 from genolong.classifier.directory import Classifier, default_promoter_model  # noqa: E402
-from genolong.cli import main as genolong_main  # noqa: E402
-from genolong.cpu_bf16 import PROBE_SIZE, matmul_rates  # noqa: E402
+from genolong.cli.main import main as genolong_main  # noqa: E402
 from genolong.dna.genome import Genome  # noqa: E402
 from genolong.inference.loop import ScanModule  # noqa: E402
 from genolong.inference.scan.plan import ScanPlan, whole_chromosomes  # noqa: E402
 from genolong.inference.scan.windows import WindowBatches, WindowEncoder  # noqa: E402
-from genolong.precision import cpu_bf16  # noqa: E402
 from genolong.resources import sample_genome  # noqa: E402
+from genolong.runtime.cpu_bf16 import PROBE_SIZE, matmul_rates  # noqa: E402
+from genolong.runtime.precision import cpu_bf16  # noqa: E402
 
 #: The chromatin model's size: the "small" BigBird of the measurements quoted in the issue (256 x 4).
 SMALL = {"model.hidden_size": 256, "model.num_hidden_layers": 4, "model.num_attention_heads": 4,

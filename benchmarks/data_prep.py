@@ -44,7 +44,7 @@ def run_measured(argv: list[str]) -> tuple[float, float]:
 def bench_prepare(fasta: Path, bases: int, work: Path) -> dict:
     out = work / (fasta.name + ".bgz")
     seconds, rss = run_measured(
-        [sys.executable, "-m", "genolong.cli", "genome", "prepare", str(fasta), "--out", str(out)]
+        [sys.executable, "-m", "genolong.cli.main", "genome", "prepare", str(fasta), "--out", str(out)]
     )
     return {
         "input": fasta.name,
@@ -99,8 +99,8 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
 
 
 def bench_downloads(size_mb: int, work: Path) -> list[dict]:
-    from genolong.data_prep.integrity import Checksum, file_digests
-    from genolong.data_prep.transfer import download
+    from genolong.prep.integrity import Checksum, file_digests
+    from genolong.prep.transfer import download
 
     served = work / "served"
     served.mkdir()

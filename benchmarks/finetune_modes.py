@@ -2,7 +2,7 @@
 
 A base-size BigBird classifier (768 x 12, 12 heads, FFN 3072, block 64, 32K vocabulary: the
 shape of GENA-LM's ``gena-lm-bigbird-base-t2t``) with random weights takes training steps on
-``--tokens`` tokens (4,096 by default) in each mode (:mod:`genolong.tasks.modes`): AdamW over
+``--tokens`` tokens (4,096 by default) in each mode (:mod:`genolong.training.modes`): AdamW over
 the trainable parameters, forward, backward, update; with ``--checkpointing both`` each mode also
 runs with gradient checkpointing (``train.gradient_checkpointing``). The first step (allocation,
 warm-up, compilation) is not timed; the table shows the median of the others.
@@ -39,10 +39,11 @@ def one_mode(mode: str, args: argparse.Namespace, checkpointing: bool) -> dict:
     """Train ``args.steps`` steps in ``mode`` in this process; its counts, peak memory and step times."""
     import torch
 
-    from genolong.memory import proc_status_mb, reset_peak_memory
+    from genolong.core.memory import proc_status_mb, reset_peak_memory
     from genolong.model.configuration import GenolongConfig
     from genolong.model.modeling import GenolongForSequenceClassification
-    from genolong.tasks.modes import LoraSettings, apply_mode, trainable_parameters
+    from genolong.tasks.settings import LoraSettings
+    from genolong.training.modes import apply_mode, trainable_parameters
 
     device = torch.device(args.device)
     torch.manual_seed(0)

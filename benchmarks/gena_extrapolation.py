@@ -95,9 +95,9 @@ def write_source(shared: Path, out: Path, args: argparse.Namespace) -> dict:
 def pretrain_briefly(model_dir: Path, corpus_dir: Path, steps: int, args: argparse.Namespace) -> None:
     """``steps`` MLM steps at the model's length on the corpus' training split, saved in place."""
     from genolong.datasets.corpus import Corpus
+    from genolong.experiments.extrapolate import ExtrapolationConfig, MaskedLMScorer
     from genolong.model.loading import load_model_tokenizer, read_model_config, save_model
     from genolong.model.modeling import GenolongForMaskedLM
-    from genolong.tasks.extrapolate import ExtrapolationConfig, MaskedLMScorer
 
     config = read_model_config(model_dir)
     tokenizer = load_model_tokenizer(model_dir, config)
@@ -110,7 +110,7 @@ def pretrain_briefly(model_dir: Path, corpus_dir: Path, steps: int, args: argpar
 
 
 def main(argv: list[str] | None = None) -> int:
-    from genolong.cli import main as genolong
+    from genolong.cli.main import main as genolong
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--shared-data", type=Path, default=Path("../shared/data"))

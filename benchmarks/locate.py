@@ -2,7 +2,7 @@
 
 BigBird's chromatin task (App. F.3) needs the 8,000-bp GRCh37 window around each of the
 4.4M DeepSEA training inputs (1,000 bp), found again by exact match on either strand
-(data_prep/locate.py). GRCh37 is not available offline, so the measurement has two parts:
+(genolong/prep/locate.py). GRCh37 is not available offline, so the measurement has two parts:
 
 1. Real DNA: C. elegans chrX (17.7 Mbp, ``ce2chrX.fa.gz``): FASTA read rate, index build
    rate, locate rate for 1,000-bp windows sampled from it (half reverse-complemented, 2%
@@ -31,9 +31,9 @@ from pathlib import Path
 
 import numpy as np
 
-from genolong.data_prep.locate import GenomeIndex
 from genolong.datasets.chromatin import LocateStatus
 from genolong.dna.sequence import read_fasta, reverse_complement_rows
+from genolong.prep.locate import GenomeIndex
 
 REPO = Path(__file__).resolve().parents[1]
 CE_X = REPO.parent / "shared" / "data" / "genomes" / "ce2chrX.fa.gz"

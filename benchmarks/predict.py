@@ -57,8 +57,8 @@ def chromatin_model(work: Path, overrides: dict | None = None) -> Path:
     from genolong.dna.tokenizer import TokenizerTrainConfig, load_tokenizer, train_tokenizer
     from genolong.evaluation.profiles import chromatin_profiles
     from genolong.resources import sample_genome
-    from genolong.tasks.model_setup import build_classifier_model
     from genolong.tasks.task import load_finetune_config
+    from genolong.training.model_setup import build_classifier_model
 
     config = load_finetune_config("chromatin", "chromatin_tiny", overrides)
     tokenizer_dir = work / "tokenizer"
@@ -77,7 +77,7 @@ def chromatin_model(work: Path, overrides: dict | None = None) -> Path:
 
 
 def run_case(command: list[str], records: int, windows_per_record: int) -> dict:
-    from genolong.cli import main
+    from genolong.cli.main import main
 
     started = time.perf_counter()
     code = main(command)

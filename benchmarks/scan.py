@@ -58,7 +58,7 @@ GRCH37_BP = 3_101_804_739
 
 def real_genome(shared: Path, length: int, work: Path) -> Path:
     """The first ``length`` bp of ce2 chrX as bgzip + .fai/.gzi."""
-    from genolong.data_prep.genome_prepare import prepare_genome
+    from genolong.prep.genome_prepare import prepare_genome
 
     sequence = next(Genome(shared / "genomes" / "ce2chrX.fa.gz").records()).sequence[:length]
     write_fasta(work / "raw.fa", [("chrX", sequence)])

@@ -22,13 +22,13 @@ import time
 from datetime import date
 from pathlib import Path
 
-#: The children's working directory: not a checkout, so that ``-m genolong.cli`` imports the installed genolong.
+#: The children's working directory: not a checkout, so that ``-m genolong.cli.main`` imports the installed genolong.
 NEUTRAL = tempfile.gettempdir()
 
 
 def commands() -> list[list[str]]:
     """Every parser's ``--help`` (groups and their sub-commands), ``--version`` and one argument error."""
-    from genolong.cli import build_parser
+    from genolong.cli.main import build_parser
 
     found = [["--version"], ["--help"]]
 
@@ -44,9 +44,9 @@ def commands() -> list[list[str]]:
 
 
 def timed(python: str, argv: list[str]) -> tuple[float, float]:
-    """(wall seconds, CPU seconds of the child) of ``python -m genolong.cli ARGV``."""
+    """(wall seconds, CPU seconds of the child) of ``python -m genolong.cli.main ARGV``."""
     start = time.perf_counter()
-    process = subprocess.Popen([python, "-m", "genolong.cli", *argv], stdout=subprocess.DEVNULL,
+    process = subprocess.Popen([python, "-m", "genolong.cli.main", *argv], stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL, cwd=NEUTRAL)  # each interpreter's own genolong
     _, _, usage = os.wait4(process.pid, 0)
     return time.perf_counter() - start, usage.ru_utime + usage.ru_stime

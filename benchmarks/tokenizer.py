@@ -36,7 +36,7 @@ def run_measured(argv: list[str]) -> tuple[float, float]:
 
 
 def train(genome: Path, out: Path, sample_bp: int, regions: list[str]) -> tuple[float, float]:
-    argv = [sys.executable, "-m", "genolong.cli", "tokenizer", "train", "--genome", str(genome), "--out", str(out),
+    argv = [sys.executable, "-m", "genolong.cli.main", "tokenizer", "train", "--genome", str(genome), "--out", str(out),
             "--vocab-size", "32000", "--sample-bp", str(sample_bp), "--force"]
     for region in regions:
         argv += ["--region", region]

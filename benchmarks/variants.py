@@ -48,12 +48,12 @@ from predict import chromatin_model  # noqa: E402 (the benchmarks folder is not 
 
 import genolong.inference.variants.run  # noqa: E402, F401 (imported before any clock starts)
 from genolong.classifier.directory import Classifier, TaskInfo, default_promoter_model  # noqa: E402
-from genolong.cli import main as genolong_main  # noqa: E402
+from genolong.cli.main import main as genolong_main  # noqa: E402
 from genolong.dna.sequence import read_fasta  # noqa: E402
 from genolong.dna.tokenizer import load_tokenizer  # noqa: E402
 from genolong.resources import sample_genome  # noqa: E402
-from genolong.tasks.model_setup import build_classifier_model  # noqa: E402
 from genolong.tasks.task import load_finetune_config  # noqa: E402
+from genolong.training.model_setup import build_classifier_model  # noqa: E402
 
 #: The memory series' tiny model: ``promoter_tiny`` cut down (one layer of width 16, 64 tokens).
 TINY = {"max_len": 64, "model.hidden_size": 16, "model.num_hidden_layers": 1, "model.num_attention_heads": 2,
@@ -107,7 +107,7 @@ def run_case(vcf: Path, model: Path, out: Path, count: int, *options: str) -> di
 def peak_memory(vcf: Path, model: Path, out: Path) -> dict:
     """Peak RSS of one score-variants run in a fresh one-thread process (its own ``ru_maxrss``), the
     peak of the Python allocations (numpy included) made while it scores, both in MB, and its CPU seconds."""
-    code = ("import resource, sys, tracemalloc, torch; torch.set_num_threads(1); from genolong.cli import main; "
+    code = ("import resource, sys, tracemalloc, torch; torch.set_num_threads(1); from genolong.cli.main import main; "
             f"tracemalloc.start(); code = main({score_command(vcf, model, out)!r}); "
             "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, tracemalloc.get_traced_memory()[1]); "
             "raise SystemExit(code)")

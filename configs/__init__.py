@@ -9,7 +9,7 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-from genolong.errors import UserError
+from genolong.core.errors import UserError
 
 
 def preset_dir(kind: str) -> Path:

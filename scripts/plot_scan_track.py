@@ -29,7 +29,7 @@ import numpy as np  # noqa: E402
 import pyBigWig  # noqa: E402
 
 from genolong.classifier.directory import Classifier, default_promoter_model  # noqa: E402
-from genolong.cli import main as genolong  # noqa: E402
+from genolong.cli.main import main as genolong  # noqa: E402
 from genolong.dna.genome import Genome  # noqa: E402
 from genolong.dna.sequence import read_fasta, write_fasta  # noqa: E402
 

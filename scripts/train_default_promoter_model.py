@@ -62,12 +62,7 @@ import torch
 
 from genolong.classifier.directory import Classifier, default_promoter_model
 from genolong.classifier.records import best_window_probabilities, record_stride
-from genolong.data_prep.genome_prepare import prepare_genome
-from genolong.data_prep.source_split import (
-    SOURCE_SPLITS,
-    build_source_split_dataset,
-    load_source_split_config,
-)
+from genolong.core.files import atomic_path
 from genolong.datasets.promoter import load_manifest, load_split
 from genolong.evaluation.cross_source import format_pair_table, pair_metrics
 from genolong.evaluation.kmer_models import fit_kmer_model, fit_stack
@@ -77,7 +72,6 @@ from genolong.evaluation.metrics import (
     format_metrics_table,
     promoter_metrics,
 )
-from genolong.files import atomic_path
 from genolong.inference.scan.threshold import (
     Background,
     PromoterSource,
@@ -85,9 +79,11 @@ from genolong.inference.scan.threshold import (
     card_section,
     install_scan_calibration,
 )
-from genolong.tasks.finetune import run_finetune
+from genolong.prep.genome_prepare import prepare_genome
+from genolong.prep.source_split import SOURCE_SPLITS, build_source_split_dataset, load_source_split_config
 from genolong.tasks.labelled import network_and_kmer_logits
 from genolong.tasks.task import load_finetune_config
+from genolong.training.finetune import run_finetune
 
 REPO = Path(__file__).resolve().parents[1]
 SPEC = "default"

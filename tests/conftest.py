@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,10 +13,15 @@ from genolong.dna.sequence import read_fasta
 from genolong.resources import sample_genome
 
 REPO = Path(__file__).resolve().parents[1]
+# The test files live in one folder per package (tests/dna/, tests/cli/, ...) under unique names, and some
+# import another's helpers by name (``from test_predict import read_tsv``): every folder is on the path, as
+# pytest's prepend import mode puts it there once one of its files is collected, but before any is.
+sys.path[:0] = [str(folder) for folder in sorted((REPO / "tests").iterdir())
+                if folder.is_dir() and any(folder.glob("test_*.py"))]
 TEST_DATA = REPO / "tests" / "data"
 SHARED_DATA = Path(os.environ.get("GENOLONG_SHARED_DATA", REPO.parent / "shared" / "data"))
 # ``--precision auto`` is float32 in every test and the commands they start (module fixtures included), so that
-# the tests give the same numbers on CPUs with and without native bf16; tests/test_precision.py covers the rest.
+# the tests give the same numbers on CPUs with and without native bf16; tests/runtime/test_precision.py covers the rest.
 os.environ["GENOLONG_PRECISION"] = "32"
 
 

@@ -1,13 +1,17 @@
-"""The package's shape: imports point one way, no cycles, small modules.
+"""The package's shape: imports point one way, no cycles, small modules, and the cuts hold.
 
-The import graph is read from the source (every ``import`` statement, including those
-inside functions, which would otherwise hide a cycle), not from what happens to be loaded.
+The import graph is read from the source (every ``import`` statement, including those inside
+functions, which would otherwise hide a cycle, and every string that names a module or a class
+in one, such as ``"genolong.model.vcc.VCCEncoder"``, which importlib would resolve), not from what
+happens to be loaded.
 """
 
 from __future__ import annotations
 
 import ast
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,34 +19,58 @@ import pytest
 import genolong
 
 PACKAGE_ROOT = Path(genolong.__file__).parent
-#: ``data_prep/`` sits at the top of the repository and installs as ``genolong.data_prep``.
-DATA_PREP_ROOT = PACKAGE_ROOT.parent / "data_prep"
+REPO = PACKAGE_ROOT.parent
 MAX_LINES = 400
-#: Packages the data builders must not depend on: they train, run models or parse commands.
-TRAINING = ("genolong.tasks", "genolong.commands", "genolong.model", "genolong.attention", "genolong.inference",
-            "genolong.bench", "genolong.classifier", "genolong.convert", "genolong.benchmark")
-#: The package order: a package imports only the packages before it (and itself). ``core`` is every
-#: module at the top of ``genolong/`` and the data packages ``resources`` and ``configs``.
-PACKAGE_ORDER = ("core", "dna", "attention", "config", "model", "datasets", "classifier", "convert", "evaluation",
-                 "tasks", "inference", "bench", "benchmark", "data_prep", "commands")
+#: The package order: a package imports only the packages before it (and itself). ``core`` also
+#: holds ``genolong/__init__.py`` and the shipped data of :data:`CORE_PACKAGES`.
+PACKAGE_ORDER = ("core", "runtime", "dna", "attention", "config", "model", "datasets", "classifier", "convert",
+                 "evaluation", "tasks", "training", "inference", "experiments", "prep", "cli")
+#: Data packages: ``genolong/resources/`` and ``configs/`` (at the top of the repository, installed as
+#: ``genolong.configs``).
 CORE_PACKAGES = ("resources", "configs")
-ARCHITECTURE_PAGE = PACKAGE_ROOT.parent / "docs" / "architecture.md"
+#: Imports the order allows that the cut forbids: inference never trains; the data builders never
+#: build, convert or run a model.
+FORBIDDEN_PACKAGES = {
+    "inference": ("training",),
+    "prep": ("attention", "model", "classifier", "convert", "training", "inference", "experiments"),
+}
+#: Libraries that are torch or import it.
+TORCH_LIBRARIES = ("torch", "lightning", "pytorch_lightning", "transformers", "peft", "captum", "torchmetrics")
+#: Libraries each package must not import: core starts without torch (the CLI parses arguments at
+#: once); task definitions know no Lightning; only the CLI parses arguments.
+FORBIDDEN_LIBRARIES = {package: ("argparse",) for package in PACKAGE_ORDER if package != "cli"}
+FORBIDDEN_LIBRARIES["core"] += TORCH_LIBRARIES
+FORBIDDEN_LIBRARIES["tasks"] += ("lightning", "pytorch_lightning")
+ARCHITECTURE_PAGE = REPO / "docs" / "architecture.md"
+#: A string that names a genolong module or something in one (a trailing dot: an f-string's head).
+DOTTED_NAME = re.compile(r"genolong(?:\.[A-Za-z_]\w*)+\.?")
 
 
 def module_files() -> dict[str, Path]:
     """Every module of the installed package: dotted name -> source file."""
-    files = {}
-    for root, prefix in ((PACKAGE_ROOT, "genolong"), (DATA_PREP_ROOT, "genolong.data_prep")):
-        for path in sorted(root.rglob("*.py")):
-            parts = path.relative_to(root).with_suffix("").parts
-            if parts[-1] == "__init__":
-                parts = parts[:-1]
-            files[".".join((prefix, *parts))] = path
+    files = {"genolong.configs": REPO / "configs" / "__init__.py"}
+    for path in sorted(PACKAGE_ROOT.rglob("*.py")):
+        parts = path.relative_to(PACKAGE_ROOT).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        files[".".join(("genolong", *parts))] = path
     return files
 
 
+def _named_module(text: str, known: set[str]) -> str | None:
+    """The longest known module that ``text`` (a dotted name) names or names something in; None
+    for the bare package (``"genolong.encoder.embeddings.token.weight"`` is a weight's key)."""
+    parts = text.rstrip(".").split(".")
+    for end in range(len(parts), 1, -1):
+        if ".".join(parts[:end]) in known:
+            return ".".join(parts[:end])
+    return None
+
+
 def imported_modules(name: str, path: Path, known: set[str]) -> set[str]:
-    """The package modules that module ``name`` (at ``path``) imports anywhere in its body."""
+    """The package modules that module ``name`` (at ``path``) imports anywhere in its body, or
+    names in a string (of another package: a string naming its own package's modules is a
+    registry that loads them)."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found = set()
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
@@ -57,9 +85,25 @@ def imported_modules(name: str, path: Path, known: set[str]) -> set[str]:
             # ``from package import submodule`` depends on the submodule; any other name on ``module``.
             candidates = [f"{module}.{alias.name}" if f"{module}.{alias.name}" in known else module
                           for alias in node.names]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and DOTTED_NAME.fullmatch(node.value):
+            # Within a package, a name in a string is a registry loading its own modules, by design.
+            named = _named_module(node.value, known)
+            candidates = [named] if named and package_of(named) != package_of(name) else []
         else:
             continue
         found.update(candidate for candidate in candidates if candidate in known and candidate != name)
+    return found
+
+
+def external_imports(path: Path) -> set[str]:
+    """The top-level names of the libraries (standard or not) the module at ``path`` imports anywhere."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found.add(node.module.split(".")[0])
+    found.discard("genolong")
     return found
 
 
@@ -70,15 +114,15 @@ def import_graph() -> dict[str, set[str]]:
 
 
 def package_of(module: str) -> str:
-    """The package of the order that ``module`` belongs to: ``genolong.tasks.finetune`` -> ``tasks``;
-    ``genolong``, ``genolong.errors`` and the modules of ``CORE_PACKAGES`` -> ``core``. A package
-    absent from the order is returned by name (and fails :func:`test_every_package_has_a_place`)."""
+    """The package of the order that ``module`` belongs to: ``genolong.training.finetune`` -> ``training``;
+    ``genolong`` and the modules of ``CORE_PACKAGES`` -> ``core``; ``genolong.__main__`` -> ``cli``. A package absent from the order is
+    returned by name (and fails :func:`test_every_package_has_a_place_in_the_order`)."""
     parts = module.split(".")
+    if module == "genolong.__main__":  # ``python -m genolong``: the command line
+        return "cli"
     if len(parts) == 1 or parts[1] in CORE_PACKAGES:
         return "core"
-    if parts[1] in PACKAGE_ORDER or len(parts) > 2:
-        return parts[1]
-    return "core" if (PACKAGE_ROOT / f"{parts[1]}.py").is_file() else parts[1]
+    return parts[1]
 
 
 def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
@@ -101,6 +145,19 @@ def imports_against_the_order(graph: dict[str, set[str]], order=PACKAGE_ORDER) -
         for target in targets
         if rank[package_of(target)] > rank[package_of(name)]
     )
+
+
+def forbidden_package_imports(graph: dict[str, set[str]], forbidden=FORBIDDEN_PACKAGES) -> list[str]:
+    """Every ``module -> module`` import from a package into one that ``forbidden`` keeps it from."""
+    return sorted(f"{name} -> {target}" for name, targets in graph.items() for target in targets
+                  if package_of(target) in forbidden.get(package_of(name), ()))
+
+
+def forbidden_library_imports(libraries: dict[str, set[str]], forbidden=FORBIDDEN_LIBRARIES) -> list[str]:
+    """Every ``module -> library`` import (``libraries``: module -> the libraries it imports) that
+    ``forbidden`` keeps the module's package from."""
+    return sorted(f"{name} -> {library}" for name, imported in libraries.items() for library in imported
+                  if library in forbidden.get(package_of(name), ()))
 
 
 def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -140,16 +197,29 @@ def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_imports_resolve_absolute_relative_and_nested_forms(tmp_path):
     source = tmp_path / "m.py"
-    source.write_text("import os.path\nfrom .kmers import BLOCK\n\ndef f():\n    from genolong.data_prep import cache\n")
-    known = {"genolong.data_prep.kmers", "genolong.data_prep", "genolong.data_prep.cache", "genolong.data_prep.m"}
-    assert imported_modules("genolong.data_prep.m", source, known) == {"genolong.data_prep.kmers", "genolong.data_prep.cache"}
-    source.write_text("from genolong.data_prep import kmers, SOURCES\n")
-    assert imported_modules("genolong.data_prep.m", source, known) == {"genolong.data_prep.kmers", "genolong.data_prep"}
+    source.write_text("import os.path\nfrom .splits import SPLITS\n\ndef f():\n    from genolong.prep import cache\n")
+    known = {"genolong.prep.splits", "genolong.prep", "genolong.prep.cache", "genolong.prep.m"}
+    assert imported_modules("genolong.prep.m", source, known) == {"genolong.prep.splits", "genolong.prep.cache"}
+    source.write_text("from genolong.prep import splits, SOURCES\n")
+    assert imported_modules("genolong.prep.m", source, known) == {"genolong.prep.splits", "genolong.prep"}
+
+
+def test_a_class_path_written_as_a_string_counts_as_an_import(tmp_path):
+    source = tmp_path / "vcc.py"
+    source.write_text('"""Docs naming genolong.model.vcc.VCCEncoder in prose."""\nencoder = "genolong.model.vcc.VCCEncoder"\n'
+                      'key = "genolong.encoder.embeddings.token.weight"\nrun = f"genolong.cli.commands.{1}"\n')
+    known = {"genolong.model.vcc", "genolong.model", "genolong.attention.vcc", "genolong.cli.commands"}
+    graph = {"genolong.attention.vcc": imported_modules("genolong.attention.vcc", source, known),
+             "genolong.model.vcc": set(), "genolong.cli.commands": set()}
+    assert graph["genolong.attention.vcc"] == {"genolong.model.vcc", "genolong.cli.commands"}
+    assert imports_against_the_order(graph, order=("attention", "model", "cli")) == [
+        "genolong.attention.vcc (attention) -> genolong.cli.commands (cli)",
+        "genolong.attention.vcc (attention) -> genolong.model.vcc (model)"]
 
 
 def test_the_graph_sees_imports_inside_functions():
     graph = import_graph()
-    assert "genolong.errors" in graph["genolong.cli"]
+    assert "genolong.core.errors" in graph["genolong.cli.main"]
     assert all(target.startswith("genolong") for targets in graph.values() for target in targets)
 
 
@@ -166,16 +236,18 @@ def test_no_import_cycles():
 def test_package_cycle_detection_finds_a_planted_cycle():
     """Modules without a cycle among them can still tie their packages into one."""
     graph = {"genolong.tasks.a": {"genolong.inference.b"}, "genolong.inference.b": set(),
-             "genolong.inference.c": {"genolong.tasks.d"}, "genolong.tasks.d": set(), "genolong.errors": set()}
+             "genolong.inference.c": {"genolong.tasks.d"}, "genolong.tasks.d": set(), "genolong.core.errors": set()}
     assert strongly_connected(graph) == []
     assert strongly_connected(package_graph(graph)) == [["inference", "tasks"]]
 
 
 def test_the_order_check_finds_a_planted_upward_import():
-    graph = {"genolong.errors": set(), "genolong.dna.sequence": {"genolong.errors"},
-             "genolong.config.schema": {"genolong.model.heads", "genolong.dna.sequence"}, "genolong.model.heads": set()}
-    assert imports_against_the_order(graph) == ["genolong.config.schema (config) -> genolong.model.heads (model)"]
-    assert package_of("genolong.resources.genomes") == package_of("genolong.precision") == "core"
+    graph = {"genolong.core.errors": set(), "genolong.dna.sequence": {"genolong.core.errors"},
+             "genolong.config.schema": {"genolong.model.heads", "genolong.dna.sequence"}, "genolong.model.heads": set(),
+             "genolong.tasks.task": {"genolong.cli.outputs"}, "genolong.cli.outputs": set()}
+    assert imports_against_the_order(graph) == ["genolong.config.schema (config) -> genolong.model.heads (model)",
+                                                "genolong.tasks.task (tasks) -> genolong.cli.outputs (cli)"]
+    assert package_of("genolong.resources.genomes") == package_of("genolong.configs") == package_of("genolong") == "core"
 
 
 def test_every_package_has_a_place_in_the_order():
@@ -192,6 +264,37 @@ def test_no_import_against_the_package_order():
     assert not offenders, f"imports against the order {' -> '.join(PACKAGE_ORDER)}: {offenders}"
 
 
+def test_the_forbidden_import_check_finds_a_planted_one():
+    graph = {"genolong.inference.loop": {"genolong.training.common", "genolong.runtime.devices"},
+             "genolong.training.common": set(), "genolong.runtime.devices": set()}
+    assert forbidden_package_imports(graph) == ["genolong.inference.loop -> genolong.training.common"]
+
+
+def test_inference_never_trains_and_builders_never_run_models():
+    offenders = forbidden_package_imports(import_graph())
+    assert not offenders, offenders
+
+
+def test_the_library_check_finds_planted_imports():
+    libraries = {"genolong.core.memory": {"os", "torch"}, "genolong.tasks.task": {"lightning", "numpy"},
+                 "genolong.model.heads": {"argparse", "torch"}, "genolong.cli.arguments": {"argparse"}}
+    assert forbidden_library_imports(libraries) == ["genolong.core.memory -> torch", "genolong.model.heads -> argparse",
+                                                    "genolong.tasks.task -> lightning"]
+
+
+def test_argparse_only_in_the_cli_no_torch_in_core_no_lightning_in_tasks():
+    offenders = forbidden_library_imports({name: external_imports(path) for name, path in module_files().items()})
+    assert not offenders, offenders
+
+
+def test_core_imports_without_torch():
+    """Nor through a library of its own: importing every core module loads no torch."""
+    core = [name for name in module_files() if package_of(name) == "core"]
+    code = f"import importlib, sys\nfor name in {core!r}:\n    importlib.import_module(name)\nprint('torch' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
+
+
 def test_the_documented_order_is_the_tested_one():
     """docs/architecture.md lists the packages once, in order, each as a bold name at the start of an item."""
     page = ARCHITECTURE_PAGE.read_text()
@@ -200,39 +303,15 @@ def test_the_documented_order_is_the_tested_one():
     assert [name.lower().split()[0] for name in documented] == list(PACKAGE_ORDER)
 
 
-def test_only_commands_use_the_data_builders():
-    """Training, evaluation and inference read datasets through genolong.datasets; the
-    builders in data_prep are called by commands only (and data_prep never imports them back)."""
-    graph = import_graph()
-    offenders = sorted(
-        f"{name} -> {target}"
-        for name, targets in graph.items()
-        if not name.startswith(("genolong.data_prep", "genolong.commands"))
-        for target in targets
-        if target.startswith("genolong.data_prep")
-    )
-    assert not offenders, offenders
-    upward = sorted(
-        f"{name} -> {target}"
-        for name, targets in graph.items()
-        if name.startswith("genolong.data_prep")
-        for target in targets
-        if target.startswith(TRAINING)
-    )
-    assert not upward, upward
-
-
 @pytest.mark.parametrize("name", sorted(module_files()))
 def test_modules_stay_small(name):
     lines = len(module_files()[name].read_text().splitlines())
     assert lines <= MAX_LINES, f"{name} has {lines} lines; split it by job (limit {MAX_LINES})"
 
 
-def test_every_package_is_in_the_wheel():
-    """pyproject.toml lists the packages explicitly (data_prep and configs install under
-    genolong): a subpackage missing there works in an editable install and is absent from a wheel."""
-    pyproject = (PACKAGE_ROOT.parent / "pyproject.toml").read_text()
-    listed = pyproject[pyproject.index("packages = ["):]
-    listed = set(re.findall(r'"(genolong[\w.]*)"', listed[: listed.index("]")]))
-    packages = {".".join(path.parent.relative_to(PACKAGE_ROOT.parent).parts) for path in PACKAGE_ROOT.rglob("__init__.py")}
-    assert packages - listed == set(), "add these to [tool.setuptools] packages in pyproject.toml"
+def test_every_folder_of_modules_is_a_package():
+    """setup.py installs the packages it finds: a folder of modules without ``__init__.py`` works
+    from a checkout and is absent from a wheel."""
+    folders = {path.parent for path in PACKAGE_ROOT.rglob("*.py")}
+    missing = sorted(str(folder.relative_to(REPO)) for folder in folders if not (folder / "__init__.py").is_file())
+    assert not missing, f"add __init__.py to {missing}"

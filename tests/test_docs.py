@@ -17,7 +17,7 @@ import warnings
 from pathlib import Path
 
 import pytest
-from docs_blocks import Block, DocsBlockError, doc_pages, page_script, parse_blocks
+from helpers.docs_blocks import Block, DocsBlockError, doc_pages, page_script, parse_blocks
 
 REPO = Path(__file__).resolve().parents[1]
 README_MAX_LINES = 200

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from classify_helpers import finetuned_chromatin
+from helpers.classify import finetuned_chromatin
 
 from genolong.evaluation.chromatin import write_auc_table
 from genolong.evaluation.compare_report import CURVE_COLUMNS
@@ -90,7 +90,7 @@ def test_notebook_runs_on_a_fine_tuned_models_table(real_data, tmp_path, tmp_pat
 def generated_comparison(out: Path, with_ablation: bool) -> Path:
     """comparison.csv and curves for the six backbones (and an ablation where BPC falls with length)."""
     from genolong.evaluation.compare_report import ABLATION_COLUMNS, COLUMNS, write_csv
-    from genolong.tasks.compare import load_compare_config
+    from genolong.experiments.compare import load_compare_config
 
     rng = np.random.default_rng(0)
     rows = [{"backbone": name, "parameters": 400_000, "max_len": 1024, "pretrain_steps": 300,

@@ -26,8 +26,8 @@ from types import SimpleNamespace
 from typing import Any
 
 from genolong.attention.base import Attention
-from genolong.errors import ConfigError
-from genolong.registry import Registry
+from genolong.core.errors import ConfigError
+from genolong.core.registry import Registry
 
 
 def _builtin_backbones() -> list[str]:

@@ -20,7 +20,7 @@ of declarations:
 
 * ``config_defaults``: its parameters under the papers' names, with their defaults.
   ``GenolongConfig`` merges the chosen backbone's dict into itself.
-* ``validate_config(config)``: raises :class:`~genolong.errors.ConfigError` for an impossible
+* ``validate_config(config)``: raises :class:`~genolong.core.errors.ConfigError` for an impossible
   setting (a block size that does not divide ``max_position_embeddings``, a window longer than
   the sequence...). It never falls back to full attention.
 * ``accepts_query_subset``: whether ``forward`` is exact with fewer queries than keys (the
@@ -35,15 +35,12 @@ of declarations:
   (``max_position_embeddings`` by default; None for SLED, whose chunks need the positions).
 * ``length_multiple(config)``: the encoder pads the token sequence (after the prepended global
   tokens) to a multiple of this, marking the padding False in ``padding_mask``; 1 by default.
-* ``encoder``: the encoder class that runs the layers, as ``"package.module.Class"``, so that
-  the attention never imports the model. Default: the plain
-  :class:`~genolong.model.encoder.Encoder`; VCC's compressing layers and SLED's chunking are
-  encoder subclasses (a model file next to the attention file).
 * ``masked_tokens_input``: the keyword under which a masked-LM model passes the masked positions
   ``(B, L)`` bool to the encoder (VCC's ``vip_mask``: the masked tokens are VIPs); None: not passed.
-* ``pooling``: for a sequence classifier, a module ``cls(config)`` mapping hidden states
-  ``(B, L, N)`` and ``attention_mask`` ``(B, L)`` (or None) to one vector ``(B, 1, N)`` (SLED's
-  fusion of every chunk), as ``"package.module.Class"``; None: the classifier reads [CLS].
+
+A backbone that changes the encoder itself (VCC's compressing layers, SLED's chunks) or pools a
+classifier's tokens its own way (SLED's fusion) registers those classes in :mod:`genolong.model`
+(:mod:`genolong.model.backbones`) under its name: the attention names no model class.
 
 **What a short full-attention model needs to become one** (:mod:`genolong.convert.long`): the
 config fields of the conversion, ``long_settings`` (a backbone without it is no target);
@@ -65,10 +62,7 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
-from genolong.errors import ConfigError
-
-#: The encoder of every backbone that does not name another.
-PLAIN_ENCODER = "genolong.model.encoder.Encoder"
+from genolong.core.errors import ConfigError
 
 
 class Attention(nn.Module, ABC):
@@ -81,9 +75,7 @@ class Attention(nn.Module, ABC):
     attention_name: ClassVar[str] = "attention"
     config_defaults: ClassVar[dict[str, Any]] = {}
     accepts_query_subset: ClassVar[bool] = False
-    encoder: ClassVar[str] = PLAIN_ENCODER
     masked_tokens_input: ClassVar[str | None] = None
-    pooling: ClassVar[str | None] = None
     extends_positions: ClassVar[bool] = True
 
     def __init__(self, config: Any, layer_idx: int = 0):

@@ -61,7 +61,7 @@ from genolong.attention.base import long_length, require_int
 from genolong.attention.blocksparse import RANDOM_DEFAULTS, SHARED_DEFAULTS, BlockSparseAttention
 from genolong.attention.full import full_attention
 from genolong.attention.pattern import BlockPattern
-from genolong.errors import ConfigError
+from genolong.core.errors import ConfigError
 
 GLOBAL_TOKEN_LOCATIONS = ("itc", "itc_ends", "etc")
 RANDOM_LAYOUTS = ("seeded", "transformers_eval")

@@ -36,7 +36,7 @@ from genolong.attention.paths import (
     gather_attention,
 )
 from genolong.attention.pattern import BlockPattern
-from genolong.errors import ConfigError
+from genolong.core.errors import ConfigError
 
 #: Patterns (sequence lengths x devices) each attention layer keeps.
 MAX_CACHED_PATTERNS = 16

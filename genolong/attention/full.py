@@ -10,7 +10,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from genolong.attention import register_attention
 from genolong.attention.base import Attention, long_length
-from genolong.errors import ConfigError
+from genolong.core.errors import ConfigError
 
 
 @register_attention("full")

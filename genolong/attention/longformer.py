@@ -32,7 +32,7 @@ from genolong.attention import register_attention
 from genolong.attention.base import long_length, require_int
 from genolong.attention.blocksparse import SHARED_DEFAULTS, BlockSparseAttention
 from genolong.attention.pattern import BlockPattern
-from genolong.errors import ConfigError
+from genolong.core.errors import ConfigError
 
 #: Upper bound on the query block of the gathered-blocks path (tokens).
 MAX_QUERY_BLOCK = 64

@@ -53,7 +53,7 @@ from genolong.attention import register_attention
 from genolong.attention.base import long_length, require_int
 from genolong.attention.blocksparse import RANDOM_DEFAULTS, SHARED_DEFAULTS, BlockSparseAttention
 from genolong.attention.pattern import BlockPattern
-from genolong.errors import ConfigError
+from genolong.core.errors import ConfigError
 
 logger = logging.getLogger("genolong.attention")
 

@@ -17,7 +17,7 @@ All three take the same :class:`PatternInputs` and agree to rounding error (test
 
 :func:`choose_path` turns the ``attention_impl`` setting (``auto`` | ``flex`` | ``gather`` |
 ``dense``) into one of these. It logs the choice once per backbone, path, device and mode,
-and raises :class:`~genolong.errors.ConfigError` for an impossible request, such as ``flex``
+and raises :class:`~genolong.core.errors.ConfigError` for an impossible request, such as ``flex``
 with a backward pass on CPU.
 
 Shapes: those of :class:`PatternInputs`; every path returns ``(B, H, L, D)``.
@@ -33,7 +33,7 @@ import torch
 import torch.nn.functional as F
 
 from genolong.attention.pattern import BlockPattern
-from genolong.errors import ConfigError
+from genolong.core.errors import ConfigError
 
 logger = logging.getLogger("genolong.attention")
 

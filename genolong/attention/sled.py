@@ -27,7 +27,7 @@ from typing import Any
 from genolong.attention import register_attention
 from genolong.attention.base import require_int
 from genolong.attention.full import FullAttention
-from genolong.errors import ConfigError
+from genolong.core.errors import ConfigError
 
 FUSIONS = ("attention", "mean", "max", "cls")
 
@@ -47,8 +47,6 @@ class SledAttention(FullAttention):
         "sled_prefix_tokens": 0,
         "sled_chunks_per_call": 0,
     }
-    encoder = "genolong.model.sled.SledEncoder"
-    pooling = "genolong.model.sled.SledFusion"
     extends_positions = False
 
     @classmethod

@@ -28,7 +28,7 @@ from torch.utils.checkpoint import checkpoint
 
 from genolong.attention import register_attention
 from genolong.attention.base import Attention, require_int
-from genolong.errors import ConfigError
+from genolong.core.errors import ConfigError
 
 #: Query rows per piece of :func:`dropout_attention`.
 DROPOUT_QUERY_CHUNK = 1024
@@ -135,7 +135,6 @@ class VCCAttention(Attention):
         "vcc_warmup_window": 512,
         "vcc_central_vip_tokens": 0,
     }
-    encoder = "genolong.model.vcc.VCCEncoder"
     masked_tokens_input = "vip_mask"
 
     def __init__(self, config: Any, layer_idx: int = 0):

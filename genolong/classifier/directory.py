@@ -38,9 +38,9 @@ from genolong.classifier.task_info import (  # noqa: F401  (re-exported: the cla
     default_promoter_model,
     describe_model,
 )
+from genolong.core.errors import ConfigError, InputError, UserError
 from genolong.dna.sequence import clean, reverse_complement
-from genolong.errors import ConfigError, InputError, UserError
-from genolong.precision import precision_on
+from genolong.runtime.precision import precision_on
 
 
 class TokenEncoder:
@@ -179,7 +179,7 @@ class Classifier:
     def load(cls, path: str | Path, *, task: str | None = None, device: str | torch.device | None = "auto",
              precision: str | None = None):
         """Load a classifier directory, checking that it was trained for ``task`` when given; ``precision``
-        (``auto``, ``32``, ``bf16``; None: float32) is that of its forward passes (:mod:`genolong.precision`).
+        (``auto``, ``32``, ``bf16``; None: float32) is that of its forward passes (:mod:`genolong.runtime.precision`).
 
         Raises:
             UserError: not a classifier directory, or one of another task.
@@ -224,7 +224,7 @@ class Classifier:
 
     def save(self, path: str | Path) -> None:
         """Write the classifier directory atomically."""
-        from genolong.files import atomic_path
+        from genolong.core.files import atomic_path
         from genolong.model.loading import save_model
 
         with atomic_path(path, directory=True) as tmp:

@@ -1,5 +1,5 @@
 """Embeddings of DNA sequences from a genolong model directory: :class:`Embedder`, which ``genolong embed``
-(:mod:`genolong.inference.embed`) and the probe fine-tuning mode (:mod:`genolong.tasks.probe`) use.
+(:mod:`genolong.inference.embed`) and the probe fine-tuning mode (:mod:`genolong.training.probe`) use.
 
 Any model directory holding a genolong encoder serves: a pretrained MLM model or a fine-tuned
 classifier; only its encoder (:class:`~genolong.model.modeling.GenolongModel`) is loaded.
@@ -27,9 +27,9 @@ import torch
 
 from genolong.attention import attention_class
 from genolong.classifier.directory import TokenEncoder, resolve_device
+from genolong.core.errors import InputError, UserError
 from genolong.dna.sequence import clean, reverse_complement
-from genolong.errors import InputError, UserError
-from genolong.precision import autocast, precision_on
+from genolong.runtime.precision import autocast, precision_on
 
 #: Weights of a model directory that the encoder does not use (MLM head, classifier head, pooling).
 HEAD_PREFIXES = ("lm_head.", "classifier.", "fusion.")

@@ -60,9 +60,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from genolong.core.errors import InputError, UserError, first_line
 from genolong.dna.kmers import acgt_kmers
 from genolong.dna.sequence import BASES
-from genolong.errors import InputError, UserError, first_line
 
 COMPONENT_FILE = "kmer_component.npz"
 LINKS = ("linear", "logsigmoid", "clipped_logit", "log_softmax")

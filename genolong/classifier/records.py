@@ -27,8 +27,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from genolong.core.errors import UserError
 from genolong.dna.sequence import FastaRecord
-from genolong.errors import UserError
 
 
 @dataclass(frozen=True)

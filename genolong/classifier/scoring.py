@@ -36,7 +36,7 @@ import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from genolong.model.heads import output_activation
-from genolong.precision import autocast
+from genolong.runtime.precision import autocast
 
 #: Fewest rows a batch is run with (see the module docstring).
 MIN_ROWS = 12

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from genolong.config import from_dict
-from genolong.errors import ConfigError, InputError, UserError
+from genolong.core.errors import ConfigError, InputError, UserError
 from genolong.resources import promoter_model
 
 TASK_FILE = "genolong_task.json"

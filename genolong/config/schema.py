@@ -1,7 +1,7 @@
 """YAML configs validated into dataclasses.
 
 Every config is a dataclass whose ``__post_init__`` raises
-:class:`~genolong.errors.ConfigError` on nonsense. :func:`from_dict` builds one from
+:class:`~genolong.core.errors.ConfigError` on nonsense. :func:`from_dict` builds one from
 plain data (nested dataclasses included): it rejects unknown keys (suggesting the closest known
 one), checks every value against the field's type (an integer field refuses 64.7, a float field
 NaN, a section a scalar), takes a single string where a list of strings goes as a one-item list
@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 import yaml
 
-from genolong.errors import ConfigError, UserError
+from genolong.core.errors import ConfigError, UserError
 
 T = TypeVar("T")
 

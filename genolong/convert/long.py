@@ -36,7 +36,7 @@ from genolong.attention import attention_class, available_attentions
 from genolong.attention.base import Attention
 from genolong.config.presets import switch_backbone
 from genolong.convert.source import ConversionError
-from genolong.errors import ConfigError
+from genolong.core.errors import ConfigError
 from genolong.model.configuration import GenolongConfig
 
 log = logging.getLogger(__name__)

@@ -22,7 +22,7 @@ import torch
 from safetensors.torch import load_file
 from transformers import AutoTokenizer, PreTrainedTokenizerBase, PreTrainedTokenizerFast
 
-from genolong.errors import UserError
+from genolong.core.errors import UserError
 
 #: Weight files in the order they are looked for; an index lists the shards of a split checkpoint.
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")

@@ -18,8 +18,9 @@ from transformers import PreTrainedTokenizerBase
 from genolong.classifier.directory import TaskInfo
 from genolong.convert.source import ConversionError
 from genolong.convert.weights_file import distinct_tensors, write_safetensors
+from genolong.core.files import atomic_path, mark_directory
+from genolong.core.progress import progress_bar
 from genolong.dna.tokenizer import tokenizer_fingerprint
-from genolong.files import atomic_path
 from genolong.model.configuration import GenolongConfig
 from genolong.model.loading import WEIGHTS_FILE
 from genolong.model.modeling import (
@@ -27,8 +28,6 @@ from genolong.model.modeling import (
     GenolongForSequenceClassification,
     GenolongPreTrainedModel,
 )
-from genolong.outputs import mark_directory
-from genolong.progress import progress_bar
 
 Linear = tuple[torch.Tensor, torch.Tensor]  # (weight (out, in), bias (out,)); a LayerNorm's (weight, bias)
 ENCODER = "genolong.encoder"

@@ -1,6 +1,6 @@
 """The prepared chromatin dataset, as training and evaluation read it.
 
-``genolong chromatin prepare`` (:mod:`data_prep.chromatin_dataset`) writes, for each split
+``genolong chromatin prepare`` (:mod:`genolong.prep.chromatin_dataset`) writes, for each split
 present::
 
     manifest.json              inputs (sha256, size), options, counts, located fraction
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from genolong.errors import InputError, UserError
+from genolong.core.errors import InputError, UserError
 
 #: Format tag written to (and required in) manifest.json.
 FORMAT = "genolong.chromatin/1"
@@ -52,7 +52,7 @@ class Locations:
 
     Attributes:
         status: :class:`LocateStatus` values, uint8.
-        chrom: index into :attr:`data_prep.locate.GenomeIndex.names`, int32.
+        chrom: index into :attr:`genolong.prep.locate.GenomeIndex.names`, int32.
         start: 0-based start of the occurrence on the plus strand, int64.
         strand: +1 or -1 (the query equals the reverse complement of the plus strand), int8.
         hits: number of exact occurrences found, int32.

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from genolong.errors import InputError, UserError
+from genolong.core.errors import InputError, UserError
 
 SPLITS = ("train", "valid", "test")
 FORMAT = "genolong-corpus/1"

@@ -25,15 +25,14 @@ from pathlib import Path
 
 import numpy as np
 
+from genolong.core.errors import ConfigError, UserError
+from genolong.core.files import atomic_path, atomic_write_text, claim_directory, sha256_file
+from genolong.core.progress import progress_bar
 from genolong.datasets.corpus import FORMAT, MANIFEST, SPLITS, read_manifest, shard_stem
 from genolong.datasets.corpus_workers import ShardPool, available_cores
 from genolong.dna.genome import canonical_chrom
 from genolong.dna.sequence import read_fasta
 from genolong.dna.tokenizer import load_tokenizer, tokenizer_fingerprint
-from genolong.errors import ConfigError, UserError
-from genolong.files import atomic_path, atomic_write_text, sha256_file
-from genolong.outputs import claim_directory
-from genolong.progress import progress_bar
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ seeded per chromosome and pass: the files are byte for byte those of one process
 shares the chromosome's sequence and the loaded tokenizer with the parent (copy-on-write): only the
 shard's :class:`~genolong.datasets.corpus_build.ShardInfo` travels back, through a pipe.
 
-Signals: workers inherit the handlers of :func:`genolong.interrupts.handled`, so SIGINT (Ctrl-C
+Signals: workers inherit the handlers of :func:`genolong.core.interrupts.handled`, so SIGINT (Ctrl-C
 reaches the whole process group) and SIGTERM unwind them, removing their temporary files, and
 they exit without a word. The parent, interrupted too or alone, sends SIGTERM to the running
 workers and waits for them, then ends with the command's one line (130 or 143). A worker that dies
@@ -22,8 +22,8 @@ import signal
 from collections.abc import Callable, Iterator
 from multiprocessing.connection import Connection, wait
 
-from genolong import interrupts
-from genolong.errors import UserError
+from genolong.core import interrupts
+from genolong.core.errors import UserError
 
 
 def available_cores() -> int:

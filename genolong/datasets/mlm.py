@@ -21,8 +21,8 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset, Sampler
 
+from genolong.core.errors import ConfigError, UserError
 from genolong.datasets.corpus import Corpus
-from genolong.errors import ConfigError, UserError
 from genolong.model.heads import IGNORE_INDEX
 
 

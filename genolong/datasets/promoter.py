@@ -1,6 +1,6 @@
 """The promoter dataset directory: its record, its format, and its readers.
 
-A dataset directory (built by ``genolong promoter prepare``, :mod:`data_prep.promoter_dataset`)
+A dataset directory (built by ``genolong promoter prepare``, :mod:`genolong.prep.promoter_dataset`)
 holds ``train.tsv``, ``valid.tsv``, ``test.tsv`` and ``manifest.json``. Each TSV has the
 header ``id chrom start end strand label sequence`` (tab-separated, plus ``source`` in
 datasets built across sources); ``chrom``, ``start``, ``end`` and ``strand`` are ``.`` when
@@ -14,11 +14,11 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from genolong.core.errors import InputError, UserError
 from genolong.dna.sequence import InvalidSequenceError, clean
-from genolong.errors import InputError, UserError
 
 COLUMNS = ("id", "chrom", "start", "end", "strand", "label", "sequence")
-#: The columns of a dataset built across sources (:mod:`data_prep.source_split`).
+#: The columns of a dataset built across sources (:mod:`genolong.prep.source_split`).
 SOURCE_COLUMNS = (*COLUMNS, "source")
 MANIFEST = "manifest.json"
 FORMAT = "genolong-promoter-dataset"
@@ -36,7 +36,7 @@ class PromoterRecord:
             forward strand, or ``None`` when unknown (text and FASTA inputs). A negative made
             from a positive (substitution, shuffle) keeps the coordinates of its positive.
         source: the data set it came from, in datasets built across sources
-            (:mod:`data_prep.source_split`); ``None`` elsewhere.
+            (:mod:`genolong.prep.source_split`); ``None`` elsewhere.
     """
 
     id: str

@@ -1,4 +1,4 @@
-"""A prepared task dataset (``genolong task prepare``, :mod:`data_prep.task_dataset`), as
+"""A prepared task dataset (``genolong task prepare``, :mod:`genolong.prep.task_dataset`), as
 training and evaluation read it::
 
     manifest.json     format, problem type, outputs, classes (and the positive one), label columns,
@@ -24,8 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from genolong.errors import InputError
-from genolong.files import csv_field_limit
+from genolong.core.errors import InputError
+from genolong.core.files import csv_field_limit
 
 #: Format tag written to (and required in) manifest.json.
 FORMAT = "genolong.task/1"

@@ -16,6 +16,8 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from genolong.core.errors import InputError, UserError
+from genolong.core.files import cache_dir
 from genolong.dna.sequence import (
     IUPAC_CODES,
     FastaRecord,
@@ -26,8 +28,6 @@ from genolong.dna.sequence import (
     read_fasta,
     reverse_complement,
 )
-from genolong.errors import InputError, UserError
-from genolong.files import cache_dir
 
 _BGZF_MAGIC = b"\x1f\x8b\x08\x04"  # gzip with the FEXTRA flag; BGZF adds the 'BC' subfield
 

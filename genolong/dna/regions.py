@@ -7,9 +7,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from genolong.core.errors import InputError, UserError
 from genolong.dna.genome import canonical_chrom
 from genolong.dna.sequence import FastaRecord, read_fasta
-from genolong.errors import InputError, UserError
 
 
 @dataclass(frozen=True)

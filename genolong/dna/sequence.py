@@ -18,8 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from genolong.errors import InputError, UserError
-from genolong.files import atomic_path
+from genolong.core.errors import InputError, UserError
+from genolong.core.files import atomic_path
 
 #: The model alphabet.
 ALPHABET = "ACGTN"

@@ -30,11 +30,10 @@ from pathlib import Path
 
 import numpy as np
 
+from genolong.core.errors import ConfigError, InputError, UserError, first_line, is_library_failure
+from genolong.core.files import MARKER, atomic_path, mark_directory
 from genolong.dna.regions import Region, iter_regions
 from genolong.dna.sequence import ALPHABET, FastaRecord
-from genolong.errors import ConfigError, InputError, UserError, first_line, is_library_failure
-from genolong.files import atomic_path
-from genolong.outputs import MARKER, mark_directory
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 #: Tokens N^2, N^4, ..., N^(2^N_RUN_POWERS) are added after training.

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from sklearn.linear_model import LogisticRegression
 
-from genolong.errors import UserError
+from genolong.core.errors import UserError
 
 
 class BackwardsRanking(UserError):

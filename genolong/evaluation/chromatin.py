@@ -21,10 +21,10 @@ from pathlib import Path
 import numpy as np
 
 from genolong.classifier.records import predict_all
-from genolong.errors import InputError
+from genolong.core.errors import InputError
+from genolong.core.files import atomic_write_text
 from genolong.evaluation.metrics import ProfileAUCs, median_auc_by_class, per_profile_auc
 from genolong.evaluation.profiles import N_PROFILES, chromatin_profiles
-from genolong.files import atomic_write_text
 
 AUC_COLUMNS = (
     "index",

@@ -11,11 +11,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from genolong.classifier.directory import Classifier, StrandAveraged
+from genolong.core.progress import progress_bar
 from genolong.datasets.chromatin import PreparedChromatin
 from genolong.evaluation.chromatin import evaluate_chromatin, write_auc_table
 from genolong.evaluation.metrics import ProfileAUCs, median_auc_by_class
 from genolong.evaluation.profiles import profile_classes
-from genolong.progress import progress_bar
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +36,7 @@ def evaluate_chromatin_model(model: Path, data: Path, split_name: str, out: Path
     """Score the rows of split ``split_name`` of the prepared chromatin dataset ``data`` with the classifier in
     ``model``, write the AUC table to ``out`` and return the summary. ``rc`` averages each row's probabilities
     with its reverse complement's; ``limit`` scores that many evenly spaced rows; ``precision``: ``auto``, ``32`` or ``bf16``
-    (:mod:`genolong.precision`). A model trained on another
+    (:mod:`genolong.runtime.precision`). A model trained on another
     window length is evaluated all the same, with a warning.
 
     Raises:

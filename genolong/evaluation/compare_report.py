@@ -1,6 +1,6 @@
 """Tables and plots of a backbone comparison and of the context-length ablation.
 
-Writers (called by :mod:`genolong.tasks.compare`, which this module does not import) turn result
+Writers (called by :mod:`genolong.experiments.compare`, which this module does not import) turn result
 rows and validation curves into CSV, markdown and PNG files; the readers and plot functions also
 serve ``notebooks/compare_backbones.ipynb``, which redraws everything from the CSV files alone:
 
@@ -16,7 +16,7 @@ import csv
 from pathlib import Path
 from typing import Any
 
-from genolong.files import atomic_path, atomic_write_text
+from genolong.core.files import atomic_path, atomic_write_text
 
 #: comparison.csv columns.
 COLUMNS = (

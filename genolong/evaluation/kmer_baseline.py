@@ -24,10 +24,10 @@ from sklearn.metrics import average_precision_score
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import Normalizer, StandardScaler
 
+from genolong.core.errors import ConfigError, UserError
 from genolong.datasets.promoter import PromoterRecord, load_manifest, load_split
 from genolong.dna.kmers import acgt_kmers
 from genolong.dna.sequence import BASES
-from genolong.errors import ConfigError, UserError
 from genolong.evaluation.cross_source import pair_metrics
 from genolong.evaluation.metrics import best_f1_threshold, promoter_metrics
 

@@ -23,9 +23,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import sparse
 
+from genolong.core.errors import ConfigError
 from genolong.dna.kmers import canonical_set
 from genolong.dna.sequence import reverse_complement
-from genolong.errors import ConfigError
 
 #: The kinds of leakage, in the order a test row is assigned one.
 KINDS = ("exact", "reverse_complement", "near")

@@ -33,7 +33,7 @@ from sklearn.metrics import (
     roc_auc_score,
 )
 
-from genolong.errors import UserError
+from genolong.core.errors import UserError
 
 #: The promoter metrics in report order.
 PROMOTER_METRICS = ("f1", "precision", "recall", "mcc", "auroc", "auprc")

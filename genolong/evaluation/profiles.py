@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from genolong.errors import InputError
+from genolong.core.errors import InputError
 
 #: Number of DeepSEA chromatin profiles.
 N_PROFILES = 919

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
-from genolong.errors import InputError, UserError
+from genolong.core.errors import InputError, UserError
 
 
 class BedRegion(NamedTuple):

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from genolong.classifier.embedder import Embedder
+from genolong.core.errors import InputError
 from genolong.dna.sequence import clean
-from genolong.errors import InputError
 
 
 def read_sequences(path: Path):
@@ -57,8 +57,8 @@ def write_embeddings(embedder: Embedder, records, out: Path, *, batch_size: int 
     """
     import h5py
 
-    from genolong.files import atomic_path
-    from genolong.progress import progress_bar
+    from genolong.core.files import atomic_path
+    from genolong.core.progress import progress_bar
 
     hidden = embedder.model.config.hidden_size
     count = 0

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from genolong.errors import UserError
+from genolong.core.errors import UserError
 from genolong.evaluation.profiles import CLASS_COLUMNS, N_PROFILES, profile_class
 
 

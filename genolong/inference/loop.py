@@ -30,14 +30,15 @@ import torch
 from lightning.fabric.utilities.exceptions import MisconfigurationException
 from lightning.pytorch.callbacks import BasePredictionWriter
 
-from genolong import interrupts, ranks
 from genolong.classifier.scoring import average_strands, token_outputs
-from genolong.errors import UserError
+from genolong.core import interrupts
+from genolong.core.errors import UserError
+from genolong.core.progress import progress_bar
 from genolong.inference.scan.parts import WorkDirectory
-from genolong.precision import precision_on
-from genolong.progress import progress_bar
-from genolong.tasks.common import check_num_nodes
-from genolong.tasks.console import quiet_lightning
+from genolong.runtime import ranks
+from genolong.runtime.devices import check_num_nodes
+from genolong.runtime.precision import precision_on
+from genolong.runtime.quiet import quiet_lightning
 
 log = logging.getLogger(__name__)
 # items are whole batches (DataLoader(batch_size=None)): a PartWriter takes its index from the item
@@ -179,7 +180,7 @@ class ScanPartWriter(PartWriter):
 
 def predict(trainer: pl.Trainer, module: pl.LightningModule, loader, writer: PartWriter, *, resume: str) -> None:
     """Run the predict loop; an interrupt stops the command with the line ``interrupted; RESUME``
-    (``resume``: what is kept and how to continue, also said when a rank dies: :mod:`genolong.ranks`).
+    (``resume``: what is kept and how to continue, also said when a rank dies: :mod:`genolong.runtime.ranks`).
 
     Lightning turns SIGINT/SIGTERM into exit status 1: the command gets its own line and status back.
     """
@@ -196,7 +197,7 @@ def predict(trainer: pl.Trainer, module: pl.LightningModule, loader, writer: Par
 def build_trainer(*, accelerator: str, devices, num_nodes: int, callbacks, precision: str = "auto") -> pl.Trainer:
     """A Trainer for predicting only: DDP when there is more than one device or node.
 
-    ``precision``: ``auto``, ``32`` or ``bf16`` (:func:`genolong.precision.precision_on`).
+    ``precision``: ``auto``, ``32`` or ``bf16`` (:func:`genolong.runtime.precision.precision_on`).
 
     Raises:
         UserError: settings this machine cannot run (``--accelerator gpu`` without a GPU, ``--devices 4``

@@ -3,7 +3,7 @@
 transformers' standard field names, plus ``backbone`` (the attention's registry name) and
 that attention's own parameters under their paper names (``block_size``,
 ``num_random_blocks``, ...), merged in from the attention class's ``config_defaults``.
-Impossible settings raise :class:`~genolong.errors.ConfigError` at construction.
+Impossible settings raise :class:`~genolong.core.errors.ConfigError` at construction.
 
 It lives apart from the model classes (as transformers' ``configuration_*.py`` files do) so
 that registering it with ``AutoConfig`` does not import the modeling code.
@@ -19,7 +19,8 @@ from transformers import PretrainedConfig
 
 from genolong.attention import attention_class, attention_defaults, available_attentions
 from genolong.config import check_type, describe_unknown, where
-from genolong.errors import ConfigError
+from genolong.core.errors import ConfigError
+from genolong.model.backbones import backbone_pooling
 from genolong.model.encoder import ACTIVATIONS
 from genolong.model.heads import CLASSIFIER_POOLINGS, POOLER_ACTIVATIONS
 
@@ -161,7 +162,7 @@ class GenolongConfig(PretrainedConfig):
             raise ConfigError(
                 f"unknown classifier_pooling {self.classifier_pooling!r}; choose one of: {', '.join(CLASSIFIER_POOLINGS)}"
             )
-        if self.classifier_pooling != "cls" and attention_class(self.backbone).pooling is not None:
+        if self.classifier_pooling != "cls" and backbone_pooling(self.backbone) is not None:
             raise ConfigError(
                 f"backbone {self.backbone!r} pools the tokens itself; leave classifier_pooling at 'cls'"
             )

@@ -25,7 +25,7 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 from genolong.attention import attention_class, build_attention
-from genolong.errors import UserError
+from genolong.core.errors import UserError
 
 #: Activation functions by their ``config.hidden_act`` name.
 ACTIVATIONS = {

@@ -4,7 +4,7 @@ A model directory holds ``config.json`` (a :class:`~genolong.model.configuration
 ``model.safetensors`` and the tokenizer the model was trained with (``tokenizer.json``,
 ``tokenizer_config.json``). :func:`save_model` stamps the tokenizer's
 :func:`~genolong.dna.tokenizer.tokenizer_fingerprint` into the config; :func:`load_model` and
-:func:`load_model_tokenizer` refuse, with an :class:`~genolong.errors.InputError` naming the
+:func:`load_model_tokenizer` refuse, with an :class:`~genolong.core.errors.InputError` naming the
 file, everything that would otherwise give a model that runs but predicts garbage:
 
 * an unreadable ``config.json`` or one that is not a genolong config;
@@ -31,8 +31,8 @@ import torch
 from safetensors import safe_open
 from transformers.utils import logging as hf_logging
 
+from genolong.core.errors import ConfigError, InputError, UserError, first_line, is_library_failure
 from genolong.dna.tokenizer import load_tokenizer, tokenizer_fingerprint
-from genolong.errors import ConfigError, InputError, UserError, first_line, is_library_failure
 from genolong.model.configuration import GenolongConfig
 from genolong.model.modeling import GenolongModel
 

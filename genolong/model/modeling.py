@@ -10,15 +10,15 @@ registered with the Auto classes by ``import genolong.model``.
   ``num_labels=919, problem_type="multi_label_classification"``).
 
 The models know no backbone by name: the config's backbone (an
-:class:`~genolong.attention.base.Attention` in the registry) declares its ``encoder`` class, the
-``masked_tokens_input`` through which MLM passes the masked positions to that encoder (VCC's VIP
-tokens), and the classifier's ``pooling`` (SLED's fusion of every chunk) instead of [CLS].
+:class:`~genolong.attention.base.Attention` in the registry) declares the ``masked_tokens_input``
+through which MLM passes the masked positions to the encoder (VCC's VIP tokens), and
+:mod:`genolong.model.backbones` gives the encoder class a backbone registered (the plain
+:class:`~genolong.model.encoder.Encoder` otherwise) and the classifier's pooling (SLED's fusion of
+every chunk) instead of [CLS].
 Extra keyword arguments of ``forward`` go to the encoder.
 """
 
 from __future__ import annotations
-
-import importlib
 
 import torch
 from torch import nn
@@ -26,7 +26,9 @@ from transformers import PreTrainedModel
 from transformers.modeling_outputs import BaseModelOutput, MaskedLMOutput, SequenceClassifierOutput
 
 from genolong.attention import attention_class
+from genolong.model.backbones import backbone_encoder, backbone_pooling
 from genolong.model.configuration import GenolongConfig
+from genolong.model.encoder import Encoder
 from genolong.model.heads import IGNORE_INDEX, ClassificationHead, MaskedLMHead, TokenPooling
 
 __all__ = [
@@ -60,18 +62,12 @@ class GenolongPreTrainedModel(PreTrainedModel):
             module.init_learned_vectors(std)
 
 
-def declared_class(path: str) -> type[nn.Module]:
-    """The class a backbone names as ``"package.module.Class"`` (its encoder, its pooling)."""
-    module, _, name = path.rpartition(".")
-    return getattr(importlib.import_module(module), name)
-
-
 class GenolongModel(GenolongPreTrainedModel):
     """The bare encoder. Shapes: input_ids (B, L), attention_mask (B, L) -> (B, L, N)."""
 
     def __init__(self, config: GenolongConfig):
         super().__init__(config)
-        self.encoder = declared_class(attention_class(config.backbone).encoder)(config)
+        self.encoder = (backbone_encoder(config.backbone) or Encoder)(config)
         self.post_init()
 
     def get_input_embeddings(self) -> nn.Embedding:
@@ -131,9 +127,9 @@ class GenolongForSequenceClassification(GenolongPreTrainedModel):
     def __init__(self, config: GenolongConfig):
         super().__init__(config)
         self.genolong = GenolongModel(config)
-        pooling = attention_class(config.backbone).pooling
+        pooling = backbone_pooling(config.backbone)
         if pooling is not None:
-            self.fusion = declared_class(pooling)(config)
+            self.fusion = pooling(config)
         else:
             self.fusion = None if config.classifier_pooling == "cls" else TokenPooling(config)
         self.classifier = ClassificationHead(config)

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from genolong.errors import UserError
+from genolong.core.errors import UserError
 from genolong.model.configuration import GenolongConfig, check_model_fields
 
 

@@ -33,7 +33,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from genolong.errors import UserError
+from genolong.core.errors import UserError
+from genolong.model.backbones import register_encoder, register_pooling
 from genolong.model.encoder import Encoder, FeedForward
 from genolong.model.heads import pool_tokens
 
@@ -72,6 +73,7 @@ def sled_windows(length: int, chunk_size: int, context_padding: float) -> list[t
     return windows
 
 
+@register_encoder("sled")
 class SledEncoder(Encoder):
     """The genolong encoder applied to SLED's chunks (module docstring).
 
@@ -146,6 +148,7 @@ class SledEncoder(Encoder):
         return torch.cat(outputs)
 
 
+@register_pooling("sled")
 class SledFusion(nn.Module):
     """Fuses SLED's kept token vectors into one vector for a classifier, ``sled_fusion``:
 

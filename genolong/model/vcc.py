@@ -52,7 +52,8 @@ import torch
 import torch.nn.functional as F
 
 from genolong.attention.vcc import num_warmup_layers
-from genolong.errors import UserError
+from genolong.core.errors import UserError
+from genolong.model.backbones import register_encoder
 from genolong.model.encoder import Block, Encoder
 
 log = logging.getLogger(__name__)
@@ -280,6 +281,7 @@ def decompress(
     return torch.cat([new_rows[:, :n_p], rest], dim=1)
 
 
+@register_encoder("vcc")
 class VCCEncoder(Encoder):
     """The genolong encoder with VCC's compressed layers (module docstring).
 

@@ -16,8 +16,8 @@ import numpy as np
 
 from genolong.classifier.directory import Classifier
 from genolong.classifier.task_info import InferenceSpec
+from genolong.core.errors import ConfigError, UserError
 from genolong.datasets.chromatin import PreparedChromatin
-from genolong.errors import ConfigError, UserError
 from genolong.evaluation.chromatin import evaluate_chromatin, write_auc_table
 from genolong.evaluation.metrics import format_chromatin_medians, median_auc_by_class, per_profile_auc
 from genolong.evaluation.profiles import chromatin_profiles, profile_classes

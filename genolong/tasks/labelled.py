@@ -31,8 +31,8 @@ from pathlib import Path
 import numpy as np
 
 from genolong.classifier.directory import Classifier
+from genolong.core.errors import UserError
 from genolong.datasets.task import PreparedTask
-from genolong.errors import UserError
 from genolong.evaluation.chromatin import write_auc_table
 from genolong.evaluation.kmer_models import activate, fit_kmer_model, fit_stack
 from genolong.evaluation.metrics import per_profile_auc

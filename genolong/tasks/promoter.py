@@ -19,8 +19,8 @@ import numpy as np
 from genolong.classifier.directory import Classifier
 from genolong.classifier.records import best_window_probabilities
 from genolong.classifier.task_info import InferenceSpec
+from genolong.core.errors import UserError
 from genolong.datasets.promoter import load_manifest, load_split
-from genolong.errors import UserError
 from genolong.evaluation.calibration import fit_platt, fold_into_head
 from genolong.evaluation.cross_source import format_pair_table, pair_metrics
 from genolong.evaluation.kmer_baseline import run_kmer_baseline

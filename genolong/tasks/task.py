@@ -2,12 +2,12 @@
 and printed summary), the run config :class:`FinetuneConfig`, and the registry of tasks.
 
 Every task puts C outputs on the pooled sequence, trained with the loss of the model's
-``problem_type`` (sigmoids and binary cross-entropy for the built-in tasks); the generic run (:func:`genolong.tasks.finetune.run_finetune`) does the rest.
+``problem_type`` (sigmoids and binary cross-entropy for the built-in tasks); the generic run (:func:`genolong.training.finetune.run_finetune`) does the rest.
 Adding a task is one module that subclasses :class:`FinetuneTask` (and, where its models need
 other inference defaults than their problem type's, overrides :meth:`FinetuneTask.inference_spec`)
 and registers an instance with :func:`register_task` (the built-in ones: :mod:`genolong.tasks.promoter`,
 :mod:`genolong.tasks.chromatin`); its name is the config's ``task:``, and its command group adds
-``genolong NAME finetune`` with :func:`genolong.commands.finetune.add_parser`.
+``genolong NAME finetune`` with :func:`genolong.cli.commands.finetune.add_parser`.
 """
 
 from __future__ import annotations
@@ -24,12 +24,11 @@ from genolong.classifier.task_info import InferenceSpec
 from genolong.config import from_dict
 from genolong.config.presets import apply_overrides, read_preset
 from genolong.configs import preset_path
+from genolong.core.errors import ConfigError, UserError
+from genolong.core.registry import Registry
 from genolong.dna.tokenizer import TokenizerTrainConfig
-from genolong.errors import ConfigError, UserError
 from genolong.model.section import ModelSection
-from genolong.registry import Registry
-from genolong.tasks.common import TrainConfig
-from genolong.tasks.modes import LoraSettings, check_mode
+from genolong.tasks.settings import LoraSettings, TrainConfig, check_mode
 
 
 class LabelledSequences(Protocol):
@@ -173,7 +172,7 @@ class FinetuneConfig:
         train: optimisation and run settings (``val_windows`` = validation inputs, evenly
             spaced over the validation split).
         mode: which weights train: ``full``, ``lora`` (adapters, :attr:`lora`) or ``probe``
-            (the head only); :mod:`genolong.tasks.modes`.
+            (the head only); :mod:`genolong.training.modes`.
         lora: LoRA's rank, alpha, dropout and target modules (``mode: lora``).
     """
 

@@ -29,9 +29,9 @@ import torch
 from captum.attr import LayerGradientXActivation, LayerIntegratedGradients
 
 from genolong.classifier.task_info import ACTIVATIONS
+from genolong.core.errors import UserError
 from genolong.dna.sequence import BASES, clean
-from genolong.errors import UserError
-from genolong.precision import autocast
+from genolong.runtime.precision import autocast
 
 GRADIENT_METHODS = ("ig", "input-x-gradient")
 

@@ -26,10 +26,10 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from genolong.core.errors import InputError, UserError
+from genolong.core.files import atomic_path, mark_directory
 from genolong.dna.genome import Genome
 from genolong.dna.sequence import read_fasta
-from genolong.errors import InputError, UserError
-from genolong.files import atomic_path
 from genolong.inference.bed import read_bed_regions
 from genolong.inference.explain.attributions import (
     BASES,
@@ -39,7 +39,6 @@ from genolong.inference.explain.attributions import (
 )
 from genolong.inference.labels import select_labels
 from genolong.inference.variants.windows import fetch_padded
-from genolong.outputs import mark_directory
 from genolong.tasks.task import load_classifier
 
 
@@ -122,7 +121,7 @@ def explain(
     logo_width: int = 100, batch_size: int = 32, device: str = "auto", precision: str = "auto", progress=None,
 ) -> int:
     """Write the attributions of every record to ``out`` (module docstring); returns the record count.
-    ``precision``: ``auto``, ``32`` or ``bf16`` (:mod:`genolong.precision`)."""
+    ``precision``: ``auto``, ``32`` or ``bf16`` (:mod:`genolong.runtime.precision`)."""
     classifier = load_classifier(model, device=device, precision=precision)
     names = classifier.info.label_names
     if profiles is None and len(names) > 8:

@@ -16,7 +16,9 @@ from pathlib import Path
 from genolong.classifier.directory import Classifier, StrandAveraged, default_promoter_model, describe_model
 from genolong.classifier.records import record_stride
 from genolong.classifier.task_info import TaskInfo
-from genolong.errors import UserError
+from genolong.core.errors import UserError
+from genolong.core.files import work_path
+from genolong.core.progress import progress_bar
 from genolong.inference.predict.loop import ranks_trainer, score_records
 from genolong.inference.predict.writers import (
     PredictionCounts,
@@ -24,7 +26,6 @@ from genolong.inference.predict.writers import (
     write_chromatin_table,
     write_promoter_tables,
 )
-from genolong.progress import progress_bar
 from genolong.tasks.chromatin import CHROMATIN
 from genolong.tasks.promoter import PROMOTER
 from genolong.tasks.task import load_classifier
@@ -35,7 +36,7 @@ class FastaPrediction:
     """What to score and how. ``model`` None: the shipped promoter model. ``out`` None: standard output
     (one rank only). ``stride`` / ``min_length`` None: the model's defaults (promoter: half the window;
     minimum: the model's ``min_bp``; chromatin: the stride of its inference spec, DeepSEA's 200 bp). ``device`` is that of a one-process run; ``precision``: ``auto``, ``32`` or
-    ``bf16`` (:mod:`genolong.precision`)."""
+    ``bf16`` (:mod:`genolong.runtime.precision`)."""
 
     fasta: Path
     model: Path | None = None
@@ -69,7 +70,7 @@ def _scored_records(run: FastaPrediction, classifier: Classifier, trainer, defau
         run.fasta, StrandAveraged(classifier) if run.rc else classifier, window=info.window_bp,
         stride=default_stride if run.stride is None else run.stride,
         min_length=info.min_bp if run.min_length is None else run.min_length, batch_size=run.batch_size,
-        trainer=trainer, parts=None if run.out is None else run.out.parent / f".{run.out.name}.parts",
+        trainer=trainer, parts=None if run.out is None else work_path(run.out, "parts"),
         progress=progress,
     )
 

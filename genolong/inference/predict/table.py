@@ -2,7 +2,7 @@
 
 Records come from a FASTA file (plain, gzip or bgzip) or a CSV/TSV/Parquet table with a sequence
 column (``sequence``, ``seq``...; ids from ``id`` or ``name``, else the row number), read by
-:func:`genolong.data_prep.task_inputs.read_records`. Each record is one model input (a record longer
+:func:`genolong.datasets.task_inputs.read_records`. Each record is one model input (a record longer
 than the model's ``max_len`` tokens keeps its central tokens, as in training); ``--rc`` averages it
 with its reverse complement. The TSV written has the columns ``ordinal`` (0-based position in the
 input), ``id``, and one column per model output (its label name): a probability for sigmoid and
@@ -18,13 +18,13 @@ from pathlib import Path
 import numpy as np
 
 from genolong.classifier.directory import StrandAveraged
-from genolong.files import atomic_path
+from genolong.core.files import atomic_path
 from genolong.tasks.task import load_classifier
 
 
 def predict_table(model: Path, records: Iterable[tuple[str, str]], out: Path, *, batch_size: int = 64,
                   rc: bool = False, device: str = "auto") -> int:
-    """Score ``records`` (``(id, sequence)``, e.g. :func:`genolong.data_prep.task_inputs.read_records`)
+    """Score ``records`` (``(id, sequence)``, e.g. :func:`genolong.datasets.task_inputs.read_records`)
     with the classifier directory ``model`` into the TSV ``out``; returns the number of records."""
     classifier = load_classifier(model, device=device)
     scorer = StrandAveraged(classifier) if rc else classifier

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TextIO
 
 from genolong.classifier.records import RegionMerger, Skipped
-from genolong.files import atomic_path
+from genolong.core.files import atomic_path
 
 PROMOTER_COLUMNS = ("record", "id", "length", "windows", "probability", "label", "error")
 WINDOW_COLUMNS = ("record", "id", "start", "end", "probability", "label")

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from genolong.errors import UserError
+from genolong.core.errors import UserError
 from genolong.inference.bed import read_bed_regions
 
 

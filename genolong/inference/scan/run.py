@@ -27,11 +27,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from genolong import interrupts
 from genolong.classifier.directory import default_promoter_model
+from genolong.core import interrupts
+from genolong.core.errors import UserError
+from genolong.core.files import atomic_path, work_path
 from genolong.dna.genome import Genome
-from genolong.errors import UserError
-from genolong.files import atomic_path
 from genolong.inference.loop import ScanModule, ScanPartWriter, build_trainer, predict
 from genolong.inference.scan.parts import WorkDirectory
 from genolong.inference.scan.plan import ScanPlan, read_regions, whole_chromosomes
@@ -45,7 +45,7 @@ from genolong.inference.scan.tracks import (
     SkippedTrack,
 )
 from genolong.inference.scan.windows import WindowBatches, WindowEncoder
-from genolong.tasks.common import check_device_hardware, check_device_settings
+from genolong.runtime.devices import check_device_hardware, check_device_settings
 from genolong.tasks.task import load_classifier
 
 log = logging.getLogger(__name__)
@@ -210,7 +210,7 @@ def _work_path(config: ScanConfig, plan: ScanPlan, columns) -> Path:
         digest.update(f"{path.name}:{path.stat().st_size}:{path.stat().st_mtime_ns}".encode())
     digest.update(f"{config.rc}:{columns}:{config.max_n_fraction}".encode())
     first = config.out[0]
-    return first.parent / f".{first.name}.scan-{digest.hexdigest()[:12]}"
+    return work_path(first, f"scan-{digest.hexdigest()[:12]}")
 
 
 def _remove_other_work(path: Path) -> None:

@@ -254,7 +254,7 @@ def install_scan_calibration(model: Path, calibration: dict, species: dict[str, 
 
     Files are rewritten in place (each through a temporary file and a rename).
     """
-    from genolong.files import atomic_write_text
+    from genolong.core.files import atomic_write_text
 
     task = json.loads((model / TASK_FILE).read_text())
     task["scan_threshold"] = calibration["threshold"]

@@ -22,9 +22,9 @@ import torch
 from numpy.lib.stride_tricks import sliding_window_view
 
 from genolong.classifier.directory import TokenEncoder
+from genolong.core.errors import UserError
 from genolong.dna.genome import Genome
 from genolong.dna.sequence import reverse_complement_rows
-from genolong.errors import UserError
 from genolong.inference.scan.plan import ScanPlan
 
 _N = ord("N")

@@ -24,7 +24,7 @@ from collections import Counter
 import lightning.pytorch as pl
 import torch
 
-from genolong.files import atomic_write_text
+from genolong.core.files import atomic_write_text
 from genolong.inference.loop import PartWriter
 from genolong.inference.variants.reader import SkippedAllele, Variant, VariantFile
 from genolong.inference.variants.vcf_annotation import annotation_rows

@@ -26,7 +26,7 @@ import torch
 
 from genolong.classifier.directory import TASK_FILE, TokenEncoder, resolve_device
 from genolong.classifier.scoring import token_logits
-from genolong.errors import UserError
+from genolong.core.errors import UserError
 from genolong.inference.variants.windows import VariantWindows
 from genolong.model.loading import load_model, load_model_tokenizer, read_model_config
 from genolong.model.modeling import GenolongForMaskedLM

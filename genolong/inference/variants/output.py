@@ -24,8 +24,8 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from genolong.errors import UserError
-from genolong.files import atomic_path
+from genolong.core.errors import UserError
+from genolong.core.files import atomic_path
 from genolong.inference.variants.windows import VariantWindows
 
 METADATA = ("chrom", "pos", "id", "ref", "alt", "flags")

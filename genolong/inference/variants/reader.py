@@ -18,8 +18,8 @@ from pathlib import Path
 
 import cyvcf2
 
+from genolong.core.errors import InputError, UserError
 from genolong.dna.sequence import numbered_lines
-from genolong.errors import InputError, UserError
 
 _BASES = frozenset("ACGTN")
 

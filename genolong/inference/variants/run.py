@@ -6,7 +6,7 @@ whatever the number of variants. Each finished chunk leaves its part files and i
 ranks by :mod:`genolong.inference.variants.loop`. Rank 0 then assembles the parts in input
 order, so the output is the same bytes whatever the number of ranks. A run started again with
 the same inputs, model and options (on any number of devices) scores only the chunks not yet
-finished; with anything changed it starts over. Bad input (:class:`~genolong.errors.UserError`)
+finished; with anything changed it starts over. Bad input (:class:`~genolong.core.errors.UserError`)
 removes the partial directory: nothing is left behind.
 
 The provenance header's date is the run's, or ``SOURCE_DATE_EPOCH`` when set (the
@@ -28,9 +28,9 @@ import torch
 
 from genolong import __version__
 from genolong.classifier.kmer_component import COMPONENT_FILE
+from genolong.core.errors import UserError
+from genolong.core.files import atomic_write_text, work_path
 from genolong.dna.genome import Genome
-from genolong.errors import UserError
-from genolong.files import atomic_write_text
 from genolong.inference.labels import label_class, select_labels
 from genolong.inference.loop import build_trainer, predict
 from genolong.inference.variants.loop import (
@@ -84,7 +84,7 @@ class PartialRun:
     that chunk ``i`` is done)."""
 
     def __init__(self, out: Path, identity: dict):
-        self.folder = out.parent / f".{out.name}.partial"
+        self.folder = work_path(out, "partial")
         self.identity = json.loads(json.dumps(identity))
 
     def prepare(self) -> None:
@@ -222,7 +222,7 @@ def score_variants(
 
     ``window`` is the input length for ``mlm-llr`` (a classifier's is its own ``window_bp``).
     ``accelerator``, ``devices``, ``num_nodes``: Lightning's; more than one device or node
-    shares the chunks across ranks. ``precision``: ``auto``, ``32`` or ``bf16`` (:mod:`genolong.precision`). Returns None on ranks other than 0.
+    shares the chunks across ranks. ``precision``: ``auto``, ``32`` or ``bf16`` (:mod:`genolong.runtime.precision`). Returns None on ranks other than 0.
     """
     variant_file, reference = VariantFile(variants), Genome(genome)
     trainer = build_trainer(accelerator=accelerator, devices=devices, num_nodes=num_nodes, callbacks=[],

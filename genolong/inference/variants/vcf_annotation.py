@@ -17,7 +17,7 @@ from pathlib import Path
 import cyvcf2
 import numpy as np
 
-from genolong.files import atomic_path
+from genolong.core.files import atomic_path
 from genolong.inference.variants.reader import VariantFile
 from genolong.inference.variants.scoring import rank_score
 from genolong.inference.variants.windows import VariantWindows

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from genolong.core.errors import UserError
 from genolong.dna.genome import Genome, canonical_chrom
-from genolong.errors import UserError
 from genolong.inference.variants.reader import SkippedAllele, Variant
 
 #: Chromosome lengths of the two human builds, to name the build in an error.

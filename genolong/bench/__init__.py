@@ -1,2 +1,0 @@
-"""Benchmarks: attention kernels, converted models, device checks; the bf16 probe and memory
-high-water marks they use are core modules (:mod:`genolong.cpu_bf16`, :mod:`genolong.memory`)."""

@@ -1,0 +1,218 @@
+"""Arguments shared by the commands.
+
+Types: ``type=positive_int`` refuses ``--stride 0`` at parse time, with a message that names
+the option, instead of a command replacing it by a default. Each raises
+``argparse.ArgumentTypeError``; the CLI prints it as one line and exits with 2.
+
+Config overrides of the training commands: ``--set section.key=value`` (repeatable) for any
+key of the config, and a few flags users type (``--max-steps``, ``--devices``, ...), each a
+shortcut for one ``--set`` (:func:`add_config_arguments`, :func:`config_overrides`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from genolong.config import parse_assignment
+from genolong.core.errors import ConfigError
+from genolong.runtime import precision
+
+
+def precision_choice(text: str) -> str:
+    """argparse type of ``--precision``: ``auto``, ``32`` or ``bf16`` (aliases accepted)."""
+    try:
+        return precision.normalized_precision(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def add_precision_argument(parser) -> None:
+    """Add ``--precision {auto,32,bf16}`` (default ``auto``) to a command's parser."""
+    parser.add_argument(
+        "--precision", type=precision_choice, default="auto", metavar="{auto,32,bf16}",
+        help="auto (default): bf16 autocast on a GPU that supports it and on a CPU with native bf16 "
+        "(avx512_bf16/amx_bf16) where a timed matrix product confirms it, else float32; 32: float32; "
+        f"bf16: bf16 autocast. ${precision.ENV} decides auto when set",
+    )
+
+def _integer(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+
+
+def _finite(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """An integer >= 1."""
+    value = _integer(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    return value
+
+
+#: ``--model default``: the promoter classifier shipped with genolong.
+SHIPPED_MODEL = "default"
+
+
+def model_directory(text: str) -> Path:
+    """``--model``: a model directory, or a run directory that holds one as ``model/`` (the
+    ``--out`` of ``pretrain`` or ``finetune``), which then stands for ``RUN/model``."""
+    path = Path(text)
+    if not (path / "config.json").is_file() and (path / "model" / "config.json").is_file():
+        return path / "model"
+    return path
+
+
+def classifier_directory(text: str) -> Path:
+    """``--model`` of a command that runs a classifier: :func:`model_directory`, or ``default``
+    for the shipped promoter model (a directory named ``default`` is ``./default``)."""
+    from genolong.resources import promoter_model
+
+    return promoter_model() if text == SHIPPED_MODEL else model_directory(text)
+
+
+def add_classifier_argument(parser: argparse.ArgumentParser, what: str = "classifier", *,
+                            required: bool = False) -> None:
+    """``--model`` of a command that runs a classifier; left out, it is ``default`` (the shipped
+    promoter model) unless ``required``."""
+    shipped = "" if required else ", or default for the shipped promoter model (the default)"
+    parser.add_argument("--model", type=classifier_directory, required=required,
+                        default=None if required else SHIPPED_MODEL, metavar="DIR",
+                        help=f"{what} directory, or a fine-tuning run directory (RUN stands for RUN/model){shipped}")
+
+
+def non_negative_int(text: str) -> int:
+    """An integer >= 0."""
+    value = _integer(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text!r}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """A finite number > 0."""
+    value = _finite(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
+    return value
+
+
+def fraction(text: str) -> float:
+    """A number in [0, 1]."""
+    value = _finite(text)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be a fraction in [0, 1], got {text!r}")
+    return value
+
+
+def devices(text: str) -> int | str:
+    """``--devices``: a positive number of devices per node, or ``auto``."""
+    return text if text == "auto" else positive_int(text)
+
+
+def add_device_arguments(parser) -> None:
+    """``--accelerator``, ``--devices``, ``--num-nodes`` and ``--precision`` of the commands that run Lightning's
+    predict loop (:mod:`genolong.inference.loop`): more than one device or node shards the work across ranks."""
+    parser.add_argument("--accelerator", default="auto", help="auto, cpu, gpu (Lightning)")
+    parser.add_argument("--devices", type=devices, default=1,
+                        help="devices per node, or auto (default: 1); more than one shards the work across processes")
+    parser.add_argument("--num-nodes", type=positive_int, default=1, help="machines (default: 1)")
+    add_precision_argument(parser)
+
+
+def training_devices(text: str) -> int | str:
+    """``--devices`` of a training run: a number of devices, or what Lightning also reads there
+    (``auto``, GPU indices ``0,1``), checked by the training config."""
+    return int(text) if text.isdigit() else text
+
+
+def assignment(text: str) -> tuple[str, Any]:
+    """``--set section.key=value``: the key and the value read as YAML."""
+    try:
+        return parse_assignment(text)
+    except ConfigError as err:
+        raise argparse.ArgumentTypeError(err.message) from None
+
+
+class _DeprecatedAlias(argparse.Action):
+    """Stores into the current option's destination after one line on stderr naming the current option."""
+
+    def __init__(self, option_strings, dest, current: str, **kwargs):
+        super().__init__(option_strings, dest, **kwargs)
+        self.current = current
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"{parser.prog} {option_string}: deprecated, use {self.current}", file=sys.stderr)
+        setattr(namespace, self.dest, values)
+
+
+def add_deprecated_alias(parser, old: str, current: str, **kwargs) -> None:
+    """``old`` as a hidden spelling of the option ``current`` (same destination and ``kwargs``, e.g.
+    ``type``), kept for one release: using it prints one line on stderr, ``genolong task prepare
+    --bed: deprecated, use --regions``."""
+    parser.add_argument(old, dest=current.lstrip("-").replace("-", "_"), action=_DeprecatedAlias, current=current,
+                        help=argparse.SUPPRESS, **kwargs)
+
+
+@dataclass(frozen=True)
+class Shortcut:
+    """A flag that sets one config key: ``--max-steps 5`` is ``--set train.max_steps=5``."""
+
+    flag: str
+    key: str
+    type: Callable[[str], Any]
+    help: str
+
+
+#: The config flags of the training commands; each command adds the ones it offers.
+SHORTCUTS = {shortcut.flag: shortcut for shortcut in (
+    Shortcut("--backbone", "model.backbone", str, "the attention (full, bigbird, longformer, ...)"),
+    Shortcut("--max-steps", "train.max_steps", int, "optimizer steps"),
+    Shortcut("--val-every", "train.val_every_steps", int, "validate every N steps"),
+    Shortcut("--batch-size", "train.batch_size", int, "inputs per device per micro-batch"),
+    Shortcut("--learning-rate", "train.learning_rate", float, "peak learning rate"),
+    Shortcut("--seed", "train.seed", int, "the run seed"),
+    Shortcut("--devices", "train.devices", training_devices, "Lightning devices (e.g. 2, or auto)"),
+    Shortcut("--num-nodes", "train.num_nodes", int, "machines"),
+    Shortcut("--strategy", "train.strategy", str, "Lightning strategy (ddp for multi-GPU / multi-node)"),
+    Shortcut("--accelerator", "train.accelerator", str, "cpu, gpu or auto"),
+    Shortcut("--precision", "train.precision", str, "auto (bf16 autocast on a GPU or a CPU with fast native bf16, "
+             "else float32), 32, bf16, or a Lightning precision (32-true, bf16-mixed, 16-mixed)"),
+    Shortcut("--mode", "mode", str, "which weights train: full, lora (adapters; lora.rank, lora.alpha, "
+             "lora.dropout, lora.targets) or probe (the head only)"),
+)}  # fmt: skip
+
+
+def add_config_arguments(parser: argparse.ArgumentParser, shortcuts: Iterable[str]) -> None:
+    """``--set SECTION.KEY=VALUE`` (repeatable) and the ``shortcuts`` flags (keys of :data:`SHORTCUTS`)."""
+    for flag in shortcuts:
+        shortcut = SHORTCUTS[flag]
+        parser.add_argument(flag, dest=shortcut.key, type=shortcut.type, default=None,
+                            metavar=flag.lstrip("-").upper().replace("-", "_"),
+                            help=f"{shortcut.help}; same as --set {shortcut.key}=VALUE")
+    parser.add_argument("--set", dest="overrides", metavar="SECTION.KEY=VALUE", type=assignment, action="append",
+                        default=[], help="set any config key, e.g. --set train.warmup_steps=10 --set "
+                        "model.hidden_dropout_prob=0.2 (the value is YAML; repeatable)")
+
+
+def config_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The dotted config overrides ``args`` hold: the shortcut flags given, then each ``--set``
+    in order (a later one wins)."""
+    given = {s.key: getattr(args, s.key) for s in SHORTCUTS.values() if getattr(args, s.key, None) is not None}
+    return given | dict(args.overrides)

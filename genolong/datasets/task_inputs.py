@@ -1,0 +1,354 @@
+"""Labelled sequences read from the formats users bring, as :class:`Row` lists for the task
+builder (:mod:`genolong.prep.task_dataset`).
+
+- a FASTA file per class (``--class NAME=PATH``, or one per split and class): one label column ``class``;
+- tables (their cells read by :mod:`genolong.datasets.table_files`): CSV, TSV (plain or compressed),
+  Parquet, and a directory written by HF ``datasets`` ``save_to_disk``; a sequence column and one
+  or more label columns (a list column: one per element); a table per split keeps the split;
+- BED / narrowPeak regions on a genome (:func:`read_bed`), each centred (on the narrowPeak summit
+  when there is one) and extended to a window, optionally with background windows drawn from the
+  same genome at a stated distance from every region.
+
+Labels stay as written here (str, or numbers from Parquet); the builder decides the problem type.
+A row remembers where it came from (file and 1-based line or row) for one-line errors.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+
+from genolong.core.errors import InputError, UserError
+from genolong.datasets.table_files import expand_lists, read_cells
+from genolong.dna.genome import Genome
+from genolong.dna.sequence import IUPAC_CODES, open_text_or_gzip, read_fasta
+
+#: Column names taken as the sequence column when none is named.
+SEQUENCE_COLUMNS = ("sequence", "seq", "Sequence", "dna")
+#: Column names taken as the record id when present.
+ID_COLUMNS = ("id", "name", "ID", "Name")
+#: narrowPeak / BED columns by name (1-based), for ``--label-column``.
+BED_COLUMNS = {"name": 4, "score": 5, "signalValue": 7, "pValue": 8, "qValue": 9}
+#: The class of background windows.
+BACKGROUND = "background"
+
+_NOT_IUPAC = re.compile(f"[^{IUPAC_CODES}{IUPAC_CODES.lower()}]")
+
+
+@dataclass
+class Row:
+    """One labelled sequence: ``labels`` has one raw value per label column; ``where`` is
+    ``(file, 1-based line or row)``; ``chrom`` for genomic rows, ``split`` when the input gave it."""
+
+    id: str
+    sequence: str
+    labels: tuple
+    where: tuple[Path, int]
+    chrom: str | None = None
+    split: str | None = None
+
+
+def check_sequence(sequence: str, path: Path, line: int) -> str:
+    """``sequence`` uppercased, or an InputError naming the file and line for a non-IUPAC character."""
+    bad = _NOT_IUPAC.search(sequence)
+    if bad is not None or not sequence:
+        what = "empty sequence" if not sequence else f"invalid character {bad.group()!r} at position {bad.start()}"
+        raise InputError(path, f"{what}; allowed: IUPAC nucleotide codes {IUPAC_CODES}", line=line)
+    return sequence.upper()
+
+
+# -- FASTA per class --------------------------------------------------------------------------
+def read_class_fastas(classes: list[tuple[str, Path]], split: str | None = None) -> tuple[list[Row], list[str]]:
+    """The records of each ``(class name, FASTA)`` labelled with the class (and ``split``, when the
+    files are one split's); label columns ``["class"]``.
+
+    Raises:
+        UserError: two classes with one name, or one file given as two classes.
+    """
+    names = [name for name, _ in classes]
+    if len(set(names)) != len(names):
+        raise UserError(f"--class names must differ{f' within the {split} split' if split else ''}, got {names}")
+    files: dict[Path, str] = {}
+    rows = []
+    for name, path in classes:
+        other = files.setdefault(Path(path).resolve(), name)
+        if other != name:
+            raise InputError(path, f"given as class {other!r} and as class {name!r}",
+                             hint="give each class its own FASTA file")
+        for number, record in enumerate(read_fasta(path, raw=True, unique_names=False), start=1):
+            rows.append(Row(record.name, record.sequence.upper(), (name,), (Path(path), number), split=split))
+    return rows, ["class"]
+
+
+# -- tables -----------------------------------------------------------------------------------
+class Table(NamedTuple):
+    """The rows of a table, its label column names, and ``{NAME: length}`` of each label column
+    that held lists (read as one label column per element, ``NAME_0``, ``NAME_1``...)."""
+
+    rows: list[Row]
+    label_columns: list[str]
+    label_lists: dict[str, int]
+
+
+def record_id(number: int) -> str:
+    """The id of the ``number``-th data row (1-based, a header not counted) of a table without an id
+    column: ``row1`` is the first row of a CSV, a TSV and a Parquet file alike."""
+    return f"row{number}"
+
+
+def read_table(path: Path, *, sequence_column: str | None, label_columns: list[str] | None,
+               id_column: str | None = None, header: bool = True, split: str | None = None) -> Table:
+    """The rows of one table, with its label column names.
+
+    Args:
+        path: CSV / TSV (plain or compressed), Parquet, or an HF ``save_to_disk`` directory.
+        sequence_column: the sequence column (default: the first of :data:`SEQUENCE_COLUMNS`
+            present; column ``0`` without a header).
+        label_columns: the label columns (default: every column but the sequence and id ones); a
+            Parquet / Arrow column of lists becomes a label column per element.
+        id_column: the record id column (default: the first of :data:`ID_COLUMNS` present; else
+            :func:`record_id`).
+        header: whether a CSV/TSV starts with a header line (without one, columns are ``0``, ``1``...).
+        split: the split every row belongs to (a table per split), or None.
+    """
+    path = Path(path)
+    columns, lines = read_cells(path, header)
+    if sequence_column is None:
+        sequence_column = "0" if not header else next((c for c in SEQUENCE_COLUMNS if c in columns), None)
+        if sequence_column is None:
+            raise InputError(path, f"no sequence column ({' or '.join(SEQUENCE_COLUMNS)}); columns are {columns}",
+                             hint="name it with --sequence-column")
+    if id_column is None:
+        id_column = next((c for c in ID_COLUMNS if c in columns and c != sequence_column), None)
+    if label_columns is None:
+        label_columns = [c for c in columns if c not in (sequence_column, id_column)]
+    for name in [sequence_column, *label_columns, *([id_column] if id_column else [])]:
+        if name not in columns:
+            raise InputError(path, f"no column {name!r}; columns are {columns[:20]}")
+    if not label_columns:
+        raise InputError(path, "no label column besides the sequence", hint="name them with --label-column")
+    at = {name: columns.index(name) for name in columns}
+    expanded, lists = expand_lists(path, lines, label_columns, at)
+    rows = []
+    for row_number, (number, values) in enumerate(lines, start=1):
+        sequence = check_sequence(str(values[at[sequence_column]] or ""), path, number)
+        record = str(values[at[id_column]]) if id_column else record_id(row_number)
+        labels = tuple(label for c in label_columns
+                       for label in (values[at[c]] if c in lists else [values[at[c]]]))
+        rows.append(Row(record, sequence, labels, (path, number), split=split))
+    return Table(rows, expanded, lists)
+
+
+def read_table_sequences(path: Path, sequence_column: str | None = None):
+    """``(id, sequence)`` of each row of a table, for prediction (no label columns needed)."""
+    columns, lines = read_cells(path, header=True)
+    sequence_column = sequence_column or next((c for c in SEQUENCE_COLUMNS if c in columns), None)
+    if sequence_column not in columns:
+        raise InputError(path, f"no sequence column ({sequence_column or ' or '.join(SEQUENCE_COLUMNS)}); "
+                         f"columns are {columns[:20]}", hint="name it with --sequence-column")
+    id_column = next((c for c in ID_COLUMNS if c in columns and c != sequence_column), None)
+    for row_number, (number, values) in enumerate(lines, start=1):
+        sequence = check_sequence(str(values[columns.index(sequence_column)] or ""), path, number)
+        yield (str(values[columns.index(id_column)]) if id_column else record_id(row_number)), sequence
+
+
+#: Suffixes read as tables by :func:`read_records`; anything else is read as FASTA.
+TABLE_SUFFIXES = (".csv", ".tsv", ".txt", ".parquet", ".arrow")
+
+
+def read_records(path: Path, sequence_column: str | None = None):
+    """``(id, sequence)`` of each record of a FASTA file or a table (by suffix, ``.gz`` aside)."""
+    suffixes = [s for s in Path(path).suffixes if s != ".gz"]
+    if suffixes and suffixes[-1] in TABLE_SUFFIXES:
+        return read_table_sequences(Path(path), sequence_column)
+    return ((record.name, record.sequence) for record in read_fasta(path, raw=True, unique_names=False))
+
+
+# -- BED regions on a genome ------------------------------------------------------------------
+@dataclass
+class Windows:
+    """How regions become inputs: ``window`` bp centred on each region (its narrowPeak summit when
+    given), and ``background`` windows per region drawn at least ``distance`` bp from every region."""
+
+    window: int
+    background: int = 0
+    distance: int = 0
+    seed: int = 0
+
+
+def _bed_column(spec: str, path: Path) -> int:
+    """A ``--label-column`` of a BED file: a 1-based column number or a name of :data:`BED_COLUMNS`."""
+    if spec.isdigit() and int(spec) >= 4:
+        return int(spec)
+    if spec in BED_COLUMNS:
+        return BED_COLUMNS[spec]
+    raise InputError(path, f"label column {spec!r} is neither a column number >= 4 nor one of {sorted(BED_COLUMNS)}")
+
+
+def read_bed(path: Path, genome: Genome, windows: Windows, label_columns: list[str] | None) -> tuple[list[Row], list[str]]:
+    """Windows of ``genome`` around the regions of a BED / narrowPeak file (plus background windows).
+
+    Without ``label_columns`` each region is class ``region`` (and background windows class
+    :data:`BACKGROUND`); with them, the values of those columns. A background window's labels are
+    :data:`BACKGROUND` for a class column and ``0`` for a score column. Windows reaching past a
+    chromosome end are padded with N.
+
+    Raises:
+        InputError: a malformed line, an unknown chromosome or a region off the chromosome (file and line).
+    """
+    path = Path(path)
+    columns = [_bed_column(c, path) for c in label_columns] if label_columns else []
+    rows, centres = [], {}
+    for region in bed_regions(path, genome, max([3, *columns])):
+        labels = tuple(region.fields[c - 1] for c in columns) if columns else ("region",)
+        rows.append(Row(region.id, _window(genome, region.chrom, region.centre, windows.window), labels,
+                        (path, region.line), chrom=region.chrom))
+        centres.setdefault(region.chrom, []).append((region.start, region.end))
+    if not rows:
+        raise InputError(path, "no regions")
+    background = ([(BACKGROUND if c == "name" or not columns else "0") for c in label_columns]
+                  if columns else [BACKGROUND])
+    return rows + _background(genome, centres, windows, len(rows), tuple(background), path), list(
+        label_columns or ["class"])
+
+
+@dataclass
+class Region:
+    """One BED / narrowPeak line: its ``fields``, 1-based ``line``, the genome's name of its
+    chromosome, its 0-based half-open ``start``..``end``, and its ``centre`` (the narrowPeak summit
+    when given, else the middle); ``id`` is ``chrom:start-end`` as the file writes the chromosome."""
+
+    fields: list[str]
+    line: int
+    chrom: str
+    start: int
+    end: int
+    centre: int
+
+    @property
+    def id(self) -> str:
+        return f"{self.fields[0]}:{self.start}-{self.end}"
+
+
+def bed_regions(path: Path, genome: Genome, min_fields: int = 3):
+    """The :class:`Region` of each line of a BED / narrowPeak file on ``genome``.
+
+    Raises:
+        InputError: a line with fewer than ``min_fields`` fields, a coordinate that is not an
+            integer, an unknown chromosome or a region off the chromosome (file and line).
+    """
+    sizes = genome.chromosomes
+    for number, raw in _bed_lines(path):
+        fields = raw.split("\t")
+        if len(fields) < min_fields:
+            raise InputError(path, f"{len(fields)} fields; need at least {min_fields}", line=number)
+        chrom, start, end = fields[0], _integer(fields[1], path, number), _integer(fields[2], path, number)
+        try:
+            name = genome.resolve(chrom)
+        except UserError:
+            raise InputError(path, f"chromosome {chrom!r} is not in {genome.path}", line=number) from None
+        if not 0 <= start < end <= sizes[name]:
+            raise InputError(path, f"region {chrom}:{start}-{end} is off the chromosome (length {sizes[name]})",
+                             line=number)
+        summit = _integer(fields[9], path, number) if len(fields) >= 10 and fields[9] != "-1" else -1
+        centre = start + summit if 0 <= summit < end - start else (start + end) // 2
+        yield Region(fields, number, name, start, end, centre)
+
+
+def bed_records(path: Path, genome_path: Path, length: int | None = None):
+    """``(id, sequence)`` of each region of a BED / narrowPeak file, for prediction and embeddings:
+    the id is the name column (4th) when there is one (and not ``.``), else ``chrom:start-end``;
+    the sequence is ``length`` bp centred as :func:`read_bed` centres windows (N-padded past the
+    chromosome ends), or the region itself (``length`` None). The genome stays open while the
+    records are read.
+
+    Raises:
+        InputError: as :func:`bed_regions`; a file without regions.
+    """
+    path = Path(path)
+    with Genome(genome_path) as genome:
+        count = 0
+        for region in bed_regions(path, genome):
+            name = region.fields[3] if len(region.fields) > 3 and region.fields[3] not in ("", ".") else region.id
+            if length is None:
+                sequence = genome.fetch(region.chrom, region.start, region.end)
+            else:
+                sequence = _window(genome, region.chrom, region.centre, length)
+            count += 1
+            yield name, sequence
+    if count == 0:
+        raise InputError(path, "no regions")
+
+
+def _bed_lines(path: Path):
+    with open_text_or_gzip(path) as handle:
+        text = handle.read().decode("utf-8")
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.strip() and not line.startswith(("#", "track", "browser")):
+            yield number, line.rstrip("\r")
+
+
+def _integer(text: str, path: Path, line: int) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise InputError(path, f"{text!r} is not an integer coordinate", line=line) from None
+
+
+def _window(genome: Genome, chrom: str, centre: int, window: int) -> str:
+    """``window`` bp of ``chrom`` centred on ``centre`` (plus strand), N-padded past the chromosome ends."""
+    start = centre - window // 2
+    end = start + window
+    length = genome.chromosomes[chrom]
+    inside = genome.fetch(chrom, max(start, 0), min(end, length))
+    return "N" * max(-start, 0) + inside + "N" * max(end - length, 0)
+
+
+def _background(genome: Genome, regions: dict[str, list[tuple[int, int]]], windows: Windows, count: int,
+                labels: tuple, path: Path) -> list[Row]:
+    """``windows.background * count`` windows whose centres lie at least ``windows.distance`` bp from
+    every region (on any chromosome of the genome, drawn by length from a seeded generator), at
+    most half N; an InputError when the genome has no room for them."""
+    wanted = windows.background * count
+    if wanted == 0:
+        return []
+    sizes = genome.chromosomes
+    names = list(sizes)
+    weights = np.array([sizes[n] for n in names], dtype=np.float64)
+    rng = np.random.default_rng(windows.seed)
+    spans = {name: _Spans(regions.get(name, [])) for name in names}
+    rows, tries = [], 0
+    while len(rows) < wanted:
+        tries += 1
+        if tries > 1000 * wanted:
+            raise InputError(path, f"found {len(rows)} of {wanted} background windows {windows.distance} bp from "
+                             "every region", hint="lower --background or --background-distance")
+        chrom = names[int(rng.choice(len(names), p=weights / weights.sum()))]
+        centre = int(rng.integers(0, sizes[chrom]))
+        if spans[chrom].near(centre, windows.distance):
+            continue
+        sequence = _window(genome, chrom, centre, windows.window)
+        if sequence.count("N") * 2 > len(sequence):
+            continue
+        rows.append(Row(f"background:{chrom}:{centre}", sequence, labels, (path, 0), chrom=chrom))
+    return rows
+
+
+class _Spans:
+    """Regions of one chromosome, sorted by start, with the running maximum of their ends."""
+
+    def __init__(self, spans: list[tuple[int, int]]):
+        spans = sorted(spans)
+        self.starts = [start for start, _ in spans]
+        self.max_end = np.maximum.accumulate([end for _, end in spans]) if spans else np.zeros(0, np.int64)
+
+    def near(self, position: int, distance: int) -> bool:
+        """Whether ``position`` lies within ``distance`` bp of a region: some region starts at most
+        ``distance`` after it and ends less than ``distance`` before it."""
+        index = bisect.bisect_right(self.starts, position + distance)
+        return index > 0 and self.max_end[index - 1] + distance > position

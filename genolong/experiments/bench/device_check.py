@@ -1,0 +1,262 @@
+"""``genolong bench gpu``: one command that checks a CUDA machine end to end and measures it.
+
+Sections, each a pass/fail check with its numbers, in this order (every section runs even when an
+earlier one fails, and its rows are saved as soon as it ends):
+
+* ``tests``: the ``gpu``-marked tests of a source checkout (``pytest -m gpu``).
+* ``kernels``: flex block-sparse attention against the dense float64 reference, forward and
+  backward, bf16 and fp32, BigBird / Longformer / LSG at 4K / 16K / 64K tokens
+  (:mod:`genolong.experiments.bench.kernel_check`).
+* ``train``: every backbone trains 20 steps of its tiny preset under bf16 autocast, and its loss falls.
+* ``pretrain``: ``genolong pretrain`` of the shipped sample on the GPU; its tokens/s.
+* ``inference``: ``predict-promoter``, ``scan`` and ``score-variants`` with the shipped promoter model
+  on the GPU and on the CPU: the same scores within a stated tolerance (:mod:`genolong.experiments.bench.device_inference`).
+* ``speed``: forward and training step of base-size models (768 x 12) at 4K-64K tokens, bf16: ours
+  (flex) vs transformers' BigBird vs dense SDPA (:mod:`genolong.experiments.bench.device_speed`).
+
+``--cpu`` runs the same code on the CPU at tiny sizes (the gathered-blocks path stands in for flex,
+which has no backward there), so CI exercises the script's logic without a GPU.
+Writes ``OUT/device_check.json`` (every row, the machine, the command) and ``OUT/device_check.md``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import platform
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from genolong.core.files import atomic_write_text
+from genolong.experiments.bench.attention import BenchSize
+from genolong.experiments.bench.device_inference import compare_inference
+from genolong.experiments.bench.device_speed import SpeedPlan, run_speed
+from genolong.experiments.bench.kernel_check import BACKBONES, KernelCase, candidate_path, check_case
+
+SECTIONS = ("tests", "kernels", "train", "pretrain", "inference", "speed")
+TRAIN_STEPS = 20
+#: Vocabulary of the train section's models: the tiny tokenizer's size.
+TRAIN_VOCAB = 4096
+
+
+@dataclass(frozen=True)
+class CheckPlan:
+    """Sizes of a run: the GPU check's, or the tiny ones of ``--cpu``."""
+
+    device: torch.device
+    kernel_lengths: tuple[int, ...]
+    kernel_heads: int
+    kernel_head_dim: int
+    kernel_rows: int
+    train_steps: int
+    train_batch: int
+    train_max_len: int | None  # None: each preset's own
+    pretrain_steps: int
+    speed: SpeedPlan
+    sections: tuple[str, ...] = SECTIONS
+    tests_dir: Path | None = None
+    extra: dict = field(default_factory=dict)
+
+
+def gpu_plan(lengths: tuple[int, ...] = (4096, 8192, 16384, 32768, 65536)) -> CheckPlan:
+    base = BenchSize(vocab_size=32000, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+                     intermediate_size=3072)
+    return CheckPlan(device=torch.device("cuda"), kernel_lengths=(4096, 16384, 65536), kernel_heads=12,
+                     kernel_head_dim=64, kernel_rows=512, train_steps=TRAIN_STEPS, train_batch=8,
+                     train_max_len=None, pretrain_steps=200, speed=SpeedPlan(size=base, lengths=lengths))
+
+
+def cpu_plan() -> CheckPlan:
+    tiny = BenchSize(vocab_size=512, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                     intermediate_size=64)
+    return CheckPlan(device=torch.device("cpu"), kernel_lengths=(512,), kernel_heads=2, kernel_head_dim=16,
+                     kernel_rows=32, train_steps=8, train_batch=2, train_max_len=512, pretrain_steps=2,
+                     speed=SpeedPlan(size=tiny, lengths=(1024,), repeats=1))  # transformers' block_sparse from 704 tokens
+
+
+# --------------------------------------------------------------------------- sections
+
+
+def section_tests(plan: CheckPlan, out: Path, say) -> list[dict]:
+    """``pytest -m gpu`` over the checkout's tests; one row with the counts pytest printed."""
+    if plan.tests_dir is None or not plan.tests_dir.is_dir():
+        return [{"check": "gpu tests", "ok": None, "status": "skipped: no tests directory (run from a source "
+                 "checkout or pass --tests)"}]
+    command = [sys.executable, "-m", "pytest", "-m", "gpu", "-q", "-p", "no:cacheprovider", str(plan.tests_dir)]
+    done = subprocess.run(command, cwd=plan.tests_dir, capture_output=True, text=True)
+    summary = (done.stdout.strip().splitlines() or ["(no output)"])[-1]
+    (out / "gpu_tests.log").write_text(done.stdout + done.stderr)
+    say(f"  pytest -m gpu: {summary}")
+    return [{"check": "gpu tests", "ok": done.returncode == 0, "status": summary}]
+
+
+def section_kernels(plan: CheckPlan, out: Path, say) -> list[dict]:
+    rows = []
+    path = candidate_path(plan.device)
+    for length in plan.kernel_lengths:
+        for backbone in BACKBONES:
+            for dtype in (torch.bfloat16, torch.float32):
+                case = KernelCase(backbone, length, dtype, plan.kernel_heads, plan.kernel_head_dim)
+                try:
+                    row = check_case(case, plan.device, path, rows=plan.kernel_rows)
+                except torch.OutOfMemoryError:
+                    row = {"backbone": backbone, "tokens": length, "dtype": str(dtype), "ok": False, "status": "oom"}
+                row["check"] = "kernel"
+                rows.append(row)
+                say(f"  {backbone:>10} {row['tokens']:>6} {row['dtype']:>8} {path}: "
+                    + (f"out {row['out_error']:.1e} grad {row['grad_error']:.1e} (tol {row['tolerance']:.0e}) "
+                       f"{'ok' if row['ok'] else 'FAIL'} {row['seconds']:.2f} s" if "out_error" in row else "oom"))
+                _release(plan.device)
+    return rows
+
+
+def section_train(plan: CheckPlan, out: Path, say) -> list[dict]:
+    """Each backbone's tiny preset trains ``train_steps`` AdamW steps on a fixed batch of real DNA (one token
+    per base) under bf16 autocast on CUDA (float32 on CPU); its loss must fall by a quarter."""
+    from genolong.attention import available_attentions
+    from genolong.model.modeling import GenolongForMaskedLM
+    from genolong.training.pretrain import load_pretrain_config
+
+    rows = []
+    for backbone in available_attentions():
+        preset = backbone if backbone in ("vcc", "sled") else "tiny"  # tiny-sized presets; the others are base-sized
+        overrides = {"model.backbone": backbone}
+        if plan.train_max_len:
+            overrides["max_len"] = plan.train_max_len
+        config = load_pretrain_config(preset, overrides)
+        torch.manual_seed(0)
+        model = GenolongForMaskedLM(config.model_config(TRAIN_VOCAB)).to(plan.device).train()
+        inputs, labels = _dna_batch(plan.train_batch, config.max_len, plan.device)
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+        losses = []
+        started = time.perf_counter()
+        for _ in range(plan.train_steps):
+            with torch.autocast(plan.device.type, dtype=torch.bfloat16, enabled=plan.device.type == "cuda"):
+                loss = model(input_ids=inputs, labels=labels).loss
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+            losses.append(loss.item())
+        seconds = time.perf_counter() - started
+        finite = all(map(math.isfinite, losses))
+        ok = finite and losses[-1] < 0.75 * losses[0]
+        rows.append({"check": "train", "backbone": backbone, "max_len": config.max_len, "first_loss": losses[0],
+                     "last_loss": losses[-1], "steps": len(losses), "seconds": seconds, "ok": ok})
+        say(f"  {backbone:>10}: loss {losses[0]:.3f} -> {losses[-1]:.3f} in {len(losses)} steps, "
+            f"{seconds:.1f} s {'ok' if ok else 'FAIL'}")
+        del model, optimizer
+        _release(plan.device)
+    return rows
+
+
+def _dna_batch(batch: int, max_len: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """Real DNA from the shipped sample, one token per base (ids 5-9), 15% masked: (inputs, labels)."""
+    from genolong.dna.sequence import clean, read_fasta
+    from genolong.resources import sample_genome
+
+    text = clean("".join(record.sequence for record in read_fasta(sample_genome())))
+    ids = torch.tensor([5 + "ACGTN".index(base) for base in text[: batch * max_len]]).view(batch, max_len)
+    ids[:, 0] = 2  # [CLS]
+    generator = torch.Generator().manual_seed(0)
+    masked = torch.rand(ids.shape, generator=generator) < 0.15
+    masked[:, 0] = False
+    return ids.masked_fill(masked, 4).to(device), torch.where(masked, ids, -100).to(device)
+
+
+def section_pretrain(plan: CheckPlan, out: Path, say) -> list[dict]:
+    """``genolong pretrain`` of the shipped sample (tiny preset) on this device, in a child process."""
+    run_dir = out / "pretrain"
+    accelerator = "gpu" if plan.device.type == "cuda" else "cpu"
+    command = [sys.executable, "-m", "genolong", "pretrain", "--out", str(run_dir), "--accelerator",
+               accelerator, "--max-steps", str(plan.pretrain_steps), "--set",
+               f"train.val_every_steps={plan.pretrain_steps}"]
+    started = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, cwd=out)  # cwd: no checkout shadows the package
+    seconds = time.perf_counter() - started
+    (out / "pretrain.log").write_text(done.stdout + done.stderr)
+    report = run_dir / "report.json"
+    data = json.loads(report.read_text()) if done.returncode == 0 and report.exists() else {}
+    ok = done.returncode == 0 and math.isfinite(data.get("val_bpc", float("nan")))
+    row = {"check": "pretrain", "ok": ok, "exit": done.returncode, "seconds": seconds, "steps": data.get("steps"),
+           "val_bpc": data.get("val_bpc"), "unigram_bpc": data.get("unigram_bpc"),
+           "tokens_per_s": data.get("train_tokens_per_s"), "command": " ".join(["genolong", *command[3:]])}
+    say(f"  exit {done.returncode}, {seconds:.0f} s, val {row['val_bpc']} bits/bp, {row['tokens_per_s']} tokens/s")
+    return [row]
+
+
+def section_inference(plan: CheckPlan, out: Path, say) -> list[dict]:
+    return compare_inference(out / "inference", plan.device, say)
+
+
+def section_speed(plan: CheckPlan, out: Path, say) -> list[dict]:
+    rows = run_speed(plan.speed, plan.device, say=lambda line: say("  " + line))
+    for row in rows:
+        row["check"] = "speed"
+    return rows
+
+
+SECTION_FUNCTIONS: dict[str, Callable] = {
+    "tests": section_tests, "kernels": section_kernels, "train": section_train, "pretrain": section_pretrain,
+    "inference": section_inference, "speed": section_speed,
+}
+
+
+# --------------------------------------------------------------------------- the run
+
+
+def _release(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+
+
+def machine(device: torch.device) -> dict:
+    info = {"python": platform.python_version(), "torch": torch.__version__, "cpu_cores": os.cpu_count()}
+    if device.type == "cuda":
+        props = torch.cuda.get_device_properties(device)
+        info |= {"gpu": props.name, "gpu_memory_gib": round(props.total_memory / 2**30, 1),
+                 "cuda": torch.version.cuda}
+    import transformers
+
+    return info | {"transformers": transformers.__version__}
+
+
+def run_check(plan: CheckPlan, out: Path, say: Callable[[str], None] = print) -> dict:
+    """Run the sections of ``plan`` into ``out``; returns (and writes) the results."""
+    out.mkdir(parents=True, exist_ok=True)
+    logging.getLogger("genolong").setLevel(logging.WARNING)
+    results = {"date": time.strftime("%Y-%m-%d"), "machine": machine(plan.device),
+               "command": " ".join(["genolong", *sys.argv[1:]]), "sections": {}}
+    for name in plan.sections:
+        say(f"[{name}]")
+        started = time.perf_counter()
+        try:
+            rows = SECTION_FUNCTIONS[name](plan, out, say)
+        except Exception as err:  # a broken section is reported, and the others still run
+            rows = [{"check": name, "ok": False, "status": f"error: {type(err).__name__}: {err}"}]
+            say(f"  ERROR {type(err).__name__}: {err}")
+        results["sections"][name] = {"seconds": round(time.perf_counter() - started, 1), "rows": rows}
+        atomic_write_text(out / "device_check.json", json.dumps(results, indent=1, default=str) + "\n")
+    from genolong.experiments.bench.device_report import markdown
+
+    atomic_write_text(out / "device_check.md", markdown(results))
+    return results
+
+
+def failures(results: dict) -> list[str]:
+    """One line per failed check (a check with ``ok`` False; speed rows are measurements, not checks)."""
+    lines = []
+    for name, section in results["sections"].items():
+        for row in section["rows"]:
+            if row.get("ok") is False:
+                what = {k: row[k] for k in ("backbone", "tokens", "dtype", "tool", "status") if k in row}
+                lines.append(f"{name}: {what}")
+    return lines
+

@@ -1,0 +1,200 @@
+"""Forward and MLM training-step time and peak memory of whole models on one device, in one process.
+
+Three models of one size, each at every length: ours with BigBird attention (on CUDA its flex path,
+compiled), transformers' BigBird (``block_sparse``, the paper's pattern) and ours with dense
+attention (``scaled_dot_product_attention``: the flash kernel on CUDA in bf16). Attention dropout
+is 0 for all three (flex has none, and transformers' block-sparse attention applies none), hidden
+dropout is on in training. On CUDA the models run under bf16 autocast with float32 weights
+(Lightning's ``bf16-mixed``); elsewhere in float32.
+
+A training step is forward with 15% of the tokens masked, the loss, backward and a fused AdamW
+step. A step that runs out of memory is retried once with gradient checkpointing (noted in the
+row). A model slower than ``max_step_s`` at one length is not measured at longer ones.
+Memory is ``torch.cuda.max_memory_allocated`` over the timed calls (CUDA only): weights,
+optimizer state, activations and workspaces.
+"""
+
+from __future__ import annotations
+
+import gc
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+
+import torch
+
+from genolong.experiments.bench.attention import BenchSize, hf_bigbird
+
+#: Benchmark name -> what it is, for the report.
+MODELS = {
+    "genolong-bigbird": "ours, BigBird attention (flex on CUDA)",
+    "hf-bigbird": "transformers BigBird (block_sparse)",
+    "genolong-full": "ours, dense attention (SDPA; flash on CUDA in bf16)",
+}
+MASK_FRACTION = 0.15
+
+
+@dataclass(frozen=True)
+class SpeedPlan:
+    """What to measure: the model size, the lengths, the phases and how many timed calls."""
+
+    size: BenchSize
+    lengths: tuple[int, ...]
+    phases: tuple[str, ...] = ("forward", "train")
+    repeats: int = 3
+    max_step_s: float = 10.0
+    seed: int = 0
+
+
+def build_model(name: str, size: BenchSize, length: int, mlm: bool) -> torch.nn.Module:
+    """The model ``name`` (a key of :data:`MODELS`) with random weights at ``size``."""
+    if name == "hf-bigbird":
+        model, _ = hf_bigbird(size, length, mlm)
+        model.config.attention_probs_dropout_prob = 0.0
+        return model
+    from genolong.model.modeling import GenolongConfig, GenolongForMaskedLM, GenolongModel
+
+    backbone = name.removeprefix("genolong-")
+    config = GenolongConfig(backbone=backbone, max_position_embeddings=length, attention_probs_dropout_prob=0.0,
+                            **asdict(size))
+    return (GenolongForMaskedLM if mlm else GenolongModel)(config)
+
+
+def _synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def _timed(call: Callable[[], None], device: torch.device, repeats: int) -> tuple[float, float | None]:
+    """(median seconds, peak GiB) of ``repeats`` calls after two untimed ones (compiling, warming up)."""
+    for _ in range(2):
+        call()
+    _synchronize(device)
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        call()
+        _synchronize(device)
+        times.append(time.perf_counter() - started)
+    peak = torch.cuda.max_memory_allocated() / 2**30 if device.type == "cuda" else None
+    return statistics.median(times), peak
+
+
+def measure(name: str, length: int, phase: str, plan: SpeedPlan, device: torch.device,
+            checkpointing: bool = False) -> dict:
+    """One row: ``name`` at ``length`` tokens, ``phase`` ``forward`` or ``train``, batch 1."""
+    torch.manual_seed(plan.seed)
+    generator = torch.Generator().manual_seed(plan.seed)
+    ids = torch.randint(5, plan.size.vocab_size, (1, length), generator=generator)
+    ids[0, 0] = 2  # [CLS]
+    model = build_model(name, plan.size, length, mlm=phase == "train").to(device)
+    autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda")
+    ids = ids.to(device)
+    if phase == "forward":
+        model.eval()
+
+        def call():
+            with torch.no_grad(), autocast:
+                model(input_ids=ids)
+    else:
+        model.train()
+        if checkpointing:
+            model.gradient_checkpointing_enable()
+        masked = torch.rand(ids.shape, generator=generator).to(device) < MASK_FRACTION
+        labels, inputs = torch.where(masked, ids, -100), ids.masked_fill(masked, 4)
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=device.type == "cuda")
+
+        def call():
+            with autocast:
+                loss = model(input_ids=inputs, labels=labels).loss
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+
+    seconds, peak = _timed(call, device, plan.repeats)
+    return {"model": name, "tokens": length, "phase": phase, "status": "ok", "seconds": seconds,
+            "tokens_per_s": length / seconds, "peak_gb": peak, "checkpointing": checkpointing}
+
+
+def _release(device: torch.device) -> None:
+    gc.collect()
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+
+
+def run_speed(plan: SpeedPlan, device: torch.device, models=tuple(MODELS),
+              say: Callable[[str], None] = print) -> list[dict]:
+    """Measure every model at every length and phase (length-major); rows as :func:`measure` returns,
+    with ``status`` ``oom``, ``skipped: ...`` or the error where there is no time."""
+    rows, too_slow, statuses = [], set(), set()
+    for length in plan.lengths:
+        for name in models:
+            for phase in plan.phases:
+                if (name, phase) in too_slow:
+                    row = {"status": f"skipped: over {plan.max_step_s:g} s at a shorter length"}
+                elif phase == "train" and (name, length, "forward", "oom") in statuses:
+                    row = {"status": "oom: its forward pass ran out of memory"}
+                else:
+                    row = _measure_or_retry(name, length, phase, plan, device)
+                row = {"model": name, "tokens": length, "phase": phase, **row}
+                if row["status"] == "ok" and row["seconds"] > plan.max_step_s:
+                    too_slow.add((name, phase))
+                statuses.add((name, length, phase, row["status"]))
+                rows.append(row)
+                say(format_row(row))
+                _release(device)
+    return rows
+
+
+def _measure_or_retry(name: str, length: int, phase: str, plan: SpeedPlan, device: torch.device) -> dict:
+    for checkpointing in (False, True) if phase == "train" else (False,):
+        try:
+            return measure(name, length, phase, plan, device, checkpointing)
+        except torch.OutOfMemoryError:
+            _release(device)
+            status = "oom"
+        except Exception as err:  # a peer failing at some length is a result, not a crash
+            return {"status": f"error: {type(err).__name__}: {str(err).splitlines()[0][:160]}"}
+    return {"status": status}
+
+
+def format_row(row: dict) -> str:
+    where = f"{row['model']:>17} {row['tokens']:>6} {row['phase']:>7}"
+    if row["status"] != "ok":
+        return f"{where}: {row['status']}"
+    peak = "" if row["peak_gb"] is None else f"  peak {row['peak_gb']:6.2f} GiB"
+    checkpointing = "  (gradient checkpointing)" if row["checkpointing"] else ""
+    return f"{where}: {row['seconds'] * 1e3:9.1f} ms  {row['tokens_per_s']:10.0f} tokens/s{peak}{checkpointing}"
+
+
+def speed_table(rows: list[dict], phase: str) -> str:
+    """Markdown: one row per length, time (and peak memory) per model, ours vs the others as ratios."""
+    models = list(dict.fromkeys(row["model"] for row in rows))
+    lengths = list(dict.fromkeys(row["tokens"] for row in rows))
+    cell = {(row["model"], row["tokens"]): row for row in rows if row["phase"] == phase}
+    lines = ["| tokens | " + " | ".join(models) + " | hf-bigbird / ours | full / ours |",
+             "|---:|" + "---:|" * (len(models) + 2)]
+    for length in lengths:
+        values = [_cell(cell.get((model, length))) for model in models]
+        ours = cell.get(("genolong-bigbird", length))
+        ratios = [_ratio(cell.get((peer, length)), ours) for peer in ("hf-bigbird", "genolong-full")]
+        lines.append(f"| {length:,} | " + " | ".join(values + ratios) + " |")
+    return "\n".join(lines)
+
+
+def _cell(row: dict | None) -> str:
+    if row is None:
+        return "-"
+    if row["status"] != "ok":
+        return row["status"].split(":")[0]
+    peak = "" if row["peak_gb"] is None else f", {row['peak_gb']:.1f} GiB"
+    return f"{row['seconds'] * 1e3:.1f} ms{peak}" + (" (ckpt)" if row["checkpointing"] else "")
+
+
+def _ratio(peer: dict | None, ours: dict | None) -> str:
+    if not peer or not ours or peer["status"] != "ok" or ours["status"] != "ok":
+        return "-"
+    return f"{peer['seconds'] / ours['seconds']:.2f}x"

@@ -1,0 +1,242 @@
+"""Running the attention benchmark: one fresh worker process (:mod:`genolong.experiments.bench.attention`) per model and
+length, killed past a memory cap or a time limit, rows saved after each pair so that a run resumes, and the
+report (:mod:`genolong.experiments.bench.report`) written at the end. ``genolong bench attention`` calls
+:func:`run_attention_benchmark`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import platform
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import Any
+
+import torch
+import transformers
+
+from genolong.attention import attention_class, available_attentions
+from genolong.core.errors import UserError
+from genolong.core.files import atomic_write_text
+from genolong.core.memory import proc_status_mb
+from genolong.experiments.bench import report as bench_report
+from genolong.experiments.bench.attention import (
+    FLOOR,
+    LEGACY_PEERS,
+    OPTIONAL_PEERS,
+    PEERS,
+    BenchSize,
+    Spec,
+    genolong_config,
+)
+from genolong.runtime.cpu_bf16 import matmul_rates
+
+
+def run_spec(spec: Spec, timeout_s: float, max_memory_gb: float) -> list[dict[str, Any]]:
+    """Run ``spec`` in a fresh process; a row per phase, with a status for phases that did not finish.
+
+    The process is killed when its resident set exceeds ``max_memory_gb`` or it runs past
+    ``timeout_s``; the phases it had finished keep their rows.
+    """
+    env = {**os.environ, "OMP_NUM_THREADS": str(spec.threads), "TOKENIZERS_PARALLELISM": "false"}
+    rows, status = [], None
+    if spec.model in LEGACY_PEERS and not spec.legacy_site:
+        status = "skipped: needs --legacy-site (a directory with transformers 4.x)"
+    else:
+        if spec.model in LEGACY_PEERS:
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [spec.legacy_site, env.get("PYTHONPATH")]))
+        rows, status = _run_worker(spec, env, timeout_s, max_memory_gb)
+    done = {row["phase"] for row in rows}
+    rows += [{"phase": phase, "status": status} for phase in spec.phases if phase not in done]
+    for row in rows:
+        row.update(model=spec.model, length=spec.length, dtype=spec.dtype, threads=spec.threads)
+    return rows
+
+
+def _run_worker(
+    spec: Spec, env: dict[str, str], timeout_s: float, max_memory_gb: float
+) -> tuple[list[dict[str, Any]], str | None]:
+    """The rows the worker printed, and why it stopped early (None when it finished)."""
+    argv = [sys.executable, "-m", "genolong.experiments.bench.attention", json.dumps(asdict(spec))]
+    with tempfile.TemporaryFile("w+") as stdout, tempfile.TemporaryFile("w+") as stderr:
+        process = subprocess.Popen(
+            argv, stdout=stdout, stderr=stderr, text=True, env=env, preexec_fn=_die_with_parent
+        )
+        start, status = time.monotonic(), None
+        while process.poll() is None:
+            with contextlib.suppress(FileNotFoundError, KeyError, ProcessLookupError):
+                if proc_status_mb("VmRSS", process.pid) > max_memory_gb * 1024:
+                    status = f"killed: resident set over {max_memory_gb:g} GB"
+            if status is None and time.monotonic() - start > timeout_s:
+                status = f"killed: over {timeout_s:g} s"
+            if status:
+                process.kill()
+                process.wait()
+                break
+            time.sleep(0.05)
+        stdout.seek(0)
+        stderr.seek(0)
+        rows = [json.loads(line) for line in stdout if line.startswith("{")]
+        errors = [line.strip() for line in stderr if line.strip()]
+    if status is None and process.returncode != 0:
+        status = f"failed: {errors[-1] if errors else f'exit code {process.returncode}'}"
+    return rows, status
+
+
+def _die_with_parent() -> None:
+    """In the worker, before exec: Linux sends it SIGKILL when the benchmark process dies."""
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
+
+
+def plan(
+    backbones: list[str], peers: list[str], floor: bool, lengths: list[int], extra_lengths: list[int]
+) -> list[tuple[str, int]]:
+    """(model, length) pairs: everyone at ``lengths``; our sparse backbones and the floor also at
+    ``extra_lengths`` (dense attention is quadratic and is measured only where the peers are).
+
+    Length-major, so that the models compared at one length are measured close in time (the
+    load of a shared machine drifts)."""
+    models = [*backbones, *([FLOOR] if floor else []), *peers]
+    long_models = [m for m in models if m not in PEERS + LEGACY_PEERS + OPTIONAL_PEERS and m != "full"]
+    pairs = [(model, length) for length in lengths for model in models]
+    pairs += [(model, length) for length in extra_lengths if length not in lengths for model in long_models]
+    return pairs
+
+
+def check_plan(pairs: list[tuple[str, int]], size: BenchSize) -> None:
+    """Raise :class:`ConfigError` for a pair of ours that cannot be built, before any measurement
+    (its worker would only fail and leave a row of errors)."""
+    for model, length in pairs:
+        if model not in PEERS + LEGACY_PEERS + OPTIONAL_PEERS:
+            genolong_config("full" if model == FLOOR else model, size, length)
+
+
+def run_benchmark(
+    pairs: list[tuple[str, int]],
+    template: Spec,
+    csv_path: Path,
+    *,
+    timeout_s: float,
+    max_memory_gb: float,
+    resume: bool = False,
+    progress: Callable[[dict[str, Any]], None] = lambda row: None,
+) -> list[dict[str, Any]]:
+    """Measure every (model, length) pair in its own process, rewriting ``csv_path`` after each.
+
+    With ``resume``, pairs whose phases are all in ``csv_path`` already are not measured again.
+    """
+    rows = bench_report.read_csv(csv_path) if resume and csv_path.exists() else []
+    done = {(row["model"], row["length"]) for row in rows}
+    for model, length in pairs:
+        if (model, length) in done:
+            continue
+        for row in run_spec(replace(template, model=model, length=length), timeout_s, max_memory_gb):
+            progress(row)
+            rows.append(row)
+        bench_report.write_csv(csv_path, rows)
+    return rows
+
+
+
+
+def resolve_models(backbones: list[str] | None, peers: list[str] | None, legacy_site: Path | None
+                   ) -> tuple[list[str], list[str]]:
+    """Our backbones (None: every registered attention) and the peers (None: every peer that can run here,
+    the transformers-4.x ones only with ``legacy_site``), checked by name.
+
+    Raises:
+        UserError: an unknown backbone or peer, or a ``legacy_site`` without a transformers package.
+    """
+    backbones = available_attentions() if backbones is None else backbones
+    for name in backbones:
+        attention_class(name)  # ConfigError for an unknown name
+    if peers is None:
+        peers = list(PEERS + (LEGACY_PEERS if legacy_site else ()))
+    known = PEERS + LEGACY_PEERS + OPTIONAL_PEERS
+    unknown = sorted(set(peers) - set(known))
+    if unknown:
+        raise UserError(f"unknown peer {', '.join(unknown)}; choose from: {', '.join(known)}")
+    if legacy_site is not None and not (legacy_site / "transformers").is_dir():
+        raise UserError(f"--legacy-site {legacy_site}: no transformers package in that directory")
+    return backbones, peers
+
+
+def machine() -> dict[str, Any]:
+    """The CPU, its cores, the Python / torch / transformers versions and the measured fp32 GEMM rate."""
+    return {
+        "cpu": _cpu_name(),
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "fp32_gemm_gflops": round(matmul_rates().fp32, 1),
+    }
+
+
+def _cpu_name() -> str:
+    with contextlib.suppress(OSError), open("/proc/cpuinfo") as cpuinfo:
+        for line in cpuinfo:
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor()
+
+
+def format_row(row: dict[str, Any]) -> str:
+    """One measured phase as a progress line: time, peak memory, first call and load, or why it is missing."""
+    where = f"  {row['model']:>14} {row['length']:>6} {row['phase']:>7}"
+    if row.get("status") != "ok":
+        return f"{where}: {row['status']}"
+    return (f"{where}: {row['time_s']:8.3f} s  peak {row['peak_mb']:8.0f} MB  "
+            f"(first call {row['first_call_s']:.2f} s, load {row['load1']:.1f})")
+
+
+def run_attention_benchmark(
+    out: Path, template: Spec, *, backbones: list[str] | None = None, peers: list[str] | None = None,
+    floor: bool = True, lengths: list[int], extra_lengths: list[int], timeout_s: float, max_memory_gb: float,
+    resume: bool = False, say: Callable[[str], None] = print,
+) -> Path:
+    """Measure our backbones (and the floor) and the peers at every length of the plan (:func:`plan`), each
+    model and length in its own process with the settings of ``template`` (``dtype`` ``fp32`` or ``bf16``), and write ``OUT/attention_DTYPE`` .csv
+    (rewritten after each pair), .md, .png and .json (settings, machine, command, load). ``say`` receives the
+    progress lines and the markdown report. With ``resume``, pairs already in the CSV are kept. Returns the
+    path stem.
+
+    Raises:
+        UserError: unknown names, a configuration one of ours cannot be built with, or ``resume`` over
+            measurements made with other settings.
+    """
+    backbones, peers = resolve_models(backbones, peers, None if template.legacy_site is None
+                                      else Path(template.legacy_site))
+    stem = out / f"attention_{template.dtype}"
+    settings = {"size": asdict(template.size), "threads": template.threads, "repeats": template.repeats,
+                "budget_s": template.budget_s, "dtype": template.dtype}
+    meta_path = stem.with_suffix(".json")
+    if resume and meta_path.exists() and json.loads(meta_path.read_text())["settings"] != settings:
+        raise UserError(f"{meta_path} was measured with other settings; use another --out or drop --resume")
+    meta = {"settings": settings, "command": " ".join(["genolong", *sys.argv[1:]]), "machine": machine(),
+            "load_average_start": os.getloadavg()}
+    pairs = plan(backbones, peers, floor, lengths, extra_lengths)
+    check_plan(pairs, template.size)
+    say(f"{len(pairs)} model/length pairs, {template.threads} threads, {template.dtype}, "
+        f"size {asdict(template.size)}; load average {os.getloadavg()[0]:.2f}")
+    rows = run_benchmark(pairs, template, stem.with_suffix(".csv"), timeout_s=timeout_s,
+                         max_memory_gb=max_memory_gb, resume=resume, progress=lambda row: say(format_row(row)))
+    meta["load_average_end"] = os.getloadavg()
+    atomic_write_text(meta_path, json.dumps(meta, indent=2) + "\n")
+    report = bench_report.markdown_report(rows)
+    atomic_write_text(stem.with_suffix(".md"), report)
+    size = template.size
+    title = (f"{size.num_hidden_layers} layers, hidden {size.hidden_size}, {size.num_attention_heads} heads, "
+             f"FFN {size.intermediate_size}; batch 1, {template.threads} threads, {template.dtype}")
+    bench_report.plot(stem.with_suffix(".png"), rows, title)
+    say(report)
+    return stem

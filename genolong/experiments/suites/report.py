@@ -1,0 +1,167 @@
+"""A benchmark's reports from its rows: ``results.csv`` (one row per task x model x mode x seed,
+and one per task for the k-mer baseline), ``leakage.csv``, ``summary.md`` and ``figure.png``.
+
+``summary.md`` has, per task, the headline metric and AUROC of every model and mode as
+``mean ± half-width`` of the Student's t interval over seeds
+(:func:`genolong.evaluation.metrics.mean_interval`), the best mean of each task in
+bold, the k-mer baseline as its own row, and the leakage table with the metric recomputed
+without the leaked test rows. :func:`redraw` rewrites the summary and the figure from
+``results.csv`` and the tasks' ``leakage.json`` (``genolong benchmark report DIR``).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from pathlib import Path
+
+import yaml
+
+from genolong.core.errors import InputError
+from genolong.core.files import atomic_path, atomic_write_text
+from genolong.evaluation.metrics import mean_interval
+
+#: results.csv's columns, in order.
+COLUMNS = ("task", "model", "mode", "seed", "metric", "value", "accuracy", "f1", "mcc", "auroc",
+           "value_without_leaked", "auroc_without_leaked", "test_rows", "test_rows_without_leaked", "steps")
+#: leakage.csv's columns.
+LEAKAGE_COLUMNS = ("task", "test_rows", "exact", "reverse_complement", "near", "leaked", "k", "cut")
+_FLOATS = ("value", "accuracy", "f1", "mcc", "auroc", "value_without_leaked", "auroc_without_leaked")
+
+
+def _cell(value) -> str:
+    return f"{value:.6f}" if isinstance(value, float) else str(value)
+
+
+def _csv(rows: list[dict], columns) -> str:
+    text = io.StringIO()
+    writer = csv.writer(text, lineterminator="\n")
+    writer.writerow(columns)
+    writer.writerows([[_cell(row[c]) for c in columns] for row in rows])
+    return text.getvalue()
+
+
+def read_results(out: Path) -> list[dict]:
+    """The rows of ``out/results.csv`` (metrics as floats)."""
+    path = out / "results.csv"
+    try:
+        with open(path, newline="") as handle:
+            rows = list(csv.DictReader(handle))
+    except FileNotFoundError:
+        raise InputError(path, "missing: not a finished benchmark directory") from None
+    if not rows or tuple(rows[0]) != COLUMNS:
+        raise InputError(path, f"columns are not {', '.join(COLUMNS)}", line=1)
+    for row in rows:
+        row.update({k: float(row[k]) for k in _FLOATS})
+    return rows
+
+
+def _groups(rows: list[dict]) -> dict[tuple[str, str], dict[str, list[dict]]]:
+    """(model, mode) -> task -> rows, in first-seen order (the k-mer baseline first)."""
+    groups: dict[tuple[str, str], dict[str, list[dict]]] = {}
+    for row in rows:
+        groups.setdefault((row["model"], row["mode"]), {}).setdefault(row["task"], []).append(row)
+    return groups
+
+
+def _label(model: str, mode: str) -> str:
+    return "k-mer baseline" if model == "k-mer" else f"{model} ({mode})"
+
+
+def _format(mean: float, half: float) -> str:
+    if math.isnan(mean):
+        return "n/a"
+    return f"{mean:.3f}" if math.isnan(half) else f"{mean:.3f} ± {half:.3f}"
+
+
+def summary_markdown(rows: list[dict], leakage: list[dict], confidence: float) -> str:
+    """The summary (see the module docstring)."""
+    groups = _groups(rows)
+    tasks = list(dict.fromkeys(row["task"] for row in rows))
+    metric = {row["task"]: row["metric"] for row in rows}
+    level = f"{confidence:.0%}"
+    lines = ["# Benchmark summary", "",
+             f"Mean ± half-width of the {level} Student's t interval over seeds (n - 1 degrees of freedom); "
+             "the k-mer baseline is one deterministic fit. Best mean per task in bold.", ""]
+    for key, title in (("value", "Headline metric"), ("auroc", "AUROC"),
+                       ("value_without_leaked", "Headline metric without the leaked test rows")):
+        names = [f"{t} ({'auroc' if key == 'auroc' else metric[t]})" for t in tasks]
+        lines += [f"## {title}", "", "| model (mode) | seeds | " + " | ".join(names) + " |",
+                  "|---|---|" + "---|" * len(tasks)]
+        stats = {group: {t: mean_interval([r[key] for r in by_task.get(t, [])], confidence) for t in tasks}
+                 for group, by_task in groups.items()}
+        best = {t: max((s[t][0] for s in stats.values() if not math.isnan(s[t][0])), default=math.nan) for t in tasks}
+        for group, by_task in groups.items():
+            seeds = max(len(v) for v in by_task.values())
+            cells = []
+            for t in tasks:
+                text = _format(*stats[group][t])
+                cells.append(f"**{text}**" if stats[group][t][0] == best[t] else text)
+            lines.append(f"| {_label(*group)} | {seeds} | " + " | ".join(cells) + " |")
+        lines.append("")
+    lines += ["## Leakage between train and test", "",
+              "Test rows whose sequence is in the training split (exact), whose reverse complement is (RC), or "
+              "that share a canonical k-mer Jaccard index >= cut with a training sequence (near).", "",
+              "| task | test rows | exact | RC | near | leaked | k | cut |", "|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {e['task']} | {e['test_rows']} | {e['exact']} | {e['reverse_complement']} | {e['near']} | "
+              f"{e['leaked']} | {e['k']} | {e['cut']} |" for e in leakage]
+    return "\n".join(lines) + "\n"
+
+
+def draw_figure(rows: list[dict], path: Path, confidence: float) -> None:
+    """Grouped bars: tasks on x, one bar per model (and mode) at its mean headline metric, error
+    bars the interval over seeds."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    groups = _groups(rows)
+    tasks = list(dict.fromkeys(row["task"] for row in rows))
+    width = 0.8 / len(groups)
+    figure, axes = plt.subplots(figsize=(max(5.0, 1.6 * len(tasks) * max(1, len(groups)) / 2), 3.6))
+    for g, (group, by_task) in enumerate(groups.items()):
+        stats = [mean_interval([r["value"] for r in by_task.get(t, [])], confidence) for t in tasks]
+        axes.bar([i - 0.4 + width * (g + 0.5) for i in range(len(tasks))], [s[0] for s in stats], width,
+                 yerr=[0 if math.isnan(s[1]) else s[1] for s in stats], capsize=3, label=_label(*group))
+    metric = {row["task"]: row["metric"] for row in rows}
+    axes.set_xticks(range(len(tasks)), [f"{t}\n({metric[t]})" for t in tasks])
+    axes.set_ylabel("test metric (mean over seeds)")
+    axes.legend(fontsize=7, loc="lower right")
+    figure.tight_layout()
+    with atomic_path(path) as tmp:
+        figure.savefig(tmp, format="png", dpi=120)
+    plt.close(figure)
+
+
+def read_leakage(out: Path, tasks: list[str]) -> list[dict]:
+    """The ``leakage.json`` of each task."""
+    entries = []
+    for task in tasks:
+        path = out / "tasks" / task / "leakage.json"
+        try:
+            entries.append(json.loads(path.read_text()))
+        except FileNotFoundError:
+            raise InputError(path, "missing: the benchmark did not finish this task's leakage check") from None
+    return entries
+
+
+def write_reports(out: Path, rows: list[dict], confidence: float) -> None:
+    """``results.csv``, ``leakage.csv``, ``summary.md`` and ``figure.png`` in ``out``."""
+    atomic_write_text(out / "results.csv", _csv(rows, COLUMNS))
+    leakage = read_leakage(out, list(dict.fromkeys(row["task"] for row in rows)))
+    atomic_write_text(out / "leakage.csv", _csv(leakage, LEAKAGE_COLUMNS))
+    atomic_write_text(out / "summary.md", summary_markdown(rows, leakage, confidence))
+    draw_figure(rows, out / "figure.png", confidence)
+
+
+def redraw(out: Path) -> None:
+    """Rewrite ``summary.md`` and ``figure.png`` of a finished benchmark directory from its files."""
+    rows = read_results(out)
+    pinned = out / "suite.yaml"
+    confidence = yaml.safe_load(pinned.read_text()).get("confidence", 0.95) if pinned.is_file() else 0.95
+    leakage = read_leakage(out, list(dict.fromkeys(row["task"] for row in rows)))
+    atomic_write_text(out / "summary.md", summary_markdown(rows, leakage, confidence))
+    draw_figure(rows, out / "figure.png", confidence)

@@ -1,0 +1,242 @@
+"""A benchmark suite: tasks x models x fine-tuning modes x seeds, validated from YAML.
+
+::
+
+    tasks:
+      - name: promoters_gue          # a folder of train.csv, dev.csv, test.csv (sequence,label)
+        layout: gue
+        path: data/prom_300_tata
+      - name: human_nontata          # Genomic Benchmarks: train/<class>/<n>.txt, test/<class>/<n>.txt
+        layout: genomic_benchmarks
+        path: data/human_nontata_promoters
+      - name: mouse_epdnew           # a FASTA file per class (the first is the positive class)
+        layout: fasta
+        classes: {promoter: Mouse_tata.fa, non_promoter: Mouse_nonprom.fa}
+        max_rows: {train: 1000, valid: 200, test: 400}
+    models:
+      - name: scratch_full           # scratch:BACKBONE trains from scratch under the finetune budget
+        source: scratch:full
+        finetune: {extends: labelled_tiny, train: {max_steps: 300}}
+      - name: tiny_bigbird           # a genolong (or `genolong convert`ed) model directory
+        source: runs/pretrain/model
+        finetune: {extends: labelled_tiny, max_len: 128}
+    modes: [full, probe]
+    seeds: [0, 1, 2]
+    leakage: {k: 8, cut: 0.5}
+
+Paths are relative to the suite file (``~`` and ``$VARIABLES`` expanded). The layouts (:data:`LAYOUTS`) are read by
+:mod:`genolong.prep.benchmark_layouts`; a model's ``finetune`` is a fine-tuning preset
+(``configs/finetune/``, ``extends:`` a shipped one) for the ``labelled`` task, whose
+``mode``, ``train.seed`` and ``kmer_baseline`` the benchmark sets per cell (the k-mer baseline
+is fitted once per task, beside the models). Every setting, defaults included, is pinned into
+the output directory (:func:`pinned`).
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from genolong.config import from_dict, read_yaml, to_dict
+from genolong.config.presets import merge_preset, resolve_preset
+from genolong.core.errors import ConfigError
+from genolong.evaluation.leakage import LeakageSettings
+from genolong.evaluation.task_metrics import CLASSIFICATION
+from genolong.model.loading import read_model_config
+from genolong.tasks.settings import check_mode
+from genolong.tasks.task import FinetuneConfig
+
+#: Dataset layouts -> the metric the suite's papers report (GUE: MCC, as DNABERT-2's maintainers
+#: state; Genomic Benchmarks: accuracy; NT downstream tasks: MCC, with F1 beside it).
+LAYOUTS = {"gue": "mcc", "nt": "mcc", "genomic_benchmarks": "accuracy", "genomic_benchmarks_csv": "accuracy",
+           "fasta": "mcc", "csv": "mcc"}
+#: A model trained from scratch: ``scratch:BACKBONE``.
+SCRATCH = "scratch:"
+
+
+@dataclass
+class TaskEntry:
+    """One dataset of the suite.
+
+    Attributes:
+        name: the task's name in results (letters, digits, ``_ - .``).
+        layout: one of :data:`LAYOUTS`.
+        path: the dataset directory (``gue``, ``nt``, ``genomic_benchmarks[_csv]``) or table
+            (``csv``: columns ``sequence,label``, split at random).
+        classes: ``fasta``: class name -> FASTA file, the positive class first.
+        genome: ``genomic_benchmarks_csv``: the genome FASTA the coordinates are on.
+        positive: binary: the positive class (default: ``positive`` when present, else the last
+            class in sorted order; ``fasta``: the first class).
+        fractions: ``fasta`` and ``csv``: train, valid, test fractions of a random split,
+            stratified by class.
+        valid_fraction: layouts without a validation split (``nt``, Genomic Benchmarks): the
+            share of each class of the training split held out for validation.
+        split_seed: the seed of those random splits (the same for every model and seed).
+        max_rows: at most this many rows per split (``train``, ``valid``, ``test``), drawn at
+            random with ``split_seed`` after splitting; none: all rows.
+        metric: the headline metric (``accuracy``, ``f1``, ``mcc`` or ``auroc``); default: the
+            layout's (:data:`LAYOUTS`).
+    """
+
+    name: str
+    layout: str
+    path: str | None = None
+    classes: dict[str, str] = field(default_factory=dict)
+    genome: str | None = None
+    positive: str | None = None
+    fractions: tuple[float, float, float] = (0.8, 0.1, 0.1)
+    valid_fraction: float = 0.1
+    split_seed: int = 0
+    max_rows: dict[str, int] = field(default_factory=dict)
+    metric: str | None = None
+
+    def __post_init__(self) -> None:
+        _check_name(self.name, "task")
+        if self.layout not in LAYOUTS:
+            close = difflib.get_close_matches(self.layout, list(LAYOUTS), n=1)
+            raise ConfigError(f"task {self.name}: unknown layout {self.layout!r}"
+                              + (f" (did you mean {close[0]}?)" if close else "") + f"; known: {', '.join(LAYOUTS)}")
+        if self.layout == "fasta":
+            if len(self.classes) < 2 or self.path is not None:
+                raise ConfigError(f"task {self.name}: layout fasta takes classes (NAME: FASTA, two or more), no path")
+        elif self.path is None or self.classes:
+            raise ConfigError(f"task {self.name}: layout {self.layout} takes a path (and no classes)")
+        if (self.layout == "genomic_benchmarks_csv") != (self.genome is not None):
+            raise ConfigError(f"task {self.name}: a genome goes with layout genomic_benchmarks_csv, and only there")
+        unknown = sorted(set(self.max_rows) - {"train", "valid", "test"})
+        if unknown or any(v < 1 for v in self.max_rows.values()):
+            raise ConfigError(f"task {self.name}: max_rows takes train, valid, test counts >= 1, got {self.max_rows}")
+        if not 0 < self.valid_fraction < 1:
+            raise ConfigError(f"task {self.name}: valid_fraction must be in (0, 1), got {self.valid_fraction}")
+        if self.metric is None:
+            self.metric = LAYOUTS[self.layout]
+        if self.metric not in ("accuracy", "f1", "mcc", "auroc"):
+            raise ConfigError(f"task {self.name}: metric must be accuracy, f1, mcc or auroc, got {self.metric!r}")
+
+    def resolve(self, root: Path) -> None:
+        """Make the paths absolute, relative to ``root`` (the suite file's directory)."""
+        absolute = lambda p: str((root / expanded(p)).resolve())  # noqa: E731
+        self.path = None if self.path is None else absolute(self.path)
+        self.genome = None if self.genome is None else absolute(self.genome)
+        self.classes = {name: absolute(p) for name, p in self.classes.items()}
+
+
+@dataclass
+class ModelEntry:
+    """One model: ``source`` ``scratch:BACKBONE`` or a model directory; ``finetune`` its
+    fine-tuning preset (the budget: steps, batch, learning rate, model size from scratch)."""
+
+    name: str
+    source: str
+    finetune: dict[str, Any] = field(default_factory=lambda: {"extends": "labelled_tiny"})
+
+    def __post_init__(self) -> None:
+        _check_name(self.name, "model")
+        if self.name == "k-mer":
+            raise ConfigError("model name k-mer is the baseline's; choose another")
+
+    @property
+    def pretrained(self) -> Path | None:
+        """The model directory, or None from scratch."""
+        return None if self.source.startswith(SCRATCH) else Path(self.source)
+
+    @property
+    def asked(self) -> list[str]:
+        """The ``model.`` keys the suite sets itself: the only ones that may change a pretrained model's attention."""
+        return sorted(self.finetune.get("model", {}) or {})
+
+    def finetune_config(self, mode: str, seed: int) -> FinetuneConfig:
+        """The ``labelled`` fine-tuning config of one cell."""
+        data = resolve_preset("finetune", self.finetune)
+        if self.pretrained is None:
+            data = merge_preset(data, {"model": {"backbone": self.source.removeprefix(SCRATCH)}})
+        data = merge_preset(data, {"task": "labelled", "mode": mode, "kmer_baseline": False, "train": {"seed": seed}})
+        return from_dict(FinetuneConfig, data, source=f"suite model {self.name}")
+
+    def cannot_serve(self, problem_type: str) -> str | None:
+        """Why this model cannot serve a task of ``problem_type``, or None when it can."""
+        config = self.finetune_config("full", 0)
+        if problem_type == "multiclass" and config.model.settings.get("positive_label_weight", 1.0) != 1.0:
+            return ("it weights positive labels (model.positive_label_weight), which only sigmoid outputs have; "
+                    "a multiclass task has a softmax")
+        return None
+
+
+@dataclass
+class SuiteConfig:
+    """The suite (see the module docstring); ``confidence`` is the level of the intervals over seeds."""
+
+    tasks: list[TaskEntry]
+    models: list[ModelEntry]
+    modes: list[str] = field(default_factory=lambda: ["full"])
+    seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
+    kmer_baseline: bool = True
+    leakage: LeakageSettings = field(default_factory=LeakageSettings)
+    confidence: float = 0.95
+
+    def __post_init__(self) -> None:
+        for what, names in (("task", [t.name for t in self.tasks]), ("model", [m.name for m in self.models]),
+                            ("mode", self.modes), ("seed", self.seeds)):
+            if not names:
+                raise ConfigError(f"the suite lists no {what}")
+            repeated = sorted({str(n) for n in names if names.count(n) > 1})
+            if repeated:
+                raise ConfigError(f"{what}s must differ; repeated: {', '.join(repeated)}")
+        for mode in self.modes:
+            check_mode(mode)
+        if not 0 < self.confidence < 1:
+            raise ConfigError(f"confidence must be in (0, 1), got {self.confidence}")
+
+    def cells(self) -> list[tuple[TaskEntry, ModelEntry, str, int]]:
+        """Every (task, model, mode, seed), in the order they run."""
+        return [(t, m, mode, seed) for t in self.tasks for m in self.models for mode in self.modes for seed in self.seeds]
+
+    def check_problem_types(self, problem_types: dict[str, str]) -> None:
+        """A ConfigError for a task that is not classification or a model that cannot serve it."""
+        for task in self.tasks:
+            kind = problem_types[task.name]
+            if kind not in CLASSIFICATION:
+                raise ConfigError(f"task {task.name} is a {kind} task; a benchmark compares classifiers "
+                                  f"({' or '.join(CLASSIFICATION)})")
+            for model in self.models:
+                reason = model.cannot_serve(kind)
+                if reason is not None:
+                    raise ConfigError(f"model {model.name} cannot serve task {task.name} ({kind}): {reason}")
+
+
+def load_suite(path: str | Path) -> SuiteConfig:
+    """The suite YAML ``path``, validated: every cell's fine-tuning config is built and every model
+    directory read, so that a bad suite fails before any data is read or any model trained."""
+    path = Path(path)
+    suite = from_dict(SuiteConfig, read_yaml(path), source=str(path))
+    for task in suite.tasks:
+        task.resolve(path.parent)
+    for model in suite.models:
+        if model.pretrained is not None:
+            model.source = str((path.parent / expanded(model.source)).resolve())
+            read_model_config(Path(model.source))
+        for mode in suite.modes:
+            model.finetune_config(mode, suite.seeds[0])
+    return suite
+
+
+def pinned(suite: SuiteConfig) -> dict[str, Any]:
+    """Every setting of ``suite``: its own (defaults included, paths absolute) and each model's
+    full fine-tuning config (``mode`` and ``train.seed`` are set per cell)."""
+    data = to_dict(suite)
+    for entry, model in zip(data["models"], suite.models, strict=True):
+        entry["resolved_finetune"] = to_dict(model.finetune_config(suite.modes[0], suite.seeds[0]))
+    return data
+
+
+def expanded(path: str) -> Path:
+    """``path`` with ``~`` and environment variables (``$GENOLONG_SHARED_DATA/...``) expanded."""
+    return Path(os.path.expandvars(os.path.expanduser(path)))
+
+
+def _check_name(name: str, what: str) -> None:
+    if not name or not all(c.isalnum() or c in "_-." for c in name) or name.startswith("."):
+        raise ConfigError(f"{what} name {name!r}: use letters, digits, _ - . (it names a directory)")

@@ -1,0 +1,214 @@
+"""The data cache: downloaded files, and a manifest that says what each one is.
+
+The cache is a directory (default ``$GENOLONG_HOME/data``) holding one folder per source
+and ``manifest.json``, which records for every file its URL, size, SHA-256 (plus the
+provider's checksum when one was checked), the time of download, and the files derived
+from it (an unpacked archive, a prepared genome). The manifest lets ``genolong data
+status`` answer without reading gigabytes, and lets a second ``fetch`` skip work.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from genolong.core.errors import UserError
+from genolong.core.files import atomic_write_text, cache_home, sha256_file
+
+from .integrity import Checksum, file_digests, satisfied
+from .transfer import download, file_lock
+
+log = logging.getLogger(__name__)
+
+MANIFEST_NAME = "manifest.json"
+MANIFEST_VERSION = 1
+#: A download that failed verification or preparation is kept beside the cache under this suffix.
+REJECTED_SUFFIX = ".rejected"
+
+
+def default_data_root() -> Path:
+    """Where ``genolong data fetch`` puts files unless told otherwise: ``$GENOLONG_HOME/data``."""
+    return cache_home() / "data"
+
+
+@dataclass
+class Entry:
+    """What the manifest knows about one downloaded file.
+
+    Attributes:
+        path: path relative to the cache root (POSIX separators).
+        url: where it was downloaded from.
+        size: bytes.
+        digests: algorithm -> digest; always ``sha256``, plus any provider checksum.
+        verified: the checks it passed at download time, e.g. ``"md5 from <url>"``; empty
+            when no checksum was known (the SHA-256 is then recorded for later checks).
+        mtime_ns: modification time when recorded, to notice later changes cheaply.
+        fetched_at: UTC time of the download, ISO 8601.
+        products: files derived from this one (relative path -> size in bytes).
+    """
+
+    path: str
+    url: str
+    size: int
+    digests: dict[str, str]
+    verified: list[str]
+    mtime_ns: int
+    fetched_at: str
+    products: dict[str, int] = field(default_factory=dict)
+
+
+class DataCache:
+    """A cache directory with its manifest.
+
+    Args:
+        root: the directory; ``$GENOLONG_HOME/data`` by default.
+    """
+
+    def __init__(self, root: str | os.PathLike | None = None):
+        self.root = Path(root).expanduser() if root is not None else default_data_root()
+        if self.root.exists() and not self.root.is_dir():
+            raise UserError(f"{self.root}: is a file, not a data cache directory")
+        self._warned: set[str] = set()  # unreadable manifests already reported (one warning each)
+
+    @property
+    def manifest_path(self) -> Path:
+        return self.root / MANIFEST_NAME
+
+    # -- manifest ------------------------------------------------------------------------
+    def entries(self) -> dict[str, Entry]:
+        """Every manifest entry, by relative path."""
+        try:
+            data = json.loads(self.manifest_path.read_text())
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError) as err:
+            if str(err) not in self._warned:
+                self._warned.add(str(err))
+                log.warning("ignoring unreadable %s (%s); it will be rewritten", self.manifest_path, err)
+            return {}
+        return {path: Entry(**fields) for path, fields in data.get("files", {}).items()}
+
+    def entry(self, relpath: str) -> Entry | None:
+        return self.entries().get(relpath)
+
+    def record(self, entry: Entry) -> None:
+        """Add or replace ``entry`` in the manifest (locked read-modify-write, atomic)."""
+        self._update(lambda entries: entries.__setitem__(entry.path, entry))
+
+    def forget(self, relpath: str) -> None:
+        """Remove ``relpath``'s entry from the manifest (locked, atomic)."""
+        self._update(lambda entries: entries.pop(relpath, None))
+
+    def _update(self, change) -> None:
+        """Apply ``change(entries)`` to the manifest: a locked read-modify-write, written atomically."""
+        with file_lock(self.manifest_path):
+            entries = self.entries()
+            change(entries)
+            payload = {
+                "version": MANIFEST_VERSION,
+                "files": {path: asdict(e) for path, e in sorted(entries.items())},
+            }
+            atomic_write_text(self.manifest_path, json.dumps(payload, indent=2) + "\n")
+
+    # -- files ---------------------------------------------------------------------------
+    def path(self, relpath: str) -> Path:
+        return self.root / relpath
+
+    def set_aside(self, relpath: str) -> Path:
+        """Move a cached file that proved unusable to ``<file>.rejected`` (replacing an older one)
+        and forget it, so that the next fetch downloads it afresh; returns the new path."""
+        rejected = self.path(relpath).with_name(self.path(relpath).name + REJECTED_SUFFIX)
+        if self.path(relpath).exists():
+            os.replace(self.path(relpath), rejected)
+        self.forget(relpath)
+        return rejected
+
+    def cached(self, relpath: str) -> Entry | None:
+        """The entry of ``relpath`` if the file on disk is still the one recorded."""
+        entry = self.entry(relpath)
+        if entry is None:
+            return None
+        try:
+            stat = self.path(relpath).stat()
+        except FileNotFoundError:
+            return None
+        return entry if (stat.st_size, stat.st_mtime_ns) == (entry.size, entry.mtime_ns) else None
+
+    def fetch(
+        self, url: str, relpath: str, *, expected: Iterable[Checksum] = (), **download_options
+    ) -> Entry:
+        """Make ``relpath`` a verified copy of ``url`` and return its manifest entry.
+
+        Holds a lock on the file throughout, so concurrent fetches of one file (threads or
+        processes) download it once: the others wait and then find it cached.
+
+        A cached file is reused when it satisfies ``expected``. A file present on disk but
+        unknown to the manifest (copied there by hand) is hashed and adopted if it satisfies
+        ``expected``; otherwise it is downloaded again.
+
+        Args:
+            url: source URL (or local path) for :func:`genolong.prep.transfer.download`.
+            relpath: destination relative to the cache root.
+            expected: checksums the file must match.
+            download_options: ``timeout``, ``retries``, ``backoff``, ``progress``.
+        """
+        expected = list(expected)
+        dest = self.path(relpath)
+        with file_lock(dest):
+            entry = self.cached(relpath)
+            if entry is not None and satisfied(entry.digests, expected):
+                if sha256_file(dest) == entry.digests["sha256"]:
+                    log.info("%s: already in the cache (sha256 re-checked)", relpath)
+                    return entry
+                log.warning("%s: the cached file no longer has its recorded sha256; moved to %s, downloading "
+                            "it again", relpath, self.set_aside(relpath).name)
+            if dest.exists():
+                recorded = self.entry(relpath)
+                digests = file_digests(dest, {"sha256", *(check.algorithm for check in expected)})
+                unchanged = recorded is None or recorded.digests["sha256"] == digests["sha256"]
+                if unchanged and satisfied(digests, expected):
+                    log.info("%s: found on disk and verified", relpath)
+                    return self._record(relpath, recorded.url if recorded else url, digests, expected)
+                log.warning("%s: the file on disk does not match; downloading it again", relpath)
+            result = download(url, dest, expected=expected, **download_options)
+            return self._record(relpath, url, result.digests, expected)
+
+    def _record(self, relpath: str, url: str, digests: dict[str, str], expected: list[Checksum]) -> Entry:
+        stat = self.path(relpath).stat()
+        entry = Entry(
+            path=relpath,
+            url=url,
+            size=stat.st_size,
+            digests=digests,
+            verified=[f"{check.algorithm} from {check.origin}" for check in expected],
+            mtime_ns=stat.st_mtime_ns,
+            fetched_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        )
+        self.record(entry)
+        return entry
+
+    def set_products(self, relpath: str, products: dict[str, int]) -> Entry:
+        """Record the files derived from ``relpath`` (relative path -> size)."""
+        entry = self.entry(relpath)
+        if entry is None:
+            raise KeyError(f"{relpath} is not in the manifest")
+        entry.products = dict(products)
+        self.record(entry)
+        return entry
+
+    def products_present(self, entry: Entry) -> bool:
+        """True if every product of ``entry`` exists with its recorded size."""
+        if not entry.products:
+            return False
+        for relpath, size in entry.products.items():
+            try:
+                if self.path(relpath).stat().st_size != size:
+                    return False
+            except FileNotFoundError:
+                return False
+        return True

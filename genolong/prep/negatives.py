@@ -1,0 +1,223 @@
+"""Negative (non-promoter) examples of the same length as the promoters.
+
+Four methods, chosen per dataset and recorded in its manifest:
+
+- ``substitution`` (DeePromoter, Oubounyt et al. 2019; restated in BigBird App. F.2): cut
+  the promoter into 20 pieces, keep 8 chosen at random in place and replace the other 12
+  with uniformly random bases (as egochao/DeePromoter ``utils.neggen``).
+- ``shuffle`` (GENA-LM ``promoter_prediction/dataset_generator.py``): the same 12 pieces
+  are permuted among themselves, so the base composition is kept exactly.
+- ``genomic``: real windows at least ``min_distance`` bp from every TSS
+  (:func:`sample_genomic_negatives`).
+- ``fasta``: real non-promoters read from a FASTA file (e.g. ``Mouse_nonprom.fa``); that
+  one needs no code here.
+
+Pieces are as equal as possible: for a length ``L`` the first ``L % 20`` pieces are one
+base longer (a 251-bp sequence gives 11 pieces of 13 bp and 9 of 12 bp). Shuffling then
+permutes pieces only among pieces of the same length, which keeps every kept piece at
+its position; for lengths divisible by 20 (the 300-bp DeePromoter window) it is a plain
+permutation of all 12 pieces.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import Counter
+
+import numpy as np
+
+from genolong.core.errors import UserError
+from genolong.datasets.promoter import PromoterRecord
+
+from .promoters import Tss, n_fraction, resolve_chrom
+
+NEGATIVE_METHODS = ("substitution", "shuffle", "genomic", "fasta")
+#: Negatives made from a positive (they inherit its split and coordinates).
+DERIVED_METHODS = ("substitution", "shuffle")
+NUM_PIECES = 20
+KEPT_PIECES = 8
+_BASES = np.frombuffer(b"ACGT", dtype=np.uint8)
+
+
+def piece_bounds(length: int, num_pieces: int = NUM_PIECES) -> np.ndarray:
+    """Boundaries of ``num_pieces`` near-equal pieces: shape ``(num_pieces + 1,)``, from 0 to ``length``.
+
+    Raises:
+        UserError: a sequence shorter than ``num_pieces``.
+    """
+    if length < num_pieces:
+        raise UserError(f"a {length}-bp sequence cannot be cut into {num_pieces} pieces to make a negative")
+    sizes = np.full(num_pieces, length // num_pieces)
+    sizes[: length % num_pieces] += 1
+    return np.concatenate([[0], np.cumsum(sizes)])
+
+
+def choose_replaced_pieces(
+    rng: np.random.Generator, num_pieces: int = NUM_PIECES, kept: int = KEPT_PIECES
+) -> np.ndarray:
+    """The sorted indices of the ``num_pieces - kept`` pieces to replace."""
+    return np.sort(rng.choice(num_pieces, size=num_pieces - kept, replace=False))
+
+
+def substitution_negative(sequence: str, rng: np.random.Generator) -> str:
+    """DeePromoter negative: 8 of 20 pieces kept in place, the other 12 random bases."""
+    bounds = piece_bounds(len(sequence))
+    out = np.frombuffer(sequence.encode("ascii"), dtype=np.uint8).copy()
+    for piece in choose_replaced_pieces(rng):
+        lo, hi = bounds[piece], bounds[piece + 1]
+        out[lo:hi] = _BASES[rng.integers(0, 4, size=hi - lo)]
+    return out.tobytes().decode("ascii")
+
+
+def shuffle_negative(sequence: str, rng: np.random.Generator) -> str:
+    """GENA-LM negative: 8 of 20 pieces kept in place, the other 12 permuted among themselves.
+
+    Pieces move only to slots of their own length (see the module docstring), so the
+    result has the composition of ``sequence`` and its kept pieces where they were.
+    """
+    bounds = piece_bounds(len(sequence))
+    sizes = np.diff(bounds)
+    replaced = choose_replaced_pieces(rng)
+    pieces = [sequence[bounds[i] : bounds[i + 1]] for i in range(NUM_PIECES)]
+    for size in np.unique(sizes[replaced]):
+        slots = replaced[sizes[replaced] == size]
+        moved = [pieces[i] for i in slots]
+        for slot, source in zip(slots, rng.permutation(len(slots)), strict=True):
+            pieces[slot] = moved[source]
+    return "".join(pieces)
+
+
+DERIVE = {"substitution": substitution_negative, "shuffle": shuffle_negative}
+
+
+def derive_negatives(
+    positives: list[PromoterRecord], method: str, rng: np.random.Generator, per_positive: int = 1
+) -> list[PromoterRecord]:
+    """``per_positive`` negatives from each positive, named ``<positive id>|<method><k>``.
+
+    Each negative keeps the coordinates of its positive (it is made from that sequence).
+    """
+    make = DERIVE[method]
+    return [
+        PromoterRecord(f"{p.id}|{method}{k}", make(p.sequence, rng), 0, p.chrom, p.start, p.end, p.strand)
+        for p in positives
+        for k in range(1, per_positive + 1)
+    ]
+
+
+def allowed_starts(
+    chrom_length: int, tss_positions: list[int], window_length: int, min_distance: int
+) -> list[tuple[int, int]]:
+    """Half-open ranges of window starts whose window stays ``min_distance`` bp from every TSS.
+
+    A window ``[s, s + L)`` is at distance ``s - t`` from a TSS ``t < s``, ``t - (s + L - 1)``
+    from a TSS ``t >= s + L``, and 0 from a TSS inside it; requiring at least ``D`` forbids
+    the starts ``t - D - L + 2 .. t + D - 1``.
+
+    Args:
+        chrom_length: length of the chromosome.
+        tss_positions: 0-based TSS positions on it (any order).
+        window_length: ``L``.
+        min_distance: ``D`` (>= 1).
+    """
+    forbidden = sorted((t - min_distance - window_length + 2, t + min_distance) for t in tss_positions)
+    ranges, cursor, last_start = [], 0, chrom_length - window_length + 1
+    for lo, hi in forbidden:
+        if lo > cursor:
+            ranges.append((cursor, min(lo, last_start)))
+        cursor = max(cursor, hi)
+    ranges.append((cursor, last_start))
+    return [(lo, hi) for lo, hi in ranges if hi > lo]
+
+
+def distance_to_nearest_tss(start: int, end: int, sorted_tss: list[int]) -> float:
+    """Distance in bp from the window ``[start, end)`` to the nearest TSS (0 if one is inside)."""
+    i = bisect.bisect_left(sorted_tss, start)
+    if i < len(sorted_tss) and sorted_tss[i] < end:
+        return 0
+    before = start - sorted_tss[i - 1] if i > 0 else float("inf")
+    after = sorted_tss[i] - (end - 1) if i < len(sorted_tss) else float("inf")
+    return min(before, after)
+
+
+def sample_genomic_negatives(
+    genome,
+    sites: list[Tss],
+    window_length: int,
+    count: int,
+    *,
+    min_distance: int,
+    rng: np.random.Generator,
+    max_n_fraction: float = 0.0,
+) -> tuple[list[PromoterRecord], Counter]:
+    """Sample ``count`` real windows at least ``min_distance`` bp from every TSS in ``sites``.
+
+    Starts are drawn uniformly from the allowed positions of the chromosomes that hold a
+    TSS (so the negatives come from the same chromosomes as the positives and follow them
+    into chromosome-held-out splits); the strand is drawn uniformly and minus-strand windows
+    are reverse-complemented, like the positives. Windows with more ``N`` than
+    ``max_n_fraction`` are redrawn, as are repeats of an already drawn window.
+
+    Returns:
+        The records and the rejection counts (``too_many_n``, ``repeated_window``).
+
+    Raises:
+        UserError: no allowed position, or fewer than ``count`` acceptable windows after
+            ``20 * count + 1000`` draws.
+    """
+    segments = _allowed_segments(genome, sites, window_length, min_distance)
+    cumulative = np.cumsum([hi - lo for _, lo, hi in segments])
+    records, rejected, seen = [], Counter(), set()
+    max_draws = 20 * count + 1000
+    for _ in range(max_draws):
+        if len(records) == count:
+            break
+        offset = int(rng.integers(0, cumulative[-1]))
+        index = int(np.searchsorted(cumulative, offset, side="right"))
+        chrom, lo, _ = segments[index]
+        start = lo + offset - (int(cumulative[index - 1]) if index else 0)
+        strand = "+" if rng.random() < 0.5 else "-"
+        if (chrom, start, strand) in seen:
+            rejected["repeated_window"] += 1
+            continue
+        seen.add((chrom, start, strand))
+        sequence = genome.fetch(chrom, start, start + window_length, strand)
+        if n_fraction(sequence) > max_n_fraction:
+            rejected["too_many_n"] += 1
+            continue
+        records.append(
+            PromoterRecord(
+                f"genomic|{chrom}:{start}{strand}", sequence, 0, chrom, start, start + window_length, strand
+            )
+        )
+    if len(records) < count:
+        raise UserError(
+            f"found only {len(records)} of {count} genomic negatives in {max_draws} draws ({dict(rejected)})",
+            hint="lower --min-tss-distance or raise --max-n-fraction",
+        )
+    return records, rejected
+
+
+def _allowed_segments(genome, sites: list[Tss], window_length: int, min_distance: int) -> list[tuple[str, int, int]]:
+    """``(chrom, lo, hi)``: the half-open ranges of window starts far enough from every TSS, on
+    the chromosomes that hold a TSS.
+
+    Raises:
+        UserError: there is no such start.
+    """
+    tss_by_chrom: dict[str, list[int]] = {}
+    for site in sites:
+        chrom = resolve_chrom(genome, site.chrom)
+        if chrom is not None:
+            tss_by_chrom.setdefault(chrom, []).append(site.position)
+    segments = [
+        (chrom, lo, hi)
+        for chrom, positions in tss_by_chrom.items()
+        for lo, hi in allowed_starts(genome.chromosomes[chrom], positions, window_length, min_distance)
+    ]
+    if not segments:
+        raise UserError(
+            f"no {window_length}-bp window lies {min_distance} bp or more from every TSS",
+            hint="lower --min-tss-distance",
+        )
+    return segments

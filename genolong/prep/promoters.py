@@ -1,0 +1,253 @@
+"""Promoter sequences: TSS lists, windows around a TSS, and the sequence readers.
+
+A promoter example is a :class:`PromoterRecord`: a DNA sequence with a 0/1 label and, when
+it came from a genome, its coordinates. Positives come from one of three sources:
+
+- a TSS list (EPDnew BED) plus a genome, cut into windows at fixed offsets around each TSS
+  (:func:`read_tss_bed`, :class:`TssWindow`, :func:`cut_tss_windows`);
+- the DeePromoter text format, one sequence per line (:func:`read_sequence_lines`);
+- FASTA (:func:`read_fasta_records`).
+
+**Window convention.** Offsets count bases in the direction of transcription with the TSS
+at offset 0 (the convention of the EPDnew select tool, whose "-249 to 50" gives 300 bp and
+"-200 to 50" gives 251 bp, as the files in ``shared/data/promoters`` show). A
+:class:`TssWindow` is half-open: ``TssWindow(-249, 51)`` covers offsets -249..+50 (the
+DeePromoter window, 300 bp) and ``TssWindow(-5000, 3000)`` covers -5000..+2999 (BigBird
+App. F.2, "8000 bp (-5000 ... +3000)"; GENA-LM cuts the same -5000..+2999). Windows on the
+minus strand are reverse-complemented, so the TSS is always column ``-window.start``.
+
+**EPDnew BED.** EPDnew ships 8-column BED lines such as
+``chr1 894625 894685 NOC2L_1 900 - 894635 894636``: the interval (columns 2-3) is a 60-bp
+region around the TSS (-49..+10, i.e. 49 bp upstream of the TSS and 10 bp downstream) and
+the 1-bp thick interval (columns 7-8) is the TSS itself. :func:`read_tss_bed` takes the TSS
+from the thick interval when it is 1 bp long, otherwise from a 1-bp main interval, and
+refuses anything else rather than guess.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from genolong.core.errors import ConfigError, InputError, UserError
+from genolong.datasets.promoter import PromoterRecord
+from genolong.dna.sequence import InvalidSequenceError, clean, open_text_or_gzip, read_fasta
+
+
+@dataclass(frozen=True)
+class Tss:
+    """A transcription start site: 0-based ``position`` on ``chrom``, ``strand`` '+' or '-'."""
+
+    chrom: str
+    position: int
+    strand: str
+    name: str
+
+
+@dataclass(frozen=True)
+class TssWindow:
+    """Offsets of a window around a TSS, half-open, counted along the transcript.
+
+    The window covers TSS offsets ``start .. end - 1`` (offset 0 is the TSS), so it is
+    ``end - start`` bp long and the TSS sits at column ``-start``.
+    """
+
+    start: int
+    end: int
+
+    def __post_init__(self):
+        if not self.start <= 0 < self.end:
+            raise ConfigError(f"window {self.start}:{self.end} must contain the TSS (need start <= 0 < end)")
+
+    @property
+    def length(self) -> int:
+        return self.end - self.start
+
+    @classmethod
+    def parse(cls, text: str) -> TssWindow:
+        """A preset name (``deepromoter``, ``bigbird``) or ``START:END`` (half-open offsets)."""
+        if text in WINDOW_PRESETS:
+            return WINDOW_PRESETS[text]
+        match = re.fullmatch(r"\s*(-?\d+)\s*:\s*(-?\d+)\s*", text)
+        if match is None:
+            raise ConfigError(
+                f"window {text!r} is neither a preset ({', '.join(WINDOW_PRESETS)}) nor START:END, "
+                "e.g. -249:51"
+            )
+        return cls(int(match[1]), int(match[2]))
+
+    def genomic_interval(self, tss: int, strand: str) -> tuple[int, int]:
+        """The forward-strand half-open interval ``[lo, hi)`` the window covers.
+
+        Plus strand: offset ``o`` is position ``tss + o``. Minus strand: offset ``o`` is
+        position ``tss - o``, so the window is ``[tss - end + 1, tss - start + 1)`` read
+        backwards (reverse complement).
+        """
+        if strand == "+":
+            return tss + self.start, tss + self.end
+        return tss - self.end + 1, tss - self.start + 1
+
+    def describe(self) -> str:
+        return f"{self.start}..{self.end - 1:+d} around the TSS ({self.length} bp)"
+
+
+#: Named windows: DeePromoter (Oubounyt et al. 2019) and BigBird's long window (App. F.2).
+WINDOW_PRESETS = {"deepromoter": TssWindow(-249, 51), "bigbird": TssWindow(-5000, 3000)}
+
+
+def read_tss_bed(path: str | Path) -> list[Tss]:
+    """Read TSSs from a BED file (plain or gzip) with a strand column (6 or more columns).
+
+    Header lines (``#``, ``track``, ``browser``) and blank lines are skipped. With 8 or more
+    columns and a 1-bp thick interval (EPDnew), the TSS is ``thickStart``; otherwise the main
+    interval must be 1 bp and the TSS is ``start``.
+
+    Raises:
+        InputError: a malformed line (named by line number), or a file without TSSs.
+    """
+    path = Path(path)
+    sites = []
+    with open_text(path) as handle:
+        for line_number, line in enumerate(handle, start=1):
+            if not line.strip() or line.startswith(("#", "track", "browser")):
+                continue
+            sites.append(_parse_tss_line(path, line_number, line.split()))
+    if not sites:
+        raise InputError(path, "no TSS lines found (expected BED with a strand column)")
+    return sites
+
+
+def _parse_tss_line(path: Path, line_number: int, fields: list[str]) -> Tss:
+    def fail(message: str) -> InputError:
+        return InputError(path, message, line=line_number)
+
+    if len(fields) < 6:
+        raise fail(f"{len(fields)} columns; a TSS BED needs at least 6 (chrom start end name score strand)")
+    chrom, name, strand = fields[0], fields[3], fields[5]
+    if strand not in ("+", "-"):
+        raise fail(f"strand is {strand!r}; expected '+' or '-'")
+    try:
+        start, end = int(fields[1]), int(fields[2])
+        thick = (int(fields[6]), int(fields[7])) if len(fields) >= 8 else None
+    except ValueError:
+        raise fail("start, end, thickStart and thickEnd must be integers") from None
+    if not 0 <= start < end:
+        raise fail(f"interval {start}-{end} is empty or negative")
+    if thick is not None and thick[1] - thick[0] == 1:
+        if not start <= thick[0] < end:
+            raise fail(f"thickStart {thick[0]} lies outside the interval {start}-{end}")
+        return Tss(chrom, thick[0], strand, name)
+    if end - start == 1:
+        return Tss(chrom, start, strand, name)
+    raise fail(
+        f"cannot tell where the TSS is: the interval {start}-{end} is {end - start} bp and there is "
+        "no 1-bp thickStart/thickEnd; give the TSS as a 1-bp interval"
+    )
+
+
+def n_fraction(sequence: str) -> float:
+    """The fraction of ``N`` in ``sequence``."""
+    return sequence.count("N") / len(sequence)
+
+
+def cut_tss_windows(
+    genome, sites: list[Tss], window: TssWindow, *, max_n_fraction: float = 0.0
+) -> tuple[list[PromoterRecord], Counter]:
+    """Cut one positive window per TSS, reverse-complemented on the minus strand.
+
+    Args:
+        genome: a :class:`genolong.dna.genome.Genome`.
+        sites: the TSSs.
+        window: offsets around each TSS.
+        max_n_fraction: windows with a larger fraction of ``N`` are skipped.
+
+    Returns:
+        The records (in input order, on the chromosome names of the genome) and the skip
+        counts: ``unknown_chromosome``, ``off_chromosome_end`` (the window runs past either
+        end), ``too_many_n``.
+    """
+    lengths = genome.chromosomes
+    records, skipped = [], Counter()
+    for site in sites:
+        chrom = resolve_chrom(genome, site.chrom)
+        if chrom is None:
+            skipped["unknown_chromosome"] += 1
+            continue
+        lo, hi = window.genomic_interval(site.position, site.strand)
+        if lo < 0 or hi > lengths[chrom]:
+            skipped["off_chromosome_end"] += 1
+            continue
+        sequence = genome.fetch(chrom, lo, hi, site.strand)
+        if n_fraction(sequence) > max_n_fraction:
+            skipped["too_many_n"] += 1
+            continue
+        record_id = f"{site.name}|{chrom}:{site.position}{site.strand}"
+        records.append(PromoterRecord(record_id, sequence, 1, chrom, lo, hi, site.strand))
+    return records, skipped
+
+
+def resolve_chrom(genome, chrom: str) -> str | None:
+    """The genome's name for ``chrom`` (aliases such as ``1``/``chr1`` resolved), or ``None``."""
+    try:
+        return genome.resolve(chrom)
+    except UserError:
+        return None
+
+
+def read_sequence_lines(path: str | Path, label: int) -> list[PromoterRecord]:
+    """Read the DeePromoter text format (plain or gzip): one sequence per line, all of one length.
+
+    Records are named ``<file stem>:<line number>``. Blank lines are skipped.
+
+    Raises:
+        InputError: invalid characters, a line whose length differs from the first, or
+            an empty file; the message names the line.
+    """
+    path = Path(path)
+    records, length = [], None
+    with open_text(path) as handle:
+        for line_number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            sequence = _checked_sequence(path, line.strip(), line=line_number)
+            if length is None:
+                length = len(sequence)
+            elif len(sequence) != length:
+                raise InputError(
+                    path,
+                    f"sequence is {len(sequence)} bp but the first is {length} bp; "
+                    "the one-sequence-per-line format needs one length",
+                    line=line_number,
+                )
+            records.append(PromoterRecord(f"{path.stem}:{line_number}", sequence, label))
+    if not records:
+        raise InputError(path, "no sequences found")
+    return records
+
+
+def read_fasta_records(path: str | Path, label: int) -> list[PromoterRecord]:
+    """Read every FASTA record (plain or gzip) as one example named ``<file stem>:<record number>``.
+
+    Record numbers (1-based) rather than FASTA names make the ids unique: real data sets
+    repeat names (``Mouse_nonprom.fa`` has 456 names that occur more than once).
+
+    Raises:
+        InputError: no records, a record without sequence, or invalid characters (named).
+    """
+    return [PromoterRecord(f"{Path(path).stem}:{number}", record.sequence, label)
+            for number, record in enumerate(read_fasta(path, unique_names=False), start=1)]
+
+
+def open_text(path: Path) -> io.TextIOWrapper:
+    """Open a plain or gzip text file; a missing file is a one-line :class:`UserError`."""
+    return io.TextIOWrapper(open_text_or_gzip(path), encoding="utf-8", errors="replace")
+
+
+def _checked_sequence(path: Path, text: str, *, line: int | None = None, record: str | None = None) -> str:
+    try:
+        return clean(text)
+    except InvalidSequenceError as err:
+        raise InputError(path, err.message, line=line, record=record) from None

@@ -1,0 +1,316 @@
+"""Promoter datasets split by SOURCE: train on some data sets, validate and test on others.
+
+A score on a random split of one data set measures that data set: its window, its
+negatives, its species. A held-out-source split answers the question a user has (does the
+model work on promoters it has never seen the like of?). The build:
+
+1. read every source of the spec (:class:`SourceSplitConfig`): promoter files (FASTA, or
+   DeePromoter text), real non-promoter FASTA files, and random windows of genomes as real
+   genomic background; each record is tagged with its source (``<group>/<file stem>``);
+2. drop duplicate sequences across *all* sources before splitting (held-out groups first,
+   so a sequence shared by a training and a held-out source stays held out, once), and
+   sequences seen with both labels;
+3. split by the group's ``role``: ``valid`` and ``test`` groups go whole to their split;
+   ``train`` groups are split at random (stratified by label) into ``train`` and
+   ``random_test``, the in-source test that the random-split numbers come from;
+4. in every split, derive negatives (substitution, shuffle; :mod:`genolong.prep.negatives`)
+   from that split's promoters, dropping any whose sequence already exists;
+5. write ``train``/``valid``/``test``/``random_test`` TSVs with a ``source`` column and a
+   manifest (sources with sha256, groups and roles, counts per split, label and source).
+
+Sequences may have different lengths (251-bp and 300-bp windows); every source brings
+both labels' lengths through its derived negatives, so length alone never separates the
+classes within a source.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from genolong import __version__
+from genolong.config import from_dict, read_yaml
+from genolong.configs import preset_path
+from genolong.core.errors import ConfigError, UserError
+from genolong.core.files import sha256_file
+from genolong.datasets.promoter import FORMAT, SOURCE_COLUMNS, PromoterRecord
+from genolong.dna.sequence import read_fasta, reverse_complement
+
+from .negatives import DERIVED_METHODS, derive_negatives
+from .promoter_dataset import writable_dataset_dir, write_dataset
+from .promoters import n_fraction, read_fasta_records, read_sequence_lines
+from .splits import deduplicate
+
+ROLES = ("train", "valid", "test")
+#: The splits of a held-out-source dataset; ``random_test`` is the random split of the train groups.
+SOURCE_SPLITS = ("train", "valid", "test", "random_test")
+_SPLIT_STREAM, _NEGATIVE_STREAM, _GENOME_STREAM, _ORDER_STREAM = range(4)
+
+
+@dataclass
+class SourceGroup:
+    """One data set (a group of files from one origin) and the split it goes to.
+
+    Attributes:
+        name: short name, e.g. ``mouse_epdnew``; records are tagged ``<name>/<file stem>``.
+        role: ``train``, ``valid`` or ``test``.
+        promoters: promoter files: FASTA, or one sequence per line (``.txt``).
+        non_promoters: real non-promoter FASTA files.
+        genome: a genome FASTA (plain or gzip) to draw ``genome_windows`` random windows of
+            ``genome_window_bp`` from, both strands, without N: real genomic background.
+    """
+
+    name: str
+    role: str
+    promoters: list[str] = field(default_factory=list)
+    non_promoters: list[str] = field(default_factory=list)
+    genome: str | None = None
+    genome_windows: int = 0
+    genome_window_bp: int = 300
+
+    def __post_init__(self):
+        if self.role not in ROLES:
+            raise ConfigError(f"source {self.name!r}: role {self.role!r} is not one of {', '.join(ROLES)}")
+        if not (self.promoters or self.non_promoters or self.genome):
+            raise ConfigError(f"source {self.name!r} names no file")
+        if (self.genome is None) != (self.genome_windows == 0):
+            raise ConfigError(f"source {self.name!r}: give genome and genome_windows > 0 together")
+
+
+@dataclass
+class SourceSplitConfig:
+    """A held-out-source dataset: its groups, derived negatives, the in-source test fraction, the seed.
+
+    Paths in the groups are relative to ``root`` (default: the spec file's directory).
+    """
+
+    groups: list[SourceGroup]
+    derived: list[str] = field(default_factory=lambda: ["substitution", "shuffle"])
+    random_test_fraction: float = 0.1
+    seed: int = 42
+    root: str = "."
+
+    def __post_init__(self):
+        self.groups = [g if isinstance(g, SourceGroup) else from_dict(SourceGroup, g) for g in self.groups]
+        unknown = sorted(set(self.derived) - set(DERIVED_METHODS))
+        if unknown:
+            raise ConfigError(
+                f"unknown derived negatives {unknown}; choose from {', '.join(DERIVED_METHODS)}"
+            )
+        roles = Counter(g.role for g in self.groups)
+        if not roles["train"] or not roles["test"]:
+            raise ConfigError("a held-out-source split needs at least one train and one test source")
+        if len({g.name for g in self.groups}) < len(self.groups):
+            raise ConfigError("source names must be unique")
+        if not 0 < self.random_test_fraction < 1:
+            raise ConfigError(f"random_test_fraction must lie in (0, 1), got {self.random_test_fraction}")
+
+    def rng(self, stream: int) -> np.random.Generator:
+        return np.random.default_rng([self.seed, stream])
+
+    def path(self, name: str) -> Path:
+        return Path(self.root) / name
+
+
+def load_source_split_config(spec: str | Path, root: str | Path | None = None) -> SourceSplitConfig:
+    """Read a YAML spec (a path, or the name of a shipped one in ``configs/promoter_sources/``).
+
+    Its paths resolve against ``root`` when given, else against the spec's ``root`` key taken
+    relative to the spec's directory.
+    """
+    path = preset_path("promoter_sources", str(spec))
+    data = read_yaml(path)
+    data["root"] = str(root if root is not None else path.parent / data.get("root", "."))
+    return from_dict(SourceSplitConfig, data, source=str(path))
+
+
+def genome_windows(path: Path, count: int, length: int, rng: np.random.Generator) -> list[PromoterRecord]:
+    """``count`` distinct random ``length``-bp windows of a genome without N, on a random strand.
+
+    Starts are uniform over all positions of all sequences (a window that holds N is redrawn).
+
+    Raises:
+        UserError: the genome has too few N-free windows to draw from.
+    """
+    chroms = [(r.name, r.sequence.upper()) for r in read_fasta(path) if len(r.sequence) >= length]
+    sizes = np.array([len(s) - length + 1 for _, s in chroms])
+    if not len(chroms):
+        raise UserError(f"{path}: no sequence of {length} bp or more for background windows")
+    cumulative = np.cumsum(sizes)
+    records, seen = [], set()
+    for _ in range(20 * count + 1000):
+        if len(records) == count:
+            break
+        offset = int(rng.integers(0, cumulative[-1]))
+        index = int(np.searchsorted(cumulative, offset, side="right"))
+        start = offset - (int(cumulative[index - 1]) if index else 0)
+        name, chrom = chroms[index]
+        strand = "+" if rng.random() < 0.5 else "-"
+        window = chrom[start : start + length]
+        if (name, start, strand) in seen or n_fraction(window) > 0:
+            continue
+        seen.add((name, start, strand))
+        sequence = window if strand == "+" else reverse_complement(window)
+        records.append(
+            PromoterRecord(f"{name}:{start}{strand}", sequence, 0, name, start, start + length, strand)
+        )
+    if len(records) < count:
+        raise UserError(f"{path}: found only {len(records)} of {count} N-free {length}-bp windows")
+    return records
+
+
+def read_group(group: SourceGroup, config: SourceSplitConfig) -> list[PromoterRecord]:
+    """Every record of one group, tagged with its source ``<group>/<file stem>``."""
+
+    def tagged(records: list[PromoterRecord], stem: str) -> list[PromoterRecord]:
+        return [
+            PromoterRecord(
+                f"{group.name}/{r.id}",
+                r.sequence,
+                r.label,
+                r.chrom,
+                r.start,
+                r.end,
+                r.strand,
+                f"{group.name}/{stem}",
+            )
+            for r in records
+        ]
+
+    records = []
+    for name in group.promoters:
+        path = config.path(name)
+        read = read_sequence_lines if path.suffix == ".txt" else read_fasta_records
+        records += tagged(read(path, 1), path.stem)
+    for name in group.non_promoters:
+        records += tagged(read_fasta_records(config.path(name), 0), config.path(name).stem)
+    if group.genome is not None:
+        path = config.path(group.genome)
+        rng = np.random.default_rng([config.seed, _GENOME_STREAM, len(group.name), *group.name.encode()])
+        windows = genome_windows(path, group.genome_windows, group.genome_window_bp, rng)
+        records += tagged(windows, path.name.split(".")[0])
+    return [r for r in records if n_fraction(r.sequence) == 0]
+
+
+def split_by_source(config: SourceSplitConfig) -> tuple[dict[str, list[PromoterRecord]], Counter]:
+    """The four splits (before derived negatives) and the deduplication counts."""
+    by_role = {
+        role: [r for g in config.groups if g.role == role for r in read_group(g, config)] for role in ROLES
+    }
+    records, dropped = deduplicate(by_role["test"] + by_role["valid"] + by_role["train"])
+    kept = {id(r) for r in records}
+    splits = {role: [r for r in by_role[role] if id(r) in kept] for role in ROLES}
+    splits["train"], splits["random_test"] = _hold_out_at_random(splits["train"], config)
+    return splits, dropped
+
+
+def _hold_out_at_random(
+    records: list[PromoterRecord], config: SourceSplitConfig
+) -> tuple[list[PromoterRecord], list[PromoterRecord]]:
+    """Per source and label, a seeded ``random_test_fraction`` of the records (rounded) is held out."""
+    rng = config.rng(_SPLIT_STREAM)
+    groups: dict[tuple[str, int], list[PromoterRecord]] = {}
+    for record in records:
+        groups.setdefault((record.source, record.label), []).append(record)
+    train, held_out = [], []
+    for key in sorted(groups):
+        group = groups[key]
+        chosen = set(rng.permutation(len(group))[: round(len(group) * config.random_test_fraction)].tolist())
+        for index, record in enumerate(group):
+            (held_out if index in chosen else train).append(record)
+    return train, held_out
+
+
+def add_derived_negatives(splits: dict[str, list[PromoterRecord]], config: SourceSplitConfig) -> int:
+    """Append each derived negative kind, made from each split's own promoters; return the collisions dropped.
+
+    A derived negative's source is its promoter's source plus ``|<method>``.
+    """
+    rng = config.rng(_NEGATIVE_STREAM)
+    seen = {r.sequence for rows in splits.values() for r in rows}
+    collisions = 0
+    for name in SOURCE_SPLITS:
+        positives = [r for r in splits[name] if r.label == 1]
+        source_of = {r.id: r.source for r in positives}
+        for method in config.derived:
+            for negative in derive_negatives(positives, method, rng):
+                if negative.sequence in seen:
+                    collisions += 1
+                    continue
+                seen.add(negative.sequence)
+                source = f"{source_of[negative.id.rsplit('|', 1)[0]]}|{method}"
+                splits[name].append(_with_source(negative, source))
+    return collisions
+
+
+def _with_source(record: PromoterRecord, source: str) -> PromoterRecord:
+    return PromoterRecord(
+        record.id,
+        record.sequence,
+        record.label,
+        record.chrom,
+        record.start,
+        record.end,
+        record.strand,
+        source,
+    )
+
+
+def build_source_split_dataset(
+    config: SourceSplitConfig, out_dir: str | Path, *, overwrite: bool = False
+) -> dict:
+    """Build the held-out-source dataset of ``config`` into ``out_dir`` (atomically); return its manifest."""
+    out_dir = writable_dataset_dir(out_dir, overwrite)
+    splits, dropped = split_by_source(config)
+    dropped["derived_collision"] = add_derived_negatives(splits, config)
+    order = config.rng(_ORDER_STREAM)
+    splits = {name: [rows[i] for i in order.permutation(len(rows))] for name, rows in splits.items()}
+    for name, rows in splits.items():
+        if {r.label for r in rows} != {0, 1}:
+            raise UserError(f"split {name} needs promoters and non-promoters; check the roles of the sources")
+    lengths = [len(r.sequence) for rows in splits.values() for r in rows]
+    manifest = {
+        "format": FORMAT,
+        "genolong_version": __version__,
+        "columns": list(SOURCE_COLUMNS),
+        "sequence_length": max(lengths),
+        "min_sequence_length": min(lengths),
+        "sources": _source_files(config),
+        "negatives": {"method": "+".join(["real", *config.derived]), "derived": list(config.derived)},
+        "deduplication": dict(sorted(dropped.items())),
+        "split": {
+            "method": "source",
+            "roles": {g.name: g.role for g in config.groups},
+            "random_test_fraction": config.random_test_fraction,
+        },
+        "seed": config.seed,
+        "counts": {name: _counts(rows) for name, rows in splits.items()},
+        "counts_by_source": {name: _counts_by_source(rows) for name, rows in splits.items()},
+    }
+    write_dataset(out_dir, splits, manifest)
+    return manifest
+
+
+def _source_files(config: SourceSplitConfig) -> list[dict]:
+    return [
+        {
+            "group": g.name,
+            "role": g.role,
+            "path": str(config.path(name).resolve()),
+            "sha256": sha256_file(config.path(name)),
+        }
+        for g in config.groups
+        for name in [*g.promoters, *g.non_promoters, *([g.genome] if g.genome else [])]
+    ]
+
+
+def _counts(rows: list[PromoterRecord]) -> dict[str, int]:
+    counts = Counter(r.label for r in rows)
+    return {"0": counts[0], "1": counts[1]}
+
+
+def _counts_by_source(rows: list[PromoterRecord]) -> dict[str, int]:
+    return dict(sorted(Counter(r.source for r in rows).items()))

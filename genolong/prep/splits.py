@@ -1,0 +1,110 @@
+"""Deduplication and train/valid/test splits for labelled sequences.
+
+Identical sequences are collapsed *before* splitting, so that no sequence can land in two
+splits. Two splitters:
+
+- :func:`stratified_random_split`: per label, a seeded shuffle cut at the given fractions;
+- :func:`chromosome_split`: whole chromosomes held out for validation and test (the
+  DeepSEA / BigBird App. F.3 protocol), everything else in train.
+
+Deduplication removes exact copies only. Windows around alternative TSSs of one gene
+overlap without being identical, so a random split can put near-copies of a promoter
+in train and test (the longer the window, the more overlap); the chromosome split cannot.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+import numpy as np
+
+from genolong.core.errors import ConfigError, UserError
+from genolong.datasets.promoter import PromoterRecord
+
+SPLITS = ("train", "valid", "test")
+
+
+def deduplicate(records: Sequence[PromoterRecord]) -> tuple[list[PromoterRecord], Counter]:
+    """Keep the first record of each distinct sequence.
+
+    A sequence that occurs with both labels is ambiguous, so all its copies are dropped.
+
+    Returns:
+        The kept records (in input order) and the counts ``duplicate`` (extra copies with
+        the same label, dropped) and ``conflicting_label`` (records dropped because their
+        sequence also occurs with the other label).
+    """
+    labels: dict[str, set[int]] = {}
+    for record in records:
+        labels.setdefault(record.sequence, set()).add(record.label)
+    kept, seen, dropped = [], set(), Counter(duplicate=0, conflicting_label=0)
+    for record in records:
+        if len(labels[record.sequence]) > 1:
+            dropped["conflicting_label"] += 1
+        elif record.sequence in seen:
+            dropped["duplicate"] += 1
+        else:
+            seen.add(record.sequence)
+            kept.append(record)
+    return kept, dropped
+
+
+def check_fractions(fractions: Sequence[float]) -> tuple[float, float, float]:
+    """Validate train/valid/test fractions: three positive numbers that sum to 1."""
+    if len(fractions) != 3 or any(f <= 0 for f in fractions) or abs(sum(fractions) - 1) > 1e-6:
+        raise ConfigError(
+            f"split fractions {list(fractions)} must be three positive numbers summing to 1, e.g. 0.8,0.1,0.1"
+        )
+    return tuple(float(f) for f in fractions)
+
+
+def stratified_random_split(
+    records: Sequence[PromoterRecord], fractions: Sequence[float], rng: np.random.Generator
+) -> dict[str, list[PromoterRecord]]:
+    """Split each label separately at ``fractions`` (train, valid, test) after a seeded shuffle.
+
+    Valid and test get ``round(n * fraction)`` records of each label; train the rest.
+    """
+    _, valid_fraction, test_fraction = check_fractions(fractions)
+    splits = {name: [] for name in SPLITS}
+    for label in sorted({r.label for r in records}):
+        group = [r for r in records if r.label == label]
+        order = rng.permutation(len(group))
+        n_valid, n_test = round(len(group) * valid_fraction), round(len(group) * test_fraction)
+        cuts = {
+            "valid": order[:n_valid],
+            "test": order[n_valid : n_valid + n_test],
+            "train": order[n_valid + n_test :],
+        }
+        for name, indices in cuts.items():
+            splits[name].extend(group[i] for i in sorted(indices))
+    return splits
+
+
+def chromosome_split(
+    records: Sequence[PromoterRecord], valid_chroms: Sequence[str], test_chroms: Sequence[str]
+) -> dict[str, list[PromoterRecord]]:
+    """Hold out whole chromosomes: ``valid_chroms`` -> valid, ``test_chroms`` -> test, rest -> train.
+
+    Raises:
+        UserError: records without coordinates, a chromosome in both lists, or a held-out
+            chromosome that no record is on (a typo would otherwise leave a split empty).
+    """
+    if any(r.chrom is None for r in records):
+        raise UserError(
+            "a chromosome split needs genomic coordinates; text and FASTA inputs have none",
+            hint="use --split random",
+        )
+    both = set(valid_chroms) & set(test_chroms)
+    if both:
+        raise ConfigError(f"chromosomes {sorted(both)} are held out for both valid and test")
+    present = {r.chrom for r in records}
+    missing = [c for c in [*valid_chroms, *test_chroms] if c not in present]
+    if missing:
+        raise UserError(f"held-out chromosomes {missing} hold no example (examples are on {sorted(present)})")
+    where = {**{c: "valid" for c in valid_chroms}, **{c: "test" for c in test_chroms}}
+    splits = {name: [] for name in SPLITS}
+    for record in records:
+        splits[where.get(record.chrom, "train")].append(record)
+    return splits

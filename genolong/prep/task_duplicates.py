@@ -1,0 +1,82 @@
+"""Copies among the labelled rows of a task (``genolong task prepare --duplicates keep|drop|error``).
+
+Two rows are copies when their sequences are the same (case aside) or one is the other's reverse
+complement: the copies of the benchmark's leakage table (:func:`genolong.evaluation.leakage.copy_kind`).
+Rows are compared within their given split (a table or FASTA file per split) or, when the split
+is drawn afterwards, among all rows; copies across given splits are leakage
+(:func:`genolong.prep.task_dataset.remove_leakage`). A group of copies is
+
+- *repeated* when every copy has the same labels: its rows after the first are repeats;
+- *conflicting* when the labels differ (the same sequence as two classes, a regression target
+  with two values): every row of the group is a conflict, as nothing says which label is right.
+
+The rules: ``drop`` (the default) removes the repeats (the first copy stays) and every conflicting
+row; ``keep`` keeps them all; ``error`` stops at the first copy with one line naming its file and
+row and the row it copies. Either way the counts go into the manifest (``duplicates``) per split.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from genolong.core.errors import ConfigError, InputError
+from genolong.datasets.task_inputs import Row
+from genolong.evaluation.leakage import copy_key
+
+#: What ``--duplicates`` may say.
+RULES = ("keep", "drop", "error")
+#: The manifest's name of the rows compared together when the split is drawn after this step.
+ALL_ROWS = "all"
+
+
+def resolve_duplicates(rows: list[Row], values: np.ndarray, rule: str = "drop") -> tuple[np.ndarray, dict]:
+    """The indices of ``rows`` kept by ``rule`` (sorted) and the manifest's ``duplicates`` entry.
+
+    Args:
+        rows: the labelled rows (N).
+        values: (N, K) their targets; rows whose targets differ have different labels.
+        rule: one of :data:`RULES`.
+
+    Raises:
+        InputError: ``rule`` ``error`` and a copy (its file and row).
+    """
+    if rule not in RULES:
+        raise ConfigError(f"--duplicates must be one of {', '.join(RULES)}, got {rule!r}")
+    groups: dict[tuple[str, str], list[int]] = {}
+    for i, row in enumerate(rows):
+        groups.setdefault((row.split or ALL_ROWS, copy_key(row.sequence)), []).append(i)
+    counts: dict[str, dict[str, int]] = {}
+    dropped: set[int] = set()
+    for (split, _), members in groups.items():
+        found = counts.setdefault(split, {"repeated": 0, "conflicting": 0, "reverse_complement": 0})
+        if len(members) == 1:
+            continue
+        first = rows[members[0]]
+        conflicting = any(not np.array_equal(values[i], values[members[0]]) for i in members)
+        if rule == "error":
+            _refuse(first, rows[members[1]], conflicting)
+        copies = members if conflicting else members[1:]
+        found["conflicting" if conflicting else "repeated"] += len(copies)
+        found["reverse_complement"] += sum(rows[i].sequence.upper() != first.sequence.upper() for i in members[1:])
+        if rule == "drop":
+            dropped.update(copies)
+    kept = np.array([i for i in range(len(rows)) if i not in dropped], dtype=np.int64)
+    return kept, {"rule": rule, "splits": counts, "line": _line(rule, counts)}
+
+
+def _refuse(first: Row, copy: Row, conflicting: bool) -> None:
+    what = "with other labels" if conflicting else "with the same labels"
+    kind = "its reverse complement" if copy.sequence.upper() != first.sequence.upper() else "its sequence"
+    raise InputError(copy.where[0], f"{kind} is that of {first.where[0]}:{first.where[1]} ({first.id!r}), "
+                     f"{what}", line=copy.where[1],
+                     hint="remove the copies, or let --duplicates drop (or keep) them")
+
+
+def _line(rule: str, counts: dict[str, dict[str, int]]) -> str:
+    """One line: the repeats and conflicting rows per split, and what was done with them."""
+    total = sum(c["repeated"] + c["conflicting"] for c in counts.values())
+    parts = [f"{split}: {c['repeated']} repeated, {c['conflicting']} with conflicting labels"
+             + (f" ({c['reverse_complement']} as reverse complement)" if c["reverse_complement"] else "")
+             for split, c in counts.items()]
+    action = {"drop": "dropped", "keep": "kept", "error": "none found"}[rule]
+    return f"{total} rows copy another row of their split ({'; '.join(parts)}): {action} (--duplicates {rule})"

@@ -1,0 +1,199 @@
+"""The ranks of a distributed run: no rank waits forever for another, and a dead rank is one line.
+
+* **A collective timeout.** Every DDP strategy genolong builds, for training and for prediction
+  (:func:`strategy`), gives the process group :func:`collective_timeout`: 600 s unless the
+  environment variable :data:`TIMEOUT_VARIABLE` (seconds) says otherwise. A rank that waits longer
+  in a collective for one that stopped answering (a hung or stopped process) gets an error instead
+  of waiting forever; 600 s leaves room for the longest step of a real run (a validation, a
+  checkpoint written by rank 0 alone).
+* **A dead rank.** Lightning's launcher starts ranks 1.. of a node as child processes of rank 0
+  and watches them; when one dies it SIGKILLs every rank, rank 0 included, within 5 s and without
+  a word (exit 137). While :func:`watched` is active (the CLI wraps every command in it) rank 0
+  watches its children with :class:`RankWatcher` instead: within :data:`POLL_S` s of a rank ending
+  with a non-zero status it SIGKILLs the other ranks (a rank waiting in a collective does not
+  answer SIGTERM) and ends the command with one line, ``genolong CMD: rank 1 (pid N) was killed
+  by SIGKILL; the other ranks were stopped; <what is kept and how to resume>``, and the dead
+  rank's exit status (``128 + signal`` for a killed rank). The process ends at once
+  (``os._exit``): its main thread may be blocked in a collective that never returns. What the
+  command keeps for a resume stays (work directories, checkpoints); a lock file left beside an
+  output is taken over by the next run. A signal that reached rank 0 too (SIGTERM or SIGINT to the
+  whole process group: ``timeout``, SLURM, Ctrl-C) is not a dead rank: every rank stops on it with
+  its own line.
+* **An error in a collective** (the peer's connection closed, the timeout passed) is left to the
+  watcher on rank 0 when a rank died, so that the line names the rank and not the error;
+  otherwise it ends the command the same way, with status 1: ``rank 0: no answer from another
+  rank within 600 s (GENOLONG_COLLECTIVE_TIMEOUT; a hung or stopped rank); ...``, or the
+  error's first line. Another rank (rank 1 when rank 0 died, any rank under torchrun or SLURM)
+  ends on it with the same kind of line.
+
+Commands say what they keep with :func:`set_resume_hint` (the prediction loop and training do).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+
+from genolong.core import interrupts
+from genolong.core.errors import UserError, first_line
+
+#: Seconds a rank waits in a collective (all-reduce, barrier, broadcast) before it gives up, unless
+#: the environment variable :data:`TIMEOUT_VARIABLE` sets another.
+DEFAULT_TIMEOUT_S = 600
+TIMEOUT_VARIABLE = "GENOLONG_COLLECTIVE_TIMEOUT"
+#: How often rank 0 looks at the other ranks of its node (seconds): a dead rank stops the run
+#: within about this time.
+POLL_S = 1.0
+
+_state: dict = {"command": "genolong", "hint": "run the same command again", "active": False}
+_watchers: list[RankWatcher] = []
+
+
+def collective_timeout() -> datetime.timedelta:
+    """The collective timeout: :data:`TIMEOUT_VARIABLE` seconds, else :data:`DEFAULT_TIMEOUT_S`.
+
+    Raises:
+        UserError: the variable is not a positive number.
+    """
+    value = os.environ.get(TIMEOUT_VARIABLE, "").strip()
+    if not value:
+        return datetime.timedelta(seconds=DEFAULT_TIMEOUT_S)
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not 0 < seconds < float("inf"):
+        raise UserError(f"{TIMEOUT_VARIABLE}={value}: not a positive number of seconds")
+    return datetime.timedelta(seconds=seconds)
+
+
+def strategy(name: str, devices, num_nodes: int):
+    """The strategy to give Lightning for ``name`` (``auto``, ``ddp``, ``ddp_find_unused_parameters_true``...):
+    for DDP, as Lightning's ``auto`` picks for several devices or nodes, its strategy object with the
+    collective timeout, and (within :func:`watched`) genolong's watcher in place of Lightning's; any
+    other name as it is."""
+    from lightning.pytorch.strategies import DDPStrategy, StrategyRegistry
+
+    if name == "auto" and (num_nodes > 1 or isinstance(devices, int) and devices > 1):
+        name = "ddp"
+    entry = dict.get(StrategyRegistry, name, {})  # the registry's own get() builds the strategy
+    if entry.get("strategy") is not DDPStrategy:
+        return name
+    if _state["active"]:
+        from lightning.pytorch.strategies.launchers import subprocess_script
+
+        subprocess_script._launch_process_observer = _watch
+    return DDPStrategy(timeout=collective_timeout(), **entry["init_params"])
+
+
+def set_resume_hint(hint: str) -> None:
+    """What the command keeps and how it resumes, for the line about a dead rank
+    (``the same command resumes (finished chromosomes are kept in X)``)."""
+    _state["hint"] = hint
+
+
+def _describe(returncode: int) -> str:
+    if returncode < 0:
+        return f"was killed by {signal.Signals(-returncode).name}"
+    return f"ended with exit status {returncode}"
+
+
+def _end(message: str, status: int) -> None:
+    """Print the command's one line and end the process now, whatever its other threads do."""
+    with contextlib.suppress(Exception):
+        sys.stderr.write(f"{_state['command']}: {message}\n")
+        sys.stderr.flush()
+    os._exit(status)
+
+
+class RankWatcher(threading.Thread):
+    """Rank 0's watch over the other ranks of its node (Lightning's launcher's children); see the module docstring.
+
+    Args:
+        children: the processes of ranks 1.. in rank order.
+    """
+
+    def __init__(self, children: list[subprocess.Popen]):
+        super().__init__(daemon=True, name="genolong-rank-watcher")
+        self.children = children
+        self.dead = threading.Event()
+        self.finished = False
+
+    def run(self) -> None:
+        while not self.finished:
+            time.sleep(POLL_S)
+            codes = [child.poll() for child in self.children]
+            if all(code == 0 for code in codes) or interrupts.last_signal() is not None:
+                return  # all done; or a signal to the whole process group, which every rank answers itself
+            for rank, (child, code) in enumerate(zip(self.children, codes, strict=True), start=1):
+                if code:
+                    self.dead.set()
+                    self.stop_all(f"rank {rank} (pid {child.pid}) {_describe(code)}; the other ranks were stopped; "
+                                  f"{_state['hint']}", 128 - code if code < 0 else code)
+
+    def stop_all(self, message: str, status: int) -> None:
+        """SIGKILL every other rank, then end this one with ``message`` and ``status``."""
+        for child in self.children:
+            with contextlib.suppress(OSError):
+                child.send_signal(signal.SIGKILL)
+        _end(message, status)
+
+
+def _watch(children: list[subprocess.Popen]) -> None:
+    """Stands in for Lightning's ``_launch_process_observer``."""
+    watcher = RankWatcher(children)
+    _watchers.append(watcher)
+    watcher.start()
+
+
+def _is_collective_error(err: BaseException) -> bool:
+    import torch.distributed as dist
+
+    return isinstance(err, dist.DistError) or isinstance(err, RuntimeError) and "gloo" in str(err).lower()
+
+
+def _rank() -> str:
+    """This process's rank, as the launcher set it (torchrun, SLURM, Lightning's launcher)."""
+    return next((os.environ[name] for name in ("RANK", "SLURM_PROCID", "LOCAL_RANK") if os.environ.get(name)), "0")
+
+
+@contextlib.contextmanager
+def watched(command: str) -> Iterator[None]:
+    """Within the block, rank 0 of a Lightning launch watches the ranks it starts (see the module
+    docstring); ``command`` (``genolong scan``) prefixes the line about a dead rank."""
+    _state.update(command=command, hint="run the same command again", active=True)
+    try:
+        yield
+    except BaseException as err:
+        if not _is_collective_error(err):
+            raise
+        watcher = _watchers[-1] if _watchers else None
+        if watcher is not None and watcher.dead.wait(3 * POLL_S):  # a rank died: the watcher ends with its line
+            time.sleep(3 * POLL_S)
+        if "timed out" in str(err).lower():
+            why = (f"no answer from another rank within {collective_timeout().total_seconds():g} s ({TIMEOUT_VARIABLE}; "
+                   "a hung or stopped rank)")
+        elif "closed by peer" in str(err) or "reset by peer" in str(err):
+            why = "another rank of the run has ended (its connection closed)"
+        else:
+            why = first_line(err)
+        if watcher is not None:
+            watcher.stop_all(f"rank 0: {why}; the other ranks were stopped; {_state['hint']}", 1)
+        _end(f"rank {_rank()}: {why}; {_state['hint']}", 1)
+    finally:
+        _state["active"] = False
+        launchers = sys.modules.get("lightning.pytorch.strategies.launchers.subprocess_script")
+        if launchers is not None and launchers._launch_process_observer is _watch:  # Lightning's own again
+            from lightning.fabric.strategies.launchers.subprocess_script import _launch_process_observer
+
+            launchers._launch_process_observer = _launch_process_observer
+        for watcher in _watchers:
+            watcher.finished = True
+        _watchers.clear()

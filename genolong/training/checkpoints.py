@@ -1,0 +1,93 @@
+"""Training checkpoints: written atomically, read without unpickling code.
+
+Every checkpoint a run writes or reads goes through :class:`SafeCheckpointIO` (Lightning's
+``checkpoint_io``, resume included) or :func:`read_checkpoint`:
+
+* writes go to a temporary name next to the target and are renamed when complete
+  (:func:`genolong.core.files.atomic_path`), so a killed run never leaves a half-written
+  ``last.ckpt``; nothing goes through the system temporary directory (Lightning's own writer
+  stages each checkpoint there, where a small or full ``/tmp`` failed runs whose output disk
+  had room);
+* reads use ``torch.load(weights_only=True)``: tensors and plain values only. A pickle that
+  would import or call anything else is refused, whatever torch's default.
+* a checkpoint that cannot be read (truncated, not a checkpoint, refused) is a
+  :class:`~genolong.core.errors.UserError` that says what to do, never a traceback.
+"""
+
+from __future__ import annotations
+
+import io
+import pickle
+import re
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import torch
+from lightning.fabric.plugins.io.torch_io import TorchCheckpointIO
+
+from genolong.core.errors import UserError
+from genolong.core.files import atomic_path
+
+#: What a damaged (truncated, overwritten, empty) checkpoint file raises in ``torch.load``.
+UNREADABLE = (RuntimeError, OSError, EOFError, KeyError, ValueError, zipfile.BadZipFile)
+
+
+def resume_checkpoint(out: Path, resume: bool) -> Path | None:
+    """``out/checkpoints/last.ckpt`` when resuming from one, checked readable before any work
+    (memory-mapped: the tensors are not read); None to start afresh.
+
+    Raises:
+        UserError: the checkpoint is damaged or refused (see :func:`read_checkpoint`).
+    """
+    last = out / "checkpoints" / "last.ckpt"
+    if not (resume and last.exists()):
+        return None
+    read_checkpoint(last, mmap=True)
+    return last
+
+
+def read_checkpoint(path: str | Path, map_location: Any = "cpu", *, mmap: bool = False) -> dict[str, Any]:
+    """``torch.load(path, weights_only=True)``, or a UserError naming the file and what to do."""
+    path = Path(path)
+    try:
+        return torch.load(path, map_location=map_location, weights_only=True, mmap=mmap)
+    except pickle.UnpicklingError as err:
+        refused = re.search(r"GLOBAL (\S+)", str(err))
+        raise UserError(
+            f"{path}: refused to load: it holds {refused.group(1) if refused else 'objects'} besides tensors "
+            "and plain values, which genolong checkpoints never do",
+            hint=f"it was not written by genolong; delete it {_alternative(path)}",
+        ) from None
+    except UNREADABLE as err:
+        reason = str(err).splitlines()[0][:120] if str(err) else type(err).__name__
+        raise UserError(
+            f"{path}: not a readable checkpoint (truncated or damaged: {reason})",
+            hint=f"delete it {_alternative(path)}",
+        ) from None
+
+
+def _alternative(path: Path) -> str:
+    """What to resume from instead of the unusable ``path``: the latest other checkpoint beside it."""
+    others = sorted(
+        (p for p in path.parent.glob("step*.ckpt") if p != path and p.stem[4:].isdigit()),
+        key=lambda p: int(p.stem[4:]),
+    )
+    if others:
+        return f"or copy {others[-1]} over it to resume from step {others[-1].stem[4:]}"
+    return "and start again without --resume"
+
+
+class SafeCheckpointIO(TorchCheckpointIO):
+    """Lightning's checkpoint I/O with atomic writes and :func:`read_checkpoint` reads."""
+
+    def save_checkpoint(self, checkpoint: dict[str, Any], path, storage_options: Any | None = None) -> None:
+        buffer = io.BytesIO()
+        torch.save(checkpoint, buffer)  # serialised in memory: a full disk then fails in a plain write (ENOSPC)
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        with atomic_path(path) as tmp, open(tmp, "wb") as handle:
+            handle.write(buffer.getbuffer())
+
+    def load_checkpoint(self, path, map_location: Any = None, weights_only: bool | None = True) -> dict[str, Any]:
+        """Always ``weights_only``, whatever Lightning passes; tensors stay on the device they were saved from."""
+        return read_checkpoint(path, map_location=map_location)

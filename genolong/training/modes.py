@@ -1,0 +1,67 @@
+"""Which weights fine-tuning trains (``mode:`` in a fine-tuning config, ``--mode`` on the command line):
+
+- ``full``: every weight (the default);
+- ``lora``: low-rank adapters (LoRA, Hu et al. 2021) on the attention and feed-forward
+  projections, with the ``peft`` library, and the output head in full; the encoder's own weights
+  stay frozen. The adapters are saved to ``OUT/adapters`` (peft's ``save_pretrained``) and merged
+  into the saved classifier, so every inference command takes it as any other;
+- ``probe``: the encoder frozen, only the output head trained (a linear probe of the [CLS]
+  embedding, or of the tokens' mean), on embeddings the encoder computes once per split and the
+  run directory caches (:mod:`genolong.training.probe`).
+
+The target modules default to genolong's projections, which converted checkpoints share
+(:mod:`genolong.convert` maps BigBird, BERT, GENA-LM and ESM weights onto them): ``qkv``
+and ``out`` (attention), ``up`` and ``down`` (feed-forward).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from genolong.core.errors import ConfigError
+from genolong.tasks.settings import LoraSettings, check_mode
+
+#: The output head's module, trained in full in every mode.
+HEAD = "classifier"
+
+
+def apply_mode(model: torch.nn.Module, mode: str, lora: LoraSettings) -> torch.nn.Module:
+    """``model`` set up to train in ``mode``: as it is (full), wrapped with LoRA adapters, or with
+    its encoder frozen (probe)."""
+    check_mode(mode)
+    if mode == "full":
+        return model
+    if mode == "probe":
+        for name, parameter in model.named_parameters():
+            parameter.requires_grad_(name.startswith(f"{HEAD}."))
+        return model
+    from peft import LoraConfig, get_peft_model
+
+    found = {name.rsplit(".", 1)[-1] for name, module in model.named_modules() if isinstance(module, torch.nn.Linear)}
+    missing = sorted(set(lora.targets) - found)
+    if missing:
+        raise ConfigError(f"lora.targets {missing} name no linear layer of the model (it has {sorted(found)})")
+    config = LoraConfig(r=lora.rank, lora_alpha=lora.alpha, lora_dropout=lora.dropout,
+                        target_modules=list(lora.targets), modules_to_save=[HEAD])
+    return get_peft_model(model, config)
+
+
+def trainable_parameters(model: torch.nn.Module) -> dict[str, int | float]:
+    """Trainable and total parameter counts, and the trainable percentage."""
+    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    total = sum(p.numel() for p in model.parameters())
+    return {"trainable": trainable, "total": total, "percent": round(100 * trainable / total, 3)}
+
+
+def merged_model(model: torch.nn.Module, mode: str, adapters: Path | None = None) -> torch.nn.Module:
+    """The plain model to save: a LoRA model's adapters written to ``adapters`` (when given)
+    and merged into its weights; any other model as it is, every weight trainable again."""
+    if mode == "lora":
+        if adapters is not None:
+            model.save_pretrained(adapters)
+        model = model.merge_and_unload()
+    for parameter in model.parameters():
+        parameter.requires_grad_(True)
+    return model

@@ -1,0 +1,173 @@
+"""``genolong bench gpu``: its checks can fail, its CPU mode runs, its comparisons are right.
+
+The whole CPU mode (every section, child processes included) runs as its own step of ``.ci/run``;
+here each check is shown to catch what it is for (and, marked slow, the in-process sections run).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from genolong.attention.blocksparse import PATHS
+from genolong.attention.full import full_attention
+from genolong.core.errors import UserError
+from genolong.experiments.bench.device_check import cpu_plan, failures, run_check
+from genolong.experiments.bench.device_inference import compare_tables, numeric_columns
+from genolong.experiments.bench.kernel_check import (
+    KernelCase,
+    attention_at,
+    check_case,
+    dense_rows,
+    path_inputs,
+)
+
+CPU = torch.device("cpu")
+
+
+@pytest.mark.parametrize("backbone", ["bigbird", "longformer", "lsg"])
+def test_row_sampled_reference_equals_the_whole_dense_reference(backbone):
+    module, length = attention_at(KernelCase(backbone, 512, torch.float64, heads=2, head_dim=8), CPU, "dense")
+    generator = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(1, 2, length, 8, generator=generator, dtype=torch.float64) for _ in range(3))
+    inputs = path_inputs(module, q, k, v, None)
+    rows = torch.tensor([0, 1, 5, 200, length - 1])
+    whole = PATHS["dense"](inputs)
+    assert (dense_rows(inputs, rows) - whole[:, :, rows]).abs().max() < 1e-12
+
+
+def test_kernel_check_passes_the_gather_path_in_bf16_and_fp32():
+    for dtype in (torch.float32, torch.bfloat16):
+        row = check_case(KernelCase("bigbird", 512, dtype, heads=2, head_dim=16), CPU, "gather", rows=32)
+        assert row["ok"], row
+
+
+def test_kernel_check_fails_a_path_that_ignores_the_pattern(monkeypatch):
+    """Dense attention over every key where the pattern hides most: far outside the tolerance."""
+    monkeypatch.setitem(PATHS, "gather", lambda inputs, p=0.0: full_attention(inputs.q, inputs.k, inputs.v, None, 0.0))
+    row = check_case(KernelCase("bigbird", 1024, torch.float32, heads=2, head_dim=16), CPU, "gather", rows=32)
+    assert not row["ok"] and row["out_error"] > 10 * row["tolerance"]
+
+
+def write(path, text):
+    path.write_text(text)
+    return path
+
+
+def test_compare_tables_within_and_beyond_the_tolerance(tmp_path):
+    ref = write(tmp_path / "a.tsv", "ordinal\tid\tprobability\n0\tw0\t0.10\n1\tw1\t0.50\n2\tw2\t0.90\n")
+    near = write(tmp_path / "b.tsv", "ordinal\tid\tprobability\n0\tw0\t0.11\n1\tw1\t0.49\n2\tw2\t0.91\n")
+    far = write(tmp_path / "c.tsv", "ordinal\tid\tprobability\n0\tw0\t0.90\n1\tw1\t0.50\n2\tw2\t0.10\n")
+    good = compare_tables(ref, near)
+    assert good["ok"] and good["score_column"] == "probability" and good["max_abs_diff"] == pytest.approx(0.01)
+    bad = compare_tables(ref, far)
+    assert not bad["ok"] and bad["spearman"] == pytest.approx(-1.0)
+
+
+def test_numeric_columns_of_a_bedgraph_without_header(tmp_path):
+    track = write(tmp_path / "t.bedGraph", "track type=bedGraph\nchr1\t0\t10\t0.25\nchr1\t10\t20\t0.5\n")
+    columns = numeric_columns(track)
+    assert list(columns["column3"]) == [0.25, 0.5] and "column0" not in columns
+
+
+@pytest.mark.slow
+def test_cpu_mode_in_process_sections_pass_and_report(tmp_path):
+    from dataclasses import replace
+
+    plan = replace(cpu_plan(), sections=("kernels", "train", "speed"))
+    results = run_check(plan, tmp_path, say=lambda line: None)
+    assert failures(results) == []
+    trained = results["sections"]["train"]["rows"]
+    assert {row["backbone"] for row in trained} >= {"full", "bigbird", "longformer", "lsg", "vcc", "sled"}
+    assert json.loads((tmp_path / "device_check.json").read_text())["sections"].keys() == {"kernels", "train", "speed"}
+    report = (tmp_path / "device_check.md").read_text()
+    assert "| bigbird | 512 |" in report and "Training step" in report
+
+
+def test_gpu_mode_without_a_gpu_is_one_line(monkeypatch):
+    from argparse import Namespace
+    from pathlib import Path
+
+    from genolong.cli.commands.bench import run_gpu
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    args = Namespace(sections=None, cpu=False, lengths=None, kernel_lengths=None, tests=Path("tests"), out=Path("unused"))
+    with pytest.raises(UserError, match="no CUDA GPU"):
+        run_gpu(args)
+
+
+def test_mixed_precision_with_gradient_clipping_trains(tmp_path):
+    """Lightning refuses gradient clipping with a fused AdamW under ``*-mixed`` precision (found on the
+    first GPU run): the optimizer must then be the multi-tensor one, and a step must run."""
+    import lightning.pytorch as pl
+
+    from genolong.tasks.settings import TrainConfig
+    from genolong.training.common import adamw_with_schedule
+
+    config = TrainConfig(max_steps=2, warmup_steps=1, max_grad_norm=1.0)
+    model = torch.nn.Linear(4, 1)
+    mixed = adamw_with_schedule(model, config, precision="bf16-mixed")["optimizer"]
+    plain = adamw_with_schedule(model, config, precision="32-true")["optimizer"]
+    assert not mixed.defaults["fused"] and mixed.defaults["foreach"] and plain.defaults["fused"]
+
+    class Tiny(pl.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.model = torch.nn.Linear(4, 1)
+
+        def training_step(self, batch, _):
+            return self.model(batch).square().mean()
+
+        def configure_optimizers(self):
+            return adamw_with_schedule(self.model, config, precision=str(self.trainer.precision))
+
+    trainer = pl.Trainer(accelerator="cpu", precision="bf16-mixed", max_steps=2, gradient_clip_val=1.0,
+                         logger=False, enable_checkpointing=False, enable_progress_bar=False,
+                         enable_model_summary=False, default_root_dir=tmp_path)
+    trainer.fit(Tiny(), torch.utils.data.DataLoader(torch.randn(8, 4), batch_size=4))
+    assert trainer.global_step == 2
+
+
+def test_a_training_step_is_not_tried_where_the_forward_pass_ran_out_of_memory(monkeypatch):
+    from genolong.experiments.bench import device_speed
+    from genolong.experiments.bench.attention import BenchSize
+
+    tried = []
+
+    def measure_or_retry(name, length, phase, plan, device):
+        tried.append((name, length, phase))
+        if name == "hf-bigbird" and length == 256:
+            return {"status": "oom"}
+        return {"status": "ok", "seconds": 0.01, "tokens_per_s": length / 0.01, "peak_gb": None, "checkpointing": False}
+
+    monkeypatch.setattr(device_speed, "_measure_or_retry", measure_or_retry)
+    size = BenchSize(hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64, vocab_size=64)
+    plan = device_speed.SpeedPlan(size=size, lengths=(128, 256))
+    rows = device_speed.run_speed(plan, CPU, models=("genolong-bigbird", "hf-bigbird"), say=lambda line: None)
+    assert ("hf-bigbird", 256, "train") not in tried and ("hf-bigbird", 128, "train") in tried
+    skipped = [row for row in rows if (row["model"], row["tokens"], row["phase"]) == ("hf-bigbird", 256, "train")]
+    assert skipped[0]["status"].startswith("oom") and device_speed._cell(skipped[0]) == "oom"
+
+
+def test_the_cpu_reference_runs_in_float32_and_variants_run_in_float32_on_the_device(monkeypatch, tmp_path):
+    import subprocess
+
+    from genolong.experiments.bench import device_inference
+
+    calls = []
+
+    def run(command, **kwargs):
+        calls.append(command)
+        return subprocess.CompletedProcess(command, 1, "", "stopped by the test")
+
+    monkeypatch.setattr(device_inference.subprocess, "run", run)
+    monkeypatch.setattr(device_inference, "write_inputs", lambda directory: {
+        name: tmp_path / name for name in ("fasta", "variants", "genome", "model")})
+    rows = device_inference.compare_inference(tmp_path, torch.device("cuda"), say=lambda line: None)
+    assert [row["ok"] for row in rows] == [False] * 3
+    settings = [(command[command.index("--accelerator") + 1], command[command.index("--precision") + 1], command[3])
+                for command in calls]
+    assert settings == [("cpu", "32", "predict-promoter"), ("gpu", "auto", "predict-promoter"), ("cpu", "32", "scan"),
+                        ("gpu", "auto", "scan"), ("cpu", "32", "score-variants"), ("gpu", "32", "score-variants")]
