@@ -47,7 +47,7 @@ class TokenEncoder:
     """DNA strings -> padded token batches ``[CLS] tokens [SEP] [PAD]...``.
 
     An input with more than ``max_len - 2`` tokens keeps its central ``max_len - 2`` tokens
-    (the labels of both tasks describe the centre of the window).
+    (a window's label describes its centre).
 
     Args:
         tokenizer: a genolong tokenizer (:func:`genolong.dna.tokenizer.load_tokenizer`).
