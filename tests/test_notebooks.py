@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import nbclient
+import nbformat
 import numpy as np
 import pytest
 from helpers.classify import finetuned_chromatin
@@ -15,9 +17,6 @@ from genolong.evaluation.chromatin import write_auc_table
 from genolong.evaluation.compare_report import CURVE_COLUMNS
 from genolong.evaluation.metrics import ProfileAUCs
 from genolong.evaluation.profiles import N_PROFILES
-
-nbclient = pytest.importorskip("nbclient")
-nbformat = pytest.importorskip("nbformat")
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 FIGURES = {"auc_distributions.png", "median_auc_by_class.png", "per_profile_scatter.png"}

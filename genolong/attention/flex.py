@@ -39,7 +39,7 @@ _block_masks: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # BlockPa
 #: Shapes (batch, heads, lengths, dtype, device) flex may compile for in one process. torch's default,
 #: 8 recompiles of a function, is reached by a model serving a few lengths in training and inference;
 #: past its limit dynamo silently runs an uncompiled flex_attention that materialises the whole
-#: (L, L) score matrix (30x slower and out of memory at 16K tokens on an H200, measured).
+#: (L, L) score matrix (many times slower, and out of memory at long lengths).
 MAX_COMPILED_SHAPES = 64
 
 

@@ -40,8 +40,8 @@ logger = logging.getLogger("genolong.attention")
 IMPLEMENTATIONS = ("auto", "flex", "gather", "dense")
 
 #: Bytes of gathered keys per chunk of query blocks in the gather path; a few MiB keeps a
-#: chunk's keys, values and mask in the L2/L3 caches (4 MiB ran one BigBird layer faster than 8 or
-#: 16 MiB on the development CPU: 25 vs 29 and 44 ms at 4K tokens).
+#: chunk's keys, values and mask in the L2/L3 caches (measured against 8 and 16 MiB:
+#: docs/results/attention.md).
 GATHER_CHUNK_BYTES = 4 << 20
 
 _logged: set[tuple] = set()

@@ -48,7 +48,7 @@ class TokenEncoder:
     every model input (classifiers, embeddings, masked-LM scores: :meth:`pad`).
 
     An input with more than ``max_len - 2`` tokens keeps its central ``max_len - 2`` tokens
-    (the labels of a window describe its centre).
+    (a window's label describes its centre).
 
     Args:
         tokenizer: a genolong tokenizer (:func:`genolong.dna.tokenizer.load_tokenizer`).

@@ -12,8 +12,8 @@ work writes the same bytes:
 * without padding the default attention kernels are thread-invariant and run without a mask; with
   padding (windows with N runs, BPE windows of unequal token counts) the masked flash kernel is
   not, so those batches run the math kernel;
-* float32 GEMMs and attention kernels (torch 2.13, MKL 2024.2) give results that depend on the
-  thread count for some small row counts (1, or 5 to 11, depending on the shapes), and the output
+* float32 GEMMs and attention kernels can give results that depend on the thread count for some
+  small row counts (which ones depends on the shapes and the BLAS library), and the output
   layer has one row per input: batches of fewer than :data:`MIN_ROWS` rows are run filled up with
   copies of their last row;
 * the model runs in eval mode, without autograd, under the autocast of its precision.

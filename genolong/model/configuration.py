@@ -41,8 +41,9 @@ SIZE_FIELDS = (
 class GenolongConfig(PretrainedConfig):
     """Configuration of a genolong encoder and its heads.
 
-    Defaults are the BigBird genomics model (Zaheer et al. 2020, App. F, Table 21): 12 layers,
-    12 heads, hidden 768, 32K vocabulary, 4,096 tokens, dropout 0.1, post-LN as in BERT.
+    The default sizes are the BigBird genomics model's (Zaheer et al. 2020, App. F, Table 21): 12
+    layers, 12 heads, hidden 768, 32K vocabulary, 4,096 tokens, dropout 0.1, post-LN as in BERT;
+    the default backbone is ``full`` (dense attention).
     ``vocab_size``, ``hidden_size``, ``num_hidden_layers``, ``num_attention_heads``,
     ``intermediate_size``, ``hidden_act``, ``hidden_dropout_prob``, ``attention_probs_dropout_prob``,
     ``max_position_embeddings``, ``layer_norm_eps``, ``initializer_range``, ``pad_token_id`` and

@@ -1,8 +1,9 @@
 """The encoder shared by every backbone: embeddings, one Block, the stack.
 
-Only the attention varies between backbones; it is built by name from the registry
-(:func:`genolong.attention.build_attention`), so a comparison of backbones measures the
-attention and nothing else (nanoGPT / litgpt style: one short file, attention injected).
+The attention is what varies between backbones; it is built by name from the registry
+(:func:`genolong.attention.build_attention`) (nanoGPT / litgpt style: one short file, attention
+injected). Backbones that also reorder or cut the sequence subclass :class:`Encoder`
+(:mod:`genolong.model.sled`, :mod:`genolong.model.vcc`).
 
 Shapes: B = batch, L = tokens, N = hidden size, H = heads, D = N / H, G = extra global tokens.
 

@@ -1,9 +1,8 @@
 """Is bf16 fast on this CPU? A timed matrix product in fp32 and in bf16.
 
 On CPUs without native bf16 arithmetic (no ``avx512_bf16`` or ``amx_bf16`` flag) PyTorch
-emulates bf16 matrix products, hundreds of times slower than fp32: on a 2-core AMD EPYC a
-2048^2 bf16 product ran at 0.3 GFLOP/s against 130 for fp32; on a 2-core Xeon with AMX, about
-1,000 against 92. :mod:`genolong.runtime.precision` decides ``--precision auto`` with this probe.
+emulates bf16 matrix products, hundreds of times slower than fp32 (measured rates:
+docs/results/cpu_bf16.md). :mod:`genolong.runtime.precision` decides ``--precision auto`` with this probe.
 """
 
 from __future__ import annotations

@@ -48,8 +48,7 @@ LAUNCH = textwrap.dedent("""
         ranks.set_resume_hint("the finished parts are kept in X; the same command resumes")
         children = [subprocess.Popen([sys.executable, "-c", code]) for code in
                     ("import os, signal; os.kill(os.getpid(), signal.SIGKILL)", "import time; time.sleep(60)")]
-        print(children[1].pid, flush=True)
-        started = time.monotonic()
+        print(children[1].pid, time.monotonic(), flush=True)  # the clock is the system's: the test reads it
         subprocess_script._launch_process_observer(children)
         time.sleep(60)  # rank 0's work, or a collective that never returns
 """)
@@ -57,16 +56,17 @@ LAUNCH = textwrap.dedent("""
 
 def test_a_dead_rank_stops_rank_0_with_one_line_and_its_status():
     """Lightning's observer SIGKILLed every rank 5 s after one died, rank 0 included, without a word
-    (exit 137 and no line); genolong's says which rank died, how, what is kept, within a second or two."""
-    started = time.monotonic()
+    (exit 137 and no line); genolong's says which rank died, how, what is kept, within a second or two
+    (timed from the launch of the ranks: starting Python and importing Lightning take long on a busy machine)."""
     proc = subprocess.run([sys.executable, "-c", LAUNCH], capture_output=True, text=True, timeout=120)
     err = proc.stderr.strip().splitlines()
     assert proc.returncode == 128 + signal.SIGKILL, proc.stderr
     assert len(err) == 1 and err[0].startswith("genolong test: rank 1 (pid "), err
     assert err[0].endswith(") was killed by SIGKILL; the other ranks were stopped; the finished parts are kept in X; "
                            "the same command resumes"), err
-    assert time.monotonic() - started < 50, "the other rank's minute was not waited for"
-    assert_ends_soon(int(proc.stdout))
+    pid, launched = proc.stdout.split()
+    assert time.monotonic() - float(launched) < 50, "the other rank's minute was not waited for"
+    assert_ends_soon(int(pid))
 
 
 def assert_ends_soon(pid: int) -> None:

@@ -7,6 +7,7 @@ import hashlib
 import io
 import json
 import shlex
+import sys
 import tarfile
 
 import pytest
@@ -200,10 +201,16 @@ def test_advertised_commands_parse_with_the_real_cli(needs, command):
     """``data status`` prints these; they must stay valid as the other commands evolve."""
     argv = shlex.split(command.format(grch37="g.fa.bgz", epdnew="tss.bed", deepsea="mats"))
     assert argv[0] == "genolong"
-    if argv[1] not in COMMAND_MODULES:
-        pytest.skip(f"the {argv[1]} command group is not registered in this checkout")
+    assert argv[1] in COMMAND_MODULES, f"`data status` advertises `{command}`, but genolong has no {argv[1]} command"
     args = build_parser().parse_args(argv[1:])
     assert hasattr(args, "func")
+
+
+def test_an_advertised_command_whose_group_is_removed_fails_the_check(monkeypatch):
+    monkeypatch.setattr(sys.modules[__name__], "COMMAND_MODULES", [m for m in COMMAND_MODULES if m != "corpus"])
+    needs, command = next(usage for usage in USAGES if usage[1].startswith("genolong corpus "))
+    with pytest.raises(AssertionError, match="genolong has no corpus command"):
+        test_advertised_commands_parse_with_the_real_cli(needs, command)
 
 
 def test_genome_prepare_command(real_data, tmp_path, capsys):

@@ -68,7 +68,7 @@ def test_given_csv_splits_with_three_classes_are_kept_and_leakage_is_removed(tmp
 
 
 def test_parquet_and_a_save_to_disk_directory_read_as_the_csv_does(tmp_path):
-    pa = pytest.importorskip("pyarrow")
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     seqs = random_sequences(20, 30, seed=2)

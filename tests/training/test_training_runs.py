@@ -221,8 +221,7 @@ def test_pretrain_sigterm_to_the_process_group_stops_with_a_checkpoint_and_resum
         time.sleep(0.02)
     os.killpg(process.pid, signal.SIGTERM)
     _, err = process.communicate(timeout=120)
-    if process.returncode == 0:
-        pytest.skip("the run finished before the signal arrived")
+    # 8 steps and 2 validations remain after step 4's checkpoint: a run that ends with 0 ignored the signal
     assert process.returncode == 143, err[-2000:]
     last_line = err.strip().splitlines()[-1]
     assert last_line.startswith("genolong pretrain: stopped at step ") and "Traceback" not in err
