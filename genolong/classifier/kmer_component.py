@@ -194,20 +194,55 @@ class KmerComponent:
 
     def combine(self, scores: np.ndarray) -> np.ndarray:
         """(B, E) model scores -> (B, C) logits: ``sum_e mix_ce * link(score)_e + offset_c``."""
-        linked = self.linked(scores)
-        return np.stack([linked @ row for row in self.mix], axis=1) + self.offset
+        return self.score_logits(torch.from_numpy(np.asarray(scores, dtype=np.float64))).numpy()
 
     def linked(self, scores: np.ndarray) -> np.ndarray:
         """The link of (B, E) model scores (elementwise; ``log_softmax`` along E)."""
+        return self._link(torch.from_numpy(np.asarray(scores, dtype=np.float64))).numpy()
+
+    def score_logits(self, scores: torch.Tensor) -> torch.Tensor:
+        """:meth:`combine` on a float64 tensor, differentiable: (B, E) scores -> (B, C) logits."""
+        return self._link(scores) @ torch.from_numpy(self.mix.T).to(scores.device) + torch.from_numpy(
+            self.offset).to(scores.device)
+
+    def _link(self, scores: torch.Tensor) -> torch.Tensor:
         if self.link == "linear":
             return scores
         if self.link == "logsigmoid":
-            return -np.logaddexp(0.0, -scores)
+            return -torch.logaddexp(torch.zeros_like(scores), -scores)
         if self.link == "clipped_logit":
-            clipped = np.clip(scores, _CLIP, 1 - _CLIP)
-            return np.log(clipped / (1 - clipped))
-        shifted = scores - scores.max(axis=1, keepdims=True)
-        return shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+            clipped = scores.clamp(_CLIP, 1 - _CLIP)
+            return torch.log(clipped / (1 - clipped))
+        return torch.log_softmax(scores, dim=1)
+
+    def base_shares(self, sequence: str) -> np.ndarray:
+        """Each base's share of each model's score, (E, L) float64 for a sequence of L bases (uppercase).
+
+        Every occurrence of a training k-mer adds ``weight / count`` to a model's score (:meth:`scores`;
+        ``count``: the sequence's training k-mers); its share goes to its k bases evenly. A model's
+        shares add up to its score minus its bias (all zeros for a sequence without training k-mers).
+        """
+        codes = _CODES[np.frombuffer(sequence.encode("ascii"), dtype=np.uint8)]  # (L,)
+        broken = np.concatenate([[0], np.cumsum(codes == 4)])  # non-ACGT bases before each position
+        shares, count = np.zeros((len(codes), len(self.weights))), 0.0
+        for k, (table, seen) in self.tables.items():
+            n = len(codes) - k + 1
+            if n < 1:
+                continue
+            starts = np.flatnonzero(broken[k : k + n] == broken[:n])  # windows of ACGT only
+            index = np.zeros(len(starts), dtype=np.int64)
+            for offset in range(k):
+                index = 4 * index + codes[starts + offset]
+            count += seen[index].sum()
+            for offset in range(k):
+                shares[starts + offset] += table[index] / k
+        return (shares / count if count else shares).T
+
+    def parts(self) -> list[str]:
+        """What the classifier's logits are made of: ``network`` unless the stack weighs the network
+        by 0 (the saved model is the k-mer model), and ``k-mer model`` unless every mix weight is 0."""
+        kept = [] if self.network is not None and not self.network.any() else ["network"]
+        return kept + (["k-mer model"] if self.mix.any() else [])
 
     def bind(self, tokenizer) -> KmerComponent:
         """Read token rows of ``tokenizer`` (see :meth:`token_logits`); returns self."""
