@@ -44,7 +44,7 @@ from genolong.tasks.base import StepIndexedData, TrainingModule, check_run_ident
 from genolong.tasks.checkpoints import read_checkpoint, resume_checkpoint
 from genolong.tasks.common import build_trainer
 from genolong.tasks.model_setup import build_classifier_model, train_task_tokenizer
-from genolong.tasks.modes import apply_mode, merged_model, trainable_parameters
+from genolong.tasks.modes import apply_mode, check_start, merged_model, trainable_parameters
 from genolong.tasks.probe import head_pooling, train_probe
 from genolong.tasks.stopping import ResumableEarlyStopping, after_training, fit
 from genolong.tasks.task import FinetuneConfig, FinetuneTask, LabelledSequences, TaskData, get_task
@@ -221,6 +221,7 @@ def run_finetune(
         raise UserError("give --model or --tokenizer, not both: a pretrained model brings its tokenizer")
     if pretrained is not None:
         read_model_config(pretrained)  # a missing or broken model directory fails before any work
+    check_start(config.mode, pretrained)
     data = task.load_data(Path(data_dir))
     claim_directory(out, "finetune")
     resume_from = resume_checkpoint(out, resume)
