@@ -92,3 +92,7 @@ def test_each_record_gets_its_own_window_clipped_to_its_length(tokenizer_dir, tm
     assert ohe.shape == ism.shape == (2, 4, 100)
     assert ohe[1, :, :50].sum() == 50 and not ohe[1, :, 50:].any() and not ism[1, :, 50:].any()
     assert json.loads((tmp_path / "out" / "explain.json").read_text())["clipped"] == ["short"]
+    assert main(["explain", "--model", str(model), "--fasta", str(tmp_path / "in.fa"), "--out", str(tmp_path / "default"),
+                 "--gradients", "none"]) == 0  # the default window: the model's 150 bp
+    assert "2 of 2 records are shorter than --ism-window 150 (the default)" in capsys.readouterr().err
+    assert np.load(tmp_path / "default" / "ohe.npz")["arr_0"].shape == (2, 4, 140)

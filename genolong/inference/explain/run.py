@@ -149,9 +149,10 @@ def explain(
     records = fasta_records(fasta, length) if fasta else list(bed_records(regions, Genome(genome), window, length))
     if not records:
         raise UserError(f"{regions or fasta}: no records to explain")
-    clipped = [r.name for r in records if r.length < length] if ism_window else []
+    clipped = [r.name for r in records if r.length < length]
     if clipped:
-        say(f"{len(clipped)} of {len(records)} records are shorter than --ism-window {ism_window}: each is attributed "
+        say(f"{len(clipped)} of {len(records)} records are shorter than --ism-window {length}"
+            f"{'' if ism_window else ' (the default)'}: each is attributed "
             f"whole (records.tsv; arrays padded with zeros to the widest window): {', '.join(clipped[:5])}"
             + (", ..." if len(clipped) > 5 else ""))
     parts = gradient_parts(classifier) if gradients != "none" else []
