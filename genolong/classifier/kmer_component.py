@@ -69,9 +69,13 @@ LINKS = ("linear", "logsigmoid", "clipped_logit", "log_softmax")
 VERSION = 2
 
 
+#: Probabilities are clipped to [LOGIT_CLIP, 1 - LOGIT_CLIP] before a logit (a ridge model's 0/1 predictions).
+LOGIT_CLIP = 1e-4
+
+
 def clipped_logit(probabilities: np.ndarray) -> np.ndarray:
-    """``log(p / (1 - p))`` of probabilities clipped to [1e-4, 1 - 1e-4] (a ridge model's 0/1 predictions)."""
-    clipped = np.clip(probabilities, 1e-4, 1 - 1e-4)
+    """``log(p / (1 - p))`` of probabilities clipped to [LOGIT_CLIP, 1 - LOGIT_CLIP]."""
+    clipped = np.clip(probabilities, LOGIT_CLIP, 1 - LOGIT_CLIP)
     return np.log(clipped / (1 - clipped))
 
 
@@ -153,18 +157,47 @@ class KmerComponent:
 
     def combine(self, scores: np.ndarray) -> np.ndarray:
         """(B, E) model scores -> (B, C) logits: ``sum_e mix_ce * link(score)_e + offset_c``."""
-        linked = self.linked(scores)
-        return np.stack([linked @ row for row in self.mix], axis=1) + self.offset
+        return self.score_logits(torch.from_numpy(np.asarray(scores, dtype=np.float64))).numpy()
 
     def linked(self, scores: np.ndarray) -> np.ndarray:
         """The link of (B, E) model scores (elementwise; ``log_softmax`` along E)."""
+        return self._link(torch.from_numpy(np.asarray(scores, dtype=np.float64))).numpy()
+
+    def score_logits(self, scores: torch.Tensor) -> torch.Tensor:
+        """:meth:`combine` on a float64 tensor, differentiable: (B, E) scores -> (B, C) logits."""
+        return self._link(scores) @ torch.from_numpy(self.mix.T).to(scores.device) + torch.from_numpy(
+            self.offset).to(scores.device)
+
+    def _link(self, scores: torch.Tensor) -> torch.Tensor:
         if self.link == "linear":
             return scores
         if self.link == "logsigmoid":
-            return -np.logaddexp(0.0, -scores)
+            return -torch.logaddexp(torch.zeros_like(scores), -scores)
         if self.link == "clipped_logit":
-            return clipped_logit(scores)
-        return log_softmax(scores)
+            clipped = scores.clamp(LOGIT_CLIP, 1 - LOGIT_CLIP)
+            return torch.log(clipped / (1 - clipped))
+        return torch.log_softmax(scores, dim=1)
+
+    def base_shares(self, sequence: str) -> np.ndarray:
+        """Each base's share of each model's score, (E, L) float64 for a sequence of L bases (uppercase).
+
+        Every occurrence of a training k-mer adds ``weight / count`` to a model's score (:meth:`scores`;
+        ``count``: the sequence's training k-mers); its share goes to its k bases evenly. A model's
+        shares add up to its score minus its bias (all zeros for a sequence without training k-mers).
+        """
+        shares, count = np.zeros((len(sequence), len(self.weights))), 0.0
+        for k, (table, seen) in self.tables.items():
+            starts, index = acgt_kmers(sequence, k)
+            count += seen[index].sum()
+            for offset in range(k):
+                shares[starts + offset] += table[index] / k
+        return (shares / count if count else shares).T
+
+    def parts(self) -> list[str]:
+        """What the classifier's logits are made of: ``network`` unless the stack weighs the network
+        by 0 (the saved model is the k-mer model), and ``k-mer model`` unless every mix weight is 0."""
+        kept = [] if self.network is not None and not self.network.any() else ["network"]
+        return kept + (["k-mer model"] if self.mix.any() else [])
 
     def bind(self, tokenizer) -> KmerComponent:
         """Read token rows of ``tokenizer`` (see :meth:`token_logits`); returns self."""

@@ -39,7 +39,7 @@ from genolong.convert.classification import (
     task_info,
 )
 from genolong.convert.esm import convert_esm, esm_mlm_head
-from genolong.convert.fast_tokenizer import fast_tokenizer
+from genolong.convert.fast_tokenizer import check_readable, fast_tokenizer
 from genolong.convert.long import LongSpec, describe_long, make_long
 from genolong.convert.source import ConversionError, SourceCheckpoint, Weights, read_source
 from genolong.convert.target import build_model, tokenizer_fields, write_model_directory
@@ -120,6 +120,7 @@ def convert_checkpoint(
         raise ConversionError(f"--task {task} needs a sequence-classification checkpoint; {src} is a masked-LM one",
                               hint=f"fine-tune the converted model with `{convert_task(task).finetune}`")
     tokenizer = fast_tokenizer(source.tokenizer)
+    check_readable(src, tokenizer)
     vocab_rows = state["genolong.encoder.embeddings.token.weight"].shape[0]
     fields |= tokenizer_fields(tokenizer, vocab_rows)
     fields.setdefault("converted_from", {

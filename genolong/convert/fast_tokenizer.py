@@ -14,16 +14,22 @@ enough to state in ``tokenizers``' terms exactly:
   ``<eos>`` is also the separator genolong's encoders append (ESM has no ``sep_token``).
 
 Token ids are tested identical to ``EsmTokenizer``'s on real genome sequence.
+
+:func:`check_readable` refuses, before anything is written, a tokenizer that genolong's commands
+would refuse later: a WordPiece one (BERT's, e.g. DNABERT's k-mer vocabulary) reads DNA only
+pre-split into k-mers by the user, and turns a raw sequence into ``[UNK]``.
 """
 
 from __future__ import annotations
 
+import json
 import re
 
 from tokenizers import Regex, Tokenizer, models, pre_tokenizers, processors
 from transformers import EsmTokenizer, PreTrainedTokenizerBase, PreTrainedTokenizerFast
 
 from genolong.convert.source import ConversionError
+from genolong.dna.tokenizer import check_tokenizer_model
 
 
 def fast_tokenizer(slow: PreTrainedTokenizerBase) -> PreTrainedTokenizerFast:
@@ -61,6 +67,19 @@ def fast_tokenizer(slow: PreTrainedTokenizerBase) -> PreTrainedTokenizerFast:
         sep_token=eos,
         model_max_length=slow.model_max_length,
     )
+
+
+def check_readable(src, tokenizer: PreTrainedTokenizerFast) -> None:
+    """ConversionError unless genolong's commands read ``tokenizer`` (the source ``src``'s), as
+    :func:`~genolong.dna.tokenizer.check_tokenizer_model` states."""
+    try:
+        check_tokenizer_model(tokenizer)
+    except ValueError:
+        kind = json.loads(tokenizer.backend_tokenizer.to_str())["model"].get("type")
+        raise ConversionError(
+            f"{src}: its tokenizer is a {kind} model, which genolong's commands do not read (they read BPE tables "
+            "and word-level vocabularies)", hint="a WordPiece k-mer vocabulary needs the DNA pre-split into k-mers; "
+            "convert a checkpoint with a BPE tokenizer (GENA-LM) or Nucleotide Transformer's vocab.txt") from None
 
 
 def longest_match_pattern(entries: list[str]) -> str:

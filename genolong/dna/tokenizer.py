@@ -277,6 +277,12 @@ def load_tokenizer(path: str | Path):
     return tokenizer
 
 
+def check_tokenizer_model(tokenizer) -> None:
+    """Raise ValueError unless genolong's commands can read the fast ``tokenizer``: the rule
+    :func:`load_tokenizer` applies to a saved ``tokenizer.json`` (a BPE table or a WordLevel vocabulary)."""
+    _check_bpe_model(json.loads(tokenizer.backend_tokenizer.to_str())["model"])
+
+
 def _check_bpe_model(model: dict) -> None:
     """Raise ValueError unless ``model`` (``tokenizer.json``'s ``model``) is a consistent BPE table,
     or a WordLevel vocabulary (Nucleotide Transformer's, written by ``genolong convert``): unique

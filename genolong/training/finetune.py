@@ -44,7 +44,7 @@ from genolong.training.base import StepIndexedData, TrainingModule, check_run_id
 from genolong.training.checkpoints import read_checkpoint, resume_checkpoint
 from genolong.training.common import build_trainer
 from genolong.training.model_setup import build_classifier_model, train_task_tokenizer
-from genolong.training.modes import apply_mode, merged_model, trainable_parameters
+from genolong.training.modes import apply_mode, check_start, merged_model, trainable_parameters
 from genolong.training.probe import head_pooling, train_probe
 from genolong.training.stopping import ResumableEarlyStopping, after_training, fit
 
@@ -220,6 +220,7 @@ def run_finetune(
         raise UserError("give --model or --tokenizer, not both: a pretrained model brings its tokenizer")
     if pretrained is not None:
         read_model_config(pretrained)  # a missing or broken model directory fails before any work
+    check_start(config.mode, pretrained)
     data = task.load_data(Path(data_dir))
     claim_directory(out, "finetune")
     resume_from = resume_checkpoint(out, resume)

@@ -9,6 +9,10 @@
   embedding, or of the tokens' mean), on embeddings the encoder computes once per split and the
   run directory caches (:mod:`genolong.training.probe`).
 
+Both need a pretrained encoder to mean anything (``--model``): ``lora`` without one is refused
+(adapters on random weights learn less than the full mode would), ``probe`` without one runs with a
+warning, as a random-features baseline (:func:`check_start`).
+
 The target modules default to genolong's projections, which converted checkpoints share
 (:mod:`genolong.convert` maps BigBird, BERT, GENA-LM and ESM weights onto them): ``qkv``
 and ``out`` (attention), ``up`` and ``down`` (feed-forward).
@@ -16,15 +20,35 @@ and ``out`` (attention), ``up`` and ``down`` (feed-forward).
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import torch
 
-from genolong.core.errors import ConfigError
+from genolong.core.errors import ConfigError, UserError
 from genolong.tasks.settings import LoraSettings, check_mode
+
+log = logging.getLogger(__name__)
 
 #: The output head's module, trained in full in every mode.
 HEAD = "classifier"
+
+
+def check_start(mode: str, pretrained: Path | None) -> None:
+    """Refuse LoRA without a pretrained model; warn that a probe without one reads a random encoder.
+
+    Raises:
+        UserError: ``mode`` is ``lora`` and ``pretrained`` is None.
+    """
+    if pretrained is not None:
+        return
+    if mode == "lora":
+        raise UserError("--mode lora adapts a pretrained encoder, and none was given: LoRA on random weights "
+                        "learns less than full fine-tuning", hint="give --model DIR (a pretrain run's OUT/model, a "
+                        "converted checkpoint or a fine-tuned model), or use --mode full to train from scratch")
+    if mode == "probe":
+        log.warning("--mode probe without --model: the head is trained on the embeddings of a RANDOM encoder "
+                    "(a random-features baseline); give --model DIR to probe a pretrained one")
 
 
 def apply_mode(model: torch.nn.Module, mode: str, lora: LoraSettings) -> torch.nn.Module:

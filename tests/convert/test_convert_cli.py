@@ -4,6 +4,7 @@ GENA-LM-style checkpoint through convert -> finetune -> predict-promoter."""
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 
 import pytest
@@ -12,7 +13,7 @@ from helpers.classify import promoter_dataset
 from helpers.convert import copy_gena_tokenizer, gena_config, randomize, save_source
 from test_convert import gena_pre_ln_state
 from test_predict import read_tsv
-from transformers import BigBirdConfig, BigBirdForPreTraining
+from transformers import BertConfig, BertForMaskedLM, BertTokenizerFast, BigBirdConfig, BigBirdForPreTraining
 
 from genolong.cli.main import main
 from genolong.dna.sequence import write_fasta
@@ -44,6 +45,15 @@ def broken_source(kind, real_data, src):
     if kind == "empty":
         src.mkdir()
         return
+    if kind == "wordpiece":  # a k-mer vocabulary under BERT's WordPiece tokenizer (DNABERT's layout)
+        src.mkdir()
+        vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *map("".join, itertools.product("ACGT", repeat=3))]
+        (src / "vocab.txt").write_text("\n".join(vocab) + "\n")
+        BertTokenizerFast(vocab_file=str(src / "vocab.txt")).save_pretrained(str(src))
+        config = BertConfig(vocab_size=len(vocab), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                            intermediate_size=32)
+        save_source(src, config.to_dict(), randomize(BertForMaskedLM(config)).state_dict(), safetensors=True)
+        return
     gena_bert_source(real_data, src)
     if kind == "no weights":
         (src / "pytorch_model.bin").unlink()
@@ -72,6 +82,7 @@ def broken_source(kind, real_data, src):
     "kind, message",
     [
         ("empty", "is not a transformers checkpoint (no config.json)"),
+        ("wordpiece", "its tokenizer is a WordPiece model, which genolong's commands do not read"),
         ("no weights", "holds no weights"),
         ("model_type", "HyenaDNA is a long-convolution"),
         ("unknown model_type", "model_type 'gpt2' is not supported (supported: big_bird, bert, esm)"),

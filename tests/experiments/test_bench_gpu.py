@@ -7,6 +7,7 @@ here each check is shown to catch what it is for (and, marked slow, the in-proce
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 import torch
@@ -74,8 +75,6 @@ def test_numeric_columns_of_a_bedgraph_without_header(tmp_path):
 
 @pytest.mark.slow
 def test_cpu_mode_in_process_sections_pass_and_report(tmp_path):
-    from dataclasses import replace
-
     plan = replace(cpu_plan(), sections=("kernels", "train", "speed"))
     results = run_check(plan, tmp_path, say=lambda line: None)
     assert failures(results) == []
@@ -152,22 +151,72 @@ def test_a_training_step_is_not_tried_where_the_forward_pass_ran_out_of_memory(m
 
 
 def test_the_cpu_reference_runs_in_float32_and_variants_run_in_float32_on_the_device(monkeypatch, tmp_path):
-    import subprocess
 
     from genolong.experiments.bench import device_inference
 
-    calls = []
-
-    def run(command, **kwargs):
-        calls.append(command)
-        return subprocess.CompletedProcess(command, 1, "", "stopped by the test")
-
-    monkeypatch.setattr(device_inference.subprocess, "run", run)
+    calls = recorded_children(monkeypatch)
     monkeypatch.setattr(device_inference, "write_inputs", lambda directory: {
         name: tmp_path / name for name in ("fasta", "variants", "genome", "model")})
     rows = device_inference.compare_inference(tmp_path, torch.device("cuda"), say=lambda line: None)
     assert [row["ok"] for row in rows] == [False] * 3
     settings = [(command[command.index("--accelerator") + 1], command[command.index("--precision") + 1], command[3])
-                for command in calls]
+                for command, _ in calls]
     assert settings == [("cpu", "32", "predict-promoter"), ("gpu", "auto", "predict-promoter"), ("cpu", "32", "scan"),
                         ("gpu", "auto", "scan"), ("cpu", "32", "score-variants"), ("gpu", "32", "score-variants")]
+
+
+def recorded_children(monkeypatch) -> list[tuple[list[str], str]]:
+    """Every child process started through :mod:`genolong.core.children`, as (argv, cwd): recorded, not run
+    (each exits 1)."""
+    import subprocess
+
+    from genolong.core import children
+
+    calls = []
+
+    def run(command, **kwargs):
+        calls.append((command, str(kwargs["cwd"])))
+        return subprocess.CompletedProcess(command, 1, "", "stopped by the test")
+
+    monkeypatch.setattr(children.subprocess, "run", run)
+    return calls
+
+
+def test_children_get_absolute_paths_whatever_their_working_directory(monkeypatch, tmp_path):
+    """``bench gpu --out gpu`` ran its children in ``gpu/`` with ``--out gpu/pretrain``: they wrote
+    ``gpu/gpu/...`` and the parent found nothing. Every path a child gets is absolute."""
+    from pathlib import Path
+
+    from genolong.experiments.bench.device_check import section_pretrain, section_tests
+    from genolong.experiments.bench.device_inference import compare_inference
+
+    monkeypatch.chdir(tmp_path)
+    out = Path("gpu")
+    (out / "inference").mkdir(parents=True)
+    calls = recorded_children(monkeypatch)
+    plan = replace(cpu_plan(), tests_dir=Path("tests"))
+    (tmp_path / "tests").mkdir()
+    section_tests(plan, out, say=lambda line: None)
+    section_pretrain(plan, out, say=lambda line: None)
+    compare_inference(out / "inference", CPU, say=lambda line: None)
+    assert len(calls) == 2 + 6
+    for command, cwd in calls:
+        assert Path(cwd).is_absolute()
+        for argument in command[3:]:
+            if "/" in argument or argument == "tests":  # a path
+                assert Path(argument).is_absolute(), (command, argument)
+    pretrain = calls[1][0]
+    assert pretrain[pretrain.index("--out") + 1] == str(tmp_path / "gpu" / "pretrain")
+
+
+@pytest.mark.slow
+def test_bench_gpu_cpu_with_a_relative_out_from_another_directory(monkeypatch, tmp_path):
+    """The docs' ``genolong bench gpu --cpu --out DIR`` with a relative DIR, run outside the checkout:
+    the sections that start ``genolong`` children (pretrain, inference) pass."""
+    from genolong.cli.main import main
+
+    monkeypatch.chdir(tmp_path)
+    code = main(["bench", "gpu", "--cpu", "--out", "gpu", "--sections", "pretrain", "inference"])
+    results = json.loads((tmp_path / "gpu" / "device_check.json").read_text())
+    assert failures(results) == [] and code == 0
+    assert (tmp_path / "gpu" / "pretrain" / "report.json").is_file() and not (tmp_path / "gpu" / "gpu").exists()

@@ -160,10 +160,9 @@ def test_explain_command_writes_arrays_and_logos(motif_model, tmp_path, capsys):
     assert not (tmp_path / "bed" / "0_motif" / "gradients.npz").exists()
     capsys.readouterr()
     assert main(["explain", "--model", str(motif_model), "--fasta", str(tmp_path / "in.fa"), "--out",
-                 str(tmp_path / "bad"), "--ism-window", "500"]) == 2
-    err = capsys.readouterr().err.strip()
-    assert "shorter than the attributed window of 500 bp" in err and len(err.splitlines()) == 1
-    assert not (tmp_path / "bad").exists()
+                 str(tmp_path / "whole"), "--ism-window", "500", "--gradients", "none"]) == 0
+    assert "2 of 2 records are shorter than --ism-window 500: each is attributed whole" in capsys.readouterr().err
+    assert np.load(tmp_path / "whole" / "ohe.npz")["arr_0"].shape == (2, 4, LENGTH)
 
 
 def test_the_default_window_adapts_to_records_shorter_than_the_model_window(motif_model, tmp_path):
@@ -171,6 +170,6 @@ def test_the_default_window_adapts_to_records_shorter_than_the_model_window(moti
     write_fasta(tmp_path / "in.fa", [("a", sequences[0][10:110]), ("b", sequences[1][:104])])  # window: 120 bp
     assert main(["explain", "--model", str(motif_model), "--fasta", str(tmp_path / "in.fa"), "--out",
                  str(tmp_path / "out"), "--gradients", "none"]) == 0
-    assert np.load(tmp_path / "out" / "0_motif" / "ism.npz")["arr_0"].shape == (2, 4, 100)
+    assert np.load(tmp_path / "out" / "0_motif" / "ism.npz")["arr_0"].shape == (2, 4, 104)
     lines = (tmp_path / "out" / "records.tsv").read_text().splitlines()
-    assert [line.split("\t")[:4] for line in lines[1:]] == [["a", "100", "0", "100"], ["b", "104", "2", "102"]]
+    assert [line.split("\t")[:4] for line in lines[1:]] == [["a", "100", "0", "100"], ["b", "104", "0", "104"]]

@@ -21,6 +21,7 @@ import numpy as np
 import pyBigWig
 import pytest
 import yaml
+from helpers.classify import tiny_masked_lm
 
 import genolong
 from genolong.classifier.task_info import TASK_FILE, InferenceSpec, TaskInfo, default_promoter_model
@@ -155,7 +156,11 @@ def chain(task_data: Path, genome: tuple[Path, str], out: Path, mode: str, capsy
     """The task through every command; returns what the test asserts on per task."""
     path, chr17 = genome
     run = out / "run"
-    assert main(["task", "finetune", "--data", str(task_data), "--out", str(run),
+    pretrained = []  # LoRA adapts a pretrained model: a random tiny masked-LM one
+    if mode == "lora":
+        tiny_masked_lm(out / "mlm", out / "mlm_tokenizer", positions=256)
+        pretrained = ["--model", str(out / "mlm")]
+    assert main(["task", "finetune", "--data", str(task_data), "--out", str(run), *pretrained,
                  "--config", str(preset(out / "micro.yaml", mode))]) == 0
     model = run / "model"
     info = TaskInfo.read(model)
@@ -203,7 +208,8 @@ def chain(task_data: Path, genome: tuple[Path, str], out: Path, mode: str, capsy
     assert main(["embed", str(records), "--model", str(model), "--out", str(out / "embeddings.h5")]) == 0
     with h5py.File(out / "embeddings.h5") as h5:
         embeddings = h5["embeddings"][:]
-    assert embeddings.shape == (3, 1, 32) and np.isfinite(embeddings).all()
+    hidden = json.loads((model / "config.json").read_text())["hidden_size"]  # 32; LoRA's pretrained model: 16
+    assert embeddings.shape == (3, 1, hidden) and np.isfinite(embeddings).all()
     return {"info": info, "predicted": predicted, "scan": scan, "effects": effects, "ism": ism}
 
 

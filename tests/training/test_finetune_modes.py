@@ -18,7 +18,7 @@ from genolong.core.errors import ConfigError
 from genolong.model.configuration import GenolongConfig
 from genolong.model.modeling import GenolongForSequenceClassification
 from genolong.tasks.settings import LoraSettings
-from genolong.training.modes import apply_mode, merged_model, trainable_parameters
+from genolong.training.modes import apply_mode, check_start, merged_model, trainable_parameters
 from genolong.training.probe import head_pooling
 
 
@@ -128,8 +128,28 @@ def test_a_probe_embeds_each_split_once_and_a_rerun_reads_the_cache(tmp_path, mo
                                    rtol=1e-4, atol=1e-5)
 
 
+def test_lora_without_a_pretrained_model_is_refused_and_a_probe_warns(tmp_path, capsys, caplog):
+    """Both trained on a random encoder without a word: LoRA on random weights is no fine-tuning of
+    anything, a probe of random features is a baseline a user may want."""
+    rows = motif_rows(60, 60, seed=3)
+    (tmp_path / "rows.csv").write_text("sequence,label\n" + "".join(f"{s},{y}\n" for s, y in rows))
+    assert main(["task", "prepare", "--table", str(tmp_path / "rows.csv"), "--out", str(tmp_path / "data")]) == 0
+    capsys.readouterr()
+    assert main(["task", "finetune", "--data", str(tmp_path / "data"), "--out", str(tmp_path / "run"),
+                 "--mode", "lora"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--mode lora adapts a pretrained encoder" in err and "--model DIR" in err
+    assert not (tmp_path / "run").exists()
+    check_start("lora", tmp_path / "model")  # with a model: no word
+    check_start("full", None)
+    assert not caplog.records
+    with caplog.at_level("WARNING"):
+        check_start("probe", None)
+    assert "RANDOM encoder" in caplog.text
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("mode", ["lora", "probe"])
+@pytest.mark.parametrize("mode", ["probe"])  # lora: with a converted model, below
 def test_the_modes_fine_tune_through_the_command(tmp_path, mode):
     rows = motif_rows(120, 60, seed=7)
     (tmp_path / "rows.csv").write_text("sequence,label\n" + "".join(f"{s},{y}\n" for s, y in rows))

@@ -31,8 +31,8 @@ def register(subparsers) -> None:
     parser.add_argument("--device", default="auto", help="auto (GPU when present), cpu, cuda, cuda:1, ...")
     add_precision_argument(parser)
     parser.add_argument("--ism-window", type=positive_int, default=None,
-                        help="central bp of each input to attribute (default: 1000, or the model window or the shortest "
-                        "FASTA record if shorter)")
+                        help="central bp of each input to attribute, or the whole input where it is shorter (default: "
+                        "1000, or the model window if shorter)")
     parser.add_argument("--gradients", choices=("ig", "input-x-gradient", "none"), default="ig",
                         help="gradient method: integrated gradients (default), input x gradient, or none")
     parser.add_argument("--ig-steps", type=positive_int, default=16, help="integrated-gradients steps (default: 16)")
@@ -54,6 +54,7 @@ def run(args) -> int:
             args.model, args.out, fasta=args.fasta, regions=args.regions, genome=args.genome, profiles=args.profiles,
             ism_window=args.ism_window, gradients=args.gradients, ig_steps=args.ig_steps, logo_width=args.logo_width,
             batch_size=args.batch_size, device=args.device, precision=args.precision, progress=progress,
+            say=lambda line: print(line, file=sys.stderr),
         )
     finally:
         progress.close()

@@ -26,7 +26,6 @@ import logging
 import math
 import os
 import platform
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -35,6 +34,7 @@ from pathlib import Path
 
 import torch
 
+from genolong.core.children import child_arguments, run_genolong, run_module
 from genolong.core.files import atomic_write_text
 from genolong.experiments.bench.attention import BenchSize
 from genolong.experiments.bench.device_inference import compare_inference
@@ -90,8 +90,7 @@ def section_tests(plan: CheckPlan, out: Path, say) -> list[dict]:
     if plan.tests_dir is None or not plan.tests_dir.is_dir():
         return [{"check": "gpu tests", "ok": None, "status": "skipped: no tests directory (run from a source "
                  "checkout or pass --tests)"}]
-    command = [sys.executable, "-m", "pytest", "-m", "gpu", "-q", "-p", "no:cacheprovider", str(plan.tests_dir)]
-    done = subprocess.run(command, cwd=plan.tests_dir, capture_output=True, text=True)
+    done = run_module("pytest", ["-m", "gpu", "-q", "-p", "no:cacheprovider", plan.tests_dir], cwd=plan.tests_dir)
     summary = (done.stdout.strip().splitlines() or ["(no output)"])[-1]
     (out / "gpu_tests.log").write_text(done.stdout + done.stderr)
     say(f"  pytest -m gpu: {summary}")
@@ -175,11 +174,10 @@ def section_pretrain(plan: CheckPlan, out: Path, say) -> list[dict]:
     """``genolong pretrain`` of the shipped sample (tiny preset) on this device, in a child process."""
     run_dir = out / "pretrain"
     accelerator = "gpu" if plan.device.type == "cuda" else "cpu"
-    command = [sys.executable, "-m", "genolong", "pretrain", "--out", str(run_dir), "--accelerator",
-               accelerator, "--max-steps", str(plan.pretrain_steps), "--set",
-               f"train.val_every_steps={plan.pretrain_steps}"]
+    arguments = ["pretrain", "--out", run_dir, "--accelerator", accelerator, "--max-steps", plan.pretrain_steps,
+                 "--set", f"train.val_every_steps={plan.pretrain_steps}"]
     started = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True, cwd=out)  # cwd: no checkout shadows the package
+    done = run_genolong(arguments, cwd=out)  # cwd: no checkout shadows the package
     seconds = time.perf_counter() - started
     (out / "pretrain.log").write_text(done.stdout + done.stderr)
     report = run_dir / "report.json"
@@ -187,7 +185,7 @@ def section_pretrain(plan: CheckPlan, out: Path, say) -> list[dict]:
     ok = done.returncode == 0 and math.isfinite(data.get("val_bpc", float("nan")))
     row = {"check": "pretrain", "ok": ok, "exit": done.returncode, "seconds": seconds, "steps": data.get("steps"),
            "val_bpc": data.get("val_bpc"), "unigram_bpc": data.get("unigram_bpc"),
-           "tokens_per_s": data.get("train_tokens_per_s"), "command": " ".join(["genolong", *command[3:]])}
+           "tokens_per_s": data.get("train_tokens_per_s"), "command": " ".join(["genolong", *child_arguments(arguments)])}
     say(f"  exit {done.returncode}, {seconds:.0f} s, val {row['val_bpc']} bits/bp, {row['tokens_per_s']} tokens/s")
     return [row]
 

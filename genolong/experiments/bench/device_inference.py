@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import csv
 import random
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import torch
+
+from genolong.core.children import run_genolong
 
 #: Largest absolute difference of a probability between the two devices.
 TOLERANCE = 0.05
@@ -62,15 +62,14 @@ def write_inputs(directory: Path, seed: int = 0) -> dict[str, Path]:
     return {"fasta": fasta, "variants": variants, "genome": genome, "model": default_promoter_model()}
 
 
-def commands(inputs: dict[str, Path], out: Path) -> dict[str, tuple[list[str], Path]]:
-    """Per tool: the arguments (device options appended later) and the output file."""
+def commands(inputs: dict[str, Path], out: Path) -> dict[str, tuple[list, Path]]:
+    """Per tool: the arguments (device options appended later; paths made absolute by
+    :func:`~genolong.core.children.run_genolong`) and the output file."""
     return {
-        "predict-promoter": (["predict-promoter", str(inputs["fasta"]), "--out", str(out / "predict.tsv")],
-                             out / "predict.tsv"),
-        "scan": (["scan", "--genome", str(inputs["genome"]), "--out", str(out / "scan.bedGraph")],
-                 out / "scan.bedGraph"),
-        "score-variants": (["score-variants", "--vcf", str(inputs["variants"]), "--genome", str(inputs["genome"]),
-                            "--model", str(inputs["model"]), "--out", str(out / "variants.tsv")], out / "variants.tsv"),
+        "predict-promoter": (["predict-promoter", inputs["fasta"], "--out", out / "predict.tsv"], out / "predict.tsv"),
+        "scan": (["scan", "--genome", inputs["genome"], "--out", out / "scan.bedGraph"], out / "scan.bedGraph"),
+        "score-variants": (["score-variants", "--vcf", inputs["variants"], "--genome", inputs["genome"],
+                            "--model", inputs["model"], "--out", out / "variants.tsv"], out / "variants.tsv"),
     }
 
 
@@ -126,9 +125,8 @@ def compare_inference(out: Path, device: torch.device, say: Callable[[str], None
             directory = out / label
             directory.mkdir(parents=True, exist_ok=True)
             arguments, output = commands(inputs, directory)[tool]
-            done = subprocess.run([sys.executable, "-m", "genolong", *arguments, "--accelerator", chosen,
-                                   "--precision", precision],
-                                  capture_output=True, text=True, cwd=out)  # no checkout shadows the package
+            done = run_genolong([*arguments, "--accelerator", chosen, "--precision", precision],
+                                cwd=out)  # no checkout shadows the package
             (directory / f"{tool}.log").write_text(done.stdout + done.stderr)
             outputs[label] = output if done.returncode == 0 else None
             if done.returncode:

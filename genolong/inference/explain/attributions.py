@@ -16,10 +16,18 @@ class's logit changes no prediction).
   baseline of ``[PAD]`` tokens (special tokens kept); each token's attribution is spread
   evenly over the bases it covers and placed on their reference channel.
 
-A classifier with a k-mer component (a stack of the network and a k-mer model,
-:mod:`genolong.classifier.kmer_component`): mutagenesis scores the stack, k-mer part included; the
-gradients are those of the stack's network part (the network's logits through the stack's
-weights on them), as the k-mer part has no gradient with respect to the token embeddings.
+A classifier with a k-mer component (a stack of the network and a k-mer model, or the k-mer model
+alone: :mod:`genolong.classifier.kmer_component`): mutagenesis scores the whole model. The
+gradients attribute each part the saved model gives a weight (:func:`gradient_parts`), each with
+the other part at its value for the input, and add up per base:
+
+* the network: as above, through the stack's weights on its logits;
+* the k-mer model: each base's share of each model's score (every k-mer occurrence's weight spread
+  evenly over its bases, :meth:`~genolong.classifier.kmer_component.KmerComponent.base_shares`;
+  what integrated gradients from an all-``N`` input give a k-mer's bases, its count held) times the
+  gradient of the attributed score with respect to the models' scores: for ``ig`` averaged over
+  ``steps`` points from the biases (no k-mer) to the input's scores, so a base's attributions add
+  up to the k-mer part's effect; for ``input-x-gradient`` at the input's scores.
 """
 
 from __future__ import annotations
@@ -84,23 +92,50 @@ def saturation_mutagenesis(
     return effects
 
 
+def gradient_parts(classifier) -> list[str]:
+    """The parts of ``classifier`` the gradients attribute: those its logits give a weight
+    (``network``, ``k-mer model``)."""
+    return ["network"] if classifier.kmer is None else classifier.kmer.parts()
+
+
+def _network_logits(classifier, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    """The network's logits (B, C) float32."""
+    with autocast(classifier.device, classifier.precision):
+        return classifier.model(input_ids=input_ids, attention_mask=attention_mask).logits.float()
+
+
 def _token_attributor(classifier, method: str):
     """captum attributor on the token embedding layer of ``classifier.model``."""
-    model = classifier.model
 
     def forward(input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        with autocast(classifier.device, classifier.precision):
-            logits = model(input_ids=input_ids, attention_mask=attention_mask).logits.float()  # (B, C)
-        if classifier.kmer is not None:  # the stack's network part: the k-mer part has no gradient here
-            logits = classifier.kmer.network_part(logits).float()
+        logits = _network_logits(classifier, input_ids, attention_mask)  # (B, C)
+        if classifier.kmer is not None:  # the whole model's logits; the k-mer part is constant here
+            logits = classifier.kmer.apply(logits, input_ids)
         return attributed(classifier, logits)
 
-    layer = model.get_input_embeddings()
+    layer = classifier.model.get_input_embeddings()
     if method == "ig":
         return LayerIntegratedGradients(forward, layer)
     if method == "input-x-gradient":
         return LayerGradientXActivation(forward, layer)
     raise UserError(f"--gradients must be one of {', '.join(GRADIENT_METHODS)}, got {method!r}")
+
+
+def _kmer_part(classifier, input_ids: torch.Tensor, text: str, column: int, method: str, steps: int) -> np.ndarray:
+    """(len(text),) attributions of the k-mer part to the bases ``text`` of the token row ``input_ids``
+    (1, T) for output ``column`` (module docstring)."""
+    kmer = classifier.kmer
+    with torch.no_grad():
+        network = kmer.network_part(_network_logits(classifier, input_ids, torch.ones_like(input_ids)))
+    scores, bias = torch.from_numpy(kmer.token_scores(input_ids)), torch.from_numpy(kmer.bias)  # (1, E), (E,)
+    if method == "ig":  # midpoints of `steps` intervals from the biases to the scores
+        alphas = (torch.arange(steps, dtype=torch.float64)[:, None] + 0.5) / steps
+    else:
+        alphas = torch.ones(1, 1, dtype=torch.float64)
+    path = (bias + alphas * (scores - bias)).requires_grad_(True)  # (S, E)
+    logits = network.double().cpu() + kmer.score_logits(path)
+    gradient = torch.autograd.grad(attributed(classifier, logits)[:, column].sum(), path)[0].mean(0)  # (E,)
+    return gradient.numpy() @ kmer.base_shares(text)
 
 
 def gradient_attributions(
@@ -116,19 +151,24 @@ def gradient_attributions(
     input_ids, mask = rows["input_ids"].to(classifier.device), rows["attention_mask"].to(classifier.device)
     baseline = input_ids.clone()
     baseline[0, 1:-1] = encoder.pad_id
+    parts = gradient_parts(classifier)
     attributor = _token_attributor(classifier, method)
     reference = one_hot(sequence)
+    read = slice(offsets[0][0], offsets[-1][1])  # the bases the model reads
     result = np.zeros((len(columns), 4, length), np.float32)
     for row, column in enumerate(columns):
-        if method == "ig":
-            tokens = attributor.attribute(
-                input_ids, baselines=baseline, target=column, additional_forward_args=(mask,), n_steps=steps
-            )
-        else:
-            tokens = attributor.attribute(input_ids, target=column, additional_forward_args=(mask,))
-        per_token = tokens.sum(-1)[0, 1:-1].detach().float().cpu().numpy()  # (T,) without [CLS]/[SEP]
         per_base = np.zeros(len(sequence), np.float32)
-        for value, (first, last) in zip(per_token, offsets, strict=True):
-            per_base[first:last] = value / max(1, last - first)
+        if "network" in parts:
+            if method == "ig":
+                tokens = attributor.attribute(
+                    input_ids, baselines=baseline, target=column, additional_forward_args=(mask,), n_steps=steps
+                )
+            else:
+                tokens = attributor.attribute(input_ids, target=column, additional_forward_args=(mask,))
+            per_token = tokens.sum(-1)[0, 1:-1].detach().float().cpu().numpy()  # (T,) without [CLS]/[SEP]
+            for value, (first, last) in zip(per_token, offsets, strict=True):
+                per_base[first:last] = value / max(1, last - first)
+        if "k-mer model" in parts:
+            per_base[read] += _kmer_part(classifier, input_ids, sequence[read], column, method, steps)
         result[row] = (reference * per_base)[:, start : start + length]
     return result

@@ -4,6 +4,8 @@ Output directory (written atomically; arrays are held in memory, so explain a fe
 records per run, not a genome)::
 
     records.tsv                  name, input_bp, start, end (the attributed window in the input), source
+    explain.json                 what was attributed: the gradient method and the parts of the model it
+                                 attributes (network, k-mer model), the window asked for, the records clipped
     ohe.npz                      arr_0: (N, 4, L) one-hot of the attributed windows, channels A, C, G, T
     <target>/ism.npz             arr_0: (N, 4, L) in-silico mutagenesis effects on the output's logit
                                  (a softmax class: its probability; regression: the value)
@@ -12,12 +14,18 @@ records per run, not a genome)::
 
 ``<target>`` is ``<column>_<output name>`` per selected output. The npz files are what
 ``modisco motifs -s ohe.npz -a <target>/ism.npz`` (modisco-lite) reads.
+
+Each record's window is its own: the central ``--ism-window`` bp (default: 1,000, or the model's
+input length if shorter), or the whole record where it is shorter (said on the terminal and in
+``explain.json``). ``L`` is the widest window; a narrower one is padded at its end with zeros
+(one-hot all zero, as an ``N``, and no attribution), and ``records.tsv`` gives where each lies.
 """
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,7 +34,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from genolong.core.errors import InputError, UserError
+from genolong.core.errors import UserError
 from genolong.core.files import atomic_path, mark_directory
 from genolong.dna.genome import Genome
 from genolong.dna.sequence import read_fasta
@@ -34,6 +42,7 @@ from genolong.inference.bed import read_bed_regions
 from genolong.inference.explain.attributions import (
     BASES,
     gradient_attributions,
+    gradient_parts,
     one_hot,
     saturation_mutagenesis,
 )
@@ -53,20 +62,15 @@ class ExplainRecord:
     source: str
 
 
-def _centred(name: str, sequence: str, length: int, source: str, path) -> ExplainRecord:
-    if len(sequence) < length:
-        raise InputError(path, f"{len(sequence)} bp, shorter than the attributed window of {length} bp",
-                         record=name, hint="lower --ism-window")
+def _centred(name: str, sequence: str, length: int, source: str) -> ExplainRecord:
+    """The record with its central ``length`` bp to attribute, or all of it when it is shorter."""
+    length = min(length, len(sequence))
     return ExplainRecord(name, sequence, (len(sequence) - length) // 2, length, source)
 
 
-def fasta_records(path: Path, length: int | None, longest: int) -> list[ExplainRecord]:
-    """Each FASTA record is one input; its central ``length`` bp are attributed (None: ``longest``
-    bp, or the shortest record's length when that is shorter)."""
-    records = [(record.name, record.sequence) for record in read_fasta(path, unique_names=False)]
-    if length is None:
-        length = min([longest, *(len(sequence) for _, sequence in records)])
-    return [_centred(name, sequence, length, ".", path) for name, sequence in records]
+def fasta_records(path: Path, length: int) -> list[ExplainRecord]:
+    """Each FASTA record is one input; its central ``length`` bp (all of it if shorter) are attributed."""
+    return [_centred(record.name, record.sequence, length, ".") for record in read_fasta(path, unique_names=False)]
 
 
 def bed_records(path: Path, genome: Genome, window: int, length: int) -> Iterator[ExplainRecord]:
@@ -75,7 +79,13 @@ def bed_records(path: Path, genome: Genome, window: int, length: int) -> Iterato
         first = (region.start + region.end) // 2 - window // 2
         sequence, _ = fetch_padded(genome, region.chrom, first, first + window)
         name = region.name or f"{region.chrom}:{region.start}-{region.end}"
-        yield _centred(name, sequence, length, f"{region.chrom}:{first}-{first + window}", path)
+        yield _centred(name, sequence, length, f"{region.chrom}:{first}-{first + window}")
+
+
+def padded(maps: list[np.ndarray]) -> np.ndarray:
+    """(..., 4, L_i) arrays of each record -> one (N, ..., 4, max L_i) array, zeros past each record's end."""
+    width = max(m.shape[-1] for m in maps)
+    return np.stack([np.pad(m, [(0, 0)] * (m.ndim - 1) + [(0, width - m.shape[-1])]) for m in maps])
 
 
 def logo_stretch(importance: np.ndarray, width: int) -> int:
@@ -119,9 +129,11 @@ def explain(
     model: Path, out: Path, *, fasta: Path | None = None, regions: Path | None = None, genome: Path | None = None,
     profiles=None, ism_window: int | None = None, gradients: str = "ig", ig_steps: int = 16,
     logo_width: int = 100, batch_size: int = 32, device: str = "auto", precision: str = "auto", progress=None,
+    say: Callable[[str], None] = lambda line: None,
 ) -> int:
     """Write the attributions of every record to ``out`` (module docstring); returns the record count.
-    ``precision``: ``auto``, ``32`` or ``bf16`` (:mod:`genolong.runtime.precision`)."""
+    ``precision``: ``auto``, ``32`` or ``bf16`` (:mod:`genolong.runtime.precision`); ``say`` gets what the
+    user must know: the parts the gradients attribute, the records shorter than ``ism_window``."""
     classifier = load_classifier(model, device=device, precision=precision)
     names = classifier.info.label_names
     if profiles is None and len(names) > 8:
@@ -132,20 +144,31 @@ def explain(
     if ism_window is not None and ism_window < 1:
         raise UserError(f"--ism-window must be positive, got {ism_window}")
     window = classifier.info.window_bp
-    if fasta:  # by default, the central 1,000 bp, or the model window or the shortest record if shorter
-        records = fasta_records(fasta, ism_window, min(1000, window))
-    else:
-        records = list(bed_records(regions, Genome(genome), window, ism_window or min(1000, window)))
+    length = ism_window or min(1000, window)
+    records = fasta_records(fasta, length) if fasta else list(bed_records(regions, Genome(genome), window, length))
     if not records:
         raise UserError(f"{regions or fasta}: no records to explain")
-    ism = np.stack([saturation_mutagenesis(classifier, r.sequence, r.start, r.length, columns, batch_size, progress)
-                    for r in records], axis=1)  # (P, N, 4, L)
-    grads = None if gradients == "none" else np.stack(
+    clipped = [r.name for r in records if r.length < length]
+    if clipped:
+        say(f"{len(clipped)} of {len(records)} records are shorter than --ism-window {length}"
+            f"{'' if ism_window else ' (the default)'}: each is attributed "
+            f"whole (records.tsv; arrays padded with zeros to the widest window): {', '.join(clipped[:5])}"
+            + (", ..." if len(clipped) > 5 else ""))
+    parts = gradient_parts(classifier) if gradients != "none" else []
+    if parts:
+        say(f"gradients ({gradients}) attribute the saved model's {' and '.join(parts)}"
+            + (" (the network has weight 0 in it)" if parts == ["k-mer model"] else ""))
+    ism = padded([saturation_mutagenesis(classifier, r.sequence, r.start, r.length, columns, batch_size, progress)
+                  for r in records]).swapaxes(0, 1)  # (P, N, 4, L)
+    grads = None if gradients == "none" else padded(
         [gradient_attributions(classifier, r.sequence, r.start, r.length, columns, method=gradients, steps=ig_steps)
-         for r in records], axis=1)
-    ohe = np.stack([one_hot(r.sequence[r.start : r.start + r.length]) for r in records])
+         for r in records]).swapaxes(0, 1)
+    ohe = padded([one_hot(r.sequence[r.start : r.start + r.length]) for r in records])
+    summary = {"gradients": gradients, "gradient_parts": parts, "ism_window": ism_window,
+               "width": int(ohe.shape[-1]), "clipped": clipped}
     with atomic_path(out, directory=True) as tmp:
         mark_directory(tmp, "explain")
+        (tmp / "explain.json").write_text(json.dumps(summary, indent=1) + "\n")
         np.savez_compressed(tmp / "ohe.npz", ohe)
         (tmp / "records.tsv").write_text("name\tinput_bp\tstart\tend\tsource\n" + "".join(
             f"{r.name}\t{len(r.sequence)}\t{r.start}\t{r.start + r.length}\t{r.source}\n" for r in records))
@@ -156,7 +179,9 @@ def explain(
             if grads is not None:
                 np.savez_compressed(target / "gradients.npz", grads[row])
             for index, record in enumerate(records):
-                panels = {"ism": ism[row, index]} | ({} if grads is None else {gradients: grads[row, index]})
+                width = slice(0, record.length)
+                panels = {"ism": ism[row, index][:, width]} | (
+                    {} if grads is None else {gradients: grads[row, index][:, width]})
                 plot_logos(target / "logos" / f"{index}_{_safe(record.name)}.png", f"{record.name}: {names[column]}",
-                           ohe[index], panels, logo_width)
+                           ohe[index][:, width], panels, logo_width)
     return len(records)
