@@ -195,7 +195,7 @@ def test_the_saved_model_is_the_stack_and_every_command_scores_it(problem, small
                  "--out", str(tmp_path / "scan.h5")]) == 0
     assert main(["score-variants", "--model", str(out / "model"), "--vcf", str(tmp_path / "v.vcf"),
                  "--genome", str(small_genome), "--out", str(tmp_path / "variants.tsv")]) == 0
-    assert main(["explain", "--model", str(out / "model"), "--fasta", str(tmp_path / "q.fa"),
+    assert main(["explain", "--model", str(out / "model"), str(tmp_path / "q.fa"),
                  "--out", str(tmp_path / "explain"), "--ism-window", "6", "--ig-steps", "2"]) == 0
     assert (tmp_path / "scan.h5").is_file() and (tmp_path / "variants.tsv").is_file()
     assert (tmp_path / "explain" / "records.tsv").is_file()

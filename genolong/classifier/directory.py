@@ -196,9 +196,9 @@ class Classifier:
                     hint=f"fine-tune one with `genolong {task or 'promoter'} finetune --data DATA --model {path} "
                     "--out RUN`, then give --model RUN",
                 )
+            shipped = ", or --model default for the shipped promoter model" if task in (None, "promoter") else ""
             raise UserError(f"{path} is not a genolong model directory (no {TASK_FILE})",
-                            hint="give a fine-tuning run directory (RUN or RUN/model), or --model default for the "
-                            "shipped promoter model")
+                            hint=f"give a fine-tuning run directory (RUN or RUN/model){shipped}")
         info = TaskInfo.read(path)
         if task is not None and info.task != task:
             raise UserError(f"{path} is a {info.task} model, not a {task} model")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,14 +70,43 @@ def classifier_directory(text: str) -> Path:
     return promoter_model() if text == SHIPPED_MODEL else model_directory(text)
 
 
+def add_model_argument(parser: argparse.ArgumentParser, what: str) -> None:
+    """The required ``--model`` of a command that runs any model directory (:func:`model_directory`)."""
+    parser.add_argument("--model", type=model_directory, required=True, metavar="DIR",
+                        help=f"{what} directory, or a pretrain/finetune run directory (RUN stands for RUN/model)")
+
+
 def add_classifier_argument(parser: argparse.ArgumentParser, what: str = "classifier", *,
-                            required: bool = False) -> None:
-    """``--model`` of a command that runs a classifier; left out, it is ``default`` (the shipped
-    promoter model) unless ``required``."""
-    shipped = "" if required else ", or default for the shipped promoter model (the default)"
+                            required: bool = False, promoter: bool = True) -> None:
+    """``--model`` of a command that runs a classifier (:func:`classifier_directory`); left out, it is
+    ``default`` (the shipped promoter model) unless ``required``. ``promoter`` False: a command that
+    refuses promoter models, whose help does not offer ``default``."""
+    shipped = ", or default for the shipped promoter model" + ("" if required else " (the default)")
+    shipped = shipped if promoter else ""
     parser.add_argument("--model", type=classifier_directory, required=required,
                         default=None if required else SHIPPED_MODEL, metavar="DIR",
                         help=f"{what} directory, or a fine-tuning run directory (RUN stands for RUN/model){shipped}")
+
+
+class _DeprecatedOption(argparse.Action):
+    """Stores its value as the action it stands for would, after one line on stderr naming the new spelling."""
+
+    def __init__(self, option_strings, dest, *, new: str, **kwargs):
+        super().__init__(option_strings, dest, **kwargs)
+        self.new = new
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        print(f"{option_string}: deprecated, use {self.new}", file=sys.stderr)
+        setattr(namespace, self.dest, values)
+
+
+def add_deprecated_option(parser: argparse.ArgumentParser, old: str, new: str, *, dest: str | None = None,
+                          **kwargs) -> None:
+    """``old``, the former spelling of ``new``, kept for one release: it takes ``kwargs`` as ``new`` does and
+    prints one deprecation line. ``dest`` (default: ``new``'s) is another destination where ``new`` is a
+    positional argument, which argparse would otherwise reset to its default after ``old`` is read."""
+    parser.add_argument(old, action=_DeprecatedOption, new=new, dest=dest or new.lstrip("-").replace("-", "_"),
+                        help=f"deprecated spelling of {new}, kept for one release", **kwargs)
 
 
 def non_negative_int(text: str) -> int:
