@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
 
 from genolong.commands import finetune
-from genolong.commands.arguments import non_negative_int, positive_int
+from genolong.commands.arguments import add_classifier_argument, non_negative_int, positive_int
+from genolong.commands.predict import BAD_INPUT, TABLE_OUT, add_record_arguments, prediction
 from genolong.outputs import OutputDirectory, declare
 
 
@@ -85,15 +87,15 @@ def register(subparsers) -> None:
             directories={"out": OutputDirectory("task-data", atomic=True)})
     predict = commands.add_parser(
         "predict", help="score the records of a FASTA file or a table with a fine-tuned model of any task",
-        description="One row per record: ordinal (0-based), id, and one column per model output (a "
-        "probability, or a value for regression). Each record is one model input; a record longer than the "
-        "model's max_len tokens keeps its central tokens.")
+        description="One row per record: record (its 1-based position in the input), id, length, windows "
+        "(scored), one column per model output (a probability, or a value for regression), error. A record "
+        "longer than the model's window is read in windows of it every --stride bp and gets each output's "
+        "best window's value, as fine-tuning validation scores it." + BAD_INPUT)
     predict.add_argument("inputs", type=Path, help="FASTA (plain, gzip, bgzip) or CSV/TSV/Parquet with a sequence column")
-    predict.add_argument("--model", type=Path, required=True, help="classifier directory (a finetune run's OUT/model)")
-    predict.add_argument("--out", type=Path, required=True, help="TSV to write")
+    add_classifier_argument(predict, required=True)
+    predict.add_argument("--out", type=Path, required=True, help=TABLE_OUT)
     predict.add_argument("--sequence-column", help="table: the sequence column (default: sequence, seq, ...)")
-    predict.add_argument("--rc", action="store_true", help="average each record with its reverse complement")
-    predict.add_argument("--batch-size", type=positive_int, default=64, help="records per model call (default 64)")
+    add_record_arguments(predict)
     predict.set_defaults(func=run_predict)
     declare(predict, inputs=["inputs", "model"], files=["out"])
     finetune.add_parser(
@@ -117,9 +119,16 @@ def run_prepare(args) -> int:
 
 def run_predict(args) -> int:
     from genolong.data_prep.task_inputs import read_records
-    from genolong.inference.predict.table import predict_table
+    from genolong.dna.sequence import FastaRecord
+    from genolong.inference.predict.fasta import predict_records
 
-    count = predict_table(args.model, read_records(args.inputs, args.sequence_column), args.out,
-                          batch_size=args.batch_size, rc=args.rc)
-    print(f"wrote {args.out}: {count:,} records")
+    def records():
+        return (FastaRecord(name, sequence.upper(), "") for name, sequence in
+                read_records(args.inputs, args.sequence_column))
+
+    result = predict_records(prediction(args, args.inputs, records))
+    if result is not None:
+        counts, info = result
+        print(f"wrote {args.out}: {counts.records:,} records, {counts.windows:,} windows of {info.window_bp:,} bp "
+              f"scored, {counts.skipped:,} not scored (see the error column)", file=sys.stderr)
     return 0
