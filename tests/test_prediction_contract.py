@@ -125,6 +125,24 @@ def test_short_and_n_rich_records_get_an_error_not_a_score(run, tmp_path, capsys
     assert code == 0 and read_table(tmp_path / "q.tsv")[0]["error"] == ""
 
 
+@pytest.mark.parametrize("command", [["task", "predict"], ["predict-promoter"]])
+def test_a_stride_that_would_leave_bases_unread_is_refused(command, run, tmp_path, capsys):
+    from genolong.classifier.task_info import TaskInfo
+    from genolong.resources import promoter_model
+
+    model = run / "model" if command[0] == "task" else promoter_model()
+    window = TaskInfo.read(model).window_bp
+    write_fasta(tmp_path / "in.fa", [("r1", random_dna(4 * window, 10))])
+    capsys.readouterr()
+    assert main([*command, str(tmp_path / "in.fa"), "--model", str(model), "--out", str(tmp_path / "p.tsv"),
+                 "--stride", str(window + 1)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.endswith(
+        f"error: --stride {window + 1} is larger than the model's window of {window} bp: bases between windows "
+        "would never be scored")
+    assert not list(tmp_path.glob("p.tsv*"))
+
+
 def test_every_prediction_table_starts_with_the_same_columns(run, tmp_path, capsys):
     write_fasta(tmp_path / "in.fa", [("r1", random_dna(WINDOW, 7))])
     code, err = task_predict(capsys, str(tmp_path / "in.fa"), "--model", str(run), "--out", str(tmp_path / "p.tsv"))
@@ -225,7 +243,7 @@ def test_the_documented_contract_is_what_the_commands_do(run, tmp_path, capsys):
     assert [row["windows"] for row in table] == [str(len(window_starts(450, WINDOW, WINDOW // 2)))]
     assert "default: the model's scan stride" in rows["chromatin predict"][2] and "one row per window" in rows[
         "chromatin predict"][2]
-    stride = load_classifier(chromatin, device="cpu").info.inference.scan_stride
+    stride = min(load_classifier(chromatin, device="cpu").info.inference.scan_stride, WINDOW)  # at most the window
     table = long_record_windows(tmp_path, ["chromatin", "predict"], ["--model", str(chromatin)], 450)
     starts = window_starts(450, WINDOW, stride)
     assert [(row["windows"], row["start"]) for row in table] == [(str(len(starts)), str(s)) for s in starts]

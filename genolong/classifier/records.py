@@ -76,6 +76,13 @@ def window_starts(length: int, window: int, stride: int) -> list[int]:
     return starts
 
 
+def check_stride(stride: int, window: int) -> None:
+    """Refuse windows ``stride`` bp apart that leave bases between them unread (a stride above the window)."""
+    if stride > window:
+        raise UserError(f"--stride {stride} is larger than the model's window of {window} bp: "
+                        "bases between windows would never be scored")
+
+
 def record_stride(window: int) -> int:
     """The default bp between the windows a record longer than the model's window is read in
     (predict, fine-tuning validation, evaluation): half the window."""
@@ -124,7 +131,8 @@ def iter_windows(
     records: Iterable[FastaRecord], window: int, stride: int, min_length: int
 ) -> Iterator[Window | Skipped]:
     """The model inputs of ``records`` (``name`` and upper-case ``sequence``), record by record (see
-    the module docstring)."""
+    the module docstring); a ``stride`` above the ``window`` is refused (:func:`check_stride`)."""
+    check_stride(stride, window)
     for ordinal, record in enumerate(records):
         length = len(record.sequence)
         if length < min_length:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from genolong.classifier.directory import Classifier, StrandAveraged, default_promoter_model, describe_model
-from genolong.classifier.records import record_stride
+from genolong.classifier.records import check_stride, record_stride
 from genolong.classifier.task_info import TaskInfo
 from genolong.dna.sequence import FastaRecord, read_fasta
 from genolong.errors import UserError
@@ -38,7 +38,8 @@ from genolong.tasks.task import load_classifier
 class FastaPrediction:
     """What to score and how. ``model`` None: the shipped promoter model. ``out`` None: standard output
     (one rank only). ``stride`` / ``min_length`` None: the model's defaults (promoter: half the window;
-    minimum: the model's ``min_bp``; chromatin: the stride of its inference spec, DeepSEA's 200 bp). ``device``
+    minimum: the model's ``min_bp``; chromatin: the stride of its inference spec, DeepSEA's 200 bp, at most the
+    window; a stride above the window is refused). ``device``
     is that of a one-process run; ``precision``: ``auto``, ``32`` or ``bf16`` (:mod:`genolong.precision`).
     ``records`` reads the input's records (``name``, upper-case ``sequence``) anew on each call; None: the
     records of the FASTA file ``fasta`` (which names the input on the progress bar)."""
@@ -76,9 +77,11 @@ def _scored_records(run: FastaPrediction, classifier: Classifier, trainer, defau
     def records():
         return read_fasta(run.fasta, unique_names=False) if run.records is None else run.records()
 
+    stride = default_stride if run.stride is None else run.stride
+    check_stride(stride, info.window_bp)  # before any output is opened
     return score_records(
         records, run.fasta.name, StrandAveraged(classifier) if run.rc else classifier, window=info.window_bp,
-        stride=default_stride if run.stride is None else run.stride,
+        stride=stride,
         min_length=info.min_bp if run.min_length is None else run.min_length, batch_size=run.batch_size,
         trainer=trainer, parts=None if run.out is None else run.out.parent / f".{run.out.name}.parts",
         progress=progress,
@@ -111,7 +114,8 @@ def predict_chromatin(run: FastaPrediction) -> PredictionCounts | None:
     """Write one row of profile probabilities per window to ``run.out``
     (:func:`~genolong.inference.predict.writers.write_chromatin_table`); None on a rank other than 0."""
     classifier, trainer = _load(run, run.model, CHROMATIN.name)
-    records = _scored_records(run, classifier, trainer, classifier.info.inference.scan_stride)
+    info = classifier.info
+    records = _scored_records(run, classifier, trainer, min(info.inference.scan_stride, info.window_bp))
     if records is None:
         return None
     with open_outputs(run.out) as (out,):
