@@ -198,9 +198,9 @@ class Classifier:
                     hint=f"fine-tune one with `genolong {task or 'promoter'} finetune --data DATA --model {path} "
                     "--out RUN`, then give --model RUN",
                 )
+            shipped = ", or --model default for the shipped promoter model" if _shipped_serves(task) else ""
             raise UserError(f"{path} is not a genolong model directory (no {TASK_FILE})",
-                            hint="give a fine-tuning run directory (RUN or RUN/model), or --model default for the "
-                            "shipped promoter model")
+                            hint=f"give a fine-tuning run directory (RUN or RUN/model){shipped}")
         info = TaskInfo.read(path)
         if task is not None and info.task != task:
             raise UserError(f"{path} is a {info.task} model, not a {task} model")
@@ -254,6 +254,14 @@ class Classifier:
     def probabilities(self, sequences: list[str], centres: list[int | None] | None = None) -> np.ndarray:
         """The outputs of one batch (probabilities, or regression values), shape (B, C) float32."""
         return self.token_outputs(self.encode(sequences, centres))
+
+
+def _shipped_serves(task: str | None) -> bool:
+    """Whether the shipped promoter model (``--model default``) is a model of ``task`` (None: of any task)."""
+    try:
+        return task is None or TaskInfo.read(default_promoter_model()).task == task
+    except (OSError, UserError):  # an installation without it
+        return False
 
 
 class StrandAveraged:

@@ -5,8 +5,9 @@ One pass over the file, memory bounded by the largest record plus one batch:
 1. :func:`iter_windows` cuts each record into model inputs. A record no longer than the
    model window is one input; a longer one is scanned with windows of ``window`` bp every
    ``stride`` bp, plus a last window flush with the record's end so that its tail is scored.
-   A record shorter than ``min_length`` cannot be scored: it becomes a :class:`Skipped`
-   item carrying the reason.
+   A window more than :data:`MAX_N_FRACTION` N (or another ambiguous code) is not scored, as
+   ``genolong scan`` skips it. A record shorter than ``min_length``, or without a window to
+   score, becomes a :class:`Skipped` item carrying the reason.
 2. :func:`score_windows` runs the model on batches of windows and yields every item with
    its probabilities, in input order (skipped items pass through unscored).
 3. :func:`group_by_record` regroups the scored windows per record, lazily, for the writers;
@@ -30,10 +31,14 @@ import numpy as np
 from genolong.core.errors import UserError
 from genolong.dna.sequence import FastaRecord
 
+#: A window with a larger fraction of bases other than A, C, G, T is not scored (``genolong scan``'s default).
+MAX_N_FRACTION = 0.5
+
 
 @dataclass(frozen=True)
 class Window:
-    """One model input: ``sequence = record[start:end]``; ``record`` is the record's ordinal."""
+    """One model input: ``sequence = record[start:end]``; ``record`` is the record's ordinal and
+    ``windows`` the number of windows of that record that are scored."""
 
     record: int
     name: str
@@ -41,16 +46,18 @@ class Window:
     start: int
     end: int
     sequence: str
+    windows: int
 
 
 @dataclass(frozen=True)
 class Skipped:
-    """A record that cannot be scored, and why."""
+    """A record that cannot be scored, and why; it has no windows."""
 
     record: int
     name: str
     record_length: int
     error: str
+    windows: int = 0
 
 
 def window_starts(length: int, window: int, stride: int) -> list[int]:
@@ -67,6 +74,13 @@ def window_starts(length: int, window: int, stride: int) -> list[int]:
     if starts[-1] != length - window:
         starts.append(length - window)
     return starts
+
+
+def check_stride(stride: int, window: int) -> None:
+    """Refuse windows ``stride`` bp apart that leave bases between them unread (a stride above the window)."""
+    if stride > window:
+        raise UserError(f"--stride {stride} is larger than the model's window of {window} bp: "
+                        "bases between windows would never be scored")
 
 
 def record_stride(window: int) -> int:
@@ -107,10 +121,18 @@ def best_per_record(values: np.ndarray, record: np.ndarray, n_records: int) -> n
     return best
 
 
+def mostly_called(sequence: str) -> bool:
+    """Whether at most :data:`MAX_N_FRACTION` of ``sequence`` (upper case) is N or another ambiguous code."""
+    called = sum(sequence.count(base) for base in "ACGT")
+    return len(sequence) - called <= MAX_N_FRACTION * len(sequence)
+
+
 def iter_windows(
     records: Iterable[FastaRecord], window: int, stride: int, min_length: int
 ) -> Iterator[Window | Skipped]:
-    """The model inputs of ``records``, record by record (see the module docstring)."""
+    """The model inputs of ``records`` (``name`` and upper-case ``sequence``), record by record (see
+    the module docstring); a ``stride`` above the ``window`` is refused (:func:`check_stride`)."""
+    check_stride(stride, window)
     for ordinal, record in enumerate(records):
         length = len(record.sequence)
         if length < min_length:
@@ -118,9 +140,16 @@ def iter_windows(
                 ordinal, record.name, length, f"shorter than the model's minimum of {min_length} bp"
             )
             continue
-        for start in window_starts(length, window, stride):
+        starts = window_starts(length, window, stride)
+        kept = np.fromiter((mostly_called(record.sequence[start : start + window]) for start in starts),
+                           dtype=bool, count=len(starts))  # (len(starts),)
+        count = int(kept.sum())
+        if not count:
+            yield Skipped(ordinal, record.name, length, f"every window is more than {MAX_N_FRACTION:.0%} N")
+            continue
+        for start in itertools.compress(starts, kept):
             end = min(start + window, length)
-            yield Window(ordinal, record.name, length, start, end, record.sequence[start:end])
+            yield Window(ordinal, record.name, length, start, end, record.sequence[start:end], count)
 
 
 def score_windows(

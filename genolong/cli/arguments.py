@@ -87,14 +87,43 @@ def classifier_directory(text: str) -> Path:
     return promoter_model() if text == SHIPPED_MODEL else model_directory(text)
 
 
+def add_model_argument(parser: argparse.ArgumentParser, what: str) -> None:
+    """The required ``--model`` of a command that runs any model directory (:func:`model_directory`)."""
+    parser.add_argument("--model", type=model_directory, required=True, metavar="DIR",
+                        help=f"{what} directory, or a pretrain/finetune run directory (RUN stands for RUN/model)")
+
+
 def add_classifier_argument(parser: argparse.ArgumentParser, what: str = "classifier", *,
-                            required: bool = False) -> None:
-    """``--model`` of a command that runs a classifier; left out, it is ``default`` (the shipped
-    promoter model) unless ``required``."""
-    shipped = "" if required else ", or default for the shipped promoter model (the default)"
+                            required: bool = False, promoter: bool = True) -> None:
+    """``--model`` of a command that runs a classifier (:func:`classifier_directory`); left out, it is
+    ``default`` (the shipped promoter model) unless ``required``. ``promoter`` False: a command that
+    refuses promoter models, whose help does not offer ``default``."""
+    shipped = ", or default for the shipped promoter model" + ("" if required else " (the default)")
+    shipped = shipped if promoter else ""
     parser.add_argument("--model", type=classifier_directory, required=required,
                         default=None if required else SHIPPED_MODEL, metavar="DIR",
                         help=f"{what} directory, or a fine-tuning run directory (RUN stands for RUN/model){shipped}")
+
+
+class _DeprecatedOption(argparse.Action):
+    """Stores its value as the action it stands for would, after one line on stderr naming the new spelling."""
+
+    def __init__(self, option_strings, dest, *, new: str, **kwargs):
+        super().__init__(option_strings, dest, **kwargs)
+        self.new = new
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        print(f"{parser.prog} {option_string}: deprecated, use {self.new}", file=sys.stderr)
+        setattr(namespace, self.dest, values)
+
+
+def add_deprecated_option(parser: argparse.ArgumentParser, old: str, new: str, *, dest: str | None = None,
+                          **kwargs) -> None:
+    """``old``, the former spelling of ``new``, kept for one release: it takes ``kwargs`` as ``new`` does and
+    prints one deprecation line (``genolong task prepare --bed: deprecated, use --regions``). ``dest`` (default: ``new``'s) is another destination where ``new`` is a
+    positional argument, which argparse would otherwise reset to its default after ``old`` is read."""
+    parser.add_argument(old, action=_DeprecatedOption, new=new, dest=dest or new.lstrip("-").replace("-", "_"),
+                        help=f"deprecated spelling of {new}, kept for one release", **kwargs)
 
 
 def non_negative_int(text: str) -> int:
@@ -148,26 +177,6 @@ def assignment(text: str) -> tuple[str, Any]:
         return parse_assignment(text)
     except ConfigError as err:
         raise argparse.ArgumentTypeError(err.message) from None
-
-
-class _DeprecatedAlias(argparse.Action):
-    """Stores into the current option's destination after one line on stderr naming the current option."""
-
-    def __init__(self, option_strings, dest, current: str, **kwargs):
-        super().__init__(option_strings, dest, **kwargs)
-        self.current = current
-
-    def __call__(self, parser, namespace, values, option_string=None):
-        print(f"{parser.prog} {option_string}: deprecated, use {self.current}", file=sys.stderr)
-        setattr(namespace, self.dest, values)
-
-
-def add_deprecated_alias(parser, old: str, current: str, **kwargs) -> None:
-    """``old`` as a hidden spelling of the option ``current`` (same destination and ``kwargs``, e.g.
-    ``type``), kept for one release: using it prints one line on stderr, ``genolong task prepare
-    --bed: deprecated, use --regions``."""
-    parser.add_argument(old, dest=current.lstrip("-").replace("-", "_"), action=_DeprecatedAlias, current=current,
-                        help=argparse.SUPPRESS, **kwargs)
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ CLASSIFIER_COMMANDS = {
     "promoter predict": ["promoter", "predict", "in.fa"],
     "scan": ["scan", "--genome", "g.fa", "--out", "o.bw"],
     "score-variants": ["score-variants", "--vcf", "v.vcf", "--genome", "g.fa", "--out", "o.tsv"],
-    "explain": ["explain", "--fasta", "in.fa", "--out", "o"],
+    "explain": ["explain", "in.fa", "--out", "o"],
 }
 CHROMATIN_COMMANDS = {
     "chromatin predict": ["chromatin", "predict", "in.fa", "--out", "o.tsv"],

@@ -122,7 +122,8 @@ def test_task_predict_reads_a_converted_labelled_classifier(head, real_data, tmp
                  "--out", str(tmp_path / "predictions.tsv")]) == 0
     with open(tmp_path / "predictions.tsv", newline="") as handle:
         rows = list(csv.DictReader(handle, delimiter="\t"))
-    assert list(rows[0]) == ["ordinal", "id", *names] and len(rows) == len(sequences)
+    assert list(rows[0]) == ["record", "id", "length", "windows", *names, "error"] and len(rows) == len(sequences)
+    assert {row["windows"] for row in rows} == {"1"}  # records of the model's window: one window each
     written = torch.tensor([[float(row[name]) for name in names] for row in rows])
     batch = Classifier.load(out, device="cpu").encode(sequences)
     with torch.no_grad():

@@ -124,12 +124,12 @@ def test_predict_chromatin_on_the_real_8kb_and_1kb_sequences(finetuned, real_dat
             == 0
         )
         header, *rows = read_tsv(preds)
-        assert header == ["record", "id", "length", "start", "end", *names, "error"]
+        assert header == ["record", "id", "length", "windows", "start", "end", *names, "error"]
         assert [(r[0], r[1]) for r in rows] == [(str(i + 1), f"row{i}") for i in range(100)]
-        assert {(r[2], r[3], r[4], r[-1]) for r in rows} == {
-            (str(len(sequences[0])), "0", str(len(sequences[0])), "")
+        assert {(r[2], r[3], r[4], r[5], r[-1]) for r in rows} == {
+            (str(len(sequences[0])), "1", "0", str(len(sequences[0])), "")
         }
-        predicted = np.array([[float(v) for v in r[5:-1]] for r in rows])
+        predicted = np.array([[float(v) for v in r[6:-1]] for r in rows])
         np.testing.assert_allclose(predicted, classifier.probabilities(sequences), atol=6e-5)
         # per-profile AUCs exist for the profiles with positives among the 100 rows
         aucs = per_profile_auc(labels, predicted)
@@ -162,15 +162,15 @@ def test_predict_chromatin_scans_long_records_and_flags_short_ones(finetuned, re
         == 0
     )
     _, *rows = read_tsv(preds)
-    assert [(r[0], r[1], r[3], r[4]) for r in rows] == [
-        ("1", "joined", "0", "8000"),
-        ("1", "joined", "400", "8400"),
-        ("1", "joined", "800", "8800"),
-        ("1", "joined", "1000", "9000"),
-        ("2", "short", "", ""),
+    assert [(r[0], r[1], r[3], r[4], r[5]) for r in rows] == [
+        ("1", "joined", "4", "0", "8000"),
+        ("1", "joined", "4", "400", "8400"),
+        ("1", "joined", "4", "800", "8800"),
+        ("1", "joined", "4", "1000", "9000"),
+        ("2", "short", "0", "", ""),
     ]
-    assert rows[-1][-1] == "shorter than the model's minimum of 1000 bp" and rows[-1][5] == ""
-    assert all(len(r) == 5 + 919 + 1 for r in rows)
+    assert rows[-1][-1] == "shorter than the model's minimum of 1000 bp" and rows[-1][6] == ""
+    assert all(len(r) == 6 + 919 + 1 for r in rows)
 
 
 def eval_chromatin(model, data, out, *options: str) -> int:

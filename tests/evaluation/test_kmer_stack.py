@@ -182,8 +182,8 @@ def test_the_saved_model_is_the_stack_and_every_command_scores_it(problem, small
     column = test[0].index("sequence")
     assert main(["task", "predict", str(tmp_path / "data" / "test.tsv"), "--model", str(out / "model"),
                  "--out", str(tmp_path / "predictions.tsv")]) == 0
-    predicted = np.loadtxt(tmp_path / "predictions.tsv", delimiter="\t", skiprows=1, usecols=range(2, 2 + len(
-        classifier.info.label_names)), ndmin=2)
+    predicted = np.loadtxt(tmp_path / "predictions.tsv", delimiter="\t", skiprows=1, usecols=range(4, 4 + len(
+        classifier.info.label_names)), ndmin=2)  # after record, id, length, windows
     expected = classifier.probabilities([row[column] for row in test[1:]])
     np.testing.assert_allclose(predicted, expected, rtol=1e-5, atol=1e-6)  # the TSV's 6 significant digits
 
@@ -195,7 +195,7 @@ def test_the_saved_model_is_the_stack_and_every_command_scores_it(problem, small
                  "--out", str(tmp_path / "scan.h5")]) == 0
     assert main(["score-variants", "--model", str(out / "model"), "--vcf", str(tmp_path / "v.vcf"),
                  "--genome", str(small_genome), "--out", str(tmp_path / "variants.tsv")]) == 0
-    assert main(["explain", "--model", str(out / "model"), "--fasta", str(tmp_path / "q.fa"),
+    assert main(["explain", "--model", str(out / "model"), str(tmp_path / "q.fa"),
                  "--out", str(tmp_path / "explain"), "--ism-window", "6", "--ig-steps", "2"]) == 0
     assert (tmp_path / "scan.h5").is_file() and (tmp_path / "variants.tsv").is_file()
     assert (tmp_path / "explain" / "records.tsv").is_file()

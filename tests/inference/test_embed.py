@@ -154,7 +154,7 @@ def test_bed_regions_on_a_genome_embed_as_task_prepare_reads_them(mlm_dir, real_
     embedder = Embedder.load(mlm_dir, device="cpu")
     for extra, sequences, name in ((["--length", "40"], centred, "centred.h5"), ([], regions, "regions.h5")):
         out = tmp_path / name
-        assert main(["embed", "--bed", str(bed), "--genome", str(genome), *extra, "--model", str(mlm_dir),
+        assert main(["embed", "--regions", str(bed), "--genome", str(genome), *extra, "--model", str(mlm_dir),
                      "--out", str(out), "--precision", "32"]) == 0
         with h5py.File(out) as handle:
             assert [i.decode() for i in handle["ids"][:]] == expected_ids
@@ -162,10 +162,10 @@ def test_bed_regions_on_a_genome_embed_as_task_prepare_reads_them(mlm_dir, real_
     capsys.readouterr()
     off = tmp_path / "off.bed"
     off.write_text("chr17\t100\t141\nchr17\t39950\t40100\n")
-    status = main(["embed", "--bed", str(off), "--genome", str(genome), "--model", str(mlm_dir),
+    status = main(["embed", "--regions", str(off), "--genome", str(genome), "--model", str(mlm_dir),
                    "--out", str(tmp_path / "off.h5")])
     err = [line for line in capsys.readouterr().err.strip().splitlines() if not line.startswith("precision:")]
     assert status == 2 and len(err) == 1 and "off.bed:2" in err[0] and "off the chromosome" in err[0], err
     assert not list(tmp_path.glob("*off.h5*"))
-    assert main(["embed", "--bed", str(off), "--model", str(mlm_dir), "--out", str(tmp_path / "x.h5")]) == 2
-    assert "--bed with --genome" in capsys.readouterr().err
+    assert main(["embed", "--regions", str(off), "--model", str(mlm_dir), "--out", str(tmp_path / "x.h5")]) == 2
+    assert "--regions with --genome" in capsys.readouterr().err

@@ -143,7 +143,7 @@ def test_ism_and_gradients_fall_on_the_planted_motif_only(motif_model, data_seed
 def test_explain_command_writes_arrays_and_logos(motif_model, tmp_path, capsys):
     sequences, _, _ = planted(np.random.default_rng(2), 2)
     write_fasta(tmp_path / "in.fa", [(f"seq{i}", s) for i, s in enumerate(sequences)])
-    assert main(["explain", "--model", str(motif_model), "--fasta", str(tmp_path / "in.fa"), "--out",
+    assert main(["explain", "--model", str(motif_model), str(tmp_path / "in.fa"), "--out",
                  str(tmp_path / "out"), "--ism-window", "60", "--logo-width", "30"]) == 0
     target = tmp_path / "out" / "0_motif"
     ohe, ism, grads = (np.load(p)["arr_0"] for p in (tmp_path / "out" / "ohe.npz", target / "ism.npz",
@@ -159,7 +159,7 @@ def test_explain_command_writes_arrays_and_logos(motif_model, tmp_path, capsys):
     assert np.load(tmp_path / "bed" / "0_motif" / "ism.npz")["arr_0"].shape == (2, 4, 40)
     assert not (tmp_path / "bed" / "0_motif" / "gradients.npz").exists()
     capsys.readouterr()
-    assert main(["explain", "--model", str(motif_model), "--fasta", str(tmp_path / "in.fa"), "--out",
+    assert main(["explain", "--model", str(motif_model), str(tmp_path / "in.fa"), "--out",
                  str(tmp_path / "whole"), "--ism-window", "500", "--gradients", "none"]) == 0
     assert "2 of 2 records are shorter than --ism-window 500: each is attributed whole" in capsys.readouterr().err
     assert np.load(tmp_path / "whole" / "ohe.npz")["arr_0"].shape == (2, 4, LENGTH)
@@ -168,7 +168,7 @@ def test_explain_command_writes_arrays_and_logos(motif_model, tmp_path, capsys):
 def test_the_default_window_adapts_to_records_shorter_than_the_model_window(motif_model, tmp_path):
     sequences, _, _ = planted(np.random.default_rng(3), 2)
     write_fasta(tmp_path / "in.fa", [("a", sequences[0][10:110]), ("b", sequences[1][:104])])  # window: 120 bp
-    assert main(["explain", "--model", str(motif_model), "--fasta", str(tmp_path / "in.fa"), "--out",
+    assert main(["explain", "--model", str(motif_model), str(tmp_path / "in.fa"), "--out",
                  str(tmp_path / "out"), "--gradients", "none"]) == 0
     assert np.load(tmp_path / "out" / "0_motif" / "ism.npz")["arr_0"].shape == (2, 4, 104)
     lines = (tmp_path / "out" / "records.tsv").read_text().splitlines()

@@ -71,7 +71,7 @@ def test_base_shares_add_up_to_each_models_score():
 def test_the_explain_command_says_which_parts_it_attributes(tokenizer_dir, tmp_path, capsys):
     model = saved_model(tmp_path / "model", tokenizer_dir, 0.0)
     write_fasta(tmp_path / "in.fa", [("a", sequences(1, 80)[0])])
-    assert main(["explain", "--model", str(model), "--fasta", str(tmp_path / "in.fa"), "--out", str(tmp_path / "out"),
+    assert main(["explain", "--model", str(model), str(tmp_path / "in.fa"), "--out", str(tmp_path / "out"),
                  "--ig-steps", "2"]) == 0
     assert "gradients (ig) attribute the saved model's k-mer model (the network has weight 0" in capsys.readouterr().err
     assert np.abs(np.load(tmp_path / "out" / "0_y" / "gradients.npz")["arr_0"]).sum() > 0
@@ -83,7 +83,7 @@ def test_each_record_gets_its_own_window_clipped_to_its_length(tokenizer_dir, tm
     model = saved_model(tmp_path / "model", tokenizer_dir, 0.7)
     long, short = sequences(2, 140)
     write_fasta(tmp_path / "in.fa", [("long", long), ("short", short[:50])])
-    assert main(["explain", "--model", str(model), "--fasta", str(tmp_path / "in.fa"), "--out", str(tmp_path / "out"),
+    assert main(["explain", "--model", str(model), str(tmp_path / "in.fa"), "--out", str(tmp_path / "out"),
                  "--ism-window", "100", "--gradients", "none"]) == 0
     assert "1 of 2 records are shorter than --ism-window 100: each is attributed whole" in capsys.readouterr().err
     lines = [line.split("\t")[:4] for line in (tmp_path / "out" / "records.tsv").read_text().splitlines()[1:]]
@@ -92,7 +92,7 @@ def test_each_record_gets_its_own_window_clipped_to_its_length(tokenizer_dir, tm
     assert ohe.shape == ism.shape == (2, 4, 100)
     assert ohe[1, :, :50].sum() == 50 and not ohe[1, :, 50:].any() and not ism[1, :, 50:].any()
     assert json.loads((tmp_path / "out" / "explain.json").read_text())["clipped"] == ["short"]
-    assert main(["explain", "--model", str(model), "--fasta", str(tmp_path / "in.fa"), "--out", str(tmp_path / "default"),
+    assert main(["explain", "--model", str(model), str(tmp_path / "in.fa"), "--out", str(tmp_path / "default"),
                  "--gradients", "none"]) == 0  # the default window: the model's 150 bp
     assert "2 of 2 records are shorter than --ism-window 150 (the default)" in capsys.readouterr().err
     assert np.load(tmp_path / "default" / "ohe.npz")["arr_0"].shape == (2, 4, 140)

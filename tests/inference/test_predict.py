@@ -80,8 +80,8 @@ def test_iter_windows_cuts_records_and_skips_short_ones():
         FastaRecord("b", "A" * 50 + "C" * 60),
     ]
     items = list(iter_windows(records, window=100, stride=40, min_length=10))
-    assert items[0] == Window(0, "a", 120, 0, 100, ("ACGT" * 30)[:100])
-    assert items[1] == Window(0, "a", 120, 20, 120, ("ACGT" * 30)[20:])
+    assert items[0] == Window(0, "a", 120, 0, 100, ("ACGT" * 30)[:100], 2)
+    assert items[1] == Window(0, "a", 120, 20, 120, ("ACGT" * 30)[20:], 2)
     assert items[2] == Skipped(1, "short", 3, "shorter than the model's minimum of 10 bp")
     assert [(w.start, w.end) for w in items[3:]] == [(0, 100), (10, 110)]
     assert items[4].sequence == ("A" * 50 + "C" * 60)[10:]

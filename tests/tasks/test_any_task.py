@@ -172,8 +172,9 @@ def chain(task_data: Path, genome: tuple[Path, str], out: Path, mode: str, capsy
     records.write_text("".join(f">w{s}\n{chr17[s:s + info.window_bp]}\n" for s in starts))
     assert main(["task", "predict", str(records), "--model", str(model), "--out", str(out / "predict.tsv")]) == 0
     predicted = read_tsv(out / "predict.tsv")
-    assert list(predicted[0]) == ["ordinal", "id", *names]
-    assert [(row["ordinal"], row["id"]) for row in predicted] == [("0", "w1000"), ("1", "w3000"), ("2", "w5000")]
+    assert list(predicted[0]) == ["record", "id", "length", "windows", *names, "error"]
+    assert [(row["record"], row["id"], row["windows"]) for row in predicted] == [
+        ("1", "w1000", "1"), ("2", "w3000", "1"), ("3", "w5000", "1")]
 
     (out / "regions.bed").write_text("chr17\t1000\t1600\n")
     tracks = out / "scan.bw"
@@ -197,7 +198,7 @@ def chain(task_data: Path, genome: tuple[Path, str], out: Path, mode: str, capsy
     effects = read_tsv(out / "effects.tsv")
     assert len(effects) == len(positions) * len(names) and {row["profile"] for row in effects} == set(names)
 
-    assert main(["explain", "--model", str(model), "--fasta", str(records), "--out", str(out / "explain"),
+    assert main(["explain", "--model", str(model), str(records), "--out", str(out / "explain"),
                  "--output", names[-1], "--ism-window", "12", "--gradients", "input-x-gradient",
                  "--logo-width", "12"]) == 0
     target = out / "explain" / f"{len(names) - 1}_{names[-1]}"

@@ -74,7 +74,8 @@ def test_a_three_class_task_trains_a_softmax_and_reports_network_kmer_and_stack(
     assert main(["task", "predict", str(three_classes / "rows.csv"), "--model", str(out / "model"),
                  "--out", str(table)]) == 0
     lines = table.read_text().splitlines()
-    assert lines[0] == "ordinal\tid\ta\tb\tc" and len(lines) == 241 and lines[1].startswith("0\trow1\t")
+    assert lines[0] == "record\tid\tlength\twindows\ta\tb\tc\terror" and len(lines) == 241
+    assert lines[1].startswith("1\trow1\t")
 
 
 @pytest.mark.slow

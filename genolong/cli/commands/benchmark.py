@@ -20,7 +20,7 @@ def register(subparsers) -> None:
         "benchmark", help="run a benchmark suite (tasks x models x modes x seeds) with intervals and leakage checks",
         description="Read every task of SUITE.yaml (layouts gue, nt, genomic_benchmarks, genomic_benchmarks_csv, "
         "fasta, csv) into OUT/tasks, check the suite (layouts, splits, problem types) before any training, then "
-        "fine-tune every task x model x mode x seed and write OUT/results.csv, OUT/summary.md (mean and 95%% "
+        "fine-tune every task x model x mode x seed and write OUT/results.csv, OUT/summary.md (mean and 95% "
         "t-interval over seeds, the k-mer baseline, leakage between train and test) and OUT/figure.png. A rerun "
         "reads finished cells back and continues an interrupted one. `genolong benchmark report DIR` redraws "
         "the summary and the figure of DIR.")

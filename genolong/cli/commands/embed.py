@@ -6,7 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from genolong.cli.arguments import add_precision_argument, model_directory, positive_int
+from genolong.cli.arguments import (
+    add_deprecated_option,
+    add_model_argument,
+    add_precision_argument,
+    positive_int,
+)
 from genolong.cli.outputs import declare
 
 
@@ -19,18 +24,18 @@ def register(subparsers) -> None:
         "The HDF5 file holds 'ids' (N,) and 'embeddings' (N, n_layers, H) float32, or with --per-base a group "
         "'per_base' of one (n_layers, L, H) dataset per record (named by its 0-based position, attribute 'id'): "
         "each base gets the vector of the token that covers it. A CSV/TSV table needs a 'sequence' column "
-        "('id' optional). BED/narrowPeak regions (--bed with --genome) are read as `task prepare` reads them: "
+        "('id' optional). BED/narrowPeak regions (--regions with --genome) are read as `task prepare` reads them: "
         "with --length N, N bp centred on each region (its narrowPeak summit when given), else the region itself; "
         "ids from the name column, else chrom:start-end. A record longer than the model's input, or a character outside the IUPAC codes, "
         "stops the run with exit status 2 and no output file.",
     )
     parser.add_argument("sequences", type=Path, nargs="?", help="FASTA file (plain or gzip), or .csv/.tsv table")
-    parser.add_argument("--bed", type=Path, help="BED or narrowPeak regions instead of SEQUENCES (with --genome)")
-    parser.add_argument("--genome", type=Path, help="FASTA genome of the --bed regions (plain or bgzip)")
+    parser.add_argument("--regions", type=Path, help="BED or narrowPeak regions instead of SEQUENCES (with --genome)")
+    add_deprecated_option(parser, "--bed", "--regions", type=Path)
+    parser.add_argument("--genome", type=Path, help="FASTA genome of the --regions (plain or bgzip)")
     parser.add_argument("--length", type=positive_int, metavar="N",
-                        help="with --bed: N bp centred on each region (default: the region itself)")
-    parser.add_argument("--model", type=model_directory, required=True, metavar="DIR",
-                        help="model directory, or a pretrain/finetune run directory (RUN stands for RUN/model)")
+                        help="with --regions: N bp centred on each region (default: the region itself)")
+    add_model_argument(parser, "model")
     parser.add_argument("--out", type=Path, required=True, help="HDF5 file to write")
     parser.add_argument("--layers", type=int, nargs="+", default=[-1], metavar="I",
                         help="hidden layers: 0 the token embeddings, i block i's output, -1 the last (default: -1)")
@@ -43,7 +48,7 @@ def register(subparsers) -> None:
     parser.add_argument("--device", default="auto", help="auto (GPU when present), cpu, cuda, ...")
     add_precision_argument(parser)
     parser.set_defaults(func=run)
-    declare(parser, inputs=["sequences", "bed", "genome", "model"], files=["out"])
+    declare(parser, inputs=["sequences", "regions", "genome", "model"], files=["out"])
 
 
 def run(args) -> None:
@@ -54,14 +59,14 @@ def run(args) -> None:
     from genolong.core.errors import UserError
     from genolong.inference.embed import read_sequences, write_embeddings
 
-    if (args.sequences is None) == (args.bed is None) or (args.bed is None) != (args.genome is None):
-        raise UserError("give SEQUENCES (FASTA or CSV/TSV), or --bed with --genome")
-    if args.length is not None and args.bed is None:
-        raise UserError("--length goes with --bed")
-    if args.bed is not None:
+    if (args.sequences is None) == (args.regions is None) or (args.regions is None) != (args.genome is None):
+        raise UserError("give SEQUENCES (FASTA or CSV/TSV), or --regions with --genome")
+    if args.length is not None and args.regions is None:
+        raise UserError("--length goes with --regions")
+    if args.regions is not None:
         from genolong.datasets.task_inputs import bed_records
 
-        records, source = bed_records(args.bed, args.genome, args.length), args.bed
+        records, source = bed_records(args.regions, args.genome, args.length), args.regions
     else:
         records, source = read_sequences(args.sequences), args.sequences
     embedder = Embedder.load(args.model, layers=tuple(args.layers), pooling=args.pooling, device=args.device,

@@ -19,7 +19,7 @@ def add_parser(commands) -> None:
         "per class (TF, DHS, HM) next to the published DeepSEA and BigBird rows. Profiles "
         "without both positives and negatives in the evaluated rows have no AUC (empty cells).",
     )
-    add_classifier_argument(chromatin, "chromatin classifier", required=True)
+    add_classifier_argument(chromatin, "chromatin classifier", required=True, promoter=False)
     chromatin.add_argument("--data", type=Path, required=True, help="prepared chromatin directory")
     chromatin.add_argument("--out", type=Path, required=True, help="aucs.csv to write")
     chromatin.add_argument("--split", default="test", help="split to evaluate (default: test)")

@@ -5,7 +5,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from genolong.cli.arguments import add_classifier_argument, add_precision_argument, positive_int
+from genolong.cli.arguments import (
+    add_classifier_argument,
+    add_deprecated_option,
+    add_precision_argument,
+    positive_int,
+)
 from genolong.cli.commands.variants import add_profiles
 from genolong.cli.outputs import OutputDirectory, declare
 
@@ -13,7 +18,7 @@ DESCRIPTION = (
     "Attribute a classifier's outputs to the bases of each input: every base of the central --ism-window bp "
     "mutated to the 3 others (each mutant retokenised), and captum gradients on the token embeddings spread "
     "back to bases, of each chosen output (--output NAME): a sigmoid's logit, a softmax class's probability, "
-    "a regression value. Inputs: the records of --fasta, or windows of the model's input length centred on the "
+    "a regression value. Inputs: the records of FASTA, or windows of the model's input length centred on the "
     "regions of --regions (BED) in --genome. Writes OUT/ohe.npz and, per output, ism.npz and gradients.npz "
     "((N, 4, L), channels A, C, G, T: the layout of modisco-lite) and a sequence-logo PNG per record."
 )
@@ -22,8 +27,9 @@ DESCRIPTION = (
 def register(subparsers) -> None:
     parser = subparsers.add_parser("explain", help="in-silico mutagenesis, gradient attributions and logos",
                                    description=DESCRIPTION)
+    parser.add_argument("fasta", type=Path, nargs="?", default=None, help="FASTA of model inputs (or --regions)")
+    add_deprecated_option(parser, "--fasta", "FASTA (the positional input)", dest="fasta_option", type=Path)
     add_classifier_argument(parser)
-    parser.add_argument("--fasta", type=Path, default=None, help="FASTA of model inputs")
     parser.add_argument("--regions", type=Path, default=None, help="BED of regions (with --genome)")
     parser.add_argument("--genome", type=Path, default=None, help="reference FASTA for --regions")
     parser.add_argument("--out", type=Path, required=True, help="output directory")
@@ -40,18 +46,23 @@ def register(subparsers) -> None:
                         help="bp shown in each logo: the most attributed stretch (default: 100)")
     parser.add_argument("--batch-size", type=positive_int, default=32, help="mutants per model call (default: 32)")
     parser.set_defaults(func=run)
-    declare(parser, inputs=["model", "fasta", "regions", "genome"],
+    declare(parser, inputs=["model", "fasta", "fasta_option", "regions", "genome"],
             directories={"out": OutputDirectory("explain", atomic=True)})
 
 
 def run(args) -> int:
+    from genolong.core.errors import UserError
     from genolong.core.progress import progress_bar
     from genolong.inference.explain.run import explain
+
+    if args.fasta is not None and args.fasta_option is not None:
+        raise UserError("give the FASTA once: --fasta is the deprecated spelling of the positional FASTA")
+    fasta = args.fasta if args.fasta_option is None else args.fasta_option
 
     progress = progress_bar(unit=" mutants", disable=None, file=sys.stderr, desc="in-silico mutagenesis")
     try:
         records = explain(
-            args.model, args.out, fasta=args.fasta, regions=args.regions, genome=args.genome, profiles=args.profiles,
+            args.model, args.out, fasta=fasta, regions=args.regions, genome=args.genome, profiles=args.profiles,
             ism_window=args.ism_window, gradients=args.gradients, ig_steps=args.ig_steps, logo_width=args.logo_width,
             batch_size=args.batch_size, device=args.device, precision=args.precision, progress=progress,
             say=lambda line: print(line, file=sys.stderr),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from genolong.cli.arguments import non_negative_int
+from genolong.cli.arguments import add_model_argument, non_negative_int
 from genolong.cli.outputs import OutputDirectory, declare
 
 
@@ -20,7 +20,7 @@ def register(subparsers) -> None:
         "at every multiple of L, without training and (--finetune-steps) after a short MLM fine-tune at the "
         "longest length, next to the model at L and the token-unigram baseline. Writes OUT/extrapolation.json, "
         ".tsv, .md (the table) and .png (the plot).")
-    parser.add_argument("--model", type=Path, required=True, help="genolong masked-LM model directory (full attention)")
+    add_model_argument(parser, "genolong masked-LM model (full attention)")
     parser.add_argument("--corpus", type=Path, required=True,
                         help="corpus built with the model's tokenizer (a pretrain run's OUT/corpus, or `genolong "
                         "corpus build`): its test split is read, its train split fine-tunes")

@@ -8,8 +8,8 @@ probabilities with those of its reverse complement.
 
 Bad input, by design:
 
-* a record shorter than the model's minimum gets a row whose ``error`` column says so,
-  and the run continues (one short contig must not stop a genome-wide scan);
+* a record shorter than the model's minimum, or whose every window is more than half N, gets a
+  row whose ``error`` column says so, and the run continues (one short contig must not stop a genome-wide scan);
 * a file that is not valid FASTA (empty, no header, a character outside the IUPAC codes)
   stops the run with exit status 2 and one line naming the file, line and record;
 * output files are written under temporary names and renamed when complete, so a run that
@@ -32,20 +32,22 @@ from genolong.cli.commands.scan import report_called
 from genolong.cli.outputs import declare
 
 BAD_INPUT = (
-    " Records shorter than --min-length get a row with the reason in the error column and the run "
-    "goes on; a file that is not valid FASTA (empty, no header, characters outside the IUPAC codes) "
+    " Records shorter than --min-length, and records whose every window is more than half N, get a row "
+    "with the reason in the error column and the run goes on; a file that is not valid FASTA (empty, no header, characters outside the IUPAC codes) "
     "stops the run with exit status 2 and no output file (files are renamed into place when complete)."
 )
 
 
-def _add_common(parser) -> None:
-    parser.add_argument("fasta", type=Path, help="FASTA file (plain, gzip or bgzip)")
+def add_record_arguments(parser) -> None:
+    """The arguments of every command that scores the records of an input in windows (its positional
+    input aside): ``--stride``, ``--rc``, ``--batch-size``, ``--min-length``, ``--device`` and
+    :func:`~genolong.cli.arguments.add_device_arguments`."""
     parser.add_argument(
         "--stride",
         type=positive_int,
         default=None,
         help="bp between scanning windows on records longer than the model window "
-        "(default: promoter half the window, chromatin 200)",
+        "(default: half the window; chromatin 200)",
     )
     parser.add_argument(
         "--rc", action="store_true", help="average each window's probabilities with its reverse complement's"
@@ -60,6 +62,15 @@ def _add_common(parser) -> None:
     parser.add_argument("--device", default="auto",
                         help="device of a one-process run: auto (GPU when present), cpu, cuda, cuda:1, ...")
     add_device_arguments(parser)
+
+
+#: ``--out`` of a prediction table (:class:`genolong.inference.predict.writers.Table`).
+TABLE_OUT = "table to write: CSV when its name ends in .csv, else tab-separated"
+
+
+def _add_common(parser) -> None:
+    parser.add_argument("fasta", type=Path, help="FASTA file (plain, gzip or bgzip)")
+    add_record_arguments(parser)
 
 
 def register(subparsers) -> None:
@@ -87,10 +98,10 @@ def add_promoter_parser(subparsers, name: str) -> None:
     _add_common(promoter)
     add_classifier_argument(promoter, "promoter classifier")
     promoter.add_argument(
-        "--out", type=Path, default=None, help="TSV of one row per record (default: stdout)"
+        "--out", type=Path, default=None, help=f"{TABLE_OUT} (default: TSV on stdout)"
     )
     promoter.add_argument(
-        "--windows", type=Path, default=None, help="also write one TSV row per scored window"
+        "--windows", type=Path, default=None, help=f"also write one row per scored window: {TABLE_OUT}"
     )
     promoter.add_argument(
         "--bed",
@@ -114,22 +125,25 @@ def add_chromatin_parser(commands) -> None:
         "predict",
         help="919 chromatin-profile probabilities for every FASTA record (or window)",
         description="One row per window (a record no longer than the model window is one window): record "
-        "(its 1-based position in the FASTA), id, length, start, end, then one column per DeepSEA profile "
+        "(its 1-based position in the FASTA), id, length, windows (of the record), start, end, then one column per "
+        "DeepSEA profile "
         "(Cell|Assay|Treatment), then error."
         + BAD_INPUT,
     )
     _add_common(chromatin)
-    add_classifier_argument(chromatin, "chromatin classifier", required=True)
-    chromatin.add_argument("--out", type=Path, required=True, help="TSV to write")
+    add_classifier_argument(chromatin, "chromatin classifier", required=True, promoter=False)
+    chromatin.add_argument("--out", type=Path, required=True, help=TABLE_OUT)
     chromatin.set_defaults(func=run_chromatin)
     declare(chromatin, inputs=["fasta", "model"], files=["out"])
 
 
-def _prediction(args):
+def prediction(args, fasta: Path, records=None):
+    """The :class:`~genolong.inference.predict.fasta.FastaPrediction` of the arguments of
+    :func:`add_record_arguments` (and ``--model``, ``--out``), of the input ``fasta`` (``records``: its reader)."""
     from genolong.inference.predict.fasta import FastaPrediction  # Lightning: imported when a command runs
 
     return FastaPrediction(
-        fasta=args.fasta, model=args.model, out=args.out, stride=args.stride, rc=args.rc,
+        fasta=fasta, records=records, model=args.model, out=args.out, stride=args.stride, rc=args.rc,
         batch_size=args.batch_size, min_length=args.min_length, device=args.device,
         accelerator=args.accelerator, devices=args.devices, num_nodes=args.num_nodes,
         precision=args.precision,
@@ -139,7 +153,7 @@ def _prediction(args):
 def run_promoter(args) -> int:
     from genolong.inference.predict.fasta import predict_promoters
 
-    result = predict_promoters(_prediction(args), windows=args.windows, bed=args.bed)
+    result = predict_promoters(prediction(args, args.fasta), windows=args.windows, bed=args.bed)
     if result is not None:
         counts, info = result
         print(f"{counts.records:,} records, {counts.windows:,} windows scored, {counts.promoters:,} predicted "
@@ -151,7 +165,7 @@ def run_promoter(args) -> int:
 def run_chromatin(args) -> int:
     from genolong.inference.predict.fasta import predict_chromatin
 
-    counts = predict_chromatin(_prediction(args))
+    counts = predict_chromatin(prediction(args, args.fasta))
     if counts is not None:
         print(f"{counts.records:,} records, {counts.windows:,} windows scored, {counts.skipped:,} too short "
               "to score", file=sys.stderr)

@@ -6,10 +6,17 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
 
-from genolong.cli.arguments import add_deprecated_alias, non_negative_int, positive_int
+from genolong.cli.arguments import (
+    add_classifier_argument,
+    add_deprecated_option,
+    non_negative_int,
+    positive_int,
+)
 from genolong.cli.commands import finetune
+from genolong.cli.commands.predict import BAD_INPUT, TABLE_OUT, add_record_arguments, prediction
 from genolong.cli.outputs import OutputDirectory, declare
 from genolong.datasets.task import PROBLEM_TYPES
 
@@ -56,7 +63,7 @@ def register(subparsers) -> None:
                         help="CSV/TSV (plain or gzip), Parquet, or a `datasets` save_to_disk directory; "
                         "SPLIT=PATH per split (train, valid or dev, test) keeps the given splits")
     inputs.add_argument("--regions", type=Path, help="BED or narrowPeak regions (with --genome and --window)")
-    add_deprecated_alias(inputs, "--bed", "--regions", type=Path)
+    add_deprecated_option(inputs, "--bed", "--regions", type=Path)
     columns = prepare.add_argument_group("columns")
     columns.add_argument("--sequence-column", help="table: the sequence column (default: sequence, seq, ...)")
     columns.add_argument("--label-column", dest="label_columns", action="append",
@@ -96,15 +103,15 @@ def register(subparsers) -> None:
             directories={"out": OutputDirectory("task-data", atomic=True)})
     predict = commands.add_parser(
         "predict", help="score the records of a FASTA file or a table with a fine-tuned model of any task",
-        description="One row per record: ordinal (0-based), id, and one column per model output (a "
-        "probability, or a value for regression). Each record is one model input; a record longer than the "
-        "model's max_len tokens keeps its central tokens.")
+        description="One row per record: record (its 1-based position in the input), id, length, windows "
+        "(scored), one column per model output (a probability, or a value for regression), error. A record "
+        "longer than the model's window is read in windows of it every --stride bp and gets each output's "
+        "best window's value, as fine-tuning validation scores it." + BAD_INPUT)
     predict.add_argument("inputs", type=Path, help="FASTA (plain, gzip, bgzip) or CSV/TSV/Parquet with a sequence column")
-    predict.add_argument("--model", type=Path, required=True, help="classifier directory (a finetune run's OUT/model)")
-    predict.add_argument("--out", type=Path, required=True, help="TSV to write")
+    add_classifier_argument(predict, required=True)
+    predict.add_argument("--out", type=Path, required=True, help=TABLE_OUT)
     predict.add_argument("--sequence-column", help="table: the sequence column (default: sequence, seq, ...)")
-    predict.add_argument("--rc", action="store_true", help="average each record with its reverse complement")
-    predict.add_argument("--batch-size", type=positive_int, default=64, help="records per model call (default 64)")
+    add_record_arguments(predict)
     predict.set_defaults(func=run_predict)
     declare(predict, inputs=["inputs", "model"], files=["out"])
     finetune.add_parser(
@@ -123,9 +130,16 @@ def run_prepare(args) -> int:
 
 def run_predict(args) -> int:
     from genolong.datasets.task_inputs import read_records
-    from genolong.inference.predict.table import predict_table
+    from genolong.dna.sequence import FastaRecord
+    from genolong.inference.predict.fasta import predict_records
 
-    count = predict_table(args.model, read_records(args.inputs, args.sequence_column), args.out,
-                          batch_size=args.batch_size, rc=args.rc)
-    print(f"wrote {args.out}: {count:,} records")
+    def records():
+        return (FastaRecord(name, sequence.upper(), "") for name, sequence in
+                read_records(args.inputs, args.sequence_column))
+
+    result = predict_records(prediction(args, args.inputs, records))
+    if result is not None:
+        counts, info = result
+        print(f"wrote {args.out}: {counts.records:,} records, {counts.windows:,} windows of {info.window_bp:,} bp "
+              f"scored, {counts.skipped:,} not scored (see the error column)", file=sys.stderr)
     return 0

@@ -140,7 +140,7 @@ def explain(
         raise UserError(f"the model has {len(names)} outputs: choose some with --profiles (e.g. CTCF, DHS)")
     columns = select_labels(names, profiles)
     if (fasta is None) == (regions is None) or (regions is not None and genome is None):
-        raise UserError("give --fasta FILE, or --regions BED with --genome FASTA")
+        raise UserError("give a FASTA file, or --regions BED with --genome FASTA")
     if ism_window is not None and ism_window < 1:
         raise UserError(f"--ism-window must be positive, got {ism_window}")
     window = classifier.info.window_bp

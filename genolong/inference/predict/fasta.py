@@ -1,7 +1,7 @@
-"""Score the records of a FASTA file with a classifier and write the tables (``genolong promoter predict``,
-its shortcut ``genolong predict-promoter``, and ``genolong chromatin predict``).
+"""Score the records of a FASTA file (or a table) with a classifier and write the tables (``genolong promoter
+predict``, its shortcut ``genolong predict-promoter``, ``genolong chromatin predict`` and ``genolong task predict``).
 
-The FASTA (plain, gzip or bgzip) is streamed one record at a time; a record longer than the model's
+The input is streamed one record at a time; a record longer than the model's
 window is scanned in windows ``stride`` bp apart (:mod:`genolong.classifier.records`); ``rc`` averages
 each window's probabilities with its reverse complement's. More than one device or node scores the
 windows on several ranks and merges them into the same files (:mod:`genolong.inference.predict.loop`).
@@ -10,21 +10,25 @@ windows on several ranks and merges them into the same files (:mod:`genolong.inf
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from genolong.classifier.directory import Classifier, StrandAveraged, default_promoter_model, describe_model
-from genolong.classifier.records import record_stride
+from genolong.classifier.records import check_stride, record_stride
 from genolong.classifier.task_info import TaskInfo
 from genolong.core.errors import UserError
 from genolong.core.files import work_path
 from genolong.core.progress import progress_bar
+from genolong.dna.sequence import FastaRecord, read_fasta
 from genolong.inference.predict.loop import ranks_trainer, score_records
 from genolong.inference.predict.writers import (
     PredictionCounts,
+    Table,
     open_outputs,
     write_chromatin_table,
     write_promoter_tables,
+    write_record_table,
 )
 from genolong.tasks.chromatin import CHROMATIN
 from genolong.tasks.promoter import PROMOTER
@@ -35,10 +39,14 @@ from genolong.tasks.task import load_classifier
 class FastaPrediction:
     """What to score and how. ``model`` None: the shipped promoter model. ``out`` None: standard output
     (one rank only). ``stride`` / ``min_length`` None: the model's defaults (promoter: half the window;
-    minimum: the model's ``min_bp``; chromatin: the stride of its inference spec, DeepSEA's 200 bp). ``device`` is that of a one-process run; ``precision``: ``auto``, ``32`` or
-    ``bf16`` (:mod:`genolong.runtime.precision`)."""
+    minimum: the model's ``min_bp``; chromatin: the stride of its inference spec, DeepSEA's 200 bp, at most the
+    window; a stride above the window is refused). ``device``
+    is that of a one-process run; ``precision``: ``auto``, ``32`` or ``bf16`` (:mod:`genolong.runtime.precision`).
+    ``records`` reads the input's records (``name``, upper-case ``sequence``) anew on each call; None: the
+    records of the FASTA file ``fasta`` (which names the input on the progress bar)."""
 
     fasta: Path
+    records: Callable[[], Iterable[FastaRecord]] | None = None
     model: Path | None = None
     out: Path | None = None
     stride: int | None = None
@@ -52,7 +60,7 @@ class FastaPrediction:
     precision: str = "auto"
 
 
-def _load(run: FastaPrediction, path: Path, task: str):
+def _load(run: FastaPrediction, path: Path, task: str | None):
     """The classifier, on this rank's device, and the Trainer of a run on several ranks (None for one)."""
     trainer = ranks_trainer(run.accelerator, run.devices, run.num_nodes, run.precision)
     if trainer is not None and run.out is None:
@@ -66,9 +74,15 @@ def _scored_records(run: FastaPrediction, classifier: Classifier, trainer, defau
     info = classifier.info
     progress = None if trainer is not None else progress_bar(unit=" windows", disable=None, file=sys.stderr,
                                                      desc=run.fasta.name)
+
+    def records():
+        return read_fasta(run.fasta, unique_names=False) if run.records is None else run.records()
+
+    stride = default_stride if run.stride is None else run.stride
+    check_stride(stride, info.window_bp)  # before any output is opened
     return score_records(
-        run.fasta, StrandAveraged(classifier) if run.rc else classifier, window=info.window_bp,
-        stride=default_stride if run.stride is None else run.stride,
+        records, run.fasta.name, StrandAveraged(classifier) if run.rc else classifier, window=info.window_bp,
+        stride=stride,
         min_length=info.min_bp if run.min_length is None else run.min_length, batch_size=run.batch_size,
         trainer=trainer, parts=None if run.out is None else work_path(run.out, "parts"),
         progress=progress,
@@ -90,8 +104,8 @@ def predict_promoters(run: FastaPrediction, *, windows: Path | None = None,
     extra = [path for path in (windows, bed) if path is not None]
     with open_outputs(run.out, *extra) as handles:
         counts = write_promoter_tables(
-            records, classifier.info.threshold, header, handles[0],
-            windows=handles[1] if windows else None, bed=handles[-1] if bed else None,
+            records, classifier.info.threshold, header, Table.for_path(handles[0], run.out),
+            windows=Table.for_path(handles[1], windows) if windows else None, bed=handles[-1] if bed else None,
             strand="." if run.rc else "+",
         )
     return counts, classifier.info
@@ -101,8 +115,24 @@ def predict_chromatin(run: FastaPrediction) -> PredictionCounts | None:
     """Write one row of profile probabilities per window to ``run.out``
     (:func:`~genolong.inference.predict.writers.write_chromatin_table`); None on a rank other than 0."""
     classifier, trainer = _load(run, run.model, CHROMATIN.name)
-    records = _scored_records(run, classifier, trainer, classifier.info.inference.scan_stride)
+    info = classifier.info
+    records = _scored_records(run, classifier, trainer, min(info.inference.scan_stride, info.window_bp))
     if records is None:
         return None
     with open_outputs(run.out) as (out,):
-        return write_chromatin_table(records, classifier.info.label_names, out)
+        return write_chromatin_table(records, classifier.info.label_names, Table.for_path(out, run.out))
+
+
+def predict_records(run: FastaPrediction) -> tuple[PredictionCounts, TaskInfo] | None:
+    """Write one row per record to ``run.out`` for a classifier of any task
+    (:func:`~genolong.inference.predict.writers.write_record_table`), its records read in windows of the model's
+    ``window_bp`` every ``run.stride`` bp (default :func:`~genolong.classifier.records.record_stride`, as
+    fine-tuning validation reads them). Returns the counts and the model's task description; None on a
+    rank other than 0."""
+    classifier, trainer = _load(run, run.model, None)
+    records = _scored_records(run, classifier, trainer, record_stride(classifier.info.window_bp))
+    if records is None:
+        return None
+    with open_outputs(run.out) as (out,):
+        counts = write_record_table(records, classifier.info.label_names, Table.for_path(out, run.out))
+    return counts, classifier.info

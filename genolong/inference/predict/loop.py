@@ -1,4 +1,4 @@
-"""``predict-promoter`` / ``chromatin predict`` over FASTA records, on one process or many ranks.
+"""``predict-promoter`` / ``chromatin predict`` / ``task predict`` over FASTA records, on one process or many ranks.
 
 One process (the default: one device, one node) streams as :mod:`genolong.classifier.records` does, with
 no Lightning and no files in between. With ``--devices N`` or ``--num-nodes M`` the windows run
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import itertools
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import lightning.pytorch as pl
@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 from genolong.classifier.records import Window, group_by_record, iter_windows, score_windows
-from genolong.dna.sequence import read_fasta
+from genolong.dna.sequence import FastaRecord
 from genolong.inference.loop import PartWriter, build_trainer, predict
 
 
@@ -130,11 +130,14 @@ class ReplayedScorer:
         return rows
 
 
-def score_records(fasta: Path, scorer, *, window: int, stride: int, min_length: int, batch_size: int,
-                  trainer: pl.Trainer | None, parts: Path | None, progress) -> Iterator | None:
-    """The records of ``fasta``, windowed, scored and grouped (:func:`~genolong.classifier.records.group_by_record`).
+def score_records(records: Callable[[], Iterable[FastaRecord]], name: str, scorer, *, window: int, stride: int,
+                  min_length: int, batch_size: int, trainer: pl.Trainer | None, parts: Path | None,
+                  progress) -> Iterator | None:
+    """The records ``records()`` yields (every rank reads them), windowed, scored and grouped
+    (:func:`~genolong.classifier.records.group_by_record`).
 
     Args:
+        name: the input's name, on progress bars.
         scorer: ``probabilities(sequences) -> (B, C)`` and ``info`` (on this rank's device).
         trainer: from :func:`ranks_trainer`; None: score in this process, lazily.
         parts: the parts directory of a run on several ranks (beside the output).
@@ -145,13 +148,13 @@ def score_records(fasta: Path, scorer, *, window: int, stride: int, min_length: 
     """
 
     def windows():
-        return iter_windows(read_fasta(fasta, unique_names=False), window, stride, min_length)
+        return iter_windows(records(), window, stride, min_length)
 
     if trainer is None:
         return _streamed(windows, scorer, batch_size, progress)
     rank, world = trainer.global_rank, trainer.world_size
     loader = torch.utils.data.DataLoader(WindowBatches(windows, batch_size, rank, world), batch_size=None)
-    writer = RankFileWriter(parts, progress=progress is not None, description=fasta.name)
+    writer = RankFileWriter(parts, progress=progress is not None, description=name)
     try:
         predict(trainer, ProbabilityModule(scorer), loader, writer,
                 resume="run the same command again")

@@ -1,31 +1,68 @@
-"""The tables of a FASTA prediction run (``genolong promoter predict``, ``genolong chromatin predict``):
-TSV rows per record or window and BED regions, written as the scored records stream in.
+"""The tables of a prediction run (``genolong promoter predict``, ``genolong chromatin predict``, ``genolong
+task predict``): rows per record or window and BED regions, written as the scored records stream in.
 
 The writers take the stream of :func:`genolong.inference.predict.loop.score_records`: one
 ``(first, pairs)`` per record, where ``first`` is the record's first :class:`~genolong.classifier.records.Window`
 or its :class:`~genolong.classifier.records.Skipped` reason, and ``pairs`` yields ``(window, probabilities (C,))``.
-Probabilities are written with 4 decimals; a skipped record gets one row with its reason in ``error``.
-Every row starts with ``record``, the 1-based position of its record in the FASTA: ids may repeat
-(a header's first word), the ordinal joins a row back to its record.
+Values are written with 4 decimals (task tables: 6 significant digits); a skipped record gets one row
+with its reason in ``error``.
+
+Every table starts with the columns :data:`RECORD_COLUMNS` (:func:`record_cells`): ``record``, the
+1-based position of its record in the input (ids may repeat: a FASTA header's first word), ``id``,
+``length`` in bp and ``windows``, the number of windows of the record that were scored. A table is
+tab-separated, or comma-separated when its path ends in ``.csv`` (:class:`Table`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import csv
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from genolong.classifier.records import RegionMerger, Skipped
+import numpy as np
+
+from genolong.classifier.records import RegionMerger, Skipped, Window
 from genolong.core.files import atomic_path
 
-PROMOTER_COLUMNS = ("record", "id", "length", "windows", "probability", "label", "error")
-WINDOW_COLUMNS = ("record", "id", "start", "end", "probability", "label")
-CHROMATIN_FIXED_COLUMNS = ("record", "id", "length", "start", "end")
+#: The first columns of every prediction table.
+RECORD_COLUMNS = ("record", "id", "length", "windows")
+PROMOTER_COLUMNS = (*RECORD_COLUMNS, "probability", "label", "error")
+#: The first columns of the tables of one row per window (``chromatin predict``, ``predict-promoter --windows``).
+WINDOW_COLUMNS = (*RECORD_COLUMNS, "start", "end")
 #: What the ``record`` column holds, for the tables' header comment and ``--help``.
 RECORD_COLUMN = "record: 1-based position of the record in the FASTA"
+
+
+def record_cells(item: Window | Skipped) -> list[str]:
+    """The :data:`RECORD_COLUMNS` cells of the record of ``item``."""
+    return [str(item.record + 1), item.name, str(item.record_length), str(item.windows)]
+
+
+class Table:
+    """Rows of cells into ``handle``: tab-separated, or CSV (quoted where needed) with ``comma``."""
+
+    def __init__(self, handle: TextIO, *, comma: bool = False):
+        self.handle = handle
+        self.csv = csv.writer(handle, lineterminator="\n") if comma else None
+
+    @classmethod
+    def for_path(cls, handle: TextIO, path: Path | None) -> Table:
+        """The table of ``path``: CSV when it ends in ``.csv``, else tab-separated (standard output too)."""
+        return cls(handle, comma=path is not None and Path(path).suffix.lower() == ".csv")
+
+    def comment(self, text: str) -> None:
+        """``text``: ``#`` lines, written as they are."""
+        self.handle.write(text)
+
+    def row(self, cells: Sequence[str]) -> None:
+        if self.csv is None:
+            self.handle.write("\t".join(cells) + "\n")
+        else:
+            self.csv.writerow(cells)
 
 
 @dataclass
@@ -65,21 +102,20 @@ def _write_regions(bed: TextIO, name: str, regions: list[tuple[int, int, float]]
                    for start, end, score in regions)
 
 
-def _scored(records: Iterable, counts: PredictionCounts, out: TextIO, skipped_cells: str) -> Iterator:
+def _scored(records: Iterable, counts: PredictionCounts, out: Table, empty: int) -> Iterator:
     """The scored records of ``records``; each record is counted, and a skipped one gets its row in ``out``:
-    record (1-based), id, length, ``skipped_cells`` (the tab-separated cells between length and error), its
-    reason."""
+    :func:`record_cells`, ``empty`` empty cells, its reason."""
     for first, pairs in records:
         counts.records += 1
         if isinstance(first, Skipped):
             counts.skipped += 1
-            out.write(f"{first.record + 1}\t{first.name}\t{first.record_length}{skipped_cells}{first.error}\n")
+            out.row([*record_cells(first), *[""] * empty, first.error])
             continue
         yield first, pairs
 
 
-def write_promoter_tables(records: Iterable, threshold: float, header: str, out: TextIO, *,
-                          windows: TextIO | None = None, bed: TextIO | None = None,
+def write_promoter_tables(records: Iterable, threshold: float, header: str, out: Table, *,
+                          windows: Table | None = None, bed: TextIO | None = None,
                           strand: str = "+") -> PredictionCounts:
     """One row per record in ``out`` (the best window's probability and label), one per window in
     ``windows``, and the merged windows at or above ``threshold`` as BED6 lines (score = 1000 x probability)
@@ -87,16 +123,19 @@ def write_promoter_tables(records: Iterable, threshold: float, header: str, out:
     line saying what ``record`` holds."""
     header += f"# {RECORD_COLUMN}\n"
     counts = PredictionCounts()
-    out.write(header + "\t".join(PROMOTER_COLUMNS) + "\n")
+    out.comment(header)
+    out.row(PROMOTER_COLUMNS)
     if windows:
-        windows.write(header + "\t".join(WINDOW_COLUMNS) + "\n")
-    for first, pairs in _scored(records, counts, out, "\t0\t\t\t"):  # 0 windows, no probability or label
-        scored, best, regions = 0, 0.0, RegionMerger(threshold)
+        windows.comment(header)
+        windows.row((*WINDOW_COLUMNS, "probability", "label"))
+    for first, pairs in _scored(records, counts, out, 2):  # no probability or label
+        best, regions = 0.0, RegionMerger(threshold)
         for window, probabilities in pairs:
             score = float(probabilities[0])
-            scored, best = scored + 1, max(best, score)
+            best = max(best, score)
             if windows:
-                windows.write(f"{window.record + 1}\t{window.name}\t{window.start}\t{window.end}\t{_cell(score)}\t{int(score >= threshold)}\n")
+                windows.row([*record_cells(window), str(window.start), str(window.end), _cell(score),
+                             str(int(score >= threshold))])
             closed = regions.add(window.start, window.end, score)
             counts.called_bp += sum(end - start for start, end, _ in closed)
             if bed:
@@ -105,21 +144,36 @@ def write_promoter_tables(records: Iterable, threshold: float, header: str, out:
         counts.called_bp += sum(end - start for start, end, _ in closed)
         if bed:
             _write_regions(bed, first.name, closed, strand)
-        counts.windows += scored
+        counts.windows += first.windows
         counts.scored_bp += first.record_length
         counts.promoters += best >= threshold
-        out.write(f"{first.record + 1}\t{first.name}\t{first.record_length}\t{scored}\t{_cell(best)}\t{int(best >= threshold)}\t\n")
+        out.row([*record_cells(first), _cell(best), str(int(best >= threshold)), ""])
     return counts
 
 
-def write_chromatin_table(records: Iterable, label_names: list[str], out: TextIO) -> PredictionCounts:
-    """One row per window: record (1-based), id, record length, start, end, one probability per profile in
-    ``label_names``, then error (a skipped record's reason, with empty probabilities)."""
+def write_chromatin_table(records: Iterable, label_names: list[str], out: Table) -> PredictionCounts:
+    """One row per window: :data:`WINDOW_COLUMNS` (the record's columns, then the window's start and end),
+    one probability per profile in ``label_names``, then error (a skipped record's reason, with empty
+    start, end and probabilities)."""
     counts = PredictionCounts()
-    out.write("\t".join((*CHROMATIN_FIXED_COLUMNS, *label_names, "error")) + "\n")
-    for _, pairs in _scored(records, counts, out, "\t\t\t" + "\t" * len(label_names)):  # no start, end, probabilities
+    out.row((*WINDOW_COLUMNS, *label_names, "error"))
+    for _, pairs in _scored(records, counts, out, 2 + len(label_names)):
         for window, probabilities in pairs:
             counts.windows += 1
-            cells = "\t".join(map(_cell, probabilities))
-            out.write(f"{window.record + 1}\t{window.name}\t{window.record_length}\t{window.start}\t{window.end}\t{cells}\t\n")
+            out.row([*record_cells(window), str(window.start), str(window.end), *map(_cell, probabilities), ""])
+    return counts
+
+
+def write_record_table(records: Iterable, label_names: list[str], out: Table) -> PredictionCounts:
+    """One row per record: :data:`RECORD_COLUMNS`, one value per output in ``label_names`` (6 significant
+    digits), then error. A record read in several windows gets each output's best window's value, as
+    fine-tuning validation and evaluation score it (:func:`~genolong.classifier.records.best_per_record`)."""
+    counts = PredictionCounts()
+    out.row((*RECORD_COLUMNS, *label_names, "error"))
+    for first, pairs in _scored(records, counts, out, len(label_names)):
+        best = np.full(len(label_names), -np.inf, dtype=np.float32)  # (C,)
+        for _, probabilities in pairs:
+            best = np.maximum(best, probabilities)
+        counts.windows += first.windows
+        out.row([*record_cells(first), *(f"{value:.6g}" for value in best), ""])
     return counts

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from genolong.classifier.records import check_stride
 from genolong.core.errors import UserError
 from genolong.inference.bed import read_bed_regions
 
@@ -75,9 +76,7 @@ class ScanPlan:
                  batch_bins: int):
         if window < 1 or stride < 1 or batch_bins < 1:
             raise UserError(f"window, stride and batch size must be positive, got {window}, {stride}, {batch_bins}")
-        if stride > window:
-            raise UserError(f"--stride {stride} is larger than the model's window of {window} bp: "
-                            "bases between windows would never be scored")
+        check_stride(stride, window)
         self.window, self.stride, self.batch_bins = window, stride, batch_bins
         self.chromosomes: list[ChromosomePlan] = []
         first_batch = 0
