@@ -197,7 +197,7 @@ def test_no_help_prints_a_doubled_percent_sign():
 # -- the table of docs/guide/prediction.md ----------------------------------------------------
 def contract_rows() -> dict[str, list[str]]:
     """The rows of the contract table in docs/guide/prediction.md: command -> its cells after the first."""
-    text = (Path(__file__).resolve().parents[1] / "docs" / "guide" / "prediction.md").read_text()
+    text = (Path(__file__).resolve().parents[2] / "docs" / "guide" / "prediction.md").read_text()
     section = text.split("## One contract for every command", 1)[1].split("\n## ", 1)[0]
     rows = [[cell.strip() for cell in line.strip().strip("|").split("|")] for line in section.splitlines()
             if line.startswith("| `")]
