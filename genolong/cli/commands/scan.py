@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from genolong.classifier.records import MAX_N_FRACTION
 from genolong.cli.arguments import (
     add_classifier_argument,
     add_device_arguments,
@@ -60,8 +61,9 @@ def register(subparsers) -> None:
                         help="species of the genome (e.g. 'Homo sapiens' or human): a promoter model that calls "
                         "more than 5%% of a species its card does not list adds a line of caution")
     parser.add_argument("--skipped", type=Path, default=None, help="BED of the bins left without a score, and why")
-    parser.add_argument("--max-n-fraction", type=fraction, default=0.5,
-                        help="skip windows with a larger fraction of N (default: 0.5)")
+    parser.add_argument("--max-n-fraction", type=fraction, default=MAX_N_FRACTION,
+                        help=f"skip windows with a larger fraction of N (default: {MAX_N_FRACTION}, as every "
+                        "prediction command)")
     parser.add_argument("--batch-size", type=positive_int, default=128, help="windows per model call (default: 128)")
     parser.add_argument("--workers", type=non_negative_int, default=1,
                         help="DataLoader processes reading and tokenising (default: 1)")
