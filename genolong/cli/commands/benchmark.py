@@ -9,6 +9,7 @@ from pathlib import Path
 
 import yaml
 
+from genolong.cli.arguments import add_config_arguments, config_overrides
 from genolong.cli.outputs import OutputDirectory, declare
 from genolong.core.errors import UserError
 
@@ -23,10 +24,12 @@ def register(subparsers) -> None:
         "fine-tune every task x model x mode x seed and write OUT/results.csv, OUT/summary.md (mean and 95% "
         "t-interval over seeds, the k-mer baseline, leakage between train and test) and OUT/figure.png. A rerun "
         "reads finished cells back and continues an interrupted one. `genolong benchmark report DIR` redraws "
-        "the summary and the figure of DIR.")
+        "the summary and the figure of DIR. --set KEY=VALUE sets a key of the suite (--set root=GUE_DIR: the folder "
+        "the task paths are relative to).")
     parser.add_argument("suite", type=Path, metavar="SUITE.yaml", help="the suite, or the word `report`")
     parser.add_argument("directory", type=Path, nargs="?", help="report: the benchmark directory to redraw")
     parser.add_argument("--out", type=Path, help="the benchmark directory (created, or continued)")
+    add_config_arguments(parser, ())
     parser.set_defaults(func=run)
     declare(parser, inputs=["suite"], directories={"out": OutputDirectory("benchmark"),
                                                    "directory": OutputDirectory("benchmark")})
@@ -43,20 +46,23 @@ def run(args) -> int:
         return 0
     if args.out is None or args.directory is not None:
         raise UserError("usage: genolong benchmark SUITE.yaml --out DIR")
-    rows = run_suite(args.suite, args.out)
+    rows = run_suite(args.suite, args.out, overrides=config_overrides(args))
     print(f"wrote {args.out / 'results.csv'} ({len(rows)} rows), {args.out / 'summary.md'}, {args.out / 'figure.png'}")
     return 0
 
 
-def run_suite(suite_path: Path, out: Path, **options) -> list[dict]:
-    """Load and pin the suite, prepare its tasks in ``out/tasks``, run it (``options``: see
-    :func:`genolong.experiments.suites.runner.run_benchmark`)."""
+def run_suite(suite_path: Path, out: Path, overrides: dict | None = None, **options) -> list[dict]:
+    """Load the suite (with the ``--set`` ``overrides``) and pin it, prepare its tasks in
+    ``out/tasks``, run it (``options``: see :func:`genolong.experiments.suites.runner.run_benchmark`)."""
     from genolong.core.files import atomic_write_text
     from genolong.experiments.suites.runner import run_benchmark, task_directory
     from genolong.experiments.suites.suite import load_suite, pinned
     from genolong.prep.benchmark_layouts import prepare_layout
 
-    suite = load_suite(suite_path)
+    suite = load_suite(suite_path, overrides)
+    if suite.skipped:
+        print(f"skipped {len(suite.skipped)} tasks whose folder is not under {suite.root or suite_path.parent}: "
+              + ", ".join(suite.skipped))
     text = yaml.safe_dump(pinned(suite), sort_keys=False)
     saved = out / "suite.yaml"
     if saved.is_file() and saved.read_text() != text:

@@ -1,12 +1,15 @@
 """A benchmark's reports from its rows: ``results.csv`` (one row per task x model x mode x seed,
-and one per task for the k-mer baseline), ``leakage.csv``, ``summary.md`` and ``figure.png``.
+and one per task for the k-mer baseline: only what was measured), ``references.csv`` (the numbers
+others published, from the suite), ``leakage.csv``, ``summary.md`` and ``figure.png``.
 
 ``summary.md`` has, per task, the headline metric and AUROC of every model and mode as
 ``mean ± half-width`` of the Student's t interval over seeds
 (:func:`genolong.evaluation.metrics.mean_interval`), the best mean of each task in
-bold, the k-mer baseline as its own row, and the leakage table with the metric recomputed
-without the leaked test rows. :func:`redraw` rewrites the summary and the figure from
-``results.csv`` and the tasks' ``leakage.json`` (``genolong benchmark report DIR``).
+bold, the k-mer baseline as its own row, the published references beside each model (the
+difference, and whether the published number lies inside our interval), and the leakage table with
+the metric recomputed without the leaked test rows. The figure marks each published number as a
+line across its task's bars. :func:`redraw` rewrites the summary and the figure from
+``results.csv``, ``references.csv`` and the tasks' ``leakage.json`` (``genolong benchmark report DIR``).
 """
 
 from __future__ import annotations
@@ -27,7 +30,11 @@ from genolong.evaluation.metrics import mean_interval
 COLUMNS = ("task", "model", "mode", "seed", "metric", "value", "accuracy", "f1", "mcc", "auroc",
            "value_without_leaked", "auroc_without_leaked", "test_rows", "test_rows_without_leaked", "steps")
 #: leakage.csv's columns.
-LEAKAGE_COLUMNS = ("task", "test_rows", "exact", "reverse_complement", "near", "leaked", "k", "cut")
+LEAKAGE_COLUMNS = ("task", "test_rows", "exact", "reverse_complement", "near", "leaked", "k", "cut", "conflicting")
+#: references.csv's columns: ``value`` on our metric's scale, ``published`` as the source wrote it.
+REFERENCE_COLUMNS = ("task", "reference", "metric", "value", "published", "source")
+#: The line of each published reference in the figure, in the order they first appear.
+_LINE_STYLES = ("--", ":", "-.", (0, (5, 1)), (0, (1, 3)))
 _FLOATS = ("value", "accuracy", "f1", "mcc", "auroc", "value_without_leaked", "auroc_without_leaked")
 
 
@@ -43,19 +50,32 @@ def _csv(rows: list[dict], columns) -> str:
     return text.getvalue()
 
 
-def read_results(out: Path) -> list[dict]:
-    """The rows of ``out/results.csv`` (metrics as floats)."""
-    path = out / "results.csv"
+def _read_csv(path: Path, columns, floats) -> list[dict]:
     try:
         with open(path, newline="") as handle:
-            rows = list(csv.DictReader(handle))
+            reader = csv.DictReader(handle)
+            rows = list(reader)
     except FileNotFoundError:
         raise InputError(path, "missing: not a finished benchmark directory") from None
-    if not rows or tuple(rows[0]) != COLUMNS:
-        raise InputError(path, f"columns are not {', '.join(COLUMNS)}", line=1)
+    if tuple(reader.fieldnames or ()) != columns:
+        raise InputError(path, f"columns are not {', '.join(columns)}", line=1)
     for row in rows:
-        row.update({k: float(row[k]) for k in _FLOATS})
+        row.update({k: float(row[k]) for k in floats})
     return rows
+
+
+def read_results(out: Path) -> list[dict]:
+    """The rows of ``out/results.csv`` (metrics as floats)."""
+    rows = _read_csv(out / "results.csv", COLUMNS, _FLOATS)
+    if not rows:
+        raise InputError(out / "results.csv", "no rows: not a finished benchmark directory")
+    return rows
+
+
+def read_references(out: Path) -> list[dict]:
+    """The rows of ``out/references.csv`` (``value`` as a float); none in a directory without one."""
+    path = out / "references.csv"
+    return _read_csv(path, REFERENCE_COLUMNS, ("value",)) if path.is_file() else []
 
 
 def _groups(rows: list[dict]) -> dict[tuple[str, str], dict[str, list[dict]]]:
@@ -76,7 +96,34 @@ def _format(mean: float, half: float) -> str:
     return f"{mean:.3f}" if math.isnan(half) else f"{mean:.3f} ± {half:.3f}"
 
 
-def summary_markdown(rows: list[dict], leakage: list[dict], confidence: float) -> str:
+def _versus(ours: tuple[float, float], published: float) -> str:
+    """Our ``(mean, half-width)`` against a published number: the difference and whether it lies inside."""
+    mean, half = ours
+    if math.isnan(mean):
+        return "n/a"
+    inside = "" if math.isnan(half) else (", inside" if abs(published - mean) <= half else ", outside")
+    return f"{_format(mean, half)} ({mean - published:+.3f}{inside})"
+
+
+def references_markdown(rows: list[dict], references: list[dict], confidence: float) -> list[str]:
+    """The lines of the summary's references section: one row per published number, our models beside it."""
+    if not references:
+        return []
+    groups = _groups(rows)
+    lines = ["## Published references", "",
+             "Numbers others published on the same task (references.csv; not measured here) beside ours: "
+             "mean ± half-width (ours - published; inside or outside our interval).", "",
+             "| task (metric) | published by | value | source | " + " | ".join(_label(*g) for g in groups) + " |",
+             "|---|---|---|---|" + "---|" * len(groups)]
+    for ref in references:
+        cells = [_versus(mean_interval([r["value"] for r in by_task.get(ref["task"], [])], confidence), ref["value"])
+                 for by_task in groups.values()]
+        lines.append(f"| {ref['task']} ({ref['metric']}) | {ref['reference']} | {ref['value']:.4f} | {ref['source']} | "
+                     + " | ".join(cells) + " |")
+    return lines + [""]
+
+
+def summary_markdown(rows: list[dict], leakage: list[dict], confidence: float, references: list[dict] = ()) -> str:
     """The summary (see the module docstring)."""
     groups = _groups(rows)
     tasks = list(dict.fromkeys(row["task"] for row in rows))
@@ -101,18 +148,21 @@ def summary_markdown(rows: list[dict], leakage: list[dict], confidence: float) -
                 cells.append(f"**{text}**" if stats[group][t][0] == best[t] else text)
             lines.append(f"| {_label(*group)} | {seeds} | " + " | ".join(cells) + " |")
         lines.append("")
+    lines += references_markdown(rows, list(references), confidence)
     lines += ["## Leakage between train and test", "",
               "Test rows whose sequence is in the training split (exact), whose reverse complement is (RC), or "
-              "that share a canonical k-mer Jaccard index >= cut with a training sequence (near).", "",
-              "| task | test rows | exact | RC | near | leaked | k | cut |", "|---|---|---|---|---|---|---|---|"]
+              "that share a canonical k-mer Jaccard index >= cut with a training sequence (near); training rows "
+              "whose sequence (or its reverse complement) is in training with other labels too (conflicting).", "",
+              "| task | test rows | exact | RC | near | leaked | k | cut | conflicting train rows |",
+              "|---|---|---|---|---|---|---|---|---|"]
     lines += [f"| {e['task']} | {e['test_rows']} | {e['exact']} | {e['reverse_complement']} | {e['near']} | "
-              f"{e['leaked']} | {e['k']} | {e['cut']} |" for e in leakage]
+              f"{e['leaked']} | {e['k']} | {e['cut']} | {e['conflicting']} |" for e in leakage]
     return "\n".join(lines) + "\n"
 
 
-def draw_figure(rows: list[dict], path: Path, confidence: float) -> None:
+def draw_figure(rows: list[dict], path: Path, confidence: float, references: list[dict] = ()) -> None:
     """Grouped bars: tasks on x, one bar per model (and mode) at its mean headline metric, error
-    bars the interval over seeds."""
+    bars the interval over seeds; each published reference a line across its task's bars."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -126,6 +176,13 @@ def draw_figure(rows: list[dict], path: Path, confidence: float) -> None:
         stats = [mean_interval([r["value"] for r in by_task.get(t, [])], confidence) for t in tasks]
         axes.bar([i - 0.4 + width * (g + 0.5) for i in range(len(tasks))], [s[0] for s in stats], width,
                  yerr=[0 if math.isnan(s[1]) else s[1] for s in stats], capsize=3, label=_label(*group))
+    names = list(dict.fromkeys(ref["reference"] for ref in references))
+    for ref in references:
+        style = _LINE_STYLES[names.index(ref["reference"]) % len(_LINE_STYLES)]
+        first = ref is next(r for r in references if r["reference"] == ref["reference"])
+        x = tasks.index(ref["task"])
+        axes.hlines(ref["value"], x - 0.45, x + 0.45, colors="black", linestyles=style,
+                    label=f"published: {ref['reference']}" if first else None)
     metric = {row["task"]: row["metric"] for row in rows}
     axes.set_xticks(range(len(tasks)), [f"{t}\n({metric[t]})" for t in tasks])
     axes.set_ylabel("test metric (mean over seeds)")
@@ -142,19 +199,20 @@ def read_leakage(out: Path, tasks: list[str]) -> list[dict]:
     for task in tasks:
         path = out / "tasks" / task / "leakage.json"
         try:
-            entries.append(json.loads(path.read_text()))
+            entries.append({"conflicting": "n/a"} | json.loads(path.read_text()))
         except FileNotFoundError:
             raise InputError(path, "missing: the benchmark did not finish this task's leakage check") from None
     return entries
 
 
-def write_reports(out: Path, rows: list[dict], confidence: float) -> None:
-    """``results.csv``, ``leakage.csv``, ``summary.md`` and ``figure.png`` in ``out``."""
+def write_reports(out: Path, rows: list[dict], references: list[dict], confidence: float) -> None:
+    """``results.csv``, ``references.csv``, ``leakage.csv``, ``summary.md`` and ``figure.png`` in ``out``."""
     atomic_write_text(out / "results.csv", _csv(rows, COLUMNS))
+    atomic_write_text(out / "references.csv", _csv(references, REFERENCE_COLUMNS))
     leakage = read_leakage(out, list(dict.fromkeys(row["task"] for row in rows)))
     atomic_write_text(out / "leakage.csv", _csv(leakage, LEAKAGE_COLUMNS))
-    atomic_write_text(out / "summary.md", summary_markdown(rows, leakage, confidence))
-    draw_figure(rows, out / "figure.png", confidence)
+    atomic_write_text(out / "summary.md", summary_markdown(rows, leakage, confidence, references))
+    draw_figure(rows, out / "figure.png", confidence, references)
 
 
 def redraw(out: Path) -> None:
@@ -162,6 +220,6 @@ def redraw(out: Path) -> None:
     rows = read_results(out)
     pinned = out / "suite.yaml"
     confidence = yaml.safe_load(pinned.read_text()).get("confidence", 0.95) if pinned.is_file() else 0.95
-    leakage = read_leakage(out, list(dict.fromkeys(row["task"] for row in rows)))
-    atomic_write_text(out / "summary.md", summary_markdown(rows, leakage, confidence))
-    draw_figure(rows, out / "figure.png", confidence)
+    leakage, references = read_leakage(out, list(dict.fromkeys(row["task"] for row in rows))), read_references(out)
+    atomic_write_text(out / "summary.md", summary_markdown(rows, leakage, confidence, references))
+    draw_figure(rows, out / "figure.png", confidence, references)

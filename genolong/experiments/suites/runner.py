@@ -5,9 +5,10 @@ The output directory::
     OUT/suite.yaml                    every setting, pinned (a rerun with other settings is refused)
     OUT/tasks/<task>/data/            the prepared task (``genolong task prepare``'s format)
     OUT/tasks/<task>/leakage.json     train/test leakage per test row kind (:mod:`genolong.evaluation.leakage`)
+                                      and the training rows with conflicting labels
     OUT/tasks/<task>/kmer.json        the k-mer baseline on the same splits
     OUT/runs/<task>/<model>/<mode>/seed<N>/   a ``genolong task finetune`` run; cell.json when finished
-    OUT/results.csv, leakage.csv, summary.md, figure.png   (:mod:`genolong.experiments.suites.report`)
+    OUT/results.csv, references.csv, leakage.csv, summary.md, figure.png   (:mod:`genolong.experiments.suites.report`)
 
 A cell (task x model x mode x seed) whose ``cell.json`` holds the same settings is read back; an
 interrupted one continues from its last checkpoint (the fine-tuning run resumes exactly: the
@@ -56,10 +57,13 @@ def _split(prepared: PreparedTask, name: str) -> tuple[list[str], np.ndarray]:
 
 
 def task_leakage(out: Path, task: TaskEntry, prepared: PreparedTask, suite: SuiteConfig) -> np.ndarray:
-    """(N_test,) bool: the leaked test rows; their counts go to ``leakage.json``."""
+    """(N_test,) bool: the leaked test rows; their counts go to ``leakage.json``, with the training rows
+    whose sequence (or its reverse complement) is also in training with other labels (``conflicting``,
+    :mod:`genolong.prep.task_duplicates`)."""
     leakage = find_leakage(prepared["train"].sequences, prepared["test"].sequences, suite.leakage)
+    conflicting = prepared.manifest["duplicates"]["splits"]["train"]["conflicting"]
     counts = {"task": task.name, "test_rows": len(prepared["test"]), **leakage.counts(), "k": suite.leakage.k,
-              "cut": suite.leakage.cut}
+              "cut": suite.leakage.cut, "conflicting": conflicting}
     atomic_write_text(task_directory(out, task) / "leakage.json", json.dumps(counts, indent=1) + "\n")
     return leakage.leaked
 
@@ -147,5 +151,5 @@ def run_benchmark(suite: SuiteConfig, out: Path, *, show_progress: bool = False,
     for task, model, mode, seed in suite.cells():
         rows.append(run_cell(out, task, prepared[task.name], leaked[task.name], model, mode, seed,
                              show_progress=show_progress, extra_callbacks=extra_callbacks))
-    write_reports(out, rows, suite.confidence)
+    write_reports(out, rows, suite.reference_rows(), suite.confidence)
     return rows

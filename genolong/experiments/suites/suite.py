@@ -24,7 +24,18 @@
     seeds: [0, 1, 2]
     leakage: {k: 8, cut: 0.5}
 
-Paths are relative to the suite file (``~`` and ``$VARIABLES`` expanded). The layouts (:data:`LAYOUTS`) are read by
+A task may carry the numbers others published on it (:class:`Reference`)::
+
+      - name: prom_300_tata
+        layout: gue
+        path: prom/prom_300_tata
+        reference: {values: {DNABERT-2: 71.59, NT-2500M-multi: 79.43}, percent: true,
+                    source: "DNABERT-2 paper, Table 4"}
+
+Paths are relative to ``root`` when the suite sets one (``genolong benchmark SUITE --set
+root=DIR``: relative to the working directory there), else to the suite file (``~`` and
+``$VARIABLES`` expanded). With ``missing: skip`` a task whose ``path`` does not exist is left out
+(:attr:`SuiteConfig.skipped` names it); by default it is refused when its files are read. The layouts (:data:`LAYOUTS`) are read by
 :mod:`genolong.prep.benchmark_layouts`; a model's ``finetune`` is a fine-tuning preset
 (``configs/finetune/``, ``extends:`` a shipped one) for the ``labelled`` task, whose
 ``mode``, ``train.seed`` and ``kmer_baseline`` the benchmark sets per cell (the k-mer baseline
@@ -41,7 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from genolong.config import from_dict, read_yaml, to_dict
-from genolong.config.presets import merge_preset, resolve_preset
+from genolong.config.presets import apply_overrides, merge_preset, resolve_preset
 from genolong.core.errors import ConfigError
 from genolong.evaluation.leakage import LeakageSettings
 from genolong.evaluation.task_metrics import CLASSIFICATION
@@ -55,6 +66,29 @@ LAYOUTS = {"gue": "mcc", "nt": "mcc", "genomic_benchmarks": "accuracy", "genomic
            "fasta": "mcc", "csv": "mcc"}
 #: A model trained from scratch: ``scratch:BACKBONE``.
 SCRATCH = "scratch:"
+#: What a suite does with a task whose path does not exist: refuse it, or leave it out.
+MISSING = ("refuse", "skip")
+
+
+@dataclass
+class Reference:
+    """Numbers others published on a task, shown beside ours but never mixed into what we measured.
+
+    Attributes:
+        values: who published -> the number (``DNABERT-2: 71.59``).
+        source: where they were published (a paper and table); required.
+        metric: the metric they report; it must be the task's headline metric (default: that one).
+        percent: the values are percentages (``71.59`` is ``0.7159`` on our scale).
+    """
+
+    values: dict[str, float] = field(default_factory=dict)
+    source: str = ""
+    metric: str | None = None
+    percent: bool = False
+
+    def scaled(self) -> dict[str, float]:
+        """``values`` on the scale of our metrics."""
+        return {name: value / 100 if self.percent else value for name, value in self.values.items()}
 
 
 @dataclass
@@ -79,6 +113,7 @@ class TaskEntry:
             random with ``split_seed`` after splitting; none: all rows.
         metric: the headline metric (``accuracy``, ``f1``, ``mcc`` or ``auroc``); default: the
             layout's (:data:`LAYOUTS`).
+        reference: published numbers on this task (:class:`Reference`), or none.
     """
 
     name: str
@@ -92,6 +127,7 @@ class TaskEntry:
     split_seed: int = 0
     max_rows: dict[str, int] = field(default_factory=dict)
     metric: str | None = None
+    reference: Reference | None = None
 
     def __post_init__(self) -> None:
         _check_name(self.name, "task")
@@ -115,9 +151,25 @@ class TaskEntry:
             self.metric = LAYOUTS[self.layout]
         if self.metric not in ("accuracy", "f1", "mcc", "auroc"):
             raise ConfigError(f"task {self.name}: metric must be accuracy, f1, mcc or auroc, got {self.metric!r}")
+        if self.reference is not None:
+            self._check_reference(self.reference)
+
+    def _check_reference(self, reference: Reference) -> None:
+        if not reference.source.strip():
+            raise ConfigError(f"task {self.name}: the reference has no source; add source: the paper and table "
+                              "its numbers come from")
+        if not reference.values:
+            raise ConfigError(f"task {self.name}: the reference has no values (values: {{MODEL: NUMBER}})")
+        if reference.metric is None:
+            reference.metric = self.metric
+        if reference.metric != self.metric:
+            raise ConfigError(f"task {self.name}: the reference reports {reference.metric} but the task's metric is "
+                              f"{self.metric}; set the task's metric to {reference.metric}")
+        for name in reference.values:
+            _check_name(name, "reference")
 
     def resolve(self, root: Path) -> None:
-        """Make the paths absolute, relative to ``root`` (the suite file's directory)."""
+        """Make the paths absolute, relative to ``root`` (the suite's root or its file's directory)."""
         absolute = lambda p: str((root / expanded(p)).resolve())  # noqa: E731
         self.path = None if self.path is None else absolute(self.path)
         self.genome = None if self.genome is None else absolute(self.genome)
@@ -176,8 +228,13 @@ class SuiteConfig:
     kmer_baseline: bool = True
     leakage: LeakageSettings = field(default_factory=LeakageSettings)
     confidence: float = 0.95
+    root: str | None = None
+    missing: str = "refuse"
+    skipped: list[str] = field(default_factory=list, init=False)
 
     def __post_init__(self) -> None:
+        if self.missing not in MISSING:
+            raise ConfigError(f"missing must be {' or '.join(MISSING)}, got {self.missing!r}")
         for what, names in (("task", [t.name for t in self.tasks]), ("model", [m.name for m in self.models]),
                             ("mode", self.modes), ("seed", self.seeds)):
             if not names:
@@ -194,6 +251,12 @@ class SuiteConfig:
         """Every (task, model, mode, seed), in the order they run."""
         return [(t, m, mode, seed) for t in self.tasks for m in self.models for mode in self.modes for seed in self.seeds]
 
+    def reference_rows(self) -> list[dict]:
+        """One row per published number (``references.csv``): ``value`` on our scale, ``published`` as written."""
+        return [{"task": t.name, "reference": name, "metric": t.reference.metric, "value": value,
+                 "published": str(t.reference.values[name]), "source": t.reference.source}
+                for t in self.tasks if t.reference is not None for name, value in t.reference.scaled().items()]
+
     def check_problem_types(self, problem_types: dict[str, str]) -> None:
         """A ConfigError for a task that is not classification or a model that cannot serve it."""
         for task in self.tasks:
@@ -207,13 +270,30 @@ class SuiteConfig:
                     raise ConfigError(f"model {model.name} cannot serve task {task.name} ({kind}): {reason}")
 
 
-def load_suite(path: str | Path) -> SuiteConfig:
-    """The suite YAML ``path``, validated: every cell's fine-tuning config is built and every model
-    directory read, so that a bad suite fails before any data is read or any model trained."""
+def load_suite(path: str | Path, overrides: dict[str, Any] | None = None) -> SuiteConfig:
+    """The suite YAML ``path`` with the dotted ``overrides`` of ``--set`` (a ``root`` there is
+    relative to the working directory), validated: every cell's fine-tuning config is built and
+    every model directory read, so that a bad suite fails before any data is read or any model trained.
+
+    Raises:
+        ConfigError: a bad suite, or ``missing: skip`` and no task's path exists.
+    """
     path = Path(path)
-    suite = from_dict(SuiteConfig, read_yaml(path), source=str(path))
+    overrides = dict(overrides or {})
+    if isinstance(overrides.get("root"), str):
+        overrides["root"] = str(expanded(overrides["root"]).resolve())
+    suite = from_dict(SuiteConfig, apply_overrides(read_yaml(path), overrides, str(path)), source=str(path))
+    if suite.root is not None:
+        suite.root = str((path.parent / expanded(suite.root)).resolve())
     for task in suite.tasks:
-        task.resolve(path.parent)
+        task.resolve(Path(suite.root) if suite.root is not None else path.parent)
+    if suite.missing == "skip":
+        suite.skipped = [t.name for t in suite.tasks if t.path is not None and not Path(t.path).exists()]
+        suite.tasks = [t for t in suite.tasks if t.name not in suite.skipped]
+        if not suite.tasks:
+            raise ConfigError(f"{path}: none of the task folders is there"
+                              + (f" under root {suite.root}" if suite.root else "")
+                              + "; set root to the folder that holds them (--set root=DIR)")
     for model in suite.models:
         if model.pretrained is not None:
             model.source = str((path.parent / expanded(model.source)).resolve())
