@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import re
+import runpy
 import subprocess
 import sys
 from pathlib import Path
@@ -310,8 +311,19 @@ def test_modules_stay_small(name):
 
 
 def test_every_folder_of_modules_is_a_package():
-    """setup.py installs the packages it finds: a folder of modules without ``__init__.py`` works
-    from a checkout and is absent from a wheel."""
+    """A folder of modules without ``__init__.py`` works from a checkout but is a namespace package,
+    which tools that read packages (mkdocstrings, the order test) treat differently."""
     folders = {path.parent for path in PACKAGE_ROOT.rglob("*.py")}
     missing = sorted(str(folder.relative_to(REPO)) for folder in folders if not (folder / "__init__.py").is_file())
     assert not missing, f"add __init__.py to {missing}"
+
+
+def test_the_wheel_holds_every_folder_of_the_package_with_its_data():
+    """setup.py's package list covers every folder under ``genolong/`` that holds files, shipped data
+    included (the default promoter model has no module): an editable install works without it, a
+    wheel would lack the folder."""
+    installed = set(runpy.run_path(str(REPO / "setup.py"), run_name="setup")["PACKAGES"])
+    folders = {path.parent for path in PACKAGE_ROOT.rglob("*") if path.is_file() and "__pycache__" not in path.parts}
+    missing = sorted(".".join(folder.relative_to(PACKAGE_ROOT.parent).parts) for folder in folders)
+    assert [name for name in missing if name not in installed] == []
+    assert {"genolong.resources.models.promoter", "genolong.configs"} <= installed
