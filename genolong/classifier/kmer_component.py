@@ -159,10 +159,6 @@ class KmerComponent:
         """(B, E) model scores -> (B, C) logits: ``sum_e mix_ce * link(score)_e + offset_c``."""
         return self.score_logits(torch.from_numpy(np.asarray(scores, dtype=np.float64))).numpy()
 
-    def linked(self, scores: np.ndarray) -> np.ndarray:
-        """The link of (B, E) model scores (elementwise; ``log_softmax`` along E)."""
-        return self._link(torch.from_numpy(np.asarray(scores, dtype=np.float64))).numpy()
-
     def score_logits(self, scores: torch.Tensor) -> torch.Tensor:
         """:meth:`combine` on a float64 tensor, differentiable: (B, E) scores -> (B, C) logits."""
         return self._link(scores) @ torch.from_numpy(self.mix.T).to(scores.device) + torch.from_numpy(

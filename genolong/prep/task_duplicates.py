@@ -20,11 +20,10 @@ from __future__ import annotations
 import numpy as np
 
 from genolong.core.errors import ConfigError, InputError
+from genolong.datasets.task import DUPLICATE_RULES
 from genolong.datasets.task_inputs import Row
 from genolong.evaluation.leakage import copy_key
 
-#: What ``--duplicates`` may say.
-RULES = ("keep", "drop", "error")
 #: The manifest's name of the rows compared together when the split is drawn after this step.
 ALL_ROWS = "all"
 
@@ -35,13 +34,13 @@ def resolve_duplicates(rows: list[Row], values: np.ndarray, rule: str = "drop") 
     Args:
         rows: the labelled rows (N).
         values: (N, K) their targets; rows whose targets differ have different labels.
-        rule: one of :data:`RULES`.
+        rule: one of :data:`DUPLICATE_RULES`.
 
     Raises:
         InputError: ``rule`` ``error`` and a copy (its file and row).
     """
-    if rule not in RULES:
-        raise ConfigError(f"--duplicates must be one of {', '.join(RULES)}, got {rule!r}")
+    if rule not in DUPLICATE_RULES:
+        raise ConfigError(f"--duplicates must be one of {', '.join(DUPLICATE_RULES)}, got {rule!r}")
     groups: dict[tuple[str, str], list[int]] = {}
     for i, row in enumerate(rows):
         groups.setdefault((row.split or ALL_ROWS, copy_key(row.sequence)), []).append(i)

@@ -18,7 +18,7 @@ from genolong.cli.arguments import (
 from genolong.cli.commands import finetune
 from genolong.cli.commands.predict import BAD_INPUT, TABLE_OUT, add_record_arguments, prediction
 from genolong.cli.outputs import OutputDirectory, declare
-from genolong.datasets.task import PROBLEM_TYPES
+from genolong.datasets.task import DUPLICATE_RULES, PROBLEM_TYPES
 
 
 class NamedPath(os.PathLike):
@@ -84,7 +84,7 @@ def register(subparsers) -> None:
                          help="default: inferred from the labels")
     problem.add_argument("--positive", help="binary: the positive class (default: the first --class, else the "
                          "last name in sorted order, the larger of two integer codes)")
-    problem.add_argument("--duplicates", choices=["keep", "drop", "error"], default="drop",
+    problem.add_argument("--duplicates", choices=DUPLICATE_RULES, default="drop",
                          help="rows of one split whose sequence (or its reverse complement) repeats: drop "
                          "(default) keeps the first of same-label copies and drops every copy whose labels "
                          "conflict; keep keeps them; error stops at the first")
