@@ -25,7 +25,7 @@ import pkgutil
 from types import SimpleNamespace
 from typing import Any
 
-from genolong.attention.base import Attention
+from genolong.attention.base import Attention, check_position_type
 from genolong.core.errors import ConfigError
 from genolong.core.registry import Registry
 
@@ -67,12 +67,20 @@ def attention_defaults(name: str) -> dict[str, Any]:
     return dict(attention_class(name).config_defaults)
 
 
+def layer_backbone(config: Any, layer_idx: int) -> str:
+    """The attention of layer ``layer_idx``: ``full`` for the layers listed in
+    ``config.full_attention_layers`` (ModernBERT's global layers between local-window ones), else
+    ``config.backbone``."""
+    return "full" if layer_idx in (getattr(config, "full_attention_layers", None) or ()) else config.backbone
+
+
 def build_attention(config: Any, layer_idx: int = 0, name: str | None = None) -> Attention:
-    """Build the attention named ``name`` (default ``config.backbone``) for layer ``layer_idx``.
+    """Build the attention named ``name`` (default :func:`layer_backbone`) for layer ``layer_idx``.
 
     ``layer_idx`` lets patterns with random parts draw a different, seeded layout per layer.
     """
-    cls = attention_class(name or config.backbone)
+    cls = attention_class(name or layer_backbone(config, layer_idx))
+    check_position_type(cls, config)
     cls.validate_config(config)
     return cls(config, layer_idx)
 

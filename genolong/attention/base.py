@@ -25,6 +25,9 @@ of declarations:
   the sequence...). It never falls back to full attention.
 * ``accepts_query_subset``: whether ``forward`` is exact with fewer queries than keys (the
   queries being the first tokens); lets a classifier's last layer compute [CLS] alone.
+* ``position_types``: the ``config.position_embedding_type`` values it computes exactly:
+  ``absolute`` and ``rotary`` (both applied outside the attention) by default; ``alibi`` when
+  its ``forward`` adds ``self.alibi_slopes``' bias (:mod:`genolong.attention.alibi`) to the scores.
 
 **What it needs from the encoder** (read by :mod:`genolong.model.encoder` and
 :mod:`genolong.model.modeling`, which know no backbone by name):
@@ -62,6 +65,7 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
+from genolong.attention.alibi import alibi_slopes
 from genolong.core.errors import ConfigError
 
 
@@ -77,11 +81,19 @@ class Attention(nn.Module, ABC):
     accepts_query_subset: ClassVar[bool] = False
     masked_tokens_input: ClassVar[str | None] = None
     extends_positions: ClassVar[bool] = True
+    position_types: ClassVar[tuple[str, ...]] = ("absolute", "rotary")
 
     def __init__(self, config: Any, layer_idx: int = 0):
         super().__init__()
         self.layer_idx = layer_idx
         self.dropout = float(getattr(config, "attention_probs_dropout_prob", 0.0))
+        #: learned global tokens the encoder prepends (positionless for ALiBi)
+        self.num_prepended = attention_class_of(config).num_extra_global_tokens(config)
+        alibi = getattr(config, "position_embedding_type", "absolute") == "alibi"
+        #: (H,) float32 ALiBi slopes, or None without ALiBi
+        self.alibi_slopes: torch.Tensor | None
+        self.register_buffer("alibi_slopes", alibi_slopes(config.num_attention_heads).float() if alibi else None,
+                             persistent=False)
 
     @classmethod
     def validate_config(cls, config: Any) -> None:
@@ -121,6 +133,14 @@ class Attention(nn.Module, ABC):
         """(B, H, L, D) queries, keys and values -> (B, H, L, D) outputs."""
 
 
+def check_position_type(cls: type[Attention], config: Any) -> None:
+    """Raise ConfigError when ``config.position_embedding_type`` is not one of ``cls.position_types``."""
+    kind = getattr(config, "position_embedding_type", "absolute")
+    if kind not in cls.position_types:
+        raise ConfigError(f"{cls.attention_name} attention does not support position_embedding_type {kind!r} "
+                          f"(it supports {', '.join(cls.position_types)})")
+
+
 def long_length(backbone: str, trained: int, max_length: int | None, unit: int = 1, unit_name: str = "") -> int:
     """``max_length`` of a conversion to ``backbone`` (:meth:`Attention.long_settings`), checked: at least
     the ``trained`` positions, a multiple of ``unit`` (the backbone's ``unit_name``: block size...)."""
@@ -137,3 +157,10 @@ def require_int(config: Any, name: str, minimum: int, backbone: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise ConfigError(f"{backbone}: {name} must be an integer >= {minimum}, got {value!r}")
     return value
+
+
+def attention_class_of(config: Any) -> type[Attention]:
+    """The class of ``config.backbone`` (the encoder-wide backbone, which decides the prepended tokens)."""
+    from genolong.attention import attention_class
+
+    return attention_class(config.backbone)

@@ -9,6 +9,7 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from genolong.attention import register_attention
+from genolong.attention.alibi import alibi_bias, token_positions
 from genolong.attention.base import Attention, long_length
 from genolong.core.errors import ConfigError
 
@@ -22,6 +23,7 @@ class FullAttention(Attention):
 
     #: queries may be any prefix of the keys' tokens (``Block.forward(queries=...)``)
     accepts_query_subset = True
+    position_types = ("absolute", "rotary", "alibi")
 
     @classmethod
     def long_settings(cls, trained, max_length, block_size, global_tokens):
@@ -35,18 +37,26 @@ class FullAttention(Attention):
 
     def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                 padding_mask: torch.Tensor | None = None) -> torch.Tensor:
-        return full_attention(q, k, v, padding_mask, self.dropout if self.training else 0.0)
+        bias = None
+        if self.alibi_slopes is not None:
+            keys = token_positions(k.shape[2], self.num_prepended, k.device)
+            bias = alibi_bias(self.alibi_slopes, keys[: q.shape[2]], keys).to(q.dtype)  # (H, Lq, L)
+        return full_attention(q, k, v, padding_mask, self.dropout if self.training else 0.0, bias)
 
 
 def full_attention(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, padding_mask: torch.Tensor | None, dropout_p: float
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, padding_mask: torch.Tensor | None, dropout_p: float,
+    bias: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """Softmax attention of every query over every real key: (B, H, Lq, D), (B, H, L, D) -> (B, H, Lq, D).
+    """Softmax attention of every query over every real key: (B, H, Lq, D), (B, H, L, D) -> (B, H, Lq, D),
+    with ``bias`` (H, Lq, L) added to the scaled scores when given (ALiBi).
 
     With fewer queries than keys (a query subset, e.g. [CLS] alone) the flash kernel would split
     the keys across threads, making the sums depend on the thread count; the math kernel does not.
     """
     mask = None if padding_mask is None else padding_mask[:, None, None, :]  # (B, 1, 1, L)
+    if bias is not None:
+        mask = bias[None] if mask is None else bias[None].masked_fill(~mask, float("-inf"))  # (B | 1, H, Lq, L)
     kernel = sdpa_kernel(SDPBackend.MATH) if q.shape[2] < k.shape[2] else contextlib.nullcontext()
     with kernel:
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)

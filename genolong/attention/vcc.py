@@ -136,6 +136,8 @@ class VCCAttention(Attention):
         "vcc_central_vip_tokens": 0,
     }
     masked_tokens_input = "vip_mask"
+    #: the compressed layers reorder and pool tokens, which rotary and ALiBi positions do not follow
+    position_types = ("absolute",)
 
     def __init__(self, config: Any, layer_idx: int = 0):
         super().__init__(config, layer_idx)

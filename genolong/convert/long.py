@@ -9,7 +9,8 @@ directory) and returns those of the same model with:
   in chunks of ``sled_chunk_size <= P`` tokens (Ivgi et al. 2023, §3); ``full`` keeps full
   attention over N tokens (the baseline of LSG §4.1 that fails to extrapolate);
 * **the position table copied and concatenated** up to N (§3.4, as Longformer did): row ``j``
-  of the new (N, H) table is row ``j mod P`` of the trained (P, H) one;
+  of the new (N, H) table is row ``j mod P`` of the trained (P, H) one (a model with rotary or
+  ALiBi positions has no table: its positions go on as they are);
 * **G global tokens** (``global_tokens``, lsg and longformer; SLED's prefix tokens) initialised
   as LSG §3.3: global 0 = [CLS] + position 0, global i > 0 = [MASK] + position ``reorder(i)``
   (the authors' positional stride of 64: 0, 64, 128, ..., then 1, 65, ...). genolong prepends
@@ -95,8 +96,9 @@ def make_long(fields: dict[str, Any], state: dict[str, torch.Tensor], spec: Long
             (or below P), a block too large for the trained length, global tokens the backbone
             cannot have; one line each.
     """
-    backbone, trained = spec.backbone, int(state[POSITIONS].shape[0])
-    if fields.get("backbone", "full") != "full":
+    backbone = spec.backbone
+    trained = int(state[POSITIONS].shape[0]) if POSITIONS in state else int(fields["max_position_embeddings"])
+    if fields.get("backbone", "full") != "full" and not fields.get("full_attention_layers"):
         raise ConversionError(f"--backbone {backbone} converts a full-attention model; the source has backbone "
                               f"{fields['backbone']!r}")
     try:
@@ -109,13 +111,15 @@ def make_long(fields: dict[str, Any], state: dict[str, torch.Tensor], spec: Long
                               "neighbouring tokens into every embedding)")
     length = settings["max_position_embeddings"]
     fields = switch_backbone({"backbone": "full"} | fields, {"backbone": backbone, "max_position_embeddings": length,
-                                                             "trained_positions": trained} | settings)
+                                                             "trained_positions": trained, "full_attention_layers": None}
+                             | settings)
     try:
         GenolongConfig(**fields)
     except ConfigError as err:
         raise ConversionError(f"--backbone {backbone} --max-length {length}: {err.message}") from None
     state = dict(state)
-    state[POSITIONS] = extend_positions(state[POSITIONS], length)
+    if POSITIONS in state:
+        state[POSITIONS] = extend_positions(state[POSITIONS], length)
     if spec.global_tokens:
         state["genolong.encoder.global_tokens"] = lsg_global_tokens(fields, state, spec.global_tokens, trained)
     return fields, state
@@ -144,7 +148,9 @@ def lsg_global_tokens(fields: dict[str, Any], state: dict[str, torch.Tensor], co
             raise ConversionError(f"--global-tokens needs the tokenizer's {name.removesuffix('_id')} "
                                   "(LSG initialises global tokens from [CLS] and [MASK])")
     token_ids = [fields["cls_token_id"]] + [fields["mask_token_id"]] * (count - 1)
-    rows = state[TOKENS][token_ids] + state[POSITIONS][global_positions(count, trained)]  # (G, H)
+    rows = state[TOKENS][token_ids]  # (G, H)
+    if POSITIONS in state:
+        rows = rows + state[POSITIONS][global_positions(count, trained)]
     weight, bias = state.get("genolong.encoder.embeddings.norm.weight"), state.get("genolong.encoder.embeddings.norm.bias")
     if weight is None:
         return rows.clone()
@@ -158,5 +164,7 @@ def describe_long(config: GenolongConfig) -> str:
     if not attention.extends_positions:
         return f"{backbone}: {attention.long_reading(config)}"
     globals_ = attention.num_extra_global_tokens(config)
-    return (f"{backbone}: positions {trained} -> {length} (rows {trained}..{length - 1} copy rows 0..{trained - 1}), "
+    copied = (f"rows {trained}..{length - 1} copy rows 0..{trained - 1}" if config.position_embedding_type == "absolute"
+              else f"{config.position_embedding_type} positions continue")
+    return (f"{backbone}: positions {trained} -> {length} ({copied}), "
             f"{attention.long_reading(config)}, {globals_} added global token{'s' if globals_ != 1 else ''}")

@@ -131,9 +131,11 @@ class Weights:
         self.used.add(name)
         return self.tensors[name].float()
 
-    def linear(self, name: str) -> tuple[torch.Tensor, torch.Tensor]:
-        """``name.weight`` and ``name.bias``."""
-        return self.take(f"{name}.weight"), self.take(f"{name}.bias")
+    def linear(self, name: str) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """``name.weight`` and ``name.bias`` (None for a layer saved without a bias; the model
+        built from the converted config refuses a missing bias it needs)."""
+        bias = f"{name}.bias"
+        return self.take(f"{name}.weight"), self.take(bias) if bias in self.tensors else None
 
     def unused(self) -> list[str]:
         """Names neither taken nor ignored."""

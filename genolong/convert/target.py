@@ -29,13 +29,16 @@ from genolong.model.modeling import (
     GenolongPreTrainedModel,
 )
 
-Linear = tuple[torch.Tensor, torch.Tensor]  # (weight (out, in), bias (out,)); a LayerNorm's (weight, bias)
+Linear = tuple[torch.Tensor, torch.Tensor | None]  # (weight (out, in), bias (out,) or None); a LayerNorm's (weight, bias)
 ENCODER = "genolong.encoder"
 
 
-def embedding_state(token: torch.Tensor, position: torch.Tensor, norm: Linear | None) -> dict[str, torch.Tensor]:
-    """Token (V, N) and position (P, N) embeddings and their LayerNorm (None: no LayerNorm)."""
-    state = {f"{ENCODER}.embeddings.token.weight": token, f"{ENCODER}.embeddings.position.weight": position}
+def embedding_state(token: torch.Tensor, position: torch.Tensor | None, norm: Linear | None) -> dict[str, torch.Tensor]:
+    """Token (V, N) and position (P, N) embeddings (None: rotary or ALiBi positions, no table) and
+    their LayerNorm (None: no LayerNorm)."""
+    state = {f"{ENCODER}.embeddings.token.weight": token}
+    if position is not None:
+        state[f"{ENCODER}.embeddings.position.weight"] = position
     if norm is not None:
         state |= _pair(f"{ENCODER}.embeddings.norm", norm)
     return state
@@ -49,22 +52,33 @@ def block_state(
     out: Linear,
     up: Linear,
     down: Linear,
-    attention_norm: Linear,
+    attention_norm: Linear | None,
     feed_forward_norm: Linear,
 ) -> dict[str, torch.Tensor]:
     """One :class:`~genolong.model.encoder.Block`: query, key, value (N, N) fused into ``qkv``
-    (3N, N), attention output (N, N), feed-forward up (I, N) and down (N, I), and the two
-    LayerNorms (before or after their sub-layer, as ``pre_layer_norm`` says)."""
+    (3N, N), attention output (N, N), feed-forward up (I, N) -- (2I, N) for a gated one, the
+    gate's half first -- and down (N, I), and the two LayerNorms (before or after their
+    sub-layer, as ``pre_layer_norm`` says; ``attention_norm`` None: layer 0 without one).
+    A bias may be None (a layer without biases)."""
+    qkv_bias = None if query[1] is None else torch.cat([query[1], key[1], value[1]])
+    return fused_block_state(index, (torch.cat([query[0], key[0], value[0]]), qkv_bias), out, up, down,
+                             attention_norm, feed_forward_norm)
+
+
+def fused_block_state(
+    index: int, qkv: Linear, out: Linear, up: Linear, down: Linear, attention_norm: Linear | None,
+    feed_forward_norm: Linear,
+) -> dict[str, torch.Tensor]:
+    """:func:`block_state` from an already fused ``qkv`` (3N, N): queries, keys, values in that order."""
     prefix = f"{ENCODER}.blocks.{index}"
-    qkv = (torch.cat([query[0], key[0], value[0]]), torch.cat([query[1], key[1], value[1]]))
-    return (
+    state = (
         _pair(f"{prefix}.qkv", qkv)
         | _pair(f"{prefix}.out", out)
         | _pair(f"{prefix}.feed_forward.up", up)
         | _pair(f"{prefix}.feed_forward.down", down)
-        | _pair(f"{prefix}.attention_norm", attention_norm)
         | _pair(f"{prefix}.feed_forward_norm", feed_forward_norm)
     )
+    return state if attention_norm is None else state | _pair(f"{prefix}.attention_norm", attention_norm)
 
 
 def final_norm_state(norm: Linear) -> dict[str, torch.Tensor]:
@@ -84,7 +98,7 @@ def classifier_state(dense: Linear, output: Linear) -> dict[str, torch.Tensor]:
 
 def _pair(name: str, weight_and_bias: Linear) -> dict[str, torch.Tensor]:
     weight, bias = weight_and_bias
-    return {f"{name}.weight": weight, f"{name}.bias": bias}
+    return {f"{name}.weight": weight} | ({} if bias is None else {f"{name}.bias": bias})
 
 
 def build_model(fields: dict[str, Any], state: dict[str, torch.Tensor]) -> GenolongPreTrainedModel:

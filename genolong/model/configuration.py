@@ -17,7 +17,8 @@ from typing import Any
 
 from transformers import PretrainedConfig
 
-from genolong.attention import attention_class, attention_defaults, available_attentions
+from genolong.attention import attention_class, attention_defaults, available_attentions, layer_backbone
+from genolong.attention.base import check_position_type
 from genolong.config import check_type, describe_unknown, where
 from genolong.core.errors import ConfigError
 from genolong.model.backbones import backbone_pooling
@@ -25,6 +26,8 @@ from genolong.model.encoder import ACTIVATIONS
 from genolong.model.heads import CLASSIFIER_POOLINGS, POOLER_ACTIVATIONS
 
 PROBLEM_TYPES = ("single_label_classification", "multi_label_classification", "regression")
+#: ``position_embedding_type`` values: a learned table, rotary queries and keys, ALiBi biases.
+POSITION_TYPES = ("absolute", "rotary", "alibi")
 
 
 #: The positive-integer sizes of the encoder (they fix the shapes of the weights).
@@ -54,6 +57,24 @@ class GenolongConfig(PretrainedConfig):
         pre_layer_norm: LayerNorm before each sub-layer (pre-LN) instead of after (post-LN).
         final_layer_norm: a LayerNorm after the last layer; None: with pre-LN only.
         embedding_layer_norm: a LayerNorm on the embeddings (BERT); False for ESM.
+        position_embedding_type: ``"absolute"`` (a learned table, BERT), ``"rotary"`` (queries and
+            keys rotated: :mod:`~genolong.model.rotary`; ESM-2, Nucleotide Transformer v2,
+            ModernBERT) or ``"alibi"`` (a linear bias on the scores: :mod:`~genolong.attention.alibi`;
+            DNABERT-2). ``max_position_embeddings`` stays the longest input read.
+        rotary_base: the rotary angle base (``rope_theta``).
+        local_rotary_base: the base of the local-window layers of a per-layer plan; None: ``rotary_base``.
+        full_attention_layers: layers that use full attention instead of ``backbone`` (ModernBERT:
+            a local window in most layers, full attention every third); None: every layer ``backbone``.
+        gated_feed_forward: a GLU feed-forward, ``down(act(u1) * u2)`` with ``up`` giving 2 x
+            ``intermediate_size`` features (GeGLU with gelu, SwiGLU with silu).
+        attention_bias: biases on the query/key/value and output projections.
+        mlp_in_bias, mlp_out_bias: biases on the feed-forward's up and down projections.
+        norm_bias: biases on the LayerNorms.
+        first_layer_attention_norm: with pre-LN, whether layer 0 normalises before attention
+            (False in ModernBERT, whose embeddings are normalised).
+        head_act: the activation of the masked-LM head's transform; None: ``hidden_act``.
+        head_dense_bias: a bias on the dense layer of the masked-LM head and the classifier's pooler.
+        classifier_norm: a LayerNorm after the classifier pooler's activation (ModernBERT's head).
         local_conv_kernel: None (default), or the odd width K of a residual convolution over the
             token embeddings (:class:`~genolong.model.encoder.Embeddings`; K-bp motif detectors
             for one-token-per-base models).
@@ -92,6 +113,19 @@ class GenolongConfig(PretrainedConfig):
         final_layer_norm: bool | None = None,
         embedding_layer_norm: bool = True,
         local_conv_kernel: int | None = None,
+        position_embedding_type: str = "absolute",
+        rotary_base: float = 10000.0,
+        local_rotary_base: float | None = None,
+        full_attention_layers: list[int] | None = None,
+        gated_feed_forward: bool = False,
+        attention_bias: bool = True,
+        mlp_in_bias: bool = True,
+        mlp_out_bias: bool = True,
+        norm_bias: bool = True,
+        first_layer_attention_norm: bool = True,
+        head_act: str | None = None,
+        head_dense_bias: bool = True,
+        classifier_norm: bool = False,
         pad_token_id: int = 0,
         classifier_dropout: float | None = None,
         classifier_pooler: str | None = None,
@@ -122,6 +156,19 @@ class GenolongConfig(PretrainedConfig):
         self.final_layer_norm = final_layer_norm
         self.embedding_layer_norm = embedding_layer_norm
         self.local_conv_kernel = local_conv_kernel
+        self.position_embedding_type = position_embedding_type
+        self.rotary_base = rotary_base
+        self.local_rotary_base = local_rotary_base
+        self.full_attention_layers = None if full_attention_layers is None else list(full_attention_layers)
+        self.gated_feed_forward = gated_feed_forward
+        self.attention_bias = attention_bias
+        self.mlp_in_bias = mlp_in_bias
+        self.mlp_out_bias = mlp_out_bias
+        self.norm_bias = norm_bias
+        self.first_layer_attention_norm = first_layer_attention_norm
+        self.head_act = head_act
+        self.head_dense_bias = head_dense_bias
+        self.classifier_norm = classifier_norm
         self.classifier_dropout = classifier_dropout
         self.classifier_pooler = classifier_pooler
         self.classifier_pooling = classifier_pooling
@@ -150,10 +197,11 @@ class GenolongConfig(PretrainedConfig):
         if kernel is not None and (not isinstance(kernel, int) or isinstance(kernel, bool) or kernel < 1
                                    or kernel % 2 == 0):
             raise ConfigError(f"local_conv_kernel must be null or a positive odd integer, got {kernel!r}")
-        if self.hidden_act not in ACTIVATIONS:
-            raise ConfigError(
-                f"unknown hidden_act {self.hidden_act!r}; choose one of: {', '.join(ACTIVATIONS)}"
-            )
+        for name in ("hidden_act", "head_act"):
+            value = getattr(self, name)
+            if value not in ACTIVATIONS and not (name == "head_act" and value is None):
+                raise ConfigError(f"unknown {name} {value!r}; choose one of: {', '.join(ACTIVATIONS)}")
+        self.validate_positions()
         if self.classifier_pooler is not None and self.classifier_pooler not in POOLER_ACTIVATIONS:
             raise ConfigError(
                 f"unknown classifier_pooler {self.classifier_pooler!r}; choose null or one of: "
@@ -180,6 +228,8 @@ class GenolongConfig(PretrainedConfig):
         if self.positive_label_weight <= 0:
             raise ConfigError(f"positive_label_weight must be positive, got {self.positive_label_weight!r}")
         attention = attention_class(self.backbone)
+        for layer_backbone_name in {layer_backbone(self, i) for i in range(self.num_hidden_layers)}:
+            check_position_type(attention_class(layer_backbone_name), self)
         attention.validate_config(self)
         multiple = attention.length_multiple(self)
         if self.max_position_embeddings % multiple:
@@ -187,6 +237,28 @@ class GenolongConfig(PretrainedConfig):
                 f"max_position_embeddings={self.max_position_embeddings} is not a multiple of {multiple}, "
                 f"the length unit of backbone {self.backbone!r}"
             )
+
+
+    def validate_positions(self) -> None:
+        """Raise ConfigError on an unknown position type, an odd rotary head size, a base that is
+        not positive, or a per-layer plan that names layers the model does not have."""
+        if self.position_embedding_type not in POSITION_TYPES:
+            raise ConfigError(f"unknown position_embedding_type {self.position_embedding_type!r}; choose one of: "
+                              f"{', '.join(POSITION_TYPES)}")
+        if self.position_embedding_type == "rotary" and (self.hidden_size // self.num_attention_heads) % 2:
+            raise ConfigError(f"rotary positions need an even head size, got {self.hidden_size // self.num_attention_heads}")
+        for name in ("rotary_base", "local_rotary_base"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
+                raise ConfigError(f"{name} must be a positive number, got {value!r}")
+        layers = self.full_attention_layers
+        if layers is not None and (
+            not isinstance(layers, list)
+            or any(isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < self.num_hidden_layers for i in layers)
+            or len(set(layers)) != len(layers)
+        ):
+            raise ConfigError(f"full_attention_layers must list distinct layer indices in [0, {self.num_hidden_layers}), "
+                              f"got {layers!r}")
 
 
 def check_input_length(max_len: int, config: GenolongConfig) -> None:

@@ -25,8 +25,9 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from genolong.attention import attention_class, build_attention
+from genolong.attention import attention_class, build_attention, layer_backbone
 from genolong.core.errors import UserError
+from genolong.model.rotary import RotaryEmbedding
 
 #: Activation functions by their ``config.hidden_act`` name.
 ACTIVATIONS = {
@@ -39,7 +40,9 @@ ACTIVATIONS = {
 
 class Embeddings(nn.Module):
     """Token + learned absolute position embeddings, then LayerNorm (BERT; none when
-    ``config.embedding_layer_norm`` is False, as in ESM) and dropout.
+    ``config.embedding_layer_norm`` is False, as in ESM) and dropout. With rotary or ALiBi
+    positions (``config.position_embedding_type``) there is no position table: the attention
+    layers see the positions.
 
     With ``config.local_conv_kernel = K`` (odd), a residual 1-D convolution of width K runs over
     the token embeddings before the positions are added: ``t + gelu(conv(t))``, padding rows
@@ -57,12 +60,10 @@ class Embeddings(nn.Module):
         self.local_conv = (
             nn.Conv1d(config.hidden_size, config.hidden_size, kernel, padding=kernel // 2) if kernel else None
         )
-        self.position = nn.Embedding(config.max_position_embeddings, config.hidden_size)
-        self.norm = (
-            nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
-            if getattr(config, "embedding_layer_norm", True)
-            else nn.Identity()
+        self.position = (
+            nn.Embedding(config.max_position_embeddings, config.hidden_size) if absolute_positions(config) else None
         )
+        self.norm = layer_norm(config) if getattr(config, "embedding_layer_norm", True) else nn.Identity()
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
     def forward(self, input_ids: torch.Tensor, padding_mask: torch.Tensor | None = None) -> torch.Tensor:
@@ -70,28 +71,45 @@ class Embeddings(nn.Module):
         if self.local_conv is not None:
             real = tokens if padding_mask is None else tokens * padding_mask.unsqueeze(-1).to(tokens.dtype)
             tokens = tokens + F.gelu(self.local_conv(real.transpose(1, 2))).transpose(1, 2)
-        positions = torch.arange(input_ids.shape[1], device=input_ids.device)
-        return self.dropout(self.norm(tokens + self.position(positions)))
+        if self.position is not None:
+            tokens = tokens + self.position(torch.arange(input_ids.shape[1], device=input_ids.device))
+        return self.dropout(self.norm(tokens))
 
 
 class FeedForward(nn.Module):
-    """Position-wise MLP: (..., N) -> (..., intermediate_size) -> (..., N)."""
+    """Position-wise MLP: (..., N) -> (..., I) -> (..., N), I = ``intermediate_size``.
+
+    Plain: ``down(act(up(x)))``. Gated (``config.gated_feed_forward``; GLU variants of Shazeer
+    2020: GeGLU with ``hidden_act: gelu``, SwiGLU with ``silu``): ``up`` gives 2 I features, the
+    first half goes through the activation and gates the second, ``down(act(u1) * u2)`` (DNABERT-2,
+    Nucleotide Transformer v2, ModernBERT). ``mlp_in_bias`` / ``mlp_out_bias`` give ``up`` / ``down``
+    their biases.
+    """
 
     def __init__(self, config: Any):
         super().__init__()
-        self.up = nn.Linear(config.hidden_size, config.intermediate_size)
-        self.down = nn.Linear(config.intermediate_size, config.hidden_size)
+        self.gated = bool(getattr(config, "gated_feed_forward", False))
+        width = config.intermediate_size * (2 if self.gated else 1)
+        self.up = nn.Linear(config.hidden_size, width, bias=getattr(config, "mlp_in_bias", True))
+        self.down = nn.Linear(config.intermediate_size, config.hidden_size, bias=getattr(config, "mlp_out_bias", True))
         self.activation = ACTIVATIONS[config.hidden_act]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.down(self.activation(self.up(x)))
+        if not self.gated:
+            return self.down(self.activation(self.up(x)))
+        gate, value = self.up(x).chunk(2, dim=-1)
+        return self.down(self.activation(gate) * value)
 
 
 class Block(nn.Module):
     """One transformer layer: attention and feed-forward, each with a residual and a LayerNorm.
 
     ``config.pre_layer_norm`` picks where the norms sit: post-LN (BERT, BigBird) is
-    ``x = norm(x + f(x))``; pre-LN (GPT-2, GENA-LM) is ``x = x + f(norm(x))``.
+    ``x = norm(x + f(x))``; pre-LN (GPT-2, GENA-LM) is ``x = x + f(norm(x))``. With
+    ``first_layer_attention_norm`` False, layer 0 of a pre-LN stack has no norm before its
+    attention (ModernBERT: the embeddings are normalised already). With rotary positions the
+    queries and keys are rotated before the attention (:mod:`genolong.model.rotary`; layers with
+    a local window use ``local_rotary_base`` when set).
 
     Shapes: x (B, L, N); padding_mask (B, L) bool, True = real, or None; output (B, L, N).
     """
@@ -100,12 +118,15 @@ class Block(nn.Module):
         super().__init__()
         self.num_heads = config.num_attention_heads
         self.pre_layer_norm = config.pre_layer_norm
-        self.qkv = nn.Linear(config.hidden_size, 3 * config.hidden_size)
+        bias = getattr(config, "attention_bias", True)
+        self.qkv = nn.Linear(config.hidden_size, 3 * config.hidden_size, bias=bias)
         self.attention = build_attention(config, layer_idx)
-        self.out = nn.Linear(config.hidden_size, config.hidden_size)
+        self.rotary = layer_rotary(config, layer_idx)
+        self.out = nn.Linear(config.hidden_size, config.hidden_size, bias=bias)
         self.feed_forward = FeedForward(config)
-        self.attention_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
-        self.feed_forward_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        skip = layer_idx == 0 and config.pre_layer_norm and not getattr(config, "first_layer_attention_norm", True)
+        self.attention_norm = nn.Identity() if skip else layer_norm(config)
+        self.feed_forward_norm = layer_norm(config)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
     def attend(self, x: torch.Tensor, padding_mask: torch.Tensor | None, queries: int | None = None) -> torch.Tensor:
@@ -117,6 +138,8 @@ class Block(nn.Module):
         q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)
         if queries is not None:
             q = q[:, :, :queries]  # (B, H, Q, D)
+        if self.rotary is not None:
+            q, k = self.rotary(q, k, self.attention.num_prepended)
         context = self.attention(q, k, v, padding_mask)  # (B, H, Q, D)
         return self.out(context.transpose(1, 2).reshape(batch, q.shape[2], hidden))
 
@@ -159,13 +182,12 @@ class Encoder(nn.Module):
         attention = attention_class(config.backbone)
         self.length_multiple = attention.length_multiple(config)
         self.pad_token_id = config.pad_token_id if config.pad_token_id is not None else 0
+        self.max_length = int(config.max_position_embeddings)
         self.embeddings = Embeddings(config)
         num_global = attention.num_extra_global_tokens(config)
         self.global_tokens = nn.Parameter(torch.zeros(num_global, config.hidden_size)) if num_global else None
         self.blocks = nn.ModuleList(Block(config, i) for i in range(config.num_hidden_layers))
-        self.final_norm = (
-            nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps) if has_final_layer_norm(config) else None
-        )
+        self.final_norm = layer_norm(config) if has_final_layer_norm(config) else None
         self.gradient_checkpointing = False
         self._gradient_checkpointing_func = functools.partial(checkpoint, use_reentrant=False)
 
@@ -175,8 +197,8 @@ class Encoder(nn.Module):
             nn.init.normal_(self.global_tokens, mean=0.0, std=std)
 
     def check_length(self, length: int) -> None:
-        """Refuse an input longer than the position table (UserError)."""
-        max_length = self.embeddings.position.num_embeddings
+        """Refuse an input longer than ``max_position_embeddings`` (UserError)."""
+        max_length = self.max_length
         if length > max_length:
             raise UserError(
                 f"input of {length} tokens is longer than max_position_embeddings={max_length}",
@@ -223,6 +245,26 @@ class Encoder(nn.Module):
             x = self.final_norm(x)
         start = 0 if self.global_tokens is None else self.global_tokens.shape[0]
         return x[:, start : start + length]
+
+
+def absolute_positions(config: Any) -> bool:
+    """Whether the model adds a learned position table (``position_embedding_type: absolute``)."""
+    return getattr(config, "position_embedding_type", "absolute") == "absolute"
+
+
+def layer_norm(config: Any) -> nn.LayerNorm:
+    """A LayerNorm over the hidden size, with ``layer_norm_eps`` and a bias unless ``norm_bias`` is False."""
+    return nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps, bias=getattr(config, "norm_bias", True))
+
+
+def layer_rotary(config: Any, layer_idx: int) -> RotaryEmbedding | None:
+    """The rotary embedding of layer ``layer_idx`` (None without rotary positions): base
+    ``local_rotary_base`` in a local-window layer of a per-layer plan when set, else ``rotary_base``."""
+    if getattr(config, "position_embedding_type", "absolute") != "rotary":
+        return None
+    local = getattr(config, "full_attention_layers", None) and layer_backbone(config, layer_idx) != "full"
+    base = config.local_rotary_base if local and config.local_rotary_base is not None else config.rotary_base
+    return RotaryEmbedding(config.hidden_size // config.num_attention_heads, base)
 
 
 def has_final_layer_norm(config: Any) -> bool:

@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from genolong.model.encoder import ACTIVATIONS
+from genolong.model.encoder import ACTIVATIONS, layer_norm
 
 #: Activations of the classifier's optional pooler (``config.classifier_pooler``): the encoder's,
 #: and BERT's and ESM's tanh.
@@ -73,16 +73,17 @@ class TokenPooling(nn.Module):
 
 
 class MaskedLMHead(nn.Module):
-    """BERT's MLM head: dense -> activation -> LayerNorm -> decoder to V logits.
+    """BERT's MLM head: dense -> activation (``head_act``, default ``hidden_act``) -> LayerNorm ->
+    decoder to V logits (ModernBERT's without the dense bias: ``head_dense_bias`` False).
 
     The decoder weight is tied to the token embedding by the model that owns the head.
     """
 
     def __init__(self, config: Any):
         super().__init__()
-        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
-        self.activation = ACTIVATIONS[config.hidden_act]
-        self.norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size, bias=getattr(config, "head_dense_bias", True))
+        self.activation = ACTIVATIONS[getattr(config, "head_act", None) or config.hidden_act]
+        self.norm = layer_norm(config)
         self.decoder = nn.Linear(config.hidden_size, config.vocab_size)
 
     def forward(
@@ -115,7 +116,8 @@ class ClassificationHead(nn.Module):
     dense layer (N, N) and that activation come before the output layer:
     ``classifier(dropout(act(dense(dropout(cls)))))``, the head of transformers' BigBird and ESM
     sequence classifiers (BERT's pooler has no dropout before its dense layer; dropout is the
-    identity in eval mode, so the logits are the same). Without it (None) the head is the single
+    identity in eval mode, so the logits are the same); ``config.classifier_norm`` adds a
+    LayerNorm after the activation (ModernBERT). Without a pooler (None) the head is the single
     linear layer.
 
     ``config.problem_type`` picks the loss, as in transformers:
@@ -133,8 +135,10 @@ class ClassificationHead(nn.Module):
         dropout = config.classifier_dropout
         self.dropout = nn.Dropout(config.hidden_dropout_prob if dropout is None else dropout)
         pooler = config.classifier_pooler
-        self.dense = None if pooler is None else nn.Linear(config.hidden_size, config.hidden_size)
+        dense_bias = getattr(config, "head_dense_bias", True)
+        self.dense = None if pooler is None else nn.Linear(config.hidden_size, config.hidden_size, bias=dense_bias)
         self.activation = None if pooler is None else POOLER_ACTIVATIONS[pooler]
+        self.norm = layer_norm(config) if pooler is not None and getattr(config, "classifier_norm", False) else None
         self.classifier = nn.Linear(config.hidden_size, config.num_labels)
         self.problem_type = config.problem_type
         self.positive_label_weight = config.positive_label_weight
@@ -145,7 +149,8 @@ class ClassificationHead(nn.Module):
         """Logits (B, C), and the loss (scalar) when labels are given."""
         first = self.dropout(hidden[:, 0])  # (B, N)
         if self.dense is not None:
-            first = self.dropout(self.activation(self.dense(first)))
+            first = self.activation(self.dense(first))
+            first = self.dropout(first if self.norm is None else self.norm(first))
         logits = self.classifier(first)
         if labels is None:
             return logits, None

@@ -57,7 +57,8 @@ class GenolongPreTrainedModel(PreTrainedModel):
                 nn.init.zeros_(module.bias)
         elif isinstance(module, nn.LayerNorm):
             nn.init.ones_(module.weight)
-            nn.init.zeros_(module.bias)
+            if module.bias is not None:
+                nn.init.zeros_(module.bias)
         elif hasattr(module, "init_learned_vectors"):  # the encoder's global tokens, a pooling query
             module.init_learned_vectors(std)
 

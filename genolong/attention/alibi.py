@@ -1,0 +1,46 @@
+"""ALiBi: attention with linear biases (Press, Smith & Lewis 2022, "Train Short, Test Long", Sec. 3).
+
+Instead of position embeddings, head h adds ``-m_h * |i - j|`` to the score of query i on key j
+(the bidirectional form of MosaicBERT / DNABERT-2). The slopes ``m_h`` are a geometric sequence:
+for H a power of two, ``m_h = 2 ** (-8 (h + 1) / H)``; otherwise the H' = 2 ** floor(log2 H) slopes
+of H', then every other slope of 2 H' until there are H (the paper's reference code, kept by
+MosaicBERT). Tokens the encoder prepends (learned global tokens) have no position: no bias to or
+from them. The bias is added to the scaled scores, before the softmax; padded keys stay excluded.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+
+def alibi_slopes(num_heads: int) -> torch.Tensor:
+    """(H,) float64 slopes ``m_h`` of ALiBi (module docstring)."""
+
+    def power_of_two(count: int) -> list[float]:
+        start = 2.0 ** (-8.0 / count)
+        return [start ** (h + 1) for h in range(count)]
+
+    closest = 2 ** int(math.floor(math.log2(num_heads)))
+    slopes = power_of_two(closest)
+    if closest < num_heads:
+        slopes += power_of_two(2 * closest)[0::2][: num_heads - closest]
+    return torch.tensor(slopes, dtype=torch.float64)
+
+
+def alibi_bias(slopes: torch.Tensor, query_positions: torch.Tensor, key_positions: torch.Tensor) -> torch.Tensor:
+    """``-m_h |p_i - p_j|`` for every head, query and key: (H,), (Q,), (K,) -> (H, Q, K).
+
+    A negative position marks a token without one (a prepended global token): its row and
+    column of the bias are 0. The result has the dtype of ``slopes``.
+    """
+    distance = (query_positions[:, None] - key_positions[None, :]).abs().to(slopes.dtype)  # (Q, K)
+    positionless = (query_positions[:, None] < 0) | (key_positions[None, :] < 0)
+    return -slopes[:, None, None] * distance.masked_fill(positionless, 0)
+
+
+def token_positions(length: int, num_prepended: int, device: torch.device | None = None) -> torch.Tensor:
+    """(length,) int64 positions of a sequence whose first ``num_prepended`` tokens are prepended
+    global tokens: -1 for those, then 0, 1, ..."""
+    return (torch.arange(length, device=device) - num_prepended).clamp(min=-1)

@@ -1,0 +1,54 @@
+"""Rotary position embeddings (Su et al. 2021, "RoFormer", Sec. 3.4), as ESM, Nucleotide
+Transformer v2 and ModernBERT apply them.
+
+Queries and keys of every head are rotated by their token's position before the dot product:
+the head dimension D is split in two halves ``(x1, x2)`` and pair ``(x1[i], x2[i])`` turns by the
+angle ``p * base ** (-2 i / D)`` ("rotate half", GPT-NeoX's layout, which ESM and transformers'
+ModernBERT use: ``x * cos + cat(-x2, x1) * sin``). Every dimension rotates. Tokens the encoder
+prepends (learned global tokens) are not rotated; the first sequence token has position 0.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+
+class RotaryEmbedding(nn.Module):
+    """Rotary embedding of heads of ``head_dim`` (even) dimensions with angle base ``base``.
+
+    Shapes: ``forward(q, k, num_prepended)``: q (B, H, Q, D), k (B, H, L, D) with Q <= L the first
+    tokens -> the rotated (q, k), same shapes and dtypes.
+    """
+
+    def __init__(self, head_dim: int, base: float):
+        super().__init__()
+        self.base = float(base)
+        exponents = torch.arange(0, head_dim, 2, dtype=torch.int64).float() / head_dim
+        self.inv_freq: torch.Tensor
+        self.register_buffer("inv_freq", 1.0 / (self.base ** exponents), persistent=False)  # (D / 2,)
+
+    def cos_sin(self, length: int, device: torch.device, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+        """(L, D) cosines and sines of positions 0 .. L - 1, in float64 for float64 inputs, else float32."""
+        dtype = torch.float64 if dtype == torch.float64 else torch.float32
+        angles = torch.outer(torch.arange(length, device=device, dtype=dtype), self.inv_freq.to(dtype))
+        angles = torch.cat([angles, angles], dim=-1)  # (L, D)
+        return angles.cos(), angles.sin()
+
+    def forward(self, q: torch.Tensor, k: torch.Tensor, num_prepended: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+        cos, sin = self.cos_sin(k.shape[2] - num_prepended, k.device, k.dtype)
+        return rotate_from(q, cos, sin, num_prepended), rotate_from(k, cos, sin, num_prepended)
+
+
+def rotate_from(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, start: int) -> torch.Tensor:
+    """x (B, H, L, D) with its tokens from ``start`` on rotated to positions 0, 1, ... (cos, sin: (>= L - start, D))."""
+    count = max(x.shape[2] - start, 0)
+    rotated = rotate(x[:, :, start:], cos[:count], sin[:count])
+    return torch.cat([x[:, :, :start], rotated], dim=2) if start else rotated
+
+
+def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """``x * cos + rotate_half(x) * sin`` in cos's dtype, back in x's: (..., L, D), (L, D) -> (..., L, D)."""
+    wide = x.to(cos.dtype)
+    first, second = wide.chunk(2, dim=-1)
+    return (wide * cos + torch.cat([-second, first], dim=-1) * sin).to(x.dtype)
