@@ -6,7 +6,9 @@ tested layer by layer):
 * ``big_bird`` -- transformers' BigBird (GENA-LM ``gena-lm-bigbird-base-t2t``): :mod:`.big_bird`;
 * ``bert`` -- transformers' post-LN BERT and GENA-LM's pre-LN BERTs (``gena-lm-bert-*``), told
   apart by their weights: :mod:`.bert`;
-* ``esm`` with absolute positions (Nucleotide Transformer v1): :mod:`.esm`.
+* ``esm`` with absolute positions (Nucleotide Transformer v1): :mod:`.esm`;
+* ``mosaic_bert`` -- DNABERT-2 (MosaicBERT: ALiBi, gated feed-forward; its config.json has no
+  ``model_type``): :mod:`.mosaic_bert`.
 
 A masked-LM checkpoint becomes a :class:`~genolong.model.modeling.GenolongForMaskedLM`; a
 sequence classifier (BERT's, BigBird's, ESM's ``...ForSequenceClassification``) a
@@ -41,6 +43,7 @@ from genolong.convert.classification import (
 from genolong.convert.esm import convert_esm, esm_mlm_head
 from genolong.convert.fast_tokenizer import check_readable, fast_tokenizer
 from genolong.convert.long import LongSpec, describe_long, make_long
+from genolong.convert.mosaic_bert import convert_mosaic_bert
 from genolong.convert.source import ConversionError, SourceCheckpoint, Weights, read_source
 from genolong.convert.target import build_model, tokenizer_fields, write_model_directory
 from genolong.model.configuration import GenolongConfig
@@ -54,9 +57,11 @@ CONVERTERS: dict[str, Callable[[SourceCheckpoint], tuple[dict[str, Any], dict, W
     "big_bird": convert_big_bird,
     "bert": convert_bert,
     "esm": convert_esm,
+    "mosaic_bert": convert_mosaic_bert,
 }
 #: Masked-LM heads by ``model_type`` (BigBird's is BERT's).
-MLM_HEADS: dict[str, Callable[[Weights], dict]] = {"big_bird": bert_mlm_head, "bert": bert_mlm_head, "esm": esm_mlm_head}
+MLM_HEADS: dict[str, Callable[[Weights], dict]] = {"big_bird": bert_mlm_head, "bert": bert_mlm_head, "esm": esm_mlm_head,
+                                                   "mosaic_bert": bert_mlm_head}
 
 #: Keys of a saved genolong config.json that a new save writes again.
 GENOLONG_SAVE_KEYS = ("model_type", "transformers_version", "architectures", "dtype", "tokenizer_fingerprint",
@@ -68,9 +73,6 @@ REFUSED = {
     "caduceus": "Caduceus is a bidirectional Mamba (state-space) model, not an attention encoder",
     "mamba": "Mamba is a state-space model, not an attention encoder",
 }
-
-#: Config keys of DNABERT-2 (ALiBi attention bias, GEGLU feed-forward, fused QKV).
-DNABERT2_KEYS = ("alibi_starting_size",)
 
 
 def convert_checkpoint(
@@ -172,11 +174,6 @@ def convert_weights(source: SourceCheckpoint, task: str | None = None) -> tuple[
     model_type = source.config["model_type"]
     if model_type in REFUSED:
         raise ConversionError(f"model_type {model_type!r} is not supported: {REFUSED[model_type]}")
-    if any(key in source.config for key in DNABERT2_KEYS):
-        raise ConversionError(
-            "DNABERT-2 (ALiBi attention bias, GEGLU feed-forward) is not supported: genolong's encoder has "
-            "learned absolute positions and a GELU feed-forward"
-        )
     if model_type not in CONVERTERS:
         raise ConversionError(
             f"model_type {model_type!r} is not supported (supported: {', '.join(CONVERTERS)})"

@@ -8,7 +8,8 @@ layer, on the first token's final hidden state; genolong's
   then ``classifier``;
 * ``BigBirdForSequenceClassification``: ``classifier.dense``, ``ACT2FN[hidden_act]``, then
   ``classifier.out_proj``;
-* ``EsmForSequenceClassification``: ``classifier.dense``, ``tanh``, then ``classifier.out_proj``.
+* ``EsmForSequenceClassification``: ``classifier.dense``, ``tanh``, then ``classifier.out_proj``;
+* DNABERT-2's (MosaicBERT) ``BertForSequenceClassification``: BERT's.
 
 The output layer keeps the source's ``problem_type`` (genolong's classifiers have the same three,
 :func:`genolong.model.heads.output_activation`), with one change:
@@ -48,6 +49,7 @@ SEQUENCE_HEADS = {
     "bert": ("pooler.dense", "tanh", "classifier"),
     "big_bird": ("classifier.dense", None, "classifier.out_proj"),
     "esm": ("classifier.dense", "tanh", "classifier.out_proj"),
+    "mosaic_bert": ("pooler.dense", "tanh", "classifier"),
 }
 SIGMOIDS = "multi_label_classification"
 SOFTMAX = "single_label_classification"

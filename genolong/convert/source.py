@@ -61,9 +61,22 @@ def read_source(path: str | Path) -> SourceCheckpoint:
         config = json.loads(config_path.read_text())
     except (ValueError, UnicodeDecodeError) as err:
         raise ConversionError(f"{config_path}: not valid JSON ({err})") from None
+    if isinstance(config, dict) and infer_model_type(config):
+        config["model_type"] = infer_model_type(config)
     if not isinstance(config, dict) or "model_type" not in config:
         raise ConversionError(f"{config_path} has no model_type")
     return SourceCheckpoint(path, config, read_weights(path), read_tokenizer(path))
+
+
+#: Config keys that name an architecture run by remote code, whose config.json has no
+#: ``model_type`` or the one of the class it extends: MosaicBERT's ALiBi size (DNABERT-2; its
+#: fine-tuned checkpoints say ``bert``).
+MODEL_TYPE_KEYS = {"alibi_starting_size": "mosaic_bert"}
+
+
+def infer_model_type(config: dict[str, Any]) -> str | None:
+    """The architecture a config's own keys name, over its ``model_type`` (None: none named)."""
+    return next((model_type for key, model_type in MODEL_TYPE_KEYS.items() if key in config), None)
 
 
 def read_weights(path: Path) -> dict[str, torch.Tensor]:

@@ -85,11 +85,11 @@ def broken_source(kind, real_data, src):
         ("wordpiece", "its tokenizer is a WordPiece model, which genolong's commands do not read"),
         ("no weights", "holds no weights"),
         ("model_type", "HyenaDNA is a long-convolution"),
-        ("unknown model_type", "model_type 'gpt2' is not supported (supported: big_bird, bert, esm)"),
+        ("unknown model_type", "model_type 'gpt2' is not supported (supported: big_bird, bert, esm, mosaic_bert"),
         ("config says post-LN", "config.json describes a post-LN BERT but the weights are pre-LN"),
         ("rotary", "position_embedding_type 'rotary' is not supported"),
         ("deepspeed sparse", "random block layout is not stored"),
-        ("dnabert2", "DNABERT-2 (ALiBi attention bias, GEGLU feed-forward) is not supported"),
+        ("dnabert2", "config.json has MosaicBERT's alibi_starting_size (DNABERT-2) but the weights have no gated"),
         ("vocabulary", "the tokenizer has 32000 tokens but the embedding matrix 4000 rows"),
         ("classifier weights", "a bert checkpoint with classifier weights is not supported: genolong converts "
                                "masked-LM and sequence-classification"),
