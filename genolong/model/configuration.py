@@ -40,6 +40,24 @@ SIZE_FIELDS = (
     "max_position_embeddings",
 )
 
+#: The fields that say which published variant of the encoder a model is (positions, feed-forward,
+#: biases, norms, per-layer plan): fixed by its weights, like the sizes.
+VARIANT_FIELDS = (
+    "position_embedding_type",
+    "rotary_base",
+    "local_rotary_base",
+    "full_attention_layers",
+    "gated_feed_forward",
+    "attention_bias",
+    "mlp_in_bias",
+    "mlp_out_bias",
+    "norm_bias",
+    "first_layer_attention_norm",
+    "head_act",
+    "head_dense_bias",
+    "classifier_norm",
+)
+
 
 class GenolongConfig(PretrainedConfig):
     """Configuration of a genolong encoder and its heads.

@@ -18,7 +18,7 @@ from genolong.core.errors import UserError
 from genolong.dna.sequence import write_fasta
 from genolong.dna.tokenizer import METADATA_FILE, TokenizerTrainConfig, train_tokenizer
 from genolong.evaluation.chromatin import evaluation_rows
-from genolong.model.configuration import SIZE_FIELDS, GenolongConfig, check_input_length
+from genolong.model.configuration import SIZE_FIELDS, VARIANT_FIELDS, GenolongConfig, check_input_length
 from genolong.model.loading import (
     attention_buffer_keys,
     backbone_keys,
@@ -39,6 +39,7 @@ ARCHITECTURE_FIELDS = (
     "final_layer_norm",
     "embedding_layer_norm",
     "local_conv_kernel",
+    *VARIANT_FIELDS,
 )
 
 #: GenolongConfig fields a fine-tuning config sets on a pretrained model (regularisation and the new head).

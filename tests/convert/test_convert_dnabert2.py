@@ -10,10 +10,11 @@ import shutil
 
 import pytest
 import torch
+from helpers import mosaic_bert
+from helpers.convert import save_source, token_batch
+from helpers.converted import every_command
 
 from genolong.convert import convert_checkpoint
-from tests.helpers import mosaic_bert
-from tests.helpers.convert import save_source, token_batch
 
 SPECIAL = (1, 2, 3)  # [CLS], [SEP], [PAD] of DNABERT-2's tokenizer
 LENGTHS = [[37], [37, 20, 9]]  # one row; a padded batch
@@ -101,3 +102,8 @@ def test_the_real_tokenizer_is_carried_over(masked_lm):
     source, converted = (AutoTokenizer.from_pretrained(str(root / name)) for name in ("src", "out"))
     assert converted(sequence)["input_ids"] == source(sequence)["input_ids"]
     assert len(converted) == model.config.vocab_size == 4096
+
+
+def test_every_command_serves_the_converted_model(masked_lm, real_data, tmp_path):
+    _, _, _, root = masked_lm
+    every_command(root / "out", tmp_path, real_data, long=("full", 1024))
