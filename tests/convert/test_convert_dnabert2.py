@@ -4,14 +4,10 @@ random weights saved as the hub saves them (``pytorch_model.bin``, config.json w
 
 from __future__ import annotations
 
-import json
-import lzma
-import shutil
-
 import pytest
 import torch
 from helpers import mosaic_bert
-from helpers.convert import save_source, token_batch
+from helpers.convert import token_batch
 from helpers.converted import every_command
 
 from genolong.convert import convert_checkpoint
@@ -20,25 +16,10 @@ SPECIAL = (1, 2, 3)  # [CLS], [SEP], [PAD] of DNABERT-2's tokenizer
 LENGTHS = [[37], [37, 20, 9]]  # one row; a padded batch
 
 
-def dnabert2_source(real_data, out, num_labels=None, seed=0):
-    """A DNABERT-2 checkpoint directory as the hub has it (``architectures`` added for a classifier,
-    as ``save_pretrained`` of their ``BertForSequenceClassification`` writes it)."""
-    hub = real_data / "checkpoints" / "dnabert2_117m"
-    config = json.loads((hub / "config.json").read_text()) | mosaic_bert.SMALL
-    if num_labels is not None:
-        config |= {"architectures": ["BertForSequenceClassification"], "model_type": "bert",
-                   "id2label": {str(i): f"class_{i}" for i in range(num_labels)}}
-    state = mosaic_bert.random_state(config, num_labels, seed)
-    save_source(out, config, state, safetensors=False)
-    shutil.copy(hub / "tokenizer_config.json", out / "tokenizer_config.json")
-    (out / "tokenizer.json").write_bytes(lzma.decompress((hub / "tokenizer.json.xz").read_bytes()))
-    return config, state
-
-
 @pytest.fixture(scope="module")
 def masked_lm(real_data, tmp_path_factory):
     root = tmp_path_factory.mktemp("dnabert2")
-    config, state = dnabert2_source(real_data, root / "src")
+    config, state = mosaic_bert.write_checkpoint(real_data, root / "src")
     return config, state, convert_checkpoint(root / "src", root / "out"), root
 
 
@@ -64,7 +45,7 @@ def test_the_converted_config_states_the_architecture(masked_lm):
 
 @pytest.mark.parametrize("num_labels", [2, 3])
 def test_sequence_classifier_logits_equal_the_reference(real_data, tmp_path, num_labels):
-    config, state = dnabert2_source(real_data, tmp_path / "src", num_labels=num_labels, seed=1)
+    config, state = mosaic_bert.write_checkpoint(real_data, tmp_path / "src", num_labels=num_labels, seed=1)
     model = convert_checkpoint(tmp_path / "src", tmp_path / "out")
     ids, mask = token_batch([30, 12], config["vocab_size"], seed=1, special=SPECIAL)
     with torch.no_grad():

@@ -17,10 +17,16 @@ in ``shared/refs/dnabert2-117m/PROVENANCE.md``):
 
 from __future__ import annotations
 
+import json
+import lzma
 import math
+import shutil
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+
+from helpers.convert import save_source
 
 #: DNABERT-2's real config.json (shared/refs/dnabert2-117m) scaled down: 12 heads as the real model
 #: (not a power of two, so the interleaved slopes are used), head size 4.
@@ -34,6 +40,23 @@ def press_slopes(heads: int) -> list[float]:
         return [start * start**i for i in range(heads)]
     closest = 2 ** math.floor(math.log2(heads))
     return press_slopes(closest) + press_slopes(2 * closest)[0::2][: heads - closest]
+
+
+def write_checkpoint(real_data: Path, out: Path, num_labels: int | None = None, seed: int = 0) -> tuple[dict, dict]:
+    """A DNABERT-2 checkpoint directory as the hub has it: the real config.json (:data:`SMALL`), the
+    real tokenizer, random weights as ``pytorch_model.bin``; with ``num_labels`` a sequence
+    classifier (``architectures`` and ``model_type: bert``, as their fine-tuning saves it).
+    Returns the config and the weights."""
+    hub = real_data / "checkpoints" / "dnabert2_117m"
+    config = json.loads((hub / "config.json").read_text()) | SMALL
+    if num_labels is not None:
+        config |= {"architectures": ["BertForSequenceClassification"], "model_type": "bert",
+                   "id2label": {str(i): f"class_{i}" for i in range(num_labels)}}
+    state = random_state(config, num_labels, seed)
+    save_source(out, config, state, safetensors=False)
+    shutil.copy(hub / "tokenizer_config.json", out / "tokenizer_config.json")
+    (out / "tokenizer.json").write_bytes(lzma.decompress((hub / "tokenizer.json.xz").read_bytes()))
+    return config, state
 
 
 def random_state(config: dict, num_labels: int | None = None, seed: int = 0) -> dict[str, torch.Tensor]:
