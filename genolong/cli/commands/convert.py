@@ -15,8 +15,9 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "convert",
         help="convert a transformers checkpoint (BigBird, BERT, GENA-LM, ESM) into a genolong model",
-        description="Convert a local transformers checkpoint directory (config.json, weights, tokenizer files; "
-        "e.g. a hub snapshot) into a genolong model directory with the source's tokenizer. "
+        description="Convert a transformers checkpoint directory (config.json, weights, tokenizer files; "
+        "e.g. a hub snapshot), or a hub identifier ORG/NAME (downloaded, verified by the hub's hashes, no code "
+        "fetched), into a genolong model directory with the source's tokenizer. "
         "Supported: big_bird, bert (post-LN and GENA-LM pre-LN), esm with absolute positions; masked-LM "
         "checkpoints, and sequence classifiers of every problem type (multi-label sigmoids, a softmax, "
         "regression; a 2-class softmax becomes one sigmoid). A classifier converted with --task and --window-bp is "
@@ -26,7 +27,10 @@ def register(subparsers) -> None:
         "the attention swapped, the position embeddings copied up to --max-length, optional global tokens "
         "initialised from [CLS] and [MASK] (docs/guide/long-context.md).",
     )
-    parser.add_argument("src", type=Path, help="directory of the transformers checkpoint")
+    parser.add_argument("src", type=Path,
+                        help="directory of the transformers checkpoint, or a hub identifier ORG/NAME (downloaded from "
+                        "HF_ENDPOINT into the Hugging Face cache: config, weights and tokenizer, never code)")
+    parser.add_argument("--revision", metavar="REV", help="with ORG/NAME: the hub branch, tag or commit (default: main)")
     parser.add_argument("--out", required=True, type=Path, help="genolong model directory to write")
     parser.add_argument("--force", action="store_true", help="replace an existing output directory")
     parser.add_argument("--task", choices=TASK_CHOICES,
@@ -52,13 +56,15 @@ def register(subparsers) -> None:
 
 def run_convert(args) -> int:
     from genolong.convert import ConversionError, LongSpec, convert_checkpoint, describe_conversion
+    from genolong.convert.hub import resolve_source
 
     long = None
     if args.backbone is not None:
         long = LongSpec(args.backbone, args.max_length, args.block_size, args.global_tokens)
     elif args.max_length is not None or args.block_size is not None or args.global_tokens:
         raise ConversionError("--max-length, --block-size and --global-tokens go with --backbone")
-    model = convert_checkpoint(args.src, args.out, force=args.force, task=args.task, window_bp=args.window_bp,
+    src = resolve_source(args.src, args.revision)
+    model = convert_checkpoint(src, args.out, force=args.force, task=args.task, window_bp=args.window_bp,
                                long=long)
     print(describe_conversion(model, args.out, args.task))
     return 0
