@@ -83,6 +83,7 @@ def convert_checkpoint(
     task: str | None = None,
     window_bp: int | None = None,
     long: LongSpec | None = None,
+    name: str | None = None,
 ):
     """Convert the transformers checkpoint in ``src`` into a genolong model directory ``out``.
 
@@ -94,8 +95,9 @@ def convert_checkpoint(
     ``genolong_task.json`` (:func:`.classification.task_info`), which makes it a classifier
     directory for that task's commands. With ``long``, the model gets that backbone, its
     positions copied up to ``long.max_length`` and its global tokens (:func:`.long.make_long`);
-    ``src`` may then also be a genolong model directory with full attention. Nothing is written
-    unless the whole conversion succeeds.
+    ``src`` may then also be a genolong model directory with full attention. ``name``: what the
+    converted config records as the source (a hub identifier; default: the config's
+    ``_name_or_path`` or the directory's name). Nothing is written unless the whole conversion succeeds.
 
     Returns:
         The converted model (eval mode).
@@ -128,7 +130,7 @@ def convert_checkpoint(
     fields.setdefault("converted_from", {
         "model_type": source.config["model_type"],
         "architectures": source.config.get("architectures"),
-        "name_or_path": source.config.get("_name_or_path") or Path(src).name,
+        "name_or_path": name or source.config.get("_name_or_path") or Path(src).name,
     })
     if long is not None:
         fields, state = make_long(fields, state, long)

@@ -71,6 +71,8 @@ def test_a_hub_identifier_converts_as_its_local_directory_and_fetches_no_code(hu
     fetched = {path.rsplit("/", 1)[1] for _, path in hub.log if "/resolve/" in path}
     assert fetched == {path.name for path in (sources / "main").iterdir()}  # not modeling_x.py nor pytorch_model.bin
     assert ("GET", f"/api/models/{REPO}") in hub.log
+    converted = json.loads((tmp_path / "hub" / "config.json").read_text())["converted_from"]["name_or_path"]
+    assert converted == REPO
 
 
 def test_revision_is_passed_through(hub, sources, tmp_path, capsys):

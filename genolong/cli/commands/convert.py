@@ -64,7 +64,8 @@ def run_convert(args) -> int:
     elif args.max_length is not None or args.block_size is not None or args.global_tokens:
         raise ConversionError("--max-length, --block-size and --global-tokens go with --backbone")
     src = resolve_source(args.src, args.revision)
+    name = None if Path(src) == Path(args.src) else str(args.src)  # a hub identifier names the source
     model = convert_checkpoint(src, args.out, force=args.force, task=args.task, window_bp=args.window_bp,
-                               long=long)
+                               long=long, name=name)
     print(describe_conversion(model, args.out, args.task))
     return 0
