@@ -46,14 +46,20 @@ from torch import nn
 
 from genolong.core.errors import ConfigError
 from genolong.core.memory import proc_status_mb, reset_peak_memory
-from genolong.experiments.bench.converted import CONVERTED, converted_builders, hf_esm
+from genolong.experiments.bench.converted import (
+    CONVERTED,
+    converted_builders,
+    hf_esm,
+    hf_modernbert,
+    ref_dnabert2,
+)
 from genolong.model.encoder import Block
 
 #: transformers' models measured beside ours, by benchmark name, with the installed transformers.
 PEERS = ("hf-bigbird", "hf-longformer", "hf-bert")
-#: Measured only when asked for (``--peers``): transformers' ESM and the genolong conversions of
-#: transformers' models (:mod:`genolong.experiments.bench.converted`).
-OPTIONAL_PEERS = ("hf-esm", *CONVERTED)
+#: Measured only when asked for (``--peers``): transformers' ESM and ModernBERT, DNABERT-2's
+#: architecture, and the genolong conversions of them all (:mod:`genolong.experiments.bench.converted`).
+OPTIONAL_PEERS = ("hf-esm", "ref-dnabert2", "hf-modernbert", *CONVERTED)
 #: Peers that need transformers 4.x (lsg-converter runs only there; transformers 4.44's BigBird
 #: does not fill the dense L x L probabilities that 5.x does): measured with a package directory
 #: holding transformers 4.x put first on the worker's PYTHONPATH (``legacy_site``).
@@ -184,6 +190,8 @@ def build(spec: Spec, mlm: bool):
         "hf4-bigbird": hf_bigbird,
         "lsg-bert": lsg_bert,
         "hf-esm": hf_esm,
+        "ref-dnabert2": ref_dnabert2,
+        "hf-modernbert": hf_modernbert,
     }
     builders |= converted_builders(builders)
     if spec.model == FLOOR:

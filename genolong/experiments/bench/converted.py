@@ -1,10 +1,12 @@
 """Benchmark models for converted checkpoints: transformers' model next to its genolong conversion.
 
-``converted-bigbird``, ``converted-bert`` and ``converted-esm`` build the transformers model
-(``hf-bigbird``, ``hf-bert``, ``hf-esm``) with the run's size and random weights, convert its
-weights in memory with :func:`genolong.convert.convert_weights` (what
-``genolong convert`` does, without the files), and measure the genolong model: the same
-weights and the same outputs, so the times compare implementations only.
+``converted-bigbird``, ``converted-bert``, ``converted-esm``, ``converted-dnabert2`` and
+``converted-modernbert`` build the source model (transformers' ``hf-bigbird``, ``hf-bert``,
+``hf-esm``, ``hf-modernbert``; for DNABERT-2, whose code is not in transformers, ``ref-dnabert2``:
+:mod:`genolong.experiments.bench.mosaic_bert`) with the run's size and random weights, convert its
+weights in memory with :func:`genolong.convert.convert_weights` (what ``genolong convert`` does,
+without the files), and measure the genolong model: the same weights and the same outputs, so the
+times compare implementations only.
 """
 
 from __future__ import annotations
@@ -17,8 +19,11 @@ from typing import Any
 from genolong.convert import SourceCheckpoint, convert_weights
 from genolong.convert.target import build_model
 
-#: Converted model -> the transformers peer it is converted from.
-CONVERTED = {"converted-bigbird": "hf-bigbird", "converted-bert": "hf-bert", "converted-esm": "hf-esm"}
+#: Converted model -> the peer it is converted from.
+CONVERTED = {"converted-bigbird": "hf-bigbird", "converted-bert": "hf-bert", "converted-esm": "hf-esm",
+             "converted-dnabert2": "ref-dnabert2", "converted-modernbert": "hf-modernbert"}
+#: ModernBERT's local window and global-layer period (ModernBERT-base, modernGENA).
+MODERNBERT_WINDOW, MODERNBERT_GLOBAL_EVERY = 128, 3
 
 
 def hf_esm(size, length: int, mlm: bool):
@@ -36,6 +41,32 @@ def hf_esm(size, length: int, mlm: bool):
         **asdict(size),
     )
     return (EsmForMaskedLM if mlm else EsmModel)(config), {}
+
+
+def ref_dnabert2(size, length: int, mlm: bool):
+    """DNABERT-2's architecture in plain PyTorch (:mod:`genolong.experiments.bench.mosaic_bert`)."""
+    from genolong.experiments.bench.mosaic_bert import MosaicBertEncoder, MosaicBertReference
+
+    config = {"type_vocab_size": 2, "layer_norm_eps": 1e-12, "alibi_starting_size": 512,
+              "max_position_embeddings": max(length, 512), "hidden_act": "gelu", **asdict(size)}
+    model = MosaicBertReference(config)
+    return (model if mlm else MosaicBertEncoder(model)), {}
+
+
+def hf_modernbert(size, length: int, mlm: bool):
+    """transformers' ModernBERT as modernGENA configures it: a local window of 128 tokens in two of
+    every three layers, GeGLU, no biases, SDPA attention."""
+    from transformers import ModernBertConfig, ModernBertForMaskedLM, ModernBertModel
+
+    sizes = asdict(size)
+    config = ModernBertConfig(
+        vocab_size=sizes["vocab_size"], hidden_size=sizes["hidden_size"], num_hidden_layers=sizes["num_hidden_layers"],
+        num_attention_heads=sizes["num_attention_heads"], intermediate_size=sizes["intermediate_size"],
+        max_position_embeddings=length, local_attention=MODERNBERT_WINDOW,
+        global_attn_every_n_layers=MODERNBERT_GLOBAL_EVERY, pad_token_id=3, cls_token_id=1, sep_token_id=2,
+        bos_token_id=1, eos_token_id=2, attn_implementation="sdpa",
+    )
+    return (ModernBertForMaskedLM if mlm else ModernBertModel)(config), {}
 
 
 def converted_model(peer: Callable, size, length: int, mlm: bool):
