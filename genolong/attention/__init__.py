@@ -82,7 +82,9 @@ def build_attention(config: Any, layer_idx: int = 0, name: str | None = None) ->
     cls = attention_class(name or layer_backbone(config, layer_idx))
     check_position_type(cls, config)
     cls.validate_config(config)
-    return cls(config, layer_idx)
+    attention = cls(config, layer_idx)
+    attention.num_prepended = attention_class(config.backbone).num_extra_global_tokens(config)
+    return attention
 
 
 def attention_config(

@@ -87,8 +87,9 @@ class Attention(nn.Module, ABC):
         super().__init__()
         self.layer_idx = layer_idx
         self.dropout = float(getattr(config, "attention_probs_dropout_prob", 0.0))
-        #: learned global tokens the encoder prepends (positionless for ALiBi)
-        self.num_prepended = attention_class_of(config).num_extra_global_tokens(config)
+        #: learned global tokens the encoder prepends, positionless for rotary and ALiBi (the
+        #: backbone's: :func:`~genolong.attention.build_attention` sets it in a per-layer plan's full layers)
+        self.num_prepended = self.num_extra_global_tokens(config)
         alibi = getattr(config, "position_embedding_type", "absolute") == "alibi"
         #: (H,) float32 ALiBi slopes, or None without ALiBi
         self.alibi_slopes: torch.Tensor | None
@@ -158,9 +159,3 @@ def require_int(config: Any, name: str, minimum: int, backbone: str) -> int:
         raise ConfigError(f"{backbone}: {name} must be an integer >= {minimum}, got {value!r}")
     return value
 
-
-def attention_class_of(config: Any) -> type[Attention]:
-    """The class of ``config.backbone`` (the encoder-wide backbone, which decides the prepended tokens)."""
-    from genolong.attention import attention_class
-
-    return attention_class(config.backbone)
