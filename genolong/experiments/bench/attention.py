@@ -48,6 +48,7 @@ from genolong.core.errors import ConfigError
 from genolong.core.memory import proc_status_mb, reset_peak_memory
 from genolong.experiments.bench.converted import (
     CONVERTED,
+    LONG,
     converted_builders,
     hf_esm,
     hf_modernbert,
@@ -59,7 +60,7 @@ from genolong.model.encoder import Block
 PEERS = ("hf-bigbird", "hf-longformer", "hf-bert")
 #: Measured only when asked for (``--peers``): transformers' ESM and ModernBERT, DNABERT-2's
 #: architecture, and the genolong conversions of them all (:mod:`genolong.experiments.bench.converted`).
-OPTIONAL_PEERS = ("hf-esm", "ref-dnabert2", "hf-modernbert", *CONVERTED)
+OPTIONAL_PEERS = ("hf-esm", "ref-dnabert2", "hf-modernbert", *CONVERTED, *LONG)
 #: Peers that need transformers 4.x (lsg-converter runs only there; transformers 4.44's BigBird
 #: does not fill the dense L x L probabilities that 5.x does): measured with a package directory
 #: holding transformers 4.x put first on the worker's PYTHONPATH (``legacy_site``).

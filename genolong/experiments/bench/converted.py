@@ -17,11 +17,17 @@ from pathlib import Path
 from typing import Any
 
 from genolong.convert import SourceCheckpoint, convert_weights
+from genolong.convert.long import LongSpec, make_long
 from genolong.convert.target import build_model
 
 #: Converted model -> the peer it is converted from.
 CONVERTED = {"converted-bigbird": "hf-bigbird", "converted-bert": "hf-bert", "converted-esm": "hf-esm",
              "converted-dnabert2": "ref-dnabert2", "converted-modernbert": "hf-modernbert"}
+#: The converted published models made long (``--backbone lsg --max-length`` the run's length): where
+#: their sources cannot go.
+LONG = {"lsg-dnabert2": "ref-dnabert2", "lsg-modernbert": "hf-modernbert"}
+#: The trained positions of the converted models that ``LONG`` makes long (DNABERT-2's 512; ModernBERT's 1,024).
+TRAINED_POSITIONS = {"ref-dnabert2": 512, "hf-modernbert": 1024}
 #: ModernBERT's local window and global-layer period (ModernBERT-base, modernGENA).
 MODERNBERT_WINDOW, MODERNBERT_GLOBAL_EVERY = 128, 3
 
@@ -69,19 +75,29 @@ def hf_modernbert(size, length: int, mlm: bool):
     return (ModernBertForMaskedLM if mlm else ModernBertModel)(config), {}
 
 
-def converted_model(peer: Callable, size, length: int, mlm: bool):
-    """The genolong conversion of ``peer``'s masked-LM model (the bare encoder unless ``mlm``)."""
-    source_model, extra = peer(size, length, True)
+def converted_model(peer: Callable, size, length: int, mlm: bool, long_from: int | None = None):
+    """The genolong conversion of ``peer``'s masked-LM model (the bare encoder unless ``mlm``); with
+    ``long_from``, the source has that many positions and the conversion reads ``length`` tokens
+    with LSG attention (:func:`genolong.convert.long.make_long`, as ``convert --backbone lsg``)."""
+    source_model, extra = peer(size, long_from or length, True)
     config = source_model.config.to_dict()
     source = SourceCheckpoint(Path("."), config, source_model.state_dict(), tokenizer=None)
     fields, state = convert_weights(source)
-    model = build_model(fields | {"pad_token_id": config.get("pad_token_id") or 0}, state)
+    fields |= {"pad_token_id": config.get("pad_token_id") or 0}
+    if long_from is not None:
+        fields, state = make_long(fields, state, LongSpec("lsg", length))
+    model = build_model(fields, state)
     return (model if mlm else model.genolong), extra
 
 
 def converted_builders(peers: dict[str, Callable]) -> dict[str, Callable[..., Any]]:
-    """Builders of the converted models, given the peers' builders by name."""
-    return {
+    """Builders of the converted models (and of those made long), given the peers' builders by name."""
+    builders = {
         name: (lambda size, length, mlm, peer=peers[peer_name]: converted_model(peer, size, length, mlm))
         for name, peer_name in CONVERTED.items()
+    }
+    return builders | {
+        name: (lambda size, length, mlm, peer=peer_name: converted_model(peers[peer], size, length, mlm,
+                                                                         TRAINED_POSITIONS[peer]))
+        for name, peer_name in LONG.items()
     }
