@@ -43,13 +43,14 @@ def _register_gpu(commands) -> None:
         description="Runs the gpu-marked tests, flex block-sparse attention against the dense float64 reference "
         "(4K-64K tokens, bf16 and fp32, forward and backward), 20 bf16 training steps of every backbone, "
         "genolong pretrain on the GPU, predict/scan/score-variants on GPU vs CPU, and a speed table of base-size "
-        "models (ours vs transformers' BigBird vs dense SDPA). Writes OUT/device_check.md and .json. "
+        "models (ours vs transformers' BigBird vs dense SDPA) and of the converted published models (DNABERT-2, "
+        "ModernBERT, made long with LSG) against their sources. Writes OUT/device_check.md and .json. "
         "Exit status 1 when a check fails. --cpu runs the same logic at tiny sizes on the CPU.",
     )
     gpu.add_argument("--out", type=Path, default=Path("runs/gpu_check"))
     gpu.add_argument("--cpu", action="store_true", help="tiny sizes on the CPU (checks the script, not a GPU)")
     gpu.add_argument("--sections", nargs="+", default=None, metavar="NAME",
-                     help="tests kernels train pretrain inference speed (default: all)")
+                     help="tests kernels train pretrain inference speed published (default: all)")
     gpu.add_argument("--lengths", nargs="+", type=positive_int, default=None, metavar="N",
                      help="speed-table lengths (default: 4096 8192 16384 32768 65536)")
     gpu.add_argument("--kernel-lengths", nargs="+", type=positive_int, default=None, metavar="N",

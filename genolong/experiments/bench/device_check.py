@@ -13,6 +13,10 @@ earlier one fails, and its rows are saved as soon as it ends):
   on the GPU and on the CPU: the same scores within a stated tolerance (:mod:`genolong.experiments.bench.device_inference`).
 * ``speed``: forward and training step of base-size models (768 x 12) at 4K-64K tokens, bf16: ours
   (flex) vs transformers' BigBird vs dense SDPA (:mod:`genolong.experiments.bench.device_speed`).
+* ``published``: the same for the converted published models at DNABERT-2's size (768 x 12, 4,096
+  tokens of vocabulary) at 4K and 16K tokens: DNABERT-2 and ModernBERT converted, made long with LSG,
+  against their sources (transformers' ModernBERT; DNABERT-2's architecture in plain PyTorch) and
+  dense SDPA.
 
 ``--cpu`` runs the same code on the CPU at tiny sizes (the gathered-blocks path stands in for flex,
 which has no backward there), so CI exercises the script's logic without a GPU.
@@ -29,7 +33,7 @@ import platform
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import torch
@@ -38,10 +42,10 @@ from genolong.core.children import child_arguments, run_genolong, run_module
 from genolong.core.files import atomic_write_text
 from genolong.experiments.bench.attention import BenchSize
 from genolong.experiments.bench.device_inference import compare_inference
-from genolong.experiments.bench.device_speed import SpeedPlan, run_speed
+from genolong.experiments.bench.device_speed import PUBLISHED, SpeedPlan, run_speed
 from genolong.experiments.bench.kernel_check import BACKBONES, KernelCase, candidate_path, check_case
 
-SECTIONS = ("tests", "kernels", "train", "pretrain", "inference", "speed")
+SECTIONS = ("tests", "kernels", "train", "pretrain", "inference", "speed", "published")
 TRAIN_STEPS = 20
 #: Vocabulary of the train section's models: the tiny tokenizer's size.
 TRAIN_VOCAB = 4096
@@ -61,6 +65,7 @@ class CheckPlan:
     train_max_len: int | None  # None: each preset's own
     pretrain_steps: int
     speed: SpeedPlan
+    published: SpeedPlan
     sections: tuple[str, ...] = SECTIONS
     tests_dir: Path | None = None
     extra: dict = field(default_factory=dict)
@@ -71,7 +76,8 @@ def gpu_plan(lengths: tuple[int, ...] = (4096, 8192, 16384, 32768, 65536)) -> Ch
                      intermediate_size=3072)
     return CheckPlan(device=torch.device("cuda"), kernel_lengths=(4096, 16384, 65536), kernel_heads=12,
                      kernel_head_dim=64, kernel_rows=512, train_steps=TRAIN_STEPS, train_batch=8,
-                     train_max_len=None, pretrain_steps=200, speed=SpeedPlan(size=base, lengths=lengths))
+                     train_max_len=None, pretrain_steps=200, speed=SpeedPlan(size=base, lengths=lengths),
+                     published=SpeedPlan(size=replace(base, vocab_size=4096), lengths=(4096, 16384)))
 
 
 def cpu_plan() -> CheckPlan:
@@ -79,7 +85,8 @@ def cpu_plan() -> CheckPlan:
                      intermediate_size=64)
     return CheckPlan(device=torch.device("cpu"), kernel_lengths=(512,), kernel_heads=2, kernel_head_dim=16,
                      kernel_rows=32, train_steps=8, train_batch=2, train_max_len=512, pretrain_steps=2,
-                     speed=SpeedPlan(size=tiny, lengths=(1024,), repeats=1))  # transformers' block_sparse from 704 tokens
+                     speed=SpeedPlan(size=tiny, lengths=(1024,), repeats=1),  # transformers' block_sparse from 704 tokens
+                     published=SpeedPlan(size=tiny, lengths=(1024,), repeats=1))
 
 
 # --------------------------------------------------------------------------- sections
@@ -201,9 +208,19 @@ def section_speed(plan: CheckPlan, out: Path, say) -> list[dict]:
     return rows
 
 
+def section_published(plan: CheckPlan, out: Path, say) -> list[dict]:
+    """The speed rows of the published models; a model that fails to build or run (its conversion
+    broke) is a failed check, running out of memory is a measurement."""
+    rows = run_speed(plan.published, plan.device, models=tuple(PUBLISHED), say=lambda line: say("  " + line))
+    for row in rows:
+        row["check"] = "published"
+        row["ok"] = not row["status"].startswith("error")
+    return rows
+
+
 SECTION_FUNCTIONS: dict[str, Callable] = {
     "tests": section_tests, "kernels": section_kernels, "train": section_train, "pretrain": section_pretrain,
-    "inference": section_inference, "speed": section_speed,
+    "inference": section_inference, "speed": section_speed, "published": section_published,
 }
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from genolong.experiments.bench.device_speed import MODELS, speed_table
+from genolong.experiments.bench.device_speed import MODELS, PUBLISHED, PUBLISHED_RATIOS, speed_table
 
 
 def markdown(results: dict) -> str:
@@ -17,7 +17,7 @@ def markdown(results: dict) -> str:
     for name, section in results["sections"].items():
         rows = section["rows"]
         failed = sum(row.get("ok") is False for row in rows)
-        verdict = "measurements" if name == "speed" else ("passed" if not failed else f"{failed} FAILED")
+        verdict = "measurements" if name in ("speed", "published") else ("passed" if not failed else f"{failed} FAILED")
         lines += [f"## {name} ({verdict}, {section['seconds']:.0f} s)", ""]
         lines += PARTS.get(name, _generic)(rows) + [""]
     return "\n".join(lines)
@@ -61,4 +61,12 @@ def _speed(rows: list[dict]) -> list[str]:
     return parts
 
 
-PARTS = {"kernels": _kernels, "speed": _speed}
+def _published(rows: list[dict]) -> list[str]:
+    legend = [f"- `{name}`: {what}" for name, what in PUBLISHED.items()]
+    parts = ["Batch 1; median of the timed calls; peak = allocated GPU memory.", "", *legend, ""]
+    for phase, title in (("forward", "Forward (no grad)"), ("train", "Training step (MLM, AdamW)")):
+        parts += [f"**{title}**", "", speed_table(rows, phase, PUBLISHED_RATIOS), ""]
+    return parts
+
+
+PARTS = {"kernels": _kernels, "speed": _speed, "published": _published}

@@ -32,6 +32,18 @@ MODELS = {
     "hf-bigbird": "transformers BigBird (block_sparse)",
     "genolong-full": "ours, dense attention (SDPA; flash on CUDA in bf16)",
 }
+#: The converted published models, their sources and dense SDPA (the ``published`` section).
+PUBLISHED = {
+    "ref-dnabert2": "DNABERT-2's architecture in plain PyTorch (its code's path without Triton)",
+    "converted-dnabert2": "ours, DNABERT-2 converted (dense attention, ALiBi)",
+    "lsg-dnabert2": "ours, DNABERT-2 converted and made long (LSG, from 512 positions)",
+    "hf-modernbert": "transformers ModernBERT (modernGENA's layout: window 128, global every 3rd layer)",
+    "converted-modernbert": "ours, ModernBERT converted (window and full layers, rotary)",
+    "lsg-modernbert": "ours, ModernBERT converted and made long (LSG, from 1,024 positions)",
+    "genolong-full": MODELS["genolong-full"],
+}
+#: (peer, ours) pairs of the ``published`` tables' ratio columns.
+PUBLISHED_RATIOS = (("ref-dnabert2", "converted-dnabert2"), ("hf-modernbert", "converted-modernbert"))
 MASK_FRACTION = 0.15
 
 
@@ -48,7 +60,11 @@ class SpeedPlan:
 
 
 def build_model(name: str, size: BenchSize, length: int, mlm: bool) -> torch.nn.Module:
-    """The model ``name`` (a key of :data:`MODELS`) with random weights at ``size``."""
+    """The model ``name`` (a key of :data:`MODELS` or :data:`PUBLISHED`) with random weights at ``size``."""
+    if name in PUBLISHED and name != "genolong-full":
+        from genolong.experiments.bench.attention import Spec, build
+
+        return build(Spec(model=name, length=length, size=size), mlm)[0]
     if name == "hf-bigbird":
         model, _ = hf_bigbird(size, length, mlm)
         model.config.attention_probs_dropout_prob = 0.0
@@ -170,18 +186,20 @@ def format_row(row: dict) -> str:
     return f"{where}: {row['seconds'] * 1e3:9.1f} ms  {row['tokens_per_s']:10.0f} tokens/s{peak}{checkpointing}"
 
 
-def speed_table(rows: list[dict], phase: str) -> str:
-    """Markdown: one row per length, time (and peak memory) per model, ours vs the others as ratios."""
+def speed_table(rows: list[dict], phase: str,
+                ratios: tuple[tuple[str, str], ...] = (("hf-bigbird", "genolong-bigbird"),
+                                                      ("genolong-full", "genolong-bigbird"))) -> str:
+    """Markdown: one row per length, time (and peak memory) per model, then ``peer / ours`` time
+    ratios for each (peer, ours) pair of ``ratios``."""
     models = list(dict.fromkeys(row["model"] for row in rows))
     lengths = list(dict.fromkeys(row["tokens"] for row in rows))
     cell = {(row["model"], row["tokens"]): row for row in rows if row["phase"] == phase}
-    lines = ["| tokens | " + " | ".join(models) + " | hf-bigbird / ours | full / ours |",
-             "|---:|" + "---:|" * (len(models) + 2)]
+    lines = ["| tokens | " + " | ".join(models + [f"{peer} / {ours}" for peer, ours in ratios]) + " |",
+             "|---:|" + "---:|" * (len(models) + len(ratios))]
     for length in lengths:
         values = [_cell(cell.get((model, length))) for model in models]
-        ours = cell.get(("genolong-bigbird", length))
-        ratios = [_ratio(cell.get((peer, length)), ours) for peer in ("hf-bigbird", "genolong-full")]
-        lines.append(f"| {length:,} | " + " | ".join(values + ratios) + " |")
+        values += [_ratio(cell.get((peer, length)), cell.get((ours, length))) for peer, ours in ratios]
+        lines.append(f"| {length:,} | " + " | ".join(values) + " |")
     return "\n".join(lines)
 
 
