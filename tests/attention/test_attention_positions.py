@@ -45,10 +45,10 @@ ALIBI_VARIANTS = {
 COVERING_VARIANTS = [v for v in ALIBI_VARIANTS if v != "bigbird-transformers-eval"]
 
 
-def alibi(variant: str, position: str = "alibi"):
+def alibi(variant: str, position: str = "alibi", dim: int = HEAD_DIM):
     """The attention of ``variant`` with ``position`` positions, and its config."""
     backbone, params = ALIBI_VARIANTS[variant]
-    config = attention_config(backbone, num_attention_heads=HEADS, hidden_size=HEADS * HEAD_DIM,
+    config = attention_config(backbone, num_attention_heads=HEADS, hidden_size=HEADS * dim,
                               max_position_embeddings=128, position_embedding_type=position, **params)
     return build_attention(config), config
 
@@ -129,6 +129,21 @@ def test_alibi_flex_forward_on_cpu_matches_dense_reference(variant):
     with torch.no_grad():
         out = run(attn, "flex", *(x.float() for x in (q, k, v)), mask)
     assert max_error(out.double(), run(attn, "dense", q, k, v, mask)) < 1e-5
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("variant", ["bigbird-itc-ends", "bigbird-transformers-eval", "longformer", "lsg-pooling"])
+def test_alibi_flex_on_cuda_trains_like_the_gather_path(variant):
+    attn, config = alibi(variant, dim=16)  # flex on CUDA needs head_dim >= 16
+    attn = attn.cuda()
+    q, k, v = (x.to("cuda", torch.float32).requires_grad_() for x in qkv(2, length(config, 12), dim=16))
+    mask = padding(2, q.shape[2]).cuda()
+    out, grads = output_and_grads(attn, "flex", q, k, v, mask)
+    ref, ref_grads = output_and_grads(attn, "gather", q, k, v, mask)
+    real = mask[:, None, :, None].expand_as(q)
+    assert max_error(out[real], ref[real]) < 1e-4
+    for grad, ref_grad in zip(grads, ref_grads, strict=True):
+        assert max_error(grad, ref_grad) < 1e-3
 
 
 def test_lsg_sparse_tokens_stand_at_the_mean_position_of_the_tokens_they_compress():
