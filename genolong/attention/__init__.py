@@ -94,6 +94,7 @@ def attention_config(
     hidden_size: int,
     max_position_embeddings: int,
     attention_probs_dropout_prob: float = 0.0,
+    position_embedding_type: str = "absolute",
     **params: Any,
 ) -> SimpleNamespace:
     """A stand-alone config for attention ``backbone`` without a model (kernel tests, benchmarks).
@@ -111,5 +112,6 @@ def attention_config(
         hidden_size=hidden_size,
         max_position_embeddings=max_position_embeddings,
         attention_probs_dropout_prob=attention_probs_dropout_prob,
+        position_embedding_type=position_embedding_type,
         **{**defaults, **params},
     )

@@ -29,15 +29,28 @@ def alibi_slopes(num_heads: int) -> torch.Tensor:
     return torch.tensor(slopes, dtype=torch.float64)
 
 
+def alibi_distance(query_positions: torch.Tensor, key_positions: torch.Tensor) -> torch.Tensor:
+    """``|p_i - p_j|``, elementwise with broadcasting, 0 where either position is negative (a
+    positionless token). The one rule every attention path applies; in the positions' dtype
+    (float for fractional positions, such as LSG's pooled tokens)."""
+    distance = (query_positions - key_positions).abs()
+    return distance.masked_fill((query_positions < 0) | (key_positions < 0), 0)
+
+
 def alibi_bias(slopes: torch.Tensor, query_positions: torch.Tensor, key_positions: torch.Tensor) -> torch.Tensor:
     """``-m_h |p_i - p_j|`` for every head, query and key: (H,), (Q,), (K,) -> (H, Q, K).
 
     A negative position marks a token without one (a prepended global token): its row and
     column of the bias are 0. The result has the dtype of ``slopes``.
     """
-    distance = (query_positions[:, None] - key_positions[None, :]).abs().to(slopes.dtype)  # (Q, K)
-    positionless = (query_positions[:, None] < 0) | (key_positions[None, :] < 0)
-    return -slopes[:, None, None] * distance.masked_fill(positionless, 0)
+    distance = alibi_distance(query_positions[:, None], key_positions[None, :]).to(slopes.dtype)  # (Q, K)
+    return -slopes[:, None, None] * distance
+
+
+def bias_dtype(dtype: torch.dtype) -> torch.dtype:
+    """The dtype ALiBi biases are computed in for scores of ``dtype``: float64 for float64, else float32
+    (then cast to ``dtype``), so that a float64 reference is exact and half precision rounds once."""
+    return torch.float64 if dtype == torch.float64 else torch.float32
 
 
 def token_positions(length: int, num_prepended: int, device: torch.device | None = None) -> torch.Tensor:

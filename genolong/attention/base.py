@@ -65,7 +65,7 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
-from genolong.attention.alibi import alibi_slopes
+from genolong.attention.alibi import alibi_bias, alibi_slopes, bias_dtype
 from genolong.core.errors import ConfigError
 
 
@@ -95,6 +95,14 @@ class Attention(nn.Module, ABC):
         self.alibi_slopes: torch.Tensor | None
         self.register_buffer("alibi_slopes", alibi_slopes(config.num_attention_heads).float() if alibi else None,
                              persistent=False)
+
+    def alibi_bias(self, query_positions: torch.Tensor, key_positions: torch.Tensor,
+                   dtype: torch.dtype) -> torch.Tensor | None:
+        """The (H, Q, K) ALiBi bias in ``dtype`` for (Q,) query and (K,) key positions
+        (:func:`~genolong.attention.alibi.alibi_bias`), or None without ALiBi."""
+        if self.alibi_slopes is None:
+            return None
+        return alibi_bias(self.alibi_slopes.to(bias_dtype(dtype)), query_positions, key_positions).to(dtype)
 
     @classmethod
     def validate_config(cls, config: Any) -> None:

@@ -46,6 +46,11 @@ checkpoints, so that a converted model gives the published model's outputs.
 ``full_attention_max_tokens``: inputs of at most this many tokens get full attention, as
 transformers' BigBird does below ``(5 + 2 * num_random_blocks) * block_size`` tokens (0: never).
 
+ALiBi positions: every token keeps its place in the input, global ones included (ITC's global
+blocks are sequence tokens: ``itc_ends``' last block keeps its last positions while it runs
+second); ETC's prepended tokens have none (no bias). ``transformers_eval``'s copies of the first
+block stand where the tokens they copy stand.
+
 Defaults are those of App. F, Table 21 (computational biology): blocks of 64, a window of
 3 blocks, 3 random blocks, 2 global blocks, ITC.
 """
@@ -57,6 +62,7 @@ from typing import Any
 import torch
 
 from genolong.attention import register_attention
+from genolong.attention.alibi import token_positions
 from genolong.attention.base import long_length, require_int
 from genolong.attention.blocksparse import RANDOM_DEFAULTS, SHARED_DEFAULTS, BlockSparseAttention
 from genolong.attention.full import full_attention
@@ -241,20 +247,26 @@ class BigBirdAttention(BlockSparseAttention):
         valid = None if padding_mask is None else padding_mask[:, None, first].repeat(1, 1, copies)
         return k[:, :, first].repeat(1, 1, copies, 1), v[:, :, first].repeat(1, 1, copies, 1), valid
 
+    def extra_positions(self, positions: torch.Tensor, num_global: int, num_extra: int) -> torch.Tensor:
+        """``transformers_eval``: the positions of the first block, once per copy (module docstring)."""
+        return positions[: self.block_size].repeat(self.num_random_blocks) if num_extra else positions[:0]
+
     def forward(
         self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, padding_mask: torch.Tensor | None = None
     ) -> torch.Tensor:
         """Full attention up to ``full_attention_max_tokens``; else the sparse pattern, with the last
         block moved next to the first while it runs when both are global (``itc_ends``)."""
         length = q.shape[2]
+        positions = token_positions(length, self.num_prepended, q.device)  # (L,)
         if length <= self.full_attention_max_tokens:
-            return full_attention(q, k, v, padding_mask, self.dropout if self.training else 0.0)
+            bias = self.alibi_bias(positions, positions, q.dtype)
+            return full_attention(q, k, v, padding_mask, self.dropout if self.training else 0.0, bias)
         if not self.last_block_global or length <= self.num_global_tokens:
             return super().forward(q, k, v, padding_mask)
         order = _ends_first(length, self.block_size, q.device)  # (L,)
         q, k, v = (x.index_select(2, order) for x in (q, k, v))
         padding_mask = None if padding_mask is None else padding_mask.index_select(1, order)
-        out = super().forward(q, k, v, padding_mask)
+        out = super().forward(q, k, v, padding_mask, positions.index_select(0, order))
         return out.index_select(2, torch.argsort(order))
 
 

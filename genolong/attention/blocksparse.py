@@ -10,6 +10,14 @@ A subclass says *what* its pattern is; this base class does the rest:
 * :meth:`BlockSparseAttention.forward` picks the execution path
   (:func:`~genolong.attention.paths.choose_path`, logged) and runs it.
 
+Positions (``position_types``): absolute and rotary positions are applied before the attention
+(the encoder rotates queries and keys), so every path is exact for them. ALiBi
+(:mod:`genolong.attention.alibi`) is added inside each path: :meth:`BlockSparseAttention.forward`
+gives the paths the slopes and the positions of every key, the sequence's tokens (prepended
+global tokens positionless, then 0, 1, ...; BigBird's ``itc_ends`` passes them reordered) and
+the pattern's extra keys (:meth:`BlockSparseAttention.extra_positions`: the subclass defines
+where an extra key stands).
+
 Randomness (BigBird's random blocks, LSG's LSH projections) comes from
 :meth:`register_draws`. The random tensor is drawn once at construction from a
 ``torch.Generator`` seeded with ``attention_seed + layer_idx``, and stored as a persistent
@@ -26,6 +34,7 @@ from typing import Any, ClassVar
 
 import torch
 
+from genolong.attention.alibi import bias_dtype, token_positions
 from genolong.attention.base import Attention, require_int
 from genolong.attention.flex import flex_attention_path
 from genolong.attention.paths import (
@@ -64,6 +73,7 @@ class BlockSparseAttention(Attention):
     """
 
     attention_name = "block-sparse"
+    position_types = ("absolute", "rotary", "alibi")
     config_defaults: dict[str, Any] = dict(SHARED_DEFAULTS)
     #: The block size of a conversion to long inputs (the paper's default) before the cap of :meth:`long_block`.
     long_block_default: ClassVar[int] = 64
@@ -132,6 +142,14 @@ class BlockSparseAttention(Attention):
         real = None if padding_mask is None else padding_mask[:, num_global:]
         return self.sparse_tokens(k[:, :, num_global:], v[:, :, num_global:], real)
 
+    def extra_positions(self, positions: torch.Tensor, num_global: int, num_extra: int) -> torch.Tensor:
+        """``(E,)`` ALiBi positions of the ``num_extra`` extra keys, from the ``(L,)`` float positions of
+        the sequence whose first ``num_global`` tokens are global. No extra keys here: a subclass
+        with extra keys defines where they stand."""
+        if num_extra:
+            raise NotImplementedError(f"{self.attention_name}: extra keys without ALiBi positions")
+        return positions[:0]
+
     #: Whether the pattern depends on the random draws (then it is rebuilt when they change).
     pattern_uses_draws = False
 
@@ -179,9 +197,12 @@ class BlockSparseAttention(Attention):
         super()._load_from_state_dict(*args, **kwargs)
 
     def forward(
-        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, padding_mask: torch.Tensor | None = None
+        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, padding_mask: torch.Tensor | None = None,
+        positions: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """Sparse attention of ``q`` over ``k``/``v``: ``(B, H, L, D)`` -> ``(B, H, L, D)``."""
+        """Sparse attention of ``q`` over ``k``/``v``: ``(B, H, L, D)`` -> ``(B, H, L, D)``. With ALiBi,
+        ``positions`` ``(L,)`` are the tokens' positions in the order given (default
+        :func:`~genolong.attention.alibi.token_positions`)."""
         heads, length = q.shape[1:3]
         if heads != self.num_heads:
             raise ValueError(f"{self.attention_name}: built for {self.num_heads} heads, got {heads}")
@@ -193,7 +214,14 @@ class BlockSparseAttention(Attention):
         dropout = self.dropout if self.training else 0.0
         needs_grad = torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v))
         path = choose_path(self.attention_impl, self.attention_name, q.device, q.dtype, needs_grad, dropout)
-        return PATHS[path](PatternInputs(q, k, v, pattern, key_valid, extra_k, extra_v), dropout)
+        slopes = key_positions = None
+        if self.alibi_slopes is not None:
+            wide = bias_dtype(q.dtype)
+            slopes = self.alibi_slopes.to(wide)
+            sequence = (token_positions(length, self.num_prepended, q.device) if positions is None else positions).to(wide)
+            key_positions = torch.cat([sequence, self.extra_positions(sequence, pattern.num_global, num_extra)])
+        inputs = PatternInputs(q, k, v, pattern, key_valid, extra_k, extra_v, slopes, key_positions)
+        return PATHS[path](inputs, dropout)
 
 
 def _version(tensor: torch.Tensor) -> int:

@@ -24,6 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention.flex_attention import BlockMask, flex_attention
 
+from genolong.attention.alibi import alibi_distance
 from genolong.attention.paths import PatternInputs
 from genolong.attention.pattern import BlockPattern
 
@@ -112,7 +113,8 @@ def _insert(x: torch.Tensor, at: int, count: int, value) -> torch.Tensor:
 
 
 def flex_attention_path(inputs: PatternInputs, dropout_p: float = 0.0) -> torch.Tensor:
-    """Compiled ``flex_attention`` over the pattern's ``BlockMask``; padding via a ``score_mod``.
+    """Compiled ``flex_attention`` over the pattern's ``BlockMask``; padding and ALiBi's bias via a
+    ``score_mod``.
 
     Queries and keys are padded at the end to whole tiles of :data:`FLEX_BLOCK_SIZE` (the extra
     keys masked, the extra rows dropped): torch 2.13's CPU kernel applies ``score_mod`` and
@@ -130,7 +132,10 @@ def flex_attention_path(inputs: PatternInputs, dropout_p: float = 0.0) -> torch.
     g, length = inputs.pattern.num_global, q.shape[2]
     pad, block_mask = _flex_layout(inputs.pattern)
     keys, values = inputs.keys, inputs.values
+    slopes, positions = inputs.slopes, inputs.positions
     tail = -(keys.shape[2] + pad) % FLEX_BLOCK_SIZE
+    if positions is not None:  # (L + pad + E + tail,): the padding is positionless
+        positions = F.pad(_insert(positions[None, None], g, pad, -1.0), (0, tail), value=-1.0)[0, 0]
     if pad or tail:
         if key_valid is None:
             key_valid = torch.ones(q.shape[0], 1, keys.shape[2], dtype=torch.bool, device=q.device)
@@ -139,14 +144,17 @@ def flex_attention_path(inputs: PatternInputs, dropout_p: float = 0.0) -> torch.
         keys, values = (F.pad(x, (0, 0, 0, tail)) for x in (keys, values))
         q = F.pad(q, (0, 0, 0, -q.shape[2] % FLEX_BLOCK_SIZE))
     score_mod = None
-    if key_valid is not None:
-        shared = key_valid.shape[1] == 1
+    if key_valid is not None or positions is not None:
+        shared = key_valid is None or key_valid.shape[1] == 1
 
         def score_mod(score, b, h, q_idx, kv_idx):
-            visible = key_valid[b, 0 if shared else h, kv_idx]
-            return torch.where(visible, score, float("-inf"))
+            if positions is not None:
+                score = score - slopes[h] * alibi_distance(positions[q_idx], positions[kv_idx])
+            if key_valid is None:
+                return score
+            return torch.where(key_valid[b, 0 if shared else h, kv_idx], score, float("-inf"))
 
-    shape_key = (tuple(q.shape), tuple(keys.shape), q.dtype, q.device.type, key_valid is None)
+    shape_key = (tuple(q.shape), tuple(keys.shape), q.dtype, q.device.type, key_valid is None, slopes is None)
     first = shape_key not in _compiled_shapes
     if first:
         logger.warning(

@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from genolong.attention import register_attention
-from genolong.attention.alibi import alibi_bias, token_positions
+from genolong.attention.alibi import token_positions
 from genolong.attention.base import Attention, long_length
 from genolong.core.errors import ConfigError
 
@@ -37,10 +37,8 @@ class FullAttention(Attention):
 
     def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                 padding_mask: torch.Tensor | None = None) -> torch.Tensor:
-        bias = None
-        if self.alibi_slopes is not None:
-            keys = token_positions(k.shape[2], self.num_prepended, k.device)
-            bias = alibi_bias(self.alibi_slopes, keys[: q.shape[2]], keys).to(q.dtype)  # (H, Lq, L)
+        keys = token_positions(k.shape[2], self.num_prepended, k.device)
+        bias = self.alibi_bias(keys[: q.shape[2]], keys, q.dtype)  # (H, Lq, L) or None
         return full_attention(q, k, v, padding_mask, self.dropout if self.training else 0.0, bias)
 
 

@@ -36,6 +36,13 @@ The authors' later ``bos_pooling`` (not in the paper) is not implemented. Defaul
 of the authors' ``LSG*Config``: ``bt = sbs = 128``, ``f = 2``, ``norm``, 1 global token. The
 paper's classification runs use ``f = 4``.
 
+ALiBi positions: the global tokens have none (no bias); a sparse token stands at the mean
+position of the ``f`` tokens it compresses (sparse token ``e`` of the non-global sequence, at
+``e f + (f - 1) / 2``), whatever the ``sparsity_type``. That is exact for ``pooling`` without
+padding; for the other types the tokens a sparse token is made of lie in its block, so its
+position is off by less than ``bt``. The definition depends on the length alone, never on the
+data, and the dense reference uses it too.
+
 Short inputs: with at most two blocks, local attention already covers the sequence and every
 sparse token lies out of range, so the result is full attention. That is the paper code's
 fallback, reached here without a special case.
@@ -264,6 +271,10 @@ class LSGAttention(BlockSparseAttention):
             units.to(device),
             num_extra=num_blocks * self.compressed,
         )
+
+    def extra_positions(self, positions: torch.Tensor, num_global: int, num_extra: int) -> torch.Tensor:
+        """The mean position of the ``f`` tokens each sparse token compresses (module docstring)."""
+        return positions[num_global:].unflatten(0, (-1, self.factor)).mean(-1) if num_extra else positions[:0]
 
     def sparse_tokens(self, k: torch.Tensor, v: torch.Tensor, real: torch.Tensor | None):
         """The ``c`` sparse tokens of every block and head: ``(B, H, N / f, D)`` keys and values."""

@@ -20,6 +20,11 @@ All three take the same :class:`PatternInputs` and agree to rounding error (test
 and raises :class:`~genolong.core.errors.ConfigError` for an impossible request, such as ``flex``
 with a backward pass on CPU.
 
+With ALiBi (:mod:`genolong.attention.alibi`), :class:`PatternInputs` carries the slopes and the
+positions of every key (the first ``L`` being the queries'), and each path adds
+``-m_h |p_i - p_j|`` to the scores it keeps; the attention class decides the positions
+(:meth:`~genolong.attention.blocksparse.BlockSparseAttention.extra_positions`).
+
 Shapes: those of :class:`PatternInputs`; every path returns ``(B, H, L, D)``.
 """
 
@@ -32,6 +37,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from genolong.attention.alibi import alibi_bias, alibi_distance
 from genolong.attention.pattern import BlockPattern
 from genolong.core.errors import ConfigError
 
@@ -50,11 +56,14 @@ _logged: set[tuple] = set()
 @dataclass(frozen=True)
 class PatternInputs:
     """What every path attends over: queries, keys and values of the sequence, the pattern, the
-    pattern's extra keys and values (LSG's sparse tokens, BigBird's copied blocks) and which keys
-    are real.
+    pattern's extra keys and values (LSG's sparse tokens, BigBird's copied blocks), which keys
+    are real, and ALiBi's slopes and positions.
 
     Shapes: q, k, v ``(B, H, L, D)``; extra_k, extra_v ``(B, H, E, D)`` or None; key_valid
-    ``(B, Hm, L + E)`` bool with ``Hm`` in ``{1, H}`` (True = a real key), or None (all real).
+    ``(B, Hm, L + E)`` bool with ``Hm`` in ``{1, H}`` (True = a real key), or None (all real);
+    slopes ``(H,)`` and positions ``(L + E,)``, both float in the dtype the bias is computed in
+    (:func:`~genolong.attention.alibi.bias_dtype`), or both None without ALiBi. ``positions``
+    holds the keys' positions, the first ``L`` also the queries'; -1 marks a positionless token.
     """
 
     q: torch.Tensor
@@ -64,6 +73,8 @@ class PatternInputs:
     key_valid: torch.Tensor | None = None
     extra_k: torch.Tensor | None = None
     extra_v: torch.Tensor | None = None
+    slopes: torch.Tensor | None = None
+    positions: torch.Tensor | None = None
 
     @property
     def keys(self) -> torch.Tensor:
@@ -154,6 +165,9 @@ def dense_attention(inputs: PatternInputs, dropout_p: float = 0.0) -> torch.Tens
     if inputs.key_valid is not None:
         mask = mask & inputs.key_valid[:, :, None, :]
     scores = (q @ inputs.keys.transpose(-1, -2)) / math.sqrt(q.shape[-1])  # (B, H, L, L+E)
+    if inputs.slopes is not None:
+        positions = inputs.positions
+        scores = scores + alibi_bias(inputs.slopes, positions[: q.shape[2]], positions).to(scores.dtype)
     probs = scores.masked_fill(~mask, float("-inf")).softmax(dim=-1)
     probs = torch.where(mask.any(dim=-1, keepdim=True), probs, 0.0)
     return F.dropout(probs, dropout_p) @ inputs.values
@@ -201,8 +215,12 @@ def gather_attention(inputs: PatternInputs, dropout_p: float = 0.0) -> torch.Ten
     if key_valid is None:
         key_valid = torch.ones(1, 1, pattern.num_keys, dtype=torch.bool, device=q.device)
     outputs = []
+    positions = inputs.positions
     if g:  # global queries see the whole sequence
-        outputs.append(_attend(q[:, :, :g], k, v, key_valid[:, :, None, :length], dropout_p))
+        mask = key_valid[:, :, None, :length]  # (Bm, Hm, 1, L)
+        if positions is not None:
+            mask = _with_bias(mask, alibi_bias(inputs.slopes, positions[:g], positions[:length]).to(q.dtype))
+        outputs.append(_attend(q[:, :, :g], k, v, mask, dropout_p))
     if pattern.num_blocks == 0:
         return torch.cat(outputs, dim=2)
 
@@ -220,6 +238,9 @@ def gather_attention(inputs: PatternInputs, dropout_p: float = 0.0) -> torch.Ten
     slots = torch.cat([global_slots, global_units + units.clamp(min=0)], dim=-1)
     valid_slots = torch.cat([global_slots, global_units + units.where(units >= 0, pattern.num_units)], dim=-1)
     q_blocks = q[:, :, g:].unflatten(2, (pattern.num_blocks, bq))  # (B, H, nb, bq, D)
+    if positions is not None:
+        table_positions = F.pad(_key_table(positions[None, None], None, g, global_pad, u), (0, 0, 0, 1))
+        q_positions = positions[g:length].view(pattern.num_blocks, bq)  # (nb, bq)
 
     step = _chunk_blocks(batch, heads, slots.shape[-1] * u, head_dim, k.element_size())
     starts = range(0, pattern.num_blocks, step)
@@ -241,6 +262,11 @@ def gather_attention(inputs: PatternInputs, dropout_p: float = 0.0) -> torch.Ten
         mask = _gather_units(table_valid, chunk).flatten(3, 4)[:, :, :, None]  # (Bm, Hv, c, 1, K)
         if pattern.band is not None:
             mask = mask & _band_mask(pattern, chunk, start, global_units)  # (Bm, Hv, c, bq, K)
+        if positions is not None:
+            k_positions = _gather_units(table_positions, chunk).flatten(3, 4)[0]  # (Hp, c, K)
+            distance = alibi_distance(q_positions[start : start + c, :, None], k_positions[:, :, None, :])
+            bias = -inputs.slopes[:, None, None, None] * distance  # (H, c, bq, K)
+            mask = _with_bias(mask, bias.to(q.dtype))  # (Bm, H, c, bq, K)
         out = _attend(
             q_chunk.flatten(0, 1),  # (B*H, c, bq, D)
             keys.flatten(3, 4).flatten(0, 1),  # (B*H, c, K, D)
@@ -253,6 +279,12 @@ def gather_attention(inputs: PatternInputs, dropout_p: float = 0.0) -> torch.Ten
 
 
 FUSED_DTYPES = (torch.float32, torch.float64)
+
+
+def _with_bias(mask: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    """A float mask for :func:`_attend`: ``bias`` (H, ..., Q, K) where the bool ``mask``
+    (B, H or 1, ..., Q or 1, K) is True, -inf elsewhere."""
+    return torch.where(mask, bias[None], float("-inf"))
 
 
 def _attend(
@@ -269,15 +301,18 @@ def _attend(
 
     Args:
         q: ``(..., Lq, D)``; k, v: ``(..., K, D)`` with the same leading dims.
-        mask: bool, broadcastable to ``(..., Lq, K)``; True = visible.
+        mask: broadcastable to ``(..., Lq, K)``: bool, True = visible; or float, added to the
+            scores (an ALiBi bias), -inf = hidden.
         dropout_p: dropout on the attention probabilities.
     """
     if q.dtype in FUSED_DTYPES:
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
     lead, rows, head_dim = q.shape[:-2], q.shape[-2], q.shape[-1]
-    bias = torch.zeros(mask.shape, dtype=q.dtype, device=q.device).masked_fill_(
-        ~mask, torch.finfo(q.dtype).min
-    )
+    lowest = torch.finfo(q.dtype).min
+    if mask.dtype == torch.bool:
+        bias = torch.zeros(mask.shape, dtype=q.dtype, device=q.device).masked_fill_(~mask, lowest)
+    else:
+        bias = mask.to(q.dtype).clamp(min=lowest)
     bias = bias.expand(*lead, -1, -1).reshape(-1, *bias.shape[-2:])  # (N, 1 or Lq, K)
     scores = torch.baddbmm(
         bias,
