@@ -10,7 +10,7 @@ from helpers import mosaic_bert
 from helpers.convert import token_batch
 from helpers.converted import every_command
 
-from genolong.convert import convert_checkpoint
+from genolong.convert import LongSpec, convert_checkpoint
 
 SPECIAL = (1, 2, 3)  # [CLS], [SEP], [PAD] of DNABERT-2's tokenizer
 LENGTHS = [[37], [37, 20, 9]]  # one row; a padded batch
@@ -87,4 +87,15 @@ def test_the_real_tokenizer_is_carried_over(masked_lm):
 
 def test_every_command_serves_the_converted_model(masked_lm, real_data, tmp_path):
     _, _, _, root = masked_lm
-    every_command(root / "out", tmp_path, real_data, long=("full", 1024))
+    every_command(root / "out", tmp_path, real_data, long=("lsg", 1024))
+
+
+def test_made_long_with_lsg_it_still_gives_the_sources_logits_where_lsg_covers_every_key(masked_lm, tmp_path):
+    config, state, _, root = masked_lm
+    long = convert_checkpoint(root / "out", tmp_path / "long", long=LongSpec("lsg", 2048))
+    assert (long.config.backbone, long.config.max_position_embeddings) == ("lsg", 2048)
+    ids, mask = token_batch([37, 20], config["vocab_size"], special=SPECIAL)  # within two LSG blocks
+    with torch.no_grad():
+        ours = long(input_ids=ids, attention_mask=mask).logits
+    theirs = mosaic_bert.reference_logits(state, config, ids, mask)
+    assert (ours[mask.bool()] - theirs[mask.bool()]).abs().max().item() <= 1e-4
