@@ -124,10 +124,8 @@ class Genome:
 
             fai, gzi = _index_paths(self.path)
             try:
-                self._fasta = pyfaidx.Fasta(
-                    str(self.path), indexname=str(fai), gzi_indexname=str(gzi), as_raw=True,
-                    duplicate_action="stop", read_long_names=False,
-                )
+                self._fasta = pyfaidx.Fasta(str(self.path), indexname=str(fai), gzi_indexname=str(gzi),
+                                            as_raw=True, duplicate_action="stop", read_long_names=False)
             except (pyfaidx.FastaIndexingError, ValueError) as err:
                 raise InputError(self.path, f"cannot index FASTA: {err}") from None
             if fai == Path(f"{self.path}.fai") and not is_bgzip(self.path):

@@ -70,8 +70,7 @@ class TokenizerTrainConfig:
         if self.vocab_size < floor:
             raise ConfigError(
                 f"vocab size {self.vocab_size} is smaller than the {floor} fixed tokens "
-                f"({len(SPECIAL_TOKENS)} special, {len(ALPHABET)} bases, {N_RUN_POWERS} N-run tokens)"
-            )
+                f"({len(SPECIAL_TOKENS)} special, {len(ALPHABET)} bases, {N_RUN_POWERS} N-run tokens)")
         if self.vocab_size > MAX_VOCAB_SIZE:
             raise ConfigError(f"vocab size {self.vocab_size} exceeds {MAX_VOCAB_SIZE} (token ids are uint16)")
         if self.chunk_bp < 1 or self.sample_bp < self.chunk_bp:
@@ -175,15 +174,12 @@ def _finish(tok, model_max_length: int):
     from transformers import PreTrainedTokenizerFast
 
     cls_id, sep_id = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
-    tok.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
-        special_tokens=[("[CLS]", cls_id), ("[SEP]", sep_id)],
-    )
-    return PreTrainedTokenizerFast(
-        tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
-        sep_token="[SEP]", mask_token="[MASK]", model_max_length=model_max_length,
-        clean_up_tokenization_spaces=False,
-    )
+    tok.post_processor = processors.TemplateProcessing(single="[CLS] $A [SEP]",
+                                                       pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+                                                       special_tokens=[("[CLS]", cls_id), ("[SEP]", sep_id)])
+    return PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]",
+                                   cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]",
+                                   model_max_length=model_max_length, clean_up_tokenization_spaces=False)
 
 
 def check_output_dir(out: Path, *, force: bool) -> None:
@@ -222,11 +218,10 @@ def train_tokenizer(genome: str | Path, out: str | Path, config: TokenizerTrainC
     sampled = time.perf_counter()
 
     tok = _base_tokenizer()
-    trainer = trainers.BpeTrainer(
-        vocab_size=config.vocab_size - N_RUN_POWERS, min_frequency=config.min_frequency,
-        special_tokens=list(SPECIAL_TOKENS), initial_alphabet=list(ALPHABET), limit_alphabet=len(ALPHABET),
-        show_progress=show_progress,
-    )
+    trainer = trainers.BpeTrainer(vocab_size=config.vocab_size - N_RUN_POWERS,
+                                  min_frequency=config.min_frequency, special_tokens=list(SPECIAL_TOKENS),
+                                  initial_alphabet=list(ALPHABET), limit_alphabet=len(ALPHABET),
+                                  show_progress=show_progress)
     tok.train_from_iterator(_training_words(chunks), trainer=trainer, length=len(chunks))
     del chunks
     tok = _add_n_run_tokens(tok)

@@ -146,13 +146,6 @@ def read_auc_table(path: str | Path) -> AucTable:
         except ValueError as err:
             raise InputError(path, f"column {name}: {err}") from None
 
-    return AucTable(
-        path,
-        np.array(columns["name"]),
-        np.array(columns["cell_type"]),
-        np.array(columns["assay"]),
-        np.array(columns["class"]),
-        numbers("positives").astype(int),
-        numbers("roc_auc"),
-        numbers("pr_auc"),
-    )
+    return AucTable(path, np.array(columns["name"]), np.array(columns["cell_type"]),
+                    np.array(columns["assay"]), np.array(columns["class"]), numbers("positives").astype(int),
+                    numbers("roc_auc"), numbers("pr_auc"))

@@ -76,6 +76,5 @@ def format_pair_table(model: dict[str, dict[str, dict]], baseline: dict[str, dic
             ]
             name = pair.replace("|", "\\|")  # derived sources are named <source>|<method>
             lines.append(
-                f"| {split} | {name} | {metrics['n']:,} | " + " | ".join(f"{c:.3f}" for c in cells) + " |"
-            )
+                f"| {split} | {name} | {metrics['n']:,} | " + " | ".join(f"{c:.3f}" for c in cells) + " |")
     return "\n".join(lines)

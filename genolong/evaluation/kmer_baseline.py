@@ -172,8 +172,7 @@ def run_kmer_baseline(data_dir: str | Path, config: KmerBaselineConfig = KmerBas
         if len({r.label for r in records}) < 2:
             raise UserError(
                 f"{data_dir}/{name}.tsv needs both labels for the baseline; it has {len(records)} rows "
-                f"with labels {sorted({r.label for r in records})}"
-            )
+                f"with labels {sorted({r.label for r in records})}")
     started = time.perf_counter()
     pipeline, valid_auprc = fit_kmer_baseline(splits["train"], splits["valid"], config)
     fit_seconds = time.perf_counter() - started

@@ -31,8 +31,7 @@ def select_labels(label_names: list[str], queries: list[str] | None) -> list[int
         if not matches:
             raise UserError(
                 f"--profiles {query!r} matches no output of the model (e.g. {', '.join(label_names[:3])}; "
-                "or a class DHS, TF, HM)"
-            )
+                "or a class DHS, TF, HM)")
         chosen |= matches
     return sorted(chosen)
 

@@ -139,9 +139,8 @@ class DataCache:
             return None
         return entry if (stat.st_size, stat.st_mtime_ns) == (entry.size, entry.mtime_ns) else None
 
-    def fetch(
-        self, url: str, relpath: str, *, expected: Iterable[Checksum] = (), **download_options
-    ) -> Entry:
+    def fetch(self, url: str, relpath: str, *, expected: Iterable[Checksum] = (),
+              **download_options) -> Entry:
         """Make ``relpath`` a verified copy of ``url`` and return its manifest entry.
 
         Holds a lock on the file throughout, so concurrent fetches of one file (threads or
@@ -180,15 +179,10 @@ class DataCache:
 
     def _record(self, relpath: str, url: str, digests: dict[str, str], expected: list[Checksum]) -> Entry:
         stat = self.path(relpath).stat()
-        entry = Entry(
-            path=relpath,
-            url=url,
-            size=stat.st_size,
-            digests=digests,
-            verified=[f"{check.algorithm} from {check.origin}" for check in expected],
-            mtime_ns=stat.st_mtime_ns,
-            fetched_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        )
+        entry = Entry(path=relpath, url=url, size=stat.st_size, digests=digests,
+                      verified=[f"{check.algorithm} from {check.origin}" for check in expected],
+                      mtime_ns=stat.st_mtime_ns,
+                      fetched_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
         self.record(entry)
         return entry
 

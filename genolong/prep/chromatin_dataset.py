@@ -49,17 +49,10 @@ DEFAULT_CONTEXT = 8000
 UNLOCATED_POLICIES = ("keep", "drop")
 
 
-def prepare_chromatin(
-    mat_dir: str | os.PathLike,
-    out: str | os.PathLike,
-    *,
-    genome: str | os.PathLike | None = None,
-    context: int | None = None,
-    unlocated: str = "keep",
-    chunk_rows: int = 16384,
-    probe_windows: int = 8,
-    max_candidates: int = 20_000,
-) -> dict:
+def prepare_chromatin(mat_dir: str | os.PathLike, out: str | os.PathLike, *,
+                      genome: str | os.PathLike | None = None, context: int | None = None,
+                      unlocated: str = "keep", chunk_rows: int = 16384, probe_windows: int = 8,
+                      max_candidates: int = 20_000) -> dict:
     """Convert the DeepSEA ``.mat`` files of ``mat_dir`` into a prepared directory ``out``.
 
     Args:

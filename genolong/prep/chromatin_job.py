@@ -47,9 +47,8 @@ def _open_array(path: Path, shape: tuple, dtype) -> np.memmap:
 class ChromatinJob:
     """One resumable preparation: the state in ``<work>/progress.json`` says what is done."""
 
-    def __init__(
-        self, out: Path, mats: dict[str, DeepSEAMat], genome: Path | None, options: dict, chunk_rows: int
-    ):
+    def __init__(self, out: Path, mats: dict[str, DeepSEAMat], genome: Path | None, options: dict,
+                 chunk_rows: int):
         self.out, self.mats, self.genome, self.options, self.chunk_rows = (
             out,
             mats,
@@ -110,8 +109,7 @@ class ChromatinJob:
             if progress["strand_pairs"] is None:
                 progress["strand_pairs"] = strand_pair_layout(
                     np.load(self._path(split, "input"), mmap_mode="r"),
-                    np.load(self._path(split, "all_labels"), mmap_mode="r"),
-                )
+                    np.load(self._path(split, "all_labels"), mmap_mode="r"))
                 self._save()
             if self.genome is not None:
                 self._locate(split, mat.rows, progress)
@@ -152,13 +150,8 @@ class ChromatinJob:
             labels.flush()
             progress["decoded"] = end
             self._save()
-            log.info(
-                "%s: decoded %d / %d rows (%.0f rows/s)",
-                split,
-                end,
-                mat.rows,
-                end / max(time.perf_counter() - started, 1e-9),
-            )
+            log.info("%s: decoded %d / %d rows (%.0f rows/s)", split, end, mat.rows,
+                     end / max(time.perf_counter() - started, 1e-9))
 
     def _genome_index(self) -> GenomeIndex:
         if self._index is None:
@@ -184,22 +177,14 @@ class ChromatinJob:
         started, first = time.perf_counter(), progress["located"]
         for begin in range(progress["located"], rows, self.chunk_rows):
             end = min(begin + self.chunk_rows, rows)
-            found = index.locate(
-                queries[begin:end],
-                probe_windows=self.options["probe_windows"],
-                max_candidates=self.options["max_candidates"],
-            )
+            found = index.locate(queries[begin:end], probe_windows=self.options["probe_windows"],
+                                 max_candidates=self.options["max_candidates"])
             loci[begin:end] = found.to_records()
             loci.flush()
             progress["located"] = end
             self._save()
-            log.info(
-                "%s: located %d / %d rows (%.0f rows/s)",
-                split,
-                end,
-                rows,
-                (end - first) / max(time.perf_counter() - started, 1e-9),
-            )
+            log.info("%s: located %d / %d rows (%.0f rows/s)", split, end, rows,
+                     (end - first) / max(time.perf_counter() - started, 1e-9))
 
     def _write(self, split: str, rows: int, progress: dict) -> None:
         """Final arrays of ``split``: sequences (windows with a genome), labels, loci."""
@@ -235,9 +220,8 @@ class ChromatinJob:
             end = min(begin + self.chunk_rows, rows)
             chosen = begin + np.flatnonzero(kept[begin:end])
             target = slice(destination[begin], destination[end])
-            windows[target] = index.cut_windows(
-                Locations.from_records(all_loci[chosen]), inputs[chosen], context
-            )
+            windows[target] = index.cut_windows(Locations.from_records(all_loci[chosen]), inputs[chosen],
+                                                context)
             windows.flush()
             if drop:
                 labels[target] = all_labels[chosen]
@@ -311,12 +295,6 @@ class ChromatinJob:
                 name: float(plus[part][located[part]].mean()) if located[part].any() else None
                 for name, part in halves.items()
             }
-        log.info(
-            "%s: located %d of %d rows (%.2f%%); %s",
-            split,
-            summary["located"],
-            rows,
-            100 * summary["located_fraction"],
-            summary,
-        )
+        log.info("%s: located %d of %d rows (%.2f%%); %s", split, summary["located"], rows,
+                 100 * summary["located_fraction"], summary)
         return summary

@@ -120,17 +120,9 @@ def default_output(fasta: str | os.PathLike, *, plain: bool = False) -> Path:
     return Path.cwd() / (stem if plain else f"{stem}.bgz")
 
 
-def prepare_genome(
-    fasta: str | os.PathLike,
-    out: str | os.PathLike | None = None,
-    *,
-    plain: bool = False,
-    names: str = "keep",
-    primary: bool = False,
-    line_width: int = 60,
-    compresslevel: int = 4,
-    progress: bool = True,
-) -> PreparedGenome:
+def prepare_genome(fasta: str | os.PathLike, out: str | os.PathLike | None = None, *, plain: bool = False,
+                   names: str = "keep", primary: bool = False, line_width: int = 60, compresslevel: int = 4,
+                   progress: bool = True) -> PreparedGenome:
     """Write ``fasta`` as an indexed BGZF (or plain) FASTA with a per-chromosome table.
 
     Args:
@@ -163,14 +155,8 @@ def prepare_genome(
     chromosomes = _write_with_indexes(fasta, out, plain=plain, **write_options)
     prepared = PreparedGenome(out, fai, None if plain else gzi, table, tuple(chromosomes))
     seconds = time.perf_counter() - started
-    log.info(
-        "prepared %s: %d sequences, %s bp in %.1f s (%.1f Mbp/s)",
-        out,
-        len(chromosomes),
-        f"{prepared.length:,}",
-        seconds,
-        prepared.length / seconds / 1e6 if seconds else float("inf"),
-    )
+    log.info("prepared %s: %d sequences, %s bp in %.1f s (%.1f Mbp/s)", out, len(chromosomes),
+             f"{prepared.length:,}", seconds, prepared.length / seconds / 1e6 if seconds else float("inf"))
     return prepared
 
 
@@ -231,10 +217,8 @@ def _write_fasta(
                 raise InputError(fasta, f"two records are named {name!r} after renaming", record=record.name)
             written.add(name)
             if names == "ensembl" and name == "MT" and len(record) == 16_571:
-                log.warning(
-                    "%s is hg19's chrM (NC_001807, 16,571 bp), not the rCRS MT of GRCh37 (16,569 bp)",
-                    record.name,
-                )
+                log.warning("%s is hg19's chrM (NC_001807, 16,571 bp), not the rCRS MT of GRCh37 (16,569 bp)",
+                            record.name)
             header = f">{name}\n".encode()
             writer.write(header)
             offset += len(header)
@@ -252,9 +236,8 @@ def _write_fasta(
                 )
             )
     if not chromosomes:
-        raise InputError(
-            fasta, "no records left to write" + (" (--primary dropped them all)" if primary else "")
-        )
+        raise InputError(fasta,
+                         "no records left to write" + (" (--primary dropped them all)" if primary else ""))
     return chromosomes, fai_lines
 
 

@@ -252,19 +252,16 @@ def check_member(member: tarfile.TarInfo, root: Path, archive: Path) -> None:
     """
     name = PurePosixPath(member.name)
     if name.is_absolute():
-        raise UnsafeArchiveError(
-            archive, f"member {member.name!r} has an absolute path; refusing the archive"
-        )
+        raise UnsafeArchiveError(archive,
+                                 f"member {member.name!r} has an absolute path; refusing the archive")
     if ".." in name.parts:
-        raise UnsafeArchiveError(
-            archive, f"member {member.name!r} climbs out with '..'; refusing the archive"
-        )
+        raise UnsafeArchiveError(archive,
+                                 f"member {member.name!r} climbs out with '..'; refusing the archive")
     target = root.joinpath(*name.parts)
     if not _inside(target.parent.resolve() / target.name, root):
         raise UnsafeArchiveError(
             archive,
-            f"member {member.name!r} lands outside the destination through a symlink; refusing the archive",
-        )
+            f"member {member.name!r} lands outside the destination through a symlink; refusing the archive")
     if member.issym() or member.islnk():
         link = PurePosixPath(member.linkname)
         base = target.parent.resolve() if member.issym() else root  # hardlink targets are archive paths
@@ -275,9 +272,8 @@ def check_member(member: tarfile.TarInfo, root: Path, archive: Path) -> None:
                 f"{kind} {member.name!r} -> {member.linkname!r} points outside the destination; refusing the archive",
             )
     elif not (member.isfile() or member.isdir()):
-        raise UnsafeArchiveError(
-            archive, f"member {member.name!r} is a device file or FIFO; refusing the archive"
-        )
+        raise UnsafeArchiveError(archive,
+                                 f"member {member.name!r} is a device file or FIFO; refusing the archive")
 
 
 def safe_extract(

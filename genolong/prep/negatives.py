@@ -193,8 +193,7 @@ def sample_genomic_negatives(
     if len(records) < count:
         raise UserError(
             f"found only {len(records)} of {count} genomic negatives in {max_draws} draws ({dict(rejected)})",
-            hint="lower --min-tss-distance or raise --max-n-fraction",
-        )
+            hint="lower --min-tss-distance or raise --max-n-fraction")
     return records, rejected
 
 
@@ -216,8 +215,6 @@ def _allowed_segments(genome, sites: list[Tss], window_length: int, min_distance
         for lo, hi in allowed_starts(genome.chromosomes[chrom], positions, window_length, min_distance)
     ]
     if not segments:
-        raise UserError(
-            f"no {window_length}-bp window lies {min_distance} bp or more from every TSS",
-            hint="lower --min-tss-distance",
-        )
+        raise UserError(f"no {window_length}-bp window lies {min_distance} bp or more from every TSS",
+                        hint="lower --min-tss-distance")
     return segments

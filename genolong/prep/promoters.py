@@ -75,8 +75,7 @@ class TssWindow:
         if match is None:
             raise ConfigError(
                 f"window {text!r} is neither a preset ({', '.join(WINDOW_PRESETS)}) nor START:END, "
-                "e.g. -249:51"
-            )
+                "e.g. -249:51")
         return cls(int(match[1]), int(match[2]))
 
     def genomic_interval(self, tss: int, strand: str) -> tuple[int, int]:
@@ -142,10 +141,8 @@ def _parse_tss_line(path: Path, line_number: int, fields: list[str]) -> Tss:
         return Tss(chrom, thick[0], strand, name)
     if end - start == 1:
         return Tss(chrom, start, strand, name)
-    raise fail(
-        f"cannot tell where the TSS is: the interval {start}-{end} is {end - start} bp and there is "
-        "no 1-bp thickStart/thickEnd; give the TSS as a 1-bp interval"
-    )
+    raise fail(f"cannot tell where the TSS is: the interval {start}-{end} is {end - start} bp and there is "
+               "no 1-bp thickStart/thickEnd; give the TSS as a 1-bp interval")
 
 
 def n_fraction(sequence: str) -> float:
@@ -216,12 +213,8 @@ def read_sequence_lines(path: str | Path, label: int) -> list[PromoterRecord]:
             if length is None:
                 length = len(sequence)
             elif len(sequence) != length:
-                raise InputError(
-                    path,
-                    f"sequence is {len(sequence)} bp but the first is {length} bp; "
-                    "the one-sequence-per-line format needs one length",
-                    line=line_number,
-                )
+                raise InputError(path, f"sequence is {len(sequence)} bp but the first is {length} bp; "
+                                 "the one-sequence-per-line format needs one length", line=line_number)
             records.append(PromoterRecord(f"{path.stem}:{line_number}", sequence, label))
     if not records:
         raise InputError(path, "no sequences found")

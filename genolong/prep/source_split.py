@@ -98,8 +98,7 @@ class SourceSplitConfig:
         unknown = sorted(set(self.derived) - set(DERIVED_METHODS))
         if unknown:
             raise ConfigError(
-                f"unknown derived negatives {unknown}; choose from {', '.join(DERIVED_METHODS)}"
-            )
+                f"unknown derived negatives {unknown}; choose from {', '.join(DERIVED_METHODS)}")
         roles = Counter(g.role for g in self.groups)
         if not roles["train"] or not roles["test"]:
             raise ConfigError("a held-out-source split needs at least one train and one test source")
@@ -155,8 +154,7 @@ def genome_windows(path: Path, count: int, length: int, rng: np.random.Generator
         seen.add((name, start, strand))
         sequence = window if strand == "+" else reverse_complement(window)
         records.append(
-            PromoterRecord(f"{name}:{start}{strand}", sequence, 0, name, start, start + length, strand)
-        )
+            PromoterRecord(f"{name}:{start}{strand}", sequence, 0, name, start, start + length, strand))
     if len(records) < count:
         raise UserError(f"{path}: found only {len(records)} of {count} N-free {length}-bp windows")
     return records
@@ -247,21 +245,12 @@ def add_derived_negatives(splits: dict[str, list[PromoterRecord]], config: Sourc
 
 
 def _with_source(record: PromoterRecord, source: str) -> PromoterRecord:
-    return PromoterRecord(
-        record.id,
-        record.sequence,
-        record.label,
-        record.chrom,
-        record.start,
-        record.end,
-        record.strand,
-        source,
-    )
+    return PromoterRecord(record.id, record.sequence, record.label, record.chrom, record.start, record.end,
+                          record.strand, source)
 
 
-def build_source_split_dataset(
-    config: SourceSplitConfig, out_dir: str | Path, *, overwrite: bool = False
-) -> dict:
+def build_source_split_dataset(config: SourceSplitConfig, out_dir: str | Path, *,
+                               overwrite: bool = False) -> dict:
     """Build the held-out-source dataset of ``config`` into ``out_dir`` (atomically); return its manifest."""
     out_dir = writable_dataset_dir(out_dir, overwrite)
     splits, dropped = split_by_source(config)

@@ -92,10 +92,8 @@ def chromosome_split(
             chromosome that no record is on (a typo would otherwise leave a split empty).
     """
     if any(r.chrom is None for r in records):
-        raise UserError(
-            "a chromosome split needs genomic coordinates; text and FASTA inputs have none",
-            hint="use --split random",
-        )
+        raise UserError("a chromosome split needs genomic coordinates; text and FASTA inputs have none",
+                        hint="use --split random")
     both = set(valid_chroms) & set(test_chroms)
     if both:
         raise ConfigError(f"chromosomes {sorted(both)} are held out for both valid and test")

@@ -120,16 +120,8 @@ def file_lock(path: str | os.PathLike) -> Iterator[None]:
         os.close(fd)
 
 
-def download(
-    url: str,
-    dest: str | os.PathLike,
-    *,
-    expected: Iterable[Checksum] = (),
-    timeout: float = 30.0,
-    retries: int = 4,
-    backoff: float = 1.0,
-    progress: bool = True,
-) -> Download:
+def download(url: str, dest: str | os.PathLike, *, expected: Iterable[Checksum] = (), timeout: float = 30.0,
+             retries: int = 4, backoff: float = 1.0, progress: bool = True) -> Download:
     """Fetch ``url`` (``http(s)://``, ``file://`` or a local path) to ``dest``, verified.
 
     Args:
@@ -173,8 +165,7 @@ def download(
                     f"{dest.name}: {check.algorithm} mismatch: expected {check.value} (from {check.origin}), "
                     f"got {digests[check.algorithm]}",
                     hint="the download was removed; run the command again to fetch it afresh, "
-                    "or check the URL/--sha256",
-                )
+                    "or check the URL/--sha256")
         part.commit(dest)
     finally:
         part.close()
@@ -207,9 +198,8 @@ def _retrying(attempt, *, url: str, retries: int, backoff: float, progress=lambd
         except _Transient as err:
             failures = 1 if progress() > before else failures + 1
             if failures > retries:
-                raise DownloadError(
-                    f"{url}: {err}; gave up after {failures} attempt(s)", hint=hint()
-                ) from None
+                raise DownloadError(f"{url}: {err}; gave up after {failures} attempt(s)",
+                                    hint=hint()) from None
             delay = min(backoff * 2 ** (failures - 1), MAX_BACKOFF)
             log.warning("%s: %s; retry %d/%d in %.1f s", url, err, failures, retries, delay)
             time.sleep(delay)
@@ -298,10 +288,8 @@ def _open(url: str, offset: int, timeout: float, validator: str | None = None) -
         if err.code == 416 and offset:
             raise _RangeNotSatisfiable(_content_range(err.headers.get("Content-Range", ""))[2]) from None
         if err.code in (404, 410):
-            raise NotFoundError(
-                f"{url}: the server says {err.code} {err.reason}",
-                hint="check the URL, or pass --url with a mirror or a local copy",
-            ) from None
+            raise NotFoundError(f"{url}: the server says {err.code} {err.reason}",
+                                hint="check the URL, or pass --url with a mirror or a local copy") from None
         if err.code in RETRY_STATUSES:
             raise _Transient(f"the server says {err.code} {err.reason}") from None
         raise DownloadError(f"{url}: the server says {err.code} {err.reason}") from None
@@ -312,8 +300,7 @@ def _open(url: str, offset: int, timeout: float, validator: str | None = None) -
         if isinstance(reason, OSError) and not isinstance(reason, ssl.SSLCertVerificationError):
             raise _Transient(f"cannot connect to {host} ({_describe(reason)})") from None
         raise DownloadError(
-            f"{url}: {_describe(reason) if isinstance(reason, OSError) else reason}"
-        ) from None
+            f"{url}: {_describe(reason) if isinstance(reason, OSError) else reason}") from None
     except (TimeoutError, ConnectionError, http.client.HTTPException) as err:
         raise _Transient(f"no answer from {host} ({_describe(err)})") from None
     if response.status == 206:
@@ -347,8 +334,7 @@ def local_path(url: str) -> Path | None:
         return None
     if parts.scheme and len(parts.scheme) > 1:
         raise UserError(
-            f"unsupported URL scheme {parts.scheme!r} in {url}; use http(s)://, file:// or a path"
-        )
+            f"unsupported URL scheme {parts.scheme!r} in {url}; use http(s)://, file:// or a path")
     return Path(url).expanduser()
 
 

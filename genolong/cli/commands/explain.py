@@ -61,12 +61,11 @@ def run(args) -> int:
 
     progress = progress_bar(unit=" mutants", disable=None, file=sys.stderr, desc="in-silico mutagenesis")
     try:
-        records = explain(
-            args.model, args.out, fasta=fasta, regions=args.regions, genome=args.genome, profiles=args.profiles,
-            ism_window=args.ism_window, gradients=args.gradients, ig_steps=args.ig_steps, logo_width=args.logo_width,
-            batch_size=args.batch_size, device=args.device, precision=args.precision, progress=progress,
-            say=lambda line: print(line, file=sys.stderr),
-        )
+        records = explain(args.model, args.out, fasta=fasta, regions=args.regions, genome=args.genome,
+                          profiles=args.profiles, ism_window=args.ism_window, gradients=args.gradients,
+                          ig_steps=args.ig_steps, logo_width=args.logo_width, batch_size=args.batch_size,
+                          device=args.device, precision=args.precision, progress=progress,
+                          say=lambda line: print(line, file=sys.stderr))
     finally:
         progress.close()
     print(f"{records:,} records explained -> {args.out}", file=sys.stderr)

@@ -134,13 +134,8 @@ def hf_bigbird(size: BenchSize, length: int, mlm: bool):
     """transformers' BigBird, block_sparse with the paper's pattern (block 64, 3 random blocks)."""
     from transformers import BigBirdConfig, BigBirdForMaskedLM, BigBirdModel
 
-    config = BigBirdConfig(
-        attention_type="block_sparse",
-        block_size=64,
-        num_random_blocks=3,
-        max_position_embeddings=length,
-        **asdict(size),
-    )
+    config = BigBirdConfig(attention_type="block_sparse", block_size=64, num_random_blocks=3,
+                           max_position_embeddings=length, **asdict(size))
     return (BigBirdForMaskedLM if mlm else BigBirdModel)(config), {}
 
 

@@ -68,9 +68,8 @@ def _run_worker(
     """The rows the worker printed, and why it stopped early (None when it finished)."""
     argv = [sys.executable, "-m", "genolong.experiments.bench.attention", json.dumps(asdict(spec))]
     with tempfile.TemporaryFile("w+") as stdout, tempfile.TemporaryFile("w+") as stderr:
-        process = subprocess.Popen(
-            argv, stdout=stdout, stderr=stderr, text=True, env=env, preexec_fn=_die_with_parent
-        )
+        process = subprocess.Popen(argv, stdout=stdout, stderr=stderr, text=True, env=env,
+                                   preexec_fn=_die_with_parent)
         start, status = time.monotonic(), None
         while process.poll() is None:
             with contextlib.suppress(FileNotFoundError, KeyError, ProcessLookupError):
@@ -199,11 +198,10 @@ def format_row(row: dict[str, Any]) -> str:
             f"(first call {row['first_call_s']:.2f} s, load {row['load1']:.1f})")
 
 
-def run_attention_benchmark(
-    out: Path, template: Spec, *, backbones: list[str] | None = None, peers: list[str] | None = None,
-    floor: bool = True, lengths: list[int], extra_lengths: list[int], timeout_s: float, max_memory_gb: float,
-    resume: bool = False, say: Callable[[str], None] = print,
-) -> Path:
+def run_attention_benchmark(out: Path, template: Spec, *, backbones: list[str] | None = None,
+                            peers: list[str] | None = None, floor: bool = True, lengths: list[int],
+                            extra_lengths: list[int], timeout_s: float, max_memory_gb: float,
+                            resume: bool = False, say: Callable[[str], None] = print) -> Path:
     """Measure our backbones (and the floor) and the peers at every length of the plan (:func:`plan`), each
     model and length in its own process with the settings of ``template`` (``dtype`` ``fp32`` or ``bf16``), and write ``OUT/attention_DTYPE`` .csv
     (rewritten after each pair), .md, .png and .json (settings, machine, command, load). ``say`` receives the

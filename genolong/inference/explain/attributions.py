@@ -160,9 +160,8 @@ def gradient_attributions(
         per_base = np.zeros(len(sequence), np.float32)
         if "network" in parts:
             if method == "ig":
-                tokens = attributor.attribute(
-                    input_ids, baselines=baseline, target=column, additional_forward_args=(mask,), n_steps=steps
-                )
+                tokens = attributor.attribute(input_ids, baselines=baseline, target=column,
+                                              additional_forward_args=(mask,), n_steps=steps)
             else:
                 tokens = attributor.attribute(input_ids, target=column, additional_forward_args=(mask,))
             per_token = tokens.sum(-1)[0, 1:-1].detach().float().cpu().numpy()  # (T,) without [CLS]/[SEP]

@@ -94,8 +94,7 @@ def run_scan(config: ScanConfig) -> dict | None:
     columns, profiles = _select_profiles(config.profiles, info)
     genome = Genome(config.genome)
     plan = ScanPlan(_targets(config, genome), window=info.window_bp,
-                    stride=config.stride or info.inference.scan_stride,
-                    batch_bins=config.batch_size)
+                    stride=config.stride or info.inference.scan_stride, batch_bins=config.batch_size)
     _check_windows(plan)
     trainer = build_trainer(accelerator=config.accelerator, devices=config.devices, num_nodes=config.num_nodes,
                             callbacks=[], precision=config.precision)

@@ -104,10 +104,9 @@ class WideHdf5:
                 dtype = np.int64 if name == "pos" else strings
                 h5.create_dataset(name, shape=(0,), maxshape=(None,), dtype=dtype, chunks=(4096,))
             for name in self.score_names:
-                h5.create_dataset(
-                    name, shape=(0, width), maxshape=(None, width), dtype=np.float32,
-                    chunks=(max(1, min(1024, 262_144 // width)), width), compression="gzip", compression_opts=1,
-                )
+                h5.create_dataset(name, shape=(0, width), maxshape=(None, width), dtype=np.float32,
+                                  chunks=(max(1, min(1024, 262_144 // width)), width), compression="gzip",
+                                  compression_opts=1)
             for part in parts:
                 self._append(h5, np.load(part))
 

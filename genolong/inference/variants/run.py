@@ -244,7 +244,5 @@ def score_variants(
     }
     builder = WindowBuilder(reference, window, ref_mismatch=ref_mismatch, max_indel=max_indel,
                             missing_contig=missing_contig)
-    return score_variant_file(
-        variant_file, reference, builder, effects, writer, trainer,
-        identity=identity, chunk_size=chunk_size, annotate=annotate, top_k=top_k, progress=progress,
-    )
+    return score_variant_file(variant_file, reference, builder, effects, writer, trainer, identity=identity,
+                              chunk_size=chunk_size, annotate=annotate, top_k=top_k, progress=progress)

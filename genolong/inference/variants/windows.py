@@ -59,8 +59,7 @@ def check_build(declared: dict[str, int], genome: Genome, source) -> None:
             raise UserError(
                 f"{source}: contig {chrom} is {length:,} bp{_build_of(chrom, length)} in the VCF header but "
                 f"{genome_length:,} bp{_build_of(name, genome_length)} in {genome.path}: the VCF is from "
-                "another genome build"
-            )
+                "another genome build")
 
 
 @dataclass(frozen=True)
@@ -153,11 +152,9 @@ class WindowBuilder:
         except UserError:
             if self.missing_contig == "skip":
                 return SkippedAllele(MISSING_CONTIG_REASON, variant.line)
-            raise UserError(
-                f"{source}:{variant.line}: contig {variant.chrom!r} is not in {genome.path} "
-                f"(its contigs: {', '.join(list(genome.chromosomes)[:5])})",
-                hint="--missing-contig skip to go on",
-            ) from None
+            raise UserError(f"{source}:{variant.line}: contig {variant.chrom!r} is not in {genome.path} "
+                            f"(its contigs: {', '.join(list(genome.chromosomes)[:5])})",
+                            hint="--missing-contig skip to go on") from None
         start, length = variant.pos - 1, len(genome.fasta.records[contig])
         if start + len(variant.ref) > length:
             raise UserError(
