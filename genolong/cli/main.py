@@ -38,13 +38,10 @@ COMMAND_MODULES = ["data", "genome", "tokenizer", "corpus", "task", "promoter", 
                    "embed", "benchmark"]
 
 #: Old command spellings, kept for one release: the words a user typed -> the words that replace them.
-DEPRECATED_ALIASES = {
-    ("finetune", "promoter"): ("promoter", "finetune"),
-    ("finetune", "chromatin"): ("chromatin", "finetune"),
-    ("predict-chromatin",): ("chromatin", "predict"),
-    ("eval", "chromatin"): ("chromatin", "eval"),
-    ("genome", "fetch"): ("genome", "region"),
-}
+DEPRECATED_ALIASES = {("finetune", "promoter"): ("promoter", "finetune"),
+                      ("finetune", "chromatin"): ("chromatin", "finetune"),
+                      ("predict-chromatin",): ("chromatin", "predict"),
+                      ("eval", "chromatin"): ("chromatin", "eval"), ("genome", "fetch"): ("genome", "region")}
 
 
 class OneLineErrorParser(argparse.ArgumentParser):

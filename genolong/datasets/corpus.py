@@ -88,8 +88,7 @@ class Corpus:
                 chrom=info["chrom"],
                 tokens=np.memmap(folder / f"{stem}.tokens.u16", dtype=np.uint16, mode="r"),
                 sentences=np.fromfile(folder / f"{stem}.sentences.i64", dtype=np.int64),
-                documents=np.fromfile(folder / f"{stem}.documents.i64", dtype=np.int64).reshape(-1, 4),
-            ))
+                documents=np.fromfile(folder / f"{stem}.documents.i64", dtype=np.int64).reshape(-1, 4)))
         return shards
 
 

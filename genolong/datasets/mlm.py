@@ -182,11 +182,9 @@ class PositionSampler(Sampler[tuple[int, int]]):
 def collate_windows(items: list[dict[str, torch.Tensor]], pad_id: int) -> dict[str, torch.Tensor]:
     """Pad a list of windows to the longest: input_ids, labels, attention_mask all (B, T)."""
     length = max(len(item["input_ids"]) for item in items)
-    batch = {
-        "input_ids": torch.full((len(items), length), pad_id, dtype=torch.long),
-        "labels": torch.full((len(items), length), IGNORE_INDEX, dtype=torch.long),
-        "attention_mask": torch.zeros((len(items), length), dtype=torch.long),
-    }
+    batch = {"input_ids": torch.full((len(items), length), pad_id, dtype=torch.long),
+             "labels": torch.full((len(items), length), IGNORE_INDEX, dtype=torch.long),
+             "attention_mask": torch.zeros((len(items), length), dtype=torch.long)}
     for row, item in enumerate(items):
         n = len(item["input_ids"])
         batch["input_ids"][row, :n] = item["input_ids"]

@@ -227,16 +227,12 @@ def train_tokenizer(genome: str | Path, out: str | Path, config: TokenizerTrainC
     tok = _add_n_run_tokens(tok)
     trained = time.perf_counter()
 
-    metadata = {
-        "format": "genolong-bpe-dna/1",
-        "genome": str(genome),
-        "regions": [asdict(r) for r in regions or []],
-        "config": asdict(config),
-        "vocab_size": tok.get_vocab_size(),
-        "sample": {k: v for k, v in asdict(report).items() if k != "per_record"},
-        "sample_per_record": report.per_record,
-        "seconds": {"sample": round(sampled - started, 2), "train": round(trained - sampled, 2)},
-    }
+    metadata = {"format": "genolong-bpe-dna/1", "genome": str(genome),
+                "regions": [asdict(r) for r in regions or []], "config": asdict(config),
+                "vocab_size": tok.get_vocab_size(),
+                "sample": {k: v for k, v in asdict(report).items() if k != "per_record"},
+                "sample_per_record": report.per_record,
+                "seconds": {"sample": round(sampled - started, 2), "train": round(trained - sampled, 2)}}
     with atomic_path(out, directory=True) as tmp:
         _finish(tok, model_max_length).save_pretrained(str(tmp))
         (tmp / METADATA_FILE).write_text(json.dumps(metadata, indent=2) + "\n")
@@ -369,10 +365,6 @@ def tokenizer_stats(tokenizer, records: Iterable[FastaRecord], *, piece_bp: int 
     total_tokens = int(histogram.sum())
     if total_tokens == 0:
         raise UserError("no sequence to measure")
-    return {
-        "bp": total_bp,
-        "tokens": total_tokens,
-        "bp_per_token": total_bp / total_tokens,
-        "encode_mbp_per_s": total_bp / encode_seconds / 1e6,
-        "token_length_histogram": {length: int(n) for length, n in enumerate(histogram) if n},
-    }
+    return {"bp": total_bp, "tokens": total_tokens, "bp_per_token": total_bp / total_tokens,
+            "encode_mbp_per_s": total_bp / encode_seconds / 1e6,
+            "token_length_histogram": {length: int(n) for length, n in enumerate(histogram) if n}}

@@ -122,21 +122,13 @@ def kmer_features(config: KmerBaselineConfig, vocabulary: Mapping[str, int] | No
 
     ``vocabulary`` (k-mer -> column) fixes the k-mers counted; by default they are those seen in fitting.
     """
-    return Pipeline(
-        [
-            ("kmer_counts", KmerCounts(config.k_min, config.k_max, vocabulary)),
-            ("frequencies", Normalizer(norm="l1")),
-            ("scale", StandardScaler(with_mean=False)),
-        ]
-    )
+    return Pipeline([("kmer_counts", KmerCounts(config.k_min, config.k_max, vocabulary)),
+                     ("frequencies", Normalizer(norm="l1")), ("scale", StandardScaler(with_mean=False))])
 
 
-def fit_kmer_baseline(
-    train: list[PromoterRecord],
-    valid: list[PromoterRecord],
-    config: KmerBaselineConfig = KmerBaselineConfig(),
-    vocabulary: Mapping[str, int] | None = None,
-) -> tuple[Pipeline, dict[float, float]]:
+def fit_kmer_baseline(train: list[PromoterRecord], valid: list[PromoterRecord],
+                      config: KmerBaselineConfig = KmerBaselineConfig(),
+                      vocabulary: Mapping[str, int] | None = None) -> tuple[Pipeline, dict[float, float]]:
     """Fit the features on ``train`` and one logistic regression per ``C``; keep the best on ``valid``.
 
     ``vocabulary``: the k-mers to count (:func:`kmer_features`); models fitted on one vocabulary
@@ -179,25 +171,18 @@ def run_kmer_baseline(data_dir: str | Path, config: KmerBaselineConfig = KmerBas
 
     def scores(name: str) -> tuple[list[int], np.ndarray]:
         return [r.label for r in splits[name]], pipeline.predict_proba([r.sequence for r in splits[name]])[
-            :, 1
-        ]
+            :, 1]
 
     valid_true, valid_prob = scores("valid")
     threshold = best_f1_threshold(valid_true, valid_prob)
-    report = {
-        "model": "kmer-logistic-regression",
-        "config": asdict(config),
-        "C": float(pipeline.named_steps["logistic"].C),
-        "valid_auprc_by_C": {str(c): v for c, v in valid_auprc.items()},
-        "features": len(pipeline.named_steps["kmer_counts"].vocabulary_),
-        "data": str(Path(data_dir).resolve()),
-        "negatives": manifest["negatives"]["method"],
-        "counts": manifest["counts"],
-        "threshold_chosen_on": "valid (max F1)",
-        "valid": promoter_metrics(valid_true, valid_prob, threshold),
-        "test": promoter_metrics(*scores("test"), threshold),
-        "fit_seconds": round(fit_seconds, 2),
-    }
+    report = {"model": "kmer-logistic-regression", "config": asdict(config),
+              "C": float(pipeline.named_steps["logistic"].C),
+              "valid_auprc_by_C": {str(c): v for c, v in valid_auprc.items()},
+              "features": len(pipeline.named_steps["kmer_counts"].vocabulary_),
+              "data": str(Path(data_dir).resolve()), "negatives": manifest["negatives"]["method"],
+              "counts": manifest["counts"], "threshold_chosen_on": "valid (max F1)",
+              "valid": promoter_metrics(valid_true, valid_prob, threshold),
+              "test": promoter_metrics(*scores("test"), threshold), "fit_seconds": round(fit_seconds, 2)}
     if manifest["split"]["method"] == "source":
         report["by_source"] = {
             name: pair_metrics(*scores(name), threshold, [r.source for r in splits[name]])

@@ -62,17 +62,12 @@ def promoter_metrics(y_true, prob, threshold: float) -> dict[str, float]:
     """
     y_true, prob = _binary_inputs(y_true, prob)
     y_pred = (prob >= threshold).astype(int)
-    return {
-        "f1": float(f1_score(y_true, y_pred, zero_division=0)),
-        "precision": float(precision_score(y_true, y_pred, zero_division=0)),
-        "recall": float(recall_score(y_true, y_pred, zero_division=0)),
-        "mcc": float(matthews_corrcoef(y_true, y_pred)),
-        "auroc": float(roc_auc_score(y_true, prob)),
-        "auprc": float(average_precision_score(y_true, prob)),
-        "threshold": float(threshold),
-        "n": int(y_true.size),
-        "n_positive": int(y_true.sum()),
-    }
+    return {"f1": float(f1_score(y_true, y_pred, zero_division=0)),
+            "precision": float(precision_score(y_true, y_pred, zero_division=0)),
+            "recall": float(recall_score(y_true, y_pred, zero_division=0)),
+            "mcc": float(matthews_corrcoef(y_true, y_pred)), "auroc": float(roc_auc_score(y_true, prob)),
+            "auprc": float(average_precision_score(y_true, prob)), "threshold": float(threshold),
+            "n": int(y_true.size), "n_positive": int(y_true.sum())}
 
 
 def expected_calibration_error(y_true, prob, bins: int = 10) -> float:
@@ -115,10 +110,8 @@ def format_metrics_table(rows: Mapping[str, Mapping[str, float]]) -> str:
 
 #: Published median ROC AUC per profile class (BigBird Table 7, percent / 100). DeepSEA's
 #: row matches the medians of DeepSEA's own Supp. Table 2 (truncated to one decimal).
-CHROMATIN_REFERENCE_MEDIAN_AUC = {
-    "DeepSEA": {"TF": 0.958, "DHS": 0.923, "HM": 0.856},
-    "BigBird": {"TF": 0.961, "DHS": 0.921, "HM": 0.887},
-}
+CHROMATIN_REFERENCE_MEDIAN_AUC = {"DeepSEA": {"TF": 0.958, "DHS": 0.923, "HM": 0.856},
+                                  "BigBird": {"TF": 0.961, "DHS": 0.921, "HM": 0.887}}
 #: Class order of the chromatin tables (BigBird Table 7 order).
 CHROMATIN_CLASSES = ("TF", "DHS", "HM")
 

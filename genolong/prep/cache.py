@@ -109,10 +109,8 @@ class DataCache:
         with file_lock(self.manifest_path):
             entries = self.entries()
             change(entries)
-            payload = {
-                "version": MANIFEST_VERSION,
-                "files": {path: asdict(e) for path, e in sorted(entries.items())},
-            }
+            payload = {"version": MANIFEST_VERSION,
+                       "files": {path: asdict(e) for path, e in sorted(entries.items())}}
             atomic_write_text(self.manifest_path, json.dumps(payload, indent=2) + "\n")
 
     # -- files ---------------------------------------------------------------------------

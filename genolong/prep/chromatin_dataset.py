@@ -93,12 +93,8 @@ def prepare_chromatin(mat_dir: str | os.PathLike, out: str | os.PathLike, *,
                             "--genome with --context, or leave out --context")
         context = (DEFAULT_CONTEXT if context is None else context) if genome is not None else length
         centred_flank(context, length)
-        options = {
-            "context": context,
-            "unlocated": unlocated if genome else None,
-            "probe_windows": probe_windows,
-            "max_candidates": max_candidates,
-        }
+        options = {"context": context, "unlocated": unlocated if genome else None,
+                   "probe_windows": probe_windows, "max_candidates": max_candidates}
         job = ChromatinJob(out, mats, Path(genome) if genome else None, options, chunk_rows)
         return job.run()
     finally:

@@ -243,10 +243,8 @@ def strand_pair_layout(sequences: np.ndarray, labels: np.ndarray, chunk_rows: in
     layout = "none"
     if rows >= 2 and rows % 2 == 0:
         half = rows // 2
-        pairings = {
-            "halves": (np.arange(half), np.arange(half) + half),
-            "interleaved": (np.arange(0, rows, 2), np.arange(1, rows, 2)),
-        }
+        pairings = {"halves": (np.arange(half), np.arange(half) + half),
+                    "interleaved": (np.arange(0, rows, 2), np.arange(1, rows, 2))}
         for name, (first, second) in pairings.items():
             sequence_pairs = label_pairs = 0
             for begin in range(0, half, chunk_rows):

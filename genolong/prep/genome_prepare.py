@@ -183,17 +183,8 @@ def _write_with_indexes(fasta: Path, out: Path, *, plain: bool, **write_options)
     return chromosomes
 
 
-def _write_fasta(
-    fasta: Path,
-    tmp_out: Path,
-    *,
-    plain: bool,
-    names: str,
-    primary: bool,
-    line_width: int,
-    compresslevel: int,
-    progress: bool,
-) -> tuple[list[ChromosomeStats], list[str]]:
+def _write_fasta(fasta: Path, tmp_out: Path, *, plain: bool, names: str, primary: bool, line_width: int,
+                 compresslevel: int, progress: bool) -> tuple[list[ChromosomeStats], list[str]]:
     """Stream the records of ``fasta`` into ``tmp_out``; return the table rows and .fai lines."""
     chromosomes: list[ChromosomeStats] = []
     fai_lines: list[str] = []
@@ -227,14 +218,8 @@ def _write_fasta(
             bases_per_line = min(line_width, len(seq))  # a one-line record: its own length, as samtools
             fai_lines.append(f"{name}\t{len(seq)}\t{offset}\t{bases_per_line}\t{bases_per_line + 1}\n")
             offset += len(seq) + -(-len(seq) // line_width)
-            chromosomes.append(
-                ChromosomeStats(
-                    name,
-                    len(seq),
-                    seq.count(b"N") + seq.count(b"n"),
-                    len(seq) - len(seq.translate(None, _LOWERCASE)),
-                )
-            )
+            chromosomes.append(ChromosomeStats(name, len(seq), seq.count(b"N") + seq.count(b"n"),
+                                               len(seq) - len(seq.translate(None, _LOWERCASE))))
     if not chromosomes:
         raise InputError(fasta,
                          "no records left to write" + (" (--primary dropped them all)" if primary else ""))

@@ -90,9 +90,8 @@ def new_hasher(algorithm: str):
     raise ValueError(f"unknown checksum algorithm {algorithm!r}; known: {', '.join(ALGORITHMS)}")
 
 
-def file_digests(
-    path: str | os.PathLike, algorithms: Iterable[str], *, chunk_size: int = CHUNK_SIZE
-) -> dict[str, str]:
+def file_digests(path: str | os.PathLike, algorithms: Iterable[str], *,
+                 chunk_size: int = CHUNK_SIZE) -> dict[str, str]:
     """Digest the whole file at ``path`` with every algorithm in one read."""
     hashers = {name: new_hasher(name) for name in algorithms}
     with open(path, "rb") as handle:
@@ -276,9 +275,8 @@ def check_member(member: tarfile.TarInfo, root: Path, archive: Path) -> None:
                                  f"member {member.name!r} is a device file or FIFO; refusing the archive")
 
 
-def safe_extract(
-    archive: str | os.PathLike, dest: str | os.PathLike, *, progress: bool = True
-) -> dict[str, int]:
+def safe_extract(archive: str | os.PathLike, dest: str | os.PathLike, *,
+                 progress: bool = True) -> dict[str, int]:
     """Extract the tar ``archive`` (any compression tarfile reads) into the directory ``dest``.
 
     Members are checked one by one as the archive streams past (:func:`check_member`);

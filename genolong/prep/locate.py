@@ -250,8 +250,7 @@ class GenomeIndex:
         anchor = np.concatenate([block_pos[plus], block_pos[minus]])
         chrom = np.searchsorted(self.starts, anchor, side="right") - 1
         inside = (position >= self.starts[chrom]) & (
-            position + length <= self.starts[chrom] + self.lengths[chrom]
-        )
+            position + length <= self.starts[chrom] + self.lengths[chrom])
         row, position, strand = row[inside], position[inside], strand[inside]
         # Prefilter on 32 spread bases, then compare all of them, a slice at a time.
         for columns in (np.linspace(0, length - 1, BLOCK).astype(np.int64), np.arange(length)):

@@ -167,20 +167,11 @@ def build_promoter_dataset(config: PromoterDatasetConfig, out_dir: str | Path, *
     order_rng = config.rng(_ORDER_STREAM)
     splits = {name: [rows[i] for i in order_rng.permutation(len(rows))] for name, rows in splits.items()}
 
-    manifest = {
-        "format": FORMAT,
-        "genolong_version": __version__,
-        "columns": list(COLUMNS),
-        "sequence_length": length,
-        "sources": _sources(config),
-        "positives": positive_info,
-        "negatives": negative_info,
-        "max_n_fraction": config.max_n_fraction,
-        "deduplication": dict(sorted(dropped.items())),
-        "split": _split_info(config),
-        "seed": config.seed,
-        "counts": {name: _label_counts(rows) for name, rows in splits.items()},
-    }
+    manifest = {"format": FORMAT, "genolong_version": __version__, "columns": list(COLUMNS),
+                "sequence_length": length, "sources": _sources(config), "positives": positive_info,
+                "negatives": negative_info, "max_n_fraction": config.max_n_fraction,
+                "deduplication": dict(sorted(dropped.items())), "split": _split_info(config),
+                "seed": config.seed, "counts": {name: label_counts(rows) for name, rows in splits.items()}}
     lacking = {name: counts for name, counts in manifest["counts"].items() if 0 in counts.values()}
     if lacking:
         raise UserError(f"the dataset would have splits without promoters or without non-promoters: {lacking} "
@@ -213,19 +204,10 @@ def _read_positives(config, genome, sites) -> tuple[list[PromoterRecord], dict]:
         if not records:
             raise UserError(
                 f"no usable TSS window: {len(sites)} TSSs in {config.tss_bed}, skipped {dict(skipped)}")
-        window = {
-            "start": config.window.start,
-            "end": config.window.end,
-            "length": config.window.length,
-            "tss_column": -config.window.start,
-        }
-        return records, {
-            "source": "tss_bed",
-            "tss_read": len(sites),
-            "window": window,
-            "kept": len(records),
-            "skipped": dict(sorted(skipped.items())),
-        }
+        window = {"start": config.window.start, "end": config.window.end, "length": config.window.length,
+                  "tss_column": -config.window.start}
+        return records, {"source": "tss_bed", "tss_read": len(sites), "window": window, "kept": len(records),
+                         "skipped": dict(sorted(skipped.items()))}
     if config.text is not None:
         records, source = read_sequence_lines(config.text, 1), "text"
     else:
@@ -302,29 +284,18 @@ def _add_derived_negatives(config, splits: dict[str, list[PromoterRecord]]) -> i
 def _split_info(config) -> dict:
     if config.split == "random":
         return {"method": "random", "stratified_by": "label", "fractions": list(config.fractions)}
-    return {
-        "method": "chromosome",
-        "valid_chroms": list(config.valid_chroms),
-        "test_chroms": list(config.test_chroms),
-    }
+    return {"method": "chromosome", "valid_chroms": list(config.valid_chroms),
+            "test_chroms": list(config.test_chroms)}
 
 
 def _sources(config) -> list[dict]:
-    roles = [
-        ("tss_bed", config.tss_bed),
-        ("genome", config.genome),
-        ("positives_text", config.text),
-        ("positives_fasta", config.fasta),
-        ("negatives_fasta", config.negative_fasta),
-    ]
-    return [
-        {"role": role, "path": str(Path(path).resolve()), "sha256": sha256_file(path)}
-        for role, path in roles
-        if path is not None
-    ]
+    roles = [("tss_bed", config.tss_bed), ("genome", config.genome), ("positives_text", config.text),
+             ("positives_fasta", config.fasta), ("negatives_fasta", config.negative_fasta)]
+    return [{"role": role, "path": str(Path(path).resolve()), "sha256": sha256_file(path)}
+            for role, path in roles if path is not None]
 
 
-def _label_counts(rows: list[PromoterRecord]) -> dict[str, int]:
+def label_counts(rows: list[PromoterRecord]) -> dict[str, int]:
     counts = Counter(r.label for r in rows)
     return {"0": counts[0], "1": counts[1]}
 

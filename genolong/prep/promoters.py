@@ -150,9 +150,8 @@ def n_fraction(sequence: str) -> float:
     return sequence.count("N") / len(sequence)
 
 
-def cut_tss_windows(
-    genome, sites: list[Tss], window: TssWindow, *, max_n_fraction: float = 0.0
-) -> tuple[list[PromoterRecord], Counter]:
+def cut_tss_windows(genome, sites: list[Tss], window: TssWindow, *,
+                    max_n_fraction: float = 0.0) -> tuple[list[PromoterRecord], Counter]:
     """Cut one positive window per TSS, reverse-complemented on the minus strand.
 
     Args:

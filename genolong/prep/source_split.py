@@ -26,7 +26,7 @@ classes within a source.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -40,7 +40,7 @@ from genolong.datasets.promoter import FORMAT, SOURCE_COLUMNS, PromoterRecord
 from genolong.dna.sequence import read_fasta, reverse_complement
 
 from .negatives import DERIVED_METHODS, derive_negatives
-from .promoter_dataset import writable_dataset_dir, write_dataset
+from .promoter_dataset import label_counts, writable_dataset_dir, write_dataset
 from .promoters import n_fraction, read_fasta_records, read_sequence_lines
 from .splits import deduplicate
 
@@ -164,19 +164,7 @@ def read_group(group: SourceGroup, config: SourceSplitConfig) -> list[PromoterRe
     """Every record of one group, tagged with its source ``<group>/<file stem>``."""
 
     def tagged(records: list[PromoterRecord], stem: str) -> list[PromoterRecord]:
-        return [
-            PromoterRecord(
-                f"{group.name}/{r.id}",
-                r.sequence,
-                r.label,
-                r.chrom,
-                r.start,
-                r.end,
-                r.strand,
-                f"{group.name}/{stem}",
-            )
-            for r in records
-        ]
+        return [replace(r, id=f"{group.name}/{r.id}", source=f"{group.name}/{stem}") for r in records]
 
     records = []
     for name in group.promoters:
@@ -195,9 +183,8 @@ def read_group(group: SourceGroup, config: SourceSplitConfig) -> list[PromoterRe
 
 def split_by_source(config: SourceSplitConfig) -> tuple[dict[str, list[PromoterRecord]], Counter]:
     """The four splits (before derived negatives) and the deduplication counts."""
-    by_role = {
-        role: [r for g in config.groups if g.role == role for r in read_group(g, config)] for role in ROLES
-    }
+    by_role = {role: [r for g in config.groups if g.role == role for r in read_group(g, config)]
+               for role in ROLES}
     records, dropped = deduplicate(by_role["test"] + by_role["valid"] + by_role["train"])
     kept = {id(r) for r in records}
     splits = {role: [r for r in by_role[role] if id(r) in kept] for role in ROLES}
@@ -205,9 +192,8 @@ def split_by_source(config: SourceSplitConfig) -> tuple[dict[str, list[PromoterR
     return splits, dropped
 
 
-def _hold_out_at_random(
-    records: list[PromoterRecord], config: SourceSplitConfig
-) -> tuple[list[PromoterRecord], list[PromoterRecord]]:
+def _hold_out_at_random(records: list[PromoterRecord],
+                        config: SourceSplitConfig) -> tuple[list[PromoterRecord], list[PromoterRecord]]:
     """Per source and label, a seeded ``random_test_fraction`` of the records (rounded) is held out."""
     rng = config.rng(_SPLIT_STREAM)
     groups: dict[tuple[str, int], list[PromoterRecord]] = {}
@@ -240,13 +226,8 @@ def add_derived_negatives(splits: dict[str, list[PromoterRecord]], config: Sourc
                     continue
                 seen.add(negative.sequence)
                 source = f"{source_of[negative.id.rsplit('|', 1)[0]]}|{method}"
-                splits[name].append(_with_source(negative, source))
+                splits[name].append(replace(negative, source=source))
     return collisions
-
-
-def _with_source(record: PromoterRecord, source: str) -> PromoterRecord:
-    return PromoterRecord(record.id, record.sequence, record.label, record.chrom, record.start, record.end,
-                          record.strand, source)
 
 
 def build_source_split_dataset(config: SourceSplitConfig, out_dir: str | Path, *,
@@ -262,44 +243,24 @@ def build_source_split_dataset(config: SourceSplitConfig, out_dir: str | Path, *
             raise UserError(f"split {name} needs promoters and non-promoters; check the roles of the sources")
     lengths = [len(r.sequence) for rows in splits.values() for r in rows]
     manifest = {
-        "format": FORMAT,
-        "genolong_version": __version__,
-        "columns": list(SOURCE_COLUMNS),
-        "sequence_length": max(lengths),
-        "min_sequence_length": min(lengths),
+        "format": FORMAT, "genolong_version": __version__, "columns": list(SOURCE_COLUMNS),
+        "sequence_length": max(lengths), "min_sequence_length": min(lengths),
         "sources": _source_files(config),
         "negatives": {"method": "+".join(["real", *config.derived]), "derived": list(config.derived)},
         "deduplication": dict(sorted(dropped.items())),
-        "split": {
-            "method": "source",
-            "roles": {g.name: g.role for g in config.groups},
-            "random_test_fraction": config.random_test_fraction,
-        },
+        "split": {"method": "source", "roles": {g.name: g.role for g in config.groups},
+                  "random_test_fraction": config.random_test_fraction},
         "seed": config.seed,
-        "counts": {name: _counts(rows) for name, rows in splits.items()},
-        "counts_by_source": {name: _counts_by_source(rows) for name, rows in splits.items()},
+        "counts": {name: label_counts(rows) for name, rows in splits.items()},
+        "counts_by_source": {name: dict(sorted(Counter(r.source for r in rows).items()))
+                             for name, rows in splits.items()},
     }
     write_dataset(out_dir, splits, manifest)
     return manifest
 
 
 def _source_files(config: SourceSplitConfig) -> list[dict]:
-    return [
-        {
-            "group": g.name,
-            "role": g.role,
-            "path": str(config.path(name).resolve()),
-            "sha256": sha256_file(config.path(name)),
-        }
-        for g in config.groups
-        for name in [*g.promoters, *g.non_promoters, *([g.genome] if g.genome else [])]
-    ]
-
-
-def _counts(rows: list[PromoterRecord]) -> dict[str, int]:
-    counts = Counter(r.label for r in rows)
-    return {"0": counts[0], "1": counts[1]}
-
-
-def _counts_by_source(rows: list[PromoterRecord]) -> dict[str, int]:
-    return dict(sorted(Counter(r.source for r in rows).items()))
+    return [{"group": g.name, "role": g.role, "path": str(config.path(name).resolve()),
+             "sha256": sha256_file(config.path(name))}
+            for g in config.groups
+            for name in [*g.promoters, *g.non_promoters, *([g.genome] if g.genome else [])]]

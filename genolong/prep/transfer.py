@@ -125,9 +125,7 @@ def download(url: str, dest: str | os.PathLike, *, expected: Iterable[Checksum] 
     """Fetch ``url`` (``http(s)://``, ``file://`` or a local path) to ``dest``, verified.
 
     Args:
-        url: where to read.
         dest: final path; ``dest.part`` holds the bytes until they are verified.
-        expected: checksums the file must match.
         timeout: seconds to wait for a connection or for the next bytes.
         retries: further attempts after a transient failure; the count starts over
             whenever an attempt brings new bytes.
@@ -145,18 +143,12 @@ def download(url: str, dest: str | os.PathLike, *, expected: Iterable[Checksum] 
     expected = list(expected)
     part = PartFile(partial_path(dest), {"sha256", *(check.algorithm for check in expected)})
     try:
-        _retrying(
-            lambda: _attempt(url, part, timeout, progress, dest.name),
-            url=url,
-            retries=retries,
-            backoff=backoff,
-            progress=lambda: part.size,
-            hint=lambda: (
-                f"{part.size} bytes kept in {part.path.name}: run the same command again to resume"
-                if part.size
-                else None
-            ),
-        )
+        def kept() -> str | None:
+            resume = f"{part.size} bytes kept in {part.path.name}: run the same command again to resume"
+            return resume if part.size else None
+
+        _retrying(lambda: _attempt(url, part, timeout, progress, dest.name), url=url, retries=retries,
+                  backoff=backoff, progress=lambda: part.size, hint=kept)
         digests = part.digests()
         for check in expected:
             if digests[check.algorithm] != check.value:
@@ -234,19 +226,9 @@ def _attempt(url: str, part: PartFile, timeout: float, progress: bool, label: st
         part.restart()
     if part.size == 0:
         part.validator = response.validator
-    with (
-        response.stream,
-        tqdm(
-            total=response.total,
-            initial=part.size,
-            unit="B",
-            unit_scale=True,
-            unit_divisor=1024,
-            desc=label,
-            disable=None if progress else True,
-            dynamic_ncols=True,
-        ) as bar,
-    ):
+    with response.stream, tqdm(total=response.total, initial=part.size, unit="B", unit_scale=True,
+                               unit_divisor=1024, desc=label, disable=None if progress else True,
+                               dynamic_ncols=True) as bar:
         try:
             while chunk := response.stream.read(CHUNK_SIZE):
                 part.append(chunk)
@@ -360,5 +342,4 @@ def _describe(err: BaseException) -> str:
     """A short human description of a low-level network error."""
     if isinstance(err, TimeoutError | socket.timeout):
         return "timed out"
-    text = getattr(err, "strerror", None) or str(err) or type(err).__name__
-    return text
+    return getattr(err, "strerror", None) or str(err) or type(err).__name__

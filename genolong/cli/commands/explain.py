@@ -20,8 +20,7 @@ DESCRIPTION = (
     "back to bases, of each chosen output (--output NAME): a sigmoid's logit, a softmax class's probability, "
     "a regression value. Inputs: the records of FASTA, or windows of the model's input length centred on the "
     "regions of --regions (BED) in --genome. Writes OUT/ohe.npz and, per output, ism.npz and gradients.npz "
-    "((N, 4, L), channels A, C, G, T: the layout of modisco-lite) and a sequence-logo PNG per record."
-)
+    "((N, 4, L), channels A, C, G, T: the layout of modisco-lite) and a sequence-logo PNG per record.")
 
 
 def register(subparsers) -> None:

@@ -172,14 +172,9 @@ def lsg_bert(size: BenchSize, length: int, mlm: bool):
 
 def build(spec: Spec, mlm: bool):
     """(model, extra inputs) for ``spec.model``: a peer, ``floor`` or one of our backbones."""
-    builders: dict[str, Callable] = {
-        "hf-bigbird": hf_bigbird,
-        "hf-longformer": hf_longformer,
-        "hf-bert": hf_bert,
-        "hf4-bigbird": hf_bigbird,
-        "lsg-bert": lsg_bert,
-        "hf-esm": hf_esm,
-    }
+    builders: dict[str, Callable] = {"hf-bigbird": hf_bigbird, "hf-longformer": hf_longformer,
+                                     "hf-bert": hf_bert, "hf4-bigbird": hf_bigbird, "lsg-bert": lsg_bert,
+                                     "hf-esm": hf_esm}
     builders |= converted_builders(builders)
     if spec.model == FLOOR:
         return floor_model(spec.size, spec.length, mlm)
@@ -207,15 +202,8 @@ def measure(call: Callable[[], Any], repeats: int, budget_s: float) -> dict[str,
         if peak_mb is None:
             peak_mb = proc_status_mb("VmHWM") - base_mb
     best = min(range(len(times)), key=times.__getitem__)
-    return {
-        "time_s": times[best],
-        "time_median_s": statistics.median(times),
-        "cpu_s": cpu_times[best],
-        "runs": len(times),
-        "first_call_s": first_call,
-        "peak_mb": peak_mb,
-        "resident_mb": base_mb,
-    }
+    return {"time_s": times[best], "time_median_s": statistics.median(times), "cpu_s": cpu_times[best],
+            "runs": len(times), "first_call_s": first_call, "peak_mb": peak_mb, "resident_mb": base_mb}
 
 
 class _Messages(logging.Handler):

@@ -201,10 +201,9 @@ def section_speed(plan: CheckPlan, out: Path, say) -> list[dict]:
     return rows
 
 
-SECTION_FUNCTIONS: dict[str, Callable] = {
-    "tests": section_tests, "kernels": section_kernels, "train": section_train, "pretrain": section_pretrain,
-    "inference": section_inference, "speed": section_speed,
-}
+SECTION_FUNCTIONS: dict[str, Callable] = {"tests": section_tests, "kernels": section_kernels,
+                                          "train": section_train, "pretrain": section_pretrain,
+                                          "inference": section_inference, "speed": section_speed}
 
 
 # --------------------------------------------------------------------------- the run

@@ -150,12 +150,10 @@ def check_case(case: KernelCase, device: torch.device, path: str, rows: int = 51
     grad_errors = [((g.grad.double() - r.grad).abs().max() / r.grad.abs().max().clamp_min(1e-12)).item()
                    for g, r in zip(_leaves(inputs), leaves64, strict=True)]
     tolerance = TOLERANCE[case.dtype]
-    return {
-        "backbone": case.backbone, "tokens": length, "dtype": str(case.dtype).removeprefix("torch."),
-        "path": path, "rows": len(picked), "out_error": out_error, "grad_error": max(grad_errors),
-        "tolerance": tolerance, "ok": out_error < tolerance and max(grad_errors) < tolerance,
-        "seconds": seconds, "peak_gb": peak_gb,
-    }
+    return {"backbone": case.backbone, "tokens": length, "dtype": str(case.dtype).removeprefix("torch."),
+            "path": path, "rows": len(picked), "out_error": out_error, "grad_error": max(grad_errors),
+            "tolerance": tolerance, "ok": out_error < tolerance and max(grad_errors) < tolerance,
+            "seconds": seconds, "peak_gb": peak_gb}
 
 
 def candidate_path(device: torch.device) -> str:

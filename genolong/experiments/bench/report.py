@@ -161,10 +161,8 @@ def markdown_report(rows: list[dict[str, Any]]) -> str:
     for phase in PHASES:
         if any(row["phase"] == phase for row in rows):
             parts += [f"### {phase}: best time (s)", metric_table(rows, phase, "time_s")]
-            parts += [
-                f"### {phase}: process CPU time of the best call (s)",
-                metric_table(rows, phase, "cpu_s"),
-            ]
+            parts += [f"### {phase}: process CPU time of the best call (s)",
+                      metric_table(rows, phase, "cpu_s")]
             parts += [f"### {phase}: peak memory above resident (MB)", metric_table(rows, phase, "peak_mb")]
     return "\n\n".join(parts) + "\n"
 

@@ -62,9 +62,8 @@ def run_spec(spec: Spec, timeout_s: float, max_memory_gb: float) -> list[dict[st
     return rows
 
 
-def _run_worker(
-    spec: Spec, env: dict[str, str], timeout_s: float, max_memory_gb: float
-) -> tuple[list[dict[str, Any]], str | None]:
+def _run_worker(spec: Spec, env: dict[str, str], timeout_s: float,
+                max_memory_gb: float) -> tuple[list[dict[str, Any]], str | None]:
     """The rows the worker printed, and why it stopped early (None when it finished)."""
     argv = [sys.executable, "-m", "genolong.experiments.bench.attention", json.dumps(asdict(spec))]
     with tempfile.TemporaryFile("w+") as stdout, tempfile.TemporaryFile("w+") as stderr:
@@ -96,9 +95,8 @@ def _die_with_parent() -> None:
     ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
 
 
-def plan(
-    backbones: list[str], peers: list[str], floor: bool, lengths: list[int], extra_lengths: list[int]
-) -> list[tuple[str, int]]:
+def plan(backbones: list[str], peers: list[str], floor: bool, lengths: list[int],
+         extra_lengths: list[int]) -> list[tuple[str, int]]:
     """(model, length) pairs: everyone at ``lengths``; our sparse backbones and the floor also at
     ``extra_lengths`` (dense attention is quadratic and is measured only where the peers are).
 
@@ -119,16 +117,9 @@ def check_plan(pairs: list[tuple[str, int]], size: BenchSize) -> None:
             genolong_config("full" if model == FLOOR else model, size, length)
 
 
-def run_benchmark(
-    pairs: list[tuple[str, int]],
-    template: Spec,
-    csv_path: Path,
-    *,
-    timeout_s: float,
-    max_memory_gb: float,
-    resume: bool = False,
-    progress: Callable[[dict[str, Any]], None] = lambda row: None,
-) -> list[dict[str, Any]]:
+def run_benchmark(pairs: list[tuple[str, int]], template: Spec, csv_path: Path, *, timeout_s: float,
+                  max_memory_gb: float, resume: bool = False,
+                  progress: Callable[[dict[str, Any]], None] = lambda row: None) -> list[dict[str, Any]]:
     """Measure every (model, length) pair in its own process, rewriting ``csv_path`` after each.
 
     With ``resume``, pairs whose phases are all in ``csv_path`` already are not measured again.
@@ -171,14 +162,9 @@ def resolve_models(backbones: list[str] | None, peers: list[str] | None, legacy_
 
 def machine() -> dict[str, Any]:
     """The CPU, its cores, the Python / torch / transformers versions and the measured fp32 GEMM rate."""
-    return {
-        "cpu": _cpu_name(),
-        "cores": os.cpu_count(),
-        "python": platform.python_version(),
-        "torch": torch.__version__,
-        "transformers": transformers.__version__,
-        "fp32_gemm_gflops": round(matmul_rates().fp32, 1),
-    }
+    return {"cpu": _cpu_name(), "cores": os.cpu_count(), "python": platform.python_version(),
+            "torch": torch.__version__, "transformers": transformers.__version__,
+            "fp32_gemm_gflops": round(matmul_rates().fp32, 1)}
 
 
 def _cpu_name() -> str:

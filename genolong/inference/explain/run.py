@@ -104,9 +104,8 @@ def plot_logos(path: Path, title: str, reference: np.ndarray, panels: dict[str, 
         panels: name -> (4, L) attributions; ISM effects are drawn as the importance of the
             reference base, ``-mean`` of its three substitutions.
     """
-    heights = {
-        name: reference * (-values.sum(0) / 3 if name == "ism" else values.sum(0)) for name, values in panels.items()
-    }
+    heights = {name: reference * (-values.sum(0) / 3 if name == "ism" else values.sum(0)) for name,
+               values in panels.items()}
     first = logo_stretch(next(iter(heights.values())).sum(0), width)
     span = slice(first, first + width)
     figure = Figure(figsize=(max(6, width / 8), 2.2 * len(heights)))

@@ -33,14 +33,9 @@ METADATA = ("chrom", "pos", "id", "ref", "alt", "flags")
 
 def metadata_columns(windows: list[VariantWindows]) -> dict[str, list]:
     """The row metadata of ``windows``: name -> (n,) values; flags joined by ``,`` (``.`` for none)."""
-    return {
-        "chrom": [w.variant.chrom for w in windows],
-        "pos": [w.variant.pos for w in windows],
-        "id": [w.variant.id for w in windows],
-        "ref": [w.variant.ref for w in windows],
-        "alt": [w.variant.alt for w in windows],
-        "flags": [",".join(w.flags) or "." for w in windows],
-    }
+    return {"chrom": [w.variant.chrom for w in windows], "pos": [w.variant.pos for w in windows],
+            "id": [w.variant.id for w in windows], "ref": [w.variant.ref for w in windows],
+            "alt": [w.variant.alt for w in windows], "flags": [",".join(w.flags) or "." for w in windows]}
 
 
 def _cell(value: float) -> str:

@@ -25,13 +25,11 @@ from genolong.dna.genome import Genome, canonical_chrom
 from genolong.inference.variants.reader import SkippedAllele, Variant
 
 #: Chromosome lengths of the two human builds, to name the build in an error.
-BUILD_LENGTHS = {
-    "1": {"GRCh37": 249_250_621, "GRCh38": 248_956_422},
-    "2": {"GRCh37": 243_199_373, "GRCh38": 242_193_529},
-    "17": {"GRCh37": 81_195_210, "GRCh38": 83_257_441},
-    "X": {"GRCh37": 155_270_560, "GRCh38": 156_040_895},
-    "Y": {"GRCh37": 59_373_566, "GRCh38": 57_227_415},
-}
+BUILD_LENGTHS = {"1": {"GRCh37": 249_250_621, "GRCh38": 248_956_422},
+                 "2": {"GRCh37": 243_199_373, "GRCh38": 242_193_529},
+                 "17": {"GRCh37": 81_195_210, "GRCh38": 83_257_441},
+                 "X": {"GRCh37": 155_270_560, "GRCh38": 156_040_895},
+                 "Y": {"GRCh37": 59_373_566, "GRCh38": 57_227_415}}
 #: Policies for a REF allele that differs from the genome.
 REF_MISMATCH = ("error", "skip", "flag")
 #: Policies for a variant on a contig the genome lacks (decoy, alt, unplaced contigs).
