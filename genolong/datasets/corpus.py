@@ -48,8 +48,7 @@ class Corpus:
 
     ``shards(split)`` yields, per chromosome, a :class:`Shard`: ``tokens`` (n_tokens,)
     uint16 (memory-mapped), ``sentences`` (n_sentences + 1,) int64 token offsets and
-    ``documents`` (n_documents, 4) int64 rows of (first sentence, end sentence, pass, bp start).
-    """
+    ``documents`` (n_documents, 4) int64 rows of (first sentence, end sentence, pass, bp start)."""
 
     def __init__(self, root: str | Path):
         self.root = Path(root)

@@ -95,8 +95,7 @@ class MLMWindows(Dataset):
     is ``dataset[(window, window)]``.
 
     Items: ``input_ids`` (T,) int64, ``labels`` (T,) int64 (-100 where not masked), with
-    T <= max_len.
-    """
+    T <= max_len."""
 
     def __init__(self, corpus: Corpus, split: str, special: SpecialIds, max_len: int,
                  masking: MaskingConfig, seed: int = 0):
@@ -149,8 +148,7 @@ class PositionSampler(Sampler[tuple[int, int]]):
 
     ``len()`` counts this rank's positions of the whole run, from 0, whatever ``start``: a
     resumed Lightning epoch counts the batches it had already seen against the loader's
-    length, as with a stateful loader that continues mid-epoch.
-    """
+    length, as with a stateful loader that continues mid-epoch."""
 
     def __init__(self, num_windows: int, total: int, *, seed: int, start: int = 0, rank: int = 0,
                  world_size: int = 1, shuffle: bool = True):

@@ -48,8 +48,7 @@ def canonical_chrom(name: str) -> str:
 def _index_paths(path: Path) -> tuple[Path, Path]:
     """The .fai/.gzi of ``path``: the ones beside it if present, else built in the cache.
 
-    Genome never writes next to the user's data (which may be read-only or shared).
-    """
+    Genome never writes next to the user's data (which may be read-only or shared)."""
     beside = Path(f"{path}.fai"), Path(f"{path}.gzi")
     if beside[0].exists() and (beside[1].exists() or not is_bgzip(path)):
         return beside

@@ -168,7 +168,6 @@ def read_fasta(path: str | os.PathLike, *, raw: bool = False, unique_names: bool
     Memory holds one record at a time. Errors name the file and the line.
 
     Args:
-        path: FASTA file.
         raw: keep the sequence as written (case and IUPAC codes preserved, still
             validated) instead of cleaning it to ``ACGTN``.
         unique_names: reject a repeated record name (right for a genome; sequence

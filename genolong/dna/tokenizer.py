@@ -332,8 +332,7 @@ def tokenizer_stats(tokenizer, records: Iterable[FastaRecord], *, piece_bp: int 
     """bp/token, token-length histogram and batch-encode throughput over ``records``.
 
     Sequences are cut into ``piece_bp`` pieces (about one 4K-token model window) and
-    encoded with ``encode_batch_fast`` (parallel over pieces), without special tokens.
-    """
+    encoded with ``encode_batch_fast`` (parallel over pieces), without special tokens."""
     backend = tokenizer.backend_tokenizer
     bp_of = token_lengths(tokenizer)
     total_bp = 0

@@ -38,8 +38,7 @@ class KmerBaselineConfig:
 
     The logistic regression is fitted once per ``C``; the one with the best validation
     AUPRC is kept (ties: the stronger regularization). On the mouse promoter sets the best
-    ``C`` is 1e-4..1e-3; ``C = 1`` loses 2-5 F1 points to overfitting.
-    """
+    ``C`` is 1e-4..1e-3; ``C = 1`` loses 2-5 F1 points to overfitting."""
 
     k_min: int = 4
     k_max: int = 6
@@ -120,8 +119,7 @@ def _kmer_text(key: int) -> str:
 def kmer_features(config: KmerBaselineConfig, vocabulary: Mapping[str, int] | None = None) -> Pipeline:
     """The unfitted feature pipeline: sequences (str) -> standardized k-mer frequencies, shape ``(n, n_kmers)``.
 
-    ``vocabulary`` (k-mer -> column) fixes the k-mers counted; by default they are those seen in fitting.
-    """
+    ``vocabulary`` (k-mer -> column) fixes the k-mers counted; by default they are those seen in fitting."""
     return Pipeline([("kmer_counts", KmerCounts(config.k_min, config.k_max, vocabulary)),
                      ("frequencies", Normalizer(norm="l1")), ("scale", StandardScaler(with_mean=False))])
 

@@ -151,7 +151,6 @@ class DataCache:
         Args:
             url: source URL (or local path) for :func:`genolong.prep.transfer.download`.
             relpath: destination relative to the cache root.
-            expected: checksums the file must match.
             download_options: ``timeout``, ``retries``, ``backoff``, ``progress``.
         """
         expected = list(expected)

@@ -11,10 +11,7 @@ evaluation read fixed-width arrays instead of MATLAB files:
    (App. F.3: 8,000 bp of GRCh37 around each 1,000-bp DeepSEA input);
 4. write the final arrays and ``manifest.json``.
 
-The work (:class:`~genolong.prep.chromatin_job.ChromatinJob`) happens in a hidden sibling
-directory ``.<out>.partial`` whose progress file is updated after every chunk: rerunning
-the same command after an interruption resumes where it stopped. The directory is renamed
-to ``<out>`` only when complete.
+The work resumes after an interruption (:class:`~genolong.prep.chromatin_job.ChromatinJob`).
 
 A prepared directory holds, for each split present::
 
@@ -63,8 +60,7 @@ def prepare_chromatin(mat_dir: str | os.PathLike, out: str | os.PathLike, *,
         context: window length with a genome (default 8,000).
         unlocated: ``"keep"`` or ``"drop"`` rows whose input is not located exactly once.
         chunk_rows: rows per chunk (the unit of progress and of memory use).
-        probe_windows: see :meth:`GenomeIndex.locate`.
-        max_candidates: see :meth:`GenomeIndex.locate`.
+        probe_windows, max_candidates: see :meth:`GenomeIndex.locate`.
 
     Returns:
         The manifest (also written to ``out/manifest.json``).

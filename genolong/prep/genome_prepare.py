@@ -113,8 +113,7 @@ def index_paths(path: str | os.PathLike) -> tuple[Path, Path, Path]:
 def default_output(fasta: str | os.PathLike, *, plain: bool = False) -> Path:
     """In the current directory, never beside the input (which may be read-only or shared).
 
-    ``x.fa.gz`` -> ``x.fa.bgz`` (or ``x.fa`` with ``plain``); ``x.fa`` -> ``x.fa.bgz``.
-    """
+    ``x.fa.gz`` -> ``x.fa.bgz`` (or ``x.fa`` with ``plain``); ``x.fa`` -> ``x.fa.bgz``."""
     fasta = Path(fasta)
     stem = fasta.name[: -len(fasta.suffix)] if fasta.suffix in (".gz", ".bgz") else fasta.name
     return Path.cwd() / (stem if plain else f"{stem}.bgz")
@@ -126,16 +125,13 @@ def prepare_genome(fasta: str | os.PathLike, out: str | os.PathLike | None = Non
     """Write ``fasta`` as an indexed BGZF (or plain) FASTA with a per-chromosome table.
 
     Args:
-        fasta: input FASTA, plain, gzip or bgzip.
         out: output path; :func:`default_output` if None. The indexes and the table go
             beside it (:func:`index_paths`).
         plain: write uncompressed FASTA (+ ``.fai``) instead of BGZF (+ ``.fai``, ``.gzi``).
         names: chromosome-name style, one of :data:`NAME_STYLES`.
         primary: keep only assembled chromosomes (drop unplaced contigs and haplotypes).
-        line_width: bases per output line.
         compresslevel: zlib level of the BGZF blocks (1 fastest .. 9 smallest). On DNA, level 4
             compresses 6x faster than the usual 6 for a 5% larger file.
-        progress: show a progress bar (only on a terminal).
 
     Raises:
         InputError: invalid FASTA, or two records with the same name after renaming.
@@ -190,15 +186,9 @@ def _write_fasta(fasta: Path, tmp_out: Path, *, plain: bool, names: str, primary
     fai_lines: list[str] = []
     written: set[str] = set()
     offset = 0  # uncompressed bytes written so far
-    with (
-        _open_output(tmp_out, plain, compresslevel) as writer,
-        tqdm(
-            unit="bp",
-            unit_scale=True,
-            desc=f"preparing {fasta.name}",
-            disable=None if progress else True,
-        ) as bar,
-    ):
+    with (_open_output(tmp_out, plain, compresslevel) as writer,
+          tqdm(unit="bp", unit_scale=True, desc=f"preparing {fasta.name}",
+               disable=None if progress else True) as bar):
         for record in read_fasta(fasta, raw=True):
             if primary and not is_assembled_chromosome(record.name):
                 log.debug("skipping %s (not an assembled chromosome)", record.name)
@@ -249,8 +239,7 @@ def _open_output(path: Path, plain: bool, compresslevel: int):
 def bgzf_blocks(path: str | os.PathLike) -> list[tuple[int, int]]:
     """``(compressed offset, uncompressed offset)`` of every BGZF block of ``path``, EOF block included.
 
-    Reads only the 18-byte block headers and the 4-byte sizes at the block ends.
-    """
+    Reads only the 18-byte block headers and the 4-byte sizes at the block ends."""
     blocks = []
     compressed = uncompressed = 0
     with open(path, "rb") as handle:
@@ -269,8 +258,7 @@ def bgzf_blocks(path: str | os.PathLike) -> list[tuple[int, int]]:
 def _write_gzi(bgzf_path: Path, gzi_path: Path) -> None:
     """The htslib ``.gzi`` index: block count, then (compressed, uncompressed) offset pairs.
 
-    As in htslib (and pyfaidx), the first block (0, 0) and the empty EOF block are left out.
-    """
+    As in htslib (and pyfaidx), the first block (0, 0) and the empty EOF block are left out."""
     blocks = bgzf_blocks(bgzf_path)[1:-1]
     with open(gzi_path, "wb") as handle:
         handle.write(struct.pack("<Q", len(blocks)))

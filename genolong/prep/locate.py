@@ -184,8 +184,7 @@ class GenomeIndex:
         """Locate ``queries`` ``(rows, length)``, writing into ``result`` rows ``row0 ..``.
 
         Counts the candidates of every probe window (``window_starts``), expands the
-        cheapest usable window of each query and verifies its candidates.
-        """
+        cheapest usable window of each query and verifies its candidates."""
         rows, length = queries.shape
         codes = BASE_CODES[queries]  # (rows, length)
         spans = codes[:, window_starts[:, None] + np.arange(PROBE_SPAN)]  # (rows, windows, 63)

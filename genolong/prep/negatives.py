@@ -72,8 +72,7 @@ def shuffle_negative(sequence: str, rng: np.random.Generator) -> str:
     """GENA-LM negative: 8 of 20 pieces kept in place, the other 12 permuted among themselves.
 
     Pieces move only to slots of their own length (see the module docstring), so the
-    result has the composition of ``sequence`` and its kept pieces where they were.
-    """
+    result has the composition of ``sequence`` and its kept pieces where they were."""
     bounds = piece_bounds(len(sequence))
     sizes = np.diff(bounds)
     replaced = choose_replaced_pieces(rng)
@@ -93,8 +92,7 @@ def derive_negatives(positives: list[PromoterRecord], method: str, rng: np.rando
                      per_positive: int = 1) -> list[PromoterRecord]:
     """``per_positive`` negatives from each positive, named ``<positive id>|<method><k>``.
 
-    Each negative keeps the coordinates of its positive (it is made from that sequence).
-    """
+    Each negative keeps the coordinates of its positive (it is made from that sequence)."""
     make = DERIVE[method]
     return [
         PromoterRecord(f"{p.id}|{method}{k}", make(p.sequence, rng), 0, p.chrom, p.start, p.end, p.strand)

@@ -52,8 +52,7 @@ class TssWindow:
     """Offsets of a window around a TSS, half-open, counted along the transcript.
 
     The window covers TSS offsets ``start .. end - 1`` (offset 0 is the TSS), so it is
-    ``end - start`` bp long and the TSS sits at column ``-start``.
-    """
+    ``end - start`` bp long and the TSS sits at column ``-start``."""
 
     start: int
     end: int
@@ -83,8 +82,7 @@ class TssWindow:
 
         Plus strand: offset ``o`` is position ``tss + o``. Minus strand: offset ``o`` is
         position ``tss - o``, so the window is ``[tss - end + 1, tss - start + 1)`` read
-        backwards (reverse complement).
-        """
+        backwards (reverse complement)."""
         if strand == "+":
             return tss + self.start, tss + self.end
         return tss - self.end + 1, tss - self.start + 1
@@ -156,7 +154,6 @@ def cut_tss_windows(genome, sites: list[Tss], window: TssWindow, *,
 
     Args:
         genome: a :class:`genolong.dna.genome.Genome`.
-        sites: the TSSs.
         window: offsets around each TSS.
         max_n_fraction: windows with a larger fraction of ``N`` are skipped.
 

@@ -84,8 +84,7 @@ class SourceGroup:
 class SourceSplitConfig:
     """A held-out-source dataset: its groups, derived negatives, the in-source test fraction, the seed.
 
-    Paths in the groups are relative to ``root`` (default: the spec file's directory).
-    """
+    Paths in the groups are relative to ``root`` (default: the spec file's directory)."""
 
     groups: list[SourceGroup]
     derived: list[str] = field(default_factory=lambda: ["substitution", "shuffle"])
@@ -118,8 +117,7 @@ def load_source_split_config(spec: str | Path, root: str | Path | None = None) -
     """Read a YAML spec (a path, or the name of a shipped one in ``configs/promoter_sources/``).
 
     Its paths resolve against ``root`` when given, else against the spec's ``root`` key taken
-    relative to the spec's directory.
-    """
+    relative to the spec's directory."""
     path = preset_path("promoter_sources", str(spec))
     data = read_yaml(path)
     data["root"] = str(root if root is not None else path.parent / data.get("root", "."))
@@ -211,8 +209,7 @@ def _hold_out_at_random(records: list[PromoterRecord],
 def add_derived_negatives(splits: dict[str, list[PromoterRecord]], config: SourceSplitConfig) -> int:
     """Append each derived negative kind, made from each split's own promoters; return the collisions dropped.
 
-    A derived negative's source is its promoter's source plus ``|<method>``.
-    """
+    A derived negative's source is its promoter's source plus ``|<method>``."""
     rng = config.rng(_NEGATIVE_STREAM)
     seen = {r.sequence for rows in splits.values() for r in rows}
     collisions = 0

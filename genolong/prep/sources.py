@@ -209,7 +209,6 @@ class SourceStatus:
     """What the cache holds of one source.
 
     Attributes:
-        source: the source.
         state: ``ready``, ``not prepared`` (downloaded, products missing), ``partial``
             (an interrupted download), ``changed`` (file differs from the manifest),
             ``corrupt`` (SHA-256 differs; only with ``verify``) or ``missing``.
@@ -259,8 +258,7 @@ def _provider_checksum(source: Source, download_url: str, *, user_url: bool,
 
     A missing checksum file or entry is an error for the default URL (the provider moved
     things: better to stop than to skip verification) and a warning for a user's ``--url``
-    (a mirror or a local copy may not carry it).
-    """
+    (a mirror or a local copy may not carry it)."""
     if source.checksum_file is None:
         return None
     local = local_path(download_url)

@@ -63,8 +63,7 @@ def stratified_random_split(records: Sequence[PromoterRecord], fractions: Sequen
                             rng: np.random.Generator) -> dict[str, list[PromoterRecord]]:
     """Split each label separately at ``fractions`` (train, valid, test) after a seeded shuffle.
 
-    Valid and test get ``round(n * fraction)`` records of each label; train the rest.
-    """
+    Valid and test get ``round(n * fraction)`` records of each label; train the rest."""
     _, valid_fraction, test_fraction = check_fractions(fractions)
     splits = {name: [] for name in SPLITS}
     for label in sorted({r.label for r in records}):

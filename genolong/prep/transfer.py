@@ -103,8 +103,7 @@ def file_lock(path: str | os.PathLike) -> Iterator[None]:
     """Hold an exclusive ``flock`` on ``PATH.lock`` (waits, saying so, if another holds it).
 
     The lock belongs to an open file description, so it excludes other processes and other
-    threads of this process alike. The lock file stays behind; it is empty and harmless.
-    """
+    threads of this process alike. The lock file stays behind; it is empty and harmless."""
     lock = Path(path).with_name(Path(path).name + ".lock")
     lock.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
@@ -180,8 +179,7 @@ def _retrying(attempt, *, url: str, retries: int, backoff: float, progress=lambd
 
     Waits ``backoff * 2**k`` seconds (at most :data:`MAX_BACKOFF`) before retry ``k + 1``;
     an attempt that increased ``progress()`` resets the count. Gives up with
-    :class:`DownloadError` after ``retries`` retries in a row without progress.
-    """
+    :class:`DownloadError` after ``retries`` retries in a row without progress."""
     failures = 0
     while True:
         before = progress()
@@ -245,8 +243,7 @@ def _attempt(url: str, part: PartFile, timeout: float, progress: bool, label: st
 def _open(url: str, offset: int, timeout: float, validator: str | None = None) -> _Response:
     """Open ``url`` asking for the bytes from ``offset`` on; the response says where it starts.
 
-    ``validator`` (an ETag or a Last-Modified date) makes the range request conditional.
-    """
+    ``validator`` (an ETag or a Last-Modified date) makes the range request conditional."""
     local = local_path(url)
     if local is not None:
         if not local.is_file():

@@ -24,13 +24,12 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-from genolong.experiments.bench.attention import BenchSize, hf_bigbird
+from genolong.experiments.bench.attention import MASK_FRACTION, BenchSize, hf_bigbird
 
 #: Benchmark name -> what it is, for the report.
 MODELS = {"genolong-bigbird": "ours, BigBird attention (flex on CUDA)",
           "hf-bigbird": "transformers BigBird (block_sparse)",
           "genolong-full": "ours, dense attention (SDPA; flash on CUDA in bf16)"}
-MASK_FRACTION = 0.15
 
 
 @dataclass(frozen=True)

@@ -84,8 +84,7 @@ def _leaves(inputs: PatternInputs) -> list[torch.Tensor]:
 def dense_rows(inputs: PatternInputs, rows: torch.Tensor) -> torch.Tensor:
     """Reference outputs ``(B, H, R, D)`` of the query ``rows``: a masked softmax over every key.
 
-    A row with no visible key (padding only) gets zeros, as in the dense reference.
-    """
+    A row with no visible key (padding only) gets zeros, as in the dense reference."""
     pattern = inputs.pattern
     heads = torch.arange(pattern.heads, device=rows.device)[:, None, None]
     keys_at = torch.arange(pattern.num_keys, device=rows.device)[None, None, :]

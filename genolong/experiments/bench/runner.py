@@ -45,8 +45,7 @@ def run_spec(spec: Spec, timeout_s: float, max_memory_gb: float) -> list[dict[st
     """Run ``spec`` in a fresh process; a row per phase, with a status for phases that did not finish.
 
     The process is killed when its resident set exceeds ``max_memory_gb`` or it runs past
-    ``timeout_s``; the phases it had finished keep their rows.
-    """
+    ``timeout_s``; the phases it had finished keep their rows."""
     env = {**os.environ, "OMP_NUM_THREADS": str(spec.threads), "TOKENIZERS_PARALLELISM": "false"}
     rows, status = [], None
     if spec.model in LEGACY_PEERS and not spec.legacy_site:
@@ -122,8 +121,7 @@ def run_benchmark(pairs: list[tuple[str, int]], template: Spec, csv_path: Path, 
                   progress: Callable[[dict[str, Any]], None] = lambda row: None) -> list[dict[str, Any]]:
     """Measure every (model, length) pair in its own process, rewriting ``csv_path`` after each.
 
-    With ``resume``, pairs whose phases are all in ``csv_path`` already are not measured again.
-    """
+    With ``resume``, pairs whose phases are all in ``csv_path`` already are not measured again."""
     rows = bench_report.read_csv(csv_path) if resume and csv_path.exists() else []
     done = {(row["model"], row["length"]) for row in rows}
     for model, length in pairs:
@@ -134,8 +132,6 @@ def run_benchmark(pairs: list[tuple[str, int]], template: Spec, csv_path: Path, 
             rows.append(row)
         bench_report.write_csv(csv_path, rows)
     return rows
-
-
 
 
 def resolve_models(backbones: list[str] | None, peers: list[str] | None, legacy_site: Path | None

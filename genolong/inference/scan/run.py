@@ -232,8 +232,7 @@ def _open_tracks(stack: contextlib.ExitStack, config, formats, plan: ScanPlan, i
     """The writers of every output, each on a temporary file renamed when ``stack`` closes without error.
 
     Returns ``(writer, column, by_window)`` triples: ``column`` is the profile a writer takes (None:
-    all), ``by_window`` whether it wants window coordinates (called regions) instead of bins.
-    """
+    all), ``by_window`` whether it wants window coordinates (called regions) instead of bins."""
     chromosomes = [(c.name, c.length) for c in plan.chromosomes]
     model = Path(config.model or default_promoter_model()).name
 

@@ -48,8 +48,7 @@ def _build_of(chrom: str, length: int) -> str:
 def check_build(declared: dict[str, int], genome: Genome, source) -> None:
     """Refuse a VCF whose ``##contig`` lengths differ from the genome's (another build).
 
-    Contigs the genome lacks are not compared (a variant on one is refused when met).
-    """
+    Contigs the genome lacks are not compared (a variant on one is refused when met)."""
     lengths = {canonical_chrom(name): (name, length) for name, length in genome.chromosomes.items()}
     for chrom, length in declared.items():
         name, genome_length = lengths.get(canonical_chrom(chrom), (None, None))
@@ -65,7 +64,6 @@ class VariantWindows:
     """A variant with its model inputs.
 
     Attributes:
-        variant: as read.
         ref_key: ``(contig, window start)``; variants with equal keys share the reference window.
         ref_window, alt_window: the model inputs, ``W`` bp each.
         flags: ``ref_mismatch`` (scored with ``--ref-mismatch flag``), ``padded`` (contig end).
@@ -124,7 +122,6 @@ class WindowBuilder:
     """Turns :class:`Variant` items into :class:`VariantWindows` or :class:`SkippedAllele`.
 
     Args:
-        genome: the reference.
         window: model input length ``W`` in bp.
         ref_mismatch: ``error`` (stop), ``skip`` (count) or ``flag`` (score on the genome's
             reference and flag the row).
