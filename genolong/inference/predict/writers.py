@@ -97,11 +97,6 @@ def _cell(value: float) -> str:
     return f"{value:.4f}"
 
 
-def _write_regions(bed: TextIO, name: str, regions: list[tuple[int, int, float]], strand: str) -> None:
-    bed.writelines(f"{name}\t{start}\t{end}\tpromoter\t{round(1000 * score)}\t{strand}\n"
-                   for start, end, score in regions)
-
-
 def _scored(records: Iterable, counts: PredictionCounts, out: Table, empty: int) -> Iterator:
     """The scored records of ``records``; each record is counted, and a skipped one gets its row in ``out``:
     :func:`record_cells`, ``empty`` empty cells, its reason."""
@@ -131,7 +126,8 @@ def write_promoter_tables(records: Iterable, threshold: float, header: str, out:
     def called(name: str, closed: list[tuple[int, int, float]]) -> None:
         counts.called_bp += sum(end - start for start, end, _ in closed)
         if bed:
-            _write_regions(bed, name, closed, strand)
+            bed.writelines(f"{name}\t{start}\t{end}\tpromoter\t{round(1000 * score)}\t{strand}\n"
+                           for start, end, score in closed)
 
     for first, pairs in _scored(records, counts, out, 2):  # no probability or label
         best, regions = 0.0, RegionMerger(threshold)

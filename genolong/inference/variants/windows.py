@@ -153,17 +153,15 @@ class WindowBuilder:
         start, length = variant.pos - 1, len(genome.fasta.records[contig])
         if start + len(variant.ref) > length:
             raise UserError(
-                f"{source}:{variant.line}: {variant.chrom}:{variant.pos} {variant.ref} lies beyond the end of "
-                f"{contig} ({length:,} bp) in {genome.path}: is the file from another genome build?"
-            )
+                f"{source}:{variant.line}: {variant.chrom}:{variant.pos} {variant.ref} lies beyond the "
+                f"end of {contig} ({length:,} bp) in {genome.path}: is the file from another genome build?")
         flags = []
         if genome.fetch(contig, start, start + len(variant.ref)) != variant.ref:
             if self.ref_mismatch == "error":
                 raise UserError(
-                    f"{source}:{variant.line}: REF {variant.ref} at {variant.chrom}:{variant.pos} differs from "
-                    f"the genome ({genome.fetch(contig, start, start + len(variant.ref))})",
-                    hint="--ref-mismatch skip or flag to go on",
-                )
+                    f"{source}:{variant.line}: REF {variant.ref} at {variant.chrom}:{variant.pos} differs "
+                    f"from the genome ({genome.fetch(contig, start, start + len(variant.ref))})",
+                    hint="--ref-mismatch skip or flag to go on")
             if self.ref_mismatch == "skip":
                 return SkippedAllele("REF differs from the genome", variant.line)
             flags.append("ref_mismatch")
