@@ -38,8 +38,7 @@ def add_precision_argument(parser) -> None:
         "--precision", type=precision_choice, default="auto", metavar="{auto,32,bf16}",
         help="auto (default): bf16 autocast on a GPU that supports it and on a CPU with native bf16 "
         "(avx512_bf16/amx_bf16) where a timed matrix product confirms it, else float32; 32: float32; "
-        f"bf16: bf16 autocast. ${precision.ENV} decides auto when set",
-    )
+        f"bf16: bf16 autocast. ${precision.ENV} decides auto when set")
 
 def _integer(text: str) -> int:
     try:

@@ -1,20 +1,11 @@
 """The ``genolong`` command line.
 
-One grammar: groups are nouns, model-level operations are verbs.
-
-* data and inputs: ``data fetch|status``, ``genome region|prepare``, ``tokenizer train|stats``,
-  ``corpus build``;
-* tasks: ``task prepare`` (your own labelled sequences), ``promoter prepare|prepare-sources|baseline|finetune|predict``,
-  ``chromatin prepare|finetune|predict|eval``;
-* models and inference: ``pretrain``, ``convert``, ``compare``, ``context-ablation``,
-  ``extrapolate``, ``bench attention``, ``scan``, ``score-variants``, ``explain``, and ``predict-promoter``,
-  the shortcut of ``promoter predict``.
-
-Thin by design: each top-level command lives in ``genolong/cli/commands/<name>.py`` and
-exposes ``register(subparsers)``, which adds its sub-parsers, sets ``func`` to a function
-that parses nothing more and calls the library, and declares the roles of its path arguments
-(:func:`genolong.cli.outputs.declare`). Old spellings (:data:`DEPRECATED_ALIASES`) still run, after
-one deprecation line on stderr. This module only dispatches, within the output policy of
+One grammar: groups are nouns (``data``, ``task``, ``promoter``...), model-level operations are verbs
+(``pretrain``, ``scan``, ``score-variants``...). Thin by design: each top-level command lives in
+``genolong/cli/commands/<name>.py`` and exposes ``register(subparsers)``, which adds its sub-parsers,
+sets ``func`` to a function that parses nothing more and calls the library, and declares the roles of
+its path arguments (:func:`genolong.cli.outputs.declare`). Old spellings (:data:`DEPRECATED_ALIASES`)
+still run, after one deprecation line on stderr. This module only dispatches, within the output policy of
 :func:`genolong.cli.outputs.guarded` and the signal handling of :func:`genolong.core.interrupts.handled`,
 and turns the outcome into an exit status with at most one line on stderr (besides a
 deprecation line):
@@ -47,13 +38,10 @@ COMMAND_MODULES = ["data", "genome", "tokenizer", "corpus", "task", "promoter", 
                    "embed", "benchmark"]
 
 #: Old command spellings, kept for one release: the words a user typed -> the words that replace them.
-DEPRECATED_ALIASES = {
-    ("finetune", "promoter"): ("promoter", "finetune"),
-    ("finetune", "chromatin"): ("chromatin", "finetune"),
-    ("predict-chromatin",): ("chromatin", "predict"),
-    ("eval", "chromatin"): ("chromatin", "eval"),
-    ("genome", "fetch"): ("genome", "region"),
-}
+DEPRECATED_ALIASES = {("finetune", "promoter"): ("promoter", "finetune"),
+                      ("finetune", "chromatin"): ("chromatin", "finetune"),
+                      ("predict-chromatin",): ("chromatin", "predict"),
+                      ("eval", "chromatin"): ("chromatin", "eval"), ("genome", "fetch"): ("genome", "region")}
 
 
 class OneLineErrorParser(argparse.ArgumentParser):
@@ -66,10 +54,8 @@ class OneLineErrorParser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = OneLineErrorParser(
-        prog="genolong",
-        description="Long-context DNA language models: tokenizer, corpora, sparse encoders, fine-tuning.",
-    )
+    parser = OneLineErrorParser(prog="genolong", description="Long-context DNA language models: tokenizer, "
+                                "corpora, sparse encoders, fine-tuning.")
     parser.add_argument("--version", action="version", version=f"genolong {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true",
                         help="debug logging, with Lightning's own lines and warnings")

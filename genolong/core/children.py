@@ -22,8 +22,7 @@ def run_module(module: str, arguments, cwd: Path) -> subprocess.CompletedProcess
     """``python -m MODULE ARGUMENTS`` in ``cwd`` with this interpreter, its output captured as text.
 
     Paths in ``arguments`` are made absolute (:func:`child_arguments`), so the child finds and writes
-    what the parent means whatever ``cwd`` is.
-    """
+    what the parent means whatever ``cwd`` is."""
     command = [sys.executable, "-m", module, *child_arguments(arguments)]
     return subprocess.run(command, capture_output=True, text=True, cwd=Path(cwd).absolute())
 

@@ -77,8 +77,7 @@ def stop(message: str) -> NoReturn:
     """Raise the interrupt that stopped the run again, with ``message`` as the CLI's line.
 
     For code that caught the interrupt, saved its state and now ends the command: the exit
-    status stays that of the signal received (130 when none was recorded).
-    """
+    status stays that of the signal received (130 when none was recorded)."""
     raise SignalInterrupt(last_signal() or signal.SIGINT, message)
 
 

@@ -28,8 +28,7 @@ class OutputLock:
 
     The lock file names its owner (``pid N on HOST``), for the refusal of a second run; it is
     removed on release. A file replaced between opening and locking (its owner released and
-    removed it meanwhile) is opened again, so that two runs never hold locks on two files.
-    """
+    removed it meanwhile) is opened again, so that two runs never hold locks on two files."""
 
     def __init__(self, path: Path, what: str):
         self.path = lock_path(path)

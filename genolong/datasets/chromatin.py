@@ -69,13 +69,9 @@ class Locations:
 
     @classmethod
     def empty(cls, rows: int) -> Locations:
-        return cls(
-            status=np.full(rows, LocateStatus.NOT_FOUND, np.uint8),
-            chrom=np.full(rows, -1, np.int32),
-            start=np.full(rows, -1, np.int64),
-            strand=np.zeros(rows, np.int8),
-            hits=np.zeros(rows, np.int32),
-        )
+        return cls(status=np.full(rows, LocateStatus.NOT_FOUND, np.uint8), chrom=np.full(rows, -1, np.int32),
+                   start=np.full(rows, -1, np.int64), strand=np.zeros(rows, np.int8),
+                   hits=np.zeros(rows, np.int32))
 
     def to_records(self) -> np.ndarray:
         """The locations as one structured array ``(queries,)`` of :data:`LOCI_DTYPE`."""
@@ -136,11 +132,8 @@ class ChromatinSplit:
             else np.asarray(self.loci["status"]) == LocateStatus.LOCATED
         )
         if self.sequences.shape != (len(self.labels), self.context):
-            raise InputError(
-                directory / files["sequences"],
-                f"shape {self.sequences.shape} does not match "
-                f"the manifest ({len(self.labels)} rows of {self.context} bp)",
-            )
+            raise InputError(directory / files["sequences"], f"shape {self.sequences.shape} does not match "
+                             f"the manifest ({len(self.labels)} rows of {self.context} bp)")
 
     def __len__(self) -> int:
         return len(self.labels)
@@ -163,11 +156,8 @@ class PreparedChromatin:
         self.directory = Path(directory)
         manifest_path = self.directory / "manifest.json"
         if not manifest_path.is_file():
-            raise InputError(
-                self.directory,
-                "not a prepared chromatin dataset (no manifest.json); "
-                "create one with `genolong chromatin prepare`",
-            )
+            raise InputError(self.directory, "not a prepared chromatin dataset (no manifest.json); "
+                             "create one with `genolong chromatin prepare`")
         try:
             self.manifest = json.loads(manifest_path.read_text())
         except (UnicodeDecodeError, ValueError) as err:

@@ -48,8 +48,7 @@ class Corpus:
 
     ``shards(split)`` yields, per chromosome, a :class:`Shard`: ``tokens`` (n_tokens,)
     uint16 (memory-mapped), ``sentences`` (n_sentences + 1,) int64 token offsets and
-    ``documents`` (n_documents, 4) int64 rows of (first sentence, end sentence, pass, bp start).
-    """
+    ``documents`` (n_documents, 4) int64 rows of (first sentence, end sentence, pass, bp start)."""
 
     def __init__(self, root: str | Path):
         self.root = Path(root)
@@ -88,8 +87,7 @@ class Corpus:
                 chrom=info["chrom"],
                 tokens=np.memmap(folder / f"{stem}.tokens.u16", dtype=np.uint16, mode="r"),
                 sentences=np.fromfile(folder / f"{stem}.sentences.i64", dtype=np.int64),
-                documents=np.fromfile(folder / f"{stem}.documents.i64", dtype=np.int64).reshape(-1, 4),
-            ))
+                documents=np.fromfile(folder / f"{stem}.documents.i64", dtype=np.int64).reshape(-1, 4)))
         return shards
 
 

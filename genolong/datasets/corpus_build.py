@@ -231,12 +231,11 @@ def build_shard(chrom: str, sequence: str, split: str, tokenizer, config: Corpus
         sentence_offsets.tofile(tmp)
     with atomic_path(folder / files["documents"]) as tmp:
         np.asarray(documents, dtype=np.int64).reshape(-1, 4).tofile(tmp)
-    info = ShardInfo(
-        chrom=chrom, split=split, bp=len(sequence), passes=config.passes,
-        documents=len(documents), sentences=n_sentences, tokens=writer.tokens, sentence_bp=kept_bp,
-        dropped_sentences=dropped, files={k: sha256_file(folder / v) for k, v in files.items()},
-        config=config.fingerprint(), tokenizer=tokenizer_id, stem=stem,
-    )
+    info = ShardInfo(chrom=chrom, split=split, bp=len(sequence), passes=config.passes,
+                     documents=len(documents), sentences=n_sentences, tokens=writer.tokens,
+                     sentence_bp=kept_bp, dropped_sentences=dropped,
+                     files={k: sha256_file(folder / v) for k, v in files.items()},
+                     config=config.fingerprint(), tokenizer=tokenizer_id, stem=stem)
     atomic_write_text(folder / f"{stem}.json", json.dumps(asdict(info), indent=1) + "\n")
     return info
 

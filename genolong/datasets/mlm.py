@@ -95,8 +95,7 @@ class MLMWindows(Dataset):
     is ``dataset[(window, window)]``.
 
     Items: ``input_ids`` (T,) int64, ``labels`` (T,) int64 (-100 where not masked), with
-    T <= max_len.
-    """
+    T <= max_len."""
 
     def __init__(self, corpus: Corpus, split: str, special: SpecialIds, max_len: int,
                  masking: MaskingConfig, seed: int = 0):
@@ -149,8 +148,7 @@ class PositionSampler(Sampler[tuple[int, int]]):
 
     ``len()`` counts this rank's positions of the whole run, from 0, whatever ``start``: a
     resumed Lightning epoch counts the batches it had already seen against the loader's
-    length, as with a stateful loader that continues mid-epoch.
-    """
+    length, as with a stateful loader that continues mid-epoch."""
 
     def __init__(self, num_windows: int, total: int, *, seed: int, start: int = 0, rank: int = 0,
                  world_size: int = 1, shuffle: bool = True):
@@ -182,11 +180,9 @@ class PositionSampler(Sampler[tuple[int, int]]):
 def collate_windows(items: list[dict[str, torch.Tensor]], pad_id: int) -> dict[str, torch.Tensor]:
     """Pad a list of windows to the longest: input_ids, labels, attention_mask all (B, T)."""
     length = max(len(item["input_ids"]) for item in items)
-    batch = {
-        "input_ids": torch.full((len(items), length), pad_id, dtype=torch.long),
-        "labels": torch.full((len(items), length), IGNORE_INDEX, dtype=torch.long),
-        "attention_mask": torch.zeros((len(items), length), dtype=torch.long),
-    }
+    batch = {"input_ids": torch.full((len(items), length), pad_id, dtype=torch.long),
+             "labels": torch.full((len(items), length), IGNORE_INDEX, dtype=torch.long),
+             "attention_mask": torch.zeros((len(items), length), dtype=torch.long)}
     for row, item in enumerate(items):
         n = len(item["input_ids"])
         batch["input_ids"][row, :n] = item["input_ids"]

@@ -57,10 +57,8 @@ def load_manifest(data_dir: str | Path) -> dict:
     """
     path = Path(data_dir) / MANIFEST
     if not path.is_file():
-        raise UserError(
-            f"{data_dir} is not a promoter dataset (no {MANIFEST})",
-            hint="build one with `genolong promoter prepare`",
-        )
+        raise UserError(f"{data_dir} is not a promoter dataset (no {MANIFEST})",
+                        hint="build one with `genolong promoter prepare`")
     try:
         manifest = json.loads(path.read_text())
     except (UnicodeDecodeError, ValueError) as err:
@@ -80,9 +78,8 @@ def load_split(data_dir: str | Path, split: str) -> list[PromoterRecord]:
     """
     path = Path(data_dir) / f"{split}.tsv"
     if not path.is_file():
-        raise UserError(
-            f"{path}: no such split file", hint="build the dataset with `genolong promoter prepare`"
-        )
+        raise UserError(f"{path}: no such split file",
+                        hint="build the dataset with `genolong promoter prepare`")
     manifest = load_manifest(data_dir)
     longest = manifest.get("sequence_length")
     lengths = None if longest is None else (manifest.get("min_sequence_length", longest), longest)

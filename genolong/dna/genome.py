@@ -48,8 +48,7 @@ def canonical_chrom(name: str) -> str:
 def _index_paths(path: Path) -> tuple[Path, Path]:
     """The .fai/.gzi of ``path``: the ones beside it if present, else built in the cache.
 
-    Genome never writes next to the user's data (which may be read-only or shared).
-    """
+    Genome never writes next to the user's data (which may be read-only or shared)."""
     beside = Path(f"{path}.fai"), Path(f"{path}.gzi")
     if beside[0].exists() and (beside[1].exists() or not is_bgzip(path)):
         return beside
@@ -124,10 +123,8 @@ class Genome:
 
             fai, gzi = _index_paths(self.path)
             try:
-                self._fasta = pyfaidx.Fasta(
-                    str(self.path), indexname=str(fai), gzi_indexname=str(gzi), as_raw=True,
-                    duplicate_action="stop", read_long_names=False,
-                )
+                self._fasta = pyfaidx.Fasta(str(self.path), indexname=str(fai), gzi_indexname=str(gzi),
+                                            as_raw=True, duplicate_action="stop", read_long_names=False)
             except (pyfaidx.FastaIndexingError, ValueError) as err:
                 raise InputError(self.path, f"cannot index FASTA: {err}") from None
             if fai == Path(f"{self.path}.fai") and not is_bgzip(self.path):

@@ -168,7 +168,6 @@ def read_fasta(path: str | os.PathLike, *, raw: bool = False, unique_names: bool
     Memory holds one record at a time. Errors name the file and the line.
 
     Args:
-        path: FASTA file.
         raw: keep the sequence as written (case and IUPAC codes preserved, still
             validated) instead of cleaning it to ``ACGTN``.
         unique_names: reject a repeated record name (right for a genome; sequence
@@ -240,13 +239,9 @@ def _raise_at_line(path, name, header_line: int, chunks: list[bytes], table: byt
     for offset, chunk in enumerate(chunks, start=1):
         bad = chunk.translate(table).find(_INVALID)
         if bad >= 0:
-            raise InputError(
-                path,
-                f"invalid character {chr(chunk[bad])!r} (column {bad + 1}); "
-                f"allowed: IUPAC nucleotide codes {IUPAC_CODES}",
-                line=header_line + offset,
-                record=name,
-            )
+            raise InputError(path, f"invalid character {chr(chunk[bad])!r} (column {bad + 1}); "
+                             f"allowed: IUPAC nucleotide codes {IUPAC_CODES}", line=header_line + offset,
+                             record=name)
 
 
 def write_fasta(path: str | os.PathLike, records, *, width: int = 60) -> None:

@@ -70,8 +70,7 @@ class TokenizerTrainConfig:
         if self.vocab_size < floor:
             raise ConfigError(
                 f"vocab size {self.vocab_size} is smaller than the {floor} fixed tokens "
-                f"({len(SPECIAL_TOKENS)} special, {len(ALPHABET)} bases, {N_RUN_POWERS} N-run tokens)"
-            )
+                f"({len(SPECIAL_TOKENS)} special, {len(ALPHABET)} bases, {N_RUN_POWERS} N-run tokens)")
         if self.vocab_size > MAX_VOCAB_SIZE:
             raise ConfigError(f"vocab size {self.vocab_size} exceeds {MAX_VOCAB_SIZE} (token ids are uint16)")
         if self.chunk_bp < 1 or self.sample_bp < self.chunk_bp:
@@ -175,15 +174,12 @@ def _finish(tok, model_max_length: int):
     from transformers import PreTrainedTokenizerFast
 
     cls_id, sep_id = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
-    tok.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
-        special_tokens=[("[CLS]", cls_id), ("[SEP]", sep_id)],
-    )
-    return PreTrainedTokenizerFast(
-        tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
-        sep_token="[SEP]", mask_token="[MASK]", model_max_length=model_max_length,
-        clean_up_tokenization_spaces=False,
-    )
+    tok.post_processor = processors.TemplateProcessing(single="[CLS] $A [SEP]",
+                                                       pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+                                                       special_tokens=[("[CLS]", cls_id), ("[SEP]", sep_id)])
+    return PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]",
+                                   cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]",
+                                   model_max_length=model_max_length, clean_up_tokenization_spaces=False)
 
 
 def check_output_dir(out: Path, *, force: bool) -> None:
@@ -222,26 +218,21 @@ def train_tokenizer(genome: str | Path, out: str | Path, config: TokenizerTrainC
     sampled = time.perf_counter()
 
     tok = _base_tokenizer()
-    trainer = trainers.BpeTrainer(
-        vocab_size=config.vocab_size - N_RUN_POWERS, min_frequency=config.min_frequency,
-        special_tokens=list(SPECIAL_TOKENS), initial_alphabet=list(ALPHABET), limit_alphabet=len(ALPHABET),
-        show_progress=show_progress,
-    )
+    trainer = trainers.BpeTrainer(vocab_size=config.vocab_size - N_RUN_POWERS,
+                                  min_frequency=config.min_frequency, special_tokens=list(SPECIAL_TOKENS),
+                                  initial_alphabet=list(ALPHABET), limit_alphabet=len(ALPHABET),
+                                  show_progress=show_progress)
     tok.train_from_iterator(_training_words(chunks), trainer=trainer, length=len(chunks))
     del chunks
     tok = _add_n_run_tokens(tok)
     trained = time.perf_counter()
 
-    metadata = {
-        "format": "genolong-bpe-dna/1",
-        "genome": str(genome),
-        "regions": [asdict(r) for r in regions or []],
-        "config": asdict(config),
-        "vocab_size": tok.get_vocab_size(),
-        "sample": {k: v for k, v in asdict(report).items() if k != "per_record"},
-        "sample_per_record": report.per_record,
-        "seconds": {"sample": round(sampled - started, 2), "train": round(trained - sampled, 2)},
-    }
+    metadata = {"format": "genolong-bpe-dna/1", "genome": str(genome),
+                "regions": [asdict(r) for r in regions or []], "config": asdict(config),
+                "vocab_size": tok.get_vocab_size(),
+                "sample": {k: v for k, v in asdict(report).items() if k != "per_record"},
+                "sample_per_record": report.per_record,
+                "seconds": {"sample": round(sampled - started, 2), "train": round(trained - sampled, 2)}}
     with atomic_path(out, directory=True) as tmp:
         _finish(tok, model_max_length).save_pretrained(str(tmp))
         (tmp / METADATA_FILE).write_text(json.dumps(metadata, indent=2) + "\n")
@@ -341,8 +332,7 @@ def tokenizer_stats(tokenizer, records: Iterable[FastaRecord], *, piece_bp: int 
     """bp/token, token-length histogram and batch-encode throughput over ``records``.
 
     Sequences are cut into ``piece_bp`` pieces (about one 4K-token model window) and
-    encoded with ``encode_batch_fast`` (parallel over pieces), without special tokens.
-    """
+    encoded with ``encode_batch_fast`` (parallel over pieces), without special tokens."""
     backend = tokenizer.backend_tokenizer
     bp_of = token_lengths(tokenizer)
     total_bp = 0
@@ -374,10 +364,6 @@ def tokenizer_stats(tokenizer, records: Iterable[FastaRecord], *, piece_bp: int 
     total_tokens = int(histogram.sum())
     if total_tokens == 0:
         raise UserError("no sequence to measure")
-    return {
-        "bp": total_bp,
-        "tokens": total_tokens,
-        "bp_per_token": total_bp / total_tokens,
-        "encode_mbp_per_s": total_bp / encode_seconds / 1e6,
-        "token_length_histogram": {length: int(n) for length, n in enumerate(histogram) if n},
-    }
+    return {"bp": total_bp, "tokens": total_tokens, "bp_per_token": total_bp / total_tokens,
+            "encode_mbp_per_s": total_bp / encode_seconds / 1e6,
+            "token_length_histogram": {length: int(n) for length, n in enumerate(histogram) if n}}

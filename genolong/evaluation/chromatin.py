@@ -26,18 +26,8 @@ from genolong.core.files import atomic_write_text
 from genolong.evaluation.metrics import ProfileAUCs, median_auc_by_class, per_profile_auc
 from genolong.evaluation.profiles import N_PROFILES, chromatin_profiles
 
-AUC_COLUMNS = (
-    "index",
-    "name",
-    "cell_type",
-    "assay",
-    "treatment",
-    "class",
-    "positives",
-    "negatives",
-    "roc_auc",
-    "pr_auc",
-)
+AUC_COLUMNS = ("index", "name", "cell_type", "assay", "treatment", "class", "positives", "negatives",
+               "roc_auc", "pr_auc")
 
 
 def evaluation_rows(rows: int, limit: int | None) -> np.ndarray:
@@ -47,9 +37,8 @@ def evaluation_rows(rows: int, limit: int | None) -> np.ndarray:
     return np.unique(np.linspace(0, rows - 1, limit).round().astype(int))
 
 
-def evaluate_chromatin(
-    scorer, split, *, batch_size: int = 16, limit: int | None = None, progress=None
-) -> tuple[ProfileAUCs, np.ndarray]:
+def evaluate_chromatin(scorer, split, *, batch_size: int = 16, limit: int | None = None,
+                       progress=None) -> tuple[ProfileAUCs, np.ndarray]:
     """Score the rows of a prepared chromatin split and compute per-profile AUCs.
 
     Args:
@@ -77,20 +66,9 @@ def auc_table_text(aucs: ProfileAUCs) -> str:
     writer.writerow(AUC_COLUMNS)
     for profile in chromatin_profiles():
         i = profile.index
-        writer.writerow(
-            [
-                i,
-                profile.name,
-                profile.cell_type,
-                profile.assay,
-                profile.treatment,
-                profile.profile_class,
-                int(aucs.positives[i]),
-                int(aucs.negatives[i]),
-                _number(aucs.roc_auc[i]),
-                _number(aucs.pr_auc[i]),
-            ]
-        )
+        writer.writerow([i, profile.name, profile.cell_type, profile.assay, profile.treatment,
+                         profile.profile_class, int(aucs.positives[i]), int(aucs.negatives[i]),
+                         _number(aucs.roc_auc[i]), _number(aucs.pr_auc[i])])
     return buffer.getvalue()
 
 
@@ -146,13 +124,6 @@ def read_auc_table(path: str | Path) -> AucTable:
         except ValueError as err:
             raise InputError(path, f"column {name}: {err}") from None
 
-    return AucTable(
-        path,
-        np.array(columns["name"]),
-        np.array(columns["cell_type"]),
-        np.array(columns["assay"]),
-        np.array(columns["class"]),
-        numbers("positives").astype(int),
-        numbers("roc_auc"),
-        numbers("pr_auc"),
-    )
+    return AucTable(path, np.array(columns["name"]), np.array(columns["cell_type"]),
+                    np.array(columns["assay"]), np.array(columns["class"]), numbers("positives").astype(int),
+                    numbers("roc_auc"), numbers("pr_auc"))

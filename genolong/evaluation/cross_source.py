@@ -18,9 +18,8 @@ from genolong.evaluation.metrics import expected_calibration_error, promoter_met
 ALL = "all"
 
 
-def pair_metrics(
-    labels: Sequence[int], probabilities: np.ndarray, threshold: float, sources: Sequence[str]
-) -> dict[str, dict[str, float]]:
+def pair_metrics(labels: Sequence[int], probabilities: np.ndarray, threshold: float,
+                 sources: Sequence[str]) -> dict[str, dict[str, float]]:
     """Metrics of each ``<promoter source> vs <non-promoter source>`` pair, and of ``all`` records.
 
     Args:
@@ -72,10 +71,8 @@ def format_pair_table(model: dict[str, dict[str, dict]], baseline: dict[str, dic
         for pair, metrics in pairs.items():
             other = baseline[split][pair]
             cells = [metrics[k] for k in ("f1", "auroc", "mcc", "ece")] + [
-                other[k] for k in ("f1", "auroc", "mcc", "ece")
-            ]
+                other[k] for k in ("f1", "auroc", "mcc", "ece")]
             name = pair.replace("|", "\\|")  # derived sources are named <source>|<method>
             lines.append(
-                f"| {split} | {name} | {metrics['n']:,} | " + " | ".join(f"{c:.3f}" for c in cells) + " |"
-            )
+                f"| {split} | {name} | {metrics['n']:,} | " + " | ".join(f"{c:.3f}" for c in cells) + " |")
     return "\n".join(lines)

@@ -38,8 +38,7 @@ class KmerBaselineConfig:
 
     The logistic regression is fitted once per ``C``; the one with the best validation
     AUPRC is kept (ties: the stronger regularization). On the mouse promoter sets the best
-    ``C`` is 1e-4..1e-3; ``C = 1`` loses 2-5 F1 points to overfitting.
-    """
+    ``C`` is 1e-4..1e-3; ``C = 1`` loses 2-5 F1 points to overfitting."""
 
     k_min: int = 4
     k_max: int = 6
@@ -120,23 +119,14 @@ def _kmer_text(key: int) -> str:
 def kmer_features(config: KmerBaselineConfig, vocabulary: Mapping[str, int] | None = None) -> Pipeline:
     """The unfitted feature pipeline: sequences (str) -> standardized k-mer frequencies, shape ``(n, n_kmers)``.
 
-    ``vocabulary`` (k-mer -> column) fixes the k-mers counted; by default they are those seen in fitting.
-    """
-    return Pipeline(
-        [
-            ("kmer_counts", KmerCounts(config.k_min, config.k_max, vocabulary)),
-            ("frequencies", Normalizer(norm="l1")),
-            ("scale", StandardScaler(with_mean=False)),
-        ]
-    )
+    ``vocabulary`` (k-mer -> column) fixes the k-mers counted; by default they are those seen in fitting."""
+    return Pipeline([("kmer_counts", KmerCounts(config.k_min, config.k_max, vocabulary)),
+                     ("frequencies", Normalizer(norm="l1")), ("scale", StandardScaler(with_mean=False))])
 
 
-def fit_kmer_baseline(
-    train: list[PromoterRecord],
-    valid: list[PromoterRecord],
-    config: KmerBaselineConfig = KmerBaselineConfig(),
-    vocabulary: Mapping[str, int] | None = None,
-) -> tuple[Pipeline, dict[float, float]]:
+def fit_kmer_baseline(train: list[PromoterRecord], valid: list[PromoterRecord],
+                      config: KmerBaselineConfig = KmerBaselineConfig(),
+                      vocabulary: Mapping[str, int] | None = None) -> tuple[Pipeline, dict[float, float]]:
     """Fit the features on ``train`` and one logistic regression per ``C``; keep the best on ``valid``.
 
     ``vocabulary``: the k-mers to count (:func:`kmer_features`); models fitted on one vocabulary
@@ -172,33 +162,25 @@ def run_kmer_baseline(data_dir: str | Path, config: KmerBaselineConfig = KmerBas
         if len({r.label for r in records}) < 2:
             raise UserError(
                 f"{data_dir}/{name}.tsv needs both labels for the baseline; it has {len(records)} rows "
-                f"with labels {sorted({r.label for r in records})}"
-            )
+                f"with labels {sorted({r.label for r in records})}")
     started = time.perf_counter()
     pipeline, valid_auprc = fit_kmer_baseline(splits["train"], splits["valid"], config)
     fit_seconds = time.perf_counter() - started
 
     def scores(name: str) -> tuple[list[int], np.ndarray]:
         return [r.label for r in splits[name]], pipeline.predict_proba([r.sequence for r in splits[name]])[
-            :, 1
-        ]
+            :, 1]
 
     valid_true, valid_prob = scores("valid")
     threshold = best_f1_threshold(valid_true, valid_prob)
-    report = {
-        "model": "kmer-logistic-regression",
-        "config": asdict(config),
-        "C": float(pipeline.named_steps["logistic"].C),
-        "valid_auprc_by_C": {str(c): v for c, v in valid_auprc.items()},
-        "features": len(pipeline.named_steps["kmer_counts"].vocabulary_),
-        "data": str(Path(data_dir).resolve()),
-        "negatives": manifest["negatives"]["method"],
-        "counts": manifest["counts"],
-        "threshold_chosen_on": "valid (max F1)",
-        "valid": promoter_metrics(valid_true, valid_prob, threshold),
-        "test": promoter_metrics(*scores("test"), threshold),
-        "fit_seconds": round(fit_seconds, 2),
-    }
+    report = {"model": "kmer-logistic-regression", "config": asdict(config),
+              "C": float(pipeline.named_steps["logistic"].C),
+              "valid_auprc_by_C": {str(c): v for c, v in valid_auprc.items()},
+              "features": len(pipeline.named_steps["kmer_counts"].vocabulary_),
+              "data": str(Path(data_dir).resolve()), "negatives": manifest["negatives"]["method"],
+              "counts": manifest["counts"], "threshold_chosen_on": "valid (max F1)",
+              "valid": promoter_metrics(valid_true, valid_prob, threshold),
+              "test": promoter_metrics(*scores("test"), threshold), "fit_seconds": round(fit_seconds, 2)}
     if manifest["split"]["method"] == "source":
         report["by_source"] = {
             name: pair_metrics(*scores(name), threshold, [r.source for r in splits[name]])

@@ -173,8 +173,7 @@ class Stack:
         Binary, multi-label, regression: ``network = diag(a)``, the k-mer model with ``mix = diag(b)``
         (multi-label through the clipped log-odds of its ridge predictions), ``offset = c``;
         multi-class: the multinomial stack's weights on the network's log-probabilities, on the
-        k-mer model's (``log_softmax`` of its class scores) and its intercept.
-        """
+        k-mer model's (``log_softmax`` of its class scores) and its intercept."""
         kmers, weights, bias = kmer_model.linear()
         if self.multinomial is not None:
             coef, outputs = self.multinomial.coef_, len(self.multinomial.intercept_)  # (C, 2C): network, k-mer
@@ -217,8 +216,7 @@ def fit_stack(problem_type: str, network: np.ndarray, kmer: np.ndarray, targets:
     ``targets`` (N, K): per output the k-mer model, the network or their stack, as the module
     docstring says; ``seed`` draws the folds.
 
-    An output whose validation targets have a single class keeps the network alone.
-    """
+    An output whose validation targets have a single class keeps the network alone."""
     if problem_type == "multiclass":
         return _fit_multiclass(network, kmer, targets, seed)
     weights = np.tile(ALONE["network"], (network.shape[1], 1))

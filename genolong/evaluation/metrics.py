@@ -1,17 +1,6 @@
-"""Evaluation metrics.
-
-Promoter prediction (binary): :func:`best_f1_threshold` picks the decision threshold on
-validation, :func:`promoter_metrics` reports F1, precision, recall, MCC, AUROC and AUPRC
-(scikit-learn) at that threshold on test, :func:`expected_calibration_error` measures how far
-probabilities are from observed frequencies, and :func:`format_metrics_table` prints several
-models side by side (model vs baseline). :func:`mean_interval` is the Student's t interval of a
-mean over seeds: ``mean ± t(0.975, n - 1) * sd / sqrt(n)`` with the sample standard deviation.
-
-Chromatin profiles (919 binary labels, DeepSEA / BigBird App. F.3):
-:func:`per_profile_auc` computes one ROC AUC and one PR AUC per profile (scikit-learn's numbers),
-NaN for profiles whose evaluation set lacks positives or negatives;
-:func:`median_auc_by_class` takes the median per class (DHS / TF / HM) and
-:func:`format_chromatin_medians` prints it beside the published reference rows.
+"""Evaluation metrics: binary promoter metrics at a threshold chosen on validation, calibration,
+intervals over seeds, and the per-profile AUCs of the chromatin task (919 binary labels, DeepSEA /
+BigBird App. F.3) with their medians per class beside the published rows.
 """
 
 from __future__ import annotations
@@ -45,68 +34,46 @@ def _binary_inputs(y_true, prob) -> tuple[np.ndarray, np.ndarray]:
     if y_true.shape != prob.shape:
         raise ValueError(f"{y_true.size} labels but {prob.size} probabilities")
     if set(np.unique(y_true)) != {0, 1}:
-        raise UserError(
-            f"the evaluation set needs both labels 0 and 1, it has {sorted(set(y_true.tolist()))} "
-            f"({y_true.size} examples)"
-        )
+        found = sorted(set(y_true.tolist()))
+        raise UserError(f"the evaluation set needs both labels 0 and 1, it has {found} "
+                        f"({y_true.size} examples)")
     return y_true, prob
 
 
 def best_f1_threshold(y_true, prob) -> float:
-    """The threshold that maximizes F1 of ``prob >= threshold`` (ties: the lowest threshold).
-
-    Args:
-        y_true: shape ``(n,)``, labels 0/1 (both present).
-        prob: shape ``(n,)``, scores or probabilities of label 1.
-
-    Returns:
-        One of the values of ``prob``.
-    """
+    """The value of ``prob`` (``(n,)`` scores of label 1) that maximizes F1 of ``prob >= threshold``
+    against ``y_true`` (``(n,)`` labels 0/1, both present); ties: the lowest threshold."""
     y_true, prob = _binary_inputs(y_true, prob)
     precision, recall, thresholds = precision_recall_curve(y_true, prob)
     # The last precision/recall pair (recall 0) has no threshold.
     denominator = precision[:-1] + recall[:-1]
-    f1 = np.divide(
-        2 * precision[:-1] * recall[:-1], denominator, out=np.zeros_like(denominator), where=denominator > 0
-    )
+    f1 = np.divide(2 * precision[:-1] * recall[:-1], denominator, out=np.zeros_like(denominator),
+                   where=denominator > 0)
     return float(thresholds[int(np.argmax(f1))])
 
 
 def promoter_metrics(y_true, prob, threshold: float) -> dict[str, float]:
-    """Binary metrics of ``prob >= threshold``, plus the threshold-free AUROC and AUPRC.
-
-    Args:
-        y_true: shape ``(n,)``, labels 0/1 (both present).
-        prob: shape ``(n,)``, scores or probabilities of label 1.
-        threshold: decision threshold (choose it on validation with :func:`best_f1_threshold`).
+    """Binary metrics of ``prob >= threshold`` (chosen on validation with :func:`best_f1_threshold`),
+    plus the threshold-free AUROC and AUPRC (average precision); shapes as there.
 
     Returns:
-        ``f1``, ``precision``, ``recall``, ``mcc``, ``auroc``, ``auprc`` (average precision),
-        and ``threshold``, ``n``, ``n_positive``.
+        ``f1``, ``precision``, ``recall``, ``mcc``, ``auroc``, ``auprc``, ``threshold``, ``n``,
+        ``n_positive``.
     """
     y_true, prob = _binary_inputs(y_true, prob)
     y_pred = (prob >= threshold).astype(int)
-    return {
-        "f1": float(f1_score(y_true, y_pred, zero_division=0)),
-        "precision": float(precision_score(y_true, y_pred, zero_division=0)),
-        "recall": float(recall_score(y_true, y_pred, zero_division=0)),
-        "mcc": float(matthews_corrcoef(y_true, y_pred)),
-        "auroc": float(roc_auc_score(y_true, prob)),
-        "auprc": float(average_precision_score(y_true, prob)),
-        "threshold": float(threshold),
-        "n": int(y_true.size),
-        "n_positive": int(y_true.sum()),
-    }
+    return {"f1": float(f1_score(y_true, y_pred, zero_division=0)),
+            "precision": float(precision_score(y_true, y_pred, zero_division=0)),
+            "recall": float(recall_score(y_true, y_pred, zero_division=0)),
+            "mcc": float(matthews_corrcoef(y_true, y_pred)), "auroc": float(roc_auc_score(y_true, prob)),
+            "auprc": float(average_precision_score(y_true, prob)), "threshold": float(threshold),
+            "n": int(y_true.size), "n_positive": int(y_true.sum())}
 
 
 def expected_calibration_error(y_true, prob, bins: int = 10) -> float:
     """ECE (Naeini et al. 2015): the mean over ``bins`` equal-width probability bins of
-    |fraction of positives - mean probability|, weighted by the share of examples in the bin.
-
-    Args:
-        y_true: shape ``(n,)``, labels 0/1.
-        prob: shape ``(n,)``, probabilities of label 1 in [0, 1].
-    """
+    |fraction of positives - mean probability|, weighted by the share of examples in the bin;
+    ``y_true`` ``(n,)`` labels 0/1, ``prob`` ``(n,)`` probabilities of label 1 in [0, 1]."""
     y_true = np.asarray(y_true, dtype=float).ravel()
     prob = np.asarray(prob, dtype=float).ravel()
     which = np.minimum((prob * bins).astype(int), bins - 1)
@@ -134,11 +101,8 @@ def format_metrics_table(rows: Mapping[str, Mapping[str, float]]) -> str:
     width = max(len("model"), *(len(name) for name in rows))
     lines = [f"{'model':<{width}}  " + "  ".join(f"{m:>9}" for m in PROMOTER_METRICS) + "  threshold"]
     for name, metrics in rows.items():
-        lines.append(
-            f"{name:<{width}}  "
-            + "  ".join(f"{metrics[m]:>9.4f}" for m in PROMOTER_METRICS)
-            + f"  {metrics['threshold']:>9.4g}"
-        )
+        cells = "  ".join(f"{metrics[m]:>9.4f}" for m in PROMOTER_METRICS)
+        lines.append(f"{name:<{width}}  {cells}  {metrics['threshold']:>9.4g}")
     return "\n".join(lines)
 
 
@@ -146,10 +110,8 @@ def format_metrics_table(rows: Mapping[str, Mapping[str, float]]) -> str:
 
 #: Published median ROC AUC per profile class (BigBird Table 7, percent / 100). DeepSEA's
 #: row matches the medians of DeepSEA's own Supp. Table 2 (truncated to one decimal).
-CHROMATIN_REFERENCE_MEDIAN_AUC = {
-    "DeepSEA": {"TF": 0.958, "DHS": 0.923, "HM": 0.856},
-    "BigBird": {"TF": 0.961, "DHS": 0.921, "HM": 0.887},
-}
+CHROMATIN_REFERENCE_MEDIAN_AUC = {"DeepSEA": {"TF": 0.958, "DHS": 0.923, "HM": 0.856},
+                                  "BigBird": {"TF": 0.961, "DHS": 0.921, "HM": 0.887}}
 #: Class order of the chromatin tables (BigBird Table 7 order).
 CHROMATIN_CLASSES = ("TF", "DHS", "HM")
 
@@ -263,20 +225,14 @@ def median_auc_by_class(auc, classes) -> dict[str, dict[str, float | int]]:
     for name in names:
         values = auc[classes == name]
         defined = values[~np.isnan(values)]
-        summary[name] = {
-            "median": float(np.median(defined)) if len(defined) else float("nan"),
-            "profiles": len(defined),
-            "undefined": len(values) - len(defined),
-        }
+        summary[name] = {"median": float(np.median(defined)) if len(defined) else float("nan"),
+                         "profiles": len(defined), "undefined": len(values) - len(defined)}
     return summary
 
 
 def format_chromatin_medians(medians: Mapping[str, Mapping[str, Mapping[str, float]]]) -> str:
-    """Median ROC AUC (percent) per class for each model, then the published reference rows.
-
-    Args:
-        medians: ``{model name: median_auc_by_class(...)}``.
-    """
+    """Median ROC AUC (percent) per class for each model of ``medians`` (``{model name:
+    median_auc_by_class(...)}``), then the published reference rows."""
     rows = {name: {cls: summary[cls]["median"] for cls in summary} for name, summary in medians.items()}
     rows.update({f"{name} (published)": values for name, values in CHROMATIN_REFERENCE_MEDIAN_AUC.items()})
     width = max(len("model"), *(len(name) for name in rows))

@@ -80,9 +80,8 @@ def load_profiles(path: str | os.PathLike | None = None) -> tuple[ChromatinProfi
         number, _, name = line.partition("\t")
         parts = name.split("|")
         if number != str(line_number - 1) or len(parts) != 3:
-            raise InputError(
-                path, "expected '<index>\\tCell|Assay|Treatment' with consecutive indices", line=line_number
-            )
+            raise InputError(path, "expected '<index>\\tCell|Assay|Treatment' with consecutive indices",
+                             line=line_number)
         index = line_number - 2
         if index >= N_PROFILES:
             raise InputError(path, f"more than {N_PROFILES} profiles", line=line_number)

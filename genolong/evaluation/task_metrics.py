@@ -56,11 +56,9 @@ def multiclass_metrics(targets: np.ndarray, outputs: np.ndarray) -> dict[str, fl
 def _calls(y: np.ndarray, predicted: np.ndarray, labels: np.ndarray | None, f1: str) -> dict[str, float]:
     """Accuracy, F1 (under the name ``f1``; macro over ``labels`` unless None) and MCC of class calls."""
     average = {"average": "binary"} if labels is None else {"labels": labels, "average": "macro"}
-    return {
-        "accuracy": float(accuracy_score(y, predicted)),
-        f1: float(f1_score(y, predicted, zero_division=0, **average)),
-        "mcc": float(matthews_corrcoef(y, predicted)),
-    }
+    return {"accuracy": float(accuracy_score(y, predicted)),
+            f1: float(f1_score(y, predicted, zero_division=0, **average)),
+            "mcc": float(matthews_corrcoef(y, predicted))}
 
 
 def per_label_aucs(targets: np.ndarray, outputs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -80,13 +78,9 @@ def multilabel_metrics(targets: np.ndarray, outputs: np.ndarray) -> dict[str, fl
     if not defined.any():
         return {"labels_with_auc": 0.0, "median_auroc": np.nan, "mean_auroc": np.nan, "median_auprc": np.nan,
                 "mean_auprc": np.nan}
-    return {
-        "labels_with_auc": float(defined.sum()),
-        "median_auroc": float(np.median(roc[defined])),
-        "mean_auroc": float(roc[defined].mean()),
-        "median_auprc": float(np.median(pr[defined])),
-        "mean_auprc": float(pr[defined].mean()),
-    }
+    return {"labels_with_auc": float(defined.sum()), "median_auroc": float(np.median(roc[defined])),
+            "mean_auroc": float(roc[defined].mean()), "median_auprc": float(np.median(pr[defined])),
+            "mean_auprc": float(pr[defined].mean())}
 
 
 def regression_metrics(targets: np.ndarray, outputs: np.ndarray) -> dict[str, float]:

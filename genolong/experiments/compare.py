@@ -312,24 +312,15 @@ def compare_backbone(space: Workspace, promoters: Path, backbone: str) -> dict[s
         raise Interrupted(run_dir)
     test = finetune["test"]
     row = {
-        "backbone": backbone,
-        "parameters": pretrain["parameters"],
-        "max_len": pretrain_config.max_len,
-        "pretrain_steps": pretrain["steps"],
-        "train_tokens_per_s": pretrain.get("train_tokens_per_s"),
-        "train_peak_mb": pretrained["peak_mb"],
-        "val_bpc": round(pretrain["val_bpc"], 5),
-        "unigram_bpc": round(pretrain["unigram_bpc"], 5),
-        "finetune_steps": finetune["steps"],
-        "promoter_f1": round(test["f1"], 5),
-        "promoter_auroc": round(test["auroc"], 5),
+        "backbone": backbone, "parameters": pretrain["parameters"], "max_len": pretrain_config.max_len,
+        "pretrain_steps": pretrain["steps"], "train_tokens_per_s": pretrain.get("train_tokens_per_s"),
+        "train_peak_mb": pretrained["peak_mb"], "val_bpc": round(pretrain["val_bpc"], 5),
+        "unigram_bpc": round(pretrain["unigram_bpc"], 5), "finetune_steps": finetune["steps"],
+        "promoter_f1": round(test["f1"], 5), "promoter_auroc": round(test["auroc"], 5),
         "promoter_mcc": round(test["mcc"], 5),
         "kmer_f1": round(finetune["kmer_baseline"]["test"]["f1"], 5) if "kmer_baseline" in finetune else None,
-        "infer_windows_per_s": rate,
-        "pretrain_s": pretrain["seconds"],
-        "finetune_s": finetune["seconds"],
-        "device": device_name(),
-    }
+        "infer_windows_per_s": rate, "pretrain_s": pretrain["seconds"], "finetune_s": finetune["seconds"],
+        "device": device_name()}
     save_result(run_dir / "result.json", identity, row)
     return row
 
@@ -343,19 +334,12 @@ def ablation_run(space: Workspace, backbone: str, max_len: int) -> dict[str, Any
     log.info("context ablation: %s at %d tokens (batch %d)", backbone, max_len, batch_size)
     pretrained = space.pretrain(space.out / "context" / f"{backbone}_{max_len}", config)
     report = pretrained["report"]
-    return {
-        "backbone": backbone,
-        "max_len": max_len,
-        "batch_size": batch_size,
-        "steps": report["steps"],
-        "tokens_seen": report["steps"] * batch_size * config.train.accumulate_grad_batches * max_len,
-        "val_bpc": round(report["val_bpc"], 5),
-        "unigram_bpc": round(report["unigram_bpc"], 5),
-        "gain_bpc": round(report["unigram_bpc"] - report["val_bpc"], 5),
-        "train_tokens_per_s": report.get("train_tokens_per_s"),
-        "pretrain_s": report["seconds"],
-        "device": pretrained["device"],
-    }
+    return {"backbone": backbone, "max_len": max_len, "batch_size": batch_size, "steps": report["steps"],
+            "tokens_seen": report["steps"] * batch_size * config.train.accumulate_grad_batches * max_len,
+            "val_bpc": round(report["val_bpc"], 5), "unigram_bpc": round(report["unigram_bpc"], 5),
+            "gain_bpc": round(report["unigram_bpc"] - report["val_bpc"], 5),
+            "train_tokens_per_s": report.get("train_tokens_per_s"), "pretrain_s": report["seconds"],
+            "device": pretrained["device"]}
 
 
 def validation_curve(run_dir: Path, run: str, row: dict[str, Any], tokens_per_step: float) -> list[dict]:
@@ -378,9 +362,8 @@ def run_comparison(space: Workspace, promoters: Path, backbones: list[str]) -> l
     rows = [compare_backbone(space, promoters, name) for name in backbones]
     train = space.config.pretrain_config(backbones[0], space.seed).train
     tokens_per_step = train.batch_size * train.accumulate_grad_batches * rows[0]["max_len"]
-    curves = [point for row in rows
-              for point in validation_curve(space.out / "backbones" / row["backbone"], row["backbone"], row,
-                                            tokens_per_step)]
+    curves = [point for row in rows for point in validation_curve(space.out / "backbones" / row["backbone"],
+                                                                  row["backbone"], row, tokens_per_step)]
     write_comparison(space.out, rows, curves)
     return rows
 
@@ -390,9 +373,8 @@ def run_context_ablation(space: Workspace, backbones: list[str], lengths: list[i
     replace(space.config.ablation, lengths=lengths, backbones=backbones)  # validates them
     space.prepare()
     rows = [ablation_run(space, name, length) for name in backbones for length in lengths]
-    curves = [point for row in rows
-              for point in validation_curve(space.out / "context" / f"{row['backbone']}_{row['max_len']}",
-                                            f"{row['backbone']}_{row['max_len']}", row,
-                                            row["tokens_seen"] / row["steps"])]
+    curves = [point for row in rows for point in validation_curve(
+        space.out / "context" / f"{row['backbone']}_{row['max_len']}", f"{row['backbone']}_{row['max_len']}",
+        row, row["tokens_seen"] / row["steps"])]
     write_ablation(space.out, rows, curves)
     return rows

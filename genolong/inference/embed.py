@@ -55,6 +55,8 @@ def write_embeddings(embedder: Embedder, records, out: Path, *, batch_size: int 
     Returns:
         The number of records written.
     """
+    import itertools
+
     import h5py
 
     from genolong.core.files import atomic_path
@@ -72,30 +74,20 @@ def write_embeddings(embedder: Embedder, records, out: Path, *, batch_size: int 
             vectors = handle.create_dataset("embeddings", shape=(0, len(embedder.layers), hidden),
                                             maxshape=(None, len(embedder.layers), hidden), dtype="float32",
                                             chunks=(max(1, batch_size), len(embedder.layers), hidden))
-        batch: list[tuple[str, str]] = []
+        records = iter(records)
         with progress_bar(unit="seq", desc="embed") as bar:
-            for item in _with_end(records):
-                if item is not None:
-                    batch.append(item)
-                if batch and (item is None or len(batch) == batch_size):
-                    names = [name for name, _ in batch]
-                    result = embedder.embed([s for _, s in batch], names=names, per_base=per_base,
-                                            both_strands=both_strands, source=source)
-                    ids.resize((count + len(batch),))
-                    ids[count:] = names
-                    if per_base:
-                        for offset, (name, array) in enumerate(zip(names, result, strict=True)):
-                            group.create_dataset(str(count + offset), data=array).attrs["id"] = name
-                    else:
-                        vectors.resize((count + len(batch), *vectors.shape[1:]))
-                        vectors[count:] = result
-                    count += len(batch)
-                    bar.update(len(batch))
-                    batch = []
+            while batch := list(itertools.islice(records, batch_size)):
+                names = [name for name, _ in batch]
+                result = embedder.embed([s for _, s in batch], names=names, per_base=per_base,
+                                        both_strands=both_strands, source=source)
+                ids.resize((count + len(batch),))
+                ids[count:] = names
+                if per_base:
+                    for offset, (name, array) in enumerate(zip(names, result, strict=True)):
+                        group.create_dataset(str(count + offset), data=array).attrs["id"] = name
+                else:
+                    vectors.resize((count + len(batch), *vectors.shape[1:]))
+                    vectors[count:] = result
+                count += len(batch)
+                bar.update(len(batch))
     return count
-
-
-def _with_end(records):
-    """``records``, then None."""
-    yield from records
-    yield None

@@ -24,15 +24,12 @@ def select_labels(label_names: list[str], queries: list[str] | None) -> list[int
             matches = set(CLASS_COLUMNS[query])
         else:
             wanted = query.lower()
-            matches = {
-                i for i, name in enumerate(label_names)
-                if name == query or wanted in (part.lower() for part in name.split("|"))
-            }
+            matches = {i for i, name in enumerate(label_names) if name == query or wanted in (
+                part.lower() for part in name.split("|"))}
         if not matches:
             raise UserError(
                 f"--profiles {query!r} matches no output of the model (e.g. {', '.join(label_names[:3])}; "
-                "or a class DHS, TF, HM)"
-            )
+                "or a class DHS, TF, HM)")
         chosen |= matches
     return sorted(chosen)
 

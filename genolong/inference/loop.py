@@ -1,15 +1,9 @@
 """Lightning's predict loop for inference commands: one process, or many ranks (``--devices``,
 ``--num-nodes``, SLURM or ``torchrun``), each computing its share of the work and writing it to
-part files that rank 0 merges into exactly the bytes a single process writes.
-
-* :func:`build_trainer` builds the predict-only Trainer (DDP with more than one device or node).
-* :class:`PartWriter` is the base of the callbacks that write each predicted item to the
-  rank's part files; it shows the progress bar (rank 0) and turns an interrupt into the
-  command's own line (:func:`predict`).
-* :class:`ScanModule` and :class:`ScanPartWriter` are ``genolong scan``'s: (S or 2S, T) token
-  rows -> (bins, C) scores with NaN for the skipped bins (:mod:`genolong.classifier.scoring`, whose
-  determinism rule makes the bytes the same on any number of ranks), appended to per-chromosome
-  parts. ``score-variants`` has its own in :mod:`genolong.inference.variants.loop`.
+part files that rank 0 merges into exactly the bytes a single process writes. :class:`ScanModule` and
+:class:`ScanPartWriter` are ``genolong scan``'s (the determinism rule of :mod:`genolong.classifier.scoring`
+makes the bytes the same on any number of ranks); ``score-variants`` has its own in
+:mod:`genolong.inference.variants.loop`.
 
 Work is shared round-robin: rank ``r`` of ``W`` computes items ``i % W == r`` (no padding or
 repeats, unlike Lightning's ``DistributedSampler``); predict has no collective operation, so
@@ -182,8 +176,7 @@ def predict(trainer: pl.Trainer, module: pl.LightningModule, loader, writer: Par
     """Run the predict loop; an interrupt stops the command with the line ``interrupted; RESUME``
     (``resume``: what is kept and how to continue, also said when a rank dies: :mod:`genolong.runtime.ranks`).
 
-    Lightning turns SIGINT/SIGTERM into exit status 1: the command gets its own line and status back.
-    """
+    Lightning turns SIGINT/SIGTERM into exit status 1: the command gets its own line and status back."""
     trainer.callbacks.append(writer)
     ranks.set_resume_hint(resume)
     try:

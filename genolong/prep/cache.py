@@ -109,10 +109,8 @@ class DataCache:
         with file_lock(self.manifest_path):
             entries = self.entries()
             change(entries)
-            payload = {
-                "version": MANIFEST_VERSION,
-                "files": {path: asdict(e) for path, e in sorted(entries.items())},
-            }
+            payload = {"version": MANIFEST_VERSION,
+                       "files": {path: asdict(e) for path, e in sorted(entries.items())}}
             atomic_write_text(self.manifest_path, json.dumps(payload, indent=2) + "\n")
 
     # -- files ---------------------------------------------------------------------------
@@ -139,9 +137,8 @@ class DataCache:
             return None
         return entry if (stat.st_size, stat.st_mtime_ns) == (entry.size, entry.mtime_ns) else None
 
-    def fetch(
-        self, url: str, relpath: str, *, expected: Iterable[Checksum] = (), **download_options
-    ) -> Entry:
+    def fetch(self, url: str, relpath: str, *, expected: Iterable[Checksum] = (),
+              **download_options) -> Entry:
         """Make ``relpath`` a verified copy of ``url`` and return its manifest entry.
 
         Holds a lock on the file throughout, so concurrent fetches of one file (threads or
@@ -154,7 +151,6 @@ class DataCache:
         Args:
             url: source URL (or local path) for :func:`genolong.prep.transfer.download`.
             relpath: destination relative to the cache root.
-            expected: checksums the file must match.
             download_options: ``timeout``, ``retries``, ``backoff``, ``progress``.
         """
         expected = list(expected)
@@ -180,15 +176,10 @@ class DataCache:
 
     def _record(self, relpath: str, url: str, digests: dict[str, str], expected: list[Checksum]) -> Entry:
         stat = self.path(relpath).stat()
-        entry = Entry(
-            path=relpath,
-            url=url,
-            size=stat.st_size,
-            digests=digests,
-            verified=[f"{check.algorithm} from {check.origin}" for check in expected],
-            mtime_ns=stat.st_mtime_ns,
-            fetched_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        )
+        entry = Entry(path=relpath, url=url, size=stat.st_size, digests=digests,
+                      verified=[f"{check.algorithm} from {check.origin}" for check in expected],
+                      mtime_ns=stat.st_mtime_ns,
+                      fetched_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
         self.record(entry)
         return entry
 

@@ -11,10 +11,7 @@ evaluation read fixed-width arrays instead of MATLAB files:
    (App. F.3: 8,000 bp of GRCh37 around each 1,000-bp DeepSEA input);
 4. write the final arrays and ``manifest.json``.
 
-The work (:class:`~genolong.prep.chromatin_job.ChromatinJob`) happens in a hidden sibling
-directory ``.<out>.partial`` whose progress file is updated after every chunk: rerunning
-the same command after an interruption resumes where it stopped. The directory is renamed
-to ``<out>`` only when complete.
+The work resumes after an interruption (:class:`~genolong.prep.chromatin_job.ChromatinJob`).
 
 A prepared directory holds, for each split present::
 
@@ -49,17 +46,10 @@ DEFAULT_CONTEXT = 8000
 UNLOCATED_POLICIES = ("keep", "drop")
 
 
-def prepare_chromatin(
-    mat_dir: str | os.PathLike,
-    out: str | os.PathLike,
-    *,
-    genome: str | os.PathLike | None = None,
-    context: int | None = None,
-    unlocated: str = "keep",
-    chunk_rows: int = 16384,
-    probe_windows: int = 8,
-    max_candidates: int = 20_000,
-) -> dict:
+def prepare_chromatin(mat_dir: str | os.PathLike, out: str | os.PathLike, *,
+                      genome: str | os.PathLike | None = None, context: int | None = None,
+                      unlocated: str = "keep", chunk_rows: int = 16384, probe_windows: int = 8,
+                      max_candidates: int = 20_000) -> dict:
     """Convert the DeepSEA ``.mat`` files of ``mat_dir`` into a prepared directory ``out``.
 
     Args:
@@ -70,8 +60,7 @@ def prepare_chromatin(
         context: window length with a genome (default 8,000).
         unlocated: ``"keep"`` or ``"drop"`` rows whose input is not located exactly once.
         chunk_rows: rows per chunk (the unit of progress and of memory use).
-        probe_windows: see :meth:`GenomeIndex.locate`.
-        max_candidates: see :meth:`GenomeIndex.locate`.
+        probe_windows, max_candidates: see :meth:`GenomeIndex.locate`.
 
     Returns:
         The manifest (also written to ``out/manifest.json``).
@@ -100,12 +89,8 @@ def prepare_chromatin(
                             "--genome with --context, or leave out --context")
         context = (DEFAULT_CONTEXT if context is None else context) if genome is not None else length
         centred_flank(context, length)
-        options = {
-            "context": context,
-            "unlocated": unlocated if genome else None,
-            "probe_windows": probe_windows,
-            "max_candidates": max_candidates,
-        }
+        options = {"context": context, "unlocated": unlocated if genome else None,
+                   "probe_windows": probe_windows, "max_candidates": max_candidates}
         job = ChromatinJob(out, mats, Path(genome) if genome else None, options, chunk_rows)
         return job.run()
     finally:

@@ -47,23 +47,15 @@ def _open_array(path: Path, shape: tuple, dtype) -> np.memmap:
 class ChromatinJob:
     """One resumable preparation: the state in ``<work>/progress.json`` says what is done."""
 
-    def __init__(
-        self, out: Path, mats: dict[str, DeepSEAMat], genome: Path | None, options: dict, chunk_rows: int
-    ):
-        self.out, self.mats, self.genome, self.options, self.chunk_rows = (
-            out,
-            mats,
-            genome,
-            options,
-            chunk_rows,
-        )
+    def __init__(self, out: Path, mats: dict[str, DeepSEAMat], genome: Path | None, options: dict,
+                 chunk_rows: int):
+        self.out, self.mats, self.genome = out, mats, genome
+        self.options, self.chunk_rows = options, chunk_rows
         self.work = work_path(out, "partial")
         self.progress_path = self.work / "progress.json"
-        self.fingerprint = {
-            "options": options,
-            "sources": {split: _file_identity(mat.path) for split, mat in mats.items()},
-            "genome": _file_identity(genome) if genome else None,
-        }
+        self.fingerprint = {"options": options,
+                            "sources": {split: _file_identity(mat.path) for split, mat in mats.items()},
+                            "genome": _file_identity(genome) if genome else None}
         self._index: GenomeIndex | None = None
 
     # -- progress ------------------------------------------------------------------------
@@ -77,20 +69,9 @@ class ChromatinJob:
             log.info("discarding %s: it was started with other inputs or options", self.work)
         shutil.rmtree(self.work, ignore_errors=True)
         self.work.mkdir(parents=True)
-        self.state = {
-            "fingerprint": self.fingerprint,
-            "splits": {
-                split: {
-                    "decoded": 0,
-                    "strand_pairs": None,
-                    "located": 0,
-                    "locate": None,
-                    "written": 0,
-                    "finished": False,
-                }
-                for split in self.mats
-            },
-        }
+        fresh = {"decoded": 0, "strand_pairs": None, "located": 0, "locate": None, "written": 0,
+                 "finished": False}
+        self.state = {"fingerprint": self.fingerprint, "splits": {split: dict(fresh) for split in self.mats}}
         self._save()
 
     def _save(self) -> None:
@@ -110,8 +91,7 @@ class ChromatinJob:
             if progress["strand_pairs"] is None:
                 progress["strand_pairs"] = strand_pair_layout(
                     np.load(self._path(split, "input"), mmap_mode="r"),
-                    np.load(self._path(split, "all_labels"), mmap_mode="r"),
-                )
+                    np.load(self._path(split, "all_labels"), mmap_mode="r"))
                 self._save()
             if self.genome is not None:
                 self._locate(split, mat.rows, progress)
@@ -130,12 +110,8 @@ class ChromatinJob:
         sources = self.state.setdefault("sources", {})
         if split not in sources:
             log.info("%s: sha256 of %s", split, mat.path)
-            sources[split] = {
-                "path": str(mat.path),
-                "size": mat.path.stat().st_size,
-                "sha256": sha256_file(mat.path),
-                "format": mat.format,
-            }
+            sources[split] = {"path": str(mat.path), "size": mat.path.stat().st_size,
+                              "sha256": sha256_file(mat.path), "format": mat.format}
             self._save()
 
     def _decode(self, split: str, mat: DeepSEAMat, progress: dict) -> None:
@@ -152,26 +128,17 @@ class ChromatinJob:
             labels.flush()
             progress["decoded"] = end
             self._save()
-            log.info(
-                "%s: decoded %d / %d rows (%.0f rows/s)",
-                split,
-                end,
-                mat.rows,
-                end / max(time.perf_counter() - started, 1e-9),
-            )
+            log.info("%s: decoded %d / %d rows (%.0f rows/s)", split, end, mat.rows,
+                     end / max(time.perf_counter() - started, 1e-9))
 
     def _genome_index(self) -> GenomeIndex:
         if self._index is None:
             log.info("indexing %s", self.genome)
             self._index = GenomeIndex.from_fasta(self.genome)
             if "genome" not in self.state:
-                self.state["genome"] = {
-                    "path": str(self.genome),
-                    "size": self.genome.stat().st_size,
-                    "sha256": sha256_file(self.genome),
-                    "chromosomes": self._index.names,
-                    "total_bp": self._index.total_bp,
-                }
+                self.state["genome"] = {"path": str(self.genome), "size": self.genome.stat().st_size,
+                                        "sha256": sha256_file(self.genome), "chromosomes": self._index.names,
+                                        "total_bp": self._index.total_bp}
                 self._save()
         return self._index
 
@@ -184,22 +151,14 @@ class ChromatinJob:
         started, first = time.perf_counter(), progress["located"]
         for begin in range(progress["located"], rows, self.chunk_rows):
             end = min(begin + self.chunk_rows, rows)
-            found = index.locate(
-                queries[begin:end],
-                probe_windows=self.options["probe_windows"],
-                max_candidates=self.options["max_candidates"],
-            )
+            found = index.locate(queries[begin:end], probe_windows=self.options["probe_windows"],
+                                 max_candidates=self.options["max_candidates"])
             loci[begin:end] = found.to_records()
             loci.flush()
             progress["located"] = end
             self._save()
-            log.info(
-                "%s: located %d / %d rows (%.0f rows/s)",
-                split,
-                end,
-                rows,
-                (end - first) / max(time.perf_counter() - started, 1e-9),
-            )
+            log.info("%s: located %d / %d rows (%.0f rows/s)", split, end, rows,
+                     (end - first) / max(time.perf_counter() - started, 1e-9))
 
     def _write(self, split: str, rows: int, progress: dict) -> None:
         """Final arrays of ``split``: sequences (windows with a genome), labels, loci."""
@@ -235,9 +194,8 @@ class ChromatinJob:
             end = min(begin + self.chunk_rows, rows)
             chosen = begin + np.flatnonzero(kept[begin:end])
             target = slice(destination[begin], destination[end])
-            windows[target] = index.cut_windows(
-                Locations.from_records(all_loci[chosen]), inputs[chosen], context
-            )
+            windows[target] = index.cut_windows(Locations.from_records(all_loci[chosen]), inputs[chosen],
+                                                context)
             windows.flush()
             if drop:
                 labels[target] = all_labels[chosen]
@@ -259,38 +217,22 @@ class ChromatinJob:
 
     # -- manifest ------------------------------------------------------------------------
     def _manifest(self) -> dict:
-        manifest = {
-            "format": FORMAT,
-            "genolong_version": __version__,
-            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "n_profiles": N_PROFILES,
-            "one_hot_order": ONE_HOT_ORDER,
-            "sequence_encoding": "uint8 ASCII over ACGTN",
-            "input_length": next(iter(self.mats.values())).length,
-            "context": self.options["context"],
-            "unlocated": self.options["unlocated"],
-            "genome": self.state.get("genome"),
-            "locate": None
-            if self.genome is None
-            else {
-                "method": "exact match on either strand; canonical 32-mer index of 32-bp genome blocks",
-                "probe_windows": self.options["probe_windows"],
-                "max_candidates": self.options["max_candidates"],
-            },
-            "splits": {},
-        }
+        locate = None if self.genome is None else {
+            "method": "exact match on either strand; canonical 32-mer index of 32-bp genome blocks",
+            "probe_windows": self.options["probe_windows"], "max_candidates": self.options["max_candidates"]}
+        manifest = {"format": FORMAT, "genolong_version": __version__,
+                    "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "n_profiles": N_PROFILES,
+                    "one_hot_order": ONE_HOT_ORDER, "sequence_encoding": "uint8 ASCII over ACGTN",
+                    "input_length": next(iter(self.mats.values())).length, "context": self.options["context"],
+                    "unlocated": self.options["unlocated"], "genome": self.state.get("genome"),
+                    "locate": locate, "splits": {}}
         for split, mat in self.mats.items():
             labels = np.load(self.work / f"{split}.labels.npy", mmap_mode="r")
-            entry = {
-                "source": self.state["sources"][split],
-                "rows_in": mat.rows,
-                "rows": len(labels),
-                "positive_labels": int(
-                    sum(labels[i : i + 65536].sum(dtype=np.int64) for i in range(0, len(labels), 65536))
-                ),
-                "strand_pairs": self.state["splits"][split]["strand_pairs"],
-                "files": {name: f"{split}.{name}.npy" for name in ("sequences", "labels")},
-            }
+            positives = sum(labels[i : i + 65536].sum(dtype=np.int64) for i in range(0, len(labels), 65536))
+            entry = {"source": self.state["sources"][split], "rows_in": mat.rows, "rows": len(labels),
+                     "positive_labels": int(positives),
+                     "strand_pairs": self.state["splits"][split]["strand_pairs"],
+                     "files": {name: f"{split}.{name}.npy" for name in ("sequences", "labels")}}
             if self.genome is not None:
                 entry["files"]["loci"] = f"{split}.loci.npy"
                 entry["locate"] = self.state["splits"][split]["locate"]
@@ -308,15 +250,8 @@ class ChromatinJob:
             plus = loci["strand"] > 0
             halves = {"first_half": slice(0, rows // 2), "second_half": slice(rows // 2, rows)}
             summary["plus_strand_fraction"] = {
-                name: float(plus[part][located[part]].mean()) if located[part].any() else None
-                for name, part in halves.items()
-            }
-        log.info(
-            "%s: located %d of %d rows (%.2f%%); %s",
-            split,
-            summary["located"],
-            rows,
-            100 * summary["located_fraction"],
-            summary,
-        )
+                name: float(plus[part][located[part]].mean()) if located[part].any() else None for name,
+                part in halves.items()}
+        log.info("%s: located %d of %d rows (%.2f%%); %s", split, summary["located"], rows,
+                 100 * summary["located_fraction"], summary)
         return summary

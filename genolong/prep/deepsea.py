@@ -82,15 +82,13 @@ class DeepSEAMat:
             self._require_keys([key for key, item in self._h5.items() if isinstance(item, h5py.Dataset)])
             stored = self._h5[self.x_key].shape, self._h5[self.y_key].shape
             # HDF5 sees MATLAB's (rows, 4, length) and (rows, 919) with the axes reversed.
-            self.length, self.rows = self._check_shapes(
-                *stored, stored[0][::-1], stored[1][::-1], "(length, 4, rows)", f"({N_PROFILES}, rows)"
-            )
+            self.length, self.rows = self._check_shapes(*stored, stored[0][::-1], stored[1][::-1],
+                                                        "(length, 4, rows)", f"({N_PROFILES}, rows)")
         else:
             self.format = FORMAT_V5
             stored = self._v5_shapes()
-            self.length, self.rows = self._check_shapes(
-                *stored, *stored, "(rows, 4, length)", f"(rows, {N_PROFILES})"
-            )
+            self.length, self.rows = self._check_shapes(*stored, *stored, "(rows, 4, length)",
+                                                        f"(rows, {N_PROFILES})")
 
     def _v5_shapes(self) -> tuple[tuple, tuple]:
         """Shapes of the two variables of a v5 file, read from its headers without loading the data."""
@@ -99,9 +97,8 @@ class DeepSEAMat:
         with open(self.path, "rb") as handle:
             header = handle.read(len(_V5_HEADER))
         if header != _V5_HEADER:
-            raise InputError(
-                self.path, "not a MATLAB v5 or v7.3 file (neither HDF5 nor a 'MATLAB 5.0 MAT-file' header)"
-            )
+            raise InputError(self.path,
+                             "not a MATLAB v5 or v7.3 file (neither HDF5 nor a 'MATLAB 5.0 MAT-file' header)")
         try:
             shapes = {name: shape for name, shape, _ in scipy.io.whosmat(self.path)}
         except (scipy.io.matlab.MatReadError, ValueError, IndexError, OSError) as err:
@@ -124,11 +121,8 @@ class DeepSEAMat:
     def _require_keys(self, keys: list[str]) -> None:
         missing = [key for key in (self.x_key, self.y_key) if key not in keys]
         if missing:
-            raise InputError(
-                self.path,
-                f"expected variables '{self.x_key}' and '{self.y_key}' for the "
-                f"{self.split} split, missing {missing}; the file has {sorted(keys)}",
-            )
+            raise InputError(self.path, f"expected variables '{self.x_key}' and '{self.y_key}' for the "
+                             f"{self.split} split, missing {missing}; the file has {sorted(keys)}")
 
     def _check_shapes(self, stored_x, stored_y, x_shape, y_shape, x_layout: str, y_layout: str):
         """Validate the shapes as stored and as ``(rows, 4, length)`` / ``(rows, 919)``.
@@ -137,24 +131,16 @@ class DeepSEAMat:
             ``(length, rows)``.
         """
         if len(x_shape) != 3 or x_shape[1] != 4:
-            raise InputError(
-                self.path,
-                f"'{self.x_key}' has shape {stored_x}; expected {x_layout} "
-                f"one-hot sequences with 4 channels ({ONE_HOT_ORDER})",
-            )
+            raise InputError(self.path, f"'{self.x_key}' has shape {stored_x}; expected {x_layout} "
+                             f"one-hot sequences with 4 channels ({ONE_HOT_ORDER})")
         if len(y_shape) != 2 or y_shape[1] != N_PROFILES:
             columns = y_shape[1] if len(y_shape) == 2 else "?"
-            raise InputError(
-                self.path,
-                f"'{self.y_key}' has shape {stored_y}: {columns} label columns, "
-                f"DeepSEA has {N_PROFILES}; expected {y_layout}",
-            )
+            raise InputError(self.path, f"'{self.y_key}' has shape {stored_y}: {columns} label columns, "
+                             f"DeepSEA has {N_PROFILES}; expected {y_layout}")
         if x_shape[0] != y_shape[0]:
             raise InputError(
-                self.path,
-                f"'{self.x_key}' {stored_x} and '{self.y_key}' {stored_y} disagree on "
-                f"the number of rows ({x_shape[0]} vs {y_shape[0]}); expected {x_layout} and {y_layout}",
-            )
+                self.path, f"'{self.x_key}' {stored_x} and '{self.y_key}' {stored_y} disagree on "
+                f"the number of rows ({x_shape[0]} vs {y_shape[0]}); expected {x_layout} and {y_layout}")
         return int(x_shape[2]), int(x_shape[0])
 
     def chunks(self, rows_per_chunk: int, start: int = 0) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
@@ -214,20 +200,14 @@ def decode_one_hot(one_hot: np.ndarray, path, first_row: int = 0) -> np.ndarray:
     invalid = (one_hot != 0) & (one_hot != 1)
     if invalid.any():
         row, channel, position = np.argwhere(invalid)[0]
-        raise InputError(
-            path,
-            f"row {first_row + row}, position {position}: one-hot value "
-            f"{one_hot[row, channel, position].item()!r}; expected 0 or 1",
-        )
+        raise InputError(path, f"row {first_row + row}, position {position}: one-hot value "
+                         f"{one_hot[row, channel, position].item()!r}; expected 0 or 1")
     hot = one_hot.astype(np.uint8)
     total = hot.sum(axis=1, dtype=np.uint8)  # (rows, length)
     if (total > 1).any():
         row, position = np.argwhere(total > 1)[0]
-        raise InputError(
-            path,
-            f"row {first_row + row}, position {position}: {total[row, position]} bases "
-            "set; a one-hot column has at most one 1 (all zeros mean N)",
-        )
+        raise InputError(path, f"row {first_row + row}, position {position}: {total[row, position]} bases "
+                         "set; a one-hot column has at most one 1 (all zeros mean N)")
     channel = hot[:, 1] + 2 * hot[:, 2] + 3 * hot[:, 3] + 4 * (total == 0)  # (rows, length)
     return _CHANNEL_TO_ASCII[channel]
 
@@ -239,8 +219,7 @@ def check_labels(labels: np.ndarray, path, first_row: int = 0) -> np.ndarray:
         row, column = np.argwhere(invalid)[0]
         raise InputError(
             path,
-            f"row {first_row + row}, profile {column}: label {labels[row, column].item()!r}; expected 0 or 1",
-        )
+            f"row {first_row + row}, profile {column}: label {labels[row, column].item()!r}; expected 0 or 1")
     return labels.astype(np.uint8)
 
 
@@ -264,21 +243,17 @@ def strand_pair_layout(sequences: np.ndarray, labels: np.ndarray, chunk_rows: in
     layout = "none"
     if rows >= 2 and rows % 2 == 0:
         half = rows // 2
-        pairings = {
-            "halves": (np.arange(half), np.arange(half) + half),
-            "interleaved": (np.arange(0, rows, 2), np.arange(1, rows, 2)),
-        }
+        pairings = {"halves": (np.arange(half), np.arange(half) + half),
+                    "interleaved": (np.arange(0, rows, 2), np.arange(1, rows, 2))}
         for name, (first, second) in pairings.items():
             sequence_pairs = label_pairs = 0
             for begin in range(0, half, chunk_rows):
                 a, b = first[begin : begin + chunk_rows], second[begin : begin + chunk_rows]
                 same = (reverse_complement_rows(np.asarray(sequences[a])) == np.asarray(sequences[b])).all(
-                    axis=1
-                )
+                    axis=1)
                 sequence_pairs += int(same.sum())
                 label_pairs += int(
-                    (same & (np.asarray(labels[a]) == np.asarray(labels[b])).all(axis=1)).sum()
-                )
+                    (same & (np.asarray(labels[a]) == np.asarray(labels[b])).all(axis=1)).sum())
             fractions[name] = sequence_pairs / half
             if label_pairs == half and layout == "none":
                 layout = name

@@ -57,8 +57,7 @@ class BsdSum:
 
     For each byte: rotate the 16-bit checksum right by one bit, add the byte, keep 16 bits.
     ``hexdigest()`` returns ``"<checksum> <blocks>"`` with 1024-byte blocks, the two numbers
-    that ``sum`` prints. Pure Python, about 35 MB/s.
-    """
+    that ``sum`` prints. Pure Python, about 35 MB/s."""
 
     name = "bsd-sum"
 
@@ -90,9 +89,8 @@ def new_hasher(algorithm: str):
     raise ValueError(f"unknown checksum algorithm {algorithm!r}; known: {', '.join(ALGORITHMS)}")
 
 
-def file_digests(
-    path: str | os.PathLike, algorithms: Iterable[str], *, chunk_size: int = CHUNK_SIZE
-) -> dict[str, str]:
+def file_digests(path: str | os.PathLike, algorithms: Iterable[str], *,
+                 chunk_size: int = CHUNK_SIZE) -> dict[str, str]:
     """Digest the whole file at ``path`` with every algorithm in one read."""
     hashers = {name: new_hasher(name) for name in algorithms}
     with open(path, "rb") as handle:
@@ -164,8 +162,7 @@ class PartFile:
 
     Beside it, ``.part.validator`` keeps the server's ``ETag`` (or ``Last-Modified``) of
     the first response, sent as ``If-Range`` when resuming: a server whose file changed
-    meanwhile then answers with the whole new file instead of the rest of the old one.
-    """
+    meanwhile then answers with the whole new file instead of the rest of the old one."""
 
     def __init__(self, path: Path, algorithms: set[str]):
         self.path = path
@@ -248,41 +245,30 @@ def check_member(member: tarfile.TarInfo, root: Path, archive: Path) -> None:
     """Raise :class:`UnsafeArchiveError` unless ``member`` stays inside ``root`` once extracted.
 
     ``root`` must be a resolved path. Symlinks already extracted under ``root`` are
-    followed, so a chain of individually harmless links cannot escape either.
-    """
+    followed, so a chain of individually harmless links cannot escape either."""
+    def refuse(why: str) -> UnsafeArchiveError:
+        return UnsafeArchiveError(archive, f"{why}; refusing the archive")
+
     name = PurePosixPath(member.name)
     if name.is_absolute():
-        raise UnsafeArchiveError(
-            archive, f"member {member.name!r} has an absolute path; refusing the archive"
-        )
+        raise refuse(f"member {member.name!r} has an absolute path")
     if ".." in name.parts:
-        raise UnsafeArchiveError(
-            archive, f"member {member.name!r} climbs out with '..'; refusing the archive"
-        )
+        raise refuse(f"member {member.name!r} climbs out with '..'")
     target = root.joinpath(*name.parts)
     if not _inside(target.parent.resolve() / target.name, root):
-        raise UnsafeArchiveError(
-            archive,
-            f"member {member.name!r} lands outside the destination through a symlink; refusing the archive",
-        )
+        raise refuse(f"member {member.name!r} lands outside the destination through a symlink")
     if member.issym() or member.islnk():
         link = PurePosixPath(member.linkname)
         base = target.parent.resolve() if member.issym() else root  # hardlink targets are archive paths
         if link.is_absolute() or not _inside((base / Path(*link.parts)).resolve(), root):
             kind = "symlink" if member.issym() else "hardlink"
-            raise UnsafeArchiveError(
-                archive,
-                f"{kind} {member.name!r} -> {member.linkname!r} points outside the destination; refusing the archive",
-            )
+            raise refuse(f"{kind} {member.name!r} -> {member.linkname!r} points outside the destination")
     elif not (member.isfile() or member.isdir()):
-        raise UnsafeArchiveError(
-            archive, f"member {member.name!r} is a device file or FIFO; refusing the archive"
-        )
+        raise refuse(f"member {member.name!r} is a device file or FIFO")
 
 
-def safe_extract(
-    archive: str | os.PathLike, dest: str | os.PathLike, *, progress: bool = True
-) -> dict[str, int]:
+def safe_extract(archive: str | os.PathLike, dest: str | os.PathLike, *,
+                 progress: bool = True) -> dict[str, int]:
     """Extract the tar ``archive`` (any compression tarfile reads) into the directory ``dest``.
 
     Members are checked one by one as the archive streams past (:func:`check_member`);
@@ -302,14 +288,8 @@ def safe_extract(
             open(archive, "rb") as raw,
             tarfile.open(fileobj=raw, mode="r:*") as tar,
             atomic_path(dest, directory=True) as tmp,
-            tqdm(
-                total=archive.stat().st_size,
-                unit="B",
-                unit_scale=True,
-                unit_divisor=1024,
-                desc=f"unpacking {archive.name}",
-                disable=None if progress else True,
-            ) as bar,
+            tqdm(total=archive.stat().st_size, unit="B", unit_scale=True, unit_divisor=1024,
+                 desc=f"unpacking {archive.name}", disable=None if progress else True) as bar,
         ):
             root = tmp.resolve()
             for member in tar:

@@ -116,9 +116,8 @@ class GenomeIndex:
             pieces += [ascii_seq, np.full(padded - len(ascii_seq), N_BYTE, np.uint8)]
             codes = BASE_CODES[ascii_seq[: len(ascii_seq) // BLOCK * BLOCK]].reshape(-1, BLOCK)  # (blocks, 32)
             clean = np.flatnonzero((codes < 4).all(axis=1))
-            chrom_keys, chrom_orient = canonical_kmers(
-                pack_kmers(codes[clean]), pack_kmers(3 - codes[clean, ::-1])
-            )
+            chrom_keys, chrom_orient = canonical_kmers(pack_kmers(codes[clean]),
+                                                       pack_kmers(3 - codes[clean, ::-1]))
             keys.append(chrom_keys)
             orient.append(chrom_orient)
             blocks.append((offset // BLOCK + clean).astype(np.uint32))
@@ -134,28 +133,16 @@ class GenomeIndex:
         orient = (np.concatenate(orient) if orient else np.zeros(0, np.uint8))[order]
         del order
         first = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]]) if len(keys) else np.zeros(0, np.int64)
-        log.info(
-            "indexed %d chromosomes, %s bp, %s blocks (%s distinct)",
-            len(names),
-            f"{sum(lengths):,}",
-            f"{len(keys):,}",
-            f"{len(first):,}",
-        )
+        log.info("indexed %d chromosomes, %s bp, %s blocks (%s distinct)", len(names), f"{sum(lengths):,}",
+                 f"{len(keys):,}", f"{len(first):,}")
         # A sentinel key that owns no entries ends the table: every search lands inside it.
         distinct = np.append(keys[first], _SENTINEL)
         key_starts = np.append(first, [len(keys), len(keys)]).astype(np.int64)
         return cls(names, starts, lengths, sequence, distinct, key_starts, blocks, orient)
 
     # -- locating ------------------------------------------------------------------------
-    def locate(
-        self,
-        queries: np.ndarray,
-        *,
-        probe_windows: int = 8,
-        max_candidates: int = 20_000,
-        batch_rows: int = 8192,
-        max_batch_candidates: int = 2_000_000,
-    ) -> Locations:
+    def locate(self, queries: np.ndarray, *, probe_windows: int = 8, max_candidates: int = 20_000,
+               batch_rows: int = 8192, max_batch_candidates: int = 2_000_000) -> Locations:
         """Find every exact occurrence of each query on either strand.
 
         Args:
@@ -179,14 +166,8 @@ class GenomeIndex:
         result = Locations.empty(rows)
         for begin in range(0, rows, batch_rows):
             end = min(begin + batch_rows, rows)
-            self._locate_batch(
-                np.asarray(queries[begin:end]),
-                window_starts,
-                max_candidates,
-                max_batch_candidates,
-                result,
-                begin,
-            )
+            self._locate_batch(np.asarray(queries[begin:end]), window_starts, max_candidates,
+                               max_batch_candidates, result, begin)
         return result
 
     def _count(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -203,8 +184,7 @@ class GenomeIndex:
         """Locate ``queries`` ``(rows, length)``, writing into ``result`` rows ``row0 ..``.
 
         Counts the candidates of every probe window (``window_starts``), expands the
-        cheapest usable window of each query and verifies its candidates.
-        """
+        cheapest usable window of each query and verifies its candidates."""
         rows, length = queries.shape
         codes = BASE_CODES[queries]  # (rows, length)
         spans = codes[:, window_starts[:, None] + np.arange(PROBE_SPAN)]  # (rows, windows, 63)
@@ -233,15 +213,8 @@ class GenomeIndex:
         group_of = np.cumsum(per_query) // max_batch_candidates
         for group in np.unique(group_of):
             members = np.flatnonzero(group_of == group)
-            hit_row, hit_pos, hit_strand = self._verify(
-                queries,
-                reverse,
-                searched[members],
-                first[members],
-                count[members],
-                orient[members],
-                offsets[members],
-            )
+            hit_row, hit_pos, hit_strand = self._verify(queries, reverse, searched[members], first[members],
+                                                        count[members], orient[members], offsets[members])
             self._record(result, row0, searched[members], hit_row, hit_pos, hit_strand)
 
     def _verify(self, queries, reverse, query_rows, first, count, orient, offsets):
@@ -271,14 +244,12 @@ class GenomeIndex:
         minus = (query_orient & swap_orientation(genome_orient)) != 0
         row = np.concatenate([row[plus], row[minus]])
         position = np.concatenate(
-            [block_pos[plus] - offset[plus], block_pos[minus] - (length - offset[minus] - BLOCK)]
-        )
+            [block_pos[plus] - offset[plus], block_pos[minus] - (length - offset[minus] - BLOCK)])
         strand = np.concatenate([np.ones(plus.sum(), np.int8), -np.ones(minus.sum(), np.int8)])
         anchor = np.concatenate([block_pos[plus], block_pos[minus]])
         chrom = np.searchsorted(self.starts, anchor, side="right") - 1
         inside = (position >= self.starts[chrom]) & (
-            position + length <= self.starts[chrom] + self.lengths[chrom]
-        )
+            position + length <= self.starts[chrom] + self.lengths[chrom])
         row, position, strand = row[inside], position[inside], strand[inside]
         # Prefilter on 32 spread bases, then compare all of them, a slice at a time.
         for columns in (np.linspace(0, length - 1, BLOCK).astype(np.int64), np.arange(length)):
@@ -286,11 +257,8 @@ class GenomeIndex:
             for begin in range(0, len(row), 4096):
                 part = slice(begin, begin + 4096)
                 genome = self.sequence[position[part, None] + columns]  # (part, columns)
-                oriented = np.where(
-                    strand[part, None] > 0,
-                    queries[row[part, None], columns],
-                    reverse[row[part, None], columns],
-                )
+                oriented = np.where(strand[part, None] > 0, queries[row[part, None], columns],
+                                    reverse[row[part, None], columns])
                 keep[part] = (genome == oriented).all(axis=1)
             row, position, strand = row[keep], position[keep], strand[keep]
         return row, position, strand
@@ -347,8 +315,6 @@ class GenomeIndex:
 def centred_flank(context: int, length: int) -> int:
     """Bases on each side of a ``length``-bp input centred in a ``context``-bp window."""
     if context < length or (context - length) % 2:
-        raise ConfigError(
-            f"context {context} must be at least the input length {length} and differ from it "
-            "by an even number, so that the input sits exactly in the centre"
-        )
+        raise ConfigError(f"context {context} must be at least the input length {length} and differ from it "
+                          "by an even number, so that the input sits exactly in the centre")
     return (context - length) // 2

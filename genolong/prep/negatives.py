@@ -52,9 +52,8 @@ def piece_bounds(length: int, num_pieces: int = NUM_PIECES) -> np.ndarray:
     return np.concatenate([[0], np.cumsum(sizes)])
 
 
-def choose_replaced_pieces(
-    rng: np.random.Generator, num_pieces: int = NUM_PIECES, kept: int = KEPT_PIECES
-) -> np.ndarray:
+def choose_replaced_pieces(rng: np.random.Generator, num_pieces: int = NUM_PIECES,
+                           kept: int = KEPT_PIECES) -> np.ndarray:
     """The sorted indices of the ``num_pieces - kept`` pieces to replace."""
     return np.sort(rng.choice(num_pieces, size=num_pieces - kept, replace=False))
 
@@ -73,8 +72,7 @@ def shuffle_negative(sequence: str, rng: np.random.Generator) -> str:
     """GENA-LM negative: 8 of 20 pieces kept in place, the other 12 permuted among themselves.
 
     Pieces move only to slots of their own length (see the module docstring), so the
-    result has the composition of ``sequence`` and its kept pieces where they were.
-    """
+    result has the composition of ``sequence`` and its kept pieces where they were."""
     bounds = piece_bounds(len(sequence))
     sizes = np.diff(bounds)
     replaced = choose_replaced_pieces(rng)
@@ -90,13 +88,11 @@ def shuffle_negative(sequence: str, rng: np.random.Generator) -> str:
 DERIVE = {"substitution": substitution_negative, "shuffle": shuffle_negative}
 
 
-def derive_negatives(
-    positives: list[PromoterRecord], method: str, rng: np.random.Generator, per_positive: int = 1
-) -> list[PromoterRecord]:
+def derive_negatives(positives: list[PromoterRecord], method: str, rng: np.random.Generator,
+                     per_positive: int = 1) -> list[PromoterRecord]:
     """``per_positive`` negatives from each positive, named ``<positive id>|<method><k>``.
 
-    Each negative keeps the coordinates of its positive (it is made from that sequence).
-    """
+    Each negative keeps the coordinates of its positive (it is made from that sequence)."""
     make = DERIVE[method]
     return [
         PromoterRecord(f"{p.id}|{method}{k}", make(p.sequence, rng), 0, p.chrom, p.start, p.end, p.strand)
@@ -105,9 +101,8 @@ def derive_negatives(
     ]
 
 
-def allowed_starts(
-    chrom_length: int, tss_positions: list[int], window_length: int, min_distance: int
-) -> list[tuple[int, int]]:
+def allowed_starts(chrom_length: int, tss_positions: list[int], window_length: int,
+                   min_distance: int) -> list[tuple[int, int]]:
     """Half-open ranges of window starts whose window stays ``min_distance`` bp from every TSS.
 
     A window ``[s, s + L)`` is at distance ``s - t`` from a TSS ``t < s``, ``t - (s + L - 1)``
@@ -140,16 +135,9 @@ def distance_to_nearest_tss(start: int, end: int, sorted_tss: list[int]) -> floa
     return min(before, after)
 
 
-def sample_genomic_negatives(
-    genome,
-    sites: list[Tss],
-    window_length: int,
-    count: int,
-    *,
-    min_distance: int,
-    rng: np.random.Generator,
-    max_n_fraction: float = 0.0,
-) -> tuple[list[PromoterRecord], Counter]:
+def sample_genomic_negatives(genome, sites: list[Tss], window_length: int, count: int, *, min_distance: int,
+                             rng: np.random.Generator,
+                             max_n_fraction: float = 0.0) -> tuple[list[PromoterRecord], Counter]:
     """Sample ``count`` real windows at least ``min_distance`` bp from every TSS in ``sites``.
 
     Starts are drawn uniformly from the allowed positions of the chromosomes that hold a
@@ -185,16 +173,12 @@ def sample_genomic_negatives(
         if n_fraction(sequence) > max_n_fraction:
             rejected["too_many_n"] += 1
             continue
-        records.append(
-            PromoterRecord(
-                f"genomic|{chrom}:{start}{strand}", sequence, 0, chrom, start, start + window_length, strand
-            )
-        )
+        records.append(PromoterRecord(f"genomic|{chrom}:{start}{strand}", sequence, 0, chrom, start,
+                                      start + window_length, strand))
     if len(records) < count:
         raise UserError(
             f"found only {len(records)} of {count} genomic negatives in {max_draws} draws ({dict(rejected)})",
-            hint="lower --min-tss-distance or raise --max-n-fraction",
-        )
+            hint="lower --min-tss-distance or raise --max-n-fraction")
     return records, rejected
 
 
@@ -210,14 +194,9 @@ def _allowed_segments(genome, sites: list[Tss], window_length: int, min_distance
         chrom = resolve_chrom(genome, site.chrom)
         if chrom is not None:
             tss_by_chrom.setdefault(chrom, []).append(site.position)
-    segments = [
-        (chrom, lo, hi)
-        for chrom, positions in tss_by_chrom.items()
-        for lo, hi in allowed_starts(genome.chromosomes[chrom], positions, window_length, min_distance)
-    ]
+    segments = [(chrom, lo, hi) for chrom, positions in tss_by_chrom.items() for lo,
+                hi in allowed_starts(genome.chromosomes[chrom], positions, window_length, min_distance)]
     if not segments:
-        raise UserError(
-            f"no {window_length}-bp window lies {min_distance} bp or more from every TSS",
-            hint="lower --min-tss-distance",
-        )
+        raise UserError(f"no {window_length}-bp window lies {min_distance} bp or more from every TSS",
+                        hint="lower --min-tss-distance")
     return segments

@@ -105,37 +105,23 @@ class PromoterDatasetConfig:
             raise ConfigError("TSS windows need both --tss BED and --genome FASTA")
         if self.negatives not in NEGATIVE_METHODS:
             raise ConfigError(
-                f"unknown negative method {self.negatives!r}; choose from {', '.join(NEGATIVE_METHODS)}"
-            )
+                f"unknown negative method {self.negatives!r}; choose from {', '.join(NEGATIVE_METHODS)}")
         if self.negatives == "genomic" and not from_genome:
             raise ConfigError("genomic negatives need --tss and --genome (to know where the TSSs are)")
         if self.split not in ("random", "chromosome"):
             raise ConfigError(f"unknown split {self.split!r}; choose random or chromosome")
-        self.window = _applies(
-            "--window", self.window, from_genome, "with --tss", WINDOW_PRESETS["deepromoter"]
-        )
-        self.negative_fasta = _applies(
-            "--negative-fasta", self.negative_fasta, self.negatives == "fasta", "with --negatives fasta", None
-        )
+        self.window = _applies("--window", self.window, from_genome, "with --tss",
+                               WINDOW_PRESETS["deepromoter"])
+        self.negative_fasta = _applies("--negative-fasta", self.negative_fasta, self.negatives == "fasta",
+                                       "with --negatives fasta", None)
         if self.negatives == "fasta" and self.negative_fasta is None:
             raise ConfigError("--negatives fasta needs --negative-fasta FILE")
-        self.per_positive = _applies(
-            "--per-positive",
-            self.per_positive,
-            self.negatives != "fasta",
-            "with substitution, shuffle or genomic negatives",
-            1,
-        )
-        self.min_tss_distance = _applies(
-            "--min-tss-distance",
-            self.min_tss_distance,
-            self.negatives == "genomic",
-            "with --negatives genomic",
-            10_000,
-        )
-        self.fractions = _applies(
-            "--fractions", self.fractions, self.split == "random", "with --split random", (0.8, 0.1, 0.1)
-        )
+        self.per_positive = _applies("--per-positive", self.per_positive, self.negatives != "fasta",
+                                     "with substitution, shuffle or genomic negatives", 1)
+        self.min_tss_distance = _applies("--min-tss-distance", self.min_tss_distance,
+                                         self.negatives == "genomic", "with --negatives genomic", 10_000)
+        self.fractions = _applies("--fractions", self.fractions, self.split == "random",
+                                  "with --split random", (0.8, 0.1, 0.1))
         for option, chroms in (("--valid-chroms", self.valid_chroms), ("--test-chroms", self.test_chroms)):
             if self.split == "chromosome" and not chroms:
                 raise ConfigError(f"a chromosome split needs {option}")
@@ -162,9 +148,8 @@ def _applies(option: str, value, applies: bool, where: str, default):
     return default if value is None else value
 
 
-def build_promoter_dataset(
-    config: PromoterDatasetConfig, out_dir: str | Path, *, overwrite: bool = False
-) -> dict:
+def build_promoter_dataset(config: PromoterDatasetConfig, out_dir: str | Path, *,
+                           overwrite: bool = False) -> dict:
     """Build the dataset described by ``config`` into ``out_dir`` (atomically); return its manifest."""
     out_dir = writable_dataset_dir(out_dir, overwrite)
     with contextlib.ExitStack() as stack:
@@ -182,20 +167,11 @@ def build_promoter_dataset(
     order_rng = config.rng(_ORDER_STREAM)
     splits = {name: [rows[i] for i in order_rng.permutation(len(rows))] for name, rows in splits.items()}
 
-    manifest = {
-        "format": FORMAT,
-        "genolong_version": __version__,
-        "columns": list(COLUMNS),
-        "sequence_length": length,
-        "sources": _sources(config),
-        "positives": positive_info,
-        "negatives": negative_info,
-        "max_n_fraction": config.max_n_fraction,
-        "deduplication": dict(sorted(dropped.items())),
-        "split": _split_info(config),
-        "seed": config.seed,
-        "counts": {name: _label_counts(rows) for name, rows in splits.items()},
-    }
+    manifest = {"format": FORMAT, "genolong_version": __version__, "columns": list(COLUMNS),
+                "sequence_length": length, "sources": _sources(config), "positives": positive_info,
+                "negatives": negative_info, "max_n_fraction": config.max_n_fraction,
+                "deduplication": dict(sorted(dropped.items())), "split": _split_info(config),
+                "seed": config.seed, "counts": {name: label_counts(rows) for name, rows in splits.items()}}
     lacking = {name: counts for name, counts in manifest["counts"].items() if 0 in counts.values()}
     if lacking:
         raise UserError(f"the dataset would have splits without promoters or without non-promoters: {lacking} "
@@ -227,21 +203,11 @@ def _read_positives(config, genome, sites) -> tuple[list[PromoterRecord], dict]:
         records, skipped = cut_tss_windows(genome, sites, config.window, max_n_fraction=config.max_n_fraction)
         if not records:
             raise UserError(
-                f"no usable TSS window: {len(sites)} TSSs in {config.tss_bed}, skipped {dict(skipped)}"
-            )
-        window = {
-            "start": config.window.start,
-            "end": config.window.end,
-            "length": config.window.length,
-            "tss_column": -config.window.start,
-        }
-        return records, {
-            "source": "tss_bed",
-            "tss_read": len(sites),
-            "window": window,
-            "kept": len(records),
-            "skipped": dict(sorted(skipped.items())),
-        }
+                f"no usable TSS window: {len(sites)} TSSs in {config.tss_bed}, skipped {dict(skipped)}")
+        window = {"start": config.window.start, "end": config.window.end, "length": config.window.length,
+                  "tss_column": -config.window.start}
+        return records, {"source": "tss_bed", "tss_read": len(sites), "window": window, "kept": len(records),
+                         "skipped": dict(sorted(skipped.items()))}
     if config.text is not None:
         records, source = read_sequence_lines(config.text, 1), "text"
     else:
@@ -249,9 +215,8 @@ def _read_positives(config, genome, sites) -> tuple[list[PromoterRecord], dict]:
     kept = [r for r in records if n_fraction(r.sequence) <= config.max_n_fraction]
     skipped = {"too_many_n": len(records) - len(kept)} if len(kept) < len(records) else {}
     if not kept:
-        raise UserError(
-            f"every positive has more than {config.max_n_fraction:.0%} N", hint="raise --max-n-fraction"
-        )
+        raise UserError(f"every positive has more than {config.max_n_fraction:.0%} N",
+                        hint="raise --max-n-fraction")
     return kept, {"source": source, "read": len(records), "kept": len(kept), "skipped": skipped}
 
 
@@ -261,21 +226,14 @@ def _read_independent_negatives(config, genome, sites, n_positives: int) -> tupl
         info.update(per_positive=config.per_positive, pieces=NUM_PIECES, kept_pieces=KEPT_PIECES)
         return [], info
     if config.negatives == "genomic":
-        records, rejected = sample_genomic_negatives(
-            genome,
-            sites,
-            config.window.length,
-            config.per_positive * n_positives,
-            min_distance=config.min_tss_distance,
-            rng=config.rng(_GENOMIC_STREAM),
-            max_n_fraction=config.max_n_fraction,
-        )
-        info.update(
-            per_positive=config.per_positive,
-            min_tss_distance=config.min_tss_distance,
-            strand="uniform random, minus strand reverse-complemented",
-            redrawn=dict(sorted(rejected.items())),
-        )
+        records, rejected = sample_genomic_negatives(genome, sites, config.window.length,
+                                                     config.per_positive * n_positives,
+                                                     min_distance=config.min_tss_distance,
+                                                     rng=config.rng(_GENOMIC_STREAM),
+                                                     max_n_fraction=config.max_n_fraction)
+        info.update(per_positive=config.per_positive, min_tss_distance=config.min_tss_distance,
+                    strand="uniform random, minus strand reverse-complemented",
+                    redrawn=dict(sorted(rejected.items())))
         return records, info
     records = read_fasta_records(config.negative_fasta, 0)
     kept = [r for r in records if n_fraction(r.sequence) <= config.max_n_fraction]
@@ -291,12 +249,10 @@ def _common_length(records: list[PromoterRecord], config: PromoterDatasetConfig)
             raise UserError(
                 f"record {record.id!r} is {len(record.sequence)} bp but {records[0].id!r} is {length} bp; "
                 "a promoter dataset needs one length (else length alone separates the classes)",
-                hint="trim or filter the inputs to one length",
-            )
+                hint="trim or filter the inputs to one length")
     if config.negatives in DERIVED_METHODS and length < NUM_PIECES:
         raise UserError(
-            f"sequences of {length} bp are too short to cut into {NUM_PIECES} pieces for negatives"
-        )
+            f"sequences of {length} bp are too short to cut into {NUM_PIECES} pieces for negatives")
     return length
 
 
@@ -305,11 +261,8 @@ def _split(config, records, genome) -> dict[str, list[PromoterRecord]]:
         return stratified_random_split(records, config.fractions, config.rng(_SPLIT_STREAM))
     if genome is None:
         return chromosome_split(records, config.valid_chroms, config.test_chroms)
-    return chromosome_split(
-        records,
-        [genome.resolve(c) for c in config.valid_chroms],
-        [genome.resolve(c) for c in config.test_chroms],
-    )
+    return chromosome_split(records, [genome.resolve(c) for c in config.valid_chroms],
+                            [genome.resolve(c) for c in config.test_chroms])
 
 
 def _add_derived_negatives(config, splits: dict[str, list[PromoterRecord]]) -> int:
@@ -331,29 +284,18 @@ def _add_derived_negatives(config, splits: dict[str, list[PromoterRecord]]) -> i
 def _split_info(config) -> dict:
     if config.split == "random":
         return {"method": "random", "stratified_by": "label", "fractions": list(config.fractions)}
-    return {
-        "method": "chromosome",
-        "valid_chroms": list(config.valid_chroms),
-        "test_chroms": list(config.test_chroms),
-    }
+    return {"method": "chromosome", "valid_chroms": list(config.valid_chroms),
+            "test_chroms": list(config.test_chroms)}
 
 
 def _sources(config) -> list[dict]:
-    roles = [
-        ("tss_bed", config.tss_bed),
-        ("genome", config.genome),
-        ("positives_text", config.text),
-        ("positives_fasta", config.fasta),
-        ("negatives_fasta", config.negative_fasta),
-    ]
-    return [
-        {"role": role, "path": str(Path(path).resolve()), "sha256": sha256_file(path)}
-        for role, path in roles
-        if path is not None
-    ]
+    roles = [("tss_bed", config.tss_bed), ("genome", config.genome), ("positives_text", config.text),
+             ("positives_fasta", config.fasta), ("negatives_fasta", config.negative_fasta)]
+    return [{"role": role, "path": str(Path(path).resolve()), "sha256": sha256_file(path)}
+            for role, path in roles if path is not None]
 
 
-def _label_counts(rows: list[PromoterRecord]) -> dict[str, int]:
+def label_counts(rows: list[PromoterRecord]) -> dict[str, int]:
     counts = Counter(r.label for r in rows)
     return {"0": counts[0], "1": counts[1]}
 

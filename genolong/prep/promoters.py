@@ -52,8 +52,7 @@ class TssWindow:
     """Offsets of a window around a TSS, half-open, counted along the transcript.
 
     The window covers TSS offsets ``start .. end - 1`` (offset 0 is the TSS), so it is
-    ``end - start`` bp long and the TSS sits at column ``-start``.
-    """
+    ``end - start`` bp long and the TSS sits at column ``-start``."""
 
     start: int
     end: int
@@ -75,8 +74,7 @@ class TssWindow:
         if match is None:
             raise ConfigError(
                 f"window {text!r} is neither a preset ({', '.join(WINDOW_PRESETS)}) nor START:END, "
-                "e.g. -249:51"
-            )
+                "e.g. -249:51")
         return cls(int(match[1]), int(match[2]))
 
     def genomic_interval(self, tss: int, strand: str) -> tuple[int, int]:
@@ -84,8 +82,7 @@ class TssWindow:
 
         Plus strand: offset ``o`` is position ``tss + o``. Minus strand: offset ``o`` is
         position ``tss - o``, so the window is ``[tss - end + 1, tss - start + 1)`` read
-        backwards (reverse complement).
-        """
+        backwards (reverse complement)."""
         if strand == "+":
             return tss + self.start, tss + self.end
         return tss - self.end + 1, tss - self.start + 1
@@ -142,10 +139,8 @@ def _parse_tss_line(path: Path, line_number: int, fields: list[str]) -> Tss:
         return Tss(chrom, thick[0], strand, name)
     if end - start == 1:
         return Tss(chrom, start, strand, name)
-    raise fail(
-        f"cannot tell where the TSS is: the interval {start}-{end} is {end - start} bp and there is "
-        "no 1-bp thickStart/thickEnd; give the TSS as a 1-bp interval"
-    )
+    raise fail(f"cannot tell where the TSS is: the interval {start}-{end} is {end - start} bp and there is "
+               "no 1-bp thickStart/thickEnd; give the TSS as a 1-bp interval")
 
 
 def n_fraction(sequence: str) -> float:
@@ -153,14 +148,12 @@ def n_fraction(sequence: str) -> float:
     return sequence.count("N") / len(sequence)
 
 
-def cut_tss_windows(
-    genome, sites: list[Tss], window: TssWindow, *, max_n_fraction: float = 0.0
-) -> tuple[list[PromoterRecord], Counter]:
+def cut_tss_windows(genome, sites: list[Tss], window: TssWindow, *,
+                    max_n_fraction: float = 0.0) -> tuple[list[PromoterRecord], Counter]:
     """Cut one positive window per TSS, reverse-complemented on the minus strand.
 
     Args:
         genome: a :class:`genolong.dna.genome.Genome`.
-        sites: the TSSs.
         window: offsets around each TSS.
         max_n_fraction: windows with a larger fraction of ``N`` are skipped.
 
@@ -216,12 +209,8 @@ def read_sequence_lines(path: str | Path, label: int) -> list[PromoterRecord]:
             if length is None:
                 length = len(sequence)
             elif len(sequence) != length:
-                raise InputError(
-                    path,
-                    f"sequence is {len(sequence)} bp but the first is {length} bp; "
-                    "the one-sequence-per-line format needs one length",
-                    line=line_number,
-                )
+                raise InputError(path, f"sequence is {len(sequence)} bp but the first is {length} bp; "
+                                 "the one-sequence-per-line format needs one length", line=line_number)
             records.append(PromoterRecord(f"{path.stem}:{line_number}", sequence, label))
     if not records:
         raise InputError(path, "no sequences found")

@@ -26,7 +26,7 @@ classes within a source.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -40,7 +40,7 @@ from genolong.datasets.promoter import FORMAT, SOURCE_COLUMNS, PromoterRecord
 from genolong.dna.sequence import read_fasta, reverse_complement
 
 from .negatives import DERIVED_METHODS, derive_negatives
-from .promoter_dataset import writable_dataset_dir, write_dataset
+from .promoter_dataset import label_counts, writable_dataset_dir, write_dataset
 from .promoters import n_fraction, read_fasta_records, read_sequence_lines
 from .splits import deduplicate
 
@@ -84,8 +84,7 @@ class SourceGroup:
 class SourceSplitConfig:
     """A held-out-source dataset: its groups, derived negatives, the in-source test fraction, the seed.
 
-    Paths in the groups are relative to ``root`` (default: the spec file's directory).
-    """
+    Paths in the groups are relative to ``root`` (default: the spec file's directory)."""
 
     groups: list[SourceGroup]
     derived: list[str] = field(default_factory=lambda: ["substitution", "shuffle"])
@@ -98,8 +97,7 @@ class SourceSplitConfig:
         unknown = sorted(set(self.derived) - set(DERIVED_METHODS))
         if unknown:
             raise ConfigError(
-                f"unknown derived negatives {unknown}; choose from {', '.join(DERIVED_METHODS)}"
-            )
+                f"unknown derived negatives {unknown}; choose from {', '.join(DERIVED_METHODS)}")
         roles = Counter(g.role for g in self.groups)
         if not roles["train"] or not roles["test"]:
             raise ConfigError("a held-out-source split needs at least one train and one test source")
@@ -119,8 +117,7 @@ def load_source_split_config(spec: str | Path, root: str | Path | None = None) -
     """Read a YAML spec (a path, or the name of a shipped one in ``configs/promoter_sources/``).
 
     Its paths resolve against ``root`` when given, else against the spec's ``root`` key taken
-    relative to the spec's directory.
-    """
+    relative to the spec's directory."""
     path = preset_path("promoter_sources", str(spec))
     data = read_yaml(path)
     data["root"] = str(root if root is not None else path.parent / data.get("root", "."))
@@ -155,8 +152,7 @@ def genome_windows(path: Path, count: int, length: int, rng: np.random.Generator
         seen.add((name, start, strand))
         sequence = window if strand == "+" else reverse_complement(window)
         records.append(
-            PromoterRecord(f"{name}:{start}{strand}", sequence, 0, name, start, start + length, strand)
-        )
+            PromoterRecord(f"{name}:{start}{strand}", sequence, 0, name, start, start + length, strand))
     if len(records) < count:
         raise UserError(f"{path}: found only {len(records)} of {count} N-free {length}-bp windows")
     return records
@@ -166,19 +162,7 @@ def read_group(group: SourceGroup, config: SourceSplitConfig) -> list[PromoterRe
     """Every record of one group, tagged with its source ``<group>/<file stem>``."""
 
     def tagged(records: list[PromoterRecord], stem: str) -> list[PromoterRecord]:
-        return [
-            PromoterRecord(
-                f"{group.name}/{r.id}",
-                r.sequence,
-                r.label,
-                r.chrom,
-                r.start,
-                r.end,
-                r.strand,
-                f"{group.name}/{stem}",
-            )
-            for r in records
-        ]
+        return [replace(r, id=f"{group.name}/{r.id}", source=f"{group.name}/{stem}") for r in records]
 
     records = []
     for name in group.promoters:
@@ -197,9 +181,8 @@ def read_group(group: SourceGroup, config: SourceSplitConfig) -> list[PromoterRe
 
 def split_by_source(config: SourceSplitConfig) -> tuple[dict[str, list[PromoterRecord]], Counter]:
     """The four splits (before derived negatives) and the deduplication counts."""
-    by_role = {
-        role: [r for g in config.groups if g.role == role for r in read_group(g, config)] for role in ROLES
-    }
+    by_role = {role: [r for g in config.groups if g.role == role for r in read_group(g, config)]
+               for role in ROLES}
     records, dropped = deduplicate(by_role["test"] + by_role["valid"] + by_role["train"])
     kept = {id(r) for r in records}
     splits = {role: [r for r in by_role[role] if id(r) in kept] for role in ROLES}
@@ -207,9 +190,8 @@ def split_by_source(config: SourceSplitConfig) -> tuple[dict[str, list[PromoterR
     return splits, dropped
 
 
-def _hold_out_at_random(
-    records: list[PromoterRecord], config: SourceSplitConfig
-) -> tuple[list[PromoterRecord], list[PromoterRecord]]:
+def _hold_out_at_random(records: list[PromoterRecord],
+                        config: SourceSplitConfig) -> tuple[list[PromoterRecord], list[PromoterRecord]]:
     """Per source and label, a seeded ``random_test_fraction`` of the records (rounded) is held out."""
     rng = config.rng(_SPLIT_STREAM)
     groups: dict[tuple[str, int], list[PromoterRecord]] = {}
@@ -227,8 +209,7 @@ def _hold_out_at_random(
 def add_derived_negatives(splits: dict[str, list[PromoterRecord]], config: SourceSplitConfig) -> int:
     """Append each derived negative kind, made from each split's own promoters; return the collisions dropped.
 
-    A derived negative's source is its promoter's source plus ``|<method>``.
-    """
+    A derived negative's source is its promoter's source plus ``|<method>``."""
     rng = config.rng(_NEGATIVE_STREAM)
     seen = {r.sequence for rows in splits.values() for r in rows}
     collisions = 0
@@ -242,26 +223,12 @@ def add_derived_negatives(splits: dict[str, list[PromoterRecord]], config: Sourc
                     continue
                 seen.add(negative.sequence)
                 source = f"{source_of[negative.id.rsplit('|', 1)[0]]}|{method}"
-                splits[name].append(_with_source(negative, source))
+                splits[name].append(replace(negative, source=source))
     return collisions
 
 
-def _with_source(record: PromoterRecord, source: str) -> PromoterRecord:
-    return PromoterRecord(
-        record.id,
-        record.sequence,
-        record.label,
-        record.chrom,
-        record.start,
-        record.end,
-        record.strand,
-        source,
-    )
-
-
-def build_source_split_dataset(
-    config: SourceSplitConfig, out_dir: str | Path, *, overwrite: bool = False
-) -> dict:
+def build_source_split_dataset(config: SourceSplitConfig, out_dir: str | Path, *,
+                               overwrite: bool = False) -> dict:
     """Build the held-out-source dataset of ``config`` into ``out_dir`` (atomically); return its manifest."""
     out_dir = writable_dataset_dir(out_dir, overwrite)
     splits, dropped = split_by_source(config)
@@ -273,44 +240,24 @@ def build_source_split_dataset(
             raise UserError(f"split {name} needs promoters and non-promoters; check the roles of the sources")
     lengths = [len(r.sequence) for rows in splits.values() for r in rows]
     manifest = {
-        "format": FORMAT,
-        "genolong_version": __version__,
-        "columns": list(SOURCE_COLUMNS),
-        "sequence_length": max(lengths),
-        "min_sequence_length": min(lengths),
+        "format": FORMAT, "genolong_version": __version__, "columns": list(SOURCE_COLUMNS),
+        "sequence_length": max(lengths), "min_sequence_length": min(lengths),
         "sources": _source_files(config),
         "negatives": {"method": "+".join(["real", *config.derived]), "derived": list(config.derived)},
         "deduplication": dict(sorted(dropped.items())),
-        "split": {
-            "method": "source",
-            "roles": {g.name: g.role for g in config.groups},
-            "random_test_fraction": config.random_test_fraction,
-        },
+        "split": {"method": "source", "roles": {g.name: g.role for g in config.groups},
+                  "random_test_fraction": config.random_test_fraction},
         "seed": config.seed,
-        "counts": {name: _counts(rows) for name, rows in splits.items()},
-        "counts_by_source": {name: _counts_by_source(rows) for name, rows in splits.items()},
+        "counts": {name: label_counts(rows) for name, rows in splits.items()},
+        "counts_by_source": {name: dict(sorted(Counter(r.source for r in rows).items()))
+                             for name, rows in splits.items()},
     }
     write_dataset(out_dir, splits, manifest)
     return manifest
 
 
 def _source_files(config: SourceSplitConfig) -> list[dict]:
-    return [
-        {
-            "group": g.name,
-            "role": g.role,
-            "path": str(config.path(name).resolve()),
-            "sha256": sha256_file(config.path(name)),
-        }
-        for g in config.groups
-        for name in [*g.promoters, *g.non_promoters, *([g.genome] if g.genome else [])]
-    ]
-
-
-def _counts(rows: list[PromoterRecord]) -> dict[str, int]:
-    counts = Counter(r.label for r in rows)
-    return {"0": counts[0], "1": counts[1]}
-
-
-def _counts_by_source(rows: list[PromoterRecord]) -> dict[str, int]:
-    return dict(sorted(Counter(r.source for r in rows).items()))
+    return [{"group": g.name, "role": g.role, "path": str(config.path(name).resolve()),
+             "sha256": sha256_file(config.path(name))}
+            for g in config.groups
+            for name in [*g.promoters, *g.non_promoters, *([g.genome] if g.genome else [])]]

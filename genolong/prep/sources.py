@@ -77,39 +77,22 @@ class Source:
         return f"{self.target} ({self.provider})"
 
 
-GRCH37_UCSC = Source(
-    target="grch37",
-    provider="ucsc",
-    title="GRCh37/hg19 from UCSC, soft-masked, with haplotypes and unplaced contigs",
-    url="https://hgdownload.soe.ucsc.edu/goldenPath/hg19/bigZips/hg19.fa.gz",
-    checksum_file="md5sum.txt",
-    checksum_format="md5sum",
-    kind="genome",
-)
-GRCH37_ENSEMBL = Source(
-    target="grch37",
-    provider="ensembl",
-    title="GRCh37 primary assembly from Ensembl, unmasked, MT = rCRS",
-    url="https://ftp.ensembl.org/pub/grch37/current/fasta/homo_sapiens/dna/"
-    "Homo_sapiens.GRCh37.dna.primary_assembly.fa.gz",
-    checksum_file="CHECKSUMS",
-    checksum_format="sum",
-    kind="genome",
-)
-EPDNEW = Source(
-    target="epdnew",
-    provider="epd",
-    title="EPDnew human promoters, release 006, TSS on hg19 (BED; no published checksum)",
-    url="https://epd.expasy.org/ftp/epdnew/H_sapiens/006/Hs_EPDnew_006_hg19.bed",
-)
-DEEPSEA = Source(
-    target="deepsea",
-    provider="princeton",
-    title="DeepSEA training bundle v0.9: train/valid/test.mat (no published checksum)",
-    url="http://deepsea.princeton.edu/media/code/deepsea_train_bundle.v0.9.tar.gz",
-    kind="archive",
-    required_members=("train.mat", "valid.mat", "test.mat"),
-)
+GRCH37_UCSC = Source(target="grch37", provider="ucsc",
+                     title="GRCh37/hg19 from UCSC, soft-masked, with haplotypes and unplaced contigs",
+                     url="https://hgdownload.soe.ucsc.edu/goldenPath/hg19/bigZips/hg19.fa.gz",
+                     checksum_file="md5sum.txt", checksum_format="md5sum", kind="genome")
+GRCH37_ENSEMBL = Source(target="grch37", provider="ensembl",
+                        title="GRCh37 primary assembly from Ensembl, unmasked, MT = rCRS",
+                        url="https://ftp.ensembl.org/pub/grch37/current/fasta/homo_sapiens/dna/"
+                        "Homo_sapiens.GRCh37.dna.primary_assembly.fa.gz", checksum_file="CHECKSUMS",
+                        checksum_format="sum", kind="genome")
+EPDNEW = Source(target="epdnew", provider="epd",
+                title="EPDnew human promoters, release 006, TSS on hg19 (BED; no published checksum)",
+                url="https://epd.expasy.org/ftp/epdnew/H_sapiens/006/Hs_EPDnew_006_hg19.bed")
+DEEPSEA = Source(target="deepsea", provider="princeton",
+                 title="DeepSEA training bundle v0.9: train/valid/test.mat (no published checksum)",
+                 url="http://deepsea.princeton.edu/media/code/deepsea_train_bundle.v0.9.tar.gz",
+                 kind="archive", required_members=("train.mat", "valid.mat", "test.mat"))
 
 #: Every known source, in the order ``data status`` lists them.
 SOURCES: tuple[Source, ...] = (GRCH37_UCSC, GRCH37_ENSEMBL, EPDNEW, DEEPSEA)
@@ -121,10 +104,8 @@ USAGES: tuple[tuple[tuple[str, ...], str], ...] = (
     (("grch37",), "genolong tokenizer train --genome {grch37} --out TOKENIZER_DIR"),
     (("grch37",), "genolong corpus build --genome {grch37} --tokenizer TOKENIZER_DIR --out CORPUS_DIR"),
     (("epdnew", "grch37"), "genolong promoter prepare --tss {epdnew} --genome {grch37} --out PROMOTER_DIR"),
-    (
-        ("deepsea", "grch37"),
-        "genolong chromatin prepare --mat-dir {deepsea} --genome {grch37} --out CHROMATIN_DIR",
-    ),
+    (("deepsea", "grch37"),
+     "genolong chromatin prepare --mat-dir {deepsea} --genome {grch37} --out CHROMATIN_DIR"),
     (("deepsea",), "genolong chromatin prepare --mat-dir {deepsea} --out CHROMATIN_DIR"),
 )
 
@@ -145,24 +126,14 @@ def get_source(target: str, provider: str | None = None) -> Source:
     raise UserError(f"{target} has no provider {provider!r}; choose from {', '.join(providers)}")
 
 
-def fetch_source(
-    source: Source,
-    cache: DataCache,
-    *,
-    url: str | None = None,
-    sha256: str | None = None,
-    offline: bool = False,
-    progress: bool = True,
-    **network_options,
-) -> Path:
+def fetch_source(source: Source, cache: DataCache, *, url: str | None = None, sha256: str | None = None,
+                 offline: bool = False, progress: bool = True, **network_options) -> Path:
     """Download, verify and prepare ``source`` in ``cache``; return its ready path.
 
     Does nothing when the products are already there. Safe to run in several processes
     at once: each file is locked while it is downloaded or derived.
 
     Args:
-        source: what to fetch.
-        cache: where to put it.
         url: download from here instead (a mirror, ``file://`` or a local path). The
             provider's checksum file is looked for beside it.
         sha256: the file must have this SHA-256.
@@ -181,10 +152,8 @@ def fetch_source(
         return ready_path_of(source, cache, entry)
     if offline:
         state = "downloaded but not prepared" if cache.cached(source.relpath) else "not in the cache"
-        raise NotCachedError(
-            f"{source.label} is {state} ({cache.root}) and --offline forbids downloading",
-            hint=f"run `genolong data fetch {source.target}` without --offline",
-        )
+        raise NotCachedError(f"{source.label} is {state} ({cache.root}) and --offline forbids downloading",
+                             hint=f"run `genolong data fetch {source.target}` without --offline")
     download_url = url or source.url
     provider_check = _provider_checksum(source, download_url, user_url=url is not None, **network_options)
     expected += [provider_check] if provider_check else []
@@ -220,10 +189,8 @@ def ready_path(target: str, provider: str | None = None, cache: DataCache | None
         entry = cache.entry(source.relpath)
         if entry is not None and cache.products_present(entry):
             return ready_path_of(source, cache, entry)
-    raise NotCachedError(
-        f"{target} is not in the data cache {cache.root}",
-        hint=f"run `genolong data fetch {target}` (or pass its path explicitly)",
-    )
+    raise NotCachedError(f"{target} is not in the data cache {cache.root}",
+                         hint=f"run `genolong data fetch {target}` (or pass its path explicitly)")
 
 
 def ready_path_of(source: Source, cache: DataCache, entry: Entry) -> Path:
@@ -231,9 +198,8 @@ def ready_path_of(source: Source, cache: DataCache, entry: Entry) -> Path:
     if source.kind == "genome":
         return cache.path(_genome_relpath(source))
     if source.kind == "archive":
-        member = next(
-            path for path in entry.products if PurePosixPath(path).name == source.required_members[0]
-        )
+        first = source.required_members[0]
+        member = next(path for path in entry.products if PurePosixPath(path).name == first)
         return cache.path(str(PurePosixPath(member).parent))
     return cache.path(source.relpath)
 
@@ -243,7 +209,6 @@ class SourceStatus:
     """What the cache holds of one source.
 
     Attributes:
-        source: the source.
         state: ``ready``, ``not prepared`` (downloaded, products missing), ``partial``
             (an interrupted download), ``changed`` (file differs from the manifest),
             ``corrupt`` (SHA-256 differs; only with ``verify``) or ``missing``.
@@ -263,12 +228,8 @@ def source_status(source: Source, cache: DataCache, *, verify: bool = False) -> 
     part = partial_path(cache.path(source.relpath))
     if entry is None:
         if part.exists():
-            return SourceStatus(
-                source,
-                "partial",
-                f"{human_size(part.stat().st_size)} downloaded so far; "
-                f"`genolong data fetch {source.target}` resumes",
-            )
+            return SourceStatus(source, "partial", f"{human_size(part.stat().st_size)} downloaded so far; "
+                                f"`genolong data fetch {source.target}` resumes")
         return SourceStatus(source, "missing", source.title)
     on_disk = cache.path(source.relpath).exists()
     checks = ", ".join(entry.verified) if entry.verified else "no provider checksum; sha256 recorded"
@@ -284,23 +245,20 @@ def source_status(source: Source, cache: DataCache, *, verify: bool = False) -> 
     if not cache.products_present(entry):
         return SourceStatus(source, "not prepared", f"{detail}; run `genolong data fetch {source.target}`")
     products = sum(entry.products.values())
-    return SourceStatus(
-        source, "ready", f"{detail}; products {human_size(products)}", ready_path_of(source, cache, entry)
-    )
+    return SourceStatus(source, "ready", f"{detail}; products {human_size(products)}",
+                        ready_path_of(source, cache, entry))
 
 
 # -- helpers ---------------------------------------------------------------------------------
 
 
-def _provider_checksum(
-    source: Source, download_url: str, *, user_url: bool, **network_options
-) -> Checksum | None:
+def _provider_checksum(source: Source, download_url: str, *, user_url: bool,
+                       **network_options) -> Checksum | None:
     """The provider's checksum of the file, read from the checksum file beside ``download_url``.
 
     A missing checksum file or entry is an error for the default URL (the provider moved
     things: better to stop than to skip verification) and a warning for a user's ``--url``
-    (a mirror or a local copy may not carry it).
-    """
+    (a mirror or a local copy may not carry it)."""
     if source.checksum_file is None:
         return None
     local = local_path(download_url)
@@ -318,25 +276,22 @@ def _provider_checksum(
     if problem is None:
         return check
     if not user_url:
-        raise DownloadError(
-            f"{source.label}: {problem}", hint="pass --sha256 HEX to verify the file yourself"
-        )
+        raise DownloadError(f"{source.label}: {problem}",
+                            hint="pass --sha256 HEX to verify the file yourself")
     log.warning("%s: %s; the file is checked only against --sha256 if given", source.label, problem)
     return None
 
 
 def _genome_relpath(source: Source) -> str:
-    stem = source.filename.removesuffix(".gz")
-    return f"{source.target}/{stem}.bgz"
+    return f"{source.target}/{source.filename.removesuffix('.gz')}.bgz"
 
 
 def _make_products(source: Source, cache: DataCache, progress: bool) -> dict[str, int]:
     """Derive the usable files from the download; return their relative paths and sizes."""
     downloaded = cache.path(source.relpath)
     if source.kind == "genome":
-        prepared = prepare_genome(
-            downloaded, cache.path(_genome_relpath(source)), names="ucsc", progress=progress
-        )
+        prepared = prepare_genome(downloaded, cache.path(_genome_relpath(source)), names="ucsc",
+                                  progress=progress)
         paths = [prepared.path, *index_paths(prepared.path)]
         return {os.path.relpath(path, cache.root): path.stat().st_size for path in paths}
     if source.kind == "archive":
@@ -345,11 +300,8 @@ def _make_products(source: Source, cache: DataCache, progress: bool) -> dict[str
         names = {PurePosixPath(member).name for member in files}
         missing = [name for name in source.required_members if name not in names]
         if missing:
-            raise InputError(
-                downloaded,
-                f"the archive lacks {', '.join(missing)}",
-                hint="check the URL: this is not the expected bundle",
-            )
+            raise InputError(downloaded, f"the archive lacks {', '.join(missing)}",
+                             hint="check the URL: this is not the expected bundle")
         return {f"{folder}/{member}": size for member, size in files.items()}
     _check_bed(downloaded)
     return {source.relpath: downloaded.stat().st_size}
@@ -365,12 +317,8 @@ def _check_bed(path: Path) -> None:
             fields = line.split()
             if len(fields) >= 6 and fields[1].isdigit() and fields[2].isdigit() and fields[5] in "+-.":
                 return
-            raise InputError(
-                path,
-                "not a BED file with strand (6+ columns: chrom start end name score strand)",
-                line=number,
-                hint="check the URL",
-            )
+            problem = "not a BED file with strand (6+ columns: chrom start end name score strand)"
+            raise InputError(path, problem, line=number, hint="check the URL")
     raise InputError(path, "empty BED file", hint="check the URL")
 
 

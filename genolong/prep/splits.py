@@ -59,32 +59,26 @@ def check_fractions(fractions: Sequence[float]) -> tuple[float, float, float]:
     return tuple(float(f) for f in fractions)
 
 
-def stratified_random_split(
-    records: Sequence[PromoterRecord], fractions: Sequence[float], rng: np.random.Generator
-) -> dict[str, list[PromoterRecord]]:
+def stratified_random_split(records: Sequence[PromoterRecord], fractions: Sequence[float],
+                            rng: np.random.Generator) -> dict[str, list[PromoterRecord]]:
     """Split each label separately at ``fractions`` (train, valid, test) after a seeded shuffle.
 
-    Valid and test get ``round(n * fraction)`` records of each label; train the rest.
-    """
+    Valid and test get ``round(n * fraction)`` records of each label; train the rest."""
     _, valid_fraction, test_fraction = check_fractions(fractions)
     splits = {name: [] for name in SPLITS}
     for label in sorted({r.label for r in records}):
         group = [r for r in records if r.label == label]
         order = rng.permutation(len(group))
         n_valid, n_test = round(len(group) * valid_fraction), round(len(group) * test_fraction)
-        cuts = {
-            "valid": order[:n_valid],
-            "test": order[n_valid : n_valid + n_test],
-            "train": order[n_valid + n_test :],
-        }
+        cuts = {"valid": order[:n_valid], "test": order[n_valid : n_valid + n_test],
+                "train": order[n_valid + n_test :]}
         for name, indices in cuts.items():
             splits[name].extend(group[i] for i in sorted(indices))
     return splits
 
 
-def chromosome_split(
-    records: Sequence[PromoterRecord], valid_chroms: Sequence[str], test_chroms: Sequence[str]
-) -> dict[str, list[PromoterRecord]]:
+def chromosome_split(records: Sequence[PromoterRecord], valid_chroms: Sequence[str],
+                     test_chroms: Sequence[str]) -> dict[str, list[PromoterRecord]]:
     """Hold out whole chromosomes: ``valid_chroms`` -> valid, ``test_chroms`` -> test, rest -> train.
 
     Raises:
@@ -92,10 +86,8 @@ def chromosome_split(
             chromosome that no record is on (a typo would otherwise leave a split empty).
     """
     if any(r.chrom is None for r in records):
-        raise UserError(
-            "a chromosome split needs genomic coordinates; text and FASTA inputs have none",
-            hint="use --split random",
-        )
+        raise UserError("a chromosome split needs genomic coordinates; text and FASTA inputs have none",
+                        hint="use --split random")
     both = set(valid_chroms) & set(test_chroms)
     if both:
         raise ConfigError(f"chromosomes {sorted(both)} are held out for both valid and test")

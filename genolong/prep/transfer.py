@@ -103,8 +103,7 @@ def file_lock(path: str | os.PathLike) -> Iterator[None]:
     """Hold an exclusive ``flock`` on ``PATH.lock`` (waits, saying so, if another holds it).
 
     The lock belongs to an open file description, so it excludes other processes and other
-    threads of this process alike. The lock file stays behind; it is empty and harmless.
-    """
+    threads of this process alike. The lock file stays behind; it is empty and harmless."""
     lock = Path(path).with_name(Path(path).name + ".lock")
     lock.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
@@ -120,22 +119,12 @@ def file_lock(path: str | os.PathLike) -> Iterator[None]:
         os.close(fd)
 
 
-def download(
-    url: str,
-    dest: str | os.PathLike,
-    *,
-    expected: Iterable[Checksum] = (),
-    timeout: float = 30.0,
-    retries: int = 4,
-    backoff: float = 1.0,
-    progress: bool = True,
-) -> Download:
+def download(url: str, dest: str | os.PathLike, *, expected: Iterable[Checksum] = (), timeout: float = 30.0,
+             retries: int = 4, backoff: float = 1.0, progress: bool = True) -> Download:
     """Fetch ``url`` (``http(s)://``, ``file://`` or a local path) to ``dest``, verified.
 
     Args:
-        url: where to read.
         dest: final path; ``dest.part`` holds the bytes until they are verified.
-        expected: checksums the file must match.
         timeout: seconds to wait for a connection or for the next bytes.
         retries: further attempts after a transient failure; the count starts over
             whenever an attempt brings new bytes.
@@ -153,18 +142,12 @@ def download(
     expected = list(expected)
     part = PartFile(partial_path(dest), {"sha256", *(check.algorithm for check in expected)})
     try:
-        _retrying(
-            lambda: _attempt(url, part, timeout, progress, dest.name),
-            url=url,
-            retries=retries,
-            backoff=backoff,
-            progress=lambda: part.size,
-            hint=lambda: (
-                f"{part.size} bytes kept in {part.path.name}: run the same command again to resume"
-                if part.size
-                else None
-            ),
-        )
+        def kept() -> str | None:
+            resume = f"{part.size} bytes kept in {part.path.name}: run the same command again to resume"
+            return resume if part.size else None
+
+        _retrying(lambda: _attempt(url, part, timeout, progress, dest.name), url=url, retries=retries,
+                  backoff=backoff, progress=lambda: part.size, hint=kept)
         digests = part.digests()
         for check in expected:
             if digests[check.algorithm] != check.value:
@@ -173,8 +156,7 @@ def download(
                     f"{dest.name}: {check.algorithm} mismatch: expected {check.value} (from {check.origin}), "
                     f"got {digests[check.algorithm]}",
                     hint="the download was removed; run the command again to fetch it afresh, "
-                    "or check the URL/--sha256",
-                )
+                    "or check the URL/--sha256")
         part.commit(dest)
     finally:
         part.close()
@@ -197,8 +179,7 @@ def _retrying(attempt, *, url: str, retries: int, backoff: float, progress=lambd
 
     Waits ``backoff * 2**k`` seconds (at most :data:`MAX_BACKOFF`) before retry ``k + 1``;
     an attempt that increased ``progress()`` resets the count. Gives up with
-    :class:`DownloadError` after ``retries`` retries in a row without progress.
-    """
+    :class:`DownloadError` after ``retries`` retries in a row without progress."""
     failures = 0
     while True:
         before = progress()
@@ -207,9 +188,8 @@ def _retrying(attempt, *, url: str, retries: int, backoff: float, progress=lambd
         except _Transient as err:
             failures = 1 if progress() > before else failures + 1
             if failures > retries:
-                raise DownloadError(
-                    f"{url}: {err}; gave up after {failures} attempt(s)", hint=hint()
-                ) from None
+                raise DownloadError(f"{url}: {err}; gave up after {failures} attempt(s)",
+                                    hint=hint()) from None
             delay = min(backoff * 2 ** (failures - 1), MAX_BACKOFF)
             log.warning("%s: %s; retry %d/%d in %.1f s", url, err, failures, retries, delay)
             time.sleep(delay)
@@ -244,19 +224,9 @@ def _attempt(url: str, part: PartFile, timeout: float, progress: bool, label: st
         part.restart()
     if part.size == 0:
         part.validator = response.validator
-    with (
-        response.stream,
-        tqdm(
-            total=response.total,
-            initial=part.size,
-            unit="B",
-            unit_scale=True,
-            unit_divisor=1024,
-            desc=label,
-            disable=None if progress else True,
-            dynamic_ncols=True,
-        ) as bar,
-    ):
+    with response.stream, tqdm(total=response.total, initial=part.size, unit="B", unit_scale=True,
+                               unit_divisor=1024, desc=label, disable=None if progress else True,
+                               dynamic_ncols=True) as bar:
         try:
             while chunk := response.stream.read(CHUNK_SIZE):
                 part.append(chunk)
@@ -273,8 +243,7 @@ def _attempt(url: str, part: PartFile, timeout: float, progress: bool, label: st
 def _open(url: str, offset: int, timeout: float, validator: str | None = None) -> _Response:
     """Open ``url`` asking for the bytes from ``offset`` on; the response says where it starts.
 
-    ``validator`` (an ETag or a Last-Modified date) makes the range request conditional.
-    """
+    ``validator`` (an ETag or a Last-Modified date) makes the range request conditional."""
     local = local_path(url)
     if local is not None:
         if not local.is_file():
@@ -298,10 +267,8 @@ def _open(url: str, offset: int, timeout: float, validator: str | None = None) -
         if err.code == 416 and offset:
             raise _RangeNotSatisfiable(_content_range(err.headers.get("Content-Range", ""))[2]) from None
         if err.code in (404, 410):
-            raise NotFoundError(
-                f"{url}: the server says {err.code} {err.reason}",
-                hint="check the URL, or pass --url with a mirror or a local copy",
-            ) from None
+            raise NotFoundError(f"{url}: the server says {err.code} {err.reason}",
+                                hint="check the URL, or pass --url with a mirror or a local copy") from None
         if err.code in RETRY_STATUSES:
             raise _Transient(f"the server says {err.code} {err.reason}") from None
         raise DownloadError(f"{url}: the server says {err.code} {err.reason}") from None
@@ -312,8 +279,7 @@ def _open(url: str, offset: int, timeout: float, validator: str | None = None) -
         if isinstance(reason, OSError) and not isinstance(reason, ssl.SSLCertVerificationError):
             raise _Transient(f"cannot connect to {host} ({_describe(reason)})") from None
         raise DownloadError(
-            f"{url}: {_describe(reason) if isinstance(reason, OSError) else reason}"
-        ) from None
+            f"{url}: {_describe(reason) if isinstance(reason, OSError) else reason}") from None
     except (TimeoutError, ConnectionError, http.client.HTTPException) as err:
         raise _Transient(f"no answer from {host} ({_describe(err)})") from None
     if response.status == 206:
@@ -347,8 +313,7 @@ def local_path(url: str) -> Path | None:
         return None
     if parts.scheme and len(parts.scheme) > 1:
         raise UserError(
-            f"unsupported URL scheme {parts.scheme!r} in {url}; use http(s)://, file:// or a path"
-        )
+            f"unsupported URL scheme {parts.scheme!r} in {url}; use http(s)://, file:// or a path")
     return Path(url).expanduser()
 
 
@@ -374,5 +339,4 @@ def _describe(err: BaseException) -> str:
     """A short human description of a low-level network error."""
     if isinstance(err, TimeoutError | socket.timeout):
         return "timed out"
-    text = getattr(err, "strerror", None) or str(err) or type(err).__name__
-    return text
+    return getattr(err, "strerror", None) or str(err) or type(err).__name__

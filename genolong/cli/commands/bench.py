@@ -26,11 +26,8 @@ def register(subparsers) -> None:
     _add_size_arguments(attention.add_argument_group("model size (every model)"))
     _add_measurement_arguments(attention.add_argument_group("measurements"))
     attention.add_argument("--out", type=Path, default=Path("runs/bench"))
-    attention.add_argument(
-        "--resume",
-        action="store_true",
-        help="keep the measurements already in OUT/attention_DTYPE.csv and run the rest",
-    )
+    attention.add_argument("--resume", action="store_true",
+                           help="keep the measurements already in OUT/attention_DTYPE.csv and run the rest")
     attention.set_defaults(func=run_attention)
     declare(attention, inputs=["legacy_site"], directories={"out": OutputDirectory("bench")})
     _register_gpu(commands)
@@ -62,67 +59,40 @@ def _register_gpu(commands) -> None:
 
 
 def _add_model_arguments(group) -> None:
+    group.add_argument("--backbones", nargs="*", default=None, metavar="NAME",
+                       help="our backbones (default: every registered attention; none with an empty list)")
     group.add_argument(
-        "--backbones",
-        nargs="*",
-        default=None,
-        metavar="NAME",
-        help="our backbones (default: every registered attention; none with an empty list)",
-    )
-    group.add_argument(
-        "--peers",
-        nargs="*",
-        default=None,
-        metavar="NAME",
+        "--peers", nargs="*", default=None, metavar="NAME",
         help="peers: hf-bigbird hf-longformer hf-bert (installed transformers), hf4-bigbird lsg-bert "
         "(transformers 4.x from --legacy-site), and on request hf-esm, hf-modernbert, ref-dnabert2 (DNABERT-2's "
         "architecture in plain PyTorch) and the genolong conversions of these models with the same weights: "
         "converted-bigbird converted-bert converted-esm converted-modernbert converted-dnabert2, and made long "
         "with LSG (from 512 / 1,024 trained positions): lsg-dnabert2 lsg-modernbert; "
-        "default: all that can run, except the ones on request",
-    )
+        "default: all that can run, except the ones on request")
     group.add_argument(
-        "--legacy-site",
-        type=Path,
-        default=None,
-        metavar="DIR",
+        "--legacy-site", type=Path, default=None, metavar="DIR",
         help="package directory with transformers 4.x (4.44 tested) and lsg-converter, put first on the "
-        "PYTHONPATH of the hf4-bigbird and lsg-bert workers",
-    )
-    group.add_argument(
-        "--no-floor",
-        dest="floor",
-        action="store_false",
-        help="skip our model with the attention skipped (the floor)",
-    )
+        "PYTHONPATH of the hf4-bigbird and lsg-bert workers")
+    group.add_argument("--no-floor", dest="floor", action="store_false",
+                       help="skip our model with the attention skipped (the floor)")
 
 
 def _add_measurement_arguments(group) -> None:
     group.add_argument("--lengths", nargs="+", type=positive_int, default=DEFAULT_LENGTHS, metavar="N")
-    group.add_argument(
-        "--extra-lengths",
-        nargs="*",
-        type=positive_int,
-        default=DEFAULT_EXTRA_LENGTHS,
-        metavar="N",
-        help="lengths for our sparse backbones and the floor only (default: %(default)s)",
-    )
+    group.add_argument("--extra-lengths", nargs="*", type=positive_int, default=DEFAULT_EXTRA_LENGTHS,
+                       metavar="N",
+                       help="lengths for our sparse backbones and the floor only (default: %(default)s)")
     group.add_argument("--phases", nargs="+", choices=["forward", "train"], default=["forward", "train"])
     add_precision_argument(group)
     # the former name, in the commands of the measurements recorded in docs/results/attention.md
     group.add_argument("--dtype", dest="precision", type=precision_choice, help=argparse.SUPPRESS)
     group.add_argument("--threads", type=positive_int, default=2)
     group.add_argument("--repeats", type=positive_int, default=3, help="timed calls after the untimed first one")
-    group.add_argument(
-        "--budget", type=positive_float, default=30.0, help="fewer repeats once the timed calls took this many seconds"
-    )
+    group.add_argument("--budget", type=positive_float, default=30.0,
+                       help="fewer repeats once the timed calls took this many seconds")
     group.add_argument("--timeout", type=positive_float, default=1200, help="seconds per model and length")
-    group.add_argument(
-        "--max-memory-gb",
-        type=positive_float,
-        default=12,
-        help="kill a measurement whose resident set grows past this",
-    )
+    group.add_argument("--max-memory-gb", type=positive_float, default=12,
+                       help="kill a measurement whose resident set grows past this")
 
 
 def _add_size_arguments(group) -> None:
@@ -139,17 +109,15 @@ def run_attention(args) -> int:
 
     size = BenchSize(vocab_size=args.vocab, hidden_size=args.hidden, num_hidden_layers=args.layers,
                      num_attention_heads=args.heads, intermediate_size=args.ffn)
-    template = Spec(
-        model="", length=0, size=size,
-        dtype="bf16" if resolve_precision(args.precision, gpu=False) == "bf16-mixed" else "fp32", threads=args.threads, repeats=args.repeats,
-        budget_s=args.budget, phases=tuple(args.phases),
-        legacy_site=None if args.legacy_site is None else str(args.legacy_site.resolve()),
-    )
-    stem = run_attention_benchmark(
-        args.out, template, backbones=args.backbones, peers=args.peers, floor=args.floor, lengths=args.lengths,
-        extra_lengths=args.extra_lengths, timeout_s=args.timeout, max_memory_gb=args.max_memory_gb,
-        resume=args.resume,
-    )
+    template = Spec(model="", length=0, size=size,
+                    dtype="bf16" if resolve_precision(args.precision, gpu=False) == "bf16-mixed" else "fp32",
+                    threads=args.threads, repeats=args.repeats, budget_s=args.budget,
+                    phases=tuple(args.phases),
+                    legacy_site=None if args.legacy_site is None else str(args.legacy_site.resolve()))
+    stem = run_attention_benchmark(args.out, template, backbones=args.backbones, peers=args.peers,
+                                   floor=args.floor, lengths=args.lengths, extra_lengths=args.extra_lengths,
+                                   timeout_s=args.timeout, max_memory_gb=args.max_memory_gb,
+                                   resume=args.resume)
     print(f"wrote {stem}.csv, .md, .png, .json")
     return 0
 

@@ -54,33 +54,36 @@ def _workspace(args):
     return Workspace(args.genome, args.out, load_compare_config(args.preset), seed=args.seed)
 
 
-def _report(space, rows, table: str, columns) -> None:
+def _run_and_report(space, run, table: str, columns) -> int:
+    """``run()`` the experiment (stopped: how to continue), then print its table."""
     from genolong.evaluation.compare_report import markdown_table
-
-    print(markdown_table(rows, columns), end="")
-    print(f"results: {space.out / table}")
-
-
-def run_compare(args) -> int:
-    from genolong.evaluation.compare_report import COLUMNS
-    from genolong.experiments.compare import Interrupted, parse_backbones, run_comparison
+    from genolong.experiments.compare import Interrupted
     from genolong.training.stopping import TrainingStopped
 
-    space = _workspace(args)
     try:
-        rows = run_comparison(space, args.promoters, parse_backbones(args.backbones, space.config))
+        rows = run()
     except Interrupted as stopped:
         interrupts.stop(f"{stopped.args[0]} stopped early; run the same command again to continue")
     except TrainingStopped as stopped:
         raise _rerun_to_continue(stopped) from None
-    _report(space, rows, "comparison.csv", COLUMNS)
+    print(markdown_table(rows, columns), end="")
+    print(f"results: {space.out / table}")
     return 0
+
+
+def run_compare(args) -> int:
+    from genolong.evaluation.compare_report import COLUMNS
+    from genolong.experiments.compare import parse_backbones, run_comparison
+
+    space = _workspace(args)
+    backbones = parse_backbones(args.backbones, space.config)
+    return _run_and_report(space, lambda: run_comparison(space, args.promoters, backbones), "comparison.csv",
+                           COLUMNS)
 
 
 def run_ablation(args) -> int:
     from genolong.evaluation.compare_report import ABLATION_COLUMNS
-    from genolong.experiments.compare import Interrupted, parse_backbones, run_context_ablation
-    from genolong.training.stopping import TrainingStopped
+    from genolong.experiments.compare import parse_backbones, run_context_ablation
 
     space = _workspace(args)
     ablation = space.config.ablation
@@ -89,14 +92,8 @@ def run_ablation(args) -> int:
         lengths = [int(x) for x in args.lengths.split(",")] if args.lengths else ablation.lengths
     except ValueError:
         raise UserError(f"--lengths {args.lengths!r}: expected comma-separated integers") from None
-    try:
-        rows = run_context_ablation(space, backbones, lengths)
-    except Interrupted as stopped:
-        interrupts.stop(f"{stopped.args[0]} stopped early; run the same command again to continue")
-    except TrainingStopped as stopped:
-        raise _rerun_to_continue(stopped) from None
-    _report(space, rows, "context_ablation.csv", ABLATION_COLUMNS)
-    return 0
+    return _run_and_report(space, lambda: run_context_ablation(space, backbones, lengths),
+                           "context_ablation.csv", ABLATION_COLUMNS)
 
 
 def _rerun_to_continue(stopped):

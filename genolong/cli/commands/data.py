@@ -13,42 +13,35 @@ _TARGETS = ("grch37", "epdnew", "deepsea")
 
 
 def register(subparsers) -> None:
-    group = subparsers.add_parser(
-        "data", help="download GRCh37, EPDnew and DeepSEA into the cache; show the cache"
-    )
+    group = subparsers.add_parser("data",
+                                  help="download GRCh37, EPDnew and DeepSEA into the cache; show the cache")
     commands = group.add_subparsers(dest="data_command", metavar="SUBCOMMAND", required=True)
 
     fetch = commands.add_parser(
-        "fetch",
-        help="download, verify and prepare a data set (resumable)",
+        "fetch", help="download, verify and prepare a data set (resumable)",
         description="Download a data set into the cache, check it against the provider's checksum file "
         "where one exists (UCSC md5sum.txt, Ensembl CHECKSUMS), record its size and SHA-256, and "
         "prepare it: GRCh37 becomes an indexed bgzip FASTA with UCSC names, the DeepSEA bundle is "
-        "unpacked. Interrupted downloads resume; concurrent runs wait for each other.",
-    )
+        "unpacked. Interrupted downloads resume; concurrent runs wait for each other.")
     fetch.add_argument("target", choices=[*_TARGETS, "all"], help="what to fetch")
-    fetch.add_argument(
-        "--provider", choices=["ucsc", "ensembl"], help="where GRCh37 comes from (default: ucsc)"
-    )
+    fetch.add_argument("--provider", choices=["ucsc", "ensembl"],
+                       help="where GRCh37 comes from (default: ucsc)")
     fetch.add_argument("--dest", type=Path, help="cache directory (default: $GENOLONG_HOME/data)")
     fetch.add_argument("--url", help="download from this mirror URL, file:// URL or local path instead")
     fetch.add_argument("--sha256", help="the SHA-256 the download must have")
     fetch.add_argument("--offline", action="store_true", help="only check the cache; never download")
-    fetch.add_argument(
-        "--timeout", type=positive_float, default=30.0, help="seconds without data before a retry (default 30)"
-    )
+    fetch.add_argument("--timeout", type=positive_float, default=30.0,
+                       help="seconds without data before a retry (default 30)")
     fetch.add_argument("--retries", type=non_negative_int, default=4, help="retries after a network failure (default 4)")
     fetch.set_defaults(func=run_fetch)
     declare(fetch, inputs=["url"], directories={"dest": OutputDirectory(None)},
             defaults={"dest": lambda args: default_data_root()})
 
     status = commands.add_parser(
-        "status",
-        help="what is cached, its checksum state, and which commands can run",
+        "status", help="what is cached, its checksum state, and which commands can run",
         description="List each data set in the cache with its size, how it was verified and its state "
         "(ready, not prepared, partial, changed, corrupt, missing), then the commands that can read it. "
-        "Exit status 1 if --verify finds a corrupt file.",
-    )
+        "Exit status 1 if --verify finds a corrupt file.")
     status.add_argument("--dest", type=Path, help="cache directory (default: $GENOLONG_HOME/data)")
     status.add_argument("--verify", action="store_true", help="re-hash every download (reads gigabytes)")
     status.set_defaults(func=run_status)
@@ -67,15 +60,8 @@ def run_fetch(args) -> int:
     cache = DataCache(args.dest)
     for target in targets:
         source = get_source(target, args.provider if target == "grch37" else None)
-        path = fetch_source(
-            source,
-            cache,
-            url=args.url,
-            sha256=args.sha256,
-            offline=args.offline,
-            timeout=args.timeout,
-            retries=args.retries,
-        )
+        path = fetch_source(source, cache, url=args.url, sha256=args.sha256, offline=args.offline,
+                            timeout=args.timeout, retries=args.retries)
         print(f"{source.label}: ready: {path}")
     return 0
 

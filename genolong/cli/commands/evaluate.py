@@ -12,23 +12,19 @@ from genolong.cli.outputs import declare
 def add_parser(commands) -> None:
     """Add ``eval`` to the sub-commands of the chromatin group."""
     chromatin = commands.add_parser(
-        "eval",
-        help="per-profile ROC/PR AUC of a chromatin classifier, medians per class",
+        "eval", help="per-profile ROC/PR AUC of a chromatin classifier, medians per class",
         description="Scores every row of a split of a `genolong chromatin prepare` directory, writes the "
         "per-profile ROC AUC and PR AUC (average precision) table, and prints the median ROC AUC "
         "per class (TF, DHS, HM) next to the published DeepSEA and BigBird rows. Profiles "
-        "without both positives and negatives in the evaluated rows have no AUC (empty cells).",
-    )
+        "without both positives and negatives in the evaluated rows have no AUC (empty cells).")
     add_classifier_argument(chromatin, "chromatin classifier", required=True, promoter=False)
     chromatin.add_argument("--data", type=Path, required=True, help="prepared chromatin directory")
     chromatin.add_argument("--out", type=Path, required=True, help="aucs.csv to write")
     chromatin.add_argument("--split", default="test", help="split to evaluate (default: test)")
-    chromatin.add_argument(
-        "--rc", action="store_true", help="average each row's probabilities with its reverse complement's"
-    )
-    chromatin.add_argument(
-        "--rows", type=positive_int, default=None, help="evaluate N evenly spaced rows (default: all)"
-    )
+    chromatin.add_argument("--rc", action="store_true",
+                           help="average each row's probabilities with its reverse complement's")
+    chromatin.add_argument("--rows", type=positive_int, default=None,
+                           help="evaluate N evenly spaced rows (default: all)")
     chromatin.add_argument("--batch-size", type=positive_int, default=16, help="rows per model call (default: 16)")
     chromatin.add_argument("--device", default="auto", help="auto (GPU when present), cpu, cuda, ...")
     add_precision_argument(chromatin)

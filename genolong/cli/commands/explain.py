@@ -20,8 +20,7 @@ DESCRIPTION = (
     "back to bases, of each chosen output (--output NAME): a sigmoid's logit, a softmax class's probability, "
     "a regression value. Inputs: the records of FASTA, or windows of the model's input length centred on the "
     "regions of --regions (BED) in --genome. Writes OUT/ohe.npz and, per output, ism.npz and gradients.npz "
-    "((N, 4, L), channels A, C, G, T: the layout of modisco-lite) and a sequence-logo PNG per record."
-)
+    "((N, 4, L), channels A, C, G, T: the layout of modisco-lite) and a sequence-logo PNG per record.")
 
 
 def register(subparsers) -> None:
@@ -61,12 +60,11 @@ def run(args) -> int:
 
     progress = progress_bar(unit=" mutants", disable=None, file=sys.stderr, desc="in-silico mutagenesis")
     try:
-        records = explain(
-            args.model, args.out, fasta=fasta, regions=args.regions, genome=args.genome, profiles=args.profiles,
-            ism_window=args.ism_window, gradients=args.gradients, ig_steps=args.ig_steps, logo_width=args.logo_width,
-            batch_size=args.batch_size, device=args.device, precision=args.precision, progress=progress,
-            say=lambda line: print(line, file=sys.stderr),
-        )
+        records = explain(args.model, args.out, fasta=fasta, regions=args.regions, genome=args.genome,
+                          profiles=args.profiles, ism_window=args.ism_window, gradients=args.gradients,
+                          ig_steps=args.ig_steps, logo_width=args.logo_width, batch_size=args.batch_size,
+                          device=args.device, precision=args.precision, progress=progress,
+                          say=lambda line: print(line, file=sys.stderr))
     finally:
         progress.close()
     print(f"{records:,} records explained -> {args.out}", file=sys.stderr)

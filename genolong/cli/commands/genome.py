@@ -21,30 +21,19 @@ def register(subparsers) -> None:
 
     # `genome prepare` (data acquisition): the logic lives in genolong/prep/genome_prepare.py
     prepare = commands.add_parser(
-        "prepare",
-        help="write an indexed bgzip (or plain) copy of a FASTA with a per-chromosome table",
+        "prepare", help="write an indexed bgzip (or plain) copy of a FASTA with a per-chromosome table",
         description="Rewrite FASTA[.gz] as BGZF with .fai and .gzi indexes (or plain FASTA with .fai) so "
         "that it can be read at random, plus FASTA.chromosomes.tsv (length, N fraction, soft-masked "
-        "fraction). Streams the input: memory holds one chromosome.",
-    )
+        "fraction). Streams the input: memory holds one chromosome.")
     prepare.add_argument("fasta", type=Path, help="input FASTA: plain, gzip or bgzip")
-    prepare.add_argument(
-        "--out", type=Path, help="output FASTA (default: current directory, x.fa.gz -> x.fa.bgz)"
-    )
-    prepare.add_argument(
-        "--plain", action="store_true", help="write uncompressed FASTA + .fai instead of BGZF"
-    )
-    prepare.add_argument(
-        "--names",
-        choices=["keep", "ucsc", "ensembl"],
-        default="keep",
-        help="chromosome names: keep, ucsc (chr1, chrM) or ensembl (1, MT) (default: keep)",
-    )
-    prepare.add_argument(
-        "--primary",
-        action="store_true",
-        help="keep only assembled chromosomes (drop unplaced contigs and haplotypes)",
-    )
+    prepare.add_argument("--out", type=Path,
+                         help="output FASTA (default: current directory, x.fa.gz -> x.fa.bgz)")
+    prepare.add_argument("--plain", action="store_true",
+                         help="write uncompressed FASTA + .fai instead of BGZF")
+    prepare.add_argument("--names", choices=["keep", "ucsc", "ensembl"], default="keep",
+                         help="chromosome names: keep, ucsc (chr1, chrM) or ensembl (1, MT) (default: keep)")
+    prepare.add_argument("--primary", action="store_true",
+                         help="keep only assembled chromosomes (drop unplaced contigs and haplotypes)")
     prepare.add_argument("--line-width", type=positive_int, default=60, help="bases per line (default 60)")
     prepare.set_defaults(func=run_prepare)
     # the indexes and the table written beside --out are outputs under the same policy as --out itself
@@ -90,17 +79,9 @@ def run_region(args) -> int:
 def run_prepare(args) -> int:
     from genolong.prep.genome_prepare import prepare_genome
 
-    prepared = prepare_genome(
-        args.fasta,
-        args.out,
-        plain=args.plain,
-        names=args.names,
-        primary=args.primary,
-        line_width=args.line_width,
-    )
-    print(
-        f"{prepared.path}: {len(prepared.chromosomes)} sequences, {prepared.length:,} bp; "
-        f"indexes {prepared.fai.name}{', ' + prepared.gzi.name if prepared.gzi else ''}; "
-        f"table {prepared.table.name}"
-    )
+    prepared = prepare_genome(args.fasta, args.out, plain=args.plain, names=args.names, primary=args.primary,
+                              line_width=args.line_width)
+    print(f"{prepared.path}: {len(prepared.chromosomes)} sequences, {prepared.length:,} bp; "
+          f"indexes {prepared.fai.name}{', ' + prepared.gzi.name if prepared.gzi else ''}; "
+          f"table {prepared.table.name}")
     return 0

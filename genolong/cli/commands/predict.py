@@ -42,23 +42,15 @@ def add_record_arguments(parser) -> None:
     """The arguments of every command that scores the records of an input in windows (its positional
     input aside): ``--stride``, ``--rc``, ``--batch-size``, ``--min-length``, ``--device`` and
     :func:`~genolong.cli.arguments.add_device_arguments`."""
-    parser.add_argument(
-        "--stride",
-        type=positive_int,
-        default=None,
-        help="bp between scanning windows on records longer than the model window "
-        "(default: half the window; chromatin 200)",
-    )
-    parser.add_argument(
-        "--rc", action="store_true", help="average each window's probabilities with its reverse complement's"
-    )
+    parser.add_argument("--stride", type=positive_int, default=None,
+                        help="bp between scanning windows on records longer than the model window "
+                        "(default: half the window; chromatin 200)")
+    parser.add_argument("--rc", action="store_true",
+                        help="average each window's probabilities with its reverse complement's")
     parser.add_argument("--batch-size", type=positive_int, default=32, help="windows per model call (default: 32)")
     parser.add_argument(
-        "--min-length",
-        type=positive_int,
-        default=None,
-        help="shortest record to score, in bp (default: the model's minimum, see its genolong_task.json)",
-    )
+        "--min-length", type=positive_int, default=None,
+        help="shortest record to score, in bp (default: the model's minimum, see its genolong_task.json)")
     parser.add_argument("--device", default="auto",
                         help="device of a one-process run: auto (GPU when present), cpu, cuda, cuda:1, ...")
     add_device_arguments(parser)
@@ -97,24 +89,16 @@ def add_promoter_parser(subparsers, name: str) -> None:
     )
     _add_common(promoter)
     add_classifier_argument(promoter, "promoter classifier")
+    promoter.add_argument("--out", type=Path, default=None, help=f"{TABLE_OUT} (default: TSV on stdout)")
+    promoter.add_argument("--windows", type=Path, default=None,
+                          help=f"also write one row per scored window: {TABLE_OUT}")
     promoter.add_argument(
-        "--out", type=Path, default=None, help=f"{TABLE_OUT} (default: TSV on stdout)"
-    )
+        "--bed", type=Path, default=None,
+        help="BED of predicted promoter regions (windows at or above the threshold, merged)")
     promoter.add_argument(
-        "--windows", type=Path, default=None, help=f"also write one row per scored window: {TABLE_OUT}"
-    )
-    promoter.add_argument(
-        "--bed",
-        type=Path,
-        default=None,
-        help="BED of predicted promoter regions (windows at or above the threshold, merged)",
-    )
-    promoter.add_argument(
-        "--species",
-        default=None,
+        "--species", default=None,
         help="species of the records (e.g. 'Homo sapiens' or human): a model that calls more than 5%% of a "
-        "species its card does not list adds a line of caution",
-    )
+        "species its card does not list adds a line of caution")
     promoter.set_defaults(func=run_promoter)
     declare(promoter, inputs=["fasta", "model"], files=["out", "windows", "bed"])
 
@@ -142,12 +126,10 @@ def prediction(args, fasta: Path, records=None):
     :func:`add_record_arguments` (and ``--model``, ``--out``), of the input ``fasta`` (``records``: its reader)."""
     from genolong.inference.predict.fasta import FastaPrediction  # Lightning: imported when a command runs
 
-    return FastaPrediction(
-        fasta=fasta, records=records, model=args.model, out=args.out, stride=args.stride, rc=args.rc,
-        batch_size=args.batch_size, min_length=args.min_length, device=args.device,
-        accelerator=args.accelerator, devices=args.devices, num_nodes=args.num_nodes,
-        precision=args.precision,
-    )
+    return FastaPrediction(fasta=fasta, records=records, model=args.model, out=args.out, stride=args.stride,
+                           rc=args.rc, batch_size=args.batch_size, min_length=args.min_length,
+                           device=args.device, accelerator=args.accelerator, devices=args.devices,
+                           num_nodes=args.num_nodes, precision=args.precision)
 
 
 def run_promoter(args) -> int:

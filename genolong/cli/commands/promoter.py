@@ -29,30 +29,22 @@ def register(subparsers) -> None:
 
 def _add_prepare(commands) -> None:
     prepare = commands.add_parser(
-        "prepare",
-        help="build a promoter dataset directory (train/valid/test TSV + manifest.json)",
+        "prepare", help="build a promoter dataset directory (train/valid/test TSV + manifest.json)",
         description="Build a promoter dataset from one positive source: --tss BED with --genome FASTA "
         "(windows around each TSS, reverse-complemented on the minus strand), --text (one "
-        "sequence per line, DeePromoter format) or --fasta.",
-    )
+        "sequence per line, DeePromoter format) or --fasta.")
     prepare.add_argument("--out", type=Path, required=True, help="dataset directory to write")
     source = prepare.add_argument_group("positives")
     source.add_argument("--tss", type=Path, help="TSS BED with strand (EPDnew: the TSS is thickStart)")
     source.add_argument("--genome", type=Path, help="genome FASTA (plain or bgzip) for --tss")
     source.add_argument(
-        "--window",
-        help="offsets around the TSS: deepromoter (-249..+50, 300 bp), bigbird (-5000..+2999, "
-        "8000 bp) or START:END half-open, written --window=-249:51 (default: deepromoter)",
-    )
+        "--window", help="offsets around the TSS: deepromoter (-249..+50, 300 bp), bigbird (-5000..+2999, "
+        "8000 bp) or START:END half-open, written --window=-249:51 (default: deepromoter)")
     source.add_argument("--text", type=Path, help="positives, one sequence per line (DeePromoter format)")
     source.add_argument("--fasta", type=Path, help="positives as FASTA")
     _add_negative_arguments(prepare.add_argument_group("negatives"))
-    prepare.add_argument(
-        "--max-n-fraction",
-        type=fraction,
-        default=0.0,
-        help="skip sequences with a larger fraction of N (default: 0)",
-    )
+    prepare.add_argument("--max-n-fraction", type=fraction, default=0.0,
+                         help="skip sequences with a larger fraction of N (default: 0)")
     _add_split_arguments(prepare.add_argument_group("split"))
     prepare.add_argument("--seed", type=non_negative_int, default=42, help="seed of every random step (default: 42)")
     prepare.add_argument("--overwrite", action="store_true", help="replace an existing --out directory")
@@ -63,44 +55,26 @@ def _add_prepare(commands) -> None:
 
 def _add_negative_arguments(negatives) -> None:
     negatives.add_argument(
-        "--negatives",
-        default="substitution",
-        choices=["substitution", "shuffle", "genomic", "fasta"],
+        "--negatives", default="substitution", choices=["substitution", "shuffle", "genomic", "fasta"],
         help="substitution: DeePromoter (12 of 20 pieces random); shuffle: GENA-LM (12 of 20 "
         "pieces permuted); genomic: real windows far from every TSS; fasta: real "
-        "non-promoters from --negative-fasta (default: substitution)",
-    )
+        "non-promoters from --negative-fasta (default: substitution)")
     negatives.add_argument("--negative-fasta", type=Path, help="non-promoter FASTA for --negatives fasta")
-    negatives.add_argument(
-        "--per-positive",
-        type=positive_int,
-        help="negatives per positive for substitution/shuffle/genomic (default: 1)",
-    )
-    negatives.add_argument(
-        "--min-tss-distance",
-        type=non_negative_int,
-        help="bp between a genomic negative and the nearest TSS (default: 10000)",
-    )
+    negatives.add_argument("--per-positive", type=positive_int,
+                           help="negatives per positive for substitution/shuffle/genomic (default: 1)")
+    negatives.add_argument("--min-tss-distance", type=non_negative_int,
+                           help="bp between a genomic negative and the nearest TSS (default: 10000)")
 
 
 def _add_split_arguments(split) -> None:
-    split.add_argument(
-        "--split",
-        choices=["random", "chromosome"],
-        default="random",
-        help="random: stratified by label; chromosome: held-out chromosomes (default: random)",
-    )
-    split.add_argument(
-        "--fractions",
-        type=_numbers,
-        help="train,valid,test fractions for --split random (default: 0.8,0.1,0.1)",
-    )
-    split.add_argument(
-        "--valid-chroms", type=_names, default=(), help="comma-separated, for --split chromosome"
-    )
-    split.add_argument(
-        "--test-chroms", type=_names, default=(), help="comma-separated, for --split chromosome"
-    )
+    split.add_argument("--split", choices=["random", "chromosome"], default="random",
+                       help="random: stratified by label; chromosome: held-out chromosomes (default: random)")
+    split.add_argument("--fractions", type=_numbers,
+                       help="train,valid,test fractions for --split random (default: 0.8,0.1,0.1)")
+    split.add_argument("--valid-chroms", type=_names, default=(),
+                       help="comma-separated, for --split chromosome")
+    split.add_argument("--test-chroms", type=_names, default=(),
+                       help="comma-separated, for --split chromosome")
 
 
 def _add_prepare_sources(commands) -> None:
@@ -113,16 +87,11 @@ def _add_prepare_sources(commands) -> None:
         "before splitting; the train sources are also split at random into train and random_test "
         "(the in-source test); every split gets substitution and shuffle negatives made from its own "
         "promoters. `genolong promoter finetune` on it reports metrics per pair of sources on the "
-        "held-out test sources and on random_test, next to the k-mer baseline.",
-    )
-    by_source.add_argument(
-        "--spec",
-        default="default",
-        help="YAML spec, or a shipped one by name (default: default, the default model's)",
-    )
-    by_source.add_argument(
-        "--root", type=Path, help="directory the spec's paths are relative to (default: the spec's)"
-    )
+        "held-out test sources and on random_test, next to the k-mer baseline.")
+    by_source.add_argument("--spec", default="default",
+                           help="YAML spec, or a shipped one by name (default: default, the default model's)")
+    by_source.add_argument("--root", type=Path,
+                           help="directory the spec's paths are relative to (default: the spec's)")
     by_source.add_argument("--out", type=Path, required=True, help="dataset directory to write")
     by_source.add_argument("--overwrite", action="store_true", help="replace an existing --out directory")
     by_source.set_defaults(func=run_prepare_sources)
@@ -130,22 +99,15 @@ def _add_prepare_sources(commands) -> None:
 
 
 def _add_baseline(commands) -> None:
-    baseline = commands.add_parser(
-        "baseline", help="k-mer frequency + logistic regression on a promoter dataset"
-    )
-    baseline.add_argument(
-        "--data", type=Path, required=True, help="dataset directory from `promoter prepare`"
-    )
+    baseline = commands.add_parser("baseline",
+                                   help="k-mer frequency + logistic regression on a promoter dataset")
+    baseline.add_argument("--data", type=Path, required=True,
+                          help="dataset directory from `promoter prepare`")
     baseline.add_argument("--k-min", type=positive_int, default=4, help="smallest k-mer (default: 4)")
     baseline.add_argument("--k-max", type=positive_int, default=6, help="largest k-mer (default: 6)")
-    baseline.add_argument(
-        "--C",
-        type=_numbers,
-        default=(1e-4, 1e-3, 1e-2, 1e-1, 1.0),
-        dest="Cs",
-        help="inverse L2 strengths to try, the best on valid AUPRC is kept "
-        "(default: 0.0001,0.001,0.01,0.1,1)",
-    )
+    baseline.add_argument("--C", type=_numbers, default=(1e-4, 1e-3, 1e-2, 1e-1, 1.0), dest="Cs",
+                          help="inverse L2 strengths to try, the best on valid AUPRC is kept "
+                          "(default: 0.0001,0.001,0.01,0.1,1)")
     baseline.add_argument("--out", type=Path, help="report JSON (default: DATA/kmer_baseline.json)")
     baseline.set_defaults(func=run_baseline)
     declare(baseline, inputs=["data"], files=["out"], defaults={"out": lambda args: args.data / "kmer_baseline.json"})
@@ -166,28 +128,17 @@ def run_prepare(args) -> int:
     from genolong.prep.promoter_dataset import PromoterDatasetConfig, build_promoter_dataset
     from genolong.prep.promoters import TssWindow
 
-    config = PromoterDatasetConfig(
-        tss_bed=args.tss,
-        genome=args.genome,
-        text=args.text,
-        fasta=args.fasta,
-        window=None if args.window is None else TssWindow.parse(args.window),
-        negatives=args.negatives,
-        negative_fasta=args.negative_fasta,
-        per_positive=args.per_positive,
-        min_tss_distance=args.min_tss_distance,
-        max_n_fraction=args.max_n_fraction,
-        split=args.split,
-        fractions=args.fractions,
-        valid_chroms=args.valid_chroms,
-        test_chroms=args.test_chroms,
-        seed=args.seed,
-    )
+    config = PromoterDatasetConfig(tss_bed=args.tss, genome=args.genome, text=args.text, fasta=args.fasta,
+                                   window=None if args.window is None else TssWindow.parse(args.window),
+                                   negatives=args.negatives, negative_fasta=args.negative_fasta,
+                                   per_positive=args.per_positive, min_tss_distance=args.min_tss_distance,
+                                   max_n_fraction=args.max_n_fraction, split=args.split,
+                                   fractions=args.fractions, valid_chroms=args.valid_chroms,
+                                   test_chroms=args.test_chroms, seed=args.seed)
     manifest = build_promoter_dataset(config, args.out, overwrite=args.overwrite)
     print(
         f"wrote {args.out}: {manifest['sequence_length']} bp, negatives: {manifest['negatives']['method']}, "
-        f"split: {manifest['split']['method']}"
-    )
+        f"split: {manifest['split']['method']}")
     for name, counts in manifest["counts"].items():
         print(f"  {name:<5}  promoters {counts['1']:>7,}  non-promoters {counts['0']:>7,}")
     skipped = {**manifest["positives"].get("skipped", {}), **manifest["deduplication"]}

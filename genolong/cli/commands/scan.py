@@ -75,14 +75,12 @@ def register(subparsers) -> None:
 def run(args) -> int:
     from genolong.inference.scan.run import ScanConfig, run_scan
 
-    config = ScanConfig(
-        genome=args.genome, out=args.out, model=args.model, regions=args.regions, chromosomes=args.chromosomes,
-        stride=args.stride, rc=args.rc, profiles=args.profiles, bed=args.bed, threshold=args.threshold,
-        skipped=args.skipped,
-        batch_size=args.batch_size, workers=args.workers, max_n_fraction=args.max_n_fraction,
-        accelerator=args.accelerator, devices=args.devices, num_nodes=args.num_nodes,
-        precision=args.precision,
-    )
+    config = ScanConfig(genome=args.genome, out=args.out, model=args.model, regions=args.regions,
+                        chromosomes=args.chromosomes, stride=args.stride, rc=args.rc, profiles=args.profiles,
+                        bed=args.bed, threshold=args.threshold, skipped=args.skipped,
+                        batch_size=args.batch_size, workers=args.workers, max_n_fraction=args.max_n_fraction,
+                        accelerator=args.accelerator, devices=args.devices, num_nodes=args.num_nodes,
+                        precision=args.precision)
     summary = run_scan(config)
     if summary is not None:
         rate = summary["target_bp"] / max(summary["seconds"], 1e-9)

@@ -80,8 +80,7 @@ def register(subparsers) -> None:
     regions.add_argument("--background-distance", type=non_negative_int, default=0,
                          help="minimum distance in bp from every region to a background window's centre")
     problem = prepare.add_argument_group("problem and splits")
-    problem.add_argument("--problem-type", choices=PROBLEM_TYPES,
-                         help="default: inferred from the labels")
+    problem.add_argument("--problem-type", choices=PROBLEM_TYPES, help="default: inferred from the labels")
     problem.add_argument("--positive", help="binary: the positive class (default: the first --class, else the "
                          "last name in sorted order, the larger of two integer codes)")
     problem.add_argument("--duplicates", choices=DUPLICATE_RULES, default="drop",

@@ -141,13 +141,8 @@ def hf_bigbird(size: BenchSize, length: int, mlm: bool):
     """transformers' BigBird, block_sparse with the paper's pattern (block 64, 3 random blocks)."""
     from transformers import BigBirdConfig, BigBirdForMaskedLM, BigBirdModel
 
-    config = BigBirdConfig(
-        attention_type="block_sparse",
-        block_size=64,
-        num_random_blocks=3,
-        max_position_embeddings=length,
-        **asdict(size),
-    )
+    config = BigBirdConfig(attention_type="block_sparse", block_size=64, num_random_blocks=3,
+                           max_position_embeddings=length, **asdict(size))
     return (BigBirdForMaskedLM if mlm else BigBirdModel)(config), {}
 
 
@@ -221,15 +216,8 @@ def measure(call: Callable[[], Any], repeats: int, budget_s: float) -> dict[str,
         if peak_mb is None:
             peak_mb = proc_status_mb("VmHWM") - base_mb
     best = min(range(len(times)), key=times.__getitem__)
-    return {
-        "time_s": times[best],
-        "time_median_s": statistics.median(times),
-        "cpu_s": cpu_times[best],
-        "runs": len(times),
-        "first_call_s": first_call,
-        "peak_mb": peak_mb,
-        "resident_mb": base_mb,
-    }
+    return {"time_s": times[best], "time_median_s": statistics.median(times), "cpu_s": cpu_times[best],
+            "runs": len(times), "first_call_s": first_call, "peak_mb": peak_mb, "resident_mb": base_mb}
 
 
 class _Messages(logging.Handler):

@@ -36,16 +36,9 @@ def hf_esm(size, length: int, mlm: bool):
     """transformers' ESM with absolute positions (Nucleotide Transformer v1's layout), SDPA attention."""
     from transformers import EsmConfig, EsmForMaskedLM, EsmModel
 
-    config = EsmConfig(
-        max_position_embeddings=length + 2,
-        pad_token_id=1,
-        mask_token_id=4,
-        position_embedding_type="absolute",
-        token_dropout=False,
-        emb_layer_norm_before=False,
-        attn_implementation="sdpa",
-        **asdict(size),
-    )
+    config = EsmConfig(max_position_embeddings=length + 2, pad_token_id=1, mask_token_id=4,
+                       position_embedding_type="absolute", token_dropout=False, emb_layer_norm_before=False,
+                       attn_implementation="sdpa", **asdict(size))
     return (EsmForMaskedLM if mlm else EsmModel)(config), {}
 
 

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-from genolong.experiments.bench.attention import BenchSize, hf_bigbird
+from genolong.experiments.bench.attention import MASK_FRACTION, BenchSize, hf_bigbird
 
 #: Benchmark name -> what it is, for the report.
 MODELS = {
@@ -44,7 +44,6 @@ PUBLISHED = {
 }
 #: (peer, ours) pairs of the ``published`` tables' ratio columns.
 PUBLISHED_RATIOS = (("ref-dnabert2", "converted-dnabert2"), ("hf-modernbert", "converted-modernbert"))
-MASK_FRACTION = 0.15
 
 
 @dataclass(frozen=True)

@@ -84,8 +84,7 @@ def _leaves(inputs: PatternInputs) -> list[torch.Tensor]:
 def dense_rows(inputs: PatternInputs, rows: torch.Tensor) -> torch.Tensor:
     """Reference outputs ``(B, H, R, D)`` of the query ``rows``: a masked softmax over every key.
 
-    A row with no visible key (padding only) gets zeros, as in the dense reference.
-    """
+    A row with no visible key (padding only) gets zeros, as in the dense reference."""
     pattern = inputs.pattern
     heads = torch.arange(pattern.heads, device=rows.device)[:, None, None]
     keys_at = torch.arange(pattern.num_keys, device=rows.device)[None, None, :]
@@ -150,12 +149,10 @@ def check_case(case: KernelCase, device: torch.device, path: str, rows: int = 51
     grad_errors = [((g.grad.double() - r.grad).abs().max() / r.grad.abs().max().clamp_min(1e-12)).item()
                    for g, r in zip(_leaves(inputs), leaves64, strict=True)]
     tolerance = TOLERANCE[case.dtype]
-    return {
-        "backbone": case.backbone, "tokens": length, "dtype": str(case.dtype).removeprefix("torch."),
-        "path": path, "rows": len(picked), "out_error": out_error, "grad_error": max(grad_errors),
-        "tolerance": tolerance, "ok": out_error < tolerance and max(grad_errors) < tolerance,
-        "seconds": seconds, "peak_gb": peak_gb,
-    }
+    return {"backbone": case.backbone, "tokens": length, "dtype": str(case.dtype).removeprefix("torch."),
+            "path": path, "rows": len(picked), "out_error": out_error, "grad_error": max(grad_errors),
+            "tolerance": tolerance, "ok": out_error < tolerance and max(grad_errors) < tolerance,
+            "seconds": seconds, "peak_gb": peak_gb}
 
 
 def candidate_path(device: torch.device) -> str:

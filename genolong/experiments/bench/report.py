@@ -43,11 +43,8 @@ def read_csv(path: Path) -> list[dict[str, Any]]:
 
 def add_attention_share(rows: list[dict[str, Any]]) -> None:
     """``attention_share`` = time / floor time - 1, for our models (not the floor, not peers)."""
-    floor = {
-        (row["phase"], row["length"], row["dtype"]): row["time_s"]
-        for row in rows
-        if row["model"] == FLOOR and row.get("status") == "ok"
-    }
+    floor = {(row["phase"], row["length"], row["dtype"]): row["time_s"]
+             for row in rows if row["model"] == FLOOR and row.get("status") == "ok"}
     for row in rows:
         key = (row["phase"], row["length"], row["dtype"])
         ours = row["model"] not in PEERS + LEGACY_PEERS and row["model"] != FLOOR
@@ -118,11 +115,8 @@ def summary_table(rows: list[dict[str, Any]]) -> str:
     short, long = REFERENCE_LENGTHS if set(REFERENCE_LENGTHS) <= set(lengths) else (lengths[0], lengths[-1])
     index = _index(rows)
 
-    def forward(model, n):
-        return index.get((model, n, "forward"))
-
-    def train(model, n):
-        return index.get((model, n, "train"))
+    def forward(model, n, phase="forward"):
+        return index.get((model, n, phase))
 
     def fitted_slope(model):
         value = slope({n: forward(model, n) for n in (short, long)}, short, long)
@@ -136,9 +130,9 @@ def summary_table(rows: list[dict[str, Any]]) -> str:
     for n in (short, long):
         columns[f"attention share {_tokens(n)}"] = lambda m, n=n: _share(forward(m, n))
     for n in (short, long):
-        columns[f"train step {_tokens(n)} (s)"] = lambda m, n=n: _cell(train(m, n), "time_s")
+        columns[f"train step {_tokens(n)} (s)"] = lambda m, n=n: _cell(forward(m, n, "train"), "time_s")
     columns[f"forward peak {_tokens(long)} (MB)"] = lambda m: _cell(forward(m, long), "peak_mb")
-    columns[f"train peak {_tokens(long)} (MB)"] = lambda m: _cell(train(m, long), "peak_mb")
+    columns[f"train peak {_tokens(long)} (MB)"] = lambda m: _cell(forward(m, long, "train"), "peak_mb")
 
     lines = ["| model | " + " | ".join(columns) + " |", "|---" * (len(columns) + 1) + "|"]
     for model in _models(rows):
@@ -160,12 +154,10 @@ def markdown_report(rows: list[dict[str, Any]]) -> str:
     parts = ["### Summary", summary_table(rows)]
     for phase in PHASES:
         if any(row["phase"] == phase for row in rows):
-            parts += [f"### {phase}: best time (s)", metric_table(rows, phase, "time_s")]
-            parts += [
-                f"### {phase}: process CPU time of the best call (s)",
-                metric_table(rows, phase, "cpu_s"),
-            ]
-            parts += [f"### {phase}: peak memory above resident (MB)", metric_table(rows, phase, "peak_mb")]
+            for title, key in (("best time (s)", "time_s"),
+                               ("process CPU time of the best call (s)", "cpu_s"),
+                               ("peak memory above resident (MB)", "peak_mb")):
+                parts += [f"### {phase}: {title}", metric_table(rows, phase, key)]
     return "\n\n".join(parts) + "\n"
 
 
@@ -181,14 +173,8 @@ def plot(path: Path, rows: list[dict[str, Any]], title: str) -> None:
     for axis, (phase, key) in zip(axes.flat, panels, strict=True):
         axis.set_prop_cycle(color=plt.cm.tab20.colors)  # a color per model, the same in every panel
         for model in _models(rows):
-            points = sorted(
-                (row["length"], row[key])
-                for row in rows
-                if row["model"] == model
-                and row["phase"] == phase
-                and row.get("status") == "ok"
-                and row.get(key)
-            )
+            points = sorted((row["length"], row[key]) for row in rows if row["model"] == model
+                            and row["phase"] == phase and row.get("status") == "ok" and row.get(key))
             if points:
                 style = "--" if model in PEERS + LEGACY_PEERS else (":" if model == FLOOR else "-")
                 axis.plot(*zip(*points, strict=True), style, marker="o", label=model)

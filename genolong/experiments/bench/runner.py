@@ -45,8 +45,7 @@ def run_spec(spec: Spec, timeout_s: float, max_memory_gb: float) -> list[dict[st
     """Run ``spec`` in a fresh process; a row per phase, with a status for phases that did not finish.
 
     The process is killed when its resident set exceeds ``max_memory_gb`` or it runs past
-    ``timeout_s``; the phases it had finished keep their rows.
-    """
+    ``timeout_s``; the phases it had finished keep their rows."""
     env = {**os.environ, "OMP_NUM_THREADS": str(spec.threads), "TOKENIZERS_PARALLELISM": "false"}
     rows, status = [], None
     if spec.model in LEGACY_PEERS and not spec.legacy_site:
@@ -62,15 +61,13 @@ def run_spec(spec: Spec, timeout_s: float, max_memory_gb: float) -> list[dict[st
     return rows
 
 
-def _run_worker(
-    spec: Spec, env: dict[str, str], timeout_s: float, max_memory_gb: float
-) -> tuple[list[dict[str, Any]], str | None]:
+def _run_worker(spec: Spec, env: dict[str, str], timeout_s: float,
+                max_memory_gb: float) -> tuple[list[dict[str, Any]], str | None]:
     """The rows the worker printed, and why it stopped early (None when it finished)."""
     argv = [sys.executable, "-m", "genolong.experiments.bench.attention", json.dumps(asdict(spec))]
     with tempfile.TemporaryFile("w+") as stdout, tempfile.TemporaryFile("w+") as stderr:
-        process = subprocess.Popen(
-            argv, stdout=stdout, stderr=stderr, text=True, env=env, preexec_fn=_die_with_parent
-        )
+        process = subprocess.Popen(argv, stdout=stdout, stderr=stderr, text=True, env=env,
+                                   preexec_fn=_die_with_parent)
         start, status = time.monotonic(), None
         while process.poll() is None:
             with contextlib.suppress(FileNotFoundError, KeyError, ProcessLookupError):
@@ -97,9 +94,8 @@ def _die_with_parent() -> None:
     ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
 
 
-def plan(
-    backbones: list[str], peers: list[str], floor: bool, lengths: list[int], extra_lengths: list[int]
-) -> list[tuple[str, int]]:
+def plan(backbones: list[str], peers: list[str], floor: bool, lengths: list[int],
+         extra_lengths: list[int]) -> list[tuple[str, int]]:
     """(model, length) pairs: everyone at ``lengths``; our sparse backbones and the floor also at
     ``extra_lengths`` (dense attention is quadratic and is measured only where the peers are).
 
@@ -120,20 +116,12 @@ def check_plan(pairs: list[tuple[str, int]], size: BenchSize) -> None:
             genolong_config("full" if model == FLOOR else model, size, length)
 
 
-def run_benchmark(
-    pairs: list[tuple[str, int]],
-    template: Spec,
-    csv_path: Path,
-    *,
-    timeout_s: float,
-    max_memory_gb: float,
-    resume: bool = False,
-    progress: Callable[[dict[str, Any]], None] = lambda row: None,
-) -> list[dict[str, Any]]:
+def run_benchmark(pairs: list[tuple[str, int]], template: Spec, csv_path: Path, *, timeout_s: float,
+                  max_memory_gb: float, resume: bool = False,
+                  progress: Callable[[dict[str, Any]], None] = lambda row: None) -> list[dict[str, Any]]:
     """Measure every (model, length) pair in its own process, rewriting ``csv_path`` after each.
 
-    With ``resume``, pairs whose phases are all in ``csv_path`` already are not measured again.
-    """
+    With ``resume``, pairs whose phases are all in ``csv_path`` already are not measured again."""
     rows = bench_report.read_csv(csv_path) if resume and csv_path.exists() else []
     done = {(row["model"], row["length"]) for row in rows}
     for model, length in pairs:
@@ -144,8 +132,6 @@ def run_benchmark(
             rows.append(row)
         bench_report.write_csv(csv_path, rows)
     return rows
-
-
 
 
 def resolve_models(backbones: list[str] | None, peers: list[str] | None, legacy_site: Path | None
@@ -172,14 +158,9 @@ def resolve_models(backbones: list[str] | None, peers: list[str] | None, legacy_
 
 def machine() -> dict[str, Any]:
     """The CPU, its cores, the Python / torch / transformers versions and the measured fp32 GEMM rate."""
-    return {
-        "cpu": _cpu_name(),
-        "cores": os.cpu_count(),
-        "python": platform.python_version(),
-        "torch": torch.__version__,
-        "transformers": transformers.__version__,
-        "fp32_gemm_gflops": round(matmul_rates().fp32, 1),
-    }
+    return {"cpu": _cpu_name(), "cores": os.cpu_count(), "python": platform.python_version(),
+            "torch": torch.__version__, "transformers": transformers.__version__,
+            "fp32_gemm_gflops": round(matmul_rates().fp32, 1)}
 
 
 def _cpu_name() -> str:
@@ -199,11 +180,10 @@ def format_row(row: dict[str, Any]) -> str:
             f"(first call {row['first_call_s']:.2f} s, load {row['load1']:.1f})")
 
 
-def run_attention_benchmark(
-    out: Path, template: Spec, *, backbones: list[str] | None = None, peers: list[str] | None = None,
-    floor: bool = True, lengths: list[int], extra_lengths: list[int], timeout_s: float, max_memory_gb: float,
-    resume: bool = False, say: Callable[[str], None] = print,
-) -> Path:
+def run_attention_benchmark(out: Path, template: Spec, *, backbones: list[str] | None = None,
+                            peers: list[str] | None = None, floor: bool = True, lengths: list[int],
+                            extra_lengths: list[int], timeout_s: float, max_memory_gb: float,
+                            resume: bool = False, say: Callable[[str], None] = print) -> Path:
     """Measure our backbones (and the floor) and the peers at every length of the plan (:func:`plan`), each
     model and length in its own process with the settings of ``template`` (``dtype`` ``fp32`` or ``bf16``), and write ``OUT/attention_DTYPE`` .csv
     (rewritten after each pair), .md, .png and .json (settings, machine, command, load). ``say`` receives the

@@ -74,9 +74,8 @@ def attributed(classifier, logits: torch.Tensor) -> torch.Tensor:
     return logits
 
 
-def saturation_mutagenesis(
-    classifier, sequence: str, start: int, length: int, columns: list[int], batch_size: int, progress=None
-) -> np.ndarray:
+def saturation_mutagenesis(classifier, sequence: str, start: int, length: int, columns: list[int],
+                           batch_size: int, progress=None) -> np.ndarray:
     """(P, 4, L) effects on the attributed scores of every substitution in ``sequence[start:start + length]``."""
     sequence = clean(sequence)
     reference = attributed(classifier, classifier.logits([sequence]))[0, columns].cpu().numpy()
@@ -138,9 +137,8 @@ def _kmer_part(classifier, input_ids: torch.Tensor, text: str, column: int, meth
     return gradient.numpy() @ kmer.base_shares(text)
 
 
-def gradient_attributions(
-    classifier, sequence: str, start: int, length: int, columns: list[int], *, method: str = "ig", steps: int = 16
-) -> np.ndarray:
+def gradient_attributions(classifier, sequence: str, start: int, length: int, columns: list[int], *,
+                          method: str = "ig", steps: int = 16) -> np.ndarray:
     """(P, 4, L) attributions of ``sequence[start:start + length]`` (module docstring)."""
     sequence = clean(sequence)
     encoder = classifier.encode
@@ -160,9 +158,8 @@ def gradient_attributions(
         per_base = np.zeros(len(sequence), np.float32)
         if "network" in parts:
             if method == "ig":
-                tokens = attributor.attribute(
-                    input_ids, baselines=baseline, target=column, additional_forward_args=(mask,), n_steps=steps
-                )
+                tokens = attributor.attribute(input_ids, baselines=baseline, target=column,
+                                              additional_forward_args=(mask,), n_steps=steps)
             else:
                 tokens = attributor.attribute(input_ids, target=column, additional_forward_args=(mask,))
             per_token = tokens.sum(-1)[0, 1:-1].detach().float().cpu().numpy()  # (T,) without [CLS]/[SEP]

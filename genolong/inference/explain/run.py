@@ -104,9 +104,8 @@ def plot_logos(path: Path, title: str, reference: np.ndarray, panels: dict[str, 
         panels: name -> (4, L) attributions; ISM effects are drawn as the importance of the
             reference base, ``-mean`` of its three substitutions.
     """
-    heights = {
-        name: reference * (-values.sum(0) / 3 if name == "ism" else values.sum(0)) for name, values in panels.items()
-    }
+    heights = {name: reference * (-values.sum(0) / 3 if name == "ism" else values.sum(0)) for name,
+               values in panels.items()}
     first = logo_stretch(next(iter(heights.values())).sum(0), width)
     span = slice(first, first + width)
     figure = Figure(figsize=(max(6, width / 8), 2.2 * len(heights)))
@@ -125,12 +124,10 @@ def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9.-]+", "_", name).strip("_")[:60]
 
 
-def explain(
-    model: Path, out: Path, *, fasta: Path | None = None, regions: Path | None = None, genome: Path | None = None,
-    profiles=None, ism_window: int | None = None, gradients: str = "ig", ig_steps: int = 16,
-    logo_width: int = 100, batch_size: int = 32, device: str = "auto", precision: str = "auto", progress=None,
-    say: Callable[[str], None] = lambda line: None,
-) -> int:
+def explain(model: Path, out: Path, *, fasta: Path | None = None, regions: Path | None = None,
+            genome: Path | None = None, profiles=None, ism_window: int | None = None, gradients: str = "ig",
+            ig_steps: int = 16, logo_width: int = 100, batch_size: int = 32, device: str = "auto",
+            precision: str = "auto", progress=None, say: Callable[[str], None] = lambda line: None) -> int:
     """Write the attributions of every record to ``out`` (module docstring); returns the record count.
     ``precision``: ``auto``, ``32`` or ``bf16`` (:mod:`genolong.runtime.precision`); ``say`` gets what the
     user must know: the parts the gradients attribute, the records shorter than ``ism_window``."""

@@ -80,13 +80,11 @@ def _scored_records(run: FastaPrediction, classifier: Classifier, trainer, defau
 
     stride = default_stride if run.stride is None else run.stride
     check_stride(stride, info.window_bp)  # before any output is opened
-    return score_records(
-        records, run.fasta.name, StrandAveraged(classifier) if run.rc else classifier, window=info.window_bp,
-        stride=stride,
-        min_length=info.min_bp if run.min_length is None else run.min_length, batch_size=run.batch_size,
-        trainer=trainer, parts=None if run.out is None else work_path(run.out, "parts"),
-        progress=progress,
-    )
+    return score_records(records, run.fasta.name, StrandAveraged(classifier) if run.rc else classifier,
+                         window=info.window_bp, stride=stride,
+                         min_length=info.min_bp if run.min_length is None else run.min_length,
+                         batch_size=run.batch_size, trainer=trainer,
+                         parts=None if run.out is None else work_path(run.out, "parts"), progress=progress)
 
 
 def predict_promoters(run: FastaPrediction, *, windows: Path | None = None,
@@ -103,11 +101,10 @@ def predict_promoters(run: FastaPrediction, *, windows: Path | None = None,
     header = f"# {describe_model(f'{path} (default)' if shipped else path, classifier.info)}\n"
     extra = [path for path in (windows, bed) if path is not None]
     with open_outputs(run.out, *extra) as handles:
-        counts = write_promoter_tables(
-            records, classifier.info.threshold, header, Table.for_path(handles[0], run.out),
-            windows=Table.for_path(handles[1], windows) if windows else None, bed=handles[-1] if bed else None,
-            strand="." if run.rc else "+",
-        )
+        counts = write_promoter_tables(records, classifier.info.threshold, header,
+                                       Table.for_path(handles[0], run.out),
+                                       windows=Table.for_path(handles[1], windows) if windows else None,
+                                       bed=handles[-1] if bed else None, strand="." if run.rc else "+")
     return counts, classifier.info
 
 

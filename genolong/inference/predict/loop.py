@@ -156,8 +156,7 @@ def score_records(records: Callable[[], Iterable[FastaRecord]], name: str, score
     loader = torch.utils.data.DataLoader(WindowBatches(windows, batch_size, rank, world), batch_size=None)
     writer = RankFileWriter(parts, progress=progress is not None, description=name)
     try:
-        predict(trainer, ProbabilityModule(scorer), loader, writer,
-                resume="run the same command again")
+        predict(trainer, ProbabilityModule(scorer), loader, writer, resume="run the same command again")
         if world > 1:
             trainer.strategy.barrier("prediction parts written")
     except BaseException:

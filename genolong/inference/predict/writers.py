@@ -97,11 +97,6 @@ def _cell(value: float) -> str:
     return f"{value:.4f}"
 
 
-def _write_regions(bed: TextIO, name: str, regions: list[tuple[int, int, float]], strand: str) -> None:
-    bed.writelines(f"{name}\t{start}\t{end}\tpromoter\t{round(1000 * score)}\t{strand}\n"
-                   for start, end, score in regions)
-
-
 def _scored(records: Iterable, counts: PredictionCounts, out: Table, empty: int) -> Iterator:
     """The scored records of ``records``; each record is counted, and a skipped one gets its row in ``out``:
     :func:`record_cells`, ``empty`` empty cells, its reason."""
@@ -128,6 +123,12 @@ def write_promoter_tables(records: Iterable, threshold: float, header: str, out:
     if windows:
         windows.comment(header)
         windows.row((*WINDOW_COLUMNS, "probability", "label"))
+    def called(name: str, closed: list[tuple[int, int, float]]) -> None:
+        counts.called_bp += sum(end - start for start, end, _ in closed)
+        if bed:
+            bed.writelines(f"{name}\t{start}\t{end}\tpromoter\t{round(1000 * score)}\t{strand}\n"
+                           for start, end, score in closed)
+
     for first, pairs in _scored(records, counts, out, 2):  # no probability or label
         best, regions = 0.0, RegionMerger(threshold)
         for window, probabilities in pairs:
@@ -136,14 +137,8 @@ def write_promoter_tables(records: Iterable, threshold: float, header: str, out:
             if windows:
                 windows.row([*record_cells(window), str(window.start), str(window.end), _cell(score),
                              str(int(score >= threshold))])
-            closed = regions.add(window.start, window.end, score)
-            counts.called_bp += sum(end - start for start, end, _ in closed)
-            if bed:
-                _write_regions(bed, first.name, closed, strand)
-        closed = regions.close()
-        counts.called_bp += sum(end - start for start, end, _ in closed)
-        if bed:
-            _write_regions(bed, first.name, closed, strand)
+            called(first.name, regions.add(window.start, window.end, score))
+        called(first.name, regions.close())
         counts.windows += first.windows
         counts.scored_bp += first.record_length
         counts.promoters += best >= threshold

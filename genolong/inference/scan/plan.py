@@ -69,8 +69,7 @@ class Batch:
 class ScanPlan:
     """Chromosome plans, bins and batches (see the module docstring).
 
-    Memory is O(chromosomes + regions): bins and windows are computed on demand.
-    """
+    Memory is O(chromosomes + regions): bins and windows are computed on demand."""
 
     def __init__(self, chromosomes: list[tuple[str, int, np.ndarray]], *, window: int, stride: int,
                  batch_bins: int):

@@ -94,8 +94,7 @@ def run_scan(config: ScanConfig) -> dict | None:
     columns, profiles = _select_profiles(config.profiles, info)
     genome = Genome(config.genome)
     plan = ScanPlan(_targets(config, genome), window=info.window_bp,
-                    stride=config.stride or info.inference.scan_stride,
-                    batch_bins=config.batch_size)
+                    stride=config.stride or info.inference.scan_stride, batch_bins=config.batch_size)
     _check_windows(plan)
     trainer = build_trainer(accelerator=config.accelerator, devices=config.devices, num_nodes=config.num_nodes,
                             callbacks=[], precision=config.precision)
@@ -233,8 +232,7 @@ def _open_tracks(stack: contextlib.ExitStack, config, formats, plan: ScanPlan, i
     """The writers of every output, each on a temporary file renamed when ``stack`` closes without error.
 
     Returns ``(writer, column, by_window)`` triples: ``column`` is the profile a writer takes (None:
-    all), ``by_window`` whether it wants window coordinates (called regions) instead of bins.
-    """
+    all), ``by_window`` whether it wants window coordinates (called regions) instead of bins."""
     chromosomes = [(c.name, c.length) for c in plan.chromosomes]
     model = Path(config.model or default_promoter_model()).name
 

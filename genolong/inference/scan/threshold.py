@@ -252,8 +252,7 @@ def install_scan_calibration(model: Path, calibration: dict, species: dict[str, 
     """Write the scan threshold, the species and the calibration into ``model``'s ``genolong_task.json``
     and the card section into its README (replacing an earlier one, else after the record threshold).
 
-    Files are rewritten in place (each through a temporary file and a rename).
-    """
+    Files are rewritten in place (each through a temporary file and a rename)."""
     from genolong.core.files import atomic_write_text
 
     task = json.loads((model / TASK_FILE).read_text())

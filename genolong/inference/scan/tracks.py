@@ -118,8 +118,7 @@ class CalledBases:
     :class:`RegionTrack`'s regions, cut to the scanned regions), from ``add`` in plan order; total in ``bp``.
 
     Windows of one chromosome come in order of start and all have the same length, so each adds the
-    bp past the end of the called window before it.
-    """
+    bp past the end of the called window before it."""
 
     def __init__(self, threshold: float):
         self.threshold = threshold

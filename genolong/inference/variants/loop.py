@@ -65,7 +65,6 @@ class VariantChunks(torch.utils.data.IterableDataset):
     """This rank's unfinished chunks, in order (see the module docstring).
 
     Args:
-        variants: the input.
         builder: variant -> windows (or a skip).
         chunk_size: alleles per chunk.
         run: the partial directory (``done(index)``), read when iterating (after rank 0 prepared it).

@@ -33,14 +33,9 @@ METADATA = ("chrom", "pos", "id", "ref", "alt", "flags")
 
 def metadata_columns(windows: list[VariantWindows]) -> dict[str, list]:
     """The row metadata of ``windows``: name -> (n,) values; flags joined by ``,`` (``.`` for none)."""
-    return {
-        "chrom": [w.variant.chrom for w in windows],
-        "pos": [w.variant.pos for w in windows],
-        "id": [w.variant.id for w in windows],
-        "ref": [w.variant.ref for w in windows],
-        "alt": [w.variant.alt for w in windows],
-        "flags": [",".join(w.flags) or "." for w in windows],
-    }
+    return {"chrom": [w.variant.chrom for w in windows], "pos": [w.variant.pos for w in windows],
+            "id": [w.variant.id for w in windows], "ref": [w.variant.ref for w in windows],
+            "alt": [w.variant.alt for w in windows], "flags": [",".join(w.flags) or "." for w in windows]}
 
 
 def _cell(value: float) -> str:
@@ -104,10 +99,9 @@ class WideHdf5:
                 dtype = np.int64 if name == "pos" else strings
                 h5.create_dataset(name, shape=(0,), maxshape=(None,), dtype=dtype, chunks=(4096,))
             for name in self.score_names:
-                h5.create_dataset(
-                    name, shape=(0, width), maxshape=(None, width), dtype=np.float32,
-                    chunks=(max(1, min(1024, 262_144 // width)), width), compression="gzip", compression_opts=1,
-                )
+                h5.create_dataset(name, shape=(0, width), maxshape=(None, width), dtype=np.float32,
+                                  chunks=(max(1, min(1024, 262_144 // width)), width), compression="gzip",
+                                  compression_opts=1)
             for part in parts:
                 self._append(h5, np.load(part))
 

@@ -126,10 +126,9 @@ def run_date() -> str:
     return moment.isoformat(timespec="seconds")
 
 
-def score_variant_file(
-    variants: VariantFile, genome: Genome, builder: WindowBuilder, effects, writer, trainer, *,
-    identity: dict, chunk_size: int = 1024, annotate: Path | None = None, top_k: int = 3, progress: bool = False,
-) -> dict | None:
+def score_variant_file(variants: VariantFile, genome: Genome, builder: WindowBuilder, effects, writer,
+                       trainer, *, identity: dict, chunk_size: int = 1024, annotate: Path | None = None,
+                       top_k: int = 3, progress: bool = False) -> dict | None:
     """Score every allele of ``variants`` into ``writer.out`` (see the module docstring).
 
     Args:
@@ -211,13 +210,12 @@ def effects_for(model: Path, *, score: str, profiles: list[str] | None, rc: bool
     return effects, classifier.info.window_bp, [label_class(classifier.info.label_names, i) for i in labels]
 
 
-def score_variants(
-    variants: Path, genome: Path, model: Path, out: Path, *, score: str = "effect", profiles=None, rc=False,
-    ref_mismatch: str = "skip", missing_contig: str = "skip", max_indel: int = 100, window: int | None = None,
-    batch_size: int = 32,
-    chunk_size: int = 1024, accelerator: str = "auto", devices: int | str = 1, num_nodes: int = 1,
-    precision: str = "auto", annotate: Path | None = None, top_k: int = 3, progress: bool = False,
-) -> dict | None:
+def score_variants(variants: Path, genome: Path, model: Path, out: Path, *, score: str = "effect",
+                   profiles=None, rc=False, ref_mismatch: str = "skip", missing_contig: str = "skip",
+                   max_indel: int = 100, window: int | None = None, batch_size: int = 32,
+                   chunk_size: int = 1024, accelerator: str = "auto", devices: int | str = 1,
+                   num_nodes: int = 1, precision: str = "auto", annotate: Path | None = None, top_k: int = 3,
+                   progress: bool = False) -> dict | None:
     """``genolong score-variants``: load everything, check it, score (see :func:`score_variant_file`).
 
     ``window`` is the input length for ``mlm-llr`` (a classifier's is its own ``window_bp``).
@@ -244,7 +242,5 @@ def score_variants(
     }
     builder = WindowBuilder(reference, window, ref_mismatch=ref_mismatch, max_indel=max_indel,
                             missing_contig=missing_contig)
-    return score_variant_file(
-        variant_file, reference, builder, effects, writer, trainer,
-        identity=identity, chunk_size=chunk_size, annotate=annotate, top_k=top_k, progress=progress,
-    )
+    return score_variant_file(variant_file, reference, builder, effects, writer, trainer, identity=identity,
+                              chunk_size=chunk_size, annotate=annotate, top_k=top_k, progress=progress)

@@ -63,14 +63,8 @@ def effect_scores(p_ref: np.ndarray, p_alt: np.ndarray) -> dict[str, np.ndarray]
     """The six scores of the module docstring; inputs and outputs (n, P)."""
     diff = p_alt - p_ref
     logit_diff = (logit(p_alt) - logit(p_ref)).astype(np.float32)
-    return {
-        "p_ref": p_ref,
-        "p_alt": p_alt,
-        "diff": diff,
-        "abs_diff": np.abs(diff),
-        "logit_diff": logit_diff,
-        "combined": np.abs(diff) * np.abs(logit_diff),
-    }
+    return {"p_ref": p_ref, "p_alt": p_alt, "diff": diff, "abs_diff": np.abs(diff), "logit_diff": logit_diff,
+            "combined": np.abs(diff) * np.abs(logit_diff)}
 
 
 class ClassifierEffects:

@@ -56,8 +56,7 @@ def annotate_vcf(variants: VariantFile, parts: list[Path], out: Path, rank_name:
     reader = cyvcf2.VCF(str(variants.path))
     reader.add_info_to_header({
         "ID": INFO_ID, "Number": ".", "Type": "String",
-        "Description": f"genolong score-variants: ALT:PROFILE:{rank_name}&... top effects by |{rank_name}|",
-    })
+        "Description": f"genolong score-variants: ALT:PROFILE:{rank_name}&... top effects by |{rank_name}|"})
     pending = _annotations(parts)
     upcoming = next(pending, None)
     with atomic_path(out) as tmp, contextlib.closing(reader):

@@ -25,13 +25,11 @@ from genolong.dna.genome import Genome, canonical_chrom
 from genolong.inference.variants.reader import SkippedAllele, Variant
 
 #: Chromosome lengths of the two human builds, to name the build in an error.
-BUILD_LENGTHS = {
-    "1": {"GRCh37": 249_250_621, "GRCh38": 248_956_422},
-    "2": {"GRCh37": 243_199_373, "GRCh38": 242_193_529},
-    "17": {"GRCh37": 81_195_210, "GRCh38": 83_257_441},
-    "X": {"GRCh37": 155_270_560, "GRCh38": 156_040_895},
-    "Y": {"GRCh37": 59_373_566, "GRCh38": 57_227_415},
-}
+BUILD_LENGTHS = {"1": {"GRCh37": 249_250_621, "GRCh38": 248_956_422},
+                 "2": {"GRCh37": 243_199_373, "GRCh38": 242_193_529},
+                 "17": {"GRCh37": 81_195_210, "GRCh38": 83_257_441},
+                 "X": {"GRCh37": 155_270_560, "GRCh38": 156_040_895},
+                 "Y": {"GRCh37": 59_373_566, "GRCh38": 57_227_415}}
 #: Policies for a REF allele that differs from the genome.
 REF_MISMATCH = ("error", "skip", "flag")
 #: Policies for a variant on a contig the genome lacks (decoy, alt, unplaced contigs).
@@ -50,8 +48,7 @@ def _build_of(chrom: str, length: int) -> str:
 def check_build(declared: dict[str, int], genome: Genome, source) -> None:
     """Refuse a VCF whose ``##contig`` lengths differ from the genome's (another build).
 
-    Contigs the genome lacks are not compared (a variant on one is refused when met).
-    """
+    Contigs the genome lacks are not compared (a variant on one is refused when met)."""
     lengths = {canonical_chrom(name): (name, length) for name, length in genome.chromosomes.items()}
     for chrom, length in declared.items():
         name, genome_length = lengths.get(canonical_chrom(chrom), (None, None))
@@ -59,8 +56,7 @@ def check_build(declared: dict[str, int], genome: Genome, source) -> None:
             raise UserError(
                 f"{source}: contig {chrom} is {length:,} bp{_build_of(chrom, length)} in the VCF header but "
                 f"{genome_length:,} bp{_build_of(name, genome_length)} in {genome.path}: the VCF is from "
-                "another genome build"
-            )
+                "another genome build")
 
 
 @dataclass(frozen=True)
@@ -68,7 +64,6 @@ class VariantWindows:
     """A variant with its model inputs.
 
     Attributes:
-        variant: as read.
         ref_key: ``(contig, window start)``; variants with equal keys share the reference window.
         ref_window, alt_window: the model inputs, ``W`` bp each.
         flags: ``ref_mismatch`` (scored with ``--ref-mismatch flag``), ``padded`` (contig end).
@@ -127,7 +122,6 @@ class WindowBuilder:
     """Turns :class:`Variant` items into :class:`VariantWindows` or :class:`SkippedAllele`.
 
     Args:
-        genome: the reference.
         window: model input length ``W`` in bp.
         ref_mismatch: ``error`` (stop), ``skip`` (count) or ``flag`` (score on the genome's
             reference and flag the row).
@@ -153,25 +147,21 @@ class WindowBuilder:
         except UserError:
             if self.missing_contig == "skip":
                 return SkippedAllele(MISSING_CONTIG_REASON, variant.line)
-            raise UserError(
-                f"{source}:{variant.line}: contig {variant.chrom!r} is not in {genome.path} "
-                f"(its contigs: {', '.join(list(genome.chromosomes)[:5])})",
-                hint="--missing-contig skip to go on",
-            ) from None
+            raise UserError(f"{source}:{variant.line}: contig {variant.chrom!r} is not in {genome.path} "
+                            f"(its contigs: {', '.join(list(genome.chromosomes)[:5])})",
+                            hint="--missing-contig skip to go on") from None
         start, length = variant.pos - 1, len(genome.fasta.records[contig])
         if start + len(variant.ref) > length:
             raise UserError(
-                f"{source}:{variant.line}: {variant.chrom}:{variant.pos} {variant.ref} lies beyond the end of "
-                f"{contig} ({length:,} bp) in {genome.path}: is the file from another genome build?"
-            )
+                f"{source}:{variant.line}: {variant.chrom}:{variant.pos} {variant.ref} lies beyond the "
+                f"end of {contig} ({length:,} bp) in {genome.path}: is the file from another genome build?")
         flags = []
         if genome.fetch(contig, start, start + len(variant.ref)) != variant.ref:
             if self.ref_mismatch == "error":
                 raise UserError(
-                    f"{source}:{variant.line}: REF {variant.ref} at {variant.chrom}:{variant.pos} differs from "
-                    f"the genome ({genome.fetch(contig, start, start + len(variant.ref))})",
-                    hint="--ref-mismatch skip or flag to go on",
-                )
+                    f"{source}:{variant.line}: REF {variant.ref} at {variant.chrom}:{variant.pos} differs "
+                    f"from the genome ({genome.fetch(contig, start, start + len(variant.ref))})",
+                    hint="--ref-mismatch skip or flag to go on")
             if self.ref_mismatch == "skip":
                 return SkippedAllele("REF differs from the genome", variant.line)
             flags.append("ref_mismatch")
