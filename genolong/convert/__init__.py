@@ -6,7 +6,8 @@ tested layer by layer):
 * ``big_bird`` -- transformers' BigBird (GENA-LM ``gena-lm-bigbird-base-t2t``): :mod:`.big_bird`;
 * ``bert`` -- transformers' post-LN BERT and GENA-LM's pre-LN BERTs (``gena-lm-bert-*``), told
   apart by their weights: :mod:`.bert`;
-* ``esm`` with absolute positions (Nucleotide Transformer v1): :mod:`.esm`.
+* ``esm`` with absolute positions (Nucleotide Transformer v1): :mod:`.esm`;
+* ``modernbert`` -- transformers' ModernBERT (AIRI's modernGENA): :mod:`.modernbert`.
 
 A masked-LM checkpoint becomes a :class:`~genolong.model.modeling.GenolongForMaskedLM`; a
 sequence classifier (BERT's, BigBird's, ESM's ``...ForSequenceClassification``) a
@@ -41,6 +42,7 @@ from genolong.convert.classification import (
 from genolong.convert.esm import convert_esm, esm_mlm_head
 from genolong.convert.fast_tokenizer import check_readable, fast_tokenizer
 from genolong.convert.long import LongSpec, describe_long, make_long
+from genolong.convert.modernbert import convert_modernbert, modernbert_mlm_head
 from genolong.convert.source import ConversionError, SourceCheckpoint, Weights, read_source
 from genolong.convert.target import build_model, tokenizer_fields, write_model_directory
 from genolong.model.configuration import GenolongConfig
@@ -54,9 +56,11 @@ CONVERTERS: dict[str, Callable[[SourceCheckpoint], tuple[dict[str, Any], dict, W
     "big_bird": convert_big_bird,
     "bert": convert_bert,
     "esm": convert_esm,
+    "modernbert": convert_modernbert,
 }
 #: Masked-LM heads by ``model_type`` (BigBird's is BERT's).
-MLM_HEADS: dict[str, Callable[[Weights], dict]] = {"big_bird": bert_mlm_head, "bert": bert_mlm_head, "esm": esm_mlm_head}
+MLM_HEADS: dict[str, Callable[[Weights], dict]] = {"big_bird": bert_mlm_head, "bert": bert_mlm_head, "esm": esm_mlm_head,
+                                                   "modernbert": modernbert_mlm_head}
 
 #: Keys of a saved genolong config.json that a new save writes again.
 GENOLONG_SAVE_KEYS = ("model_type", "transformers_version", "architectures", "dtype", "tokenizer_fingerprint",
