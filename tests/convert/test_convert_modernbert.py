@@ -18,7 +18,7 @@ from helpers.convert import assert_same_outputs, genolong_hidden_states, token_b
 from helpers.modernbert import GENA_TOKENS, moderngena_source
 
 import genolong.model  # noqa: F401  (registers the genolong Auto classes)
-from genolong.convert import ConversionError, convert_checkpoint
+from genolong.convert import ConversionError, LongSpec, convert_checkpoint
 from genolong.model.modeling import GenolongForMaskedLM, GenolongForSequenceClassification
 
 LENGTHS = [40, 23, 7]  # one row longer than the window on both sides, one shorter than it
@@ -153,3 +153,18 @@ def test_what_the_encoder_cannot_compute_is_refused_in_one_line(overrides, messa
     with pytest.raises(ConversionError, match=message.replace("(", r"\(").replace(")", r"\)")):
         convert_checkpoint(tmp_path / "src", tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_made_long_only_when_the_local_and_global_layers_share_a_rotary_base(masked_lm, tmp_path):
+    """lsg gives every layer one attention, so every layer one rotary base: modernGENA's equal
+    bases convert; ModernBERT-base's 160,000 / 10,000 would change the local layers, refused."""
+    _, model, work = masked_lm
+    spec = LongSpec("lsg", max_length=2048)
+    if model.config.local_rotary_base == model.config.rotary_base:
+        long = convert_checkpoint(work / "out", tmp_path / "long", long=spec)
+        assert long.config.backbone == "lsg" and long.config.local_rotary_base is None
+        assert {block.rotary.base for block in long.genolong.encoder.blocks} == {model.config.rotary_base}
+    else:
+        with pytest.raises(ConversionError, match="local-window layers rotate with base 10000, its global layers "
+                                                  "with 160000"):
+            convert_checkpoint(work / "out", tmp_path / "long", long=spec)
