@@ -42,12 +42,16 @@ from genolong.convert.source import ConversionError, SourceCheckpoint, Weights
 log = logging.getLogger(__name__)
 
 FULL, SLIDING = "full_attention", "sliding_attention"
+SPECIAL_IDS = ("pad_token_id", "bos_token_id", "eos_token_id", "cls_token_id", "sep_token_id")
 
 
 def read_config(config: dict[str, Any]) -> ModernBertConfig:
-    """``config.json`` as transformers' ModernBertConfig reads it (defaults, legacy keys)."""
+    """``config.json`` as transformers' ModernBertConfig reads it (defaults, legacy keys), without
+    its special-token ids: they come from the tokenizer (modernGENA's ``bos_token_id: 50281`` lies
+    outside its vocabulary, which transformers would warn about)."""
+    kept = {k: v for k, v in config.items() if k != "transformers_version"} | dict.fromkeys(SPECIAL_IDS)
     try:
-        return ModernBertConfig.from_dict({k: v for k, v in config.items() if k != "transformers_version"})
+        return ModernBertConfig.from_dict(kept)
     except (TypeError, ValueError, KeyError) as err:
         raise ConversionError(f"config.json is not a ModernBERT config transformers can read ({err})") from None
 
@@ -147,9 +151,10 @@ def drop_padding_rows(weights: Weights, tokens: int) -> None:
 
     ModernBERT checkpoints pad the vocabulary to a multiple of 64 (modernGENA: 32,768 rows for
     GENA-LM's 32,000 tokens). No input reaches the rows beyond the tokenizer, and the logits of
-    every token the tokenizer has are unchanged; what the source's softmax gave the padding rows
-    is renormalised over the real tokens (a log-likelihood ratio of two tokens is unchanged).
-    Fewer rows than tokens is left to the vocabulary check of the conversion.
+    every token the tokenizer has are unchanged; the masked-LM softmax runs over the tokens that
+    exist (the source's probabilities renormalised without the padding rows' share, which
+    training on targets that are never padding drives down). Fewer rows than tokens is left to
+    the vocabulary check of the conversion.
     """
     rows = weights.tensors["embeddings.tok_embeddings.weight"].shape[0]
     if rows <= tokens:

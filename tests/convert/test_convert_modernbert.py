@@ -16,8 +16,10 @@ import pytest
 import torch
 from helpers.convert import assert_same_outputs, genolong_hidden_states, token_batch
 from helpers.modernbert import GENA_TOKENS, moderngena_source
+from transformers.utils import logging as transformers_logging
 
 import genolong.model  # noqa: F401  (registers the genolong Auto classes)
+from genolong.cli.main import main
 from genolong.convert import ConversionError, LongSpec, convert_checkpoint
 from genolong.model.modeling import GenolongForMaskedLM, GenolongForSequenceClassification
 
@@ -61,6 +63,7 @@ def test_masked_lm_logits_and_every_layer_agree_on_padded_batches(masked_lm):
     assert model.config.attention_window == 8 and model.config.num_global_tokens == 0
     mlm_difference(source, model)
     mlm_difference(source, model, [31], seed=1)
+    mlm_difference(source, model, [1024], seed=2)  # modernGENA's whole length
 
 
 def test_the_local_and_global_rotary_bases_are_read_per_layer_type(masked_lm):
@@ -168,3 +171,18 @@ def test_made_long_only_when_the_local_and_global_layers_share_a_rotary_base(mas
         with pytest.raises(ConversionError, match="local-window layers rotate with base 10000, its global layers "
                                                   "with 160000"):
             convert_checkpoint(work / "out", tmp_path / "long", long=spec)
+
+
+def test_the_command_names_the_dropped_rows_and_no_special_id_of_the_config(real_data, tmp_path, caplog):
+    """modernGENA's config carries bos/eos ids outside its vocabulary; genolong reads the ids from
+    the tokenizer, so transformers has nothing to warn about."""
+    moderngena_source(tmp_path / "src", real_data)
+    transformers_logging.warning_once.cache_clear()  # building the source warned once already
+    transformers_logging.enable_propagation()
+    try:
+        with caplog.at_level("INFO"):
+            assert main(["convert", str(tmp_path / "src"), "--out", str(tmp_path / "out")]) == 0
+    finally:
+        transformers_logging.disable_propagation()
+    assert "embedding rows 32000..32767 have no token in the tokenizer (vocabulary padding): dropped" in caplog.text
+    assert "token_id must be" not in caplog.text
