@@ -104,6 +104,13 @@ class Attention(nn.Module, ABC):
             return None
         return alibi_bias(self.alibi_slopes.to(bias_dtype(dtype)), query_positions, key_positions).to(dtype)
 
+    @torch.no_grad()
+    def reset_buffers(self) -> None:
+        """Recompute the ALiBi slopes in place: they are not saved, and ``from_pretrained`` builds
+        the model without running ``__init__``'s values into them (the weight init calls this)."""
+        if self.alibi_slopes is not None:
+            self.alibi_slopes.copy_(alibi_slopes(self.alibi_slopes.shape[0]))
+
     @classmethod
     def validate_config(cls, config: Any) -> None:
         """Raise ConfigError for an impossible setting; by default every setting is possible."""

@@ -7,6 +7,7 @@ tested layer by layer):
 * ``bert`` -- transformers' post-LN BERT and GENA-LM's pre-LN BERTs (``gena-lm-bert-*``), told
   apart by their weights: :mod:`.bert`;
 * ``esm`` with absolute positions (Nucleotide Transformer v1): :mod:`.esm`;
+* ``modernbert`` -- transformers' ModernBERT (AIRI's modernGENA): :mod:`.modernbert`;
 * ``mosaic_bert`` -- DNABERT-2 (MosaicBERT: ALiBi, gated feed-forward; its config.json has no
   ``model_type``): :mod:`.mosaic_bert`.
 
@@ -43,6 +44,7 @@ from genolong.convert.classification import (
 from genolong.convert.esm import convert_esm, esm_mlm_head
 from genolong.convert.fast_tokenizer import check_readable, fast_tokenizer
 from genolong.convert.long import LongSpec, describe_long, make_long
+from genolong.convert.modernbert import convert_modernbert, modernbert_mlm_head
 from genolong.convert.mosaic_bert import convert_mosaic_bert
 from genolong.convert.source import ConversionError, SourceCheckpoint, Weights, read_source
 from genolong.convert.target import build_model, tokenizer_fields, write_model_directory
@@ -58,10 +60,11 @@ CONVERTERS: dict[str, Callable[[SourceCheckpoint], tuple[dict[str, Any], dict, W
     "bert": convert_bert,
     "esm": convert_esm,
     "mosaic_bert": convert_mosaic_bert,
+    "modernbert": convert_modernbert,
 }
-#: Masked-LM heads by ``model_type`` (BigBird's is BERT's).
+#: Masked-LM heads by ``model_type`` (BigBird's and DNABERT-2's are BERT's).
 MLM_HEADS: dict[str, Callable[[Weights], dict]] = {"big_bird": bert_mlm_head, "bert": bert_mlm_head, "esm": esm_mlm_head,
-                                                   "mosaic_bert": bert_mlm_head}
+                                                   "mosaic_bert": bert_mlm_head, "modernbert": modernbert_mlm_head}
 
 #: Keys of a saved genolong config.json that a new save writes again.
 GENOLONG_SAVE_KEYS = ("model_type", "transformers_version", "architectures", "dtype", "tokenizer_fingerprint",

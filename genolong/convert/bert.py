@@ -138,7 +138,8 @@ def check_absolute_positions(config: dict[str, Any]) -> None:
 
 
 #: transformers' activation names (``ACT2FN``) -> genolong's (``ACTIVATIONS``), where they compute the same.
-ACTIVATION_NAMES = {"gelu": "gelu", "relu": "relu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh"}
+ACTIVATION_NAMES = {"gelu": "gelu", "relu": "relu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh",
+                    "silu": "silu", "swish": "silu"}
 
 
 def genolong_activation(hidden_act: str | None) -> str:

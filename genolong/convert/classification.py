@@ -9,7 +9,10 @@ layer, on the first token's final hidden state; genolong's
 * ``BigBirdForSequenceClassification``: ``classifier.dense``, ``ACT2FN[hidden_act]``, then
   ``classifier.out_proj``;
 * ``EsmForSequenceClassification``: ``classifier.dense``, ``tanh``, then ``classifier.out_proj``;
-* DNABERT-2's (MosaicBERT) ``BertForSequenceClassification``: BERT's.
+* DNABERT-2's (MosaicBERT) ``BertForSequenceClassification``: BERT's;
+* ``ModernBertForSequenceClassification``: on the [CLS] row or the masked mean of the tokens
+  (``classifier_pooling``), ``head.dense``, ``classifier_activation``, ``head.norm``, then
+  ``classifier``.
 
 The output layer keeps the source's ``problem_type`` (genolong's classifiers have the same three,
 :func:`genolong.model.heads.output_activation`), with one change:
@@ -50,7 +53,12 @@ SEQUENCE_HEADS = {
     "big_bird": ("classifier.dense", None, "classifier.out_proj"),
     "esm": ("classifier.dense", "tanh", "classifier.out_proj"),
     "mosaic_bert": ("pooler.dense", "tanh", "classifier"),
+    "modernbert": ("head.dense", None, "classifier"),
 }
+#: Heads whose activation is named by another config key than ``hidden_act``: (key, its default).
+HEAD_ACTIVATIONS = {"modernbert": ("classifier_activation", "gelu")}
+#: Heads with a LayerNorm after the activation (ModernBERT's ``head.norm``).
+HEAD_NORMS = {"modernbert": "head.norm"}
 SIGMOIDS = "multi_label_classification"
 SOFTMAX = "single_label_classification"
 REGRESSION = "regression"
@@ -104,7 +112,9 @@ def sequence_head(source: SourceCheckpoint, weights: Weights,
             f"{architecture} is not supported: genolong converts masked-LM and sequence-classification "
             "(...ForSequenceClassification) checkpoints"
         )
-    dense, activation, output = SEQUENCE_HEADS[config["model_type"]]
+    model_type = config["model_type"]
+    dense, activation, output = SEQUENCE_HEADS[model_type]
+    activation_key, default = HEAD_ACTIVATIONS.get(model_type, ("hidden_act", "gelu_new"))
     weight, bias = weights.linear(output)
     readable = PROBLEM_TYPES if task is None else convert_task(task).problem_types
     weight, bias, labels, problem_type = converted_outputs(config, weight, bias, readable)
@@ -115,14 +125,18 @@ def sequence_head(source: SourceCheckpoint, weights: Weights,
             hint="convert it with --task labelled, for `genolong task predict`",
         )
     fields = {
-        "classifier_pooler": activation or genolong_activation(config.get("hidden_act", "gelu_new")),
+        "classifier_pooler": activation or genolong_activation(config.get(activation_key, default)),
         "classifier_dropout": config.get("classifier_dropout"),
         "num_labels": len(labels),
         "problem_type": problem_type,
         "id2label": dict(enumerate(labels)),
         "label2id": {label: index for index, label in enumerate(labels)},
     }
-    return fields, target.classifier_state(weights.linear(dense), (weight, bias))
+    norm = HEAD_NORMS.get(model_type)
+    if norm is not None:
+        fields["classifier_norm"] = True
+    return fields, target.classifier_state(weights.linear(dense), (weight, bias),
+                                           None if norm is None else weights.linear(norm))
 
 
 def converted_outputs(

@@ -92,7 +92,8 @@ def make_long(fields: dict[str, Any], state: dict[str, torch.Tensor], spec: Long
         ``trained_positions = P`` recorded in the fields.
 
     Raises:
-        ConversionError: a source that is not ``full`` attention, N not a multiple of the block
+        ConversionError: a source that is not ``full`` attention (or a per-layer plan whose
+            local layers have their own rotary base), N not a multiple of the block
             (or below P), a block too large for the trained length, global tokens the backbone
             cannot have; one line each.
     """
@@ -106,12 +107,18 @@ def make_long(fields: dict[str, Any], state: dict[str, torch.Tensor], spec: Long
                                                            spec.global_tokens)
     except ConfigError as err:
         raise ConversionError(err.message, hint=err.hint) from None
+    local_base = fields.get("local_rotary_base")
+    if fields.get("full_attention_layers") and local_base not in (None, fields.get("rotary_base")):
+        raise ConversionError(f"--backbone {backbone} gives every layer one rotary base; this model's local-window "
+                              f"layers rotate with base {local_base:g}, its global layers with "
+                              f"{fields['rotary_base']:g}")
     if spec.global_tokens and fields.get("local_conv_kernel"):
         raise ConversionError("--global-tokens needs a model without local_conv_kernel (the convolution mixes "
                               "neighbouring tokens into every embedding)")
     length = settings["max_position_embeddings"]
     fields = switch_backbone({"backbone": "full"} | fields, {"backbone": backbone, "max_position_embeddings": length,
-                                                             "trained_positions": trained, "full_attention_layers": None}
+                                                             "trained_positions": trained, "full_attention_layers": None,
+                                                             "local_rotary_base": None}
                              | settings)
     try:
         GenolongConfig(**fields)

@@ -91,9 +91,11 @@ def head_state(dense: Linear, norm: Linear, decoder: Linear) -> dict[str, torch.
     return _pair("lm_head.dense", dense) | _pair("lm_head.norm", norm) | _pair("lm_head.decoder", decoder)
 
 
-def classifier_state(dense: Linear, output: Linear) -> dict[str, torch.Tensor]:
-    """The classification head with a pooler: dense (N, N), output layer (C, N) with its bias (C,)."""
-    return _pair("classifier.dense", dense) | _pair("classifier.classifier", output)
+def classifier_state(dense: Linear, output: Linear, norm: Linear | None = None) -> dict[str, torch.Tensor]:
+    """The classification head with a pooler: dense (N, N), output layer (C, N) with its bias (C,),
+    and the LayerNorm after the pooler's activation when there is one (ModernBERT)."""
+    state = _pair("classifier.dense", dense) | _pair("classifier.classifier", output)
+    return state if norm is None else state | _pair("classifier.norm", norm)
 
 
 def _pair(name: str, weight_and_bias: Linear) -> dict[str, torch.Tensor]:

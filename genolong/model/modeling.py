@@ -61,6 +61,8 @@ class GenolongPreTrainedModel(PreTrainedModel):
                 nn.init.zeros_(module.bias)
         elif hasattr(module, "init_learned_vectors"):  # the encoder's global tokens, a pooling query
             module.init_learned_vectors(std)
+        elif hasattr(module, "reset_buffers"):  # buffers derived from the config, not saved: rotary, ALiBi
+            module.reset_buffers()
 
 
 class GenolongModel(GenolongPreTrainedModel):

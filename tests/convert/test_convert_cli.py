@@ -85,7 +85,7 @@ def broken_source(kind, real_data, src):
         ("wordpiece", "its tokenizer is a WordPiece model, which genolong's commands do not read"),
         ("no weights", "holds no weights"),
         ("model_type", "HyenaDNA is a long-convolution"),
-        ("unknown model_type", "model_type 'gpt2' is not supported (supported: big_bird, bert, esm, mosaic_bert"),
+        ("unknown model_type", "model_type 'gpt2' is not supported (supported: big_bird, bert, esm, mosaic_bert, modernbert)"),
         ("config says post-LN", "config.json describes a post-LN BERT but the weights are pre-LN"),
         ("rotary", "position_embedding_type 'rotary' is not supported"),
         ("deepspeed sparse", "random block layout is not stored"),

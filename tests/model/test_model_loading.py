@@ -254,3 +254,19 @@ def test_broken_task_description_is_refused(broken, fasta, capsys, change, needl
     info = json.loads((broken / "genolong_task.json").read_text())
     (broken / "genolong_task.json").write_text(json.dumps(change(info)))
     assert_refused(*predict(broken, fasta, capsys), "genolong_task.json", needle)
+
+
+@pytest.mark.parametrize("positions", ["rotary", "alibi"])
+def test_a_saved_model_with_rotary_or_alibi_positions_reloads_the_same_function(positions, tmp_path):
+    """The rotary frequencies and ALiBi slopes are derived, not saved: ``from_pretrained`` must
+    recompute them rather than leave the memory it allocated."""
+    torch.manual_seed(0)
+    config = GenolongConfig(vocab_size=30, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                            intermediate_size=64, max_position_embeddings=64, backbone="full",
+                            position_embedding_type=positions)
+    model = GenolongForMaskedLM(config).eval()
+    model.save_pretrained(str(tmp_path))
+    reloaded = GenolongForMaskedLM.from_pretrained(str(tmp_path)).eval()
+    ids = torch.randint(5, 30, (2, 20), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        torch.testing.assert_close(reloaded(input_ids=ids).logits, model(input_ids=ids).logits)
