@@ -24,14 +24,19 @@ class RotaryEmbedding(nn.Module):
     def __init__(self, head_dim: int, base: float):
         super().__init__()
         self.base = float(base)
-        exponents = torch.arange(0, head_dim, 2, dtype=torch.int64).float() / head_dim
-        self.inv_freq: torch.Tensor
-        self.register_buffer("inv_freq", 1.0 / (self.base ** exponents), persistent=False)  # (D / 2,)
+        self.head_dim = head_dim
+
+    @property
+    def inv_freq(self) -> torch.Tensor:
+        """(D / 2,) float32 angular frequencies ``base ** (-2 i / D)``. Computed, not a buffer: a
+        model loaded with ``from_pretrained`` does not restore non-persistent buffers."""
+        exponents = torch.arange(0, self.head_dim, 2, dtype=torch.int64).float() / self.head_dim
+        return 1.0 / (self.base ** exponents)
 
     def cos_sin(self, length: int, device: torch.device, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
         """(L, D) cosines and sines of positions 0 .. L - 1, in float64 for float64 inputs, else float32."""
         dtype = torch.float64 if dtype == torch.float64 else torch.float32
-        angles = torch.outer(torch.arange(length, device=device, dtype=dtype), self.inv_freq.to(dtype))
+        angles = torch.outer(torch.arange(length, device=device, dtype=dtype), self.inv_freq.to(device, dtype))
         angles = torch.cat([angles, angles], dim=-1)  # (L, D)
         return angles.cos(), angles.sin()
 

@@ -27,6 +27,7 @@ from torch import nn
 
 import genolong.model  # noqa: F401  (registers the genolong Auto classes)
 from genolong.convert import ConversionError, convert_checkpoint
+from genolong.model.modeling import GenolongForMaskedLM, GenolongForSequenceClassification
 from genolong.model.rotary import RotaryEmbedding
 
 #: NT v2's token order: special tokens, the 4,096 6-mers in product("ATCG") order, single bases.
@@ -98,11 +99,12 @@ def save_ntv2(oracle: nn.Module, out, **config_changes) -> None:
 
 @pytest.fixture(scope="module")
 def masked_lm(tmp_path_factory):
-    """(oracle EsmForMaskedLM, converted GenolongForMaskedLM)."""
+    """(oracle EsmForMaskedLM, converted GenolongForMaskedLM as loaded from its directory)."""
     out = tmp_path_factory.mktemp("ntv2")
     oracle = ntv2_oracle()
     save_ntv2(oracle, out / "src")
-    return oracle, convert_checkpoint(out / "src", out / "out")
+    convert_checkpoint(out / "src", out / "out")
+    return oracle, GenolongForMaskedLM.from_pretrained(str(out / "out")).eval()
 
 
 def worst_difference(converted, oracle, lengths, seed=0) -> float:
@@ -125,7 +127,8 @@ def test_masked_lm_logits_and_hidden_states_are_the_sources(masked_lm, lengths):
 def test_classifier_logits_are_the_sources(tmp_path):
     oracle = ntv2_oracle(MULTI_LABEL, seed=1)
     save_ntv2(oracle, tmp_path / "src")
-    converted = convert_checkpoint(tmp_path / "src", tmp_path / "out")
+    convert_checkpoint(tmp_path / "src", tmp_path / "out")
+    converted = GenolongForSequenceClassification.from_pretrained(str(tmp_path / "out")).eval()
     assert converted.config.classifier_pooler == "tanh"
     for lengths in LENGTHS:
         ids, mask = token_batch(lengths, len(NTV2_VOCAB), seed=len(lengths), special=SPECIAL)
