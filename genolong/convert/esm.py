@@ -1,5 +1,5 @@
 """transformers ``esm`` checkpoints: Nucleotide Transformer v1 (absolute positions) and v2
-(rotary positions, a SwiGLU feed-forward without biases), ESM-2's encoder layout.
+(rotary positions, a SwiGLU feed-forward without biases).
 
 ESM is a pre-LN encoder: per layer ``x + attention(LN(x))`` (``attention.LayerNorm``) then
 ``x + FFN(LN(x))`` (the layer's ``LayerNorm``), a final LayerNorm (``emb_layer_norm_after``), and
@@ -14,8 +14,8 @@ an embedding LayerNorm only when ``emb_layer_norm_before`` is set. Queries are s
 * **Feed-forward.** ESM's is ``down(gelu(up(x)))``. Nucleotide Transformer v2's is a GLU:
   ``intermediate.dense`` gives 2 x ``intermediate_size`` features, ``down(silu(u1) * u2)`` with
   ``u1`` the first half; its config says ``add_bias_fnn: false`` for the projections without
-  biases. The config has no key that names the gate, so the weights tell: ``intermediate.dense``
-  with 2 I rows is gated, with I rows plain. The masked-LM head keeps ESM's exact GELU.
+  biases. The gate is read from the weights, not from a config key: ``intermediate.dense`` with
+  2 I rows is gated, with I rows plain. The masked-LM head keeps ESM's exact GELU.
 
 Token dropout (its eval-time rescaling depends on the input's mask ratio) and ESMFold are refused.
 """
