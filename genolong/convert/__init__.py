@@ -6,7 +6,7 @@ tested layer by layer):
 * ``big_bird`` -- transformers' BigBird (GENA-LM ``gena-lm-bigbird-base-t2t``): :mod:`.big_bird`;
 * ``bert`` -- transformers' post-LN BERT and GENA-LM's pre-LN BERTs (``gena-lm-bert-*``), told
   apart by their weights: :mod:`.bert`;
-* ``esm`` with absolute positions (Nucleotide Transformer v1): :mod:`.esm`;
+* ``esm``: Nucleotide Transformer v1 (absolute positions) and v2 (rotary positions, SwiGLU): :mod:`.esm`;
 * ``modernbert`` -- transformers' ModernBERT (AIRI's modernGENA): :mod:`.modernbert`;
 * ``mosaic_bert`` -- DNABERT-2 (MosaicBERT: ALiBi, gated feed-forward; its config.json has no
   ``model_type``): :mod:`.mosaic_bert`.

@@ -1,4 +1,4 @@
-"""A ``tokenizer.json`` for Nucleotide Transformer's ``vocab.txt``-only ESM tokenizer.
+"""A ``tokenizer.json`` for Nucleotide Transformer's ``vocab.txt``-only ESM tokenizer (v1 and v2).
 
 genolong's commands encode DNA through a ``tokenizers`` backend (``tokenizer.json``); Nucleotide
 Transformer v1 ships transformers' Python ``EsmTokenizer`` (a ``vocab.txt`` of 6-mers, single
@@ -10,8 +10,11 @@ enough to state in ``tokenizers``' terms exactly:
   vocabulary id, anything else ``<unk>``. Here: a whitespace split, then a regular expression
   that matches the longest vocabulary entry (:func:`longest_match_pattern`), each match and each
   unmatched run its own piece, and a ``WordLevel`` model of the same vocabulary.
-* ``<cls> sequence <eos>`` around the tokens, as ``build_inputs_with_special_tokens`` does;
-  ``<eos>`` is also the separator genolong's encoders append (ESM has no ``sep_token``).
+* ``<cls> sequence <eos>`` around the tokens, as ``build_inputs_with_special_tokens`` does
+  (Nucleotide Transformer v1); ``<eos>`` is also the separator genolong's encoders append (ESM has
+  no ``sep_token``). A tokenizer without ``eos_token`` (Nucleotide Transformer v2's) prepends
+  ``<cls>`` only, as ``EsmTokenizer`` then does; genolong's encoders still end their inputs with
+  the vocabulary's ``<eos>``, the separator every genolong model input has.
 
 Token ids are tested identical to ``EsmTokenizer``'s on real genome sequence.
 
@@ -30,6 +33,9 @@ from transformers import EsmTokenizer, PreTrainedTokenizerBase, PreTrainedTokeni
 
 from genolong.convert.source import ConversionError
 from genolong.dna.tokenizer import check_tokenizer_model
+
+#: The separator genolong's commands append to an ESM input whose tokenizer appends none.
+ESM_SEPARATOR = "<eos>"
 
 
 def fast_tokenizer(slow: PreTrainedTokenizerBase) -> PreTrainedTokenizerFast:
@@ -52,11 +58,17 @@ def fast_tokenizer(slow: PreTrainedTokenizerBase) -> PreTrainedTokenizerFast:
         pre_tokenizers.Split(Regex(longest_match_pattern(entries)), behavior="isolated"),
     ])
     cls, eos = slow.cls_token, slow.eos_token
-    backend.post_processor = processors.TemplateProcessing(
-        single=f"{cls} $A {eos}",
-        pair=f"{cls} $A {eos} $B {eos}",
-        special_tokens=[(cls, vocab[cls]), (eos, vocab[eos])],
-    )
+    if eos is None and ESM_SEPARATOR not in vocab:
+        raise ConversionError(f"the EsmTokenizer has no eos_token and no {ESM_SEPARATOR} in its vocabulary: genolong's "
+                              "commands end every input with a separator")
+    if eos is None:  # Nucleotide Transformer: <cls> tokens, nothing appended
+        template = processors.TemplateProcessing(single=f"{cls} $A", special_tokens=[(cls, vocab[cls])])
+    else:
+        template = processors.TemplateProcessing(
+            single=f"{cls} $A {eos}", pair=f"{cls} $A {eos} $B {eos}",
+            special_tokens=[(cls, vocab[cls]), (eos, vocab[eos])],
+        )
+    backend.post_processor = template
     return PreTrainedTokenizerFast(
         tokenizer_object=backend,
         unk_token=slow.unk_token,
@@ -64,7 +76,7 @@ def fast_tokenizer(slow: PreTrainedTokenizerBase) -> PreTrainedTokenizerFast:
         pad_token=slow.pad_token,
         mask_token=slow.mask_token,
         eos_token=eos,
-        sep_token=eos,
+        sep_token=eos or ESM_SEPARATOR,
         model_max_length=slow.model_max_length,
     )
 

@@ -61,7 +61,7 @@ class GenolongPreTrainedModel(PreTrainedModel):
                 nn.init.zeros_(module.bias)
         elif hasattr(module, "init_learned_vectors"):  # the encoder's global tokens, a pooling query
             module.init_learned_vectors(std)
-        elif hasattr(module, "reset_buffers"):  # buffers derived from the config, not saved: rotary, ALiBi
+        elif hasattr(module, "reset_buffers"):  # buffers derived from the config, not saved: ALiBi slopes
             module.reset_buffers()
 
 

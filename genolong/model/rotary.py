@@ -25,24 +25,19 @@ class RotaryEmbedding(nn.Module):
         super().__init__()
         self.base = float(base)
         self.head_dim = head_dim
-        self.inv_freq: torch.Tensor
-        self.register_buffer("inv_freq", self.inverse_frequencies(), persistent=False)  # (D / 2,)
 
-    def inverse_frequencies(self) -> torch.Tensor:
-        """(D / 2,) float32 ``base ** (-2 i / D)``."""
+    @property
+    def inv_freq(self) -> torch.Tensor:
+        """(D / 2,) float32 angular frequencies ``base ** (-2 i / D)``. Computed, not a buffer: a
+        model loaded with ``from_pretrained`` does not restore non-persistent buffers, and a model
+        cast to bf16 would round a buffer."""
         exponents = torch.arange(0, self.head_dim, 2, dtype=torch.int64).float() / self.head_dim
         return 1.0 / (self.base ** exponents)
-
-    @torch.no_grad()
-    def reset_buffers(self) -> None:
-        """Recompute ``inv_freq`` in place: it is not saved, and ``from_pretrained`` builds the
-        model without running ``__init__``'s values into it (the weight init calls this)."""
-        self.inv_freq.copy_(self.inverse_frequencies())
 
     def cos_sin(self, length: int, device: torch.device, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
         """(L, D) cosines and sines of positions 0 .. L - 1, in float64 for float64 inputs, else float32."""
         dtype = torch.float64 if dtype == torch.float64 else torch.float32
-        angles = torch.outer(torch.arange(length, device=device, dtype=dtype), self.inv_freq.to(dtype))
+        angles = torch.outer(torch.arange(length, device=device, dtype=dtype), self.inv_freq.to(device, dtype))
         angles = torch.cat([angles, angles], dim=-1)  # (L, D)
         return angles.cos(), angles.sin()
 
