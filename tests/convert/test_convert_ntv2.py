@@ -4,8 +4,8 @@ feed-forward without biases, its 6-mer EsmTokenizer without ``<eos>``.
 InstaDeep's modelling code is not in transformers (and its licence keeps it out of this
 repository), so the oracle is transformers' own ``EsmForMaskedLM`` / ``EsmForSequenceClassification``
 with rotary positions (ESM-2's rotate-half over the whole head, base 10,000, which NT v2's code
-inherits) whose layers' feed-forwards are replaced by :class:`SwiGLU`, written here from the
-published definition: ``intermediate.dense`` (2 I, N) without bias, ``silu(x1) * x2`` with ``x1``
+inherits) whose layers' feed-forwards are replaced by NT v2's (:mod:`genolong.experiments.bench.nucleotide_transformer`,
+written from the published definition): ``intermediate.dense`` (2 I, N) without bias, ``silu(x1) * x2`` with ``x1``
 the first half, ``output.dense`` (N, I) without bias. The checkpoint is saved in NT v2's layout:
 ``config.json`` with its keys (``add_bias_fnn: false``, an ``auto_map`` to its remote code, no
 ``rope_theta``), one ``rotary_embeddings.inv_freq`` buffer per layer, ``esm.``-prefixed weights, and
@@ -20,13 +20,13 @@ import json
 
 import pytest
 import torch
-import torch.nn.functional as F
 from helpers.convert import assert_same_outputs, genolong_hidden_states, randomize, save_source, token_batch
 from test_convert import transformers_outputs
 from torch import nn
 
 import genolong.model  # noqa: F401  (registers the genolong Auto classes)
 from genolong.convert import ConversionError, convert_checkpoint
+from genolong.experiments.bench.nucleotide_transformer import with_swiglu
 from genolong.model.modeling import GenolongForMaskedLM, GenolongForSequenceClassification
 from genolong.model.rotary import RotaryEmbedding
 
@@ -45,42 +45,13 @@ SPECIAL = (3, 4, 1)  # <cls>, <eos>, <pad>
 LENGTHS = ([9], [256], [200, 77, 5])
 
 
-class SwiGLU(nn.Module):
-    """NT v2's ``intermediate``: ``dense`` (2 I, N) without bias, ``silu(first half) * second half``
-    (``gate_first`` False: the planted mistake, the second half gated)."""
-
-    def __init__(self, hidden: int, intermediate: int, gate_first: bool = True):
-        super().__init__()
-        self.dense = nn.Linear(hidden, 2 * intermediate, bias=False)
-        self.gate_first = gate_first
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        first, second = self.dense(x).chunk(2, dim=-1)
-        return F.silu(first) * second if self.gate_first else F.silu(second) * first
-
-
-class Output(nn.Module):
-    """NT v2's ``output``: ``dense`` (N, I) without bias, then the residual."""
-
-    def __init__(self, hidden: int, intermediate: int):
-        super().__init__()
-        self.dense = nn.Linear(intermediate, hidden, bias=False)
-
-    def forward(self, x: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
-        return self.dense(x) + residual
-
-
 def ntv2_oracle(classifier: dict | None = None, seed: int = 0) -> nn.Module:
     """transformers' ESM with rotary positions and NT v2's SwiGLU feed-forwards, random weights."""
     from transformers import EsmConfig, EsmForMaskedLM, EsmForSequenceClassification
 
     config = EsmConfig(**{k: v for k, v in NTV2_CONFIG.items() if k not in ("add_bias_fnn", "auto_map")},
                        **SMALL, **(classifier or {}))
-    model = (EsmForMaskedLM if classifier is None else EsmForSequenceClassification)(config)
-    for layer in model.esm.encoder.layer:
-        layer.intermediate = SwiGLU(config.hidden_size, config.intermediate_size)
-        layer.output = Output(config.hidden_size, config.intermediate_size)
-    return randomize(model, seed)
+    return randomize(with_swiglu((EsmForMaskedLM if classifier is None else EsmForSequenceClassification)(config)), seed)
 
 
 def save_ntv2(oracle: nn.Module, out, **config_changes) -> None:

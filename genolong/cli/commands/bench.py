@@ -64,10 +64,11 @@ def _add_model_arguments(group) -> None:
     group.add_argument(
         "--peers", nargs="*", default=None, metavar="NAME",
         help="peers: hf-bigbird hf-longformer hf-bert (installed transformers), hf4-bigbird lsg-bert "
-        "(transformers 4.x from --legacy-site), and on request hf-esm, hf-modernbert, ref-dnabert2 (DNABERT-2's "
-        "architecture in plain PyTorch) and the genolong conversions of these models with the same weights: "
-        "converted-bigbird converted-bert converted-esm converted-modernbert converted-dnabert2, and made long "
-        "with LSG (from 512 / 1,024 trained positions): lsg-dnabert2 lsg-modernbert; "
+        "(transformers 4.x from --legacy-site), and on request hf-esm, hf-modernbert, hf-ntv2 (ESM with NT v2's "
+        "SwiGLU), ref-dnabert2 (DNABERT-2's architecture in plain PyTorch) and the genolong conversions of these "
+        "models with the same weights: converted-bigbird converted-bert converted-esm converted-modernbert "
+        "converted-ntv2 converted-dnabert2, and made long with LSG (from 512 / 1,024 / 2,048 trained "
+        "positions): lsg-dnabert2 lsg-modernbert lsg-ntv2; "
         "default: all that can run, except the ones on request")
     group.add_argument(
         "--legacy-site", type=Path, default=None, metavar="DIR",

@@ -52,6 +52,7 @@ from genolong.experiments.bench.converted import (
     converted_builders,
     hf_esm,
     hf_modernbert,
+    hf_ntv2,
     ref_dnabert2,
 )
 from genolong.model.encoder import Block
@@ -60,7 +61,7 @@ from genolong.model.encoder import Block
 PEERS = ("hf-bigbird", "hf-longformer", "hf-bert")
 #: Measured only when asked for (``--peers``): transformers' ESM and ModernBERT, DNABERT-2's
 #: architecture, and the genolong conversions of them all (:mod:`genolong.experiments.bench.converted`).
-OPTIONAL_PEERS = ("hf-esm", "ref-dnabert2", "hf-modernbert", *CONVERTED, *LONG)
+OPTIONAL_PEERS = ("hf-esm", "ref-dnabert2", "hf-modernbert", "hf-ntv2", *CONVERTED, *LONG)
 #: Peers that need transformers 4.x (lsg-converter runs only there; transformers 4.44's BigBird
 #: does not fill the dense L x L probabilities that 5.x does): measured with a package directory
 #: holding transformers 4.x put first on the worker's PYTHONPATH (``legacy_site``).
@@ -188,6 +189,7 @@ def build(spec: Spec, mlm: bool):
         "hf-esm": hf_esm,
         "ref-dnabert2": ref_dnabert2,
         "hf-modernbert": hf_modernbert,
+        "hf-ntv2": hf_ntv2,
     }
     builders |= converted_builders(builders)
     if spec.model == FLOOR:

@@ -22,12 +22,13 @@ from genolong.convert.target import build_model
 
 #: Converted model -> the peer it is converted from.
 CONVERTED = {"converted-bigbird": "hf-bigbird", "converted-bert": "hf-bert", "converted-esm": "hf-esm",
-             "converted-dnabert2": "ref-dnabert2", "converted-modernbert": "hf-modernbert"}
+             "converted-dnabert2": "ref-dnabert2", "converted-modernbert": "hf-modernbert", "converted-ntv2": "hf-ntv2"}
 #: The converted published models made long (``--backbone lsg --max-length`` the run's length): where
 #: their sources cannot go.
-LONG = {"lsg-dnabert2": "ref-dnabert2", "lsg-modernbert": "hf-modernbert"}
-#: The trained positions of the converted models that ``LONG`` makes long (DNABERT-2's 512; ModernBERT's 1,024).
-TRAINED_POSITIONS = {"ref-dnabert2": 512, "hf-modernbert": 1024}
+LONG = {"lsg-dnabert2": "ref-dnabert2", "lsg-modernbert": "hf-modernbert", "lsg-ntv2": "hf-ntv2"}
+#: The trained positions of the converted models that ``LONG`` makes long (DNABERT-2's 512; ModernBERT's
+#: 1,024; Nucleotide Transformer v2's 2,048).
+TRAINED_POSITIONS = {"ref-dnabert2": 512, "hf-modernbert": 1024, "hf-ntv2": 2048}
 #: ModernBERT's local window and global-layer period (ModernBERT-base, modernGENA).
 MODERNBERT_WINDOW, MODERNBERT_GLOBAL_EVERY = 128, 3
 
@@ -66,6 +67,20 @@ def hf_modernbert(size, length: int, mlm: bool):
         bos_token_id=1, eos_token_id=2, attn_implementation="sdpa",
     )
     return (ModernBertForMaskedLM if mlm else ModernBertModel)(config), {}
+
+
+def hf_ntv2(size, length: int, mlm: bool):
+    """Nucleotide Transformer v2: transformers' ESM with rotary positions and NT v2's SwiGLU
+    feed-forward (:mod:`genolong.experiments.bench.nucleotide_transformer`), SDPA attention."""
+    from transformers import EsmConfig, EsmForMaskedLM
+
+    from genolong.experiments.bench.nucleotide_transformer import with_swiglu
+
+    config = EsmConfig(max_position_embeddings=length + 2, pad_token_id=1, mask_token_id=2,
+                       position_embedding_type="rotary", token_dropout=False, emb_layer_norm_before=False,
+                       attn_implementation="sdpa", **asdict(size))
+    model = with_swiglu(EsmForMaskedLM(config))
+    return (model if mlm else model.esm), {}
 
 
 def converted_model(peer: Callable, size, length: int, mlm: bool, long_from: int | None = None):

@@ -40,10 +40,14 @@ PUBLISHED = {
     "hf-modernbert": "transformers ModernBERT (modernGENA's layout: window 128, global every 3rd layer)",
     "converted-modernbert": "ours, ModernBERT converted (window and full layers, rotary)",
     "lsg-modernbert": "ours, ModernBERT converted and made long (LSG, from 1,024 positions)",
+    "hf-ntv2": "transformers ESM with rotary positions and NT v2's SwiGLU feed-forward",
+    "converted-ntv2": "ours, Nucleotide Transformer v2 converted (dense attention, rotary)",
+    "lsg-ntv2": "ours, Nucleotide Transformer v2 converted and made long (LSG, from 2,048 positions)",
     "genolong-full": MODELS["genolong-full"],
 }
 #: (peer, ours) pairs of the ``published`` tables' ratio columns.
-PUBLISHED_RATIOS = (("ref-dnabert2", "converted-dnabert2"), ("hf-modernbert", "converted-modernbert"))
+PUBLISHED_RATIOS = (("ref-dnabert2", "converted-dnabert2"), ("hf-modernbert", "converted-modernbert"),
+                    ("hf-ntv2", "converted-ntv2"))
 
 
 @dataclass(frozen=True)
