@@ -164,6 +164,9 @@ class FinetuneConfig:
             ``crop_min_bp`` bp up to its full length (for promoters, a random shift of the window
             around the TSS); the classifier then scores records from ``crop_min_bp`` bp. None:
             whole sequences.
+        augment_reverse_complement: train on each input or, half of the time (drawn per step),
+            its reverse complement: for tasks whose label does not depend on the strand the
+            sequence was read from (a TF's binding sites, chromatin marks).
         calibrate: promoter: Platt-scale the probability on the validation split, folded
             into the output layer (:mod:`genolong.evaluation.calibration`), before the
             threshold is chosen there.
@@ -183,6 +186,7 @@ class FinetuneConfig:
     patience: int = 5
     kmer_baseline: bool = True
     crop_min_bp: int | None = None
+    augment_reverse_complement: bool = False
     calibrate: bool = False
     test_rows: int | None = None
     batch_size_eval: int = 64

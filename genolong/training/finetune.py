@@ -35,6 +35,7 @@ from genolong.classifier.records import best_per_record, record_stride, record_w
 from genolong.config import to_dict
 from genolong.core.errors import UserError
 from genolong.core.files import atomic_write_text, claim_directory
+from genolong.dna.sequence import reverse_complement
 from genolong.dna.tokenizer import load_tokenizer, tokenizer_fingerprint
 from genolong.evaluation.chromatin import evaluation_rows
 from genolong.model.heads import output_activation
@@ -80,14 +81,17 @@ class TrainingInputs(Dataset):
     """``dataset[(position, index)]`` (from :class:`~genolong.datasets.mlm.PositionSampler`):
     ``{"sequence": str, "labels": (C,) float32}``.
 
-    With ``crop_min_bp``, the input is a random crop of row ``index`` (:func:`random_crop`) drawn
-    from ``(seed, position)``: a resumed run sees the same crops.
+    With ``crop_min_bp``, the input is a random crop of row ``index`` (:func:`random_crop`); with
+    ``reverse_complement``, it is the row's reverse complement half of the time. Both are drawn
+    from ``(seed, position)``: a resumed run sees the same inputs.
     """
 
-    def __init__(self, rows: LabelledSequences, crop_min_bp: int | None = None, seed: int = 0):
+    def __init__(self, rows: LabelledSequences, crop_min_bp: int | None = None, seed: int = 0,
+                 reverse_complement: bool = False):
         self.rows = rows
         self.crop_min_bp = crop_min_bp
         self.seed = seed
+        self.reverse_complement = reverse_complement
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -95,8 +99,11 @@ class TrainingInputs(Dataset):
     def __getitem__(self, key: tuple[int, int]) -> dict[str, Any]:
         position, index = key
         sequence = self.rows.sequence(index)
+        rng = np.random.default_rng([self.seed, position])
         if self.crop_min_bp is not None:
-            sequence = random_crop(sequence, self.crop_min_bp, np.random.default_rng([self.seed, position]))
+            sequence = random_crop(sequence, self.crop_min_bp, rng)
+        if self.reverse_complement and rng.random() < 0.5:
+            sequence = reverse_complement(sequence)
         return {"sequence": sequence, "labels": self.rows.labels(index)}
 
 
@@ -144,7 +151,7 @@ class FinetuneDataModule(StepIndexedData):
 
     def train_dataloader(self) -> DataLoader:
         rows = self.data.splits["train"]
-        inputs = TrainingInputs(rows, self.config.crop_min_bp, self.train.seed)
+        inputs = TrainingInputs(rows, self.config.crop_min_bp, self.train.seed, self.config.augment_reverse_complement)
         return self.loader(inputs, self.training_sampler(len(rows)))
 
     def val_dataloader(self) -> DataLoader:
@@ -284,6 +291,7 @@ def _run_identity(config: FinetuneConfig, data: TaskData, tokenizer, model, pret
         "model": {k: v for k, v in model.config.to_diff_dict().items() if k != "transformers_version"},
         "max_len": config.max_len,
         "crop_min_bp": config.crop_min_bp,
+        **({"augment_reverse_complement": True} if config.augment_reverse_complement else {}),
         "train": to_dict(config.train) | {"max_steps": None},
         **({} if config.mode == "full" else {"mode": config.mode, "lora": to_dict(config.lora)}),
     }
