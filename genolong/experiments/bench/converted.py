@@ -29,8 +29,9 @@ LONG = {"lsg-dnabert2": "ref-dnabert2", "lsg-modernbert": "hf-modernbert", "lsg-
 #: The trained positions of the converted models that ``LONG`` makes long (DNABERT-2's 512; ModernBERT's
 #: 1,024; Nucleotide Transformer v2's 2,048).
 TRAINED_POSITIONS = {"ref-dnabert2": 512, "hf-modernbert": 1024, "hf-ntv2": 2048}
-#: ModernBERT's local window and global-layer period (ModernBERT-base, modernGENA).
-MODERNBERT_WINDOW, MODERNBERT_GLOBAL_EVERY = 128, 3
+#: ModernBERT's local window and global-layer period (ModernBERT-base, modernGENA), and modernGENA's
+#: rotary base in both kinds of layer (ModernBERT-base's global layers use 160,000).
+MODERNBERT_WINDOW, MODERNBERT_GLOBAL_EVERY, MODERNGENA_ROPE_BASE = 128, 3, 10000.0
 
 
 def hf_esm(size, length: int, mlm: bool):
@@ -55,7 +56,7 @@ def ref_dnabert2(size, length: int, mlm: bool):
 
 def hf_modernbert(size, length: int, mlm: bool):
     """transformers' ModernBERT as modernGENA configures it: a local window of 128 tokens in two of
-    every three layers, GeGLU, no biases, SDPA attention."""
+    every three layers, rotary base 10,000 in all, GeGLU, no biases, SDPA attention."""
     from transformers import ModernBertConfig, ModernBertForMaskedLM, ModernBertModel
 
     sizes = asdict(size)
@@ -63,7 +64,8 @@ def hf_modernbert(size, length: int, mlm: bool):
         vocab_size=sizes["vocab_size"], hidden_size=sizes["hidden_size"], num_hidden_layers=sizes["num_hidden_layers"],
         num_attention_heads=sizes["num_attention_heads"], intermediate_size=sizes["intermediate_size"],
         max_position_embeddings=length, local_attention=MODERNBERT_WINDOW,
-        global_attn_every_n_layers=MODERNBERT_GLOBAL_EVERY, pad_token_id=3, cls_token_id=1, sep_token_id=2,
+        global_attn_every_n_layers=MODERNBERT_GLOBAL_EVERY, global_rope_theta=MODERNGENA_ROPE_BASE,
+        local_rope_theta=MODERNGENA_ROPE_BASE, pad_token_id=3, cls_token_id=1, sep_token_id=2,
         bos_token_id=1, eos_token_id=2, attn_implementation="sdpa",
     )
     return (ModernBertForMaskedLM if mlm else ModernBertModel)(config), {}

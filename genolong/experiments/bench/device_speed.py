@@ -37,7 +37,7 @@ PUBLISHED = {
     "ref-dnabert2": "DNABERT-2's architecture in plain PyTorch (its code's path without Triton)",
     "converted-dnabert2": "ours, DNABERT-2 converted (dense attention, ALiBi)",
     "lsg-dnabert2": "ours, DNABERT-2 converted and made long (LSG, from 512 positions)",
-    "hf-modernbert": "transformers ModernBERT (modernGENA's layout: window 128, global every 3rd layer)",
+    "hf-modernbert": "transformers ModernBERT (modernGENA's layout: window 128, global every 3rd layer, rotary base 10,000)",
     "converted-modernbert": "ours, ModernBERT converted (window and full layers, rotary)",
     "lsg-modernbert": "ours, ModernBERT converted and made long (LSG, from 1,024 positions)",
     "hf-ntv2": "transformers ESM with rotary positions and NT v2's SwiGLU feed-forward",
