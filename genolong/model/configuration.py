@@ -86,7 +86,8 @@ class GenolongConfig(PretrainedConfig):
         gated_feed_forward: a GLU feed-forward, ``down(act(u1) * u2)`` with ``up`` giving 2 x
             ``intermediate_size`` features (GeGLU with gelu, SwiGLU with silu).
         attention_bias: biases on the query/key/value and output projections.
-        mlp_in_bias, mlp_out_bias: biases on the feed-forward's up and down projections.
+        mlp_in_bias: a bias on the feed-forward's up projection.
+        mlp_out_bias: a bias on the feed-forward's down projection.
         norm_bias: biases on the LayerNorms.
         first_layer_attention_norm: with pre-LN, whether layer 0 normalises before attention
             (False in ModernBERT, whose embeddings are normalised).

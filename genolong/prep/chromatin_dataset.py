@@ -60,7 +60,8 @@ def prepare_chromatin(mat_dir: str | os.PathLike, out: str | os.PathLike, *,
         context: window length with a genome (default 8,000).
         unlocated: ``"keep"`` or ``"drop"`` rows whose input is not located exactly once.
         chunk_rows: rows per chunk (the unit of progress and of memory use).
-        probe_windows, max_candidates: see :meth:`GenomeIndex.locate`.
+        probe_windows: see :meth:`GenomeIndex.locate`.
+        max_candidates: see :meth:`GenomeIndex.locate`.
 
     Returns:
         The manifest (also written to ``out/manifest.json``).
