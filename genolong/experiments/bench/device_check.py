@@ -86,7 +86,7 @@ def cpu_plan() -> CheckPlan:
     return CheckPlan(device=torch.device("cpu"), kernel_lengths=(512,), kernel_heads=2, kernel_head_dim=16,
                      kernel_rows=32, train_steps=8, train_batch=2, train_max_len=512, pretrain_steps=2,
                      speed=SpeedPlan(size=tiny, lengths=(1024,), repeats=1),  # transformers' block_sparse from 704 tokens
-                     published=SpeedPlan(size=tiny, lengths=(1024,), repeats=1))
+                     published=SpeedPlan(size=tiny, lengths=(2048,), repeats=1))  # NT v2 made long from 2,048
 
 
 # --------------------------------------------------------------------------- sections
