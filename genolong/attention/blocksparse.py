@@ -144,10 +144,10 @@ class BlockSparseAttention(Attention):
 
     def extra_positions(self, positions: torch.Tensor, num_global: int, num_extra: int) -> torch.Tensor:
         """``(E,)`` ALiBi positions of the ``num_extra`` extra keys, from the ``(L,)`` float positions of
-        the sequence whose first ``num_global`` tokens are global. No extra keys here: a subclass
-        with extra keys defines where they stand."""
+        the sequence whose first ``num_global`` tokens are global. None here: a subclass whose
+        pattern has extra keys (BigBird's copies, LSG's sparse tokens) says where they stand."""
         if num_extra:
-            raise NotImplementedError(f"{self.attention_name}: extra keys without ALiBi positions")
+            raise TypeError(f"{type(self).__name__} has extra keys, so it must define extra_positions for ALiBi")
         return positions[:0]
 
     #: Whether the pattern depends on the random draws (then it is rebuilt when they change).
