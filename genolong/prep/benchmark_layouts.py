@@ -30,6 +30,7 @@ from genolong.core.errors import InputError
 from genolong.datasets.task_inputs import Row, check_sequence, read_class_fastas, read_table
 from genolong.dna.genome import Genome
 from genolong.dna.sequence import open_text_or_gzip, reverse_complement
+from genolong.prep.splits import stratified_draw
 from genolong.prep.task_dataset import SplitPlan, prepare_task
 
 #: The label column every layout's rows carry.
@@ -122,20 +123,9 @@ def _class_folders(folder: Path, split: str) -> list[tuple[str, Path]]:
 def stratified_split(rows: list[Row], fractions: dict[str, float], seed: int, rest: str) -> list[Row]:
     """``rows`` with their split set: per class, a seeded random ``fractions[split]`` of the rows go
     to each named split, the others to ``rest``."""
-    rng = np.random.default_rng(seed)
-    assigned = list(rows)
-    for label in sorted({row.labels for row in rows}, key=str):
-        members = [i for i, row in enumerate(rows) if row.labels == label]
-        order = [members[j] for j in rng.permutation(len(members))]
-        start = 0
-        for split, fraction in fractions.items():
-            count = round(len(members) * fraction)
-            for i in order[start:start + count]:
-                assigned[i] = replace(rows[i], split=split)
-            start += count
-        for i in order[start:]:
-            assigned[i] = replace(rows[i], split=rest)
-    return assigned
+    parts = stratified_draw([row.labels for row in rows], list(fractions.values()), np.random.default_rng(seed), key=str)
+    names = [rest, *fractions]
+    return [replace(row, split=names[part]) for row, part in zip(rows, parts, strict=True)]
 
 
 def subsample(rows: list[Row], max_rows: dict[str, int], seed: int) -> list[Row]:

@@ -92,13 +92,33 @@ def derive_negatives(positives: list[PromoterRecord], method: str, rng: np.rando
                      per_positive: int = 1) -> list[PromoterRecord]:
     """``per_positive`` negatives from each positive, named ``<positive id>|<method><k>``.
 
-    Each negative keeps the coordinates of its positive (it is made from that sequence)."""
+    Each negative keeps the coordinates of its positive (it is made from that sequence), and its
+    source plus ``|<method>`` when the positive has one."""
     make = DERIVE[method]
     return [
-        PromoterRecord(f"{p.id}|{method}{k}", make(p.sequence, rng), 0, p.chrom, p.start, p.end, p.strand)
+        PromoterRecord(f"{p.id}|{method}{k}", make(p.sequence, rng), 0, p.chrom, p.start, p.end, p.strand,
+                       p.source and f"{p.source}|{method}")
         for p in positives
         for k in range(1, per_positive + 1)
     ]
+
+
+def add_derived_negatives(splits: dict[str, list[PromoterRecord]], methods: list[str], rng: np.random.Generator,
+                          per_positive: int = 1) -> int:
+    """Append to each split the negatives of each of ``methods`` made from that split's own promoters,
+    dropping those whose sequence already exists in any split; return how many were dropped."""
+    seen = {r.sequence for rows in splits.values() for r in rows}
+    collisions = 0
+    for rows in splits.values():
+        positives = [r for r in rows if r.label == 1]
+        for method in methods:
+            for negative in derive_negatives(positives, method, rng, per_positive):
+                if negative.sequence in seen:
+                    collisions += 1
+                    continue
+                seen.add(negative.sequence)
+                rows.append(negative)
+    return collisions
 
 
 def allowed_starts(chrom_length: int, tss_positions: list[int], window_length: int,
@@ -154,17 +174,9 @@ def sample_genomic_negatives(genome, sites: list[Tss], window_length: int, count
             ``20 * count + 1000`` draws.
     """
     segments = _allowed_segments(genome, sites, window_length, min_distance)
-    cumulative = np.cumsum([hi - lo for _, lo, hi in segments])
     records, rejected, seen = [], Counter(), set()
     max_draws = 20 * count + 1000
-    for _ in range(max_draws):
-        if len(records) == count:
-            break
-        offset = int(rng.integers(0, cumulative[-1]))
-        index = int(np.searchsorted(cumulative, offset, side="right"))
-        chrom, lo, _ = segments[index]
-        start = lo + offset - (int(cumulative[index - 1]) if index else 0)
-        strand = "+" if rng.random() < 0.5 else "-"
+    for chrom, start, strand in random_windows(segments, rng, max_draws):
         if (chrom, start, strand) in seen:
             rejected["repeated_window"] += 1
             continue
@@ -175,11 +187,24 @@ def sample_genomic_negatives(genome, sites: list[Tss], window_length: int, count
             continue
         records.append(PromoterRecord(f"genomic|{chrom}:{start}{strand}", sequence, 0, chrom, start,
                                       start + window_length, strand))
+        if len(records) == count:
+            break
     if len(records) < count:
         raise UserError(
             f"found only {len(records)} of {count} genomic negatives in {max_draws} draws ({dict(rejected)})",
             hint="lower --min-tss-distance or raise --max-n-fraction")
     return records, rejected
+
+
+def random_windows(segments: list[tuple], rng: np.random.Generator, draws: int):
+    """``draws`` random ``(name, start, strand)``: the start uniform over the half-open ranges of
+    starts ``(name, lo, hi)`` of ``segments`` taken together, the strand ``+`` or ``-`` at even odds."""
+    cumulative = np.cumsum([hi - lo for _, lo, hi in segments])
+    for _ in range(draws):
+        offset = int(rng.integers(0, cumulative[-1]))
+        index = int(np.searchsorted(cumulative, offset, side="right"))
+        name, lo, _ = segments[index]
+        yield name, lo + offset - (int(cumulative[index - 1]) if index else 0), "+" if rng.random() < 0.5 else "-"
 
 
 def _allowed_segments(genome, sites: list[Tss], window_length: int, min_distance: int) -> list[tuple[str, int, int]]:

@@ -41,7 +41,7 @@ from .negatives import (
     KEPT_PIECES,
     NEGATIVE_METHODS,
     NUM_PIECES,
-    derive_negatives,
+    add_derived_negatives,
     sample_genomic_negatives,
 )
 from .promoters import (
@@ -53,7 +53,7 @@ from .promoters import (
     read_sequence_lines,
     read_tss_bed,
 )
-from .splits import SPLITS, check_fractions, chromosome_split, deduplicate, stratified_random_split
+from .splits import check_fractions, chromosome_split, deduplicate, stratified_random_split
 
 # Independent random streams, so that changing one step never reshuffles another.
 _SPLIT_STREAM, _NEGATIVE_STREAM, _GENOMIC_STREAM, _ORDER_STREAM = range(4)
@@ -163,7 +163,8 @@ def build_promoter_dataset(config: PromoterDatasetConfig, out_dir: str | Path, *
         records, dropped = deduplicate(positives + independent)
         splits = _split(config, records, genome)
     if config.negatives in DERIVED_METHODS:
-        dropped["derived_collision"] = _add_derived_negatives(config, splits)
+        dropped["derived_collision"] = add_derived_negatives(splits, [config.negatives], config.rng(_NEGATIVE_STREAM),
+                                                              config.per_positive)
     order_rng = config.rng(_ORDER_STREAM)
     splits = {name: [rows[i] for i in order_rng.permutation(len(rows))] for name, rows in splits.items()}
 
@@ -263,22 +264,6 @@ def _split(config, records, genome) -> dict[str, list[PromoterRecord]]:
         return chromosome_split(records, config.valid_chroms, config.test_chroms)
     return chromosome_split(records, [genome.resolve(c) for c in config.valid_chroms],
                             [genome.resolve(c) for c in config.test_chroms])
-
-
-def _add_derived_negatives(config, splits: dict[str, list[PromoterRecord]]) -> int:
-    """Append substitution/shuffle negatives to each split; return how many collided and were dropped."""
-    rng = config.rng(_NEGATIVE_STREAM)
-    seen = {r.sequence for rows in splits.values() for r in rows}
-    collisions = 0
-    for name in SPLITS:
-        positives = [r for r in splits[name] if r.label == 1]
-        for negative in derive_negatives(positives, config.negatives, rng, config.per_positive):
-            if negative.sequence in seen:
-                collisions += 1
-                continue
-            seen.add(negative.sequence)
-            splits[name].append(negative)
-    return collisions
 
 
 def _split_info(config) -> dict:

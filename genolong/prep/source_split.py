@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field, replace
+from operator import attrgetter
 from pathlib import Path
 
 import numpy as np
@@ -39,10 +40,10 @@ from genolong.core.files import sha256_file
 from genolong.datasets.promoter import FORMAT, SOURCE_COLUMNS, PromoterRecord
 from genolong.dna.sequence import read_fasta, reverse_complement
 
-from .negatives import DERIVED_METHODS, derive_negatives
+from .negatives import DERIVED_METHODS, add_derived_negatives, random_windows
 from .promoter_dataset import label_counts, writable_dataset_dir, write_dataset
 from .promoters import n_fraction, read_fasta_records, read_sequence_lines
-from .splits import deduplicate
+from .splits import deduplicate, stratified_draw
 
 ROLES = ("train", "valid", "test")
 #: The splits of a held-out-source dataset; ``random_test`` is the random split of the train groups.
@@ -132,27 +133,21 @@ def genome_windows(path: Path, count: int, length: int, rng: np.random.Generator
     Raises:
         UserError: the genome has too few N-free windows to draw from.
     """
-    chroms = [(r.name, r.sequence.upper()) for r in read_fasta(path) if len(r.sequence) >= length]
-    sizes = np.array([len(s) - length + 1 for _, s in chroms])
-    if not len(chroms):
+    chroms = {r.name: r.sequence.upper() for r in read_fasta(path) if len(r.sequence) >= length}
+    if not chroms:
         raise UserError(f"{path}: no sequence of {length} bp or more for background windows")
-    cumulative = np.cumsum(sizes)
     records, seen = [], set()
-    for _ in range(20 * count + 1000):
-        if len(records) == count:
-            break
-        offset = int(rng.integers(0, cumulative[-1]))
-        index = int(np.searchsorted(cumulative, offset, side="right"))
-        start = offset - (int(cumulative[index - 1]) if index else 0)
-        name, chrom = chroms[index]
-        strand = "+" if rng.random() < 0.5 else "-"
-        window = chrom[start : start + length]
+    for name, start, strand in random_windows([(name, 0, len(s) - length + 1) for name, s in chroms.items()], rng,
+                                              20 * count + 1000):
+        window = chroms[name][start : start + length]
         if (name, start, strand) in seen or n_fraction(window) > 0:
             continue
         seen.add((name, start, strand))
         sequence = window if strand == "+" else reverse_complement(window)
         records.append(
             PromoterRecord(f"{name}:{start}{strand}", sequence, 0, name, start, start + length, strand))
+        if len(records) == count:
+            break
     if len(records) < count:
         raise UserError(f"{path}: found only {len(records)} of {count} N-free {length}-bp windows")
     return records
@@ -192,39 +187,11 @@ def split_by_source(config: SourceSplitConfig) -> tuple[dict[str, list[PromoterR
 
 def _hold_out_at_random(records: list[PromoterRecord],
                         config: SourceSplitConfig) -> tuple[list[PromoterRecord], list[PromoterRecord]]:
-    """Per source and label, a seeded ``random_test_fraction`` of the records (rounded) is held out."""
-    rng = config.rng(_SPLIT_STREAM)
-    groups: dict[tuple[str, int], list[PromoterRecord]] = {}
-    for record in records:
-        groups.setdefault((record.source, record.label), []).append(record)
-    train, held_out = [], []
-    for key in sorted(groups):
-        group = groups[key]
-        chosen = set(rng.permutation(len(group))[: round(len(group) * config.random_test_fraction)].tolist())
-        for index, record in enumerate(group):
-            (held_out if index in chosen else train).append(record)
-    return train, held_out
-
-
-def add_derived_negatives(splits: dict[str, list[PromoterRecord]], config: SourceSplitConfig) -> int:
-    """Append each derived negative kind, made from each split's own promoters; return the collisions dropped.
-
-    A derived negative's source is its promoter's source plus ``|<method>``."""
-    rng = config.rng(_NEGATIVE_STREAM)
-    seen = {r.sequence for rows in splits.values() for r in rows}
-    collisions = 0
-    for name in SOURCE_SPLITS:
-        positives = [r for r in splits[name] if r.label == 1]
-        source_of = {r.id: r.source for r in positives}
-        for method in config.derived:
-            for negative in derive_negatives(positives, method, rng):
-                if negative.sequence in seen:
-                    collisions += 1
-                    continue
-                seen.add(negative.sequence)
-                source = f"{source_of[negative.id.rsplit('|', 1)[0]]}|{method}"
-                splits[name].append(replace(negative, source=source))
-    return collisions
+    """Per source and label, a seeded ``random_test_fraction`` of the records (rounded) is held out;
+    both lists hold their records by source and label, then in input order."""
+    stratum = attrgetter("source", "label")
+    parts = stratified_draw([stratum(r) for r in records], [config.random_test_fraction], config.rng(_SPLIT_STREAM))
+    return tuple(sorted((r for r, p in zip(records, parts, strict=True) if p == part), key=stratum) for part in (0, 1))
 
 
 def build_source_split_dataset(config: SourceSplitConfig, out_dir: str | Path, *,
@@ -232,7 +199,7 @@ def build_source_split_dataset(config: SourceSplitConfig, out_dir: str | Path, *
     """Build the held-out-source dataset of ``config`` into ``out_dir`` (atomically); return its manifest."""
     out_dir = writable_dataset_dir(out_dir, overwrite)
     splits, dropped = split_by_source(config)
-    dropped["derived_collision"] = add_derived_negatives(splits, config)
+    dropped["derived_collision"] = add_derived_negatives(splits, config.derived, config.rng(_NEGATIVE_STREAM))
     order = config.rng(_ORDER_STREAM)
     splits = {name: [rows[i] for i in order.permutation(len(rows))] for name, rows in splits.items()}
     for name, rows in splits.items():

@@ -59,22 +59,36 @@ def check_fractions(fractions: Sequence[float]) -> tuple[float, float, float]:
     return tuple(float(f) for f in fractions)
 
 
+def stratified_draw(strata: Sequence, fractions: Sequence[float], rng: np.random.Generator, *,
+                    key=None) -> np.ndarray:
+    """The part of each item, ``(N,)`` int64: per stratum (in ``sorted(..., key=key)`` order), a
+    seeded shuffle of its ``n`` items gives the first ``round(n * fractions[0])`` part 1, the next
+    ``round(n * fractions[1])`` part 2, ... and the rest part 0.
+
+    Args:
+        strata: the stratum of each item (a label, a class, ``(source, label)``...).
+    """
+    parts = np.zeros(len(strata), dtype=np.int64)
+    for value in sorted(set(strata), key=key):
+        members = np.array([i for i, stratum in enumerate(strata) if stratum == value])
+        order, start = members[rng.permutation(len(members))], 0
+        for part, fraction in enumerate(fractions, start=1):
+            count = round(len(members) * fraction)
+            parts[order[start:start + count]] = part
+            start += count
+    return parts
+
+
 def stratified_random_split(records: Sequence[PromoterRecord], fractions: Sequence[float],
                             rng: np.random.Generator) -> dict[str, list[PromoterRecord]]:
-    """Split each label separately at ``fractions`` (train, valid, test) after a seeded shuffle.
+    """Split each label separately at ``fractions`` (train, valid, test) after a seeded shuffle
+    (:func:`stratified_draw`); each split holds its records by label, then in input order.
 
     Valid and test get ``round(n * fraction)`` records of each label; train the rest."""
     _, valid_fraction, test_fraction = check_fractions(fractions)
-    splits = {name: [] for name in SPLITS}
-    for label in sorted({r.label for r in records}):
-        group = [r for r in records if r.label == label]
-        order = rng.permutation(len(group))
-        n_valid, n_test = round(len(group) * valid_fraction), round(len(group) * test_fraction)
-        cuts = {"valid": order[:n_valid], "test": order[n_valid : n_valid + n_test],
-                "train": order[n_valid + n_test :]}
-        for name, indices in cuts.items():
-            splits[name].extend(group[i] for i in sorted(indices))
-    return splits
+    parts = stratified_draw([r.label for r in records], (valid_fraction, test_fraction), rng)
+    return {name: sorted((r for r, p in zip(records, parts, strict=True) if p == part), key=lambda r: r.label)
+            for part, name in ((0, "train"), (1, "valid"), (2, "test"))}
 
 
 def chromosome_split(records: Sequence[PromoterRecord], valid_chroms: Sequence[str],

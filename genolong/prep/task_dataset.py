@@ -33,7 +33,7 @@ from genolong.core.files import atomic_path, atomic_write_text, sha256_file
 from genolong.datasets.task import FORMAT, PROBLEM_TYPES, SPLITS, write_split
 from genolong.datasets.task_inputs import Row
 from genolong.evaluation.leakage import copy_kind
-from genolong.prep.splits import check_fractions
+from genolong.prep.splits import check_fractions, stratified_draw
 from genolong.prep.task_duplicates import resolve_duplicates
 
 #: The most classes integer labels may have to be read as multi-class (more: regression).
@@ -194,18 +194,15 @@ def _check_class_sizes(rows: list[Row], targets: Targets) -> None:
 
 def split_rows(rows: list[Row], targets: Targets, plan: SplitPlan) -> dict[str, np.ndarray]:
     """Row indices per split (sorted), by ``plan``."""
+    if plan.method == "random":
+        return _draw(np.arange(len(rows)), targets, plan.fractions[1:], np.random.default_rng(plan.seed))
     if plan.method == "given":
         missing = [row for row in rows if row.split is None]
         if missing:
             raise InputError(missing[0].where[0], "--split given needs inputs per split (--table SPLIT=PATH, "
                              "--class SPLIT:NAME=FASTA)")
-        found = {name: np.array([i for i, row in enumerate(rows) if row.split == name], dtype=np.int64)
-                 for name in SPLITS}
-        if not len(found["valid"]):
-            drawn = _draw(found["train"], targets, (plan.fractions[1], 0.0), np.random.default_rng(plan.seed))
-            found["train"], found["valid"] = drawn["train"], drawn["valid"]
-        return {name: indices for name, indices in found.items() if len(indices) or name != "test"}
-    if plan.method == "chromosome":
+        names = [row.split for row in rows]
+    else:
         if any(row.chrom is None for row in rows):
             raise UserError("a chromosome split needs genomic rows (BED input)", hint="use --split random")
         present = {row.chrom for row in rows}
@@ -213,10 +210,12 @@ def split_rows(rows: list[Row], targets: Targets, plan: SplitPlan) -> dict[str, 
         if missing:
             raise UserError(f"held-out chromosomes {missing} hold no row (rows are on {sorted(present)})")
         where = {**{c: "valid" for c in plan.valid_chroms}, **{c: "test" for c in plan.test_chroms}}
-        found = {name: np.array([i for i, row in enumerate(rows) if where.get(row.chrom, "train") == name],
-                                dtype=np.int64) for name in SPLITS}
-        return {name: indices for name, indices in found.items() if len(indices) or name != "test"}
-    return _draw(np.arange(len(rows)), targets, plan.fractions[1:], np.random.default_rng(plan.seed))
+        names = [where.get(row.chrom, "train") for row in rows]
+    found = {name: np.array([i for i, split in enumerate(names) if split == name], dtype=np.int64) for name in SPLITS}
+    if plan.method == "given" and not len(found["valid"]):
+        drawn = _draw(found["train"], targets, (plan.fractions[1], 0.0), np.random.default_rng(plan.seed))
+        found["train"], found["valid"] = drawn["train"], drawn["valid"]
+    return {name: indices for name, indices in found.items() if len(indices) or name != "test"}
 
 
 def _draw(indices: np.ndarray, targets: Targets, fractions: tuple[float, float],
@@ -225,14 +224,8 @@ def _draw(indices: np.ndarray, targets: Targets, fractions: tuple[float, float],
     stratified by class for binary and multiclass; each split's indices sorted."""
     classified = targets.problem_type in ("binary", "multiclass")
     stratum = targets.values[indices, 0] if classified else np.zeros(len(indices))
-    found = {name: [] for name in SPLITS}
-    for value in np.unique(stratum):
-        group = indices[stratum == value][rng.permutation(int((stratum == value).sum()))]
-        n_valid, n_test = (round(len(group) * f) for f in fractions)
-        found["valid"].extend(group[:n_valid])
-        found["test"].extend(group[n_valid:n_valid + n_test])
-        found["train"].extend(group[n_valid + n_test:])
-    return {name: np.sort(np.array(members, dtype=np.int64)) for name, members in found.items()}
+    parts = stratified_draw(stratum.tolist(), fractions, rng)
+    return {name: np.sort(indices[parts == part]).astype(np.int64) for part, name in enumerate(SPLITS)}
 
 
 def remove_leakage(rows: list[Row], splits: dict[str, np.ndarray],
