@@ -15,7 +15,7 @@ training resumes exactly and each distributed rank reads different windows.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass, field
 
 import numpy as np
 import torch
@@ -138,6 +138,7 @@ class MLMWindows(Dataset):
         return {"input_ids": torch.from_numpy(ids), "labels": torch.from_numpy(labels)}
 
 
+@dataclass(eq=False)
 class PositionSampler(Sampler[tuple[int, int]]):
     """``(position, window)`` pairs for global sample positions ``start, start + 1, ...`` of one rank.
 
@@ -150,16 +151,15 @@ class PositionSampler(Sampler[tuple[int, int]]):
     resumed Lightning epoch counts the batches it had already seen against the loader's
     length, as with a stateful loader that continues mid-epoch."""
 
-    def __init__(self, num_windows: int, total: int, *, seed: int, start: int = 0, rank: int = 0,
-                 world_size: int = 1, shuffle: bool = True):
-        self.num_windows = num_windows
-        self.total = total
-        self.seed = seed
-        self.start = start
-        self.rank = rank
-        self.world_size = world_size
-        self.shuffle = shuffle
-        self._permutations: dict[int, np.ndarray] = {}
+    num_windows: int
+    total: int
+    _: KW_ONLY
+    seed: int
+    start: int = 0
+    rank: int = 0
+    world_size: int = 1
+    shuffle: bool = True
+    _permutations: dict[int, np.ndarray] = field(default_factory=dict, init=False, repr=False)
 
     def _window(self, position: int) -> int:
         data_pass, offset = divmod(position, self.num_windows)

@@ -275,12 +275,9 @@ def bed_records(path: Path, genome_path: Path, length: int | None = None):
         count = 0
         for region in bed_regions(path, genome):
             name = region.fields[3] if len(region.fields) > 3 and region.fields[3] not in ("", ".") else region.id
-            if length is None:
-                sequence = genome.fetch(region.chrom, region.start, region.end)
-            else:
-                sequence = _window(genome, region.chrom, region.centre, length)
             count += 1
-            yield name, sequence
+            yield name, (genome.fetch(region.chrom, region.start, region.end) if length is None
+                         else _window(genome, region.chrom, region.centre, length))
     if count == 0:
         raise InputError(path, "no regions")
 

@@ -64,7 +64,10 @@ def read_genomic_benchmarks(path: Path) -> list[Row]:
     """Genomic Benchmarks' folders: ``<split>/<class>/<n>.txt``, one sequence per file (in number order)."""
     rows = []
     for split in ("train", "test"):
-        classes = _class_folders(path / split, split)
+        split_dir = path / split
+        classes = sorted((p.name, p) for p in split_dir.iterdir() if p.is_dir()) if split_dir.is_dir() else []
+        if not classes:
+            raise InputError(split_dir, f"missing: the {split} split (a folder per class)")
         for label, folder in classes:
             files = sorted(folder.glob("*.txt"), key=lambda p: (len(p.stem), p.stem))
             if not files:
@@ -111,13 +114,6 @@ def _coordinate_rows(table: Path, label: str, split: str, genome: Genome) -> lis
         record = fields[at["id"]] if "id" in at else f"{label}{number}"
         rows.append(Row(record, sequence, (label,), (table, number), chrom=chrom, split=split))
     return rows
-
-
-def _class_folders(folder: Path, split: str) -> list[tuple[str, Path]]:
-    classes = sorted((p.name, p) for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
-    if not classes:
-        raise InputError(folder, f"missing: the {split} split (a folder per class)")
-    return classes
 
 
 def stratified_split(rows: list[Row], fractions: dict[str, float], seed: int, rest: str) -> list[Row]:

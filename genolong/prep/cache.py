@@ -194,12 +194,5 @@ class DataCache:
 
     def products_present(self, entry: Entry) -> bool:
         """True if every product of ``entry`` exists with its recorded size."""
-        if not entry.products:
-            return False
-        for relpath, size in entry.products.items():
-            try:
-                if self.path(relpath).stat().st_size != size:
-                    return False
-            except FileNotFoundError:
-                return False
-        return True
+        paths = {self.path(relpath): size for relpath, size in entry.products.items()}
+        return bool(paths) and all(path.exists() and path.stat().st_size == size for path, size in paths.items())

@@ -13,14 +13,7 @@ evaluation read fixed-width arrays instead of MATLAB files:
 
 The work resumes after an interruption (:class:`~genolong.prep.chromatin_job.ChromatinJob`).
 
-A prepared directory holds, for each split present::
-
-    manifest.json              inputs (sha256, size), options, counts, located fraction
-    <split>.sequences.npy      (rows, context) uint8 ASCII over ACGTN
-    <split>.labels.npy         (rows, 919) uint8 0/1 in DeepSEA column order
-    <split>.loci.npy           (rows,) LOCI_DTYPE records (only with a genome)
-
-(:mod:`genolong.datasets.chromatin` reads it.)
+The files of a prepared directory, and their reader: :mod:`genolong.datasets.chromatin`.
 
 Rows whose input is not located exactly once (not found, ambiguous, too many N, too
 repetitive) are either dropped (``unlocated="drop"``) or kept (``"keep"``, the default).

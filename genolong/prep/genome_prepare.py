@@ -186,9 +186,10 @@ def _write_fasta(fasta: Path, tmp_out: Path, *, plain: bool, names: str, primary
     fai_lines: list[str] = []
     written: set[str] = set()
     offset = 0  # uncompressed bytes written so far
-    with (_open_output(tmp_out, plain, compresslevel) as writer,
+    with (open(tmp_out, "wb") as handle,
           tqdm(unit="bp", unit_scale=True, desc=f"preparing {fasta.name}",
                disable=None if progress else True) as bar):
+        writer = handle if plain else bgzf.BgzfWriter(fileobj=handle, compresslevel=compresslevel)
         for record in read_fasta(fasta, raw=True):
             if primary and not is_assembled_chromosome(record.name):
                 log.debug("skipping %s (not an assembled chromosome)", record.name)
@@ -210,6 +211,7 @@ def _write_fasta(fasta: Path, tmp_out: Path, *, plain: bool, names: str, primary
             offset += len(seq) + -(-len(seq) // line_width)
             chromosomes.append(ChromosomeStats(name, len(seq), seq.count(b"N") + seq.count(b"n"),
                                                len(seq) - len(seq.translate(None, _LOWERCASE))))
+        writer.close()  # BGZF: flushes the last block and writes the EOF marker
     if not chromosomes:
         raise InputError(fasta,
                          "no records left to write" + (" (--primary dropped them all)" if primary else ""))
@@ -223,17 +225,6 @@ def _write_lines(writer, seq: bytes, line_width: int, bar) -> None:
         piece = seq[start : start + step]
         writer.write(b"\n".join(piece[i : i + line_width] for i in range(0, len(piece), line_width)) + b"\n")
         bar.update(len(piece))
-
-
-@contextlib.contextmanager
-def _open_output(path: Path, plain: bool, compresslevel: int):
-    with open(path, "wb") as handle:
-        if plain:
-            yield handle
-            return
-        writer = bgzf.BgzfWriter(fileobj=handle, compresslevel=compresslevel)
-        yield writer
-        writer.close()  # flushes the last block and writes the BGZF EOF marker
 
 
 def bgzf_blocks(path: str | os.PathLike) -> list[tuple[int, int]]:

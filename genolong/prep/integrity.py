@@ -72,12 +72,8 @@ class BsdSum:
         self._state = state
         self.size += len(data)
 
-    @property
-    def checksum(self) -> int:
-        return self._state & 0xFFFF
-
     def hexdigest(self) -> str:
-        return f"{self.checksum} {-(-self.size // 1024)}"
+        return f"{self._state & 0xFFFF} {-(-self.size // 1024)}"
 
 
 def new_hasher(algorithm: str):

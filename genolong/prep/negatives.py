@@ -21,7 +21,6 @@ permutation of all 12 pieces.
 
 from __future__ import annotations
 
-import bisect
 from collections import Counter
 
 import numpy as np
@@ -143,16 +142,6 @@ def allowed_starts(chrom_length: int, tss_positions: list[int], window_length: i
         cursor = max(cursor, hi)
     ranges.append((cursor, last_start))
     return [(lo, hi) for lo, hi in ranges if hi > lo]
-
-
-def distance_to_nearest_tss(start: int, end: int, sorted_tss: list[int]) -> float:
-    """Distance in bp from the window ``[start, end)`` to the nearest TSS (0 if one is inside)."""
-    i = bisect.bisect_left(sorted_tss, start)
-    if i < len(sorted_tss) and sorted_tss[i] < end:
-        return 0
-    before = start - sorted_tss[i - 1] if i > 0 else float("inf")
-    after = sorted_tss[i] - (end - 1) if i < len(sorted_tss) else float("inf")
-    return min(before, after)
 
 
 def sample_genomic_negatives(genome, sites: list[Tss], window_length: int, count: int, *, min_distance: int,

@@ -1,10 +1,6 @@
-"""Build, write and read a promoter dataset directory.
+"""Build and write a promoter dataset directory (its files, and their reader: :mod:`genolong.datasets.promoter`).
 
-A dataset directory holds ``train.tsv``, ``valid.tsv``, ``test.tsv`` and ``manifest.json``.
-Each TSV has the header ``id chrom start end strand label sequence`` (tab-separated);
-``chrom``, ``start``, ``end`` and ``strand`` are ``.`` when the origin is unknown (text and
-FASTA inputs), and ``start``/``end`` are 0-based half-open forward-strand coordinates. The
-manifest records the sources (with sha256), the window, the negative method, the split,
+The manifest records the sources (with sha256), the window, the negative method, the split,
 the seed and the counts per split and label, so a dataset can be rebuilt and audited.
 
 The build (:func:`build_promoter_dataset`) runs in this order:

@@ -87,9 +87,6 @@ class TssWindow:
             return tss + self.start, tss + self.end
         return tss - self.end + 1, tss - self.start + 1
 
-    def describe(self) -> str:
-        return f"{self.start}..{self.end - 1:+d} around the TSS ({self.length} bp)"
-
 
 #: Named windows: DeePromoter (Oubounyt et al. 2019) and BigBird's long window (App. F.2).
 WINDOW_PRESETS = {"deepromoter": TssWindow(-249, 51), "bigbird": TssWindow(-5000, 3000)}
@@ -205,7 +202,10 @@ def read_sequence_lines(path: str | Path, label: int) -> list[PromoterRecord]:
         for line_number, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
-            sequence = _checked_sequence(path, line.strip(), line=line_number)
+            try:
+                sequence = clean(line.strip())
+            except InvalidSequenceError as err:
+                raise InputError(path, err.message, line=line_number) from None
             if length is None:
                 length = len(sequence)
             elif len(sequence) != length:
@@ -234,9 +234,3 @@ def open_text(path: Path) -> io.TextIOWrapper:
     """Open a plain or gzip text file; a missing file is a one-line :class:`UserError`."""
     return io.TextIOWrapper(open_text_or_gzip(path), encoding="utf-8", errors="replace")
 
-
-def _checked_sequence(path: Path, text: str, *, line: int | None = None, record: str | None = None) -> str:
-    try:
-        return clean(text)
-    except InvalidSequenceError as err:
-        raise InputError(path, err.message, line=line, record=record) from None

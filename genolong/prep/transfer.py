@@ -169,7 +169,10 @@ def fetch_bytes(url: str, *, timeout: float = 30.0, retries: int = 4, backoff: f
     def attempt() -> bytes:
         response = _open(url, 0, timeout)
         with response.stream:
-            return _read_all(response.stream)
+            try:
+                return response.stream.read()
+            except (TimeoutError, ConnectionError, http.client.HTTPException) as err:
+                raise _Transient(f"connection lost ({_describe(err)})") from None
 
     return _retrying(attempt, url=url, retries=retries, backoff=backoff)
 
@@ -326,13 +329,6 @@ def _content_range(value: str) -> tuple[int | None, int | None, int | None]:
     first, _, last = span.partition("-")
     as_int = lambda text: int(text) if text.isdigit() else None  # noqa: E731
     return as_int(first), as_int(last), as_int(total)
-
-
-def _read_all(stream: BinaryIO) -> bytes:
-    try:
-        return stream.read()
-    except (TimeoutError, ConnectionError, http.client.HTTPException) as err:
-        raise _Transient(f"connection lost ({_describe(err)})") from None
 
 
 def _describe(err: BaseException) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 from collections import Counter
 
 import numpy as np
@@ -13,7 +14,6 @@ from genolong.dna.sequence import reverse_complement, write_fasta
 from genolong.prep.negatives import (
     allowed_starts,
     derive_negatives,
-    distance_to_nearest_tss,
     piece_bounds,
     sample_genomic_negatives,
     shuffle_negative,
@@ -89,6 +89,16 @@ def test_derived_negatives_are_seeded_and_keep_the_positive_coordinates(real_pro
 
 
 # -- genomic negatives ----------------------------------------------------------------------
+def distance_to_nearest_tss(start: int, end: int, sorted_tss: list[int]) -> float:
+    """Distance in bp from the window ``[start, end)`` to the nearest TSS (0 if one is inside)."""
+    i = bisect.bisect_left(sorted_tss, start)
+    if i < len(sorted_tss) and sorted_tss[i] < end:
+        return 0
+    before = start - sorted_tss[i - 1] if i > 0 else float("inf")
+    after = sorted_tss[i] - (end - 1) if i < len(sorted_tss) else float("inf")
+    return min(before, after)
+
+
 def test_allowed_starts_by_hand():
     # chromosome 100 bp, one TSS at 50, window 10 bp, at least 5 bp away:
     # start 36 -> window 36..45, 5 bp from 50 (ok); 37 -> 46 is 4 bp away; 55 is 5 bp after 50.
