@@ -71,12 +71,9 @@ class CorpusConfig:
     def __post_init__(self) -> None:
         self.sentence_bp = tuple(self.sentence_bp)
         self.sentences_per_document = tuple(self.sentences_per_document)
-        if self.passes < 1:
-            raise ConfigError(f"passes must be >= 1, got {self.passes}")
-        if self.max_start_offset < 1:
-            raise ConfigError(f"max_start_offset must be >= 1, got {self.max_start_offset}")
-        if self.encode_batch < 1:
-            raise ConfigError(f"encode_batch must be >= 1, got {self.encode_batch}")
+        for name in ("passes", "max_start_offset", "encode_batch"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
         for name in ("sentence_bp", "sentences_per_document"):
             low, high = getattr(self, name)
             if not 1 <= low <= high:

@@ -119,8 +119,7 @@ def infer_problem_type(columns: list[tuple[list, bool]]) -> str:
             return "binary"
         if not numeric:
             return "multiclass"
-        integers = all(float(v).is_integer() for v in distinct)
-        if integers and distinct == set(map(float, range(len(distinct)))) and len(distinct) <= MAX_INTEGER_CLASSES:
+        if distinct == set(map(float, range(len(distinct)))) and len(distinct) <= MAX_INTEGER_CLASSES:
             return "multiclass"
         return "regression"
     if all(numeric and set(values) <= {0.0, 1.0} for values, numeric in columns):
@@ -147,7 +146,8 @@ def build_targets(rows: list[Row], label_columns: list[str], problem_type: str |
             raise InputError(where, f"a {problem_type} task has one label column, got {label_columns}")
         values, numeric = columns[0]
         names = [format(v, "g") if numeric else v for v in values]
-        classes = _classes(names, class_order, numeric)
+        present = set(names)
+        classes = [c for c in class_order if c in present] if class_order else sorted(present, key=float if numeric else None)
         if problem_type == "binary":
             if len(classes) != 2:
                 raise InputError(where, f"a binary task needs two classes, column {label_columns[0]!r} has {classes}")
@@ -172,13 +172,6 @@ def build_targets(rows: list[Row], label_columns: list[str], problem_type: str |
     return Targets(problem_type, list(label_columns), None, list(label_columns), values)
 
 
-def _classes(names: list[str], class_order: list[str] | None, numeric: bool) -> list[str]:
-    present = set(names)
-    if class_order:
-        return [c for c in class_order if c in present]
-    return sorted(present, key=float) if numeric else sorted(present)
-
-
 def _check_class_sizes(rows: list[Row], targets: Targets) -> None:
     """An InputError naming the row of a class that has a single example."""
     if targets.classes is None:
@@ -186,9 +179,8 @@ def _check_class_sizes(rows: list[Row], targets: Targets) -> None:
     codes = targets.values[:, 0].astype(int)
     counts = np.bincount(codes, minlength=len(targets.classes))
     for row, code in zip(rows, codes, strict=True):
-        name = targets.classes[code]
         if counts[code] == 1:
-            raise InputError(row.where[0], f"class {name!r} has a single example", line=row.where[1],
+            raise InputError(row.where[0], f"class {targets.classes[code]!r} has a single example", line=row.where[1],
                              hint="a class needs examples to train and to evaluate on")
 
 
@@ -236,20 +228,13 @@ def remove_leakage(rows: list[Row], splits: dict[str, np.ndarray],
     benchmark keeps a published split as it is and reports its leakage)."""
     seen: set[str] = set()
     kept, removed = {}, {}
-    for name in SPLITS:
-        if name not in splits:
-            continue
-        keep, counts = [], {"exact": 0, "reverse_complement": 0}
-        for i in splits[name]:
-            kind = copy_kind(rows[i].sequence, seen)
-            if kind:
-                counts[kind] += 1
-            if not kind or not drop:
-                keep.append(i)
+    for name in [name for name in SPLITS if name in splits]:
+        kinds = [copy_kind(rows[i].sequence, seen) for i in splits[name]]
         seen.update(rows[i].sequence.upper() for i in splits[name])
-        kept[name] = np.array(keep, dtype=np.int64)
+        kept[name] = np.array([i for i, kind in zip(splits[name], kinds, strict=True) if not kind or not drop],
+                              dtype=np.int64)
         if name != "train":
-            removed[name] = counts
+            removed[name] = {kind: kinds.count(kind) for kind in ("exact", "reverse_complement")}
     total = {kind: sum(c[kind] for c in removed.values()) for kind in ("exact", "reverse_complement")}
     line = (f"{'removed' if drop else 'kept'} {sum(total.values())} rows of later splits whose sequence was in an "
             "earlier split "
