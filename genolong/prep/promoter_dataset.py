@@ -161,8 +161,6 @@ def build_promoter_dataset(config: PromoterDatasetConfig, out_dir: str | Path, *
     if config.negatives in DERIVED_METHODS:
         dropped["derived_collision"] = add_derived_negatives(splits, [config.negatives], config.rng(_NEGATIVE_STREAM),
                                                               config.per_positive)
-    order_rng = config.rng(_ORDER_STREAM)
-    splits = {name: [rows[i] for i in order_rng.permutation(len(rows))] for name, rows in splits.items()}
 
     manifest = {"format": FORMAT, "genolong_version": __version__, "columns": list(COLUMNS),
                 "sequence_length": length, "sources": _sources(config), "positives": positive_info,
@@ -174,7 +172,7 @@ def build_promoter_dataset(config: PromoterDatasetConfig, out_dir: str | Path, *
         raise UserError(f"the dataset would have splits without promoters or without non-promoters: {lacking} "
                         f"(after removing {sum(dropped.values())} duplicate or colliding sequences)",
                         hint="give more (distinct) sequences, or change the split fractions")
-    write_dataset(out_dir, splits, manifest)
+    write_dataset(out_dir, splits, manifest, config.rng(_ORDER_STREAM))
     return manifest
 
 
@@ -186,11 +184,13 @@ def writable_dataset_dir(out_dir: str | Path, overwrite: bool) -> Path:
     return out_dir
 
 
-def write_dataset(out_dir: Path, splits: dict[str, list[PromoterRecord]], manifest: dict) -> None:
-    """Write every split's TSV, the manifest and the run marker into ``out_dir``, atomically."""
+def write_dataset(out_dir: Path, splits: dict[str, list[PromoterRecord]], manifest: dict,
+                  order: np.random.Generator) -> None:
+    """Write every split's TSV (its rows in a random ``order``), the manifest and the run marker into
+    ``out_dir``, atomically."""
     with atomic_path(out_dir, directory=True) as tmp:
         for name, rows in splits.items():
-            write_split_tsv(tmp / f"{name}.tsv", rows)
+            write_split_tsv(tmp / f"{name}.tsv", [rows[i] for i in order.permutation(len(rows))])
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
         mark_directory(tmp, "promoter-data")
 

@@ -200,8 +200,6 @@ def build_source_split_dataset(config: SourceSplitConfig, out_dir: str | Path, *
     out_dir = writable_dataset_dir(out_dir, overwrite)
     splits, dropped = split_by_source(config)
     dropped["derived_collision"] = add_derived_negatives(splits, config.derived, config.rng(_NEGATIVE_STREAM))
-    order = config.rng(_ORDER_STREAM)
-    splits = {name: [rows[i] for i in order.permutation(len(rows))] for name, rows in splits.items()}
     for name, rows in splits.items():
         if {r.label for r in rows} != {0, 1}:
             raise UserError(f"split {name} needs promoters and non-promoters; check the roles of the sources")
@@ -219,7 +217,7 @@ def build_source_split_dataset(config: SourceSplitConfig, out_dir: str | Path, *
         "counts_by_source": {name: dict(sorted(Counter(r.source for r in rows).items()))
                              for name, rows in splits.items()},
     }
-    write_dataset(out_dir, splits, manifest)
+    write_dataset(out_dir, splits, manifest, config.rng(_ORDER_STREAM))
     return manifest
 
 
