@@ -70,10 +70,15 @@ def prepare_chromatin(mat_dir: str | os.PathLike, out: str | os.PathLike, *,
         raise UserError(f"{out} already exists; remove it or choose another output directory")
     if genome is not None and not Path(genome).is_file():
         raise InputError(genome, "no such genome FASTA file")
+    if not mat_dir.is_dir():
+        raise InputError(mat_dir, "no such directory (expected the DeepSEA train.mat, valid.mat, test.mat)")
+    found = [split for split in SPLITS if (mat_dir / f"{split}.mat").is_file()]
+    if not found:
+        raise InputError(mat_dir, "no train.mat, valid.mat or test.mat found (unpack deepsea_train_bundle)")
     mats: dict[str, DeepSEAMat] = {}
     try:
-        for split, path in find_mat_files(mat_dir).items():
-            mats[split] = DeepSEAMat(path, split)
+        for split in found:
+            mats[split] = DeepSEAMat(mat_dir / f"{split}.mat", split)
         lengths = {mat.length for mat in mats.values()}
         if len(lengths) != 1:
             raise InputError(mat_dir, f"the .mat files hold sequences of different lengths {sorted(lengths)}")
@@ -91,12 +96,3 @@ def prepare_chromatin(mat_dir: str | os.PathLike, out: str | os.PathLike, *,
         for mat in mats.values():
             mat.close()
 
-
-def find_mat_files(mat_dir: Path) -> dict[str, Path]:
-    """The ``{split}.mat`` files present in ``mat_dir``, in :data:`SPLITS` order."""
-    if not mat_dir.is_dir():
-        raise InputError(mat_dir, "no such directory (expected the DeepSEA train.mat, valid.mat, test.mat)")
-    sources = {split: mat_dir / f"{split}.mat" for split in SPLITS if (mat_dir / f"{split}.mat").is_file()}
-    if not sources:
-        raise InputError(mat_dir, "no train.mat, valid.mat or test.mat found (unpack deepsea_train_bundle)")
-    return sources

@@ -146,19 +146,6 @@ def prepare_genome(fasta: str | os.PathLike, out: str | os.PathLike | None = Non
         raise UserError(f"{out}: the output would overwrite the input FASTA", hint="pass --out")
     fai, gzi, table = index_paths(out)
     started = time.perf_counter()
-    write_options = {"names": names, "primary": primary, "line_width": line_width,
-                     "compresslevel": compresslevel, "progress": progress}
-    chromosomes = _write_with_indexes(fasta, out, plain=plain, **write_options)
-    prepared = PreparedGenome(out, fai, None if plain else gzi, table, tuple(chromosomes))
-    seconds = time.perf_counter() - started
-    log.info("prepared %s: %d sequences, %s bp in %.1f s (%.1f Mbp/s)", out, len(chromosomes),
-             f"{prepared.length:,}", seconds, prepared.length / seconds / 1e6 if seconds else float("inf"))
-    return prepared
-
-
-def _write_with_indexes(fasta: Path, out: Path, *, plain: bool, **write_options) -> list[ChromosomeStats]:
-    """Write the FASTA ``out``, its indexes and its table atomically; return the table rows."""
-    fai, gzi, table = index_paths(out)
     try:
         with contextlib.ExitStack() as stack:
             # entered table-first so that, on success, the FASTA is renamed into place first
@@ -167,7 +154,8 @@ def _write_with_indexes(fasta: Path, out: Path, *, plain: bool, **write_options)
             tmp_gzi = None if plain else stack.enter_context(atomic_path(gzi))
             tmp_fai = stack.enter_context(atomic_path(fai))
             tmp_out = stack.enter_context(atomic_path(out))
-            chromosomes, fai_lines = _write_fasta(fasta, tmp_out, plain=plain, **write_options)
+            chromosomes, fai_lines = _write_fasta(fasta, tmp_out, plain=plain, names=names, primary=primary,
+                                                  line_width=line_width, compresslevel=compresslevel, progress=progress)
             tmp_fai.write_text("".join(fai_lines))
             if tmp_gzi is not None:
                 _write_gzi(tmp_out, tmp_gzi)
@@ -176,7 +164,11 @@ def _write_with_indexes(fasta: Path, out: Path, *, plain: bool, **write_options)
                 stale.unlink(missing_ok=True)
     except PermissionError as err:
         raise UserError(f"cannot write {err.filename or out}: permission denied", hint="pass --out") from None
-    return chromosomes
+    prepared = PreparedGenome(out, fai, None if plain else gzi, table, tuple(chromosomes))
+    seconds = time.perf_counter() - started
+    log.info("prepared %s: %d sequences, %s bp in %.1f s (%.1f Mbp/s)", out, len(chromosomes),
+             f"{prepared.length:,}", seconds, prepared.length / seconds / 1e6 if seconds else float("inf"))
+    return prepared
 
 
 def _write_fasta(fasta: Path, tmp_out: Path, *, plain: bool, names: str, primary: bool, line_width: int,
