@@ -290,7 +290,7 @@ def safe_extract(archive: str | os.PathLike, dest: str | os.PathLike, *,
             root = tmp.resolve()
             for member in tar:
                 check_member(member, root, archive)
-                _extract(tar, member, root)
+                tar.extract(member, root, **_DATA_FILTER)
                 if member.isfile():
                     files[str(PurePosixPath(member.name))] = member.size
                 bar.update(raw.tell() - bar.n)
@@ -302,15 +302,10 @@ def safe_extract(archive: str | os.PathLike, dest: str | os.PathLike, *,
     return files
 
 
-# tarfile's extraction filters (Python 3.12, 3.11.4, 3.10.12) and the error they raise.
+# tarfile's extraction filters (Python 3.12, 3.11.4, 3.10.12) and the error they raise; without
+# them, check_member is the protection.
 _FILTER_ERRORS = (tarfile.FilterError,) if hasattr(tarfile, "FilterError") else ()
-
-
-def _extract(tar: tarfile.TarFile, member: tarfile.TarInfo, root: Path) -> None:
-    if hasattr(tarfile, "data_filter"):
-        tar.extract(member, root, filter="data")
-    else:  # no extraction filters in this Python: check_member is the protection
-        tar.extract(member, root)
+_DATA_FILTER = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
 
 
 def _inside(path: Path, root: Path) -> bool:

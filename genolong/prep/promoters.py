@@ -103,12 +103,9 @@ def read_tss_bed(path: str | Path) -> list[Tss]:
         InputError: a malformed line (named by line number), or a file without TSSs.
     """
     path = Path(path)
-    sites = []
     with open_text(path) as handle:
-        for line_number, line in enumerate(handle, start=1):
-            if not line.strip() or line.startswith(("#", "track", "browser")):
-                continue
-            sites.append(_parse_tss_line(path, line_number, line.split()))
+        sites = [_parse_tss_line(path, number, line.split()) for number, line in enumerate(handle, start=1)
+                 if line.strip() and not line.startswith(("#", "track", "browser"))]
     if not sites:
         raise InputError(path, "no TSS lines found (expected BED with a strand column)")
     return sites

@@ -298,9 +298,7 @@ def _open(url: str, offset: int, timeout: float, validator: str | None = None) -
 def _validator(headers) -> str | None:
     """A strong ETag, else Last-Modified: what If-Range accepts (weak ETags are not allowed)."""
     etag = headers.get("ETag")
-    if etag and not etag.startswith("W/"):
-        return etag
-    return headers.get("Last-Modified")
+    return etag if etag and not etag.startswith("W/") else headers.get("Last-Modified")
 
 
 def local_path(url: str) -> Path | None:
