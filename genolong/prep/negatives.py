@@ -165,7 +165,7 @@ def sample_genomic_negatives(genome, sites: list[Tss], window_length: int, count
     segments = _allowed_segments(genome, sites, window_length, min_distance)
     records, rejected, seen = [], Counter(), set()
     max_draws = 20 * count + 1000
-    for chrom, start, strand in random_windows(segments, rng, max_draws):
+    for chrom, start, strand in random_windows(segments, rng, max_draws if count else 0):
         if (chrom, start, strand) in seen:
             rejected["repeated_window"] += 1
             continue
