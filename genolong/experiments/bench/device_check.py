@@ -197,10 +197,6 @@ def section_pretrain(plan: CheckPlan, out: Path, say) -> list[dict]:
     return [row]
 
 
-def section_inference(plan: CheckPlan, out: Path, say) -> list[dict]:
-    return compare_inference(out / "inference", plan.device, say)
-
-
 def section_speed(plan: CheckPlan, out: Path, say) -> list[dict]:
     return [row | {"check": "speed"} for row in run_speed(plan.speed, plan.device, say=lambda line: say("  " + line))]
 
@@ -214,7 +210,8 @@ def section_published(plan: CheckPlan, out: Path, say) -> list[dict]:
 
 SECTION_FUNCTIONS: dict[str, Callable] = {
     "tests": section_tests, "kernels": section_kernels, "train": section_train, "pretrain": section_pretrain,
-    "inference": section_inference, "speed": section_speed, "published": section_published,
+    "inference": lambda plan, out, say: compare_inference(out / "inference", plan.device, say),
+    "speed": section_speed, "published": section_published,
 }
 
 
