@@ -66,6 +66,8 @@ OPTIONAL_PEERS = ("hf-esm", "ref-dnabert2", "hf-modernbert", "hf-ntv2", *CONVERT
 #: does not fill the dense L x L probabilities that 5.x does): measured with a package directory
 #: holding transformers 4.x put first on the worker's PYTHONPATH (``legacy_site``).
 LEGACY_PEERS = ("hf4-bigbird", "lsg-bert")
+#: Every model that is not ours.
+ALL_PEERS = PEERS + LEGACY_PEERS + OPTIONAL_PEERS
 FLOOR = "floor"
 PHASES = ("forward", "train")
 MASK_FRACTION = 0.15
@@ -287,7 +289,7 @@ def worker(spec: Spec) -> None:
     for phase in spec.phases:
         messages.messages.clear()
         row = run_phase(spec, phase)
-        if spec.model in PEERS + LEGACY_PEERS + OPTIONAL_PEERS:
+        if spec.model in ALL_PEERS:
             import transformers
 
             messages.messages.append(f"transformers {transformers.__version__}")

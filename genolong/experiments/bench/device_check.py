@@ -33,7 +33,7 @@ import platform
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
@@ -68,7 +68,6 @@ class CheckPlan:
     published: SpeedPlan
     sections: tuple[str, ...] = SECTIONS
     tests_dir: Path | None = None
-    extra: dict = field(default_factory=dict)
 
 
 def gpu_plan(lengths: tuple[int, ...] = (4096, 8192, 16384, 32768, 65536)) -> CheckPlan:

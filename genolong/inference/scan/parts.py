@@ -17,7 +17,6 @@ same bytes whatever the number of ranks.
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
@@ -85,10 +84,6 @@ class WorkDirectory:
 
     def remove(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)
-
-    def describe(self, settings: dict) -> None:
-        """Record what this directory holds (for a person looking at it)."""
-        (self.path / "settings.json").write_text(json.dumps(settings, indent=2, default=str) + "\n")
 
 
 class RankWriter:
