@@ -182,13 +182,9 @@ class PeakMemory:
         return self
 
     def __exit__(self, *exc) -> None:
-        if self._base is None:
-            return
-        if torch.cuda.is_available():
-            peak = torch.cuda.max_memory_allocated() / 2**20
-        else:
-            peak = proc_status_mb("VmHWM")
-        self.megabytes = round(peak - self._base, 1)
+        if self._base is not None:
+            peak = torch.cuda.max_memory_allocated() / 2**20 if torch.cuda.is_available() else proc_status_mb("VmHWM")
+            self.megabytes = round(peak - self._base, 1)
 
 
 def inference_rate(model_dir: Path, corpus_dir: Path, max_len: int, windows: int, batch_size: int) -> float:
@@ -216,9 +212,7 @@ def inference_rate(model_dir: Path, corpus_dir: Path, max_len: int, windows: int
 
 
 def device_name() -> str:
-    if torch.cuda.is_available():
-        return torch.cuda.get_device_name()
-    return f"cpu x{torch.get_num_threads()}"
+    return torch.cuda.get_device_name() if torch.cuda.is_available() else f"cpu x{torch.get_num_threads()}"
 
 
 # -- runs --------------------------------------------------------------------------------------

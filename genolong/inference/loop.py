@@ -28,7 +28,7 @@ from genolong.classifier.scoring import average_strands, token_outputs
 from genolong.core import interrupts
 from genolong.core.errors import UserError
 from genolong.core.progress import progress_bar
-from genolong.inference.scan.parts import WorkDirectory
+from genolong.inference.scan.parts import RankWriter, WorkDirectory
 from genolong.runtime import ranks
 from genolong.runtime.devices import check_num_nodes
 from genolong.runtime.precision import precision_on
@@ -90,11 +90,24 @@ class ScanModule(pl.LightningModule):
             self.warmed_up = True
 
 
+class StepModule(pl.LightningModule):
+    """The predict step ``step(item)`` of a model that is already on this rank's device (a classifier or
+    an effect model: Lightning moves only the ``nn.Module`` attributes of a module)."""
+
+    def __init__(self, step):
+        super().__init__()
+        self.step = step
+
+    def predict_step(self, item, batch_idx: int):
+        return self.step(item)
+
+
 class PartWriter(BasePredictionWriter, abc.ABC):
     """Writes every predicted item to the rank's part files; progress bar on rank 0.
 
-    Subclasses implement ``open(trainer)``, ``write(prediction) -> int`` (the progress made, in
-    ``unit``; 0 for an empty item) and ``close(finished)`` (``finished``: False on an exception).
+    Subclasses implement ``write(prediction) -> int`` (the progress made, in ``unit``; 0 for an
+    empty item) and, when they keep files open across items, ``open(trainer)`` and ``close(finished)``
+    (``finished``: False on an exception).
 
     Args:
         total: progress units of this rank's share (None: unknown).
@@ -111,17 +124,15 @@ class PartWriter(BasePredictionWriter, abc.ABC):
         self.done = 0
         self.interrupted = False
 
-    @abc.abstractmethod
     def open(self, trainer) -> None:
-        """Open this rank's part files (``trainer.global_rank``)."""
+        """Open this rank's part files (``trainer.global_rank``); none by default."""
 
     @abc.abstractmethod
     def write(self, prediction) -> int:
         """Write one predicted item; return the progress it made, in ``unit``."""
 
-    @abc.abstractmethod
     def close(self, finished: bool) -> None:
-        """Close the part files; ``finished`` is False after an exception."""
+        """Close the part files; ``finished`` is False after an exception. None by default."""
 
     def on_predict_start(self, trainer, pl_module) -> None:
         self.open(trainer)
@@ -159,7 +170,7 @@ class ScanPartWriter(PartWriter):
         self.writer = None
 
     def open(self, trainer) -> None:
-        self.writer = self.work.writer(trainer.global_rank)
+        self.writer = RankWriter(self.work, trainer.global_rank)
 
     def write(self, prediction: dict) -> int:
         if prediction["batch"] < 0:  # the empty item of a rank without batches

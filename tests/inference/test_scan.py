@@ -347,7 +347,7 @@ def test_rank_parts_merge_into_the_single_process_bytes(tmp_path):
     for world in (1, 3):
         work = parts.WorkDirectory(tmp_path / f"w{world}", plan, 2, world)
         for rank in range(world):
-            writer = work.writer(rank)
+            writer = parts.RankWriter(work, rank)
             for b in range(rank, plan.batches, world):
                 writer.write(b, scores[b])
         assert work.pending() == []

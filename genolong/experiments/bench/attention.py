@@ -66,6 +66,8 @@ OPTIONAL_PEERS = ("hf-esm", "ref-dnabert2", "hf-modernbert", "hf-ntv2", *CONVERT
 #: does not fill the dense L x L probabilities that 5.x does): measured with a package directory
 #: holding transformers 4.x put first on the worker's PYTHONPATH (``legacy_site``).
 LEGACY_PEERS = ("hf4-bigbird", "lsg-bert")
+#: Every model that is not ours.
+ALL_PEERS = PEERS + LEGACY_PEERS + OPTIONAL_PEERS
 FLOOR = "floor"
 PHASES = ("forward", "train")
 MASK_FRACTION = 0.15
@@ -235,35 +237,46 @@ class _Messages(logging.Handler):
             self.messages.append(message)
 
 
-def run_phase(spec: Spec, phase: str) -> dict[str, Any]:
-    """Build the model for ``phase`` and measure it; one result row."""
-    torch.manual_seed(spec.seed)
-    generator = torch.Generator().manual_seed(spec.seed)
-    ids = torch.randint(5, spec.size.vocab_size, (1, spec.length), generator=generator)
+def phase_call(model, phase: str, *, length: int, vocab_size: int, seed: int, autocast,
+               device: torch.device | str = "cpu", fused: bool = True, extra: dict | None = None):
+    """One call of ``phase`` on ``model`` (put in eval or train mode) at batch 1: ``forward`` under
+    ``torch.no_grad``, or ``train``, an MLM step. The (1, ``length``) token ids and the masked
+    positions are drawn from ``seed``: [CLS], then ids from 5 to ``vocab_size``; 15% masked."""
+    extra = extra or {}
+    generator = torch.Generator().manual_seed(seed)
+    ids = torch.randint(5, vocab_size, (1, length), generator=generator)
     ids[0, 0] = 2  # [CLS]
-    autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=spec.dtype == "bf16")
-    model, extra = build(spec, mlm=phase == "train")
+    ids = ids.to(device)
     if phase == "forward":
         model.eval()
 
-        def call():
+        def forward():
             with torch.no_grad(), autocast:
                 model(input_ids=ids, **extra)
 
-    else:
-        model.train()
-        masked = torch.rand(ids.shape, generator=generator) < MASK_FRACTION
-        labels = torch.where(masked, ids, -100)
-        inputs = ids.masked_fill(masked, 4)  # [MASK]
-        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
+        return forward
+    model.train()
+    masked = (torch.rand(ids.shape, generator=generator) < MASK_FRACTION).to(device)
+    labels, inputs = torch.where(masked, ids, -100), ids.masked_fill(masked, 4)  # [MASK]
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=fused)
 
-        def call():
-            with autocast:
-                loss = model(input_ids=inputs, labels=labels, **extra).loss
-            loss.backward()
-            optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
+    def step():
+        with autocast:
+            loss = model(input_ids=inputs, labels=labels, **extra).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
 
+    return step
+
+
+def run_phase(spec: Spec, phase: str) -> dict[str, Any]:
+    """Build the model for ``phase`` and measure it; one result row."""
+    torch.manual_seed(spec.seed)
+    autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=spec.dtype == "bf16")
+    model, extra = build(spec, mlm=phase == "train")
+    call = phase_call(model, phase, length=spec.length, vocab_size=spec.size.vocab_size, seed=spec.seed,
+                      autocast=autocast, extra=extra)
     return measure(call, spec.repeats, spec.budget_s)
 
 
@@ -276,7 +289,7 @@ def worker(spec: Spec) -> None:
     for phase in spec.phases:
         messages.messages.clear()
         row = run_phase(spec, phase)
-        if spec.model in PEERS + LEGACY_PEERS + OPTIONAL_PEERS:
+        if spec.model in ALL_PEERS:
             import transformers
 
             messages.messages.append(f"transformers {transformers.__version__}")

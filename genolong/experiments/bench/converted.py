@@ -59,14 +59,11 @@ def hf_modernbert(size, length: int, mlm: bool):
     every three layers, rotary base 10,000 in all, GeGLU, no biases, SDPA attention."""
     from transformers import ModernBertConfig, ModernBertForMaskedLM, ModernBertModel
 
-    sizes = asdict(size)
     config = ModernBertConfig(
-        vocab_size=sizes["vocab_size"], hidden_size=sizes["hidden_size"], num_hidden_layers=sizes["num_hidden_layers"],
-        num_attention_heads=sizes["num_attention_heads"], intermediate_size=sizes["intermediate_size"],
         max_position_embeddings=length, local_attention=MODERNBERT_WINDOW,
         global_attn_every_n_layers=MODERNBERT_GLOBAL_EVERY, global_rope_theta=MODERNGENA_ROPE_BASE,
         local_rope_theta=MODERNGENA_ROPE_BASE, pad_token_id=3, cls_token_id=1, sep_token_id=2,
-        bos_token_id=1, eos_token_id=2, attn_implementation="sdpa",
+        bos_token_id=1, eos_token_id=2, attn_implementation="sdpa", **asdict(size),
     )
     return (ModernBertForMaskedLM if mlm else ModernBertModel)(config), {}
 

@@ -33,7 +33,7 @@ import platform
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
@@ -42,7 +42,7 @@ from genolong.core.children import child_arguments, run_genolong, run_module
 from genolong.core.files import atomic_write_text
 from genolong.experiments.bench.attention import BenchSize
 from genolong.experiments.bench.device_inference import compare_inference
-from genolong.experiments.bench.device_speed import PUBLISHED, SpeedPlan, run_speed
+from genolong.experiments.bench.device_speed import PUBLISHED, SpeedPlan, release, run_speed
 from genolong.experiments.bench.kernel_check import BACKBONES, KernelCase, candidate_path, check_case
 
 SECTIONS = ("tests", "kernels", "train", "pretrain", "inference", "speed", "published")
@@ -68,7 +68,6 @@ class CheckPlan:
     published: SpeedPlan
     sections: tuple[str, ...] = SECTIONS
     tests_dir: Path | None = None
-    extra: dict = field(default_factory=dict)
 
 
 def gpu_plan(lengths: tuple[int, ...] = (4096, 8192, 16384, 32768, 65536)) -> CheckPlan:
@@ -120,7 +119,7 @@ def section_kernels(plan: CheckPlan, out: Path, say) -> list[dict]:
                 say(f"  {backbone:>10} {row['tokens']:>6} {row['dtype']:>8} {path}: "
                     + (f"out {row['out_error']:.1e} grad {row['grad_error']:.1e} (tol {row['tolerance']:.0e}) "
                        f"{'ok' if row['ok'] else 'FAIL'} {row['seconds']:.2f} s" if "out_error" in row else "oom"))
-                _release(plan.device)
+                release(plan.device)
     return rows
 
 
@@ -159,7 +158,7 @@ def section_train(plan: CheckPlan, out: Path, say) -> list[dict]:
         say(f"  {backbone:>10}: loss {losses[0]:.3f} -> {losses[-1]:.3f} in {len(losses)} steps, "
             f"{seconds:.1f} s {'ok' if ok else 'FAIL'}")
         del model, optimizer
-        _release(plan.device)
+        release(plan.device)
     return rows
 
 
@@ -197,39 +196,25 @@ def section_pretrain(plan: CheckPlan, out: Path, say) -> list[dict]:
     return [row]
 
 
-def section_inference(plan: CheckPlan, out: Path, say) -> list[dict]:
-    return compare_inference(out / "inference", plan.device, say)
-
-
 def section_speed(plan: CheckPlan, out: Path, say) -> list[dict]:
-    rows = run_speed(plan.speed, plan.device, say=lambda line: say("  " + line))
-    for row in rows:
-        row["check"] = "speed"
-    return rows
+    return [row | {"check": "speed"} for row in run_speed(plan.speed, plan.device, say=lambda line: say("  " + line))]
 
 
 def section_published(plan: CheckPlan, out: Path, say) -> list[dict]:
     """The speed rows of the published models; a model that fails to build or run (its conversion
     broke) is a failed check, running out of memory is a measurement."""
     rows = run_speed(plan.published, plan.device, models=tuple(PUBLISHED), say=lambda line: say("  " + line))
-    for row in rows:
-        row["check"] = "published"
-        row["ok"] = not row["status"].startswith("error")
-    return rows
+    return [row | {"check": "published", "ok": not row["status"].startswith("error")} for row in rows]
 
 
 SECTION_FUNCTIONS: dict[str, Callable] = {
     "tests": section_tests, "kernels": section_kernels, "train": section_train, "pretrain": section_pretrain,
-    "inference": section_inference, "speed": section_speed, "published": section_published,
+    "inference": lambda plan, out, say: compare_inference(out / "inference", plan.device, say),
+    "speed": section_speed, "published": section_published,
 }
 
 
 # --------------------------------------------------------------------------- the run
-
-
-def _release(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.empty_cache()
 
 
 def machine(device: torch.device) -> dict:

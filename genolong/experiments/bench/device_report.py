@@ -49,11 +49,17 @@ def _kernels(rows: list[dict]) -> list[str]:
     return table
 
 
-def _speed(rows: list[dict]) -> list[str]:
-    legend = [f"- `{name}`: {what}" for name, what in MODELS.items()]
-    parts = ["Batch 1; median of the timed calls; peak = allocated GPU memory.", "", *legend, ""]
+def _tables(rows: list[dict], legend: dict[str, str], **ratios) -> list[str]:
+    """The legend of the models, then a time table per phase (:func:`speed_table`)."""
+    parts = ["Batch 1; median of the timed calls; peak = allocated GPU memory.", "",
+             *(f"- `{name}`: {what}" for name, what in legend.items()), ""]
     for phase, title in (("forward", "Forward (no grad)"), ("train", "Training step (MLM, AdamW)")):
-        parts += [f"**{title}**", "", speed_table(rows, phase), ""]
+        parts += [f"**{title}**", "", speed_table(rows, phase, **ratios), ""]
+    return parts
+
+
+def _speed(rows: list[dict]) -> list[str]:
+    parts = _tables(rows, MODELS)
     ours = [row for row in rows if row["model"] == "genolong-bigbird" and row["phase"] == "train" and row["status"] == "ok"]
     if ours:
         parts.append("Training tokens/s of ours (batch 1): " + ", ".join(
@@ -61,12 +67,5 @@ def _speed(rows: list[dict]) -> list[str]:
     return parts
 
 
-def _published(rows: list[dict]) -> list[str]:
-    legend = [f"- `{name}`: {what}" for name, what in PUBLISHED.items()]
-    parts = ["Batch 1; median of the timed calls; peak = allocated GPU memory.", "", *legend, ""]
-    for phase, title in (("forward", "Forward (no grad)"), ("train", "Training step (MLM, AdamW)")):
-        parts += [f"**{title}**", "", speed_table(rows, phase, PUBLISHED_RATIOS), ""]
-    return parts
-
-
-PARTS = {"kernels": _kernels, "speed": _speed, "published": _published}
+PARTS = {"kernels": _kernels, "speed": _speed,
+         "published": lambda rows: _tables(rows, PUBLISHED, ratios=PUBLISHED_RATIOS)}

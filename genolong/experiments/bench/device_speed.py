@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-from genolong.experiments.bench.attention import MASK_FRACTION, BenchSize, hf_bigbird
+from genolong.experiments.bench.attention import BenchSize, hf_bigbird, phase_call
 
 #: Benchmark name -> what it is, for the report.
 MODELS = {
@@ -106,39 +106,19 @@ def measure(name: str, length: int, phase: str, plan: SpeedPlan, device: torch.d
             checkpointing: bool = False) -> dict:
     """One row: ``name`` at ``length`` tokens, ``phase`` ``forward`` or ``train``, batch 1."""
     torch.manual_seed(plan.seed)
-    generator = torch.Generator().manual_seed(plan.seed)
-    ids = torch.randint(5, plan.size.vocab_size, (1, length), generator=generator)
-    ids[0, 0] = 2  # [CLS]
     model = build_model(name, plan.size, length, mlm=phase == "train").to(device)
+    if checkpointing:
+        model.gradient_checkpointing_enable()
     autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda")
-    ids = ids.to(device)
-    if phase == "forward":
-        model.eval()
-
-        def call():
-            with torch.no_grad(), autocast:
-                model(input_ids=ids)
-    else:
-        model.train()
-        if checkpointing:
-            model.gradient_checkpointing_enable()
-        masked = torch.rand(ids.shape, generator=generator).to(device) < MASK_FRACTION
-        labels, inputs = torch.where(masked, ids, -100), ids.masked_fill(masked, 4)
-        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=device.type == "cuda")
-
-        def call():
-            with autocast:
-                loss = model(input_ids=inputs, labels=labels).loss
-            loss.backward()
-            optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
-
+    call = phase_call(model, phase, length=length, vocab_size=plan.size.vocab_size, seed=plan.seed,
+                      autocast=autocast, device=device, fused=device.type == "cuda")
     seconds, peak = _timed(call, device, plan.repeats)
     return {"model": name, "tokens": length, "phase": phase, "status": "ok", "seconds": seconds,
             "tokens_per_s": length / seconds, "peak_gb": peak, "checkpointing": checkpointing}
 
 
-def _release(device: torch.device) -> None:
+def release(device: torch.device) -> None:
+    """Free what the last model left: Python's garbage, then CUDA's cached blocks."""
     gc.collect()
     if device.type == "cuda":
         torch.cuda.empty_cache()
@@ -164,7 +144,7 @@ def run_speed(plan: SpeedPlan, device: torch.device, models=tuple(MODELS),
                 statuses.add((name, length, phase, row["status"]))
                 rows.append(row)
                 say(format_row(row))
-                _release(device)
+                release(device)
     return rows
 
 
@@ -173,7 +153,7 @@ def _measure_or_retry(name: str, length: int, phase: str, plan: SpeedPlan, devic
         try:
             return measure(name, length, phase, plan, device, checkpointing)
         except torch.OutOfMemoryError:
-            _release(device)
+            release(device)
             status = "oom"
         except Exception as err:  # a peer failing at some length is a result, not a crash
             return {"status": f"error: {type(err).__name__}: {str(err).splitlines()[0][:160]}"}

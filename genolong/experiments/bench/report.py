@@ -122,15 +122,13 @@ def summary_table(rows: list[dict[str, Any]]) -> str:
         value = slope({n: forward(model, n) for n in (short, long)}, short, long)
         return "" if value is None else f"{value:.2f}"
 
-    columns = {}  # title -> cell(model); a dict, so one length measured gives each column once
-    for n in (short, long):
-        columns[f"forward {_tokens(n)} (s)"] = lambda m, n=n: _cell(forward(m, n), "time_s")
+    # title -> cell(model); a dict, so one length measured gives each column once
+    columns = {f"forward {_tokens(n)} (s)": lambda m, n=n: _cell(forward(m, n), "time_s") for n in (short, long)}
     if short != long:
         columns[f"slope {_tokens(short)}-{_tokens(long)}"] = fitted_slope
-    for n in (short, long):
-        columns[f"attention share {_tokens(n)}"] = lambda m, n=n: _share(forward(m, n))
-    for n in (short, long):
-        columns[f"train step {_tokens(n)} (s)"] = lambda m, n=n: _cell(forward(m, n, "train"), "time_s")
+    columns |= {f"attention share {_tokens(n)}": lambda m, n=n: _share(forward(m, n)) for n in (short, long)}
+    columns |= {f"train step {_tokens(n)} (s)": lambda m, n=n: _cell(forward(m, n, "train"), "time_s")
+                for n in (short, long)}
     columns[f"forward peak {_tokens(long)} (MB)"] = lambda m: _cell(forward(m, long), "peak_mb")
     columns[f"train peak {_tokens(long)} (MB)"] = lambda m: _cell(forward(m, long, "train"), "peak_mb")
 

@@ -30,9 +30,9 @@ from genolong.core.files import atomic_write_text
 from genolong.core.memory import proc_status_mb
 from genolong.experiments.bench import report as bench_report
 from genolong.experiments.bench.attention import (
+    ALL_PEERS,
     FLOOR,
     LEGACY_PEERS,
-    OPTIONAL_PEERS,
     PEERS,
     BenchSize,
     Spec,
@@ -102,7 +102,7 @@ def plan(backbones: list[str], peers: list[str], floor: bool, lengths: list[int]
     Length-major, so that the models compared at one length are measured close in time (the
     load of a shared machine drifts)."""
     models = [*backbones, *([FLOOR] if floor else []), *peers]
-    long_models = [m for m in models if m not in PEERS + LEGACY_PEERS + OPTIONAL_PEERS and m != "full"]
+    long_models = [m for m in models if m not in ALL_PEERS and m != "full"]
     pairs = [(model, length) for length in lengths for model in models]
     pairs += [(model, length) for length in extra_lengths if length not in lengths for model in long_models]
     return pairs
@@ -112,7 +112,7 @@ def check_plan(pairs: list[tuple[str, int]], size: BenchSize) -> None:
     """Raise :class:`ConfigError` for a pair of ours that cannot be built, before any measurement
     (its worker would only fail and leave a row of errors)."""
     for model, length in pairs:
-        if model not in PEERS + LEGACY_PEERS + OPTIONAL_PEERS:
+        if model not in ALL_PEERS:
             genolong_config("full" if model == FLOOR else model, size, length)
 
 
@@ -147,10 +147,9 @@ def resolve_models(backbones: list[str] | None, peers: list[str] | None, legacy_
         attention_class(name)  # ConfigError for an unknown name
     if peers is None:
         peers = list(PEERS + (LEGACY_PEERS if legacy_site else ()))
-    known = PEERS + LEGACY_PEERS + OPTIONAL_PEERS
-    unknown = sorted(set(peers) - set(known))
+    unknown = sorted(set(peers) - set(ALL_PEERS))
     if unknown:
-        raise UserError(f"unknown peer {', '.join(unknown)}; choose from: {', '.join(known)}")
+        raise UserError(f"unknown peer {', '.join(unknown)}; choose from: {', '.join(ALL_PEERS)}")
     if legacy_site is not None and not (legacy_site / "transformers").is_dir():
         raise UserError(f"--legacy-site {legacy_site}: no transformers package in that directory")
     return backbones, peers

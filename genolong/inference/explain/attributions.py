@@ -151,17 +151,14 @@ def gradient_attributions(classifier, sequence: str, start: int, length: int, co
     baseline[0, 1:-1] = encoder.pad_id
     parts = gradient_parts(classifier)
     attributor = _token_attributor(classifier, method)
+    options = {"baselines": baseline, "n_steps": steps} if method == "ig" else {}
     reference = one_hot(sequence)
     read = slice(offsets[0][0], offsets[-1][1])  # the bases the model reads
     result = np.zeros((len(columns), 4, length), np.float32)
     for row, column in enumerate(columns):
         per_base = np.zeros(len(sequence), np.float32)
         if "network" in parts:
-            if method == "ig":
-                tokens = attributor.attribute(input_ids, baselines=baseline, target=column,
-                                              additional_forward_args=(mask,), n_steps=steps)
-            else:
-                tokens = attributor.attribute(input_ids, target=column, additional_forward_args=(mask,))
+            tokens = attributor.attribute(input_ids, target=column, additional_forward_args=(mask,), **options)
             per_token = tokens.sum(-1)[0, 1:-1].detach().float().cpu().numpy()  # (T,) without [CLS]/[SEP]
             for value, (first, last) in zip(per_token, offsets, strict=True):
                 per_base[first:last] = value / max(1, last - first)

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from genolong.classifier.directory import Classifier, StrandAveraged, default_promoter_model, describe_model
+from genolong.classifier.directory import StrandAveraged, default_promoter_model, describe_model
 from genolong.classifier.records import check_stride, record_stride
 from genolong.classifier.task_info import TaskInfo
 from genolong.core.errors import UserError
@@ -60,17 +60,15 @@ class FastaPrediction:
     precision: str = "auto"
 
 
-def _load(run: FastaPrediction, path: Path, task: str | None):
-    """The classifier, on this rank's device, and the Trainer of a run on several ranks (None for one)."""
+def _scored_records(run: FastaPrediction, path: Path, task: str | None, default_stride: Callable[[TaskInfo], int]):
+    """The classifier at ``path`` (of ``task``; None: any) on this rank's device, and the records of
+    ``run.fasta`` windowed (every ``default_stride(info)`` bp without ``run.stride``), scored and grouped by
+    record, on several ranks with ``run.devices`` / ``run.num_nodes`` above 1; None on a rank other than 0."""
     trainer = ranks_trainer(run.accelerator, run.devices, run.num_nodes, run.precision)
     if trainer is not None and run.out is None:
         raise UserError("--devices/--num-nodes above 1 need --out (the ranks' parts are kept beside it)")
     device = run.device if trainer is None else str(trainer.strategy.root_device)
-    return load_classifier(path, task=task, device=device, precision=run.precision), trainer
-
-
-def _scored_records(run: FastaPrediction, classifier: Classifier, trainer, default_stride: int):
-    """The records of ``run.fasta``, windowed, scored and grouped by record; None on a rank other than 0."""
+    classifier = load_classifier(path, task=task, device=device, precision=run.precision)
     info = classifier.info
     progress = None if trainer is not None else progress_bar(unit=" windows", disable=None, file=sys.stderr,
                                                      desc=run.fasta.name)
@@ -78,13 +76,14 @@ def _scored_records(run: FastaPrediction, classifier: Classifier, trainer, defau
     def records():
         return read_fasta(run.fasta, unique_names=False) if run.records is None else run.records()
 
-    stride = default_stride if run.stride is None else run.stride
+    stride = default_stride(info) if run.stride is None else run.stride
     check_stride(stride, info.window_bp)  # before any output is opened
-    return score_records(records, run.fasta.name, StrandAveraged(classifier) if run.rc else classifier,
-                         window=info.window_bp, stride=stride,
-                         min_length=info.min_bp if run.min_length is None else run.min_length,
-                         batch_size=run.batch_size, trainer=trainer,
-                         parts=None if run.out is None else work_path(run.out, "parts"), progress=progress)
+    scored = score_records(records, run.fasta.name, StrandAveraged(classifier) if run.rc else classifier,
+                           window=info.window_bp, stride=stride,
+                           min_length=info.min_bp if run.min_length is None else run.min_length,
+                           batch_size=run.batch_size, trainer=trainer,
+                           parts=None if run.out is None else work_path(run.out, "parts"), progress=progress)
+    return classifier, scored
 
 
 def predict_promoters(run: FastaPrediction, *, windows: Path | None = None,
@@ -93,8 +92,7 @@ def predict_promoters(run: FastaPrediction, *, windows: Path | None = None,
     promoter regions (:func:`~genolong.inference.predict.writers.write_promoter_tables`), at the model's record
     threshold. Returns the counts and the model's task description; None on a rank other than 0."""
     path = run.model or default_promoter_model()
-    classifier, trainer = _load(run, path, PROMOTER.name)
-    records = _scored_records(run, classifier, trainer, record_stride(classifier.info.window_bp))
+    classifier, records = _scored_records(run, path, PROMOTER.name, lambda info: record_stride(info.window_bp))
     if records is None:
         return None
     shipped = Path(path).resolve() == default_promoter_model().resolve()
@@ -111,9 +109,8 @@ def predict_promoters(run: FastaPrediction, *, windows: Path | None = None,
 def predict_chromatin(run: FastaPrediction) -> PredictionCounts | None:
     """Write one row of profile probabilities per window to ``run.out``
     (:func:`~genolong.inference.predict.writers.write_chromatin_table`); None on a rank other than 0."""
-    classifier, trainer = _load(run, run.model, CHROMATIN.name)
-    info = classifier.info
-    records = _scored_records(run, classifier, trainer, min(info.inference.scan_stride, info.window_bp))
+    classifier, records = _scored_records(run, run.model, CHROMATIN.name,
+                                          lambda info: min(info.inference.scan_stride, info.window_bp))
     if records is None:
         return None
     with open_outputs(run.out) as (out,):
@@ -126,8 +123,7 @@ def predict_records(run: FastaPrediction) -> tuple[PredictionCounts, TaskInfo] |
     ``window_bp`` every ``run.stride`` bp (default :func:`~genolong.classifier.records.record_stride`, as
     fine-tuning validation reads them). Returns the counts and the model's task description; None on a
     rank other than 0."""
-    classifier, trainer = _load(run, run.model, None)
-    records = _scored_records(run, classifier, trainer, record_stride(classifier.info.window_bp))
+    classifier, records = _scored_records(run, run.model, None, lambda info: record_stride(info.window_bp))
     if records is None:
         return None
     with open_outputs(run.out) as (out,):

@@ -29,7 +29,8 @@ import torch
 
 from genolong.classifier.records import Window, group_by_record, iter_windows, score_windows
 from genolong.dna.sequence import FastaRecord
-from genolong.inference.loop import PartWriter, build_trainer, predict
+from genolong.inference.loop import PartWriter, StepModule, build_trainer, predict
+from genolong.inference.scan.parts import read_scores
 
 
 def ranks_trainer(accelerator: str, devices, num_nodes: int, precision: str = "auto") -> pl.Trainer | None:
@@ -52,27 +53,12 @@ class WindowBatches(torch.utils.data.IterableDataset):
     def __iter__(self):
         windows = (item for item in self.windows() if isinstance(item, Window))
         mine = 0
-        for index in itertools.count():
-            batch = list(itertools.islice(windows, self.batch_size))
-            if not batch:
-                break
+        for index, batch in enumerate(iter(lambda: list(itertools.islice(windows, self.batch_size)), [])):
             if index % self.world_size == self.rank:
                 mine += 1
                 yield {"batch": index, "sequences": [window.sequence for window in batch]}
         if not mine:
             yield {"batch": -1, "sequences": []}
-
-
-class ProbabilityModule(pl.LightningModule):
-    """A batch's probabilities under ``scorer`` (``probabilities(sequences) -> (B, C)``, on this rank's device)."""
-
-    def __init__(self, scorer):
-        super().__init__()
-        self.scorer = scorer
-
-    def predict_step(self, batch: dict, batch_idx: int) -> tuple[int, np.ndarray | None]:
-        sequences = batch["sequences"]
-        return batch["batch"], self.scorer.probabilities(sequences) if sequences else None
 
 
 class RankFileWriter(PartWriter):
@@ -111,11 +97,7 @@ class ReplayedScorer:
     (B, C) probabilities from the rank files (batch ``b`` from rank ``b % W``)."""
 
     def __init__(self, folder: Path, world_size: int, columns: int):
-        self.sources = []
-        for rank in range(world_size):
-            path = folder / f"rank{rank}.f32"
-            self.sources.append(np.memmap(path, dtype=np.float32, mode="r").reshape(-1, columns)
-                                if path.stat().st_size else np.zeros((0, columns), np.float32))
+        self.sources = [read_scores(folder / f"rank{rank}.f32", columns) for rank in range(world_size)]
         self.offsets = [0] * world_size
         self.batch = 0
 
@@ -151,12 +133,14 @@ def score_records(records: Callable[[], Iterable[FastaRecord]], name: str, score
         return iter_windows(records(), window, stride, min_length)
 
     if trainer is None:
-        return _streamed(windows, scorer, batch_size, progress)
+        return _grouped(windows, scorer, batch_size, progress=progress)
     rank, world = trainer.global_rank, trainer.world_size
     loader = torch.utils.data.DataLoader(WindowBatches(windows, batch_size, rank, world), batch_size=None)
     writer = RankFileWriter(parts, progress=progress is not None, description=name)
     try:
-        predict(trainer, ProbabilityModule(scorer), loader, writer, resume="run the same command again")
+        module = StepModule(lambda batch: (batch["batch"], scorer.probabilities(batch["sequences"])
+                                           if batch["sequences"] else None))  # (b, (B, C) probabilities)
+        predict(trainer, module, loader, writer, resume="run the same command again")
         if world > 1:
             trainer.strategy.barrier("prediction parts written")
     except BaseException:
@@ -164,19 +148,15 @@ def score_records(records: Callable[[], Iterable[FastaRecord]], name: str, score
         raise
     if rank != 0:
         return None
-    return _replayed(windows, ReplayedScorer(parts, world, len(scorer.info.label_names)), batch_size, parts)
+    return _grouped(windows, ReplayedScorer(parts, world, len(scorer.info.label_names)), batch_size, parts=parts)
 
 
-def _streamed(windows, scorer, batch_size: int, progress) -> Iterator:
+def _grouped(windows, scorer, batch_size: int, *, progress=None, parts: Path | None = None) -> Iterator:
+    """The scored windows grouped by record; then the bar is closed and the parts directory removed."""
     try:
         yield from group_by_record(score_windows(windows(), scorer, batch_size, progress=progress))
     finally:
         if progress is not None:
             progress.close()
-
-
-def _replayed(windows, replay: ReplayedScorer, batch_size: int, parts: Path) -> Iterator:
-    try:
-        yield from group_by_record(score_windows(windows(), replay, batch_size))
-    finally:
-        shutil.rmtree(parts, ignore_errors=True)
+        if parts is not None:
+            shutil.rmtree(parts, ignore_errors=True)

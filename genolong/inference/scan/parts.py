@@ -17,7 +17,6 @@ same bytes whatever the number of ranks.
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
@@ -59,16 +58,13 @@ class WorkDirectory:
         """Indices of the chromosomes still to compute."""
         return [i for i in range(len(self.plan.chromosomes)) if not self.finished(i)]
 
-    def writer(self, rank: int) -> RankWriter:
-        return RankWriter(self, rank)
-
     def merge(self, chromosome: int) -> None:
         """Write a finished chromosome's merged file from its rank parts (no-op when present)."""
         target = self.merged_path(chromosome)
         if target.is_file():
             return
         plan, width = self.plan, self.columns
-        sources = {rank: _read_scores(self.rank_path(chromosome, rank), width)
+        sources = {rank: read_scores(self.rank_path(chromosome, rank), width)
                    for rank in range(self.world_size) if self.rank_batches(chromosome, rank)}
         offsets = dict.fromkeys(sources, 0)
         tmp = target.with_suffix(".tmp")
@@ -84,14 +80,10 @@ class WorkDirectory:
 
     def scores(self, chromosome: int) -> np.ndarray:
         """A finished chromosome's (bins, C) float32 scores, memory-mapped."""
-        return _read_scores(self.merged_path(chromosome), self.columns)
+        return read_scores(self.merged_path(chromosome), self.columns)
 
     def remove(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)
-
-    def describe(self, settings: dict) -> None:
-        """Record what this directory holds (for a person looking at it)."""
-        (self.path / "settings.json").write_text(json.dumps(settings, indent=2, default=str) + "\n")
 
 
 class RankWriter:
@@ -125,7 +117,7 @@ class RankWriter:
             self.chromosome, self.handle = None, None
 
 
-def _read_scores(path: Path, columns: int) -> np.ndarray:
+def read_scores(path: Path, columns: int) -> np.ndarray:
     """A score file as a (rows, columns) float32 memory map (read on demand: constant memory)."""
     if path.stat().st_size == 0:
         return np.zeros((0, columns), dtype=np.float32)

@@ -208,8 +208,7 @@ def _work_path(config: ScanConfig, plan: ScanPlan, columns) -> Path:
     for path in sorted(model.iterdir()):
         digest.update(f"{path.name}:{path.stat().st_size}:{path.stat().st_mtime_ns}".encode())
     digest.update(f"{config.rc}:{columns}:{config.max_n_fraction}".encode())
-    first = config.out[0]
-    return work_path(first, f"scan-{digest.hexdigest()[:12]}")
+    return work_path(config.out[0], f"scan-{digest.hexdigest()[:12]}")
 
 
 def _remove_other_work(path: Path) -> None:

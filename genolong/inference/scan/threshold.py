@@ -15,6 +15,7 @@ about 2 hours on 2 shared cores, so it is scanned in evenly spaced regions, stat
 
 from __future__ import annotations
 
+import bisect
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -103,11 +104,9 @@ def lowest_threshold(scans: list[tuple[list, int]], target: float) -> float:
 
     candidates = np.unique(np.concatenate([scores[~np.isnan(scores)] for chromosomes, _ in scans
                                            for _, _, _, scores, _ in chromosomes]))
-    lo, hi = 0, len(candidates)  # fits(candidates[i]) is monotone in i: find the first that fits
-    while lo < hi:
-        middle = (lo + hi) // 2
-        lo, hi = (lo, middle) if fits(float(candidates[middle])) else (middle + 1, hi)
-    threshold = float(np.ceil(float(candidates[min(lo, len(candidates) - 1)]) * 1e4) / 1e4)
+    # fits(candidates[i]) is monotone in i: find the first that fits
+    first = bisect.bisect_left(range(len(candidates)), True, key=lambda i: fits(float(candidates[i])))
+    threshold = float(np.ceil(float(candidates[min(first, len(candidates) - 1)]) * 1e4) / 1e4)
     if not fits(threshold):  # only when the best score itself calls too much: nothing is called above it
         threshold = float(np.nextafter(candidates[-1], 1.0))
     return threshold

@@ -6,7 +6,7 @@ the whole input (cheap next to the model) but builds windows only for its own ch
 
 * :class:`VariantChunks` yields this rank's :class:`Chunk` items: an index, the scoreable
   windows and the counts (skips, flags) of its alleles.
-* :class:`VariantModule` runs the effect model on a chunk.
+* :class:`~genolong.inference.loop.StepModule` runs the effect model on a chunk.
 * :class:`VariantPartWriter` writes each chunk's part, annotation rows and counts into the
   run's partial directory (:class:`~genolong.inference.variants.run.PartialRun`); rank 0
   prepares that directory once the ranks are connected.
@@ -21,7 +21,6 @@ import itertools
 import warnings
 from collections import Counter
 
-import lightning.pytorch as pl
 import torch
 
 from genolong.core.files import atomic_write_text
@@ -82,33 +81,17 @@ class VariantChunks(torch.utils.data.IterableDataset):
     def __iter__(self):
         alleles = iter(self.variants)
         mine = 0
-        for index in itertools.count():
-            chunk = list(itertools.islice(alleles, self.chunk_size))
-            if not chunk:
-                self.chunks = index
-                break
-            if index % self.world_size != self.rank or self.run.done(index):
-                continue
-            mine += 1
-            yield Chunk(index, *windows_of(chunk, self.builder, self.variants.path))
+        for index, chunk in enumerate(iter(lambda: list(itertools.islice(alleles, self.chunk_size)), [])):
+            self.chunks = index + 1
+            if index % self.world_size == self.rank and not self.run.done(index):
+                mine += 1
+                yield Chunk(index, *windows_of(chunk, self.builder, self.variants.path))
         if not mine:
             yield Chunk(-1, [], Counter())
 
 
-class VariantModule(pl.LightningModule):
-    """Scores of a chunk under an effect model (``score(windows) -> {name: (n, P)}``), which is
-    already on this rank's device."""
-
-    def __init__(self, effects):
-        super().__init__()
-        self.effects = effects
-
-    def predict_step(self, chunk: Chunk, batch_idx: int) -> tuple[Chunk, dict]:
-        return chunk, self.effects.score(chunk.windows) if chunk.index >= 0 else {}
-
-
 class VariantPartWriter(PartWriter):
-    """Writes each scored chunk into the partial directory; its counts file last (the chunk is then done).
+    """Writes each scored chunk into the partial directory, whole; its counts file last (the chunk is then done).
 
     Args:
         run: the partial directory.
@@ -127,9 +110,6 @@ class VariantPartWriter(PartWriter):
             self.run.prepare()
         trainer.strategy.barrier("variant partial directory")
 
-    def open(self, trainer) -> None:
-        """Nothing to open: each chunk's files are written whole."""
-
     def write(self, prediction: tuple[Chunk, dict]) -> int:
         chunk, scores = prediction
         if chunk.index < 0:
@@ -140,6 +120,3 @@ class VariantPartWriter(PartWriter):
         self.writer.write_part(self.run.part(chunk.index, self.writer.part_suffix), chunk.windows, scores)
         self.run.commit(chunk.index, chunk.counts)
         return chunk.counts["alleles"]
-
-    def close(self, finished: bool) -> None:
-        """Nothing to close: a chunk's files are complete or absent."""

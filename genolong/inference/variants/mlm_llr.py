@@ -35,13 +35,10 @@ from genolong.model.modeling import GenolongForMaskedLM
 def differing_span(ref_ids: list[int], alt_ids: list[int]) -> tuple[int, int, int]:
     """``(prefix, ref_end, alt_end)``: the tokens ``ref_ids[prefix:ref_end]`` and
     ``alt_ids[prefix:alt_end]`` differ, everything before and after is shared."""
-    prefix = 0
     shortest = min(len(ref_ids), len(alt_ids))
-    while prefix < shortest and ref_ids[prefix] == alt_ids[prefix]:
-        prefix += 1
-    suffix = 0
-    while suffix < shortest - prefix and ref_ids[-1 - suffix] == alt_ids[-1 - suffix]:
-        suffix += 1
+    prefix = next((i for i, (ref, alt) in enumerate(zip(ref_ids, alt_ids, strict=False)) if ref != alt), shortest)
+    after = zip(reversed(ref_ids[prefix:]), reversed(alt_ids[prefix:]), strict=False)  # shortest - prefix pairs
+    suffix = next((i for i, (ref, alt) in enumerate(after) if ref != alt), shortest - prefix)
     return prefix, len(ref_ids) - suffix, len(alt_ids) - suffix
 
 

@@ -19,6 +19,7 @@ import gzip
 import io
 import json
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
 import h5py
@@ -33,21 +34,30 @@ METADATA = ("chrom", "pos", "id", "ref", "alt", "flags")
 
 def metadata_columns(windows: list[VariantWindows]) -> dict[str, list]:
     """The row metadata of ``windows``: name -> (n,) values; flags joined by ``,`` (``.`` for none)."""
-    return {"chrom": [w.variant.chrom for w in windows], "pos": [w.variant.pos for w in windows],
-            "id": [w.variant.id for w in windows], "ref": [w.variant.ref for w in windows],
-            "alt": [w.variant.alt for w in windows], "flags": [",".join(w.flags) or "." for w in windows]}
+    return {**{name: [getattr(w.variant, name) for w in windows] for name in METADATA[:-1]},
+            "flags": [",".join(w.flags) or "." for w in windows]}
 
 
 def _cell(value: float) -> str:
     return f"{value:.6g}"
 
 
-class LongTsv:
+@dataclass
+class _Output:
+    """The output file ``out``, the reported outputs' names and classes, and the score names."""
+
+    out: Path
+    labels: list[str]
+    classes: list[str]
+    score_names: tuple[str, ...]
+
+
+@dataclass
+class LongTsv(_Output):
     """One row per variant x output (for a few outputs: 919 rows per variant otherwise)."""
 
-    def __init__(self, out: Path, labels: list[str], classes: list[str], score_names: tuple[str, ...]):
-        self.out, self.labels, self.classes, self.score_names = out, labels, classes, score_names
-        self.compressed = out.name.endswith(".gz")
+    def __post_init__(self) -> None:
+        self.compressed = self.out.name.endswith(".gz")
         self.part_suffix = ".tsv.gz" if self.compressed else ".tsv"
 
     def _text(self, raw) -> io.TextIOWrapper:
@@ -75,13 +85,10 @@ class LongTsv:
                     shutil.copyfileobj(handle, out)
 
 
-class WideHdf5:
+class WideHdf5(_Output):
     """One row per variant, one (N, P) matrix per score: the format for all 919 profiles."""
 
     part_suffix = ".npz"
-
-    def __init__(self, out: Path, labels: list[str], classes: list[str], score_names: tuple[str, ...]):
-        self.out, self.labels, self.classes, self.score_names = out, labels, classes, score_names
 
     def write_part(self, path: Path, windows: list[VariantWindows], scores: dict[str, np.ndarray]) -> None:
         meta = {name: np.asarray(values) for name, values in metadata_columns(windows).items()}

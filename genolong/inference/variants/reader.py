@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import itertools
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -162,12 +163,7 @@ class VariantFile:
 
 def _header_lines(path: Path) -> int:
     """Number of ``#`` lines at the top of a text VCF (htslib's parsed header adds lines of its own)."""
-    count = 0
-    for _, raw in numbered_lines(path):
-        if not raw.startswith(b"#"):
-            break
-        count += 1
-    return count
+    return sum(1 for _ in itertools.takewhile(lambda line: line[1].startswith(b"#"), numbered_lines(path)))
 
 
 def _data_lines(path: Path) -> Iterator[tuple[int, bytes]]:

@@ -32,11 +32,10 @@ from genolong.core.errors import UserError
 from genolong.core.files import atomic_write_text, work_path
 from genolong.dna.genome import Genome
 from genolong.inference.labels import label_class, select_labels
-from genolong.inference.loop import build_trainer, predict
+from genolong.inference.loop import StepModule, build_trainer, predict
 from genolong.inference.variants.loop import (
     ANNOTATION_SUFFIX,
     VariantChunks,
-    VariantModule,
     VariantPartWriter,
 )
 from genolong.inference.variants.mlm_llr import MaskedLMEffects
@@ -156,7 +155,8 @@ def score_variant_file(variants: VariantFile, genome: Genome, builder: WindowBui
     part_writer = VariantPartWriter(run, writer, effects.labels, None if annotate is None else top_k,
                                     progress=progress, description=variants.path.name)
     try:
-        predict(trainer, VariantModule(effects), loader, part_writer,
+        module = StepModule(lambda chunk: (chunk, effects.score(chunk.windows) if chunk.index >= 0 else {}))
+        predict(trainer, module, loader, part_writer,
                 resume=f"the same command continues after the chunks kept in {run.folder}")
         if trainer.world_size > 1:
             trainer.strategy.barrier("variant parts")

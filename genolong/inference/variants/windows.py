@@ -39,10 +39,8 @@ MISSING_CONTIG_REASON = "contig not in the genome"
 
 
 def _build_of(chrom: str, length: int) -> str:
-    for build, known in BUILD_LENGTHS.get(canonical_chrom(chrom), {}).items():
-        if known == length:
-            return f" ({build})"
-    return ""
+    return next((f" ({build})" for build, known in BUILD_LENGTHS.get(canonical_chrom(chrom), {}).items()
+                 if known == length), "")
 
 
 def check_build(declared: dict[str, int], genome: Genome, source) -> None:
