@@ -19,7 +19,10 @@ k-mer component, applied to the network's logits (binary, multi-label, regressio
 ``a * network + b * kmer + c``) or to its log-probabilities (multi-class: the multinomial
 stack) (:mod:`genolong.classifier.kmer_component`). A stack that gives the k-mer model no weight
 leaves the network alone. A threshold (binary) is chosen
-on validation (max F1). A multi-label task of the 919 DeepSEA profiles also writes
+on validation (max F1). A model trained on both strands (``augment_reverse_complement``) is also
+scored as the prediction commands' ``--rc`` reads it, the outputs of a sequence and of its reverse
+complement averaged: ``both_strands`` holds the network's and the saved model's metrics so read
+(the threshold chosen on them). A multi-label task of the 919 DeepSEA profiles also writes
 ``OUT/aucs.csv`` as ``chromatin eval`` does (``notebooks/per_profile_auc.ipynb`` reads it).
 """
 
@@ -31,8 +34,10 @@ from pathlib import Path
 import numpy as np
 
 from genolong.classifier.directory import Classifier
+from genolong.classifier.scoring import average_strands
 from genolong.core.errors import UserError
 from genolong.datasets.task import PreparedTask
+from genolong.dna.sequence import reverse_complement
 from genolong.evaluation.chromatin import write_auc_table
 from genolong.evaluation.kmer_models import activate, fit_kmer_model, fit_stack
 from genolong.evaluation.metrics import per_profile_auc
@@ -94,6 +99,10 @@ class LabelledTask(FinetuneTask):
         scored = {name: network_and_kmer_logits(classifier, rows[name][0], config.batch_size_eval, reader) for name in splits}
         network = {name: scored[name][0] for name in splits}
         kmer = {name: scored[name][1] for name in splits}  # None without kmer_baseline
+        reverse = {name: [reverse_complement(s) for s in rows[name][0]] for name in splits} \
+            if config.augment_reverse_complement else None  # a model trained on both strands: also read as --rc
+        network_reverse = None if reverse is None else {
+            name: network_and_kmer_logits(classifier, reverse[name], config.batch_size_eval)[0] for name in splits}
         report = {"problem_type": problem, "network": _scores(problem, network, rows, splits)}
         if config.kmer_baseline:
             stack = fit_stack(problem, network["valid"], kmer["valid"], rows["valid"][1])
@@ -105,6 +114,11 @@ class LabelledTask(FinetuneTask):
         saved = {name: network_and_kmer_logits(classifier, rows[name][0], config.batch_size_eval)[0] for name in splits}
         report["saved_model"] = stack.label() if config.kmer_baseline else "network"
         report |= _scores(problem, saved, rows, splits)
+        if reverse is not None:
+            saved_reverse = {name: network_and_kmer_logits(classifier, reverse[name], config.batch_size_eval)[0]
+                             for name in splits}
+            report["both_strands"] = {"network": _scores(problem, network, rows, splits, network_reverse),
+                                      "saved_model": _scores(problem, saved, rows, splits, saved_reverse)}
         if problem == "binary":
             report["threshold"] = report["valid"]["threshold"]
             report["threshold_chosen_on"] = "valid (max F1)"
@@ -118,8 +132,10 @@ class LabelledTask(FinetuneTask):
         """Valid and test metrics of the saved model, the network alone, the k-mer model and the stack."""
         shown = METRICS[report["problem_type"]].shown
         table = {}
+        both = report.get("both_strands", {})
         for label, entry in (("saved model", report), ("network alone", report["network"]),
-                             ("k-mer alone", report.get("kmer_baseline")), ("stack", report.get("stack"))):
+                             ("k-mer alone", report.get("kmer_baseline")), ("stack", report.get("stack")),
+                             ("saved model, --rc", both.get("saved_model")), ("network, --rc", both.get("network"))):
             if entry is not None:
                 table |= {f"{label} {name}": {k: entry[name][k] for k in shown}
                           for name in ("valid", "test") if name in entry}
@@ -152,13 +168,20 @@ def network_and_kmer_logits(classifier: Classifier, sequences: list[str], batch_
     return logits, np.concatenate(kmer) if kmer else None
 
 
-def _scores(problem: str, logits: dict[str, np.ndarray], rows: dict, splits: list[str]) -> dict:
-    """Metrics per split of one model's logits; binary: the F1-best threshold of valid on every split."""
-    valid = task_metrics(problem, rows["valid"][1], activate(problem, logits["valid"]))
+def _scores(problem: str, logits: dict[str, np.ndarray], rows: dict, splits: list[str],
+            reverse: dict[str, np.ndarray] | None = None) -> dict:
+    """Metrics per split of one model's logits (N, C); binary: the F1-best threshold of valid on every
+    split. With ``reverse``, the logits of the same rows' reverse complements: the outputs of both
+    strands are averaged, as ``--rc`` averages them in the prediction commands."""
+    def outputs(name: str) -> np.ndarray:
+        if reverse is None:
+            return activate(problem, logits[name])
+        return average_strands(np.concatenate([activate(problem, logits[name]), activate(problem, reverse[name])]))
+
+    valid = task_metrics(problem, rows["valid"][1], outputs("valid"))
     result = {"valid": valid}
     if "test" in splits:
-        result["test"] = task_metrics(problem, rows["test"][1], activate(problem, logits["test"]),
-                                      valid.get("threshold"))
+        result["test"] = task_metrics(problem, rows["test"][1], outputs("test"), valid.get("threshold"))
     return result
 
 
