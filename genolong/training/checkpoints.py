@@ -25,6 +25,7 @@ from typing import Any
 
 import torch
 from lightning.fabric.plugins.io.torch_io import TorchCheckpointIO
+from lightning.pytorch.callbacks import ModelCheckpoint
 
 from genolong.core.errors import UserError
 from genolong.core.files import atomic_path
@@ -91,3 +92,27 @@ class SafeCheckpointIO(TorchCheckpointIO):
     def load_checkpoint(self, path, map_location: Any = None, weights_only: bool | None = True) -> dict[str, Any]:
         """Always ``weights_only``, whatever Lightning passes; tensors stay on the device they were saved from."""
         return read_checkpoint(path, map_location=map_location)
+
+
+class MovableModelCheckpoint(ModelCheckpoint):
+    """Lightning's ModelCheckpoint, resumable after its run directory was moved or copied.
+
+    A checkpoint records the absolute paths of the best and last checkpoints. Lightning drops the
+    best score when ``dirpath`` differs from the recorded one and keeps ``best_model_path``, which
+    still names the old place. Here the recorded paths are read relative to the recorded
+    ``dirpath`` and re-rooted under this one, so a moved run resumes as it would have in place."""
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        recorded = state_dict.get("dirpath")
+        if recorded is not None and self.dirpath is not None and recorded != self.dirpath:
+            def moved(path):
+                inside = path and Path(path).is_relative_to(recorded)
+                return str(Path(self.dirpath) / Path(path).relative_to(recorded)) if inside else path
+
+            state_dict = state_dict | {
+                "dirpath": self.dirpath,
+                **{key: moved(state_dict.get(key)) for key in ("best_model_path", "kth_best_model_path",
+                                                                 "last_model_path")},
+                "best_k_models": {moved(path): score for path, score in state_dict.get("best_k_models", {}).items()},
+            }
+        super().load_state_dict(state_dict)

@@ -12,7 +12,7 @@ import lightning.pytorch as pl
 import numpy as np
 import torch
 from lightning.fabric.utilities.exceptions import MisconfigurationException
-from lightning.pytorch.callbacks import LearningRateMonitor, ModelCheckpoint
+from lightning.pytorch.callbacks import LearningRateMonitor
 from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
 from torch.utils.data import DataLoader, Dataset
 
@@ -21,7 +21,7 @@ from genolong.core.errors import UserError
 from genolong.runtime import ranks
 from genolong.runtime.quiet import quiet_lightning
 from genolong.tasks.settings import TrainConfig
-from genolong.training.checkpoints import SafeCheckpointIO
+from genolong.training.checkpoints import MovableModelCheckpoint, SafeCheckpointIO
 from genolong.training.console import StepProgress
 from genolong.training.stopping import StopOnSignal
 
@@ -175,7 +175,7 @@ def build_trainer(config: TrainConfig, out: Path, *, extra_callbacks=(), enable_
         log.warning("tensorboard is not installed: CSV logs only")
     interval = config.validation_interval()
     callbacks = [
-        ModelCheckpoint(dirpath=out / "checkpoints", filename="step{step}", auto_insert_metric_name=False,
+        MovableModelCheckpoint(dirpath=out / "checkpoints", filename="step{step}", auto_insert_metric_name=False,
                         every_n_train_steps=config.checkpoint_every_steps, save_top_k=-1, save_last=True,
                         enable_version_counter=False),
         LearningRateMonitor(logging_interval="step"),

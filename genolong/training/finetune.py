@@ -27,7 +27,6 @@ from typing import Any
 import lightning.pytorch as pl
 import numpy as np
 import torch
-from lightning.pytorch.callbacks import ModelCheckpoint
 from torch.utils.data import DataLoader, Dataset
 
 from genolong.classifier.directory import Classifier, TaskInfo, TokenEncoder
@@ -42,7 +41,7 @@ from genolong.model.heads import output_activation
 from genolong.model.loading import read_model_config
 from genolong.tasks.task import FinetuneConfig, FinetuneTask, LabelledSequences, TaskData, get_task
 from genolong.training.base import StepIndexedData, TrainingModule, check_run_identity
-from genolong.training.checkpoints import read_checkpoint, resume_checkpoint
+from genolong.training.checkpoints import MovableModelCheckpoint, read_checkpoint, resume_checkpoint
 from genolong.training.common import build_trainer
 from genolong.training.model_setup import build_classifier_model, train_task_tokenizer
 from genolong.training.modes import apply_mode, check_start, merged_model, trainable_parameters
@@ -299,7 +298,7 @@ def _run_identity(config: FinetuneConfig, data: TaskData, tokenizer, model, pret
 
 def _trainer(task: FinetuneTask, config: FinetuneConfig, out: Path, show_progress: bool, extra_callbacks):
     """The Trainer with the best checkpoint and early stopping on ``task.monitor``; also returns those two."""
-    best = ModelCheckpoint(
+    best = MovableModelCheckpoint(
         dirpath=out / "checkpoints",
         filename="best",
         monitor=task.monitor,

@@ -267,8 +267,8 @@ def test_finetune_sigterm_mid_cycle_resumes_to_identical_weights(promoters, toke
 def test_finetune_interrupted_in_its_evaluation_after_early_stopping(promoters, tokenizer, tmp_path, capsys,
                                                                     monkeypatch):
     """SIGTERM while the test split is scored, after early stopping: exit 143, no model, no report;
-    --resume does not train on (the early-stopping decision is in the checkpoint) and writes the
-    uninterrupted run's report."""
+    --resume, after the run directory was moved, does not train on (the early-stopping decision and
+    the best checkpoint are in the checkpoint) and writes the uninterrupted run's report."""
     from genolong.tasks.promoter import PromoterTask
 
     data = FINETUNE | {"patience": 1, "train": FINETUNE["train"] | {"val_every_steps": 1, "max_steps": 30}}
@@ -287,8 +287,10 @@ def test_finetune_interrupted_in_its_evaluation_after_early_stopping(promoters, 
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert err == f"genolong promoter finetune: stopped after the last step ({expected['steps']}); continue with --resume"
     assert not (out / "model").exists() and not (out / "report.json").exists() and not hidden_temporaries(out)
-    assert main(finetune_args(out, promoters, tokenizer, config, "--resume")) == 0
-    report = json.loads((out / "report.json").read_text())
+    moved = tmp_path / "moved"  # the run directory moved before --resume: its checkpoints move with it
+    out.rename(moved)
+    assert main(finetune_args(moved, promoters, tokenizer, config, "--resume")) == 0
+    report = json.loads((moved / "report.json").read_text())
     assert {k: v for k, v in report.items() if k != "seconds"} == {k: v for k, v in expected.items() if k != "seconds"}
 
 
