@@ -100,7 +100,11 @@ class MovableModelCheckpoint(ModelCheckpoint):
     A checkpoint records the absolute paths of the best and last checkpoints. Lightning drops the
     best score when ``dirpath`` differs from the recorded one and keeps ``best_model_path``, which
     still names the old place. Here the recorded paths are read relative to the recorded
-    ``dirpath`` and re-rooted under this one, so a moved run resumes as it would have in place."""
+    ``dirpath`` and re-rooted under this one, so a moved run resumes as it would have in place.
+    Its state is stored under ModelCheckpoint's key, so checkpoints of either class resume with the other."""
+
+    def _generate_state_key(self, **kwargs: Any) -> str:
+        return f"{ModelCheckpoint.__qualname__}{kwargs!r}"
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         recorded = state_dict.get("dirpath")

@@ -87,3 +87,26 @@ def test_a_failed_checkpoint_write_leaves_the_previous_checkpoint(tmp_path, monk
         io.save_checkpoint({"global_step": 4, "state_dict": {"w": torch.zeros(2)}}, last)
     assert read_checkpoint(last)["global_step"] == 3
     assert [p.name for p in last.parent.iterdir()] == ["last.ckpt"]
+
+
+def test_a_movable_checkpoint_keeps_lightnings_state_key_and_re_roots_a_moved_runs_paths(tmp_path):
+    """Checkpoints written with Lightning's ModelCheckpoint resume with MovableModelCheckpoint and back
+    (same state key); a run directory moved from ``old`` reads its best and last paths under the new one."""
+    from lightning.pytorch.callbacks import ModelCheckpoint
+
+    from genolong.training.checkpoints import MovableModelCheckpoint
+
+    settings = {"filename": "best", "monitor": "val/score", "mode": "max", "save_top_k": 1, "save_last": True}
+    old, new = tmp_path / "old" / "checkpoints", tmp_path / "new" / "checkpoints"
+    written = ModelCheckpoint(dirpath=old, **settings)
+    written.best_model_score, written.best_model_path = torch.tensor(0.8), str(old / "best.ckpt")
+    written.best_k_models, written.last_model_path = {str(old / "best.ckpt"): torch.tensor(0.8)}, str(old / "last.ckpt")
+    resumed = MovableModelCheckpoint(dirpath=new, **settings)
+    assert resumed.state_key == written.state_key
+    resumed.load_state_dict(written.state_dict())
+    assert float(resumed.best_model_score) == pytest.approx(0.8)
+    assert (resumed.best_model_path, resumed.last_model_path) == (str(new / "best.ckpt"), str(new / "last.ckpt"))
+    assert list(resumed.best_k_models) == [str(new / "best.ckpt")]
+    in_place = MovableModelCheckpoint(dirpath=old, **settings)
+    in_place.load_state_dict(written.state_dict())
+    assert in_place.best_model_path == str(old / "best.ckpt") and float(in_place.best_model_score) == pytest.approx(0.8)
