@@ -48,6 +48,9 @@ class InferenceSpec:
             alternative allele: ``probability``, ``logit`` or ``value``.
         called_fraction_caution: whether a scan that calls much of a species the model never saw
             gets a line of caution (:mod:`genolong.inference.called`).
+        both_strands: whether the inference commands read it on both strands unless told otherwise
+            (``--no-rc``): each output the mean of a sequence's and its reverse complement's, as
+            for a model trained on both strands (``augment_reverse_complement``).
     """
 
     activation: str
@@ -55,6 +58,7 @@ class InferenceSpec:
     threshold: str
     variant_effect: str
     called_fraction_caution: bool = False
+    both_strands: bool = False
 
     def __post_init__(self) -> None:
         for name, value, choices in (("activation", self.activation, ACTIVATIONS), ("threshold", self.threshold, THRESHOLDS),
@@ -76,6 +80,12 @@ class InferenceSpec:
         if problem_type == ACTIVATIONS["identity"]:
             return cls("identity", stride, "none", "value")
         return cls("sigmoid", stride, "probability", "probability")
+
+
+def reads_both_strands(rc: bool | None, info: TaskInfo) -> bool:
+    """Whether to average both strands: ``--rc`` / ``--no-rc`` as given (``rc``), else the model's own
+    reading (:attr:`InferenceSpec.both_strands`)."""
+    return rc if rc is not None else bool(info.inference and info.inference.both_strands)
 
 
 def default_promoter_model() -> Path:
@@ -143,6 +153,8 @@ class TaskInfo:
         data = asdict(self)
         if data["inference"] is None:  # not recorded: left out, as before it was
             del data["inference"]
+        elif not data["inference"]["both_strands"]:  # one strand, as before the key was
+            del data["inference"]["both_strands"]
         (directory / TASK_FILE).write_text(json.dumps({"format": FORMAT, **data}, indent=2) + "\n")
 
 

@@ -224,3 +224,10 @@ def config_overrides(args: argparse.Namespace) -> dict[str, Any]:
     in order (a later one wins)."""
     given = {s.key: getattr(args, s.key) for s in SHORTCUTS.values() if getattr(args, s.key, None) is not None}
     return given | dict(args.overrides)
+
+
+def add_strands_argument(parser, what: str) -> None:
+    """``--rc`` / ``--no-rc``: ``what`` averaging both strands does; unset (None), the model decides
+    (:func:`genolong.classifier.task_info.reads_both_strands`)."""
+    parser.add_argument("--rc", action=argparse.BooleanOptionalAction, default=None,
+                        help=f"{what} (default: on for a model trained on both strands; --no-rc: one strand)")

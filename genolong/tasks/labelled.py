@@ -19,10 +19,12 @@ k-mer component, applied to the network's logits (binary, multi-label, regressio
 ``a * network + b * kmer + c``) or to its log-probabilities (multi-class: the multinomial
 stack) (:mod:`genolong.classifier.kmer_component`). A stack that gives the k-mer model no weight
 leaves the network alone. A threshold (binary) is chosen
-on validation (max F1). A model trained on both strands (``augment_reverse_complement``) is also
-scored as the prediction commands' ``--rc`` reads it, the outputs of a sequence and of its reverse
-complement averaged: ``both_strands`` holds the network's and the saved model's metrics so read
-(the threshold chosen on them). A multi-label task of the 919 DeepSEA profiles also writes
+on validation (max F1). A model trained on both strands (``augment_reverse_complement``) is read on
+both by the inference commands (:attr:`~genolong.classifier.task_info.InferenceSpec.both_strands`),
+each output the mean of a sequence's and of its reverse complement's, and so are the network and
+the saved model in the report (the threshold chosen on them); ``one_strand`` holds both read on the
+forward strand alone, as ``--no-rc`` reads them. The k-mer model and the stack rows are read on the
+forward strand (the stack is fitted on it). A multi-label task of the 919 DeepSEA profiles also writes
 ``OUT/aucs.csv`` as ``chromatin eval`` does (``notebooks/per_profile_auc.ipynb`` reads it).
 """
 
@@ -100,10 +102,10 @@ class LabelledTask(FinetuneTask):
         network = {name: scored[name][0] for name in splits}
         kmer = {name: scored[name][1] for name in splits}  # None without kmer_baseline
         reverse = {name: [reverse_complement(s) for s in rows[name][0]] for name in splits} \
-            if config.augment_reverse_complement else None  # a model trained on both strands: also read as --rc
+            if config.augment_reverse_complement else None  # a model trained on both strands is read on both
         network_reverse = None if reverse is None else {
             name: network_and_kmer_logits(classifier, reverse[name], config.batch_size_eval)[0] for name in splits}
-        report = {"problem_type": problem, "network": _scores(problem, network, rows, splits)}
+        report = {"problem_type": problem, "network": _scores(problem, network, rows, splits, network_reverse)}
         if config.kmer_baseline:
             stack = fit_stack(problem, network["valid"], kmer["valid"], rows["valid"][1])
             stacked = {name: stack.logits(network[name], kmer[name]) for name in splits}
@@ -113,12 +115,12 @@ class LabelledTask(FinetuneTask):
             classifier.kmer = None if component is None else component.bind(classifier.tokenizer)
         saved = {name: network_and_kmer_logits(classifier, rows[name][0], config.batch_size_eval)[0] for name in splits}
         report["saved_model"] = stack.label() if config.kmer_baseline else "network"
-        report |= _scores(problem, saved, rows, splits)
+        saved_reverse = None if reverse is None else {
+            name: network_and_kmer_logits(classifier, reverse[name], config.batch_size_eval)[0] for name in splits}
+        report |= _scores(problem, saved, rows, splits, saved_reverse)
         if reverse is not None:
-            saved_reverse = {name: network_and_kmer_logits(classifier, reverse[name], config.batch_size_eval)[0]
-                             for name in splits}
-            report["both_strands"] = {"network": _scores(problem, network, rows, splits, network_reverse),
-                                      "saved_model": _scores(problem, saved, rows, splits, saved_reverse)}
+            report["one_strand"] = {"network": _scores(problem, network, rows, splits),
+                                    "saved_model": _scores(problem, saved, rows, splits)}
         if problem == "binary":
             report["threshold"] = report["valid"]["threshold"]
             report["threshold_chosen_on"] = "valid (max F1)"
@@ -132,10 +134,10 @@ class LabelledTask(FinetuneTask):
         """Valid and test metrics of the saved model, the network alone, the k-mer model and the stack."""
         shown = METRICS[report["problem_type"]].shown
         table = {}
-        both = report.get("both_strands", {})
+        one = report.get("one_strand", {})
         for label, entry in (("saved model", report), ("network alone", report["network"]),
                              ("k-mer alone", report.get("kmer_baseline")), ("stack", report.get("stack")),
-                             ("saved model, --rc", both.get("saved_model")), ("network, --rc", both.get("network"))):
+                             ("saved model, --no-rc", one.get("saved_model")), ("network, --no-rc", one.get("network"))):
             if entry is not None:
                 table |= {f"{label} {name}": {k: entry[name][k] for k in shown}
                           for name in ("valid", "test") if name in entry}

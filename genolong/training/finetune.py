@@ -21,6 +21,7 @@ import json
 import logging
 import time
 from collections.abc import Collection
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -319,7 +320,8 @@ def _task_info(config: FinetuneConfig, data: TaskData) -> TaskInfo:
     """What the classifier directory records: the task, its windows (the shortest input: the crop
     length when training cropped below the data's own), labels and what inference needs."""
     min_bp = data.min_bp if config.crop_min_bp is None else min(config.crop_min_bp, data.min_bp)
-    spec = get_task(config.task).inference_spec(data.window_bp, data.problem_type)
+    spec = replace(get_task(config.task).inference_spec(data.window_bp, data.problem_type),
+                   both_strands=config.augment_reverse_complement)
     return TaskInfo(config.task, data.window_bp, min_bp, config.max_len, data.label_names, inference=spec)
 
 

@@ -40,7 +40,9 @@ def test_the_default_recipe_reads_motifs_with_a_convolution_and_max_pooling_on_b
     assert logits.shape == (2, 1) and torch.isfinite(logits).all()
 
 
-def test_a_model_trained_on_both_strands_is_also_reported_as_predict_rc_scores_it(tmp_path):
+def test_a_model_trained_on_both_strands_is_read_on_both_by_default_and_reported_so(tmp_path):
+    """The report's network and saved-model rows average both strands, as `task predict` then reads
+    the model by default (and with --rc); `--no-rc` reads the forward strand, as `one_strand` reports."""
     import json
 
     import numpy as np
@@ -58,12 +60,15 @@ def test_a_model_trained_on_both_strands_is_also_reported_as_predict_rc_scores_i
     assert main(["task", "finetune", "--data", str(tmp_path / "data"), "--out", str(out), "--config", str(preset),
                  "--set", "augment_reverse_complement=true"]) == 0
     report = json.loads((out / "report.json").read_text())
-    both = report["both_strands"]
-    labels = np.array([int(line.split("\t")[2]) for line in (tmp_path / "data" / "test.tsv").read_text().splitlines()[1:]])
-    for rc, expected in ((["--rc"], both["saved_model"]), ([], report)):
-        table = tmp_path / f"predicted{len(rc)}.tsv"
+    one = report["one_strand"]
+    assert json.loads((out / "model" / "genolong_task.json").read_text())["inference"]["both_strands"] is True
+    assert report["threshold"] == report["valid"]["threshold"]
+    test_lines = [line.split("\t") for line in (tmp_path / "data" / "test.tsv").read_text().splitlines()[1:]]
+    labels = np.array([int(line[2]) for line in test_lines])
+    for flags, expected in (([], report), (["--rc"], report), (["--no-rc"], one["saved_model"])):
+        table = tmp_path / f"predicted{len(flags)}{''.join(flags)}.tsv"
         assert main(["task", "predict", str(tmp_path / "data" / "test.tsv"), "--model", str(out / "model"),
-                     "--out", str(table), *rc]) == 0
+                     "--out", str(table), *flags]) == 0
         header, *lines = [line.split("\t") for line in table.read_text().splitlines()]
         probabilities = np.array([float(line[header.index("label")]) for line in lines])
         assert abs(roc_auc_score(labels, probabilities) - expected["test"]["auroc"]) < 1e-6
@@ -71,7 +76,19 @@ def test_a_model_trained_on_both_strands_is_also_reported_as_predict_rc_scores_i
         assert abs(matthews_corrcoef(labels, called) - expected["test"]["mcc"]) < 1e-9
     network = Classifier.load(out / "model", device="cpu")
     network.kmer = None
-    sequences = [line.split("\t")[1] for line in (tmp_path / "data" / "test.tsv").read_text().splitlines()[1:]]
-    for scorer, expected in ((StrandAveraged(network), both["network"]), (network, report["network"])):
+    sequences = [line[1] for line in test_lines]
+    for scorer, expected in ((StrandAveraged(network), report["network"]), (network, one["network"])):
         auroc = roc_auc_score(labels, scorer.probabilities(sequences)[:, 0])
         assert abs(auroc - expected["test"]["auroc"]) < 1e-6
+
+
+def test_a_model_trained_on_one_strand_records_no_strand_key_and_is_read_on_one(tmp_path):
+    from genolong.classifier.task_info import InferenceSpec, TaskInfo, reads_both_strands
+
+    info = TaskInfo("labelled", 60, 60, 64, ["label"], inference=InferenceSpec.for_problem_type(None, 60))
+    info.write(tmp_path)
+    assert "both_strands" not in (tmp_path / "genolong_task.json").read_text()
+    read = TaskInfo.read(tmp_path)
+    assert [reads_both_strands(rc, read) for rc in (None, True, False)] == [False, True, False]
+    read.inference.both_strands = True
+    assert [reads_both_strands(rc, read) for rc in (None, True, False)] == [True, True, False]

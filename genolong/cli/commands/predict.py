@@ -27,7 +27,12 @@ import sys
 from pathlib import Path
 
 from genolong.classifier.task_info import default_promoter_description
-from genolong.cli.arguments import add_classifier_argument, add_device_arguments, positive_int
+from genolong.cli.arguments import (
+    add_classifier_argument,
+    add_device_arguments,
+    add_strands_argument,
+    positive_int,
+)
 from genolong.cli.commands.scan import report_called
 from genolong.cli.outputs import declare
 
@@ -45,8 +50,7 @@ def add_record_arguments(parser) -> None:
     parser.add_argument("--stride", type=positive_int, default=None,
                         help="bp between scanning windows on records longer than the model window "
                         "(default: half the window; chromatin 200)")
-    parser.add_argument("--rc", action="store_true",
-                        help="average each window's probabilities with its reverse complement's")
+    add_strands_argument(parser, "average each window's probabilities with its reverse complement's")
     parser.add_argument("--batch-size", type=positive_int, default=32, help="windows per model call (default: 32)")
     parser.add_argument(
         "--min-length", type=positive_int, default=None,

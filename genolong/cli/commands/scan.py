@@ -13,6 +13,7 @@ from genolong.classifier.records import MAX_N_FRACTION
 from genolong.cli.arguments import (
     add_classifier_argument,
     add_device_arguments,
+    add_strands_argument,
     fraction,
     non_negative_int,
     positive_int,
@@ -48,7 +49,7 @@ def register(subparsers) -> None:
     parser.add_argument("--stride", type=positive_int, default=None,
                         help="bin size and window step in bp, at most the window (default: the model's inference "
                         "spec: promoter 50, chromatin 200, else half the window)")
-    parser.add_argument("--rc", action="store_true", help="average each window with its reverse complement")
+    add_strands_argument(parser, "average each window with its reverse complement")
     parser.add_argument("--profiles", nargs="+", default=None,
                         help="outputs to write: names (chromatin: Cell|Assay|Treatment) or column numbers")
     parser.add_argument("--bed", type=Path, default=None,

@@ -8,6 +8,7 @@ from pathlib import Path
 from genolong.cli.arguments import (
     add_classifier_argument,
     add_device_arguments,
+    add_strands_argument,
     non_negative_int,
     positive_int,
 )
@@ -36,7 +37,7 @@ def register(subparsers) -> None:
     add_classifier_argument(parser, "classifier (or, with --score mlm-llr, pretrained MLM)")
     parser.add_argument("--out", type=Path, required=True, help=".tsv/.tsv.gz (long) or .h5 (wide)")
     add_profiles(parser, "report")
-    parser.add_argument("--rc", action="store_true", help="average the outputs of both strands")
+    add_strands_argument(parser, "average the outputs of both strands")
     parser.add_argument("--ref-mismatch", choices=REF_MISMATCH, default="skip",
                         help="a REF allele that differs from the genome: stop, skip and count (default), or "
                         "score on the genome's reference with the flag ref_mismatch")

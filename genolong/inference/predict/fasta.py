@@ -16,7 +16,7 @@ from pathlib import Path
 
 from genolong.classifier.directory import StrandAveraged, default_promoter_model, describe_model
 from genolong.classifier.records import check_stride, record_stride
-from genolong.classifier.task_info import TaskInfo
+from genolong.classifier.task_info import TaskInfo, reads_both_strands
 from genolong.core.errors import UserError
 from genolong.core.files import work_path
 from genolong.core.progress import progress_bar
@@ -50,7 +50,7 @@ class FastaPrediction:
     model: Path | None = None
     out: Path | None = None
     stride: int | None = None
-    rc: bool = False
+    rc: bool | None = None
     batch_size: int = 32
     min_length: int | None = None
     device: str = "auto"
@@ -78,7 +78,8 @@ def _scored_records(run: FastaPrediction, path: Path, task: str | None, default_
 
     stride = default_stride(info) if run.stride is None else run.stride
     check_stride(stride, info.window_bp)  # before any output is opened
-    scored = score_records(records, run.fasta.name, StrandAveraged(classifier) if run.rc else classifier,
+    scorer = StrandAveraged(classifier) if reads_both_strands(run.rc, info) else classifier
+    scored = score_records(records, run.fasta.name, scorer,
                            window=info.window_bp, stride=stride,
                            min_length=info.min_bp if run.min_length is None else run.min_length,
                            batch_size=run.batch_size, trainer=trainer,
@@ -102,7 +103,7 @@ def predict_promoters(run: FastaPrediction, *, windows: Path | None = None,
         counts = write_promoter_tables(records, classifier.info.threshold, header,
                                        Table.for_path(handles[0], run.out),
                                        windows=Table.for_path(handles[1], windows) if windows else None,
-                                       bed=handles[-1] if bed else None, strand="." if run.rc else "+")
+                                       bed=handles[-1] if bed else None, strand="." if reads_both_strands(run.rc, classifier.info) else "+")
     return counts, classifier.info
 
 

@@ -21,13 +21,14 @@ import logging
 import re
 import shutil
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from genolong.classifier.directory import default_promoter_model
+from genolong.classifier.task_info import reads_both_strands
 from genolong.core import interrupts
 from genolong.core.errors import UserError
 from genolong.core.files import atomic_path, work_path
@@ -66,7 +67,7 @@ class ScanConfig:
     regions: Path | None = None
     chromosomes: list[str] | None = None
     stride: int | None = None
-    rc: bool = False
+    rc: bool | None = None
     profiles: list[str] | None = None
     bed: Path | None = None
     threshold: float | None = None
@@ -90,6 +91,7 @@ def run_scan(config: ScanConfig) -> dict | None:
     check_device_hardware(config.accelerator, config.devices)
     classifier = load_classifier(config.model or default_promoter_model(), device="cpu")
     info = classifier.info
+    config = replace(config, rc=reads_both_strands(config.rc, info))
     formats = _check_outputs(config, info)
     columns, profiles = _select_profiles(config.profiles, info)
     genome = Genome(config.genome)

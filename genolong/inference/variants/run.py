@@ -28,6 +28,7 @@ import torch
 
 from genolong import __version__
 from genolong.classifier.kmer_component import COMPONENT_FILE
+from genolong.classifier.task_info import reads_both_strands
 from genolong.core.errors import UserError
 from genolong.core.files import atomic_write_text, work_path
 from genolong.dna.genome import Genome
@@ -191,7 +192,7 @@ def check_some_scored(counts: dict[str, int], variants: VariantFile, genome: Gen
     raise UserError(f"{variants.path}: no allele scored ({reasons})")
 
 
-def effects_for(model: Path, *, score: str, profiles: list[str] | None, rc: bool, batch_size: int, device: str):
+def effects_for(model: Path, *, score: str, profiles: list[str] | None, rc: bool | None, batch_size: int, device: str):
     """The effect model of ``--score``: ``effect`` (a classifier) or ``mlm-llr`` (a pretrained MLM).
 
     Returns:
@@ -206,12 +207,12 @@ def effects_for(model: Path, *, score: str, profiles: list[str] | None, rc: bool
         return effects, None, ["mlm"]
     classifier = load_classifier(model, device=device)
     labels = select_labels(classifier.info.label_names, profiles)
-    effects = ClassifierEffects(classifier, labels, batch_size, rc=rc)
+    effects = ClassifierEffects(classifier, labels, batch_size, rc=reads_both_strands(rc, classifier.info))
     return effects, classifier.info.window_bp, [label_class(classifier.info.label_names, i) for i in labels]
 
 
 def score_variants(variants: Path, genome: Path, model: Path, out: Path, *, score: str = "effect",
-                   profiles=None, rc=False, ref_mismatch: str = "skip", missing_contig: str = "skip",
+                   profiles=None, rc=None, ref_mismatch: str = "skip", missing_contig: str = "skip",
                    max_indel: int = 100, window: int | None = None, batch_size: int = 32,
                    chunk_size: int = 1024, accelerator: str = "auto", devices: int | str = 1,
                    num_nodes: int = 1, precision: str = "auto", annotate: Path | None = None, top_k: int = 3,
