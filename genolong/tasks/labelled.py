@@ -125,8 +125,8 @@ class LabelledTask(FinetuneTask):
             report["threshold"] = report["valid"]["threshold"]
             report["threshold_chosen_on"] = "valid (max F1)"
         if problem == "multilabel" and "test" in splits and len(data.label_names) == N_PROFILES:
-            write_auc_table(out / "aucs.csv", per_profile_auc(rows["test"][1].astype(np.uint8),
-                                                              activate(problem, saved["test"])))
+            outputs = _outputs(problem, saved["test"], None if saved_reverse is None else saved_reverse["test"])
+            write_auc_table(out / "aucs.csv", per_profile_auc(rows["test"][1].astype(np.uint8), outputs))
             report["aucs"] = str(out / "aucs.csv")
         return report
 
@@ -137,7 +137,8 @@ class LabelledTask(FinetuneTask):
         one = report.get("one_strand", {})
         for label, entry in (("saved model", report), ("network alone", report["network"]),
                              ("k-mer alone", report.get("kmer_baseline")), ("stack", report.get("stack")),
-                             ("saved model, --no-rc", one.get("saved_model")), ("network, --no-rc", one.get("network"))):
+                             ("saved model, --no-rc", one.get("saved_model")),
+                             ("network, --no-rc", one.get("network"))):
             if entry is not None:
                 table |= {f"{label} {name}": {k: entry[name][k] for k in shown}
                           for name in ("valid", "test") if name in entry}
@@ -176,15 +177,20 @@ def _scores(problem: str, logits: dict[str, np.ndarray], rows: dict, splits: lis
     split. With ``reverse``, the logits of the same rows' reverse complements: the outputs of both
     strands are averaged, as ``--rc`` averages them in the prediction commands."""
     def outputs(name: str) -> np.ndarray:
-        if reverse is None:
-            return activate(problem, logits[name])
-        return average_strands(np.concatenate([activate(problem, logits[name]), activate(problem, reverse[name])]))
+        return _outputs(problem, logits[name], None if reverse is None else reverse[name])
 
     valid = task_metrics(problem, rows["valid"][1], outputs("valid"))
     result = {"valid": valid}
     if "test" in splits:
         result["test"] = task_metrics(problem, rows["test"][1], outputs("test"), valid.get("threshold"))
     return result
+
+
+def _outputs(problem: str, logits: np.ndarray, reverse: np.ndarray | None) -> np.ndarray:
+    """The outputs (N, C) of logits (N, C); with ``reverse``, the reverse complements' logits (N, C),
+    the mean of both strands' outputs."""
+    forward = activate(problem, logits)
+    return forward if reverse is None else average_strands(np.concatenate([forward, activate(problem, reverse)]))
 
 
 LABELLED = register_task(LabelledTask())

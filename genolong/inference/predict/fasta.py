@@ -103,7 +103,8 @@ def predict_promoters(run: FastaPrediction, *, windows: Path | None = None,
         counts = write_promoter_tables(records, classifier.info.threshold, header,
                                        Table.for_path(handles[0], run.out),
                                        windows=Table.for_path(handles[1], windows) if windows else None,
-                                       bed=handles[-1] if bed else None, strand="." if reads_both_strands(run.rc, classifier.info) else "+")
+                                       bed=handles[-1] if bed else None,
+                                       strand="." if reads_both_strands(run.rc, classifier.info) else "+")
     return counts, classifier.info
 
 
