@@ -4,8 +4,16 @@ augmentation, :class:`~genolong.training.finetune.TrainingInputs`)."""
 
 from __future__ import annotations
 
-import torch
+import json
 
+import numpy as np
+import torch
+from sklearn.metrics import matthews_corrcoef, roc_auc_score
+from test_task_finetune import micro_preset, motif_rows
+
+from genolong.classifier.directory import Classifier, StrandAveraged
+from genolong.classifier.task_info import InferenceSpec, TaskInfo, reads_both_strands
+from genolong.cli.main import main
 from genolong.dna.sequence import reverse_complement
 from genolong.model.modeling import GenolongForSequenceClassification
 from genolong.tasks.task import SequenceRows, load_finetune_config
@@ -43,15 +51,6 @@ def test_the_default_recipe_reads_motifs_with_a_convolution_and_max_pooling_on_b
 def test_a_model_trained_on_both_strands_is_read_on_both_by_default_and_reported_so(tmp_path):
     """The report's network and saved-model rows average both strands, as `task predict` then reads
     the model by default (and with --rc); `--no-rc` reads the forward strand, as `one_strand` reports."""
-    import json
-
-    import numpy as np
-    from sklearn.metrics import matthews_corrcoef, roc_auc_score
-
-    from genolong.classifier.directory import Classifier, StrandAveraged
-    from genolong.cli.main import main
-    from tests.training.test_task_finetune import micro_preset, motif_rows
-
     rows = [(s, int(y == 0)) for s, y in motif_rows(160, 60, seed=4)]
     (tmp_path / "rows.tsv").write_text("sequence\tlabel\n" + "".join(f"{s}\t{y}\n" for s, y in rows))
     assert main(["task", "prepare", "--table", str(tmp_path / "rows.tsv"), "--out", str(tmp_path / "data")]) == 0
@@ -83,8 +82,6 @@ def test_a_model_trained_on_both_strands_is_read_on_both_by_default_and_reported
 
 
 def test_a_model_trained_on_one_strand_records_no_strand_key_and_is_read_on_one(tmp_path):
-    from genolong.classifier.task_info import InferenceSpec, TaskInfo, reads_both_strands
-
     info = TaskInfo("labelled", 60, 60, 64, ["label"], inference=InferenceSpec.for_problem_type(None, 60))
     info.write(tmp_path)
     assert "both_strands" not in (tmp_path / "genolong_task.json").read_text()
