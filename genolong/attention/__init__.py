@@ -1,22 +1,12 @@
 """Attention patterns, injected into the encoder by name: the registry of backbones.
 
-Every backbone is an :class:`~genolong.attention.base.Attention` subclass registered under a
-string name with :func:`register_attention`; the base class states the contract (what the
-attention is and what it needs from the encoder) with its defaults. The model config stores only
-the name (its ``backbone`` field) and the pattern's own parameters, never a class, and everything
-else (the encoder, the model classes, ``genolong compare``) asks the registry.
-
-Adding a backbone is one module that registers a class, plus an encoder subclass in
-:mod:`genolong.model` when the backbone changes more than the attention (VCC, SLED). The registry
-imports every module of this package before it answers, so a module placed here is a built-in
-backbone; one elsewhere registers when it is imported.
-
-Block-sparse attentions (``bigbird``, ``longformer``, ``lsg``) share
-:mod:`genolong.attention.pattern` (the pattern as data), :mod:`genolong.attention.paths` (the
-dense reference and the gathered-blocks path), :mod:`genolong.attention.flex` (the
-``flex_attention`` path) and :mod:`genolong.attention.blocksparse` (their common forward). Their
-config field ``attention_impl`` (``auto`` | ``flex`` | ``gather`` | ``dense``) chooses the path;
-the choice is logged on logger ``genolong.attention``.
+A backbone is an :class:`~genolong.attention.base.Attention` subclass registered under a name with
+:func:`register_attention`; the base class states the contract. The model config stores the name
+(``backbone``) and the pattern's parameters, never a class. The registry imports every module of this
+package before it answers, so a module placed here is a built-in backbone; one elsewhere registers when
+it is imported. The block-sparse backbones (``bigbird``, ``longformer``, ``lsg``) share
+:mod:`genolong.attention.pattern`, :mod:`genolong.attention.paths`, :mod:`genolong.attention.flex` and
+:mod:`genolong.attention.blocksparse`; their ``attention_impl`` chooses the path (logged).
 """
 
 from __future__ import annotations
@@ -68,17 +58,14 @@ def attention_defaults(name: str) -> dict[str, Any]:
 
 
 def layer_backbone(config: Any, layer_idx: int) -> str:
-    """The attention of layer ``layer_idx``: ``full`` for the layers listed in
-    ``config.full_attention_layers`` (ModernBERT's global layers between local-window ones), else
+    """``full`` for the layers in ``config.full_attention_layers`` (ModernBERT's global layers), else
     ``config.backbone``."""
     return "full" if layer_idx in (getattr(config, "full_attention_layers", None) or ()) else config.backbone
 
 
 def build_attention(config: Any, layer_idx: int = 0, name: str | None = None) -> Attention:
-    """Build the attention named ``name`` (default :func:`layer_backbone`) for layer ``layer_idx``.
-
-    ``layer_idx`` lets patterns with random parts draw a different, seeded layout per layer.
-    """
+    """Build the attention ``name`` (default :func:`layer_backbone`) for layer ``layer_idx``, which seeds
+    the random parts of a pattern."""
     cls = attention_class(name or layer_backbone(config, layer_idx))
     check_position_type(cls, config)
     cls.validate_config(config)
@@ -87,31 +74,16 @@ def build_attention(config: Any, layer_idx: int = 0, name: str | None = None) ->
     return attention
 
 
-def attention_config(
-    backbone: str,
-    *,
-    num_attention_heads: int,
-    hidden_size: int,
-    max_position_embeddings: int,
-    attention_probs_dropout_prob: float = 0.0,
-    position_embedding_type: str = "absolute",
-    **params: Any,
-) -> SimpleNamespace:
-    """A stand-alone config for attention ``backbone`` without a model (kernel tests, benchmarks).
-
-    It holds the backbone's ``config_defaults``, overridden by ``params``, plus the model fields an
-    attention reads. A parameter the backbone does not have raises ConfigError.
-    """
+def attention_config(backbone: str, *, num_attention_heads: int, hidden_size: int,
+                     max_position_embeddings: int, attention_probs_dropout_prob: float = 0.0,
+                     position_embedding_type: str = "absolute", **params: Any) -> SimpleNamespace:
+    """A stand-alone config for attention ``backbone`` (kernel tests, benchmarks): its ``config_defaults``
+    overridden by ``params`` (ConfigError for one it does not have), plus the model fields it reads."""
     defaults = attention_defaults(backbone)
     unknown = sorted(set(params) - set(defaults))
     if unknown:
         raise ConfigError(f"{', '.join(unknown)}: not parameters of attention {backbone!r}")
-    return SimpleNamespace(
-        backbone=backbone,
-        num_attention_heads=num_attention_heads,
-        hidden_size=hidden_size,
-        max_position_embeddings=max_position_embeddings,
-        attention_probs_dropout_prob=attention_probs_dropout_prob,
-        position_embedding_type=position_embedding_type,
-        **{**defaults, **params},
-    )
+    return SimpleNamespace(backbone=backbone, num_attention_heads=num_attention_heads,
+                           hidden_size=hidden_size, max_position_embeddings=max_position_embeddings,
+                           attention_probs_dropout_prob=attention_probs_dropout_prob,
+                           position_embedding_type=position_embedding_type, **{**defaults, **params})

@@ -30,19 +30,15 @@ def alibi_slopes(num_heads: int) -> torch.Tensor:
 
 
 def alibi_distance(query_positions: torch.Tensor, key_positions: torch.Tensor) -> torch.Tensor:
-    """``|p_i - p_j|``, elementwise with broadcasting, 0 where either position is negative (a
-    positionless token). The one rule every attention path applies; in the positions' dtype
-    (float for fractional positions, such as LSG's pooled tokens)."""
+    """``|p_i - p_j|``, elementwise with broadcasting, 0 where either position is negative (a positionless
+    token), in the positions' dtype (float for LSG's pooled tokens): the one rule every path applies."""
     distance = (query_positions - key_positions).abs()
     return distance.masked_fill((query_positions < 0) | (key_positions < 0), 0)
 
 
 def alibi_bias(slopes: torch.Tensor, query_positions: torch.Tensor, key_positions: torch.Tensor) -> torch.Tensor:
-    """``-m_h |p_i - p_j|`` for every head, query and key: (H,), (Q,), (K,) -> (H, Q, K).
-
-    A negative position marks a token without one (a prepended global token): its row and
-    column of the bias are 0. The result has the dtype of ``slopes``.
-    """
+    """``-m_h |p_i - p_j|`` for every head, query and key: (H,), (Q,), (K,) -> (H, Q, K), in the dtype of
+    ``slopes``; 0 in the row and column of a negative (absent) position."""
     distance = alibi_distance(query_positions[:, None], key_positions[None, :]).to(slopes.dtype)  # (Q, K)
     return -slopes[:, None, None] * distance
 

@@ -3,58 +3,21 @@
 Construction and call (all tensors on one device and in one dtype)::
 
     attn = build_attention(config, layer_idx)   # validates, then cls(config, layer_idx)
-    out = attn(q, k, v, padding_mask)           # q, k, v: (B, H, L, D)
-                                                # padding_mask: (B, L) bool, True = real token,
-                                                #   or None (no padding)
-                                                # out: (B, H, L, D)
+    out = attn(q, k, v, padding_mask)           # q, k, v, out: (B, H, L, D)
+                                                # padding_mask: (B, L) bool, True = real token, or None
 
-``config`` is a :class:`~genolong.model.configuration.GenolongConfig`, or any object with the
-fields of ``cls.config_defaults`` plus ``num_attention_heads``, ``hidden_size``,
-``max_position_embeddings`` and ``attention_probs_dropout_prob``. ``layer_idx`` seeds per-layer
-randomness (BigBird's random blocks, LSG's LSH projections) as ``attention_seed + layer_idx``.
+``config`` is a :class:`~genolong.model.configuration.GenolongConfig`, or any object with the fields of
+``cls.config_defaults`` plus ``num_attention_heads``, ``hidden_size``, ``max_position_embeddings`` and
+``attention_probs_dropout_prob``. ``layer_idx`` seeds per-layer randomness as ``attention_seed + layer_idx``.
+A subclass implements ``forward`` and overrides the class attributes and classmethods whose defaults do
+not fit: what the attention is, what it needs from the encoder (:mod:`genolong.model.encoder` and
+:mod:`genolong.model.modeling` read these and know no backbone by name) and how a short full-attention
+model converts to it (:mod:`genolong.convert.long`). A backbone that changes the encoder itself (VCC,
+SLED) registers its model classes in :mod:`genolong.model.backbones`: the attention names no model class.
 
-A subclass implements ``forward`` and overrides what differs from the defaults below. Two kinds
-of declarations:
-
-**What the attention is** (class attributes and classmethods):
-
-* ``config_defaults``: its parameters under the papers' names, with their defaults.
-  ``GenolongConfig`` merges the chosen backbone's dict into itself.
-* ``validate_config(config)``: raises :class:`~genolong.core.errors.ConfigError` for an impossible
-  setting (a block size that does not divide ``max_position_embeddings``, a window longer than
-  the sequence...). It never falls back to full attention.
-* ``accepts_query_subset``: whether ``forward`` is exact with fewer queries than keys (the
-  queries being the first tokens); lets a classifier's last layer compute [CLS] alone.
-* ``position_types``: the ``config.position_embedding_type`` values it computes exactly:
-  ``absolute`` and ``rotary`` (both applied outside the attention) by default; ``alibi`` when
-  its ``forward`` adds ``self.alibi_slopes``' bias (:mod:`genolong.attention.alibi`) to the scores.
-
-**What it needs from the encoder** (read by :mod:`genolong.model.encoder` and
-:mod:`genolong.model.modeling`, which know no backbone by name):
-
-* ``num_extra_global_tokens(config)``: learned global tokens the encoder *prepends* to the
-  token sequence (BigBird-ETC, Longformer, LSG); 0 by default.
-* ``max_input_length(config)``: the longest input the encoder reads, in tokens
-  (``max_position_embeddings`` by default; None for SLED, whose chunks need the positions).
-* ``length_multiple(config)``: the encoder pads the token sequence (after the prepended global
-  tokens) to a multiple of this, marking the padding False in ``padding_mask``; 1 by default.
-* ``masked_tokens_input``: the keyword under which a masked-LM model passes the masked positions
-  ``(B, L)`` bool to the encoder (VCC's ``vip_mask``: the masked tokens are VIPs); None: not passed.
-
-A backbone that changes the encoder itself (VCC's compressing layers, SLED's chunks) or pools a
-classifier's tokens its own way (SLED's fusion) registers those classes in :mod:`genolong.model`
-(:mod:`genolong.model.backbones`) under its name: the attention names no model class.
-
-**What a short full-attention model needs to become one** (:mod:`genolong.convert.long`): the
-config fields of the conversion, ``long_settings`` (a backbone without it is no target);
-``extends_positions``, whether the position table is copied up to the new length (not SLED's);
-``long_reading(config)``, how a query reads a long input (the conversion's log line).
-
-Global tokens always come first in the sequence the attention sees. A sparse attention treats
-its first ``G`` tokens as global: the prepended ones, or for BigBird-ITC the first
-``num_global_blocks`` blocks of the sequence itself. The first token must be real (padding goes
-at the end), so that every query sees at least one real key. Padded positions receive outputs
-too; they never affect real tokens.
+Global tokens always come first in the sequence the attention sees: the prepended ones, or for
+BigBird-ITC the first ``num_global_blocks`` blocks. The first token must be real (padding goes at the
+end), so that every query sees a real key. Padded positions receive outputs that never affect real tokens.
 """
 
 from __future__ import annotations
@@ -70,17 +33,25 @@ from genolong.core.errors import ConfigError
 
 
 class Attention(nn.Module, ABC):
-    """Base class of the registered attentions: the contract's defaults (module docstring).
+    """Base class of the registered attentions, with the contract's defaults (module docstring).
 
     Shapes: q, k, v (B, H, L, D); padding_mask (B, L) bool, True = real, or None; output (B, H, L, D).
     """
 
     #: The registry name, set by :func:`genolong.attention.register_attention`.
     attention_name: ClassVar[str] = "attention"
+    #: The parameters under the papers' names, with defaults; ``GenolongConfig`` merges them into itself.
     config_defaults: ClassVar[dict[str, Any]] = {}
+    #: Whether ``forward`` is exact with fewer queries than keys (the first tokens): a classifier's last
+    #: layer may then compute [CLS] alone.
     accepts_query_subset: ClassVar[bool] = False
+    #: The keyword under which a masked-LM model passes the masked positions ``(B, L)`` bool to the
+    #: encoder (VCC's ``vip_mask``), or None.
     masked_tokens_input: ClassVar[str | None] = None
+    #: Whether a conversion to long inputs copies the position table up to the new length (not SLED's).
     extends_positions: ClassVar[bool] = True
+    #: The ``position_embedding_type`` values computed exactly: ``absolute`` and ``rotary`` are applied
+    #: outside the attention; ``alibi`` when ``forward`` adds :meth:`alibi_bias` to the scores.
     position_types: ClassVar[tuple[str, ...]] = ("absolute", "rotary")
 
     def __init__(self, config: Any, layer_idx: int = 0):
@@ -113,28 +84,31 @@ class Attention(nn.Module, ABC):
 
     @classmethod
     def validate_config(cls, config: Any) -> None:
-        """Raise ConfigError for an impossible setting; by default every setting is possible."""
+        """Raise ConfigError for an impossible setting (never fall back to full attention); by default
+        every setting is possible."""
 
     @classmethod
     def num_extra_global_tokens(cls, config: Any) -> int:
-        """Learned global tokens the encoder prepends; none by default."""
+        """Learned global tokens the encoder prepends (BigBird-ETC, Longformer, LSG); none by default."""
         return 0
 
     @classmethod
     def length_multiple(cls, config: Any) -> int:
-        """The encoder pads the sequence to a multiple of this; any length by default."""
+        """The encoder pads the sequence (after the prepended tokens) to a multiple of this, marking the
+        padding False in ``padding_mask``; any length by default."""
         return 1
 
     @classmethod
     def max_input_length(cls, config: Any) -> int | None:
-        """The longest input in tokens: one position per token by default; None: any length."""
+        """The longest input in tokens: one position per token by default; None: any length (SLED)."""
         return int(config.max_position_embeddings)
 
     @classmethod
     def long_settings(cls, trained: int, max_length: int | None, block_size: int | None,
                       global_tokens: int) -> dict[str, Any]:
         """Config fields (``max_position_embeddings`` among them) of a full-attention model of ``trained``
-        positions that reads ``max_length`` tokens with this attention; ``block_size`` None: the default."""
+        positions that reads ``max_length`` tokens with this attention; ``block_size`` None: the default.
+        A backbone without it is no conversion target."""
         raise ConfigError(f"--backbone {cls.attention_name}: no conversion from full attention to it")
 
     @classmethod
@@ -143,9 +117,8 @@ class Attention(nn.Module, ABC):
         return f"{cls.attention_name} attention"
 
     @abstractmethod
-    def forward(
-        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, padding_mask: torch.Tensor | None = None
-    ) -> torch.Tensor:
+    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                padding_mask: torch.Tensor | None = None) -> torch.Tensor:
         """(B, H, L, D) queries, keys and values -> (B, H, L, D) outputs."""
 
 

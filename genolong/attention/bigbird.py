@@ -2,57 +2,33 @@
 
 The pattern (Sec. 2, in the blocked form of App. D), in blocks of ``block_size`` tokens:
 
-* **window**: each query block attends to the ``num_window_blocks`` blocks centred on it.
-  App. D uses 3: the block and its left and right neighbours.
-* **random**: ``num_random_blocks`` further blocks per query block and head.
-* **global**: ``num_global_blocks`` blocks of global tokens. They attend to every token, and
-  every token attends to them.
+* **window**: each query block attends to the ``num_window_blocks`` blocks centred on it (App. D: 3);
+* **random**: ``num_random_blocks`` further blocks per query block and head, drawn outside the window
+  without repetition (as transformers' ``_bigbird_block_rand_mask``);
+* **global**: ``num_global_blocks`` blocks of global tokens, which attend to and are attended by every
+  token. Window and random blocks range over the non-global blocks only.
 
-Window and random blocks range over the non-global blocks only, so no key is counted twice.
-Random blocks are drawn outside the window, without repetition, as in transformers'
-``_bigbird_block_rand_mask``.
+``global_token_location`` (Sec. 2): ``"itc"``, the first blocks of the sequence itself are global (the
+first ones so that ``[CLS]`` is global and end padding never is); ``"etc"``, the encoder prepends
+``num_global_blocks * block_size`` learned tokens; ``"itc_ends"``, the first *and last* blocks are global,
+as in transformers' ``BigBirdModel`` (``num_global_blocks`` must be 2): the last block is moved second
+while the pattern runs, then back. Either way the attention sees the global tokens first.
 
-Global tokens (Sec. 2, "ITC" and "ETC"):
+``random_layout="seeded"`` (default): uniform draws ``(heads, max_blocks, num_random_blocks)``, a
+per-layer buffer (:mod:`genolong.attention.blocksparse`), decoded by :func:`random_blocks` for any
+length. ``"transformers_eval"``: transformers' eval-mode layout, in which every random block is the
+*first* block, so each non-global query block sees the first block's keys ``1 + num_random_blocks``
+times in its softmax; the copies are appended as extra keys, which reproduces those weights exactly.
+``genolong convert`` sets it for transformers BigBird checkpoints.
 
-* ``global_token_location="itc"`` (internal transformer construction): the first
-  ``num_global_blocks`` blocks of the sequence itself are global. transformers' BigBird makes
-  the first *and last* blocks global. We take the first ones so that ``[CLS]`` is global, and so
-  that the padding at the end of a short sequence never is.
-* ``"etc"`` (extended transformer construction): the encoder prepends
-  ``num_global_blocks * block_size`` learned tokens
-  (:meth:`BigBirdAttention.num_extra_global_tokens`).
+``full_attention_max_tokens``: inputs of at most this many tokens get full attention, as transformers'
+BigBird does below ``(5 + 2 * num_random_blocks) * block_size`` tokens (0: never).
 
-* ``"itc_ends"``: the first *and last* blocks of the sequence are global, as in transformers'
-  ``BigBirdModel`` (``num_global_blocks`` must be 2). The attention moves the last block to
-  the second place, runs the pattern with two leading global blocks, and moves it back:
-  attention does not depend on the order of the tokens, only on who sees whom.
+ALiBi positions: every token keeps its place in the input (``itc_ends``' last block too); ETC's
+prepended tokens have none; ``transformers_eval``'s copies stand where the tokens they copy stand.
 
-Either way the attention sees the global tokens first, so one pattern serves all three.
-
-Random layout: each layer keeps uniform draws ``(heads, max_blocks, num_random_blocks)`` as
-a buffer, drawn at init from a generator seeded with ``attention_seed + layer_idx``.
-:func:`random_blocks` turns them into blocks for any length. The layout is therefore fixed
-per layer and length, saved with the model, and the same in ``train()`` and ``eval()``.
-``redraw_random_per_step=True`` draws a new layout at every training step from the
-layer's explicit generator. That is ``random_layout="seeded"``, the default.
-
-``random_layout="transformers_eval"`` is the layout transformers' BigBird uses in eval mode:
-every random block is the *first* block, so each non-global query block sees the first block's
-keys ``1 + num_random_blocks`` times in its softmax (once as a global block, once per random
-slot). The copies are appended as extra keys, which reproduces those softmax weights exactly,
-in training and evaluation alike. ``genolong convert`` sets it for transformers BigBird
-checkpoints, so that a converted model gives the published model's outputs.
-
-``full_attention_max_tokens``: inputs of at most this many tokens get full attention, as
-transformers' BigBird does below ``(5 + 2 * num_random_blocks) * block_size`` tokens (0: never).
-
-ALiBi positions: every token keeps its place in the input, global ones included (ITC's global
-blocks are sequence tokens: ``itc_ends``' last block keeps its last positions while it runs
-second); ETC's prepended tokens have none (no bias). ``transformers_eval``'s copies of the first
-block stand where the tokens they copy stand.
-
-Defaults are those of App. F, Table 21 (computational biology): blocks of 64, a window of
-3 blocks, 3 random blocks, 2 global blocks, ITC.
+Defaults are those of App. F, Table 21 (computational biology): blocks of 64, a window of 3 blocks,
+3 random blocks, 2 global blocks, ITC.
 """
 
 from __future__ import annotations
@@ -74,27 +50,18 @@ RANDOM_LAYOUTS = ("seeded", "transformers_eval")
 
 
 def random_blocks(draws: torch.Tensor, num_blocks: int, radius: int) -> torch.Tensor:
-    """Decode uniform draws into random key blocks outside each query block's window.
+    """Decode ``(H, >= nb, r)`` uniform draws in ``[0, 1)`` into ``(H, nb, r)`` int64 random key blocks
+    outside each query block's window (``-1`` where fewer than ``r`` candidates exist).
 
-    Query block ``i``'s candidates are the blocks ``0 .. nb-1`` outside its window
-    ``[i - radius, i + radius]``. Its ``j``-th random block is candidate number
-    ``floor(u_j * (C_i - j))`` among the ``C_i - j`` still free, which is sampling without
-    replacement, one draw at a time. The decoding is plain arithmetic, so a stored draw gives
-    the same layout on every device and every torch version.
-
-    Args:
-        draws: ``(H, >= nb, r)`` uniform numbers in ``[0, 1)``.
-        num_blocks: ``nb``, the non-global blocks of this sequence.
-        radius: window half-width in blocks.
-
-    Returns:
-        ``(H, nb, r)`` int64 block indices, ``-1`` where fewer than ``r`` candidates exist.
+    Query block ``i``'s candidates are the blocks ``0 .. nb-1`` outside ``[i - radius, i + radius]``. Its
+    ``j``-th random block is candidate number ``floor(u_j * (C_i - j))`` among the ``C_i - j`` still free:
+    sampling without replacement. Plain arithmetic, so a stored draw gives the same layout on every device
+    and torch version.
     """
     heads, _, num_random = draws.shape
     device = draws.device
-    window = torch.arange(num_blocks, device=device)[:, None] + torch.arange(
-        -radius, radius + 1, device=device
-    )
+    offsets = torch.arange(-radius, radius + 1, device=device)
+    window = torch.arange(num_blocks, device=device)[:, None] + offsets
     in_range = (window >= 0) & (window < num_blocks)  # (nb, w)
     candidates = num_blocks - in_range.sum(-1)  # (nb,)
     beyond = num_blocks + window.shape[1] + num_random  # larger than any block index
@@ -116,12 +83,9 @@ def random_blocks(draws: torch.Tensor, num_blocks: int, radius: int) -> torch.Te
 
 @register_attention("bigbird")
 class BigBirdAttention(BlockSparseAttention):
-    """BigBird: window + random + global blocks (App. D).
-
-    Shapes: q, k, v ``(B, H, L, D)``; padding_mask ``(B, L)``; output ``(B, H, L, D)``, where
-    ``L - G`` is a multiple of ``block_size`` and ``G = num_global_blocks * block_size`` (or ``L``
-    if shorter: a sequence of at most ``G`` tokens gets full attention).
-    """
+    """BigBird: window + random + global blocks (App. D). q, k, v ``(B, H, L, D)``; padding_mask ``(B, L)``;
+    output ``(B, H, L, D)``; ``L - G`` a multiple of ``block_size``, ``G = num_global_blocks * block_size``
+    (or ``L`` if shorter: a sequence of at most ``G`` tokens gets full attention)."""
 
     config_defaults: dict[str, Any] = {
         **SHARED_DEFAULTS,
@@ -172,33 +136,26 @@ class BigBirdAttention(BlockSparseAttention):
         require_int(config, "attention_seed", 0, name)
         max_len = config.max_position_embeddings
         if max_len % block:
-            raise ConfigError(
-                f"bigbird: block_size {block} does not divide max_position_embeddings {max_len}"
-            )
+            raise ConfigError(f"bigbird: block_size {block} does not divide "
+                              f"max_position_embeddings {max_len}")
         if window % 2 == 0:
             raise ConfigError(f"bigbird: num_window_blocks must be odd (a symmetric window), got {window}")
         if window * block > max_len:
-            raise ConfigError(
-                f"bigbird: the window ({window} blocks of {block} = {window * block} tokens) is larger than "
-                f"the sequence (max_position_embeddings {max_len})"
-            )
+            raise ConfigError(f"bigbird: the window ({window} blocks of {block} = {window * block} tokens) "
+                              f"is larger than the sequence (max_position_embeddings {max_len})")
         require_int(config, "full_attention_max_tokens", 0, name)
         location = config.global_token_location
         if location not in GLOBAL_TOKEN_LOCATIONS:
-            raise ConfigError(
-                f"bigbird: global_token_location must be one of {', '.join(GLOBAL_TOKEN_LOCATIONS)}, got {location!r}"
-            )
+            raise ConfigError("bigbird: global_token_location must be one of "
+                              f"{', '.join(GLOBAL_TOKEN_LOCATIONS)}, got {location!r}")
         if location == "itc_ends" and global_blocks != 2:
             raise ConfigError(f"bigbird: itc_ends makes 2 blocks global (first, last), got num_global_blocks {global_blocks}")
         if config.random_layout not in RANDOM_LAYOUTS:
-            raise ConfigError(
-                f"bigbird: random_layout must be one of {', '.join(RANDOM_LAYOUTS)}, got {config.random_layout!r}"
-            )
+            raise ConfigError(f"bigbird: random_layout must be one of {', '.join(RANDOM_LAYOUTS)}, "
+                              f"got {config.random_layout!r}")
         if location != "etc" and global_blocks * block >= max_len:
-            raise ConfigError(
-                f"bigbird: {global_blocks} global blocks of {block} tokens leave no sparse part in "
-                f"max_position_embeddings {max_len}"
-            )
+            raise ConfigError(f"bigbird: {global_blocks} global blocks of {block} tokens leave no sparse "
+                              f"part in max_position_embeddings {max_len}")
 
     @classmethod
     def num_extra_global_tokens(cls, config: Any) -> int:
@@ -217,10 +174,8 @@ class BigBirdAttention(BlockSparseAttention):
         num_global = min(self.num_global_tokens, seq_len)
         num_blocks = (seq_len - num_global) // self.block_size
         if num_blocks > self.max_blocks:
-            raise ValueError(
-                f"bigbird: {seq_len} tokens exceed max_position_embeddings ({self.max_blocks} blocks "
-                f"of {self.block_size} after the global ones)"
-            )
+            raise ValueError(f"bigbird: {seq_len} tokens exceed max_position_embeddings ({self.max_blocks} "
+                             f"blocks of {self.block_size} after the global ones)")
         radius = self.window_radius
         window = torch.arange(num_blocks)[:, None] + torch.arange(-radius, radius + 1)  # (nb, w)
         units = window.where((window >= 0) & (window < num_blocks), -1)[None]  # (1, nb, w)
@@ -234,9 +189,8 @@ class BigBirdAttention(BlockSparseAttention):
             draws = self.draws("random_block_draws").cpu()
             randoms = random_blocks(draws, num_blocks, radius)  # (H, nb, r)
             units = torch.cat([units.expand(self.num_heads, -1, -1), randoms], dim=-1)
-        return BlockPattern(
-            seq_len, num_global, self.block_size, self.block_size, units.to(device), num_extra=num_extra
-        )
+        block = self.block_size
+        return BlockPattern(seq_len, num_global, block, block, units.to(device), num_extra)
 
     def extra_keys(self, k: torch.Tensor, v: torch.Tensor, padding_mask: torch.Tensor | None, num_global: int):
         """``transformers_eval``: ``num_random_blocks`` copies of the first block's keys and values,
@@ -251,9 +205,8 @@ class BigBirdAttention(BlockSparseAttention):
         """``transformers_eval``: the positions of the first block, once per copy (module docstring)."""
         return positions[: self.block_size].repeat(self.num_random_blocks) if num_extra else positions[:0]
 
-    def forward(
-        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, padding_mask: torch.Tensor | None = None
-    ) -> torch.Tensor:
+    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                padding_mask: torch.Tensor | None = None) -> torch.Tensor:
         """Full attention up to ``full_attention_max_tokens``; else the sparse pattern, with the last
         block moved next to the first while it runs when both are global (``itc_ends``)."""
         length = q.shape[2]

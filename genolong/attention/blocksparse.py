@@ -1,35 +1,23 @@
 """The shared forward of the block-sparse attentions (BigBird, Longformer, LSG).
 
-A subclass says *what* its pattern is; this base class does the rest:
+A subclass says what its pattern is (:meth:`BlockSparseAttention.build_pattern`, cached per length and
+device; LSG adds extra keys with :meth:`~BlockSparseAttention.sparse_tokens`); the base class picks the
+execution path (:func:`~genolong.attention.paths.choose_path`) and runs it. Absolute and rotary positions
+are applied before the attention; ALiBi inside each path, from the positions of every key: the sequence's
+(prepended global tokens positionless, then 0, 1, ...) and the extra keys'
+(:meth:`~BlockSparseAttention.extra_positions`).
 
-* :meth:`BlockSparseAttention.build_pattern` (subclass) returns the
-  :class:`~genolong.attention.pattern.BlockPattern` for one sequence length. The base class
-  caches it per length and device.
-* :meth:`BlockSparseAttention.sparse_tokens` (optional, LSG) computes extra keys and values
-  from the sequence.
-* :meth:`BlockSparseAttention.forward` picks the execution path
-  (:func:`~genolong.attention.paths.choose_path`, logged) and runs it.
-
-Positions (``position_types``): absolute and rotary positions are applied before the attention
-(the encoder rotates queries and keys), so every path is exact for them. ALiBi
-(:mod:`genolong.attention.alibi`) is added inside each path: :meth:`BlockSparseAttention.forward`
-gives the paths the slopes and the positions of every key, the sequence's tokens (prepended
-global tokens positionless, then 0, 1, ...; BigBird's ``itc_ends`` passes them reordered) and
-the pattern's extra keys (:meth:`BlockSparseAttention.extra_positions`: the subclass defines
-where an extra key stands).
-
-Randomness (BigBird's random blocks, LSG's LSH projections) comes from
-:meth:`register_draws`. The random tensor is drawn once at construction from a
-``torch.Generator`` seeded with ``attention_seed + layer_idx``, and stored as a persistent
-buffer, so ``save_pretrained``/``from_pretrained`` and ``eval()`` use the layout the model
-was trained with. With ``redraw_random_per_step=True``, every training forward draws afresh
-from that same explicit generator; evaluation still uses the stored draw. The global RNG is
-never touched.
+Randomness (BigBird's random blocks, LSG's LSH projections, :meth:`~BlockSparseAttention.register_draws`)
+is drawn once at construction from a ``torch.Generator`` seeded with ``attention_seed + layer_idx`` and
+stored as a persistent buffer, so a saved model and ``eval()`` use the layout it was trained with. With
+``redraw_random_per_step=True`` every training forward draws afresh from that generator; evaluation
+still uses the stored draw. The global RNG is never touched.
 """
 
 from __future__ import annotations
 
 from abc import abstractmethod
+from functools import partial
 from typing import Any, ClassVar
 
 import torch
@@ -54,9 +42,7 @@ MAX_CACHED_PATTERNS = 16
 PATHS = {"flex": flex_attention_path, "gather": gather_attention, "dense": dense_attention}
 
 #: Parameters every block-sparse backbone understands.
-SHARED_DEFAULTS: dict[str, Any] = {
-    "attention_impl": "auto",  # auto | flex | gather | dense (see genolong.attention.paths)
-}
+SHARED_DEFAULTS: dict[str, Any] = {"attention_impl": "auto"}  # auto | flex | gather | dense (attention.paths)
 
 #: Parameters of the backbones with a random part.
 RANDOM_DEFAULTS: dict[str, Any] = {
@@ -86,16 +72,13 @@ class BlockSparseAttention(Attention):
         self._draw_kinds: dict[str, str] = {}  # buffer name -> "uniform" or "normal"
         self._patterns: dict[tuple, BlockPattern] = {}
 
-    # ------------------------------------------------------------------ configuration
-
     @classmethod
     def validate_config(cls, config: Any) -> None:
         """Raise ConfigError for settings shared by every block-sparse backbone."""
         impl = getattr(config, "attention_impl", "auto")
         if impl not in IMPLEMENTATIONS:
-            raise ConfigError(
-                f"{cls.attention_name}: unknown attention_impl {impl!r}; choose one of: {', '.join(IMPLEMENTATIONS)}"
-            )
+            raise ConfigError(f"{cls.attention_name}: unknown attention_impl {impl!r}; "
+                              f"choose one of: {', '.join(IMPLEMENTATIONS)}")
         require_int(config, "num_attention_heads", 1, cls.attention_name)
         require_int(config, "max_position_embeddings", 1, cls.attention_name)
 
@@ -115,45 +98,31 @@ class BlockSparseAttention(Attention):
     def long_reading(cls, config: Any) -> str:
         return f"block {config.block_size}"
 
-    # ------------------------------------------------------------------ subclass hooks
-
     @abstractmethod
     def build_pattern(self, seq_len: int, device: torch.device) -> BlockPattern:
         """The pattern for a sequence of ``seq_len`` tokens (globals included), on ``device``."""
 
     def sparse_tokens(self, k: torch.Tensor, v: torch.Tensor, real: torch.Tensor | None):
-        """Extra keys computed from the non-global keys and values (LSG); None for the others.
-
-        Args:
-            k: ``(B, H, N, D)`` keys, the non-global part of the sequence.
-            v: ``(B, H, N, D)`` values, the non-global part of the sequence.
-            real: ``(B, N)`` bool, True = real token, or None (no padding).
-
-        Returns:
-            None, or ``(extra_k, extra_v, extra_valid)`` of shapes ``(B, H, E, D)``, ``(B, H, E, D)``
-            and ``(B, Hm, E)`` bool or None.
-        """
+        """Extra keys computed from the non-global keys and values ``(B, H, N, D)`` and ``real`` ``(B, N)``
+        bool or None (LSG): ``(extra_k, extra_v, extra_valid)`` of shapes ``(B, H, E, D)``, ``(B, H, E, D)``
+        and ``(B, Hm, E)`` bool or None; None for the others."""
         return None
 
     def extra_keys(self, k: torch.Tensor, v: torch.Tensor, padding_mask: torch.Tensor | None, num_global: int):
-        """The extra keys of the pattern's key table, from the whole sequence ``(B, H, L, D)`` of
-        which the first ``num_global`` tokens are global; by default :meth:`sparse_tokens` of the
-        non-global part. Returns what :meth:`sparse_tokens` returns."""
+        """The extra keys (as :meth:`sparse_tokens` returns them) from the whole sequence ``(B, H, L, D)``
+        whose first ``num_global`` tokens are global; by default :meth:`sparse_tokens` of the rest."""
         real = None if padding_mask is None else padding_mask[:, num_global:]
         return self.sparse_tokens(k[:, :, num_global:], v[:, :, num_global:], real)
 
     def extra_positions(self, positions: torch.Tensor, num_global: int, num_extra: int) -> torch.Tensor:
         """``(E,)`` ALiBi positions of the ``num_extra`` extra keys, from the ``(L,)`` float positions of
-        the sequence whose first ``num_global`` tokens are global. None here: a subclass whose
-        pattern has extra keys (BigBird's copies, LSG's sparse tokens) says where they stand."""
+        the sequence whose first ``num_global`` tokens are global; a subclass with extra keys defines it."""
         if num_extra:
             raise TypeError(f"{type(self).__name__} has extra keys, so it must define extra_positions for ALiBi")
         return positions[:0]
 
     #: Whether the pattern depends on the random draws (then it is rebuilt when they change).
     pattern_uses_draws = False
-
-    # ------------------------------------------------------------------ seeded randomness
 
     def register_draws(self, name: str, kind: str, shape: tuple[int, ...], config: Any) -> None:
         """Draw ``shape`` numbers (``kind`` = ``uniform`` on [0, 1) or standard ``normal``) from the
@@ -175,8 +144,6 @@ class BlockSparseAttention(Attention):
             return self._sample(name, tuple(stored.shape)).to(stored.device)
         return stored
 
-    # ------------------------------------------------------------------ forward
-
     def pattern_for(self, seq_len: int, device: torch.device) -> BlockPattern:
         """The (cached) pattern for ``seq_len`` tokens on ``device``."""
         if self.pattern_uses_draws and self.training and self.redraw_random_per_step:
@@ -196,10 +163,9 @@ class BlockSparseAttention(Attention):
         self._patterns = {}
         super()._load_from_state_dict(*args, **kwargs)
 
-    def forward(
-        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, padding_mask: torch.Tensor | None = None,
-        positions: torch.Tensor | None = None,
-    ) -> torch.Tensor:
+    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                padding_mask: torch.Tensor | None = None,
+                positions: torch.Tensor | None = None) -> torch.Tensor:
         """Sparse attention of ``q`` over ``k``/``v``: ``(B, H, L, D)`` -> ``(B, H, L, D)``. With ALiBi,
         ``positions`` ``(L,)`` are the tokens' positions in the order given (default
         :func:`~genolong.attention.alibi.token_positions`)."""
@@ -230,24 +196,14 @@ def _version(tensor: torch.Tensor) -> int:
     return -1 if tensor.is_inference() else tensor._version
 
 
-def _key_validity(
-    padding_mask: torch.Tensor | None,
-    extra_valid: torch.Tensor | None,
-    length: int,
-    num_extra: int,
-    device: torch.device,
-) -> torch.Tensor | None:
+def _key_validity(padding_mask: torch.Tensor | None, extra_valid: torch.Tensor | None, length: int,
+                  num_extra: int, device: torch.device) -> torch.Tensor | None:
     """``(B, Hm, L + E)`` bool, True = a real key: the sequence's padding mask, then the extra
     keys' validity ``(B, Hm, E)``; None when every key is real."""
     if padding_mask is None and extra_valid is None:
         return None
-    sequence = (
-        torch.ones(1, 1, length, dtype=torch.bool, device=device)
-        if padding_mask is None
-        else padding_mask[:, None]
-    )
-    extra = (
-        torch.ones(1, 1, num_extra, dtype=torch.bool, device=device) if extra_valid is None else extra_valid
-    )
+    ones = partial(torch.ones, dtype=torch.bool, device=device)
+    sequence = ones(1, 1, length) if padding_mask is None else padding_mask[:, None]
+    extra = ones(1, 1, num_extra) if extra_valid is None else extra_valid
     batch, heads = max(sequence.shape[0], extra.shape[0]), max(sequence.shape[1], extra.shape[1])
     return torch.cat([sequence.expand(batch, heads, -1), extra.expand(batch, heads, -1)], dim=2)

@@ -1,15 +1,9 @@
-"""The ``flex_attention`` path of a :class:`~genolong.attention.pattern.BlockPattern`.
+"""The ``flex_attention`` path of a :class:`~genolong.attention.pattern.BlockPattern`: the GPU path.
 
-``torch.nn.attention.flex_attention`` with a ``BlockMask`` derived from the pattern, compiled
-(``torch.compile``); the compiled function is shared. It is the GPU path for training and
-inference. On CPU it has no backward pass, and it costs a compile on first use: about 20-30 s,
-and a few seconds more for each new shape (batch size or length). ``torch.compile`` keeps a
-limited number of compiled shapes per function, so feed flex a few fixed shapes. The
-``BlockMask`` is cached per pattern, and the attention module caches its patterns per length
-and device.
-
-It agrees with :func:`~genolong.attention.paths.dense_attention` to rounding error (tested);
-shapes are those of :class:`~genolong.attention.paths.PatternInputs`.
+``torch.nn.attention.flex_attention`` with a ``BlockMask`` derived from the pattern (cached per pattern),
+compiled once per shape and shared. On CPU it has no backward pass, and the first call costs a compile of
+about 20-30 s, a few seconds more for each new shape: feed flex a few fixed shapes. It agrees with
+:func:`~genolong.attention.paths.dense_attention` to rounding error (tested).
 """
 
 from __future__ import annotations
@@ -37,10 +31,9 @@ _compiled_shapes: set[tuple] = set()
 _block_masks: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # BlockPattern -> BlockMask
 
 
-#: Shapes (batch, heads, lengths, dtype, device) flex may compile for in one process. torch's default,
-#: 8 recompiles of a function, is reached by a model serving a few lengths in training and inference;
-#: past its limit dynamo silently runs an uncompiled flex_attention that materialises the whole
-#: (L, L) score matrix (many times slower, and out of memory at long lengths).
+#: Shapes (batch, heads, lengths, dtype, device) flex may compile for in one process. Past torch's default
+#: of 8, reached by a model serving a few lengths, dynamo would silently run an uncompiled flex_attention
+#: that materialises the whole (L, L) score matrix (many times slower, out of memory at long lengths).
 MAX_COMPILED_SHAPES = 64
 
 
@@ -58,10 +51,9 @@ def _compiled_flex():
 def flex_block_mask(pattern: BlockPattern, block: int = FLEX_BLOCK_SIZE):
     """The ``BlockMask`` of ``pattern`` on its device: tiles of ``block`` x ``block`` tokens.
 
-    The pattern is constant on cells of ``r = gcd(G, bq, u, block)`` x ``r`` tokens, apart from
-    the band, so it is evaluated once per cell, never per token pair. A band is handled from
-    each cell's nearest and farthest pair. Tiles whose every pair is visible become *full*
-    (no ``mask_mod`` call); tiles with some visible pairs become *partial*.
+    The pattern (but the band, judged from each cell's nearest and farthest pair) is constant on cells
+    of ``r = gcd(G, bq, u, block)`` x ``r`` tokens, so it is evaluated once per cell. Tiles whose every
+    pair is visible become *full* (no ``mask_mod`` call), those with some visible pairs *partial*.
     """
     length, num_keys, hp, device = pattern.seq_len, pattern.num_keys, pattern.heads, pattern.device
     q_tiles, k_tiles = -(-length // block), -(-num_keys // block)
@@ -95,11 +87,9 @@ def flex_block_mask(pattern: BlockPattern, block: int = FLEX_BLOCK_SIZE):
 
 
 def _flex_layout(pattern: BlockPattern):
-    """``(pad, BlockMask)``: flex runs ``pattern`` with ``pad`` masked tokens after the globals.
-
-    The padding aligns the non-global tokens to the cells of :func:`flex_block_mask`: LSG's and
-    Longformer's single global token would otherwise make every cell one token wide.
-    """
+    """``(pad, BlockMask)``: flex runs ``pattern`` with ``pad`` masked tokens after the globals, aligning
+    the non-global tokens to the cells of :func:`flex_block_mask` (one global token would make every cell
+    one token wide)."""
     if pattern not in _block_masks:
         pad = -pattern.num_global % math.gcd(pattern.query_block, pattern.unit, FLEX_BLOCK_SIZE)
         _block_masks[pattern] = pad, flex_block_mask(pattern.with_global_padding(pad))
@@ -114,17 +104,13 @@ def _insert(x: torch.Tensor, at: int, count: int, value) -> torch.Tensor:
 
 def flex_attention_path(inputs: PatternInputs, dropout_p: float = 0.0) -> torch.Tensor:
     """Compiled ``flex_attention`` over the pattern's ``BlockMask``; padding and ALiBi's bias via a
-    ``score_mod``.
+    ``score_mod``. ``dropout_p`` must be 0 (flex has no attention dropout).
 
-    Queries and keys are padded at the end to whole tiles of :data:`FLEX_BLOCK_SIZE` (the extra
-    keys masked, the extra rows dropped): torch 2.13's CPU kernel applies ``score_mod`` and
-    ``mask_mod`` to a last, partial key tile with the stride of a whole tile, so their results
-    land on the wrong scores and the output depends on stale buffer contents (wrong values or
-    NaN that change from call to call with the same inputs).
-
-    The first call for each new shape compiles. It logs a warning and then the compile time.
-    flex has no attention dropout: ``dropout_p`` must be 0 (:func:`~genolong.attention.paths.choose_path`
-    never picks flex otherwise).
+    Queries and keys are padded at the end to whole tiles of :data:`FLEX_BLOCK_SIZE` (the extra keys
+    masked, the extra rows dropped): torch 2.13's CPU kernel applies ``score_mod`` and ``mask_mod`` to a
+    last, partial key tile with the stride of a whole tile, so the output would depend on stale buffer
+    contents (wrong values or NaN). The first call for each new shape compiles, logging a warning and
+    then the compile time.
     """
     if dropout_p:
         raise ValueError(f"flex_attention has no attention dropout, got dropout_p={dropout_p}")
@@ -157,14 +143,9 @@ def flex_attention_path(inputs: PatternInputs, dropout_p: float = 0.0) -> torch.
     shape_key = (tuple(q.shape), tuple(keys.shape), q.dtype, q.device.type, key_valid is None, slopes is None)
     first = shape_key not in _compiled_shapes
     if first:
-        logger.warning(
-            "flex_attention: compiling for q %s, keys %s, %s on %s; the first call takes "
-            "~20-30 s on CPU (seconds on GPU), and every new shape compiles again",
-            tuple(q.shape),
-            tuple(keys.shape),
-            q.dtype,
-            q.device.type,
-        )
+        logger.warning("flex_attention: compiling for q %s, keys %s, %s on %s; the first call takes "
+                       "~20-30 s on CPU (seconds on GPU), and every new shape compiles again",
+                       tuple(q.shape), tuple(keys.shape), q.dtype, q.device.type)
         started = time.perf_counter()
     out = _compiled_flex()(q, keys, values, score_mod=score_mod, block_mask=block_mask)
     if first:

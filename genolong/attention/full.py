@@ -17,9 +17,7 @@ from genolong.core.errors import ConfigError
 @register_attention("full")
 class FullAttention(Attention):
     """Every token attends to every real token; any configuration, any length, no global tokens.
-
-    Shapes: q, k, v (B, H, L, D); padding_mask (B, L) bool, True = real; output (B, H, L, D).
-    """
+    Shapes: q, k, v (B, H, L, D); padding_mask (B, L) bool, True = real; output (B, H, L, D)."""
 
     #: queries may be any prefix of the keys' tokens (``Block.forward(queries=...)``)
     accepts_query_subset = True
@@ -42,16 +40,11 @@ class FullAttention(Attention):
         return full_attention(q, k, v, padding_mask, self.dropout if self.training else 0.0, bias)
 
 
-def full_attention(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, padding_mask: torch.Tensor | None, dropout_p: float,
-    bias: torch.Tensor | None = None,
-) -> torch.Tensor:
+def full_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, padding_mask: torch.Tensor | None,
+                   dropout_p: float, bias: torch.Tensor | None = None) -> torch.Tensor:
     """Softmax attention of every query over every real key: (B, H, Lq, D), (B, H, L, D) -> (B, H, Lq, D),
-    with ``bias`` (H, Lq, L) added to the scaled scores when given (ALiBi).
-
-    With fewer queries than keys (a query subset, e.g. [CLS] alone) the flash kernel would split
-    the keys across threads, making the sums depend on the thread count; the math kernel does not.
-    """
+    with ``bias`` (H, Lq, L) added to the scaled scores when given (ALiBi). With fewer queries than keys
+    ([CLS] alone) the math kernel runs: the flash kernel's sums would depend on the thread count."""
     mask = None if padding_mask is None else padding_mask[:, None, None, :]  # (B, 1, 1, L)
     if bias is not None:
         mask = bias[None] if mask is None else bias[None].masked_fill(~mask, float("-inf"))  # (B | 1, H, Lq, L)

@@ -1,25 +1,16 @@
 """Longformer attention (Beltagy et al. 2020, "Longformer: The Long-Document Transformer", Sec. 3.1).
 
-* **Sliding window**: every token attends to the ``w = attention_window // 2`` tokens on each side
-  of it, and to itself. ``attention_window`` is the total window, as in transformers'
-  ``LongformerConfig``; the paper's base models use 512.
-* **Global attention**: ``num_global_tokens`` tokens attend to every token, and every token
-  attends to them (symmetric, Sec. 3.1).
+* **Sliding window**: every token attends to itself and the ``w = attention_window // 2`` tokens on each
+  side (``attention_window`` is the total window, as in transformers' ``LongformerConfig``; 512 in the
+  paper's base models).
+* **Global attention**: ``num_global_tokens`` tokens attend to every token, and every token to them.
 
-Two deviations from the paper, both forced by the one attention contract (the module sees
-projected ``q, k, v``, never hidden states):
-
-1. Global tokens are learned tokens that the encoder prepends, as in ETC and LSG. In the
-   paper they are task-chosen input positions such as ``[CLS]``; here the first prepended
-   token plays ``[CLS]``'s role.
-2. Global and local attention share one set of projections. The paper's separate ``Q_g, K_g,
-   V_g`` would need the hidden states. Dilation is not implemented either: the paper uses it
-   only for autoregressive character LM.
-
-Execution: the non-global queries are cut into blocks of ``bq`` tokens, where ``bq`` is the
-largest divisor of ``w`` not above 64. Each block attends to the ``2 w / bq + 1`` key blocks
-around it, trimmed to the exact band ``|i - j| <= w``. This is the chunked scheme of the
-paper's Sec. 3.2, with smaller chunks.
+Deviations forced by the attention contract (projected ``q, k, v``, never hidden states): global tokens
+are learned tokens the encoder prepends (as in ETC and LSG; the first plays ``[CLS]``'s role), and global
+and local attention share one set of projections (no ``Q_g, K_g, V_g``). Dilation (the paper's
+character LM only) is not implemented. Execution (the chunked scheme of Sec. 3.2, with smaller chunks):
+non-global query blocks of ``bq`` tokens, the largest divisor of ``w`` up to 64, each attend to the
+``2 w / bq + 1`` key blocks around them, trimmed to the exact band ``|i - j| <= w``.
 """
 
 from __future__ import annotations
@@ -45,12 +36,9 @@ def query_block(one_sided_window: int) -> int:
 
 @register_attention("longformer")
 class LongformerAttention(BlockSparseAttention):
-    """Longformer: a symmetric sliding window of ``attention_window`` tokens + global tokens.
-
-    Shapes: q, k, v ``(B, H, L, D)``; padding_mask ``(B, L)``; output ``(B, H, L, D)``, where the
-    first ``num_global_tokens`` tokens are global and ``L - num_global_tokens`` is a multiple of
-    :meth:`length_multiple`.
-    """
+    """Longformer: a symmetric sliding window of ``attention_window`` tokens + global tokens. q, k, v
+    ``(B, H, L, D)``; padding_mask ``(B, L)``; output ``(B, H, L, D)``; the first ``num_global_tokens``
+    tokens global, ``L - num_global_tokens`` a multiple of :meth:`length_multiple`."""
 
     config_defaults: dict[str, Any] = {**SHARED_DEFAULTS, "attention_window": 512, "num_global_tokens": 1}
 
@@ -82,20 +70,16 @@ class LongformerAttention(BlockSparseAttention):
         super().validate_config(config)
         window = config.attention_window
         if isinstance(window, (list, tuple)):
-            raise ConfigError(
-                "longformer: attention_window must be one integer (per-layer windows are not supported)"
-            )
+            raise ConfigError("longformer: attention_window must be one integer "
+                              "(per-layer windows are not supported)")
         window = require_int(config, "attention_window", 2, "longformer")
         require_int(config, "num_global_tokens", 0, "longformer")
         if window % 2:
-            raise ConfigError(
-                f"longformer: attention_window must be even (w tokens on each side), got {window}"
-            )
+            raise ConfigError(f"longformer: attention_window must be even (w tokens on each side), "
+                              f"got {window}")
         if window > config.max_position_embeddings:
-            raise ConfigError(
-                f"longformer: attention_window {window} is larger than the sequence "
-                f"(max_position_embeddings {config.max_position_embeddings})"
-            )
+            raise ConfigError(f"longformer: attention_window {window} is larger than the sequence "
+                              f"(max_position_embeddings {config.max_position_embeddings})")
 
     @classmethod
     def num_extra_global_tokens(cls, config: Any) -> int:

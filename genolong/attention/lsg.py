@@ -2,50 +2,39 @@
 Transformers to long sequences", Sec. 3): local blocks + sparse tokens + global tokens.
 
 With ``bt = block_size``, ``f = sparsity_factor``, ``c = bt / f`` and ``sbs = sparse_block_size``,
-the non-global sequence is cut into blocks of ``bt`` tokens. Query block ``k`` attends to:
+the non-global sequence is cut into blocks of ``bt`` tokens. Query block ``k`` attends, in one
+softmax (Sec. 5), to:
 
-* **local** (Sec. 3.1): blocks ``k-1``, ``k`` and ``k+1``, i.e. ``3 bt`` keys;
-* **sparse** (Sec. 3.2): ``2 sbs`` extra tokens. Every block is compressed into ``c`` sparse
-  tokens; block ``k`` sees the ``sbs`` compressed tokens just left of its local window, and the
-  ``sbs`` just right of it. Following the authors' ``reshape_to_sparse_block``, with
-  ``sbs = bt`` these are the compressions of blocks ``k-1-f .. k-2`` and ``k+2 .. k+1+f``, so
-  local and sparse keys never overlap. A sparse token stands for ``f`` tokens, so the span is
+* **local** (Sec. 3.1): blocks ``k-1``, ``k`` and ``k+1``;
+* **sparse** (Sec. 3.2): every block is compressed into ``c`` sparse tokens; block ``k`` sees the
+  ``sbs`` compressed tokens just left of its local window and the ``sbs`` just right of it (with
+  ``sbs = bt``, blocks ``k-1-f .. k-2`` and ``k+2 .. k+1+f``, as the authors' ``reshape_to_sparse_block``),
+  so local and sparse keys never overlap; a sparse token stands for ``f`` tokens, so the span is
   ``3 bt + 2 sbs f`` tokens;
-* **global** (Sec. 3.3): the ``num_global_tokens`` tokens the encoder prepends. They attend to
-  everything, and everything attends to them.
+* **global** (Sec. 3.3): the ``num_global_tokens`` tokens the encoder prepends, which attend to and
+  are attended by everything.
 
-All three share one softmax (Sec. 5). Sparse tokens are built per head, inside each block,
-from the keys and values (``sparsity_type``, Sec. 3.2):
+Sparse tokens are built per head and block from the keys and values (``sparsity_type``, Sec. 3.2):
 
-* ``pooling``: average pooling with window and stride ``f``, over real tokens only; a pooled
-  token is masked when its whole window is padding.
+* ``pooling``: average pooling with window and stride ``f`` over real tokens; masked when all padding.
 * ``stride`` (head-wise strided): head ``h`` keeps positions ``j f + (h mod f)``.
-* ``block_stride`` (head-wise block strided): in every block, head ``h`` keeps ``c`` consecutive
-  tokens from offset ``(h c) mod bt``, wrapping around the block.
-* ``norm`` (max norm): the ``c`` keys of largest norm in each block and head. The selection is
-  not differentiated; padding is never picked before a real token. The authors' code selects
-  within chunks of ``min(bt, sbs)`` tokens; the two agree when ``sbs >= bt``, the default.
-* ``lsh``: one LSH round per block. ``h(x) = argmax([x R; -x R])`` on L2-normalised keys, with
-  ``R`` of shape ``(D, c/2)`` per head, gives ``c`` buckets. The keys and values of a bucket are
-  averaged; an empty bucket is masked. ``R`` is a seeded draw per layer (see
-  :mod:`genolong.attention.blocksparse`), so inference is deterministic. The authors' code
-  instead redraws ``R`` at every call and adds a pre-merging round; this follows the paper.
+* ``block_stride``: in every block, head ``h`` keeps ``c`` consecutive tokens from offset
+  ``(h c) mod bt``, wrapping around the block.
+* ``norm`` (max norm): the ``c`` keys of largest norm in each block and head; not differentiated,
+  padding never picked before a real token (the authors select within chunks of ``min(bt, sbs)``
+  tokens: the same when ``sbs >= bt``, the default).
+* ``lsh``: one LSH round per block, ``h(x) = argmax([x R; -x R])`` on L2-normalised keys with ``R``
+  ``(D, c/2)`` per head, gives ``c`` buckets whose keys and values are averaged (an empty one masked).
+  ``R`` is a seeded draw per layer, so inference is deterministic (the authors' code redraws it at
+  every call and adds a pre-merging round; this follows the paper).
 * ``none``: local and global attention only.
 
-The authors' later ``bos_pooling`` (not in the paper) is not implemented. Defaults are those
-of the authors' ``LSG*Config``: ``bt = sbs = 128``, ``f = 2``, ``norm``, 1 global token. The
-paper's classification runs use ``f = 4``.
-
-ALiBi positions: the global tokens have none (no bias); a sparse token stands at the mean
-position of the ``f`` tokens it compresses (sparse token ``e`` of the non-global sequence, at
-``e f + (f - 1) / 2``), whatever the ``sparsity_type``. That is exact for ``pooling`` without
-padding; for the other types the tokens a sparse token is made of lie in its block, so its
-position is off by less than ``bt``. The definition depends on the length alone, never on the
-data, and the dense reference uses it too.
-
-Short inputs: with at most two blocks, local attention already covers the sequence and every
-sparse token lies out of range, so the result is full attention. That is the paper code's
-fallback, reached here without a special case.
+The authors' later ``bos_pooling`` is not implemented. Defaults are those of the authors'
+``LSG*Config``: ``bt = sbs = 128``, ``f = 2``, ``norm``, 1 global token (the paper's classification
+runs use ``f = 4``). ALiBi: global tokens have no position; a sparse token stands at the mean position
+of the ``f`` tokens it compresses, ``e f + (f - 1) / 2``, whatever the ``sparsity_type`` (exact for
+``pooling`` without padding, less than ``bt`` off otherwise). With at most two blocks every sparse
+token is out of range and the result is full attention, the paper code's fallback.
 """
 
 from __future__ import annotations
@@ -72,21 +61,12 @@ def _in_blocks(x: torch.Tensor, block: int) -> torch.Tensor:
     return x.unflatten(2, (-1, block))
 
 
-def select_in_blocks(
-    k: torch.Tensor, v: torch.Tensor, real: torch.Tensor | None, offsets: torch.Tensor, block: int
-):
-    """Keep, inside every block, the tokens at ``offsets`` (stride, block stride, max norm).
-
-    Args:
-        k: ``(B, H, N, D)`` keys.
-        v: ``(B, H, N, D)`` values.
-        real: ``(B, N)`` bool or None.
-        offsets: ``(B or 1, H or 1, nb or 1, c)`` int64 positions inside each block.
-        block: ``bt``.
-
-    Returns:
-        ``(B, H, nb * c, D)`` keys and values, and ``(B, H, nb * c)`` validity (or None).
-    """
+def select_in_blocks(k: torch.Tensor, v: torch.Tensor, real: torch.Tensor | None, offsets: torch.Tensor,
+                     block: int):
+    """Keep, inside every block of ``bt = block`` tokens, the tokens at ``offsets``
+    ``(B or 1, H or 1, nb or 1, c)`` int64 (stride, block stride, max norm): ``(B, H, N, D)`` keys and
+    values and ``(B, N)`` bool or None -> ``(B, H, nb * c, D)`` keys and values, ``(B, H, nb * c)``
+    validity (or None)."""
     batch, heads, length, dim = k.shape
     index = offsets.expand(batch, heads, length // block, -1)  # (B, H, nb, c)
     take = index[..., None].expand(-1, -1, -1, -1, dim)
@@ -102,37 +82,25 @@ def select_in_blocks(
 
 
 def pool(k: torch.Tensor, v: torch.Tensor, real: torch.Tensor | None, factor: int):
-    """Average pooling of every ``factor`` consecutive tokens, real tokens only.
-
-    Returns ``(B, H, N / f, D)`` keys and values, and ``(B, 1, N / f)`` validity (or None).
-    """
+    """Average pooling of every ``factor`` consecutive tokens, real tokens only: ``(B, H, N / f, D)`` keys
+    and values, and ``(B, 1, N / f)`` validity (or None)."""
     if real is None:
         return _in_blocks(k, factor).mean(3), _in_blocks(v, factor).mean(3), None
     weight = _in_blocks(real[:, None, :, None].to(k.dtype), factor)  # (B, 1, N/f, f, 1)
     count = weight.sum(3)  # (B, 1, N/f, 1)
     scale = 1 / count.clamp(min=1)
-    return (
-        (_in_blocks(k, factor) * weight).sum(3) * scale,
-        (_in_blocks(v, factor) * weight).sum(3) * scale,
-        count[..., 0] > 0,
-    )
+
+    def average(x):
+        return (_in_blocks(x, factor) * weight).sum(3) * scale
+
+    return average(k), average(v), count[..., 0] > 0
 
 
-def lsh_average(
-    k: torch.Tensor, v: torch.Tensor, real: torch.Tensor | None, projections: torch.Tensor, block: int
-):
-    """One round of LSH clustering per block; the keys and values of each bucket averaged.
-
-    Args:
-        k: ``(B, H, N, D)`` keys.
-        v: ``(B, H, N, D)`` values.
-        real: ``(B, N)`` bool or None.
-        projections: ``(H, D, c/2)`` random rotations ``R``; ``c`` buckets per block.
-        block: ``bt``.
-
-    Returns:
-        ``(B, H, nb * c, D)`` keys and values, ``(B, H, nb * c)`` validity (empty bucket = False).
-    """
+def lsh_average(k: torch.Tensor, v: torch.Tensor, real: torch.Tensor | None, projections: torch.Tensor,
+                block: int):
+    """One round of LSH clustering per block of ``block`` tokens, the keys and values of each bucket averaged:
+    ``(B, H, N, D)`` keys and values, ``(B, N)`` bool or None, ``(H, D, c/2)`` random rotations ``R`` ->
+    ``(B, H, nb * c, D)`` keys and values, ``(B, H, nb * c)`` validity (empty bucket = False)."""
     buckets = 2 * projections.shape[-1]
     with torch.no_grad():
         rotated = torch.einsum("bhnd,hdr->bhnr", F.normalize(k, dim=-1), projections.to(k.dtype))
@@ -152,12 +120,9 @@ def lsh_average(
 
 @register_attention("lsg")
 class LSGAttention(BlockSparseAttention):
-    """LSG: local blocks + sparse tokens + global tokens (Sec. 3).
-
-    Shapes: q, k, v ``(B, H, L, D)``; padding_mask ``(B, L)``; output ``(B, H, L, D)``, where the
-    first ``num_global_tokens`` tokens are global and ``L - num_global_tokens`` is a multiple of
-    ``block_size``.
-    """
+    """LSG: local blocks + sparse tokens + global tokens (Sec. 3). q, k, v ``(B, H, L, D)``; padding_mask
+    ``(B, L)``; output ``(B, H, L, D)``; the first ``num_global_tokens`` tokens global,
+    ``L - num_global_tokens`` a multiple of ``block_size``."""
 
     config_defaults: dict[str, Any] = {
         **SHARED_DEFAULTS,
@@ -189,17 +154,10 @@ class LSGAttention(BlockSparseAttention):
         if self.sparsity_type == "lsh":
             shape = (self.num_heads, int(config.hidden_size) // self.num_heads, self.compressed // 2)
             self.register_draws("lsh_projections", "normal", shape, config)
-        if (
-            self.sparsity_type in ("stride", "block_stride")
-            and self.factor > self.num_heads
-            and layer_idx == 0
-        ):
-            logger.warning(
-                "lsg: sparsity_factor %d > %d heads: some %s offsets are used by no head",
-                self.factor,
-                self.num_heads,
-                self.sparsity_type,
-            )
+        strided = self.sparsity_type in ("stride", "block_stride")
+        if strided and self.factor > self.num_heads and layer_idx == 0:
+            logger.warning("lsg: sparsity_factor %d > %d heads: some %s offsets are used by no head",
+                           self.factor, self.num_heads, self.sparsity_type)
 
     @classmethod
     def validate_config(cls, config: Any) -> None:
@@ -209,9 +167,8 @@ class LSGAttention(BlockSparseAttention):
         require_int(config, "num_global_tokens", 0, "lsg")
         kind = config.sparsity_type
         if kind not in SPARSITY_TYPES:
-            raise ConfigError(
-                f"lsg: unknown sparsity_type {kind!r}; choose one of: {', '.join(SPARSITY_TYPES)}"
-            )
+            raise ConfigError(f"lsg: unknown sparsity_type {kind!r}; "
+                              f"choose one of: {', '.join(SPARSITY_TYPES)}")
         max_len = config.max_position_embeddings
         if max_len % block:
             raise ConfigError(f"lsg: block_size {block} does not divide max_position_embeddings {max_len}")
@@ -224,13 +181,11 @@ class LSGAttention(BlockSparseAttention):
             raise ConfigError(f"lsg: sparsity_factor {factor} does not divide block_size {block}")
         compressed = block // factor
         if sparse_block % compressed:
-            raise ConfigError(
-                f"lsg: sparse_block_size {sparse_block} is not a multiple of block_size / sparsity_factor = {compressed}"
-            )
+            raise ConfigError(f"lsg: sparse_block_size {sparse_block} is not a multiple of "
+                              f"block_size / sparsity_factor = {compressed}")
         if kind == "lsh" and compressed % 2:
-            raise ConfigError(
-                f"lsg: lsh needs an even number of buckets per block (block_size / sparsity_factor), got {compressed}"
-            )
+            raise ConfigError("lsg: lsh needs an even number of buckets per block "
+                              f"(block_size / sparsity_factor), got {compressed}")
 
     @classmethod
     def num_extra_global_tokens(cls, config: Any) -> int:
@@ -243,11 +198,9 @@ class LSGAttention(BlockSparseAttention):
         return int(config.block_size)
 
     def build_pattern(self, seq_len: int, device: torch.device) -> BlockPattern:
-        """Local units and, unless ``sparsity_type='none'``, the sparse units of every block.
-
-        Units hold ``c`` tokens (``bt`` without sparsity). The key table holds the ``N / c``
-        sequence units first, then one unit of sparse tokens per block.
-        """
+        """Local units and, unless ``sparsity_type='none'``, the sparse units of every block: units of
+        ``c`` tokens (``bt`` without sparsity), the ``N / c`` of the sequence, then one per block of sparse
+        tokens."""
         num_global = min(self.num_global_tokens, seq_len)
         num_blocks = (seq_len - num_global) // self.block_size
         blocks = torch.arange(num_blocks)[:, None]
@@ -258,19 +211,12 @@ class LSGAttention(BlockSparseAttention):
         per_block, reach = self.factor, self.sparse_block_size // self.compressed
         local = blocks * per_block + torch.arange(-per_block, 2 * per_block)  # (nb, 3f) units
         local = local.where((local >= 0) & (local < num_blocks * per_block), -1)
-        sparse = torch.cat(
-            [blocks + torch.arange(-1 - reach, -1), blocks + torch.arange(2, 2 + reach)], dim=1
-        )
+        left, right = blocks + torch.arange(-1 - reach, -1), blocks + torch.arange(2, 2 + reach)
+        sparse = torch.cat([left, right], dim=1)
         sparse = torch.where((sparse >= 0) & (sparse < num_blocks), num_blocks * per_block + sparse, -1)
         units = torch.cat([local, sparse], dim=1)[None]  # (1, nb, 3f + 2 sbs/c)
-        return BlockPattern(
-            seq_len,
-            num_global,
-            self.block_size,
-            self.compressed,
-            units.to(device),
-            num_extra=num_blocks * self.compressed,
-        )
+        extra = num_blocks * self.compressed
+        return BlockPattern(seq_len, num_global, self.block_size, self.compressed, units.to(device), extra)
 
     def extra_positions(self, positions: torch.Tensor, num_global: int, num_extra: int) -> torch.Tensor:
         """The mean position of the ``f`` tokens each sparse token compresses (module docstring)."""

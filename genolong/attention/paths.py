@@ -1,31 +1,18 @@
 """Three ways to run a :class:`~genolong.attention.pattern.BlockPattern`, and the choice between them.
 
-All three take the same :class:`PatternInputs` and agree to rounding error (tested):
+All three take the same :class:`PatternInputs`, return ``(B, H, L, D)`` and agree to rounding error (tested):
 
-* :func:`dense_attention`: the reference. It builds the full ``(L, L + E)`` mask and runs a plain
-  masked softmax. It is quadratic in memory, so use it for tests and short inputs only.
-* :func:`gather_attention`: portable and differentiable everywhere; the CPU path. For each
-  non-global query block it gathers the global keys and the key and value units the pattern
-  names, then runs softmax attention on ``(block, keys)`` pairs. In fp32 and fp64 this is
-  ``scaled_dot_product_attention``, which is PyTorch's fused flash kernel on CPU, so no score
-  matrix is written to memory. In bf16 and fp16 it is ``baddbmm``, softmax and ``bmm``,
-  faster there (:func:`_attend`). Query blocks are processed in chunks of a few MiB, so that
-  a chunk's working set stays in cache and the temporaries stay small enough for the
-  allocator to reuse rather than page-fault.
-* :func:`~genolong.attention.flex.flex_attention_path`: ``torch.nn.attention.flex_attention``
-  with a ``BlockMask`` derived from the pattern, compiled; the GPU path (:mod:`genolong.attention.flex`).
+* :func:`dense_attention`: the reference, a masked softmax over the full ``(L, L + E)`` mask; quadratic
+  in memory, for tests and short inputs.
+* :func:`gather_attention`: portable and differentiable everywhere; the CPU path. Each non-global query
+  block attends to the global keys and the key units its pattern names, gathered in chunks of a few MiB
+  (so that a chunk's working set stays in cache).
+* :func:`~genolong.attention.flex.flex_attention_path`: compiled ``flex_attention``; the GPU path.
 
-:func:`choose_path` turns the ``attention_impl`` setting (``auto`` | ``flex`` | ``gather`` |
-``dense``) into one of these. It logs the choice once per backbone, path, device and mode,
-and raises :class:`~genolong.core.errors.ConfigError` for an impossible request, such as ``flex``
-with a backward pass on CPU.
-
-With ALiBi (:mod:`genolong.attention.alibi`), :class:`PatternInputs` carries the slopes and the
-positions of every key (the first ``L`` being the queries'), and each path adds
-``-m_h |p_i - p_j|`` to the scores it keeps; the attention class decides the positions
+:func:`choose_path` turns ``attention_impl`` (``auto`` | ``flex`` | ``gather`` | ``dense``) into one of
+them. With ALiBi (:mod:`genolong.attention.alibi`) each path adds ``-m_h |p_i - p_j|`` to the scores it
+keeps, the attention class deciding the positions
 (:meth:`~genolong.attention.blocksparse.BlockSparseAttention.extra_positions`).
-
-Shapes: those of :class:`PatternInputs`; every path returns ``(B, H, L, D)``.
 """
 
 from __future__ import annotations
@@ -45,9 +32,8 @@ logger = logging.getLogger("genolong.attention")
 
 IMPLEMENTATIONS = ("auto", "flex", "gather", "dense")
 
-#: Bytes of gathered keys per chunk of query blocks in the gather path; a few MiB keeps a
-#: chunk's keys, values and mask in the L2/L3 caches (measured against 8 and 16 MiB:
-#: docs/results/attention.md).
+#: Bytes of gathered keys per chunk of query blocks in the gather path: a chunk's keys, values and mask
+#: stay in the L2/L3 caches (measured against 8 and 16 MiB: docs/results/attention.md).
 GATHER_CHUNK_BYTES = 4 << 20
 
 _logged: set[tuple] = set()
@@ -55,15 +41,13 @@ _logged: set[tuple] = set()
 
 @dataclass(frozen=True)
 class PatternInputs:
-    """What every path attends over: queries, keys and values of the sequence, the pattern, the
-    pattern's extra keys and values (LSG's sparse tokens, BigBird's copied blocks), which keys
-    are real, and ALiBi's slopes and positions.
+    """What every path attends over: the sequence's queries, keys and values, the pattern, its extra keys
+    and values (LSG's sparse tokens, BigBird's copied blocks), which keys are real, and ALiBi's inputs.
 
     Shapes: q, k, v ``(B, H, L, D)``; extra_k, extra_v ``(B, H, E, D)`` or None; key_valid
     ``(B, Hm, L + E)`` bool with ``Hm`` in ``{1, H}`` (True = a real key), or None (all real);
-    slopes ``(H,)`` and positions ``(L + E,)``, both float in the dtype the bias is computed in
-    (:func:`~genolong.attention.alibi.bias_dtype`), or both None without ALiBi. ``positions``
-    holds the keys' positions, the first ``L`` also the queries'; -1 marks a positionless token.
+    slopes ``(H,)`` and positions ``(L + E,)`` (the keys', the first ``L`` also the queries'; -1 =
+    positionless), both float in :func:`~genolong.attention.alibi.bias_dtype`, or both None without ALiBi.
     """
 
     q: torch.Tensor
@@ -88,78 +72,48 @@ class PatternInputs:
 
 
 def choose_path(
-    requested: str,
-    backbone: str,
-    device: torch.device,
-    dtype: torch.dtype,
-    needs_grad: bool,
+    requested: str, backbone: str, device: torch.device, dtype: torch.dtype, needs_grad: bool,
     dropout_p: float,
 ) -> str:
-    """Resolve ``attention_impl`` into ``flex``, ``gather`` or ``dense``, and log the choice once.
+    """Resolve ``attention_impl`` into ``flex``, ``gather`` or ``dense``, and log the choice once per
+    backbone, path, device and mode.
 
-    ``auto`` picks ``flex`` on CUDA and ``gather`` elsewhere. On CPU, ``gather`` is faster than
-    compiled flex at the sizes measured (``benchmarks/attention_kernels.py``), needs no compile,
-    and has a backward pass. ``auto`` also picks ``gather`` when attention dropout is active,
-    because flex has no dropout.
-
-    Args:
-        requested: the config's ``attention_impl``.
-        backbone: the attention's registry name, for the log line.
-        device: where q, k, v live.
-        dtype: their dtype.
-        needs_grad: whether autograd will need a backward pass through this call.
-        dropout_p: the attention dropout probability in effect (0 at inference).
+    ``auto`` picks ``flex`` on CUDA and ``gather`` elsewhere (on CPU it is faster than compiled flex at the
+    sizes measured by ``benchmarks/attention_kernels.py``, needs no compile and has a backward pass), and
+    ``gather`` when attention dropout (``dropout_p``, 0 at inference) is active: flex has none.
+    ``needs_grad``: whether autograd will need a backward pass through this call.
 
     Raises:
         ConfigError: ``flex`` with a backward pass on CPU, with float64 on CPU, or with attention
             dropout; an unknown name.
     """
     if requested not in IMPLEMENTATIONS:
-        raise ConfigError(
-            f"unknown attention_impl {requested!r}; choose one of: {', '.join(IMPLEMENTATIONS)}"
-        )
+        raise ConfigError(f"unknown attention_impl {requested!r}; "
+                          f"choose one of: {', '.join(IMPLEMENTATIONS)}")
     path = requested
     if requested == "auto":
         path = "flex" if device.type == "cuda" and dropout_p == 0 else "gather"
     if path == "flex" and needs_grad and device.type != "cuda":
-        raise ConfigError(
-            f"attention_impl='flex' cannot train on {device.type}: torch's flex_attention has no "
-            "backward pass there; use attention_impl='gather' (or 'auto')"
-        )
+        raise ConfigError(f"attention_impl='flex' cannot train on {device.type}: torch's flex_attention "
+                          "has no backward pass there; use attention_impl='gather' (or 'auto')")
     if path == "flex" and dtype == torch.float64 and device.type != "cuda":
-        raise ConfigError(
-            f"attention_impl='flex' supports float32, bfloat16 and float16 on {device.type}, not float64; "
-            "use attention_impl='gather' (or 'auto')"
-        )
+        raise ConfigError(f"attention_impl='flex' supports float32, bfloat16 and float16 on {device.type}, "
+                          "not float64; use attention_impl='gather' (or 'auto')")
     if path == "flex" and dropout_p > 0:
-        raise ConfigError(
-            "attention_impl='flex' has no attention dropout; set attention_probs_dropout_prob=0 "
-            "or use attention_impl='gather' (or 'auto')"
-        )
+        raise ConfigError("attention_impl='flex' has no attention dropout; set "
+                          "attention_probs_dropout_prob=0 or use attention_impl='gather' (or 'auto')")
     key = (backbone, path, device.type, needs_grad)
     if key not in _logged:
         _logged.add(key)
         mode = "training" if needs_grad else "inference"
-        logger.info(
-            "%s attention: %s path on %s for %s (attention_impl=%r)",
-            backbone,
-            path,
-            device.type,
-            mode,
-            requested,
-        )
+        logger.info("%s attention: %s path on %s for %s (attention_impl=%r)",
+                    backbone, path, device.type, mode, requested)
     return path
 
 
-# --------------------------------------------------------------------------- dense reference
-
-
 def dense_attention(inputs: PatternInputs, dropout_p: float = 0.0) -> torch.Tensor:
-    """Masked softmax attention over the pattern's dense ``(L, L + E)`` mask: the reference.
-
-    A query with no visible key (possible only for padding) gets a zero output, as in
-    ``scaled_dot_product_attention``.
-    """
+    """Masked softmax attention over the pattern's dense ``(L, L + E)`` mask: the reference. A query with no
+    visible key (only padding) gets a zero output, as in ``scaled_dot_product_attention``."""
     q = inputs.q
     mask = inputs.pattern.dense_mask()[None]  # (1, Hp, L, L+E)
     if inputs.key_valid is not None:
@@ -173,15 +127,9 @@ def dense_attention(inputs: PatternInputs, dropout_p: float = 0.0) -> torch.Tens
     return F.dropout(probs, dropout_p) @ inputs.values
 
 
-# --------------------------------------------------------------------------- gathered blocks
-
-
 def _gather_units(table: torch.Tensor, units: torch.Tensor) -> torch.Tensor:
-    """Pick units of a table: ``(B, Ht, T+1, ...)`` with ``(Hi, c, S)`` -> ``(B, max(Ht, Hi), c, S, ...)``.
-
-    ``Ht`` and ``Hi`` are each 1 (shared by all heads) or the number of heads. One
-    ``index_select``, whose backward is a single ``index_add``.
-    """
+    """Pick units of a table: ``(B, Ht, T+1, ...)`` with ``(Hi, c, S)`` -> ``(B, max(Ht, Hi), c, S, ...)``,
+    ``Ht`` and ``Hi`` each 1 (shared by all heads) or the number of heads; one ``index_select``."""
     batch, table_heads, rows = table.shape[:3]
     heads = max(table_heads, units.shape[0])
     if table_heads > 1:  # address unit t of head h as row h * rows + t of the flattened table
@@ -202,12 +150,10 @@ def _chunk_blocks(batch: int, heads: int, keys: int, head_dim: int, itemsize: in
 def gather_attention(inputs: PatternInputs, dropout_p: float = 0.0) -> torch.Tensor:
     """The gathered-blocks path: exact, differentiable, no ``(L, L)`` tensor.
 
-    Global queries run dense attention over the sequence. Every non-global query block sees
-    the global units, then its pattern's units, of the key table ``[global keys padded to a
-    unit | non-global keys | extra keys]``. One ``index_select`` gathers the
-    keys of many blocks at a time, another their values, and a third their validity flags.
-    Attention (:func:`_attend`) then runs on ``(B*H, c, bq, D)`` queries against
-    ``(B*H, c, K, D)`` keys, ``c`` blocks per chunk, with empty slots and padding masked.
+    Global queries attend densely to the sequence. Every non-global query block sees the global units,
+    then its pattern's units, of the key table ``[global keys padded to a unit | non-global keys | extra
+    keys]``, gathered (keys, values, validity flags) for ``c`` blocks at a time: :func:`_attend` runs on
+    ``(B*H, c, bq, D)`` queries against ``(B*H, c, K, D)`` keys, empty slots and padding masked.
     """
     q, k, v, pattern, key_valid = inputs.q, inputs.k, inputs.v, inputs.pattern, inputs.key_valid
     batch, heads, length, head_dim = q.shape
@@ -228,9 +174,8 @@ def gather_attention(inputs: PatternInputs, dropout_p: float = 0.0) -> torch.Ten
     global_pad = global_units * u - g
     table_k = _key_table(k, inputs.extra_k, g, global_pad, u)  # (B, H, Tg + T, u, D)
     table_v = _key_table(v, inputs.extra_v, g, global_pad, u)
-    table_valid = F.pad(
-        _key_table(key_valid, None, g, global_pad, u), (0, 0, 0, 1)
-    )  # (Bm, Hm, Tg + T + 1, u)
+    # (Bm, Hm, Tg + T + 1, u)
+    table_valid = F.pad(_key_table(key_valid, None, g, global_pad, u), (0, 0, 0, 1))
     units = pattern.key_units
     global_slots = torch.arange(global_units, device=units.device).expand(units.shape[0], units.shape[1], -1)
     # (Hp, nb, Tg + S): the global units, then the pattern's. An empty slot reads any unit of
@@ -278,34 +223,22 @@ def gather_attention(inputs: PatternInputs, dropout_p: float = 0.0) -> torch.Ten
     return torch.cat(outputs, dim=2)
 
 
-FUSED_DTYPES = (torch.float32, torch.float64)
-
-
 def _with_bias(mask: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
     """A float mask for :func:`_attend`: ``bias`` (H, ..., Q, K) where the bool ``mask``
     (B, H or 1, ..., Q or 1, K) is True, -inf elsewhere."""
     return torch.where(mask, bias[None], float("-inf"))
 
 
-def _attend(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor, dropout_p: float
-) -> torch.Tensor:
-    """Softmax attention of ``(..., Lq, D)`` queries over ``(..., K, D)`` keys under a bool mask.
+def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor, dropout_p: float):
+    """Softmax attention of ``(..., Lq, D)`` queries over ``(..., K, D)`` keys under ``mask``, broadcastable
+    to ``(..., Lq, K)``: bool (True = visible), or float added to the scores (ALiBi; -inf = hidden).
 
-    Single and double precision use the fused ``scaled_dot_product_attention``. Its CPU kernel
-    computes in fp32 even for bf16 inputs, so bf16 and fp16 take another route that runs ~2-3x
-    faster on bf16-capable CPUs. A ``baddbmm`` adds the mask as a bias while it computes the
-    scores, then a softmax and a ``bmm`` follow. The bias is the dtype's lowest finite value,
-    not -inf, so a query with no visible key gets a finite average over masked keys instead of
-    NaN. Only padding can be in that situation, and its outputs never reach real tokens.
-
-    Args:
-        q: ``(..., Lq, D)``; k, v: ``(..., K, D)`` with the same leading dims.
-        mask: broadcastable to ``(..., Lq, K)``: bool, True = visible; or float, added to the
-            scores (an ALiBi bias), -inf = hidden.
-        dropout_p: dropout on the attention probabilities.
+    fp32 and fp64 use the fused ``scaled_dot_product_attention``. Its CPU kernel computes bf16 in fp32, so
+    bf16 and fp16 take ``baddbmm`` (the mask as a bias), softmax and ``bmm``, ~2-3x faster on bf16-capable
+    CPUs. Their bias is the dtype's lowest finite value, not -inf: a query with no visible key (only
+    padding) gets a finite average instead of NaN.
     """
-    if q.dtype in FUSED_DTYPES:
+    if q.dtype in (torch.float32, torch.float64):
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
     lead, rows, head_dim = q.shape[:-2], q.shape[-2], q.shape[-1]
     lowest = torch.finfo(q.dtype).min
@@ -314,26 +247,19 @@ def _attend(
     else:
         bias = mask.to(q.dtype).clamp(min=lowest)
     bias = bias.expand(*lead, -1, -1).reshape(-1, *bias.shape[-2:])  # (N, 1 or Lq, K)
-    scores = torch.baddbmm(
-        bias,
-        q.reshape(-1, rows, head_dim),
-        k.reshape(-1, *k.shape[-2:]).transpose(1, 2),
-        alpha=head_dim**-0.5,
-    )  # (N, Lq, K)
+    keys = k.reshape(-1, *k.shape[-2:]).transpose(1, 2)
+    scores = torch.baddbmm(bias, q.reshape(-1, rows, head_dim), keys, alpha=head_dim**-0.5)  # (N, Lq, K)
     probs = F.dropout(scores.softmax(dim=-1), dropout_p)
     return torch.bmm(probs, v.reshape(-1, *v.shape[-2:])).view(*lead, rows, v.shape[-1])
 
 
-def _key_table(
-    x: torch.Tensor, extra: torch.Tensor | None, num_global: int, global_pad: int, unit: int
-) -> torch.Tensor:
-    """``[global | pad | non-global | extra]`` along dim 2, cut into units of ``unit``.
+def _key_table(x: torch.Tensor, extra: torch.Tensor | None, num_global: int, global_pad: int, unit: int):
+    """``[global | pad | non-global | extra]`` along dim 2, cut into units of ``unit``, for keys and values
+    ``(B, H, L, D)`` (zero padding) and validity flags ``(B, H, L + E)`` (False padding, extra included).
 
-    Works for keys and values ``(B, H, L, D)`` (padding with zeros) and for validity flags
-    ``(B, H, L + E)`` (padding with False, the extra part already included). The table is
-    contiguous, so that :func:`_gather_units` can address its units as rows without copying it
-    at every chunk: a view of ``x`` when ``x`` is contiguous and there is no padding or extra
-    key, one copy otherwise (the encoder's ``k`` and ``v`` are strided views of its QKV output).
+    Contiguous, so that :func:`_gather_units` addresses its units as rows without a copy per chunk: a view
+    of a contiguous ``x`` without padding or extra keys, else one copy (the encoder's ``k`` and ``v`` are
+    strided views of its QKV output).
     """
     pieces = [x]
     if global_pad:
@@ -346,10 +272,8 @@ def _key_table(
 
 
 def _band_mask(pattern: BlockPattern, slots: torch.Tensor, start: int, global_units: int) -> torch.Tensor:
-    """``(1, Hp, c, bq, K)`` bool: the band condition for a chunk of query blocks.
-
-    ``slots`` are the chunk's table units ``(Hp, c, Tg + S)``; the band binds non-global keys only.
-    """
+    """``(1, Hp, c, bq, K)`` bool: the band condition (non-global keys only) for a chunk of query blocks
+    whose table units are ``slots`` ``(Hp, c, Tg + S)``."""
     bq, u = pattern.query_block, pattern.unit
     hp, c, num_slots = slots.shape
     device = slots.device

@@ -1,35 +1,28 @@
 """Block-sparse attention patterns: who attends to whom, as one small data structure.
 
-Every sparse backbone (BigBird, Longformer, LSG) describes its pattern with a
-:class:`BlockPattern`; the execution paths in :mod:`genolong.attention.paths` (dense
-reference, gathered blocks, ``flex_attention``) all read the same object, so they cannot
-disagree about the pattern, only about arithmetic.
-
-The sequence as the attention sees it has ``L`` tokens, global ones first::
+Every sparse backbone (BigBird, Longformer, LSG) describes its pattern with a :class:`BlockPattern`;
+the execution paths of :mod:`genolong.attention.paths` all read the same object, so they cannot
+disagree about the pattern, only about arithmetic. The sequence as the attention sees it::
 
     position   0 ........ G-1 | G ............................ L-1 | L ........ L+E-1
     token      global tokens  | N = nb * bq non-global tokens       | E extra keys (keys only)
 
-* A global query attends to every key of the sequence (columns ``0 .. L-1``).
-* Every query attends to all ``G`` global keys.
+* A global query attends to every key of the sequence (columns ``0 .. L-1``); every query attends
+  to all ``G`` global keys.
 * Non-global query block ``i`` (``bq`` consecutive tokens) attends to the key *slots*
-  ``key_units[h, i, :]``: each slot names one unit of ``u`` tokens in the key table
-  ``[non-global keys (N) | extra keys (E)]``, and ``-1`` marks an empty slot. Table token ``x``
-  is column ``G + x`` of the dense mask. Extra keys are tokens computed from the sequence, such
-  as LSG's pooled or selected sparse tokens; BigBird and Longformer have none.
-* Optionally (Longformer), a ``band``: a non-global query at position ``t`` and a non-global
-  key at position ``s`` must also satisfy ``|t - s| <= band``.
+  ``key_units[h, i, :]``: each names one unit of ``u`` tokens in the key table
+  ``[non-global keys (N) | extra keys (E)]`` (table token ``x`` is column ``G + x`` of the dense
+  mask), ``-1`` an empty slot. Extra keys are computed from the sequence (LSG's sparse tokens).
+* Optionally (Longformer), a ``band``: a non-global query at ``t`` and a non-global key at ``s``
+  must also satisfy ``|t - s| <= band``.
 
-Two views derive from ``key_units``:
-
-* the slots themselves, which the gathered-blocks path uses directly;
-* :meth:`BlockPattern.mask_mod`, a token-level predicate. It is evaluated densely for the
-  reference and for ``flex_attention``'s ``BlockMask``, and pointwise as its ``mask_mod``.
+The gathered-blocks path reads the slots; :meth:`BlockPattern.mask_mod` is the token-level
+predicate, evaluated densely (the reference, ``flex_attention``'s ``BlockMask``) and pointwise.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 import torch
@@ -37,17 +30,14 @@ import torch
 
 @dataclass(frozen=True, eq=False)
 class BlockPattern:
-    """A block-sparse attention pattern for one sequence length.
+    """A block-sparse attention pattern for one sequence length: ``L = seq_len``, ``G = num_global``,
+    ``E = num_extra`` and ``band`` as in the module docstring.
 
     Attributes:
-        seq_len: ``L``, the sequence length the attention sees (global tokens included).
-        num_global: ``G``, the global tokens at the start of the sequence.
         query_block: ``bq``; the ``N = L - G`` non-global queries form ``nb = N / bq`` blocks.
         unit: ``u``, the tokens per key slot; divides both ``N`` and ``E``.
-        key_units: ``(Hp, nb, S)`` int64 unit indices into the key table, ``-1`` = empty slot.
+        key_units: ``(Hp, nb, S)`` int64 unit indices into the key table, ``-1`` = empty slot;
             ``Hp`` is 1 (every head shares the pattern) or the number of heads.
-        num_extra: ``E``, the extra keys appended after the sequence (LSG sparse tokens).
-        band: if set, non-global queries see non-global keys at distance ``<= band`` only.
     """
 
     seq_len: int
@@ -61,18 +51,14 @@ class BlockPattern:
     def __post_init__(self):
         n = self.seq_len - self.num_global
         if n < 0 or n % self.query_block:
-            raise ValueError(
-                f"{n} non-global tokens do not split into query blocks of {self.query_block} "
-                f"(L={self.seq_len}, G={self.num_global})"
-            )
+            raise ValueError(f"{n} non-global tokens do not split into query blocks of {self.query_block} "
+                             f"(L={self.seq_len}, G={self.num_global})")
         if (n + self.num_extra) % self.unit:
-            raise ValueError(
-                f"key table of {n}+{self.num_extra} tokens does not split into units of {self.unit}"
-            )
+            raise ValueError(f"key table of {n}+{self.num_extra} tokens does not split into units "
+                             f"of {self.unit}")
         if self.key_units.dim() != 3 or self.key_units.shape[1] != n // self.query_block:
-            raise ValueError(
-                f"key_units must be (heads, {n // self.query_block}, slots), got {tuple(self.key_units.shape)}"
-            )
+            raise ValueError(f"key_units must be (heads, {n // self.query_block}, slots), "
+                             f"got {tuple(self.key_units.shape)}")
 
     @property
     def num_blocks(self) -> int:
@@ -108,15 +94,10 @@ class BlockPattern:
         return table[:, :, : self.num_units]
 
     def mask_mod(self, with_band: bool = True):
-        """The pattern as a token-level predicate ``allowed(b, h, q, kv) -> bool tensor``.
-
-        Written with tensor operations only, so that the same function serves as the dense
-        mask (called with broadcast ``arange`` grids) and as ``flex_attention``'s ``mask_mod``
-        (called with scalar tensors). ``b`` is ignored (the pattern is the same for every
-        sequence of a batch), and so is ``h`` when every head shares the pattern. ``q`` indexes
-        queries in ``[0, L)`` and ``kv`` keys in ``[0, L + E)``. ``with_band=False`` leaves the
-        band out (for callers that apply it themselves).
-        """
+        """The pattern as a token-level predicate ``allowed(b, h, q, kv) -> bool tensor``, in tensor
+        operations only: the dense mask (broadcast ``arange`` grids) and ``flex_attention``'s ``mask_mod``
+        (scalar tensors). ``b`` is ignored, and so is ``h`` when every head shares the pattern; ``q`` in
+        ``[0, L)``, ``kv`` in ``[0, L + E)``. ``with_band=False`` leaves the band out."""
         g, length, bq, u = self.num_global, self.seq_len, self.query_block, self.unit
         blocks, units, per_head = self.num_blocks, self.num_units, self.heads > 1
         band = self.band if with_band else None
@@ -138,34 +119,14 @@ class BlockPattern:
 
     def dense_mask(self) -> torch.Tensor:
         """``(Hp, L, L + E)`` bool: the whole pattern. Quadratic; for references and tests."""
-        arange = torch.arange
-        return self.mask_mod()(
-            None,
-            arange(self.heads, device=self.device)[:, None, None],
-            arange(self.seq_len, device=self.device)[None, :, None],
-            arange(self.num_keys, device=self.device)[None, None, :],
-        )
+        sizes = (self.heads, self.seq_len, self.num_keys)
+        heads, queries, keys = (torch.arange(n, device=self.device) for n in sizes)
+        return self.mask_mod()(None, heads[:, None, None], queries[None, :, None], keys[None, None, :])
 
     def with_global_padding(self, pad: int) -> BlockPattern:
         """The same pattern with ``pad`` more global tokens (which the caller masks as keys)."""
-        return BlockPattern(
-            self.seq_len + pad,
-            self.num_global + pad,
-            self.query_block,
-            self.unit,
-            self.key_units,
-            self.num_extra,
-            self.band,
-        )
+        return replace(self, seq_len=self.seq_len + pad, num_global=self.num_global + pad)
 
     def to(self, device: torch.device | str) -> BlockPattern:
         """The same pattern with its index tensor on ``device``."""
-        return BlockPattern(
-            self.seq_len,
-            self.num_global,
-            self.query_block,
-            self.unit,
-            self.key_units.to(device),
-            self.num_extra,
-            self.band,
-        )
+        return replace(self, key_units=self.key_units.to(device))

@@ -1,23 +1,20 @@
 """The attention of SLED's chunk encoder, and SLED's parameters (Ivgi, Shaham & Berant 2022,
 "Efficient Long-Text Understanding with Short-Text Models", arXiv 2208.00748).
 
-SLED is a *model* wrapper, not an attention pattern: :class:`genolong.model.sled.SledEncoder`
-cuts the input into overlapping chunks and runs a short-context encoder on each (§3). Inside a
-chunk the attention is plain dense attention, so backbone ``"sled"`` registers
-:class:`~genolong.attention.full.FullAttention` under its own name, with SLED's parameters:
+SLED is a *model* wrapper: :class:`genolong.model.sled.SledEncoder` cuts the input into overlapping
+chunks and runs a short-context encoder on each (§3), with plain dense attention inside a chunk; so
+backbone ``"sled"`` is :class:`~genolong.attention.full.FullAttention` with SLED's parameters:
 
 * ``sled_chunk_size`` c = 256: tokens per chunk (the paper's default; §5.3 finds c <= 256 best);
-* ``sled_context_padding`` alpha = 0.5: each chunk keeps its middle (1 - alpha) c tokens and
-  uses alpha c / 2 tokens on each side as context only (§3; §5.4 keeps 0.5). The SLED code's
-  ``window_fraction`` is 1 - alpha;
-* ``sled_fusion`` = "attention": how a classifier fuses the kept token vectors (the paper's
-  decoder does it; for an encoder-only model a learned head replaces it):
-  ``"attention"`` (a learned query cross-attends to all of them), ``"mean"``, ``"max"``, or
-  ``"cls"`` (the first chunk's [CLS] alone: no fusion, for ablations);
-* ``sled_prefix_tokens`` = 0: learned prefix tokens prepended to every chunk (§3 step (b)),
-  dropped from the kept outputs; the encoder prepends them as its extra global tokens;
-* ``sled_chunks_per_call`` = 0: chunks per encoder call; 0 encodes all chunks of a batch in
-  one call (the SLED code's ``stacked`` mode), 1 one at a time (``loop``, least memory).
+* ``sled_context_padding`` alpha = 0.5: each chunk keeps its middle (1 - alpha) c tokens, with alpha c / 2
+  tokens of context on each side (§3; §5.4 keeps 0.5; the SLED code's ``window_fraction`` is 1 - alpha);
+* ``sled_fusion`` = "attention": how a classifier fuses the kept token vectors, replacing the paper's
+  decoder: ``"attention"`` (a learned query cross-attends to them), ``"mean"``, ``"max"``, or ``"cls"``
+  (the first chunk's [CLS] alone, for ablations);
+* ``sled_prefix_tokens`` = 0: learned prefix tokens prepended to every chunk (§3 step (b)) as the
+  encoder's extra global tokens, dropped from the kept outputs;
+* ``sled_chunks_per_call`` = 0: chunks per encoder call; 0 all chunks of a batch in one call (the SLED
+  code's ``stacked`` mode), 1 one at a time (``loop``, least memory).
 """
 
 from __future__ import annotations
@@ -34,19 +31,12 @@ FUSIONS = ("attention", "mean", "max", "cls")
 
 @register_attention("sled")
 class SledAttention(FullAttention):
-    """Dense attention inside one SLED chunk. Shapes as :class:`FullAttention`.
+    """Dense attention inside one SLED chunk (shapes as :class:`FullAttention`); a sequence classifier reads
+    the :class:`~genolong.model.sled.SledFusion` of every kept token vector."""
 
-    The chunks are cut and encoded by :class:`~genolong.model.sled.SledEncoder`; a sequence
-    classifier reads the :class:`~genolong.model.sled.SledFusion` of every kept token vector.
-    """
-
-    config_defaults: dict[str, Any] = {
-        "sled_chunk_size": 256,
-        "sled_context_padding": 0.5,
-        "sled_fusion": "attention",
-        "sled_prefix_tokens": 0,
-        "sled_chunks_per_call": 0,
-    }
+    config_defaults: dict[str, Any] = {"sled_chunk_size": 256, "sled_context_padding": 0.5,
+                                       "sled_fusion": "attention", "sled_prefix_tokens": 0,
+                                       "sled_chunks_per_call": 0}
     extends_positions = False
 
     @classmethod
@@ -71,12 +61,9 @@ class SledAttention(FullAttention):
     @classmethod
     def validate_config(cls, config: Any) -> None:
         """1 <= c <= max_position_embeddings, 0 <= alpha <= 0.5, a known fusion, counts >= 0."""
-        for name, minimum in {
-            "sled_chunk_size": 1,
-            "sled_prefix_tokens": 0,
-            "sled_chunks_per_call": 0,
-        }.items():
-            require_int(config, name, minimum, "sled")
+        require_int(config, "sled_chunk_size", 1, "sled")
+        for name in ("sled_prefix_tokens", "sled_chunks_per_call"):
+            require_int(config, name, 0, "sled")
         if config.sled_chunk_size > config.max_position_embeddings:
             raise ConfigError(
                 f"sled: sled_chunk_size={config.sled_chunk_size} exceeds max_position_embeddings="
@@ -87,9 +74,8 @@ class SledAttention(FullAttention):
         if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0.0 <= alpha <= 0.5:
             raise ConfigError(f"sled: sled_context_padding (alpha) must be in [0, 0.5], got {alpha!r}")
         if config.sled_fusion not in FUSIONS:
-            raise ConfigError(
-                f"sled: unknown sled_fusion {config.sled_fusion!r}; choose one of: {', '.join(FUSIONS)}"
-            )
+            raise ConfigError(f"sled: unknown sled_fusion {config.sled_fusion!r}; "
+                              f"choose one of: {', '.join(FUSIONS)}")
 
     @classmethod
     def max_input_length(cls, config: Any) -> None:
