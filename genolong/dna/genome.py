@@ -1,12 +1,9 @@
 """Random access to a reference genome: one small class around ``pyfaidx.Fasta``.
 
-Plain and bgzip-compressed FASTA files are indexed (``.fai``, plus ``.gzi`` for
-bgzip) and sliced at random. A plain ``.gz`` (gzip, not bgzip) file cannot be
-sliced; it can still be streamed record by record with :meth:`Genome.records`, and
-``genolong genome prepare`` converts it to an indexed bgzip copy.
-
-Sequences come back cleaned (``ACGTN``, uppercase). Chromosome names resolve
-through aliases: ``chr1`` == ``1``, ``chrM`` == ``MT`` == ``chrMT`` == ``M``.
+Plain and bgzip FASTA files are indexed (``.fai``, plus ``.gzi`` for bgzip) and sliced at random; a plain
+``.gz`` (gzip, not bgzip) can only be streamed (:meth:`Genome.records`; ``genolong genome prepare`` writes
+an indexed bgzip copy). Sequences come back cleaned (``ACGTN``); chromosome names resolve through aliases
+(``chr1`` == ``1``, ``chrM`` == ``MT`` == ``chrMT`` == ``M``).
 """
 
 from __future__ import annotations
@@ -46,9 +43,8 @@ def canonical_chrom(name: str) -> str:
 
 
 def _index_paths(path: Path) -> tuple[Path, Path]:
-    """The .fai/.gzi of ``path``: the ones beside it if present, else built in the cache.
-
-    Genome never writes next to the user's data (which may be read-only or shared)."""
+    """The .fai/.gzi of ``path``: the ones beside it if present, else built in the cache (never beside
+    the user's data, which may be read-only or shared)."""
     beside = Path(f"{path}.fai"), Path(f"{path}.gzi")
     if beside[0].exists() and (beside[1].exists() or not is_bgzip(path)):
         return beside
@@ -69,11 +65,10 @@ def _check_line_endings(path: Path) -> None:
 
 
 def _check_index(path: Path, fai: Path, index) -> None:
-    """Refuse a ``.fai`` beside a plain FASTA that does not describe it (an index of an older
-    version of the file, or of another file): each record's header must end where the index
-    says its sequence starts, and the last sequence must end where the file does. ``index``
-    is pyfaidx's: name -> record with ``offset`` (first sequence byte), ``bend`` (byte after
-    the sequence) and ``prev_bend``."""
+    """Refuse a ``.fai`` beside a plain FASTA that does not describe it (an older version of the file, or
+    another file): each record's header must end where pyfaidx's ``index`` (name -> ``offset``, the
+    first sequence byte; ``bend``, the byte after the sequence; ``prev_bend``) says its sequence starts,
+    and the last sequence must end where the file does."""
     size = path.stat().st_size
     with open(path, "rb") as handle:
         for name, record in index.items():
@@ -90,13 +85,8 @@ def _check_index(path: Path, fai: Path, index) -> None:
 
 
 class Genome:
-    """A FASTA genome with random access and chromosome-name aliases.
-
-    Args:
-        path: FASTA file, plain, bgzip, or (stream-only) gzip.
-
-    Coordinates are 0-based, half-open, as in BED.
-    """
+    """A FASTA genome (plain, bgzip, or stream-only gzip) with random access and chromosome-name aliases;
+    coordinates are 0-based, half-open, as in BED."""
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
@@ -106,7 +96,6 @@ class Genome:
         self.random_access = self.compression is None or is_bgzip(self.path)
         self._fasta = None
 
-    # -- random access -----------------------------------------------------------------
     @property
     def fasta(self):
         """The underlying ``pyfaidx.Fasta`` (opened and indexed on first use)."""
@@ -149,11 +138,8 @@ class Genome:
         return name
 
     def fetch(self, chrom: str, start: int, end: int, strand: str = "+") -> str:
-        """Cleaned sequence of ``chrom[start:end]``, reverse-complemented for ``strand='-'``.
-
-        Raises:
-            UserError: unknown chromosome, or an interval outside the chromosome.
-        """
+        """Cleaned sequence of ``chrom[start:end]``, reverse-complemented for ``strand='-'``; UserError for
+        an unknown chromosome or an interval outside it."""
         name = self.resolve(chrom)
         length = len(self.fasta.records[name])
         if not 0 <= start <= end <= length:
@@ -167,8 +153,8 @@ class Genome:
         return reverse_complement(seq) if strand == "-" else seq
 
     def _invalid(self, name: str, position: int, char: str) -> InputError:
-        """The error for an invalid character met by random access at ``position`` (0-based) of ``name``:
-        the streaming reader's, which names the line of the file's first one; else the record and the position."""
+        """The error for an invalid character met at ``position`` (0-based) of ``name``: the streaming
+        reader's, which names the line of the file's first one; else the record and the position."""
         try:
             for _ in read_fasta(self.path):
                 pass
@@ -177,7 +163,6 @@ class Genome:
         return InputError(self.path, f"invalid character {char!r} at bp {position + 1}; "
                           f"allowed: IUPAC nucleotide codes {IUPAC_CODES}", record=name)
 
-    # -- streaming -----------------------------------------------------------------------
     def records(self) -> Iterator[FastaRecord]:
         """Stream every record, cleaned; works for all formats including plain gzip."""
         return read_fasta(self.path)

@@ -1,15 +1,10 @@
 """ACGT k-mers as numbers: the one k-mer arithmetic of genolong.
 
-A k-mer of 2-bit base codes (:data:`~genolong.dna.sequence.BASE_CODES`: A0 C1 G2 T3) is the
-base-4 number ``sum_j code_j * 4^(k - 1 - j)`` (first base most significant), so a 32-mer fills
-one uint64 and the k-mers of one length number ``0 .. 4^k - 1`` in the order of
-``itertools.product("ACGT", repeat=k)``. A k-mer holding another base (code 4) has no number.
-Its *canonical* form is the smaller of it and its reverse complement, so that one key serves
-both strands.
-
-Users: the k-mer features of the k-mer models and the classifier's k-mer component (counts of
-the numbered k-mers), the train/test leakage check (canonical k-mer sets) and the genome index
-that locates sequences (canonical 32-mers).
+A k-mer of 2-bit base codes (:data:`~genolong.dna.sequence.BASE_CODES`: A0 C1 G2 T3) is the base-4
+number ``sum_j code_j * 4^(k - 1 - j)`` (first base most significant): a 32-mer fills one uint64, and the
+k-mers of one length number ``0 .. 4^k - 1`` in the order of ``itertools.product("ACGT", repeat=k)``. A
+k-mer holding another base (code 4) has no number. Its *canonical* form, the smaller of it and its reverse
+complement, serves both strands (the leakage check's k-mer sets, the genome index's 32-mers).
 """
 
 from __future__ import annotations
@@ -25,29 +20,17 @@ _FORWARD, _REVERSE = np.uint8(1), np.uint8(2)  # both set: a reverse-complement 
 
 
 def pack_kmers(codes: np.ndarray) -> np.ndarray:
-    """The numbers of 32-mers, packed a byte at a time (less memory than :func:`rolling_kmers` on a genome).
-
-    Args:
-        codes: ``(..., 32)`` uint8 codes in 0..3.
-
-    Returns:
-        ``(...)`` uint64.
-    """
+    """The ``(...)`` uint64 numbers of ``(..., 32)`` uint8 codes in 0..3, packed a byte at a time (less
+    memory than :func:`rolling_kmers` on a genome)."""
     quads = codes.reshape(*codes.shape[:-1], BLOCK // 4, 4)  # (..., 8, 4): four bases per byte
     packed = (quads[..., 0] << 6) | (quads[..., 1] << 4) | (quads[..., 2] << 2) | quads[..., 3]
     return np.ascontiguousarray(packed).view(">u8")[..., 0].astype(np.uint64)
 
 
 def rolling_kmers(codes: np.ndarray, k: int = BLOCK) -> np.ndarray:
-    """The number of every k-mer of runs of codes, built by doubling (1-mers, 2-mers, 4-mers, ...).
-
-    Args:
-        codes: ``(..., n)`` uint8 codes, ``n >= k``; entries of a k-mer with a code above 3 are meaningless.
-        k: 1 to 32.
-
-    Returns:
-        ``(..., n - k + 1)`` uint64; entry ``i`` is the number of ``codes[..., i:i + k]``.
-    """
+    """The number of every k-mer (``k`` 1 to 32) of ``(..., n)`` uint8 codes, ``n >= k``, built by doubling
+    (1-mers, 2-mers, 4-mers, ...): ``(..., n - k + 1)`` uint64, entry ``i`` the number of
+    ``codes[..., i:i + k]`` (meaningless for a k-mer with a code above 3)."""
     piece, width = codes.astype(np.uint64), 1  # the numbers of the width-mers
     done, out = 0, None  # the numbers of the done-mers
     while width <= k:
@@ -61,11 +44,8 @@ def rolling_kmers(codes: np.ndarray, k: int = BLOCK) -> np.ndarray:
 
 
 def acgt_kmers(sequence: str | bytes | np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """The k-mers of ACGT only of one sequence (ASCII; other letters, lowercase included, break k-mers).
-
-    Returns:
-        ``starts`` (M,) int64, where each such k-mer starts, and ``numbers`` (M,) int64 (k <= 31).
-    """
+    """The k-mers of ACGT only of one ASCII sequence (other letters, lowercase included, break k-mers):
+    ``starts`` (M,) int64, where each starts, and ``numbers`` (M,) int64 (k <= 31)."""
     data = sequence.encode("ascii") if isinstance(sequence, str) else sequence
     codes = BASE_CODES[np.frombuffer(data, dtype=np.uint8) if isinstance(data, bytes) else data]
     n = len(codes) - k + 1
@@ -85,12 +65,9 @@ def canonical_set(sequence: str, k: int) -> np.ndarray:
 
 
 def canonical_kmers(forward: np.ndarray, reverse: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Canonical form of k-mer numbers given their reverse complements' (same shape).
-
-    Returns:
-        ``keys``: the smaller of the two; ``orient``: uint8, 1 when the k-mer is its canonical
-        form, 2 when its reverse complement is, 3 for palindromes.
-    """
+    """Canonical form of k-mer numbers given their reverse complements' (same shape): ``keys``, the smaller
+    of the two, and ``orient`` uint8, 1 when the k-mer is its canonical form, 2 when its reverse complement
+    is, 3 for palindromes."""
     orient = np.where(forward <= reverse, _FORWARD, 0) | np.where(reverse <= forward, _REVERSE, 0)
     return np.minimum(forward, reverse), orient.astype(np.uint8)
 

@@ -65,11 +65,8 @@ class InvalidSequenceError(UserError):
 
 
 def clean(seq: str | bytes) -> str:
-    """Map ``seq`` onto ``ACGTN``: uppercase, IUPAC ambiguity codes -> ``N``.
-
-    Raises:
-        InvalidSequenceError: for a character outside the IUPAC nucleotide codes.
-    """
+    """Map ``seq`` onto ``ACGTN``: uppercase, IUPAC ambiguity codes -> ``N``; InvalidSequenceError for a
+    character outside the IUPAC nucleotide codes."""
     data = seq.encode("ascii", errors="replace") if isinstance(seq, str) else bytes(seq)
     out = data.translate(_CLEAN_TABLE)
     bad = out.find(_INVALID)
@@ -91,8 +88,7 @@ def reverse_complement_rows(seqs: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class FastaRecord:
-    """One FASTA record: ``name`` is the header line up to its first whitespace, ``description``
-    the rest."""
+    """One FASTA record: ``name`` is the header up to its first whitespace, ``description`` the rest."""
 
     name: str
     sequence: str
@@ -119,12 +115,8 @@ def compression(path: str | os.PathLike) -> str | None:
 
 
 def open_text_or_gzip(path: str | os.PathLike):
-    """Open ``path`` for binary reading, transparently decompressing gzip, bgzip, bzip2 and xz.
-
-    Raises:
-        UserError: no such file, a directory, or a compression genolong does not read (zstd),
-            named with what to do.
-    """
+    """Open ``path`` for binary reading, transparently decompressing gzip, bgzip, bzip2 and xz; UserError
+    for no such file, a directory, or a compression genolong does not read (zstd), with what to do."""
     path = Path(path)
     if not path.exists():
         raise UserError(f"{path}: no such file")
@@ -162,20 +154,18 @@ def numbered_lines(path: str | os.PathLike) -> Iterator[tuple[int, bytes]]:
 
 
 def read_fasta(path: str | os.PathLike, *, raw: bool = False, unique_names: bool = True) -> Iterator[FastaRecord]:
-    """Stream the records of a FASTA file (plain, gzip, bgzip, bzip2 or xz; any line endings),
-    validating as it goes.
-
-    Memory holds one record at a time. Errors name the file and the line.
+    """Stream the records of a FASTA file (plain, gzip, bgzip, bzip2 or xz; any line endings), one record
+    in memory at a time, validating as it goes.
 
     Args:
-        raw: keep the sequence as written (case and IUPAC codes preserved, still
-            validated) instead of cleaning it to ``ACGTN``.
-        unique_names: reject a repeated record name (right for a genome; sequence
-            collections such as promoter sets may repeat names).
+        raw: keep the sequence as written (case and IUPAC codes preserved, still validated) instead of
+            cleaning it to ``ACGTN``.
+        unique_names: reject a repeated record name (right for a genome; sequence collections such as
+            promoter sets may repeat names).
 
     Raises:
-        InputError: empty file, missing ``>`` header, invalid character, duplicate
-            record name, or a record without sequence.
+        InputError: naming the file and line: empty file, missing ``>`` header, invalid character,
+            duplicate record name, or a record without sequence.
     """
     table = _VALIDATE_TABLE if raw else _CLEAN_TABLE
     seen: set[str] = set()
@@ -207,7 +197,9 @@ def read_fasta(path: str | os.PathLike, *, raw: bool = False, unique_names: bool
                                          f"column {err.start + 2})", line=line_number) from None
                     if not header:
                         raise InputError(path, "header line has no record name", line=line_number)
-                    name, _, description = _split_header(header)
+                    # the name ends at the first whitespace, so that no TAB reaches a TSV, BED or .fai column
+                    name, *rest = header.split(maxsplit=1)
+                    description = rest[0] if rest else ""
                     if unique_names and name in seen:
                         raise InputError(path, "duplicate record name", line=line_number, record=name)
                     seen.add(name)
@@ -225,13 +217,6 @@ def read_fasta(path: str | os.PathLike, *, raw: bool = False, unique_names: bool
     if name is None:
         raise InputError(path, "empty file: no FASTA records")
     yield finish()
-
-
-def _split_header(header: str) -> tuple[str, str, str]:
-    """``(name, separator, description)``: the name is the header up to its first whitespace
-    (space, TAB, ...), so that no TAB of a header reaches a TSV, BED or ``.fai`` column."""
-    parts = header.split(maxsplit=1)
-    return parts[0], " ", parts[1] if len(parts) > 1 else ""
 
 
 def _raise_at_line(path, name, header_line: int, chunks: list[bytes], table: bytes) -> None:

@@ -1,21 +1,10 @@
 """The BPE DNA tokenizer (BigBird Sec. 5: a 32K BPE table, ~8.78 bp per token).
 
-Built with HF ``tokenizers`` over the alphabet ``A C G T N`` plus the special tokens
-``[PAD] [UNK] [CLS] [SEP] [MASK]`` and saved with ``transformers``' ``save_pretrained``,
-so ``AutoTokenizer.from_pretrained(dir)`` loads it offline.
-
-Design:
-
-* **Bounded memory.** HF's BPE trainer needs ~70 bytes per training base (1.1 GB for
-  16 Mbp, measured), so the whole genome (3.1 Gbp) is never fed to it. Instead a
-  seeded reservoir sample of ``chunk_bp``-long chunks, uniform over the genome (all
-  chromosomes in proportion to their length), is drawn in one streaming pass; peak
-  memory is one chromosome plus the sample, whatever the genome size.
-* **N runs.** A pre-tokenizer isolates runs of ``N`` as their own words, so BPE merges
-  never span a gap. N runs are left out of the training text; instead the tokens
-  ``N``x2, x4, ... x4096 are appended with their merges, so a run of length L encodes
-  in about ``L / 4096 + log2(4096)`` tokens.
-* **Lossless.** ``decode(encode(x)) == clean(x)``: tokens are fused without spaces.
+Built with HF ``tokenizers`` over ``A C G T N`` plus ``[PAD] [UNK] [CLS] [SEP] [MASK]``, saved with
+``save_pretrained`` (``AutoTokenizer.from_pretrained(dir)`` loads it offline). Trained on a seeded
+reservoir sample of chunks (bounded memory); runs of ``N`` are isolated by the pre-tokenizer, left out of
+training and encoded by the tokens ``N`` x 2, 4, ..., 4096 appended afterwards; lossless:
+``decode(encode(x)) == clean(x)``. Design and numbers: docs/guide/tokenizer-corpus.md.
 """
 
 from __future__ import annotations
@@ -46,17 +35,10 @@ _N_RUN = re.compile("N+")
 
 @dataclass
 class TokenizerTrainConfig:
-    """How to train the tokenizer.
-
-    Attributes:
-        vocab_size: final vocabulary size, special and N-run tokens included.
-        sample_bp: bases of training text sampled from the genome (bounds memory:
-            about 70 bytes of trainer memory per base).
-        chunk_bp: length of each sampled chunk.
-        max_n_fraction: chunks with more N than this are not sampled.
-        min_frequency: minimum pair count for a merge.
-        seed: seed of the chunk sample.
-    """
+    """How to train the tokenizer: ``vocab_size`` counts the special and N-run tokens; ``sample_bp`` bases
+    of training text, in chunks of ``chunk_bp``, bound the memory (about 70 bytes of trainer memory per
+    base); chunks with a larger N fraction than ``max_n_fraction`` are not sampled; ``min_frequency`` is
+    the minimum pair count of a merge; ``seed`` seeds the sample."""
 
     vocab_size: int = 32000
     sample_bp: int = 16_000_000
@@ -82,7 +64,6 @@ class TokenizerTrainConfig:
             raise ConfigError(f"min_frequency must be >= 0, got {self.min_frequency}")
 
 
-# -- sampling --------------------------------------------------------------------------------
 @dataclass
 class SampleReport:
     genome_bp: int = 0
@@ -93,14 +74,9 @@ class SampleReport:
 
 
 def sample_chunks(records: Iterable[FastaRecord], config: TokenizerTrainConfig) -> tuple[list[str], SampleReport]:
-    """A seeded, uniform reservoir sample of genome chunks (Vitter's Algorithm R).
-
-    Each record is cut into ``chunk_bp`` chunks from a random offset; chunks that are
-    mostly ``N`` are skipped. Memory: one record plus ``sample_bp`` bases.
-
-    Returns:
-        The sampled chunks (in genome order) and a report of what was seen.
-    """
+    """A seeded, uniform reservoir sample of genome chunks (Vitter's Algorithm R), in genome order, and a
+    report of what was seen. Each record is cut into ``chunk_bp`` chunks from a random offset; chunks that
+    are mostly ``N`` are skipped. Memory: one record plus ``sample_bp`` bases."""
     rng = np.random.default_rng(config.seed)
     capacity = config.sample_bp // config.chunk_bp
     reservoir: list[tuple[int, str]] = []  # (global chunk index, chunk)
@@ -136,13 +112,9 @@ def sample_chunks(records: Iterable[FastaRecord], config: TokenizerTrainConfig) 
 
 def _training_words(chunks: list[str]) -> Iterator[str]:
     """The chunks with their N runs removed (N runs never enter BPE training)."""
-    for chunk in chunks:
-        for piece in _N_RUN.split(chunk):
-            if piece:
-                yield piece
+    return (piece for chunk in chunks for piece in _N_RUN.split(chunk) if piece)
 
 
-# -- building ----------------------------------------------------------------------------------
 def _base_tokenizer():
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
 
@@ -201,12 +173,8 @@ def check_output_dir(out: Path, *, force: bool) -> None:
 def train_tokenizer(genome: str | Path, out: str | Path, config: TokenizerTrainConfig, *,
                     regions: list[Region] | None = None, force: bool = False,
                     model_max_length: int = 4096, show_progress: bool = True) -> dict:
-    """Train the BPE tokenizer on a sample of ``genome`` and save it to ``out`` atomically.
-
-    Returns:
-        The metadata written to ``out/genolong_tokenizer.json`` (config, sample report,
-        timings).
-    """
+    """Train the BPE tokenizer on a sample of ``genome``, save it to ``out`` atomically and return the
+    metadata written to ``out/genolong_tokenizer.json`` (config, sample report, timings)."""
     from tokenizers import trainers
 
     out = Path(out)
@@ -275,10 +243,9 @@ def check_tokenizer_model(tokenizer) -> None:
 
 
 def _check_bpe_model(model: dict) -> None:
-    """Raise ValueError unless ``model`` (``tokenizer.json``'s ``model``) is a consistent BPE table,
-    or a WordLevel vocabulary (Nucleotide Transformer's, written by ``genolong convert``): unique
-    integer ids, and every merge's parts and result in the vocabulary (``tokenizers`` panics on an
-    inconsistent one)."""
+    """Raise ValueError unless ``tokenizer.json``'s ``model`` is a consistent BPE table (``tokenizers``
+    panics on an inconsistent one) or a WordLevel vocabulary (Nucleotide Transformer's, from ``genolong
+    convert``): unique integer ids, every merge's parts and result in the vocabulary."""
     if not isinstance(model, dict) or model.get("type") not in ("BPE", "WordLevel"):
         raise ValueError("its model is not a BPE table")
     vocab, merges = model.get("vocab"), model.get("merges") if model["type"] == "BPE" else []
@@ -300,12 +267,10 @@ _ID_DEFINING_PARTS = ("model", "added_tokens", "normalizer", "pre_tokenizer", "p
 
 
 def tokenizer_fingerprint(tokenizer) -> str:
-    """SHA-256 of what maps text to ids: the vocabulary (token -> id), merges, special and added
-    tokens, normaliser, pre-tokenizer and post-processor, as canonical JSON (sorted keys).
-    Equal fingerprints encode identically; swapping two ids changes it. 64 hex digits.
-
-    A Python ("slow") tokenizer without a ``tokenizers`` backend (ESM's ``vocab.txt``) is
-    fingerprinted by its class, vocabulary and special tokens, which define its ids."""
+    """SHA-256 (64 hex digits) of what maps text to ids, as canonical JSON: the vocabulary, merges, special
+    and added tokens, normaliser, pre-tokenizer and post-processor; for a "slow" tokenizer without a
+    ``tokenizers`` backend (ESM's ``vocab.txt``), its class, vocabulary and special tokens. Equal
+    fingerprints encode identically; swapping two ids changes it."""
     backend = getattr(tokenizer, "backend_tokenizer", None)
     if backend is None:
         parts = {"class": type(tokenizer).__name__, "vocab": tokenizer.get_vocab(),
@@ -317,7 +282,6 @@ def tokenizer_fingerprint(tokenizer) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-# -- statistics -------------------------------------------------------------------------------
 def token_lengths(tokenizer) -> np.ndarray:
     """Bases covered by each token id, shape (vocab_size,); 0 for special tokens."""
     vocab = tokenizer.backend_tokenizer.get_vocab(with_added_tokens=True)
@@ -329,10 +293,8 @@ def token_lengths(tokenizer) -> np.ndarray:
 
 def tokenizer_stats(tokenizer, records: Iterable[FastaRecord], *, piece_bp: int = 32_768,
                     batch_size: int = 64, max_bp: int | None = None) -> dict:
-    """bp/token, token-length histogram and batch-encode throughput over ``records``.
-
-    Sequences are cut into ``piece_bp`` pieces (about one 4K-token model window) and
-    encoded with ``encode_batch_fast`` (parallel over pieces), without special tokens."""
+    """bp/token, token-length histogram and batch-encode throughput over ``records``, cut into ``piece_bp``
+    pieces (about one 4K-token window) encoded in parallel without special tokens."""
     backend = tokenizer.backend_tokenizer
     bp_of = token_lengths(tokenizer)
     total_bp = 0
