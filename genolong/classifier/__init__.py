@@ -1,12 +1,5 @@
-"""The fine-tuned model artifact, below training, evaluation and inference, which all read it.
-
-* :mod:`~genolong.classifier.task_info`: ``genolong_task.json`` (task, window, output names,
-  thresholds, provenance), readable without torch;
-* :mod:`~genolong.classifier.kmer_component`: the k-mer part of a classifier's network + k-mer stack;
-* :mod:`~genolong.classifier.directory`: a classifier directory (model, tokenizer, task info),
-  DNA -> token batches -> outputs per problem type, strand averaging;
-* :mod:`~genolong.classifier.embedder`: a model directory's encoder as pooled or per-base
-  embeddings (``genolong embed``, and the probe fine-tuning mode's cached inputs);
-* :mod:`~genolong.classifier.records`: records cut into windows, windows scored in batches and
-  merged back per record, as prediction, fine-tuning and evaluation all do.
+"""The fine-tuned model artifact, read by training, evaluation and inference: its task description
+(:mod:`~genolong.classifier.task_info`), directory and token encoding
+(:mod:`~genolong.classifier.directory`), k-mer component, embedder, and windowed scoring of records
+(:mod:`~genolong.classifier.records`).
 """

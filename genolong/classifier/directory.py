@@ -1,6 +1,4 @@
-"""A fine-tuned sequence classifier: the model directory, DNA -> token batches, probabilities.
-
-``genolong promoter|chromatin finetune`` writes a *classifier directory*; ``predict-*`` and ``eval`` read it::
+"""A fine-tuned classifier directory, DNA -> token batches -> outputs (B, C); fine-tuning writes it::
 
     config.json, model.safetensors     GenolongForSequenceClassification (save_pretrained)
     tokenizer.json, tokenizer_config.json
@@ -9,13 +7,9 @@
                                        turns the network's logits into the stack's
                                        (:mod:`genolong.classifier.kmer_component`)
 
-The outputs (B, C) follow the model's ``problem_type``
-(:func:`genolong.model.heads.output_activation`): independent sigmoids (multi-label BCE: C = 1
-for promoters, BigBird App. F.2; C = 919 for the chromatin profiles, App. F.3; C = 1 for a
-binary task), a softmax over C classes, or C regression values.
-
-:class:`StrandAveraged` averages the probabilities of a sequence and of its reverse
-complement (selene's ``NonStrandSpecific``), which makes any classifier strand-invariant.
+The outputs follow the model's ``problem_type`` (:func:`genolong.model.heads.output_activation`):
+independent sigmoids (C = 1 for promoters, BigBird App. F.2; C = 919 chromatin profiles, App. F.3),
+a softmax over C classes, or C regression values.
 """
 
 from __future__ import annotations
@@ -45,14 +39,8 @@ from genolong.runtime.precision import precision_on
 
 class TokenEncoder:
     """DNA strings -> padded token batches ``[CLS] tokens [SEP] [PAD]...``, the one encoding of
-    every model input (classifiers, embeddings, masked-LM scores: :meth:`pad`).
-
-    An input with more than ``max_len - 2`` tokens keeps its central ``max_len - 2`` tokens
-    (a window's label describes its centre).
-
-    Args:
-        tokenizer: a genolong tokenizer (:func:`genolong.dna.tokenizer.load_tokenizer`).
-        max_len: tokens per input, [CLS] and [SEP] included; None: any length, nothing cropped.
+    every model input (:meth:`pad`). ``max_len`` counts [CLS] and [SEP] (None: nothing cropped); a
+    longer input keeps its central ``max_len - 2`` tokens (a window's label describes its centre).
     """
 
     def __init__(self, tokenizer, max_len: int | None):
@@ -73,17 +61,9 @@ class TokenEncoder:
         return slice(start, start + keep)
 
     def __call__(self, sequences: list[str], centres: list[int | None] | None = None) -> dict[str, torch.Tensor]:
-        """Encode ``sequences`` (any case, IUPAC codes allowed).
-
-        Args:
-            centres: optional base index per sequence (or None) on whose token the kept tokens
-                centre, for inputs whose middle base is not their middle token (a long ``N``
-                run is few tokens).
-
-        Returns:
-            ``input_ids`` (B, T) int64 and ``attention_mask`` (B, T) int64, T = the longest
-            encoded input of the batch.
-        """
+        """Encode ``sequences`` (any case, IUPAC codes) -> ``input_ids``, ``attention_mask`` (B, T)
+        int64, T the longest input. ``centres``: optional base index per sequence (or None) on whose
+        token the kept tokens centre (a long ``N`` run is few tokens)."""
         cleaned = [clean(s) for s in sequences]
         if centres is None or all(c is None for c in centres):
             encodings = self.backend.encode_batch_fast(cleaned, add_special_tokens=False)
@@ -97,9 +77,8 @@ class TokenEncoder:
         return self.pad(bodies)
 
     def describe_cropping(self, sequences: list[str], what: str) -> str | None:
-        """How inputs longer than ``max_len`` are read, or None when every one of ``sequences``
-        (``what``: "sampled training records", ...) fits whole: how many are longer, and the
-        share of their tokens left out."""
+        """How many of ``sequences`` (``what``: "sampled training records") are longer than ``max_len``
+        and the share of their tokens left out; None when all fit."""
         lengths = [len(e.ids) for e in self.backend.encode_batch_fast([clean(s) for s in sequences],
                                                                        add_special_tokens=False)]
         keep = self.max_len - 2
@@ -116,9 +95,8 @@ class TokenEncoder:
         return ids[self.kept(len(ids))]
 
     def pad(self, bodies) -> dict[str, torch.Tensor]:
-        """``[CLS] body [SEP] [PAD]...`` rows from token-id sequences (lists, 1-D arrays or the
-        rows of a (B, n) array), each no longer than ``max_len - 2``: ``input_ids`` and
-        ``attention_mask`` (B, T) int64, T the longest body + 2."""
+        """``[CLS] body [SEP] [PAD]...`` rows of token-id sequences (each at most ``max_len - 2``):
+        ``input_ids`` and ``attention_mask`` (B, T) int64, T the longest body + 2."""
         lengths = np.array([len(ids) for ids in bodies], dtype=np.int64)  # (B,)
         width = int(lengths.max()) + 2
         input_ids = np.full((len(bodies), width), self.pad_id, dtype=np.int64)
@@ -131,11 +109,8 @@ class TokenEncoder:
 
 
 def resolve_device(device: str | torch.device | None) -> torch.device:
-    """``auto``/None: the GPU when there is one, else the CPU; else ``device`` if this machine has it.
-
-    Raises:
-        UserError: not a device name (``gpu7``), or a device this machine lacks (``cuda`` without a GPU).
-    """
+    """``auto``/None: the GPU when there is one, else the CPU; else ``device`` if this machine has it
+    (UserError if not, or not a device name)."""
     if device in (None, "auto"):
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     try:
@@ -154,18 +129,10 @@ def resolve_device(device: str | torch.device | None) -> torch.device:
 
 class Classifier:
     """A classifier ready for inference: model (eval mode), tokenizer, :class:`TaskInfo` and the
-    optional k-mer component (bound to the tokenizer) that turns the model's logits into its
-    network + k-mer stack's (:meth:`KmerComponent.apply`)."""
+    optional k-mer component that turns its logits into the network + k-mer stack's."""
 
-    def __init__(
-        self,
-        model,
-        tokenizer,
-        info: TaskInfo,
-        device: str | torch.device | None = "auto",
-        kmer: KmerComponent | None = None,
-        precision: str | None = None,
-    ):
+    def __init__(self, model, tokenizer, info: TaskInfo, device: str | torch.device | None = "auto",
+                 kmer: KmerComponent | None = None, precision: str | None = None):
         self.device = resolve_device(device)
         # None: float32, without a line (library use); a command's --precision is resolved and announced
         self.precision = precision_on(precision, self.device)
@@ -178,12 +145,8 @@ class Classifier:
     @classmethod
     def load(cls, path: str | Path, *, task: str | None = None, device: str | torch.device | None = "auto",
              precision: str | None = None):
-        """Load a classifier directory, checking that it was trained for ``task`` when given; ``precision``
-        (``auto``, ``32``, ``bf16``; None: float32) is that of its forward passes (:mod:`genolong.runtime.precision`).
-
-        Raises:
-            UserError: not a classifier directory, or one of another task.
-        """
+        """Load a classifier directory, checking that it was trained for ``task`` when given (else
+        UserError); ``precision`` (``auto``, ``32``, ``bf16``; None: float32) is its forward passes'."""
         from genolong.model.configuration import check_input_length
         from genolong.model.loading import load_model, load_model_tokenizer, read_model_config
         from genolong.model.modeling import GenolongForSequenceClassification
@@ -193,11 +156,9 @@ class Classifier:
             raise UserError(f"{path}: no such model directory")
         if not (path / TASK_FILE).is_file():
             if (path / "config.json").is_file():
-                raise UserError(
-                    f"{path} is a pretrained model, not a fine-tuned classifier (no {TASK_FILE})",
-                    hint=f"fine-tune one with `genolong {task or 'promoter'} finetune --data DATA --model {path} "
-                    "--out RUN`, then give --model RUN",
-                )
+                raise UserError(f"{path} is a pretrained model, not a fine-tuned classifier (no {TASK_FILE})",
+                                hint=f"fine-tune one with `genolong {task or 'promoter'} finetune --data DATA"
+                                f" --model {path} --out RUN`, then give --model RUN")
             shipped = ", or --model default for the shipped promoter model" if _shipped_serves(task) else ""
             raise UserError(f"{path} is not a genolong model directory (no {TASK_FILE})",
                             hint=f"give a fine-tuning run directory (RUN or RUN/model){shipped}")
@@ -206,10 +167,8 @@ class Classifier:
             raise UserError(f"{path} is a {info.task} model, not a {task} model")
         config = read_model_config(path)
         if config.num_labels != len(info.label_names):
-            raise InputError(
-                path / TASK_FILE,
-                f"{len(info.label_names)} label names for a model with {config.num_labels} outputs",
-            )
+            raise InputError(path / TASK_FILE, f"{len(info.label_names)} label names for a model with "
+                             f"{config.num_labels} outputs")
         spec = info.inference
         if spec is not None and ACTIVATIONS[spec.activation] != (config.problem_type or ACTIVATIONS["sigmoid"]):
             raise InputError(path / TASK_FILE, f"inference.activation {spec.activation} does not fit a model of "
@@ -234,20 +193,17 @@ class Classifier:
                 self.kmer.save(tmp)
 
     def logits(self, sequences: list[str], centres: list[int | None] | None = None) -> torch.Tensor:
-        """Logits of one batch, shape (B, C) float32, on the model's device (``centres``: see
-        :class:`TokenEncoder`); with a k-mer component, the stack's."""
+        """Logits (B, C) float32 of one batch, with any k-mer component (``centres``: see TokenEncoder)."""
         return self.token_logits(self.encode(sequences, centres))
 
     def token_logits(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        """Logits of encoded token rows (``input_ids``, ``attention_mask`` (B, T), as
-        :meth:`TokenEncoder.pad` makes them): (B, C) float32 on the model's device, the k-mer
-        component's stack when there is one (:func:`genolong.classifier.scoring.token_logits`)."""
+        """Logits (B, C) float32 on the model's device of rows made by :meth:`TokenEncoder.pad`
+        (:func:`genolong.classifier.scoring.token_logits`)."""
         return token_logits(self.model, batch["input_ids"].to(self.device), batch["attention_mask"].to(self.device),
                             kmer=self.kmer, precision=self.precision)
 
     def token_outputs(self, batch: dict[str, torch.Tensor]) -> np.ndarray:
-        """The outputs of encoded token rows per the model's problem type (sigmoids, a softmax or
-        regression values): (B, C) float32 (:func:`genolong.classifier.scoring.token_outputs`)."""
+        """Outputs (B, C) float32 of token rows (:func:`genolong.classifier.scoring.token_outputs`)."""
         return token_outputs(self.model, batch["input_ids"].to(self.device), batch["attention_mask"].to(self.device),
                              kmer=self.kmer, precision=self.precision).cpu().numpy()
 
@@ -265,12 +221,8 @@ def _shipped_serves(task: str | None) -> bool:
 
 
 class StrandAveraged:
-    """Mean of the probabilities of each sequence and its reverse complement (selene
-    ``NonStrandSpecific``, mode "mean"); both strands go through the model in one batch.
-
-    Wraps anything with ``probabilities(sequences, centres=None) -> (B, C)`` and ``info``;
-    ``centres`` (see :class:`TokenEncoder`) are mirrored for the reverse strand.
-    """
+    """Mean of the outputs of each sequence and its reverse complement (selene ``NonStrandSpecific``),
+    in one batch, of anything with ``probabilities(sequences, centres=None) -> (B, C)`` and ``info``."""
 
     def __init__(self, classifier):
         self.classifier = classifier

@@ -1,21 +1,11 @@
-"""Embeddings of DNA sequences from a genolong model directory: :class:`Embedder`, which ``genolong embed``
-(:mod:`genolong.inference.embed`) and the probe fine-tuning mode (:mod:`genolong.training.probe`) use.
+"""Embeddings of DNA sequences from any genolong model directory (MLM model or classifier; only its
+encoder is loaded), for ``genolong embed`` and the probe fine-tuning mode.
 
-Any model directory holding a genolong encoder serves: a pretrained MLM model or a fine-tuned
-classifier; only its encoder (:class:`~genolong.model.modeling.GenolongModel`) is loaded.
-
-Layers are numbered like Hugging Face's ``hidden_states``: 0 is the token embeddings, ``i`` the
-output of block ``i``, and the last (``num_hidden_layers``, or -1) the encoder's output (its final
-LayerNorm applied, when the model has one). Negative numbers count from the end.
-
-* pooled (``per_base=False``): one vector per sequence and layer, the mean over its real tokens
-  ([CLS] and [SEP] included, padding left out) or the [CLS] vector;
-* per base (``per_base=True``): one vector per base, the vector of the BPE token that covers it
-  (the tokenizer's offsets), so a token of ``k`` bases gives its vector to each of them.
-
-``both_strands`` averages a sequence's embedding with that of its reverse complement, the
-reverse complement's per-base rows reversed so that row ``i`` is base ``i`` on both strands:
-the result is the same for a sequence and its reverse complement.
+Layers are numbered like Hugging Face's ``hidden_states``: 0 the token embeddings, ``i`` block
+``i``'s output, the last (or -1) the encoder's output (after its final LayerNorm, if any). Pooled:
+per sequence and layer, the mean over real tokens ([CLS] and [SEP] included) or the [CLS] vector;
+per base: the vector of the BPE token that covers each base. ``both_strands`` averages with the
+reverse complement's embedding (per-base rows reversed), so both strands give the same result.
 """
 
 from __future__ import annotations
@@ -36,16 +26,9 @@ HEAD_PREFIXES = ("lm_head.", "classifier.", "fusion.")
 
 
 class Embedder:
-    """A genolong encoder ready to embed sequences.
-
-    Args:
-        model: a :class:`~genolong.model.modeling.GenolongModel`.
-        tokenizer: its tokenizer (:func:`genolong.dna.tokenizer.load_tokenizer`).
-        layers: hidden layers to return (see the module docstring), in the order given.
-        pooling: ``mean`` or ``cls``.
-        device: ``auto``, ``cpu``, ``cuda``...
-        precision: ``auto``, ``32`` or ``bf16`` (None: float32, without a line).
-    """
+    """A :class:`~genolong.model.modeling.GenolongModel` ready to embed sequences: ``layers`` in the
+    order given, ``pooling`` ``mean`` or ``cls``, ``precision`` ``auto``, ``32`` or ``bf16`` (None:
+    float32)."""
 
     def __init__(self, model, tokenizer, *, layers: tuple[int, ...] = (-1,), pooling: str = "mean",
                  device: str | torch.device | None = "auto", precision: str | None = None):
@@ -60,8 +43,7 @@ class Embedder:
         if not layers or any(not -n_states <= layer < n_states for layer in layers):
             raise UserError(f"layers {list(layers)}: this model has layers 0..{n_states - 1} (or -{n_states}..-1)")
         self.layers = tuple(layer % n_states for layer in layers)
-        encoder = model.encoder
-        if any(layer != n_states - 1 for layer in self.layers) and type(encoder).__name__ != "Encoder":
+        if any(layer != n_states - 1 for layer in self.layers) and type(model.encoder).__name__ != "Encoder":
             raise UserError(f"layers {list(layers)}: a {model.config.backbone} model gives its last layer only",
                             hint="use --layers -1")
         self.max_tokens = attention_class(model.config.backbone).max_input_length(model.config)
@@ -69,12 +51,8 @@ class Embedder:
 
     @classmethod
     def load(cls, path: str | Path, **kwargs) -> Embedder:
-        """The encoder of the model directory ``path`` (MLM model or classifier); ``kwargs`` as
-        :class:`Embedder`'s.
-
-        Raises:
-            UserError: not a genolong model directory, or its weights or tokenizer do not match.
-        """
+        """The encoder of the model directory ``path``; ``kwargs`` as :class:`Embedder`'s (UserError:
+        not a genolong model directory, or its weights or tokenizer do not match)."""
         from genolong.model.loading import load_model, load_model_tokenizer, read_model_config
         from genolong.model.modeling import GenolongModel
 
@@ -126,9 +104,8 @@ class Embedder:
         return torch.stack([captured[layer].float() for layer in self.layers], dim=1).cpu()
 
     def pooled(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> np.ndarray:
-        """Pooled vectors of encoded token rows (``[CLS] tokens [SEP] [PAD]...``, as
-        :class:`~genolong.classifier.directory.TokenEncoder` makes them): (B, T) -> (B, n_layers, H)
-        float32, the [CLS] row or the mean over the real tokens."""
+        """Pooled vectors of token rows made by :class:`~genolong.classifier.directory.TokenEncoder`:
+        (B, T) -> (B, n_layers, H) float32."""
         states = self.hidden_states(input_ids, attention_mask)  # (B, n_layers, T, H)
         if self.pooling == "cls":
             return states[:, :, 0].numpy()
@@ -145,19 +122,8 @@ class Embedder:
 
     def embed(self, sequences: list[str], *, names: list[str] | None = None, per_base: bool = False,
               both_strands: bool = False, source: Path | None = None):
-        """Embeddings of one batch of sequences.
-
-        Args:
-            sequences: DNA strings (any case, IUPAC codes allowed).
-            names: one name per sequence, for error messages (default: their positions).
-            per_base: one vector per base instead of one per sequence.
-            both_strands: average with the reverse complement's embedding (strand-invariant).
-            source: the file the sequences come from, named by errors.
-
-        Returns:
-            pooled: (B, n_layers, H) float32; per base: a list of (n_layers, L_i, H) float32,
-            L_i the length of sequence i.
-        """
+        """Embeddings of one batch of DNA strings: pooled (B, n_layers, H) float32, or per base a list
+        of (n_layers, L_i, H) float32; ``names`` (default: positions) and ``source`` are named in errors."""
         names = [str(i) for i in range(len(sequences))] if names is None else names
         forward = self._one_strand(sequences, names, per_base, source)
         if not both_strands:

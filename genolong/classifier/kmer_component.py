@@ -1,54 +1,25 @@
-"""The k-mer component of a classifier directory: k-mer logistic regressions added to the network.
-
-A classifier directory may hold ``kmer_component.npz`` next to the network. Its logit is added
-to the network's, so the directory scores ``sigmoid(network logit + k-mer logit)``: an ensemble
-in logit space whose weights (the network's, the k-mer models' and an offset) were fitted
-together by logistic regression on held-out data and folded in (the network's into its output
-layer, the k-mer models' here; :mod:`genolong.evaluation.kmer_models`).
-
-A k-mer model is the baseline's (:mod:`genolong.evaluation.kmer_baseline`): the overlapping
-k-mers of a sequence are counted, the counts of k-mers seen in training are divided by their
-sum (L1) and by their training standard deviation, and dotted with the logistic regression's
-coefficients. The last two steps are linear, so a model keeps one weight per k-mer::
+"""The k-mer component of a classifier directory (``kmer_component.npz``): ``E`` k-mer models
+(:mod:`genolong.evaluation.kmer_baseline`, one weight per training k-mer) whose logits, through a
+link, are added to the network's: an ensemble fitted on held-out data
+(:mod:`genolong.evaluation.kmer_models`)::
 
     score_e = sum_j count_j * weight_ej / sum_j count_j + bias_e,   j over the training k-mers
-
-The component holds ``E`` such models on the same k-mers (counted once) and maps their scores
-through a link to ``C`` outputs, with a mix weight ``mix_ce`` per output and model and an offset
-per output::
-
     logit_c = sum_e mix_ce * link(score)_e + offset_c
     link:  linear         score_e
-           logsigmoid     log sigmoid(score_e)
+           logsigmoid     log sigmoid(score_e)   (an expert that can only veto: promoter task)
            clipped_logit  log(p / (1 - p)), p = score_e clipped to [1e-4, 1 - 1e-4] (ridge on 0/1 labels)
            log_softmax    score_e - log sum_e' exp(score_e')   (a multinomial model's log-probabilities)
 
-The classifier's logits are the network's plus these (:meth:`KmerComponent.apply`). The k-mer
-part of a stack of the network and a k-mer model also holds the stack's weights on the network,
-``network`` (C, C), applied to its logits or, for a multi-class stack (a multinomial logistic
-regression on both models' log-probabilities), to their log-softmax (``network_input``), in
-float64::
+A stack also holds its weights on the network, ``network`` (C, C), applied in float64 (folding them
+into the float32 output layer would lose precision) to the network's logits or, for a multi-class
+stack, their log-softmax (``network_input``)::
 
     logits = x @ network.T + mix @ link(k-mer scores) + offset,   x = network logits or their log-softmax
 
-(binary, multi-label, regression: ``a_c * network_c + b_c * kmer_c + c_c``: ``network = diag(a)``,
-``mix = diag(b)``, ``offset = c``). Folding ``a`` and ``c`` into the network's float32 output
-layer instead would lose precision when a large weight and offset cancel.
-
-With the log-sigmoid link a model can only lower the logit, by up to ``mix_ce * |score_e|`` when
-it is sure a sequence is a negative of its kind, and adds nearly nothing when it is sure of the
-contrary: an expert on one kind of negative vetoes what it recognises and leaves the rest to
-the network (the promoter task's experts, ``C = 1``).
-
-The file ``kmer_component.npz`` holds ``version`` (2), ``kmers`` (V,), ``weights`` (E, V),
-``bias`` (E,), ``mix`` (C, E), ``link``, ``offset`` (C,) and, for a stack, ``network`` (C, C)
-and ``network_input`` (``logits`` or ``log_softmax``). A file without ``version`` (one output) is read as before: ``mix`` (E,) or
-absent (ones), no offset.
-
-It reads the bases the network reads: the text of a token row (the kept tokens of an input;
-special tokens read as ``N``), so every path that scores token rows (``predict-*``, ``eval``,
-``scan``) scores the same ensemble, both strands and every window alike. k-mers with a base
-other than ACGT are not counted (training sequences hold none).
+The file holds ``version`` (2), ``kmers``, ``weights``, ``bias``, ``mix``, ``link``, ``offset`` and,
+for a stack, ``network`` and ``network_input``; a file without ``version`` has one output (``mix``
+(E,) or absent: ones, no offset). It reads the text of a token row (special tokens read as ``N``),
+so every path that scores token rows scores the same ensemble; k-mers with non-ACGT bases are not counted.
 """
 
 from __future__ import annotations
@@ -86,20 +57,10 @@ def log_softmax(logits: np.ndarray) -> np.ndarray:
 
 
 class KmerComponent:
-    """``E`` k-mer models on one set of k-mers, each with a weight per k-mer and a bias, mapped
-    through a link to ``C`` outputs (see the module docstring).
-
-    Args:
-        kmers: the training k-mers (V,), ACGT only, any lengths from 1 to 8.
-        weights: shape (E, V) (or (V,) for one model), the weight of each k-mer in each model.
-        bias: shape (E,) (or a number for one model).
-        mix: shape (C, E), the weight of each model's linked score in each output (or (E,) for one
-            output; default: one output, 1 each).
-        link: one of :data:`LINKS`.
-        offset: shape (C,), added to each output (default: 0).
-        network: shape (C, C) or None: the stack's weights on the network's ``network_input``
-            (``logits``, or ``log_softmax`` for a multi-class stack); None: the network's logits as they are.
-    """
+    """``E`` k-mer models on one set of k-mers mapped through a link to ``C`` outputs (see the module
+    docstring): ``kmers`` (V,) ACGT of 1 to 8 bases, ``weights`` (E, V) or (V,), ``bias`` (E,) or a
+    number, ``mix`` (C, E) or (E,) (default: one output, 1 each), ``offset`` (C,) (default 0),
+    ``network`` (C, C) or None (the network's logits as they are)."""
 
     def __init__(self, kmers: Sequence[str], weights: np.ndarray, bias, mix=None, link: str = "linear",
                  offset=None, network=None, network_input: str = "logits"):
@@ -124,9 +85,8 @@ class KmerComponent:
             raise UserError("a k-mer component holds ACGT k-mers of 1 to 8 bases")
         self.kmers, self.weights, self.bias, self.mix, self.link = list(kmers), weights, bias, mix, link
         self.offset, self.network, self.network_input = offset, network, network_input
-        self.tables: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # k -> (weights (4**k, E), seen (4**k,))
-        for k in sorted({len(kmer) for kmer in self.kmers}):
-            self.tables[k] = (np.zeros((4**k, len(weights))), np.zeros(4**k))
+        self.tables = {k: (np.zeros((4**k, len(weights))), np.zeros(4**k))  # weights (4**k, E), seen (4**k,)
+                       for k in sorted(set(map(len, self.kmers)))}
         for column, kmer in enumerate(self.kmers):
             table, seen = self.tables[len(kmer)]
             index = acgt_kmers(kmer, len(kmer))[1]
@@ -134,12 +94,8 @@ class KmerComponent:
         self.token_texts: np.ndarray | None = None
 
     def scores(self, sequences: Sequence[str]) -> np.ndarray:
-        """Each model's score of each sequence (uppercase; other letters than ACGT break k-mers),
-        shape (B, E) float64, before the link.
-
-        A sequence without any training k-mer gets the biases. The batch is scored as one string,
-        its sequences joined by ``N`` (no k-mer spans two of them).
-        """
+        """Each model's score (B, E) float64 of each uppercase sequence, before the link (the biases
+        for a sequence without training k-mers). Scored as one string joined by ``N``."""
         joined = "N".join(sequences) + "N"
         owner = np.repeat(np.arange(len(sequences)), [len(s) + 1 for s in sequences])  # (L,) sequence of each base
         total, count = np.zeros((len(sequences), len(self.weights))), np.zeros(len(sequences))
@@ -151,8 +107,7 @@ class KmerComponent:
         return self.bias + np.divide(total, count[:, None], out=np.zeros_like(total), where=count[:, None] > 0)
 
     def logits(self, sequences: Sequence[str]) -> np.ndarray:
-        """The component's logits of each sequence, shape (B, C) float64: the models' :meth:`scores`
-        through the link, weighted by ``mix``, added up and offset."""
+        """The component's logits (B, C) float64 of each sequence."""
         return self.combine(self.scores(sequences))
 
     def combine(self, scores: np.ndarray) -> np.ndarray:
@@ -175,12 +130,9 @@ class KmerComponent:
         return torch.log_softmax(scores, dim=1)
 
     def base_shares(self, sequence: str) -> np.ndarray:
-        """Each base's share of each model's score, (E, L) float64 for a sequence of L bases (uppercase).
-
-        Every occurrence of a training k-mer adds ``weight / count`` to a model's score (:meth:`scores`;
-        ``count``: the sequence's training k-mers); its share goes to its k bases evenly. A model's
-        shares add up to its score minus its bias (all zeros for a sequence without training k-mers).
-        """
+        """Each base's share (E, L) float64 of each model's score of an uppercase sequence: each
+        k-mer occurrence's ``weight / count`` split evenly over its k bases; the shares add up to the
+        score minus the bias."""
         shares, count = np.zeros((len(sequence), len(self.weights))), 0.0
         for k, (table, seen) in self.tables.items():
             starts, index = acgt_kmers(sequence, k)
@@ -216,9 +168,8 @@ class KmerComponent:
         return torch.from_numpy(self.combine(self.token_scores(input_ids))).float().to(input_ids.device)
 
     def network_part(self, network_logits: torch.Tensor) -> torch.Tensor:
-        """The stack's network part, differentiable: (B, C) network logits -> ``x @ network.T``
-        (B, C) float64 (x: the logits or their log-softmax); the logits as they are without a
-        ``network`` matrix."""
+        """The stack's network part, differentiable: (B, C) network logits -> ``x @ network.T`` (B, C)
+        float64; the logits as they are without a ``network`` matrix."""
         if self.network is None:
             return network_logits
         x = network_logits.double()
@@ -227,9 +178,8 @@ class KmerComponent:
         return x @ torch.from_numpy(self.network.T).to(x.device)
 
     def apply(self, network_logits: torch.Tensor, input_ids: torch.Tensor) -> torch.Tensor:
-        """The classifier's logits (B, C) float32 from the network's (B, C) and the token rows
-        (B, T) they were computed from: :meth:`network_part` plus the component's logits (in
-        float64 with a ``network`` matrix; else in float32, as files of the first format were)."""
+        """The classifier's logits (B, C) float32 from the network's (B, C) and their token rows (B, T):
+        :meth:`network_part` plus the component's logits (float64 with a ``network`` matrix, else float32)."""
         if self.network is None:
             return network_logits.float() + self.token_logits(input_ids)
         kmer = torch.from_numpy(self.combine(self.token_scores(input_ids))).to(network_logits.device)
@@ -244,12 +194,8 @@ class KmerComponent:
 
     @classmethod
     def load(cls, directory: str | Path, tokenizer) -> KmerComponent | None:
-        """The component of a classifier directory, bound to its tokenizer; None when it has none.
-        A file without ``version`` has one output; without ``mix`` and ``link`` it holds one linear model.
-
-        Raises:
-            InputError: the file is not a k-mer component, or one of a newer format.
-        """
+        """The component of a classifier directory, bound to its tokenizer; None when it has none
+        (InputError: not a k-mer component, or of a newer format)."""
         path = Path(directory) / COMPONENT_FILE
         if not path.is_file():
             return None
@@ -262,10 +208,8 @@ class KmerComponent:
                 component = cls([str(k) for k in data["kmers"]], data["weights"], data["bias"],
                                 data.get("mix"), str(data.get("link", "linear")), data.get("offset"),
                                 data.get("network"), str(data.get("network_input", "logits")))
-        except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as err:
-            raise InputError(path, f"not a k-mer component (truncated or damaged: {first_line(err)})") from None
         except InputError:
             raise
-        except UserError as err:
+        except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile, UserError) as err:
             raise InputError(path, f"not a k-mer component (truncated or damaged: {first_line(err)})") from None
         return component.bind(tokenizer)

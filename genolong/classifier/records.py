@@ -1,23 +1,11 @@
-"""Streaming, batched inference over FASTA records, in windows.
+"""Streaming, batched inference over FASTA records, in windows; memory bounded by the largest record
+plus one batch: :func:`iter_windows` cuts records into model inputs, :func:`score_windows` scores
+them in batches, in order, :func:`group_by_record` regroups them lazily per record and
+:class:`RegionMerger` merges a record's high-scoring windows into regions. Held-out sets are scored
+in memory the same way (:func:`best_window_probabilities`: a record's score is its best window's).
 
-One pass over the file, memory bounded by the largest record plus one batch:
-
-1. :func:`iter_windows` cuts each record into model inputs. A record no longer than the
-   model window is one input; a longer one is scanned with windows of ``window`` bp every
-   ``stride`` bp, plus a last window flush with the record's end so that its tail is scored.
-   A window more than :data:`MAX_N_FRACTION` N (or another ambiguous code) is not scored, as
-   ``genolong scan`` skips it. A record shorter than ``min_length``, or without a window to
-   score, becomes a :class:`Skipped` item carrying the reason.
-2. :func:`score_windows` runs the model on batches of windows and yields every item with
-   its probabilities, in input order (skipped items pass through unscored).
-3. :func:`group_by_record` regroups the scored windows per record, lazily, for the writers;
-   :class:`RegionMerger` merges a record's high-scoring windows into regions as they come.
-
-Held-out sets are scored the same way in memory (:func:`best_window_probabilities`): a record's
-score is its best window's, as in the per-record prediction table.
-
-Any scorer with ``probabilities(sequences) -> (B, C)`` and ``info`` works: a
-:class:`~genolong.classifier.directory.Classifier` or a :class:`~genolong.classifier.directory.StrandAveraged` one.
+A scorer is anything with ``probabilities(sequences) -> (B, C)`` and ``info``: a
+:class:`~genolong.classifier.directory.Classifier` or a ``StrandAveraged`` one.
 """
 
 from __future__ import annotations
@@ -61,11 +49,8 @@ class Skipped:
 
 
 def window_starts(length: int, window: int, stride: int) -> list[int]:
-    """Starts of the scanning windows of a record of ``length`` bp.
-
-    ``[0]`` when the record fits in one window; else ``0, stride, 2 * stride, ...`` while the
-    window fits, and ``length - window`` last when the stride does not land on it.
-    """
+    """Starts of the scanning windows of a record of ``length`` bp: ``[0]`` when it fits in one window;
+    else ``0, stride, 2 * stride, ...`` while the window fits, then ``length - window`` if not yet there."""
     if window < 1 or stride < 1:
         raise UserError(f"window and stride must be positive, got window={window}, stride={stride}")
     if length <= window:
@@ -76,6 +61,11 @@ def window_starts(length: int, window: int, stride: int) -> list[int]:
     return starts
 
 
+def check_batch_size(batch_size: int) -> None:
+    if batch_size < 1:
+        raise UserError(f"batch size must be positive, got {batch_size}")
+
+
 def check_stride(stride: int, window: int) -> None:
     """Refuse windows ``stride`` bp apart that leave bases between them unread (a stride above the window)."""
     if stride > window:
@@ -84,31 +74,21 @@ def check_stride(stride: int, window: int) -> None:
 
 
 def record_stride(window: int) -> int:
-    """The default bp between the windows a record longer than the model's window is read in
-    (predict, fine-tuning validation, evaluation): half the window."""
+    """The default bp between the windows of a record longer than the model's window: half the window."""
     return max(1, window // 2)
 
 
 def record_windows(sequences: Sequence[str], window: int, stride: int) -> tuple[list[str], np.ndarray]:
-    """Every scanning window of every sequence (:func:`window_starts`), in order, and the index
-    of the sequence each one comes from: ``(windows, record)``, ``record`` shape ``(W,)`` int64."""
-    windows, record = [], []
-    for index, sequence in enumerate(sequences):
-        for start in window_starts(len(sequence), window, stride):
-            windows.append(sequence[start : start + window])
-            record.append(index)
-    return windows, np.array(record, dtype=np.int64)
+    """Every scanning window of every sequence, in order, and the index (W,) int64 of its sequence."""
+    pairs = [(sequence[start : start + window], index) for index, sequence in enumerate(sequences)
+             for start in window_starts(len(sequence), window, stride)]
+    return [w for w, _ in pairs], np.array([i for _, i in pairs], dtype=np.int64)
 
 
-def best_window_probabilities(
-    scorer, sequences: Sequence[str], batch_size: int, window: int, stride: int | None = None
-) -> np.ndarray:
-    """Each sequence's probabilities as the prediction table reports them, shape (N, C): a
-    sequence no longer than ``window`` is one input; a longer one is scanned in windows
-    ``stride`` bp apart (default :func:`record_stride`) and gets its best window's
-    probability per class. Evaluation sets scored this way measure what a user's
-    ``predict-promoter`` run on the same records would report.
-    """
+def best_window_probabilities(scorer, sequences: Sequence[str], batch_size: int, window: int,
+                              stride: int | None = None) -> np.ndarray:
+    """Each sequence's probabilities (N, C) as the prediction table reports them: a longer sequence than
+    ``window`` gets its best window's per class, windows ``stride`` bp apart (default: half a window)."""
     windows, record = record_windows(sequences, window, record_stride(window) if stride is None else stride)
     return best_per_record(predict_all(scorer, windows, batch_size), record, len(sequences))
 
@@ -127,18 +107,17 @@ def mostly_called(sequence: str) -> bool:
     return len(sequence) - called <= MAX_N_FRACTION * len(sequence)
 
 
-def iter_windows(
-    records: Iterable[FastaRecord], window: int, stride: int, min_length: int
-) -> Iterator[Window | Skipped]:
-    """The model inputs of ``records`` (``name`` and upper-case ``sequence``), record by record (see
-    the module docstring); a ``stride`` above the ``window`` is refused (:func:`check_stride`)."""
+def iter_windows(records: Iterable[FastaRecord], window: int, stride: int,
+                 min_length: int) -> Iterator[Window | Skipped]:
+    """The model inputs of ``records`` (upper-case), record by record: windows ``stride`` bp apart plus
+    one flush with the end; a record shorter than ``min_length`` or without a window at most
+    :data:`MAX_N_FRACTION` N is :class:`Skipped` with the reason."""
     check_stride(stride, window)
     for ordinal, record in enumerate(records):
         length = len(record.sequence)
         if length < min_length:
-            yield Skipped(
-                ordinal, record.name, length, f"shorter than the model's minimum of {min_length} bp"
-            )
+            yield Skipped(ordinal, record.name, length,
+                          f"shorter than the model's minimum of {min_length} bp")
             continue
         starts = window_starts(length, window, stride)
         kept = np.fromiter((mostly_called(record.sequence[start : start + window]) for start in starts),
@@ -152,19 +131,11 @@ def iter_windows(
             yield Window(ordinal, record.name, length, start, end, record.sequence[start:end], count)
 
 
-def score_windows(
-    items: Iterable[Window | Skipped], scorer, batch_size: int, *, progress=None
-) -> Iterator[tuple[Window | Skipped, np.ndarray | None]]:
-    """``(item, probabilities (C,))`` for each item in order; ``None`` for a :class:`Skipped` one.
-
-    Args:
-        items: from :func:`iter_windows`.
-        scorer: ``probabilities(list[str]) -> (B, C)``.
-        batch_size: windows per model call.
-        progress: optional tqdm-like object, advanced by one per window.
-    """
-    if batch_size < 1:
-        raise UserError(f"batch size must be positive, got {batch_size}")
+def score_windows(items: Iterable[Window | Skipped], scorer, batch_size: int, *,
+                  progress=None) -> Iterator[tuple[Window | Skipped, np.ndarray | None]]:
+    """``(item, probabilities (C,))`` for each :func:`iter_windows` item in order (None for a
+    :class:`Skipped` one), ``batch_size`` windows per model call; ``progress`` (tqdm-like) counts windows."""
+    check_batch_size(batch_size)
     pending: list[Window | Skipped] = []
 
     def flush() -> Iterator[tuple[Window | Skipped, np.ndarray | None]]:
@@ -188,24 +159,17 @@ def score_windows(
 
 
 def group_by_record(scored: Iterable[tuple[Window | Skipped, np.ndarray | None]]):
-    """Regroup :func:`score_windows` output lazily, record by record.
-
-    Yields ``(first item, pairs)`` per record, where ``pairs`` iterates over that record's
-    ``(item, probabilities)`` (the first included). Like :func:`itertools.groupby`, consume
-    ``pairs`` before moving to the next record; nothing is held, so a chromosome-long record
-    scanned in millions of windows takes no more memory than one batch.
-    """
+    """Regroup :func:`score_windows` output lazily: ``(first item, pairs)`` per record, ``pairs`` its
+    ``(item, probabilities)`` (the first included), to consume before the next record (nothing is held)."""
     for _, group in itertools.groupby(scored, key=lambda pair: pair[0].record):
         first = next(group)
         yield first[0], itertools.chain([first], group)  # noqa: B031 (each group is read once, in order)
 
 
 class RegionMerger:
-    """Merge the windows of one record that score at least ``threshold`` and overlap or touch.
-
-    Feed windows in order of start with :meth:`add`; each call returns the regions it closed,
-    :meth:`close` the last one. Regions are ``(start, end, best probability)``.
-    """
+    """Merge the windows of one record that score at least ``threshold`` and overlap or touch into
+    ``(start, end, best probability)`` regions: :meth:`add` windows by start returns the regions it
+    closed, :meth:`close` the last one."""
 
     def __init__(self, threshold: float):
         self.threshold = threshold
@@ -229,12 +193,8 @@ class RegionMerger:
 
 
 def predict_all(scorer, sequences: Iterable[str], batch_size: int, *, progress=None) -> np.ndarray:
-    """Probabilities of every sequence, shape (N, C), in batches of ``batch_size``.
-
-    Each sequence is one model input, scanned in no windows (see :func:`best_window_probabilities`).
-    """
-    if batch_size < 1:
-        raise UserError(f"batch size must be positive, got {batch_size}")
+    """Probabilities (N, C) of every sequence, each one model input, in batches of ``batch_size``."""
+    check_batch_size(batch_size)
     chunks = []
     iterator = iter(sequences)
     while batch := list(itertools.islice(iterator, batch_size)):

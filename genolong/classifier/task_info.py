@@ -1,9 +1,6 @@
 """What a classifier directory was trained for (``genolong_task.json``) and where the shipped promoter
-model lives: the part of :mod:`genolong.classifier.directory` that command-line parsers read, without torch.
-
-:class:`InferenceSpec` is what every inference command needs of a model, declared by its task
-(:meth:`genolong.tasks.task.FinetuneTask.inference_spec`) and saved by every fine-tuning run; a
-directory written before it was recorded gets it from its task name when loaded for inference
+model lives, readable without torch. :class:`InferenceSpec` is declared by a task, saved by every
+fine-tuning run, and derived from the task name for older directories
 (:func:`genolong.tasks.task.load_classifier`).
 """
 
@@ -36,21 +33,15 @@ EFFECTS = ("probability", "logit", "value")
 
 @dataclass
 class InferenceSpec:
-    """What inference needs of a model beyond its output names (``TaskInfo.label_names``).
+    """What inference needs of a model beyond its output names.
 
     Attributes:
-        activation: of the logits (B, C): ``sigmoid`` (independent probabilities), ``softmax``
-            (one probability per class, summing to 1) or ``identity`` (regression values).
+        activation: of the logits (B, C): ``sigmoid``, ``softmax`` or ``identity`` (regression).
         scan_stride: bp between windows (and bin size) of ``genolong scan`` by default.
-        threshold: what ``TaskInfo.threshold`` cuts: ``probability`` (an output's probability;
-            called regions, ``--bed``) or ``none`` (no output is a probability to cut).
-        variant_effect: what ``genolong score-variants`` compares between the reference and the
-            alternative allele: ``probability``, ``logit`` or ``value``.
-        called_fraction_caution: whether a scan that calls much of a species the model never saw
-            gets a line of caution (:mod:`genolong.inference.called`).
-        both_strands: whether the inference commands read it on both strands unless told otherwise
-            (``--no-rc``): each output the mean of a sequence's and its reverse complement's, as
-            for a model trained on both strands (``augment_reverse_complement``).
+        threshold: what ``TaskInfo.threshold`` cuts: ``probability`` or ``none``.
+        variant_effect: what ``score-variants`` compares: ``probability``, ``logit`` or ``value``.
+        called_fraction_caution: a scan that calls much of an unseen species gets a line of caution.
+        both_strands: inference averages both strands unless ``--no-rc`` (a model trained on both).
     """
 
     activation: str
@@ -71,9 +62,7 @@ class InferenceSpec:
     @classmethod
     def for_problem_type(cls, problem_type: str | None, window_bp: int) -> InferenceSpec:
         """The spec of a model of transformers' ``problem_type`` (None: sigmoids) trained on windows
-        of ``window_bp``: sigmoids are probabilities cut by a threshold, a softmax's classes have no
-        threshold, regression values neither and their effect is a difference of values; scans step
-        half a window."""
+        of ``window_bp``; scans step half a window."""
         stride = max(1, window_bp // 2)
         if problem_type == ACTIVATIONS["softmax"]:
             return cls("softmax", stride, "none", "probability")
@@ -83,8 +72,7 @@ class InferenceSpec:
 
 
 def reads_both_strands(rc: bool | None, info: TaskInfo) -> bool:
-    """Whether to average both strands: ``--rc`` / ``--no-rc`` as given (``rc``), else the model's own
-    reading (:attr:`InferenceSpec.both_strands`)."""
+    """Whether to average both strands: ``--rc`` / ``--no-rc`` as given, else the model's own reading."""
     return rc if rc is not None else bool(info.inference and info.inference.both_strands)
 
 
@@ -98,21 +86,14 @@ class TaskInfo:
     """What a classifier was trained for; saved as ``genolong_task.json``.
 
     Attributes:
-        task: the fine-tuning task's name: ``promoter``, ``chromatin``, or a registered one.
         window_bp: input length it was trained on; longer records are scanned in windows of it.
-        min_bp: the shortest input it scores (promoter: the window; chromatin: DeepSEA's
-            1,000-bp input, which unlocated rows keep).
-        max_len: tokens per input, [CLS] and [SEP] included; longer inputs keep their central
-            tokens.
-        label_names: one name per output (C,).
-        threshold: decision threshold on the probability of a record (promoter: max F1 on
-            validation, where promoters and non-promoters weigh the same).
-        provenance: data, configuration, metrics (free-form, JSON).
-        scan_threshold: decision threshold of genome scans (``genolong scan``), where most windows are
-            background: set so that the model calls a few percent of background genomes at most
-            (None: ``threshold``).
-        species: the species whose DNA it was trained or validated on, scientific name -> common
-            name (empty: not recorded).
+        min_bp: the shortest input it scores (chromatin: DeepSEA's 1,000-bp input).
+        max_len: tokens per input, [CLS] and [SEP] included.
+        threshold: decision threshold on a record's probability (promoter: max F1 on balanced validation).
+        provenance: data, configuration, metrics (free-form JSON).
+        scan_threshold: threshold of genome scans, set to call a few percent of background genomes at
+            most (None: ``threshold``).
+        species: scientific name -> common name of the species trained or validated on.
         inference: what inference needs of it (None: not recorded, derived from ``task``).
     """
 

@@ -1,15 +1,12 @@
-"""The 919 DeepSEA chromatin profiles (BigBird App. F.3): 919 sigmoid outputs, binary
-cross-entropy with positive weight (``model.positive_label_weight``: 8 in the presets, as BigBird).
-
-Data: a ``genolong chromatin prepare`` directory (memory-mapped arrays). Early stopping
-follows the validation mean ROC AUC over the profiles; the test report has per-profile ROC/PR
-AUCs (``OUT/aucs.csv``) and their medians per profile class, next to DeepSEA and BigBird.
+"""The 919 DeepSEA chromatin profiles (BigBird App. F.3): 919 sigmoids, binary cross-entropy with
+``model.positive_label_weight`` (8 in the presets, as BigBird), on a ``genolong chromatin prepare``
+directory; the test report has per-profile AUCs (``OUT/aucs.csv``) and their medians per class.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +14,7 @@ import numpy as np
 from genolong.classifier.directory import Classifier
 from genolong.classifier.task_info import InferenceSpec
 from genolong.core.errors import ConfigError, UserError
-from genolong.datasets.chromatin import PreparedChromatin
+from genolong.datasets.chromatin import ChromatinSplit, PreparedChromatin
 from genolong.evaluation.chromatin import evaluate_chromatin, write_auc_table
 from genolong.evaluation.metrics import format_chromatin_medians, median_auc_by_class, per_profile_auc
 from genolong.evaluation.profiles import chromatin_profiles, profile_classes
@@ -26,11 +23,11 @@ from genolong.tasks.task import FinetuneConfig, FinetuneTask, TaskData, register
 log = logging.getLogger(__name__)
 
 
+@dataclass(eq=False)
 class ChromatinRows:
     """A prepared chromatin split (memory-mapped): labels (919,)."""
 
-    def __init__(self, split):
-        self.split = split
+    split: ChromatinSplit
 
     def __len__(self) -> int:
         return len(self.split)
@@ -52,7 +49,7 @@ class ChromatinTask(FinetuneTask):
     monitor = "val/mean_auc"
 
     def inference_spec(self, window_bp: int, problem_type: str | None) -> InferenceSpec:
-        """919 sigmoids cut by a probability threshold, in DeepSEA's 200-bp scan bins."""
+        """DeepSEA's 200-bp scan bins."""
         return replace(super().inference_spec(window_bp, problem_type), scan_stride=200)
 
     def check_config(self, config: FinetuneConfig) -> None:
@@ -63,30 +60,23 @@ class ChromatinTask(FinetuneTask):
     def load_data(self, data_dir: Path) -> TaskData:
         """The prepared train and valid splits (and test, when there is one)."""
         prepared = PreparedChromatin(data_dir)
-        splits = {name: ChromatinRows(prepared[name]) for name in ("train", "valid")}
-        if "test" in prepared.splits:
-            splits["test"] = ChromatinRows(prepared["test"])
+        names = ("train", "valid", *(["test"] if "test" in prepared.splits else []))
+        splits = {name: ChromatinRows(prepared[name]) for name in names}
         manifest = prepared.manifest
-        source = {
-            "data": str(data_dir.resolve()),
-            "context": manifest["context"],
-            "input_length": manifest["input_length"],
-            "rows": {name: entry["rows"] for name, entry in manifest["splits"].items()},
-        }
+        source = {"data": str(data_dir.resolve()), "context": manifest["context"],
+                  "input_length": manifest["input_length"],
+                  "rows": {name: entry["rows"] for name, entry in manifest["splits"].items()}}
         names = [profile.name for profile in chromatin_profiles()]
         return TaskData(self.name, splits, names, manifest["context"], manifest["input_length"], source)
 
     def validation_metrics(self, labels: np.ndarray, probabilities: np.ndarray) -> dict[str, float]:
-        """``val/mean_auc``, the mean ROC AUC over the profiles with both labels, and
-        ``val/profiles``, their number."""
+        """``val/mean_auc`` over the profiles with both labels, and ``val/profiles``, their number."""
         auc = per_profile_auc(labels.astype(np.uint8), probabilities).roc_auc
         defined = ~np.isnan(auc)
         if not defined.any():
-            raise UserError(
-                f"no profile has both positive and negative labels among the {len(labels)} "
-                "validation rows, so the validation AUC is undefined",
-                hint="raise train.val_windows",
-            )
+            raise UserError(f"no profile has both positive and negative labels among the {len(labels)} "
+                            "validation rows, so the validation AUC is undefined",
+                            hint="raise train.val_windows")
         return {"val/mean_auc": float(auc[defined].mean()), "val/profiles": float(defined.sum())}
 
     def test_report(self, classifier: Classifier, data: TaskData, config: FinetuneConfig, out: Path) -> dict:
@@ -94,29 +84,22 @@ class ChromatinTask(FinetuneTask):
         if "test" not in data.splits:
             log.warning("%s has no test split: no test AUCs", data.source["data"])
             return {}
-        aucs, rows = evaluate_chromatin(
-            classifier, data.splits["test"].split, batch_size=config.batch_size_eval, limit=config.test_rows
-        )
+        aucs, rows = evaluate_chromatin(classifier, data.splits["test"].split,
+                                        batch_size=config.batch_size_eval, limit=config.test_rows)
         write_auc_table(out / "aucs.csv", aucs)
-        return {
-            "test": {
-                "rows": len(rows),
-                "profiles_with_auc": int(aucs.defined.sum()),
-                "median_roc_auc": median_auc_by_class(aucs.roc_auc, profile_classes()),
-                "median_pr_auc": median_auc_by_class(aucs.pr_auc, profile_classes()),
-                "aucs": str(out / "aucs.csv"),
-            }
-        }
+        return {"test": {"rows": len(rows), "profiles_with_auc": int(aucs.defined.sum()),
+                         "median_roc_auc": median_auc_by_class(aucs.roc_auc, profile_classes()),
+                         "median_pr_auc": median_auc_by_class(aucs.pr_auc, profile_classes()),
+                         "aucs": str(out / "aucs.csv")}}
 
     def summary(self, report: dict) -> str:
         """Test rows and profiles, and the median ROC AUC per class next to DeepSEA and BigBird."""
         if "test" not in report:
             return "no test split: no test AUCs"
         test = report["test"]
-        return (
-            f"test: {test['rows']:,} rows, {test['profiles_with_auc']} profiles with an AUC -> {test['aucs']}\n"
-            + format_chromatin_medians({f"genolong {report['backbone']}": test["median_roc_auc"]})
-        )
+        return (f"test: {test['rows']:,} rows, {test['profiles_with_auc']} profiles with an AUC "
+                f"-> {test['aucs']}\n"
+                + format_chromatin_medians({f"genolong {report['backbone']}": test["median_roc_auc"]}))
 
 
 CHROMATIN = register_task(ChromatinTask())

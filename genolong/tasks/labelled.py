@@ -1,31 +1,13 @@
-"""Your own task: a ``genolong task prepare`` dataset of any problem type, fine-tuned with
-``genolong task finetune``.
-
-The problem type (:mod:`genolong.datasets.task`) sets the model's ``problem_type`` and so its
-loss and outputs (:func:`genolong.model.heads.output_activation`): ``binary`` one sigmoid (BCE),
-``multiclass`` a softmax (cross-entropy), ``multilabel`` C sigmoids (BCE), ``regression`` C
-values (MSE). Early stopping follows ``val/score``, the problem type's metric
+"""Your own task: a ``genolong task prepare`` dataset of any problem type (:mod:`genolong.datasets.task`),
+which sets the model's ``problem_type`` and ``val/score``, the metric early stopping follows
 (:data:`genolong.evaluation.task_metrics.METRICS`).
 
-The test report (with ``kmer_baseline``, the default) shows three models on valid and test: the
-network alone, the k-mer model of the problem type fitted on exactly the training split (scored,
-as the saved model's k-mer part is, on the bases the network reads: a record longer than the
-model's input by its central window), and
-their stack fitted on the validation split (:mod:`genolong.evaluation.kmer_models`), which keeps
-per output the best of the k-mer model, the network and their stack scored out of fold. The stack
-is saved in the classifier, so every inference command scores it and the report's ``valid`` and
-``test`` are that saved model's: the k-mer model and the stack's weights are the classifier's
-k-mer component, applied to the network's logits (binary, multi-label, regression: per output
-``a * network + b * kmer + c``) or to its log-probabilities (multi-class: the multinomial
-stack) (:mod:`genolong.classifier.kmer_component`). A stack that gives the k-mer model no weight
-leaves the network alone. A threshold (binary) is chosen
-on validation (max F1). A model trained on both strands (``augment_reverse_complement``) is read on
-both by the inference commands (:attr:`~genolong.classifier.task_info.InferenceSpec.both_strands`),
-each output the mean of a sequence's and of its reverse complement's, and so are the network and
-the saved model in the report (the threshold chosen on them); ``one_strand`` holds both read on the
-forward strand alone, as ``--no-rc`` reads them. The k-mer model and the stack rows are read on the
-forward strand (the stack is fitted on it). A multi-label task of the 919 DeepSEA profiles also writes
-``OUT/aucs.csv`` as ``chromatin eval`` does (``notebooks/per_profile_auc.ipynb`` reads it).
+The test report (with ``kmer_baseline``) shows the network alone, the k-mer model fitted on the
+training split and their stack fitted on validation (:mod:`genolong.evaluation.kmer_models`), which is
+saved as the classifier's k-mer component, so ``valid`` and ``test`` are the saved model's (binary:
+at the max-F1 threshold of validation). A model trained on both strands is read on both, as inference
+reads it (``one_strand``: as ``--no-rc``); the k-mer model and stack rows on the forward strand. A task
+of the 919 DeepSEA profiles also writes ``OUT/aucs.csv`` as ``chromatin eval`` does.
 """
 
 from __future__ import annotations
@@ -55,10 +37,7 @@ MODEL_PROBLEM_TYPE = {"binary": "multi_label_classification", "multiclass": "sin
 
 
 class LabelledTask(FinetuneTask):
-    """A prepared task dataset of any problem type; early stopping on ``val/score``.
-
-    ``problem_type`` is the dataset's, set by :meth:`load_data` (which every run calls first).
-    """
+    """A prepared task dataset of any problem type; ``problem_type`` is set by :meth:`load_data`."""
 
     name = "labelled"
     monitor = "val/score"
@@ -70,12 +49,8 @@ class LabelledTask(FinetuneTask):
         self.problem_type = prepared.problem_type
         splits = {name: SequenceRows(prepared[name].sequences, prepared[name].targets()) for name in prepared.splits}
         lengths = [len(s) for name in prepared.splits for s in prepared[name].sequences]
-        source = {
-            "data": str(Path(data_dir).resolve()),
-            "problem_type": prepared.problem_type,
-            "rows": prepared.manifest["rows"],
-            "leakage": prepared.manifest["leakage"]["line"],
-        }
+        source = {"data": str(Path(data_dir).resolve()), "problem_type": prepared.problem_type,
+                  "rows": prepared.manifest["rows"], "leakage": prepared.manifest["leakage"]["line"]}
         return TaskData(self.name, splits, prepared.outputs, max(map(len, splits["train"].sequences)), min(lengths),
                         source, MODEL_PROBLEM_TYPE[prepared.problem_type])
 
@@ -93,7 +68,7 @@ class LabelledTask(FinetuneTask):
         """Network, k-mer model and stack on valid and test; the stack saved in ``classifier`` (its k-mer component)."""
         problem = self.problem_type
         splits = [name for name in ("valid", "test") if name in data.splits]
-        rows = {name: _rows(data.splits[name]) for name in ("train", *splits)}
+        rows = {name: (data.splits[name].sequences, data.splits[name].targets) for name in ("train", *splits)}
         reader = None
         if config.kmer_baseline:
             kmer_model, kmer_report = fit_kmer_model(problem, rows["train"], rows["valid"])
@@ -101,11 +76,17 @@ class LabelledTask(FinetuneTask):
         scored = {name: network_and_kmer_logits(classifier, rows[name][0], config.batch_size_eval, reader) for name in splits}
         network = {name: scored[name][0] for name in splits}
         kmer = {name: scored[name][1] for name in splits}  # None without kmer_baseline
-        reverse = {name: [reverse_complement(s) for s in rows[name][0]] for name in splits} \
+        forward = {name: rows[name][0] for name in splits}
+        reverse = {name: [reverse_complement(s) for s in forward[name]] for name in splits} \
             if config.augment_reverse_complement else None  # a model trained on both strands is read on both
-        network_reverse = None if reverse is None else {
-            name: network_and_kmer_logits(classifier, reverse[name], config.batch_size_eval)[0] for name in splits}
-        report = {"problem_type": problem, "network": _scores(problem, network, rows, splits, network_reverse)}
+
+        def logits(sequences: dict[str, list[str]] | None) -> dict[str, np.ndarray] | None:
+            return None if sequences is None else {
+                name: network_and_kmer_logits(classifier, sequences[name], config.batch_size_eval)[0]
+                for name in splits}
+
+        report = {"problem_type": problem,
+                  "network": _scores(problem, network, rows, splits, logits(reverse))}
         if config.kmer_baseline:
             stack = fit_stack(problem, network["valid"], kmer["valid"], rows["valid"][1])
             stacked = {name: stack.logits(network[name], kmer[name]) for name in splits}
@@ -113,10 +94,8 @@ class LabelledTask(FinetuneTask):
             report["stack"] = stack.describe() | _scores(problem, stacked, rows, splits)
             component = stack.saved(kmer_model)
             classifier.kmer = None if component is None else component.bind(classifier.tokenizer)
-        saved = {name: network_and_kmer_logits(classifier, rows[name][0], config.batch_size_eval)[0] for name in splits}
+        saved, saved_reverse = logits(forward), logits(reverse)
         report["saved_model"] = stack.label() if config.kmer_baseline else "network"
-        saved_reverse = None if reverse is None else {
-            name: network_and_kmer_logits(classifier, reverse[name], config.batch_size_eval)[0] for name in splits}
         report |= _scores(problem, saved, rows, splits, saved_reverse)
         if reverse is not None:
             report["one_strand"] = {"network": _scores(problem, network, rows, splits),
@@ -148,17 +127,10 @@ class LabelledTask(FinetuneTask):
         return f"{report['problem_type']} task; saved model: {report['saved_model']}\n" + "\n".join(lines)
 
 
-def _rows(rows: SequenceRows) -> tuple[list[str], np.ndarray]:
-    return rows.sequences, rows.targets
-
-
 def network_and_kmer_logits(classifier: Classifier, sequences: list[str], batch_size: int,
             reader=None) -> tuple[np.ndarray, np.ndarray | None]:
-    """The classifier's logits (N, C) (its k-mer component's added), in batches, multi-class as
-    log-probabilities; and with ``reader`` (:meth:`KmerModel.component` bound to the classifier's
-    tokenizer) the k-mer model's logits (N, C) of the same token rows: the bases the network reads
-    of each sequence (a record longer than the model's input: its central window), as the saved
-    stack's k-mer part reads them (else None)."""
+    """The classifier's logits (N, C) (multi-class: log-probabilities), and with ``reader`` (a k-mer
+    component bound to its tokenizer) the k-mer model's logits (N, C) of the same token rows (else None)."""
     network, kmer = [], []
     for first in range(0, len(sequences), batch_size):
         encoded = classifier.encode(sequences[first:first + batch_size])
@@ -173,9 +145,8 @@ def network_and_kmer_logits(classifier: Classifier, sequences: list[str], batch_
 
 def _scores(problem: str, logits: dict[str, np.ndarray], rows: dict, splits: list[str],
             reverse: dict[str, np.ndarray] | None = None) -> dict:
-    """Metrics per split of one model's logits (N, C); binary: the F1-best threshold of valid on every
-    split. With ``reverse``, the logits of the same rows' reverse complements: the outputs of both
-    strands are averaged, as ``--rc`` averages them in the prediction commands."""
+    """Metrics per split of one model's logits (N, C) (binary: at valid's F1-best threshold); with
+    ``reverse`` (the reverse complements' logits) of both strands' mean outputs."""
     def outputs(name: str) -> np.ndarray:
         return _outputs(problem, logits[name], None if reverse is None else reverse[name])
 
@@ -187,8 +158,7 @@ def _scores(problem: str, logits: dict[str, np.ndarray], rows: dict, splits: lis
 
 
 def _outputs(problem: str, logits: np.ndarray, reverse: np.ndarray | None) -> np.ndarray:
-    """The outputs (N, C) of logits (N, C); with ``reverse``, the reverse complements' logits (N, C),
-    the mean of both strands' outputs."""
+    """The outputs (N, C) of logits (N, C), averaged with those of ``reverse`` logits when given."""
     forward = activate(problem, logits)
     return forward if reverse is None else average_strands(np.concatenate([forward, activate(problem, reverse)]))
 

@@ -1,11 +1,8 @@
 """Promoter classification (BigBird App. F.2): one sigmoid output, 1 for a promoter.
 
-Data: a ``genolong promoter prepare`` directory (train/valid/test TSV, ``random_test`` for a
-dataset split by source). Early stopping follows the validation F1 at its best threshold.
-The test report: F1, precision, recall, MCC, AUROC and AUPRC at the threshold chosen on
+Data: a ``genolong promoter prepare`` directory. The test report: metrics at the threshold chosen on
 validation (after Platt scaling when ``calibrate``), per pair of sources for a dataset split by
-source, next to the k-mer baseline fitted on the same splits. A record longer than the model's
-window scores its best window, as in ``predict-promoter``'s table.
+source, next to the k-mer baseline; a record longer than the window scores its best window.
 """
 
 from __future__ import annotations
@@ -52,8 +49,7 @@ class PromoterTask(FinetuneTask):
     calibrates = True
 
     def inference_spec(self, window_bp: int, problem_type: str | None) -> InferenceSpec:
-        """A sigmoid cut by a probability threshold, in scan bins of 50 bp, with the caution on
-        scans that call much of a species the model never saw."""
+        """Scan bins of 50 bp, with the caution on scans that call much of an unseen species."""
         return replace(super().inference_spec(window_bp, problem_type), scan_stride=50, called_fraction_caution=True)
 
     def load_data(self, data_dir: Path) -> TaskData:
@@ -63,20 +59,14 @@ class PromoterTask(FinetuneTask):
         for name in ("train", "valid", "test", *(["random_test"] if "random_test" in manifest["counts"] else [])):
             records = load_split(data_dir, name)
             if {r.label for r in records} != {0, 1}:
-                raise UserError(
-                    f"{data_dir}/{name}.tsv needs promoters and non-promoters; it has "
-                    f"{len(records)} rows with labels {sorted({r.label for r in records})}"
-                )
+                raise UserError(f"{data_dir}/{name}.tsv needs promoters and non-promoters; it has "
+                                f"{len(records)} rows with labels {sorted({r.label for r in records})}")
             splits[name] = PromoterRows(records)
         # the classifier's window: the longest input it trains on (held-out sources may be longer;
         # their records are scanned in windows the model has seen, as predict-promoter scans them)
         length = max(map(len, splits["train"].sequences))
-        source = {
-            "data": str(data_dir.resolve()),
-            "negatives": manifest["negatives"]["method"],
-            "split": manifest["split"]["method"],
-            "counts": manifest["counts"],
-        }
+        source = {"data": str(data_dir.resolve()), "negatives": manifest["negatives"]["method"],
+                  "split": manifest["split"]["method"], "counts": manifest["counts"]}
         min_length = min(manifest.get("min_sequence_length", length), length)
         return TaskData(self.name, splits, ["promoter"], length, min_length, source)
 
@@ -87,10 +77,8 @@ class PromoterTask(FinetuneTask):
         return {"val/f1": metrics["f1"], "val/auroc": metrics["auroc"], "val/auprc": metrics["auprc"]}
 
     def test_report(self, classifier: Classifier, data: TaskData, config: FinetuneConfig, out: Path) -> dict:
-        """Calibration and threshold (max F1) on the whole validation split; test metrics; the k-mer
-        baseline beside them. A dataset built by source also gets metrics per pair of sources on
-        its held-out sources (``test``; ``valid``, which chose the checkpoint, calibration and
-        threshold) and on its in-source random split (``random_test``)."""
+        """Calibration and threshold (max F1) on validation; test metrics; the k-mer baseline beside
+        them; for a dataset split by source, metrics per source pair of test, valid and random_test."""
 
         @functools.cache  # each split is scored once (after calibration, when there is one)
         def scores(name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -105,17 +93,12 @@ class PromoterTask(FinetuneTask):
             scores.cache_clear()
         valid_true, valid_prob = scores("valid")
         threshold = best_f1_threshold(valid_true, valid_prob)
-        report |= {
-            "threshold": threshold,
-            "threshold_chosen_on": "valid (max F1)",
-            "valid": promoter_metrics(valid_true, valid_prob, threshold),
-            "test": promoter_metrics(*scores("test"), threshold),
-        }
+        report |= {"threshold": threshold, "threshold_chosen_on": "valid (max F1)",
+                   "valid": promoter_metrics(valid_true, valid_prob, threshold),
+                   "test": promoter_metrics(*scores("test"), threshold)}
         if data.source["split"] == "source":
-            report["by_source"] = {
-                name: pair_metrics(*scores(name), threshold, data.splits[name].sources)
-                for name in ("test", "valid", "random_test")
-            }
+            report["by_source"] = {name: pair_metrics(*scores(name), threshold, data.splits[name].sources)
+                                   for name in ("test", "valid", "random_test")}
         if config.kmer_baseline:
             baseline = run_kmer_baseline(data.source["data"])
             report["kmer_baseline"] = {key: baseline[key] for key in KMER_REPORT_KEYS if key in baseline}
@@ -139,12 +122,8 @@ def calibrate_on(classifier: Classifier, labels: np.ndarray, probabilities: np.n
     logits = np.log(np.clip(probabilities, 1e-7, 1 - 1e-7) / np.clip(1 - probabilities, 1e-7, 1))
     scale, offset = fit_platt(logits, labels)
     fold_into_head(classifier.model.classifier.classifier, scale, offset)
-    return {
-        "method": "Platt scaling on valid, folded into the output layer",
-        "scale": scale,
-        "offset": offset,
-        "valid_ece_before": expected_calibration_error(labels, probabilities),
-    }
+    return {"method": "Platt scaling on valid, folded into the output layer", "scale": scale,
+            "offset": offset, "valid_ece_before": expected_calibration_error(labels, probabilities)}
 
 
 PROMOTER = register_task(PromoterTask())

@@ -1,6 +1,5 @@
-"""The settings of a training run as plain dataclasses, validated when built: optimisation and
-devices (:class:`TrainConfig`) and the fine-tuning modes (:data:`MODES`, :class:`LoraSettings`).
-The runs themselves are in :mod:`genolong.training`."""
+"""A training run's settings, validated when built: optimisation and devices (:class:`TrainConfig`)
+and the fine-tuning modes (:data:`MODES`, :class:`LoraSettings`)."""
 
 from __future__ import annotations
 
@@ -24,23 +23,16 @@ class TrainConfig:
     """Optimisation and run settings (defaults: BigBird Table 21 where it says).
 
     Attributes:
-        max_steps: optimizer steps.
         batch_size: windows per device per micro-batch.
-        accumulate_grad_batches: micro-batches per optimizer step.
-        learning_rate, warmup_steps: AdamW with linear warm-up, then linear decay to 0
-            at ``max_steps`` (BigBird: 1e-4, 10k warm-up).
-        weight_decay, max_grad_norm: AdamW decoupled weight decay; gradient clipping.
-        precision: ``auto`` = bf16-mixed on a GPU that supports it (else 16-mixed), and on a CPU
-            :func:`genolong.runtime.precision.resolve_precision`'s choice (bf16-mixed where native bf16 is
-            measured fast, else 32-true); ``32``, ``bf16``, or any Lightning precision string of ``PRECISIONS``.
-        gradient_checkpointing: recompute activations in the backward pass.
-        val_every_steps, val_windows: validation cadence and size (a fixed subset).
+        learning_rate, warmup_steps: AdamW with linear warm-up, then linear decay to 0 at ``max_steps``
+            (BigBird: 1e-4, 10k warm-up).
+        precision: ``auto`` = bf16-mixed on a GPU that supports it (else 16-mixed), on a CPU
+            :func:`genolong.runtime.precision.resolve_precision`'s choice; ``32``, ``bf16``, or any
+            of ``PRECISIONS``.
+        val_every_steps, val_windows: validation cadence and size (a fixed, evenly spaced subset).
         checkpoint_every_steps: also a checkpoint at the end; ``last.ckpt`` always.
-        log_every_steps: logging cadence.
-        num_workers: DataLoader worker processes.
         seed: the run seed (initial weights, dropout, data order, masking).
-        accelerator, devices, num_nodes, strategy: passed to Lightning (``ddp`` for multi-GPU
-            and multi-node).
+        accelerator, devices, num_nodes, strategy: passed to Lightning.
     """
 
     max_steps: int = 1000
@@ -77,8 +69,8 @@ class TrainConfig:
         check_device_settings(self.accelerator, self.devices)
 
     def validation_interval(self) -> int:
-        """Optimizer steps between validations: ``val_every_steps``, or ``max_steps`` for a run
-        shorter than that, so that every run validates at least once, at its end."""
+        """Optimizer steps between validations: ``val_every_steps``, at most ``max_steps`` (every run
+        validates at its end)."""
         if self.val_every_steps > self.max_steps:
             log.info("validating at the end of the run: max_steps=%d is below val_every_steps=%d",
                      self.max_steps, self.val_every_steps)
@@ -86,7 +78,6 @@ class TrainConfig:
         return self.val_every_steps
 
     def uses_gpu(self) -> bool:
-        """Whether Lightning will train on CUDA GPUs with this accelerator on this machine."""
         return uses_gpu(self.accelerator)
 
     def resolved_precision(self) -> str:
@@ -112,7 +103,6 @@ def _require_int(config: TrainConfig, name: str, minimum: int) -> None:
 
 
 def _require_number(config: TrainConfig, name: str, *, positive: bool = False) -> None:
-    """``config.<name>`` must be a finite number, > 0 when ``positive``, else >= 0."""
     value = getattr(config, name)
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or (
             value <= 0 if positive else value < 0):
@@ -125,8 +115,7 @@ MODES = ("full", "lora", "probe")
 
 @dataclass
 class LoraSettings:
-    """LoRA's rank r, scaling alpha (the update is ``alpha / r * B A``), dropout on its input, and
-    the names of the linear modules it adapts."""
+    """LoRA's rank r, scaling alpha (the update is ``alpha / r * B A``), input dropout and adapted modules."""
 
     rank: int = 8
     alpha: float = 16.0

@@ -1,13 +1,10 @@
-"""What a fine-tuning task is: :class:`FinetuneTask` (its data, validation metric, test report
-and printed summary), the run config :class:`FinetuneConfig`, and the registry of tasks.
+"""What a fine-tuning task is: :class:`FinetuneTask` (its data, validation metric, test report and
+summary), the run config :class:`FinetuneConfig`, and the registry of tasks.
 
-Every task puts C outputs on the pooled sequence, trained with the loss of the model's
-``problem_type`` (sigmoids and binary cross-entropy for the built-in tasks); the generic run (:func:`genolong.training.finetune.run_finetune`) does the rest.
-Adding a task is one module that subclasses :class:`FinetuneTask` (and, where its models need
-other inference defaults than their problem type's, overrides :meth:`FinetuneTask.inference_spec`)
-and registers an instance with :func:`register_task` (the built-in ones: :mod:`genolong.tasks.promoter`,
-:mod:`genolong.tasks.chromatin`); its name is the config's ``task:``, and its command group adds
-``genolong NAME finetune`` with :func:`genolong.cli.commands.finetune.add_parser`.
+A task puts C outputs on the pooled sequence, trained with the loss of the model's ``problem_type``;
+the generic run (:func:`genolong.training.finetune.run_finetune`) does the rest. Adding a task is one
+module that subclasses :class:`FinetuneTask` and registers an instance with :func:`register_task`;
+its command group adds ``genolong NAME finetune`` with :func:`genolong.cli.commands.finetune.add_parser`.
 """
 
 from __future__ import annotations
@@ -66,10 +63,9 @@ class SequenceRows:
 
 @dataclass
 class TaskData:
-    """A task's splits (``train`` and ``valid`` at least, ``test`` for a test report) and what the
-    classifier directory records about them: the label names (C), the window the inputs cover
-    and the shortest input, in bp, the dataset's provenance (``source["data"]``: its path), and
-    the model's ``problem_type`` (transformers' name: its loss and output activation)."""
+    """A task's splits (``train``, ``valid``, optionally ``test``) and what the classifier directory
+    records of them: label names (C), window and shortest input in bp, provenance (``source["data"]``:
+    its path) and transformers' ``problem_type``."""
 
     task: str
     splits: dict[str, LabelledSequences]
@@ -87,8 +83,7 @@ class FinetuneTask(ABC):
     name: str
     #: The validation metric early stopping and the best checkpoint follow (higher is better).
     monitor: str
-    #: Whether the task reads ``calibrate`` (Platt scaling on validation); a config that sets it for
-    #: a task that does not is refused rather than silently ignored.
+    #: Whether the task reads ``calibrate`` (Platt scaling on validation); other tasks refuse it.
     calibrates: bool = False
 
     @property
@@ -101,9 +96,7 @@ class FinetuneTask(ABC):
         return
 
     def inference_spec(self, window_bp: int, problem_type: str | None) -> InferenceSpec:
-        """What inference needs of this task's models, trained on windows of ``window_bp`` with
-        transformers' ``problem_type`` (by default :meth:`InferenceSpec.for_problem_type`). Every
-        fine-tuning run saves it; a directory without one gets it here when loaded."""
+        """What inference needs of this task's models (by default :meth:`InferenceSpec.for_problem_type`)."""
         return InferenceSpec.for_problem_type(problem_type, window_bp)
 
     @abstractmethod
@@ -116,8 +109,8 @@ class FinetuneTask(ABC):
 
     @abstractmethod
     def test_report(self, classifier: Classifier, data: TaskData, config: FinetuneConfig, out: Path) -> dict:
-        """The report's task part, from the best model (``classifier``, changed in place where the
-        task calibrates it); a ``threshold`` key is saved with the classifier."""
+        """The report's task part from the best model (calibrated in place where the task does so); a
+        ``threshold`` key is saved with the classifier."""
 
     @abstractmethod
     def summary(self, report: dict) -> str:
@@ -130,17 +123,15 @@ TASKS: Registry[FinetuneTask] = Registry(
 
 
 def register_task(task: FinetuneTask) -> FinetuneTask:
-    """Register ``task`` under ``task.name``; returns it."""
     return TASKS.add(task.name, task)
 
 
 def get_task(name: str) -> FinetuneTask:
-    """The task registered under ``name``; a ConfigError for an unknown name."""
+    """The task registered under ``name`` (ConfigError if none)."""
     return TASKS.get(name)
 
 
 def available_tasks() -> list[str]:
-    """The registered task names, sorted."""
     return TASKS.names()
 
 
@@ -149,34 +140,20 @@ class FinetuneConfig:
     """A fine-tuning run; a YAML preset fills it (``configs/finetune/``).
 
     Attributes:
-        task: a registered task (:func:`available_tasks`): ``promoter``, ``chromatin``, ...
-        max_len: tokens per input, [CLS] and [SEP] included; longer inputs keep their
-            central tokens (BigBird: 4096).
-        model: ``GenolongConfig`` fields. From scratch: all of them (``vocab_size`` comes from
-            the tokenizer, ``max_position_embeddings`` defaults to max_len). With a pretrained
-            model: only dropout, pooling and ``positive_label_weight`` apply; the architecture
-            and attention are the pretrained ones unless the command line sets them
-            (``--backbone``).
-        tokenizer: how to train a tokenizer on the training split (from scratch only).
+        max_len: tokens per input, [CLS] and [SEP] included (BigBird: 4096).
+        model: ``GenolongConfig`` fields: all of them from scratch (``vocab_size`` from the tokenizer,
+            ``max_position_embeddings`` defaults to max_len); with a pretrained model only dropout,
+            pooling and ``positive_label_weight`` apply, unless the command line sets others (``--backbone``).
+        tokenizer: trained on the training split (from scratch only).
         patience: validation rounds without improvement of the monitored metric before stopping.
         kmer_baseline: promoter: also fit the k-mer baseline on the same splits.
-        crop_min_bp: train on random crops, each training input a random sub-window of
-            ``crop_min_bp`` bp up to its full length (for promoters, a random shift of the window
-            around the TSS); the classifier then scores records from ``crop_min_bp`` bp. None:
-            whole sequences.
-        augment_reverse_complement: train on each input or, half of the time (drawn per step),
-            its reverse complement: for tasks whose label does not depend on the strand the
-            sequence was read from (a TF's binding sites, chromatin marks).
-        calibrate: promoter: Platt-scale the probability on the validation split, folded
-            into the output layer (:mod:`genolong.evaluation.calibration`), before the
-            threshold is chosen there.
+        crop_min_bp: train on random sub-windows of ``crop_min_bp`` bp up to full length; the classifier
+            then scores records from ``crop_min_bp`` bp (None: whole sequences).
+        augment_reverse_complement: train on the reverse complement half of the time (drawn per step).
+        calibrate: promoter: Platt-scale the probability on validation (before the threshold is chosen).
         test_rows: evaluate this many evenly spaced test rows (None: all).
         batch_size_eval: inputs per model call when scoring validation and test after training.
-        train: optimisation and run settings (``val_windows`` = validation inputs, evenly
-            spaced over the validation split).
-        mode: which weights train: ``full``, ``lora`` (adapters, :attr:`lora`) or ``probe``
-            (the head only); :mod:`genolong.training.modes`.
-        lora: LoRA's rank, alpha, dropout and target modules (``mode: lora``).
+        mode: which weights train: ``full``, ``lora`` (:attr:`lora`) or ``probe`` (the head only).
     """
 
     task: str = "promoter"
@@ -211,14 +188,10 @@ class FinetuneConfig:
         task.check_config(self)
 
 
-def load_finetune_config(
-    task: str, preset: str | Path | None = None, overrides: dict[str, Any] | None = None
-) -> FinetuneConfig:
-    """A YAML file or shipped preset (default: the task's own) with dotted ``overrides``
-    (``train.max_steps``, ``model.backbone``: see :func:`genolong.config.presets.apply_overrides`).
-
-    A YAML file may start from another with ``extends: other.yaml``.
-    """
+def load_finetune_config(task: str, preset: str | Path | None = None,
+                         overrides: dict[str, Any] | None = None) -> FinetuneConfig:
+    """A YAML file or shipped preset (default: the task's own; ``extends: other.yaml`` allowed) with
+    dotted ``overrides`` (:func:`genolong.config.presets.apply_overrides`)."""
     source = preset_path("finetune", str(preset or get_task(task).default_preset))
     data = apply_overrides(read_preset(source), overrides or {}, str(source))
     if data.setdefault("task", task) != task:
@@ -228,8 +201,7 @@ def load_finetune_config(
 
 def load_classifier(path: str | Path, **kwargs) -> Classifier:
     """A classifier directory loaded for inference (``kwargs``: :meth:`Classifier.load`'s), its
-    ``info.inference`` set: the recorded spec, or, for a directory that records none (written
-    before specs were saved, or converted), the spec its task declares."""
+    ``info.inference`` the recorded spec or, where none is recorded, the one its task declares."""
     classifier = Classifier.load(path, **kwargs)
     info = classifier.info
     if info.inference is None:

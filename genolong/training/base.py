@@ -1,13 +1,7 @@
-"""The Lightning base of every training task (pretraining and each fine-tuning task).
-
-* :class:`TrainingModule`: a model trained on ``model(**batch).loss``, with AdamW and the
-  warm-up/decay schedule (:func:`~genolong.training.common.adamw_with_schedule`), a throughput
-  metric, and the RNG state of every rank in its checkpoints
-  (:class:`~genolong.training.common.ResumableRNG`: a resumed run is the uninterrupted one).
-* :class:`StepIndexedData`: training inputs in the order of a step-indexed
-  :class:`~genolong.datasets.mlm.PositionSampler`, which a resumed run continues from its
-  global step, distinct rows per rank.
-* :func:`check_run_identity`: one run directory holds one run.
+"""The Lightning base of every training task: :class:`TrainingModule` (a model trained on its own
+loss with AdamW and the warm-up/decay schedule, a throughput metric and every rank's RNG state in its
+checkpoints), :class:`StepIndexedData` (training inputs in step-indexed order, so a resumed run
+continues exactly) and :func:`check_run_identity` (one run directory holds one run).
 """
 
 from __future__ import annotations
@@ -32,15 +26,10 @@ log = logging.getLogger(__name__)
 
 
 class TrainingModule(ResumableRNG, pl.LightningModule):
-    """``model`` trained on its own loss: ``model(**batch).loss`` for a batch of (B, T) tensors.
+    """``model`` trained on ``model(**batch).loss`` for batches of (B, T) tensors; subclasses add their
+    validation and say what their throughput counts (logged as ``train/<RATE_NAME>_per_s``)."""
 
-    Subclasses say what their throughput counts (:meth:`throughput_units`, logged as
-    ``train/<RATE_NAME>_per_s``) and add their validation.
-    """
-
-    #: What :meth:`throughput_units` counts, in the logged metric's name.
     RATE_NAME = "sequences"
-    #: Whether the throughput shows in the progress bar.
     RATE_IN_PROGRESS_BAR = False
 
     def __init__(self, model: torch.nn.Module, train: TrainConfig):
@@ -69,9 +58,8 @@ class TrainingModule(ResumableRNG, pl.LightningModule):
 
 
 class StepIndexedData(pl.LightningDataModule):
-    """A DataModule whose training order is a function of the step: ``train.max_steps`` global
-    batches drawn by a :class:`PositionSampler` seeded with ``train.seed``, started at the
-    trainer's global step (exact resume) and split across ranks."""
+    """A DataModule whose training order is a function of the step: a :class:`PositionSampler` seeded
+    with ``train.seed``, started at the trainer's global step and split across ranks."""
 
     def __init__(self, train: TrainConfig, collate: Callable[[list[Any]], dict[str, torch.Tensor]]):
         super().__init__()
@@ -79,7 +67,6 @@ class StepIndexedData(pl.LightningDataModule):
         self.collate = collate
 
     def loader(self, dataset: Dataset, sampler) -> DataLoader:
-        """A DataLoader of ``train.batch_size`` items of ``dataset`` in ``sampler``'s order."""
         return data_loader(dataset, sampler, self.train, self.collate)
 
     def training_sampler(self, rows: int) -> PositionSampler:
@@ -94,13 +81,9 @@ class StepIndexedData(pl.LightningDataModule):
 
 
 def check_run_identity(out: Path, identity: dict[str, Any], resume: bool, kind: str) -> None:
-    """Refuse to mix runs in ``out``: a ``run.json`` of another ``identity`` (the settings that
-    decide the run's results), checkpoints of no genolong ``kind`` run, or checkpoints without
-    ``resume``. Then ``run.json`` records ``identity``.
-
-    Raises:
-        UserError: with a hint; nothing was written.
-    """
+    """Refuse (UserError, nothing written) to mix runs in ``out``: a ``run.json`` of another ``identity``
+    (the settings that decide the results), checkpoints of no genolong ``kind`` run, or checkpoints
+    without ``resume``. Then ``run.json`` records ``identity``."""
     identity = json.loads(json.dumps(identity))  # as it reads back (JSON keys are strings)
     path, checkpoints = out / "run.json", out / "checkpoints"
     has_checkpoints = checkpoints.is_dir() and any(checkpoints.iterdir())

@@ -1,17 +1,8 @@
-"""Training checkpoints: written atomically, read without unpickling code.
-
-Every checkpoint a run writes or reads goes through :class:`SafeCheckpointIO` (Lightning's
-``checkpoint_io``, resume included) or :func:`read_checkpoint`:
-
-* writes go to a temporary name next to the target and are renamed when complete
-  (:func:`genolong.core.files.atomic_path`), so a killed run never leaves a half-written
-  ``last.ckpt``; nothing goes through the system temporary directory (Lightning's own writer
-  stages each checkpoint there, where a small or full ``/tmp`` failed runs whose output disk
-  had room);
-* reads use ``torch.load(weights_only=True)``: tensors and plain values only. A pickle that
-  would import or call anything else is refused, whatever torch's default.
-* a checkpoint that cannot be read (truncated, not a checkpoint, refused) is a
-  :class:`~genolong.core.errors.UserError` that says what to do, never a traceback.
+"""Training checkpoints, through :class:`SafeCheckpointIO` (Lightning's ``checkpoint_io``) or
+:func:`read_checkpoint`: written to a temporary name beside the target and renamed when complete
+(never via the system temporary directory, whose size would fail runs whose output disk has room);
+read with ``torch.load(weights_only=True)``, refusing any pickle that imports or calls code; an
+unreadable one is a :class:`~genolong.core.errors.UserError` saying what to do.
 """
 
 from __future__ import annotations
@@ -35,12 +26,8 @@ UNREADABLE = (RuntimeError, OSError, EOFError, KeyError, ValueError, zipfile.Bad
 
 
 def resume_checkpoint(out: Path, resume: bool) -> Path | None:
-    """``out/checkpoints/last.ckpt`` when resuming from one, checked readable before any work
-    (memory-mapped: the tensors are not read); None to start afresh.
-
-    Raises:
-        UserError: the checkpoint is damaged or refused (see :func:`read_checkpoint`).
-    """
+    """``out/checkpoints/last.ckpt`` when resuming from one, checked readable (memory-mapped) before any
+    work; None to start afresh."""
     last = out / "checkpoints" / "last.ckpt"
     if not (resume and last.exists()):
         return None
@@ -55,25 +42,20 @@ def read_checkpoint(path: str | Path, map_location: Any = "cpu", *, mmap: bool =
         return torch.load(path, map_location=map_location, weights_only=True, mmap=mmap)
     except pickle.UnpicklingError as err:
         refused = re.search(r"GLOBAL (\S+)", str(err))
-        raise UserError(
-            f"{path}: refused to load: it holds {refused.group(1) if refused else 'objects'} besides tensors "
-            "and plain values, which genolong checkpoints never do",
-            hint=f"it was not written by genolong; delete it {_alternative(path)}",
-        ) from None
+        held = refused.group(1) if refused else "objects"
+        raise UserError(f"{path}: refused to load: it holds {held} besides tensors and plain values, which "
+                        "genolong checkpoints never do",
+                        hint=f"it was not written by genolong; delete it {_alternative(path)}") from None
     except UNREADABLE as err:
         reason = str(err).splitlines()[0][:120] if str(err) else type(err).__name__
-        raise UserError(
-            f"{path}: not a readable checkpoint (truncated or damaged: {reason})",
-            hint=f"delete it {_alternative(path)}",
-        ) from None
+        raise UserError(f"{path}: not a readable checkpoint (truncated or damaged: {reason})",
+                        hint=f"delete it {_alternative(path)}") from None
 
 
 def _alternative(path: Path) -> str:
     """What to resume from instead of the unusable ``path``: the latest other checkpoint beside it."""
-    others = sorted(
-        (p for p in path.parent.glob("step*.ckpt") if p != path and p.stem[4:].isdigit()),
-        key=lambda p: int(p.stem[4:]),
-    )
+    others = sorted((p for p in path.parent.glob("step*.ckpt") if p != path and p.stem[4:].isdigit()),
+                    key=lambda p: int(p.stem[4:]))
     if others:
         return f"or copy {others[-1]} over it to resume from step {others[-1].stem[4:]}"
     return "and start again without --resume"
@@ -95,13 +77,9 @@ class SafeCheckpointIO(TorchCheckpointIO):
 
 
 class MovableModelCheckpoint(ModelCheckpoint):
-    """Lightning's ModelCheckpoint, resumable after its run directory was moved or copied.
-
-    A checkpoint records the absolute paths of the best and last checkpoints. Lightning drops the
-    best score when ``dirpath`` differs from the recorded one and keeps ``best_model_path``, which
-    still names the old place. Here the recorded paths are read relative to the recorded
-    ``dirpath`` and re-rooted under this one, so a moved run resumes as it would have in place.
-    Its state is stored under ModelCheckpoint's key, so checkpoints of either class resume with the other."""
+    """Lightning's ModelCheckpoint, resumable after its run directory was moved or copied: the recorded
+    absolute paths are re-rooted under the new ``dirpath`` (Lightning would drop the best score and keep
+    paths to the old place). Its state is stored under ModelCheckpoint's key, so either class resumes."""
 
     def _generate_state_key(self, **kwargs: Any) -> str:
         return f"{ModelCheckpoint.__qualname__}{kwargs!r}"

@@ -1,5 +1,4 @@
-"""What every training run shares (its settings: :class:`genolong.tasks.settings.TrainConfig`): optimizer and schedule, the
-Lightning Trainer (loggers, checkpoints, precision, devices), and exact-resume RNG state."""
+"""What every training run shares: optimizer and schedule, the Lightning Trainer, exact-resume RNG state."""
 
 from __future__ import annotations
 
@@ -40,12 +39,9 @@ def warmup_linear_decay(optimizer: torch.optim.Optimizer, warmup_steps: int, max
 
 
 def adamw_with_schedule(module: torch.nn.Module, config: TrainConfig, precision: str = "32-true") -> dict:
-    """AdamW (no decay on biases and norms) + the warm-up/decay schedule, per step.
-
-    ``precision`` is the Trainer's: its mixed-precision plugins refuse gradient clipping with an optimizer
-    that unscales gradients itself, as the fused one does, so ``*-mixed`` with ``max_grad_norm`` takes the
-    multi-tensor (``foreach``) kernel instead of the fused one.
-    """
+    """AdamW (no decay on biases and norms) + the warm-up/decay schedule, per step; fused, except under
+    the Trainer's ``*-mixed`` ``precision`` with ``max_grad_norm`` (its plugins refuse clipping with an
+    optimizer that unscales gradients itself): ``foreach``."""
     decay, no_decay = [], []
     for name, param in module.named_parameters():
         if param.requires_grad:
@@ -54,19 +50,14 @@ def adamw_with_schedule(module: torch.nn.Module, config: TrainConfig, precision:
     kernel = {"foreach": True} if config.max_grad_norm and "mixed" in precision else {"fused": True}
     optimizer = torch.optim.AdamW(
         [{"params": decay, "weight_decay": config.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
-        lr=config.learning_rate,
-        **kernel,
-    )
+        lr=config.learning_rate, **kernel)
     scheduler = warmup_linear_decay(optimizer, config.warmup_steps, config.max_steps)
     return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
 
 
 def rng_state(module: torch.nn.Module) -> dict:
-    """Every RNG a training step draws from, as tensors and plain Python values so that
-    checkpoints load with ``torch.load(weights_only=True)``: the global torch (CPU and each
-    CUDA device), numpy and Python generators (dropout, in-process augmentation), and the
-    explicit ``generator`` of each submodule of ``module`` that has one (attention layers
-    that redraw their random layout per step)."""
+    """Every RNG a training step draws from, as tensors and plain values (``weights_only`` loads): torch
+    (CPU, CUDA), numpy, Python, and each submodule's own ``generator`` (random attention layouts)."""
     kind, keys, pos, has_gauss, cached = np.random.get_state()
     state = {"torch": torch.get_rng_state(),
              "numpy": (kind, torch.from_numpy(keys.astype(np.int64)), int(pos), int(has_gauss), float(cached)),
@@ -91,9 +82,8 @@ def set_rng_state(state: dict, module: torch.nn.Module) -> None:
 
 
 class ResumableRNG:
-    """LightningModule mixin: checkpoints carry the RNG state of every rank (:func:`rng_state`),
-    and a resumed rank continues from its own, so that dropout and random layouts after a
-    resume are those of an uninterrupted run."""
+    """LightningModule mixin: checkpoints carry every rank's :func:`rng_state` and a resumed rank continues
+    from its own, as an uninterrupted run would."""
 
     def on_save_checkpoint(self, checkpoint: dict) -> None:
         state = rng_state(self)
@@ -112,25 +102,18 @@ class ResumableRNG:
 
 
 def data_loader(dataset: Dataset, sampler, config: TrainConfig, collate_fn) -> DataLoader:
-    """A training or validation DataLoader of ``config.batch_size`` items.
-
-    It has its own generator: creating an iterator would otherwise draw from the global RNG
-    that dropout uses, and a resumed run would see a shifted dropout stream. Its workers ignore
-    SIGINT and SIGTERM (a terminal or a scheduler signals the whole process group): the main
-    process stops at a step boundary and needs them until then (:mod:`genolong.training.stopping`),
-    then shuts them down. The datasets draw no random numbers from global generators, so the
-    workers need no seeding.
-    """
+    """A DataLoader of ``config.batch_size`` items with its own generator (iterators would otherwise draw
+    from dropout's global RNG and shift it on resume), whose workers ignore SIGINT and SIGTERM: the main
+    process needs them until it stops at a step boundary (:mod:`genolong.training.stopping`)."""
     return DataLoader(dataset, batch_size=config.batch_size, sampler=sampler, num_workers=config.num_workers,
                       collate_fn=collate_fn, generator=torch.Generator().manual_seed(config.seed),
                       worker_init_fn=interrupts.ignore_in_worker)
 
 
 class Throughput:
-    """A run's training throughput, the one figure its progress bar and report show: units
-    (tokens, sequences) per second over every training step so far, a step's time running from
-    one call of :meth:`step` to the next; :meth:`pause` leaves out what is not training
-    (validation) by dropping the interval it interrupts."""
+    """Units (tokens, sequences) per second over every training step so far, the figure the progress bar
+    and report show; a step's time runs from one :meth:`step` to the next, :meth:`pause` drops the
+    interval a validation interrupts."""
 
     def __init__(self):
         self.last: float | None = None
@@ -158,14 +141,9 @@ class Throughput:
 
 def build_trainer(config: TrainConfig, out: Path, *, extra_callbacks=(), enable_progress_bar: bool = True):
     """A Lightning Trainer with CSV + TensorBoard logs under ``out/logs``, checkpoints under
-    ``out/checkpoints`` (every ``checkpoint_every_steps`` and ``last.ckpt``, written atomically,
-    read weights-only), a :class:`~genolong.training.stopping.StopOnSignal` (run it with
-    :func:`genolong.training.stopping.fit`) and, with ``enable_progress_bar``, genolong's
-    console (:mod:`genolong.training.console`).
-
-    Raises:
-        UserError: this machine lacks the accelerator or devices asked for, or Lightning refuses them.
-    """
+    ``out/checkpoints`` (periodic and ``last.ckpt``), a :class:`~genolong.training.stopping.StopOnSignal`
+    (run it with :func:`genolong.training.stopping.fit`) and, optionally, genolong's progress bar.
+    UserError: this machine lacks the accelerator or devices asked for, or Lightning refuses them."""
     config.check_hardware()
     # a new CSV version per (re)start: Lightning's CSVLogger would overwrite the old rows
     loggers = [CSVLogger(out / "logs", name="csv")]
@@ -189,25 +167,17 @@ def build_trainer(config: TrainConfig, out: Path, *, extra_callbacks=(), enable_
              config.devices, config.strategy)
     try:
         return pl.Trainer(
-            max_steps=config.max_steps,
-            accelerator=config.accelerator,
-            devices=config.devices,
+            max_steps=config.max_steps, accelerator=config.accelerator, devices=config.devices,
             num_nodes=config.num_nodes,
             strategy=ranks.strategy(config.strategy, config.devices, config.num_nodes),
-            precision=precision,
-            accumulate_grad_batches=config.accumulate_grad_batches,
+            precision=precision, accumulate_grad_batches=config.accumulate_grad_batches,
             gradient_clip_val=config.max_grad_norm,
             val_check_interval=interval * config.accumulate_grad_batches,
-            check_val_every_n_epoch=None,
-            num_sanity_val_steps=0,
+            check_val_every_n_epoch=None, num_sanity_val_steps=0,
             enable_model_summary=False,  # StepProgress logs the model and its parameters
-            log_every_n_steps=config.log_every_steps,
-            logger=loggers,
-            callbacks=callbacks,
-            plugins=[SafeCheckpointIO()],
-            use_distributed_sampler=False,
-            enable_progress_bar=enable_progress_bar,
-            default_root_dir=out,
+            log_every_n_steps=config.log_every_steps, logger=loggers, callbacks=callbacks,
+            plugins=[SafeCheckpointIO()], use_distributed_sampler=False,
+            enable_progress_bar=enable_progress_bar, default_root_dir=out,
         )
     except (MisconfigurationException, TypeError, ValueError) as err:  # the config's accelerator/devices/strategy
         raise UserError(f"Lightning refuses the trainer settings: {str(err).splitlines()[0]}") from None

@@ -1,11 +1,6 @@
-"""What a training run shows on the terminal: genolong's log lines and one progress bar.
-
-Lightning's defaults add a model-summary table, a bar over micro-batches titled
-``Epoch 0/-2`` with every logged value (``v_num``, learning rates...), hardware and tip lines
-(each printed twice, by Lightning's handler and the CLI's), and warnings that do not concern
-a genolong run, such as the one about resuming mid epoch, which genolong does exactly.
-:class:`StepProgress` is the bar; :func:`genolong.runtime.quiet.quiet_lightning` removes the rest
-unless genolong logs at DEBUG level (``genolong -v``).
+"""What a training run shows on the terminal: genolong's log lines and one progress bar
+(:class:`StepProgress`); :func:`genolong.runtime.quiet.quiet_lightning` removes Lightning's model
+summary, epoch bar, hardware and tip lines and irrelevant warnings unless ``genolong -v``.
 """
 
 from __future__ import annotations
@@ -24,21 +19,15 @@ from genolong.core.progress import progress_bar
 log = logging.getLogger(__name__)
 
 #: What the bar shows when the run logs it: logged key, label, format.
-SHOWN = (
-    ("train/loss", "loss", "{:.3f}"),
-    ("train/tokens_per_s", "tokens/s", "{:,.0f}"),
-    ("train/sequences_per_s", "seqs/s", "{:,.1f}"),
-    ("val/bpc", "val bits/bp", "{:.3f}"),
-    ("val/f1", "val F1", "{:.3f}"),
-    ("val/mean_auc", "val AUC", "{:.3f}"),
-)
+SHOWN = (("train/loss", "loss", "{:.3f}"), ("train/tokens_per_s", "tokens/s", "{:,.0f}"),
+         ("train/sequences_per_s", "seqs/s", "{:,.1f}"), ("val/bpc", "val bits/bp", "{:.3f}"),
+         ("val/f1", "val F1", "{:.3f}"), ("val/mean_auc", "val AUC", "{:.3f}"))
 
 
 class StepProgress(ProgressBar):
-    """One bar over optimizer steps (not micro-batches) on stderr: steps done / total, elapsed and
-    ETA, then loss, throughput and the latest validation metric, e.g.
-    ``training  40%|####      | 120/300 [01:02<01:33, loss=7.354, tokens/s=2,880, val bits/bp=2.155]``.
-    Training starts with one log line: the model, its parameters and the steps to run."""
+    """One bar over optimizer steps on stderr with loss, throughput and the latest validation metric, e.g.
+    ``training  40%|####      | 120/300 [01:02<01:33, loss=7.354, tokens/s=2,880, val bits/bp=2.155]``,
+    after one log line: the model, its parameters and the steps to run."""
 
     def __init__(self):
         super().__init__()
@@ -73,7 +62,7 @@ class StepProgress(ProgressBar):
 
     @staticmethod
     def summary(trainer: pl.Trainer) -> str:
-        """The :data:`SHOWN` values the run has logged, ``label=value`` joined by commas."""
+        """The :data:`SHOWN` values the run has logged, as ``label=value, ...``."""
         metrics = trainer.callback_metrics
         return ", ".join(f"{label}={style.format(float(metrics[key]))}" for key, label, style in SHOWN
                          if key in metrics)

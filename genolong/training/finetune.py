@@ -1,18 +1,13 @@
-"""The fine-tuning run, one for every task (:mod:`genolong.tasks.task`): C sigmoid outputs on
-the [CLS] token trained with binary cross-entropy, early stopping and the best checkpoint on
-the task's validation metric, then the task's test report on the best model.
-
-The model starts from a pretrained directory (``--model``: an MLM run's ``out/model``, whose
-tokenizer it uses) or from scratch (a tokenizer is trained on the training split unless one
-is given; :mod:`genolong.training.model_setup`). The run directory::
+"""The fine-tuning run, one for every task (:mod:`genolong.tasks.task`): early stopping and the best
+checkpoint on the task's validation metric, then the task's test report on the best model, from a
+pretrained ``--model`` or from scratch (:mod:`genolong.training.model_setup`). The run directory::
 
     out/tokenizer/     from scratch without --tokenizer
     out/checkpoints/   best.ckpt (by the monitored metric), last.ckpt, periodic (mode probe: none;
-                       out/probe_cache/ holds the embeddings its head trains on, :mod:`genolong.training.probe`)
+                       out/probe_cache/ holds the embeddings its head trains on)
     out/logs/          csv/version_N/metrics.csv, tensorboard/
-    out/model/         the classifier directory (genolong.classifier.directory), best weights
-    out/report.json    validation and test metrics
-    (and what the task's report writes, e.g. chromatin's out/aucs.csv)
+    out/model/         the classifier directory, best weights
+    out/report.json    validation and test metrics (and what the task's report writes, e.g. out/aucs.csv)
 """
 
 from __future__ import annotations
@@ -21,7 +16,7 @@ import json
 import logging
 import time
 from collections.abc import Collection
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +52,7 @@ CROP_CHECK_ROWS = 256
 
 
 def log_cropping(encoder: TokenEncoder, rows: LabelledSequences) -> None:
-    """Say in the log how records longer than ``max_len`` tokens are read (no silent truncation)."""
+    """Log how records longer than ``max_len`` tokens are read (no silent truncation)."""
     sample = [rows.sequence(int(i)) for i in evaluation_rows(len(rows), CROP_CHECK_ROWS)]
     described = encoder.describe_cropping(sample, "sampled training records")
     if described is not None:
@@ -66,10 +61,7 @@ def log_cropping(encoder: TokenEncoder, rows: LabelledSequences) -> None:
 
 
 def random_crop(sequence: str, min_bp: int, rng: np.random.Generator) -> str:
-    """A random sub-window of ``sequence``: length uniform in ``min_bp..len``, start uniform where it fits.
-
-    A sequence no longer than ``min_bp`` comes back whole.
-    """
+    """A random sub-window of ``sequence``: length uniform in ``min_bp..len``, start uniform where it fits."""
     if len(sequence) <= min_bp:
         return sequence
     length = int(rng.integers(min_bp, len(sequence) + 1))
@@ -77,21 +69,15 @@ def random_crop(sequence: str, min_bp: int, rng: np.random.Generator) -> str:
     return sequence[start : start + length]
 
 
+@dataclass(eq=False)
 class TrainingInputs(Dataset):
-    """``dataset[(position, index)]`` (from :class:`~genolong.datasets.mlm.PositionSampler`):
-    ``{"sequence": str, "labels": (C,) float32}``.
+    """``dataset[(position, index)]``: ``{"sequence": str, "labels": (C,) float32}``, optionally a random
+    crop of the row and half of the time its reverse complement, drawn from ``(seed, position)``."""
 
-    With ``crop_min_bp``, the input is a random crop of row ``index`` (:func:`random_crop`); with
-    ``reverse_complement``, it is the row's reverse complement half of the time. Both are drawn
-    from ``(seed, position)``: a resumed run sees the same inputs.
-    """
-
-    def __init__(self, rows: LabelledSequences, crop_min_bp: int | None = None, seed: int = 0,
-                 reverse_complement: bool = False):
-        self.rows = rows
-        self.crop_min_bp = crop_min_bp
-        self.seed = seed
-        self.reverse_complement = reverse_complement
+    rows: LabelledSequences
+    crop_min_bp: int | None = None
+    seed: int = 0
+    reverse_complement: bool = False
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -108,10 +94,8 @@ class TrainingInputs(Dataset):
 
 
 class ValidationWindows(Dataset):
-    """The validation ``subset`` (row indices) in the model's windows: a row no longer than
-    ``window`` bp is one input, a longer one each window ``predict-promoter`` scans
-    (:func:`~genolong.classifier.records.record_windows`). Items as :class:`TrainingInputs`'s
-    plus ``record``, the position in ``subset`` of the window's row."""
+    """The validation ``subset`` (row indices) in the windows ``predict`` scans; items as
+    :class:`TrainingInputs`'s plus ``record``, the position in ``subset`` of the window's row."""
 
     def __init__(self, rows: LabelledSequences, subset: np.ndarray, window: int):
         self.rows, self.subset = rows, subset
@@ -125,12 +109,12 @@ class ValidationWindows(Dataset):
         return {"sequence": self.windows[index], "labels": self.rows.labels(int(self.subset[record])), "record": record}
 
 
+@dataclass(eq=False)
 class Collate:
     """Items -> ``input_ids``, ``attention_mask`` (B, T), ``labels`` (B, C) float32 and, for
     :class:`ValidationWindows` items, ``record`` (B,) int64."""
 
-    def __init__(self, encoder: TokenEncoder):
-        self.encoder = encoder
+    encoder: TokenEncoder
 
     def __call__(self, items: list[dict[str, Any]]) -> dict[str, torch.Tensor]:
         batch = self.encoder([item["sequence"] for item in items])
@@ -141,8 +125,7 @@ class Collate:
 
 
 class FinetuneDataModule(StepIndexedData):
-    """Training inputs in step-indexed order (exact resume, distinct rows per rank); a fixed,
-    evenly spaced validation subset, scored whole on every rank."""
+    """Training inputs in step-indexed order; a fixed, evenly spaced validation subset on every rank."""
 
     def __init__(self, data: TaskData, encoder: TokenEncoder, config: FinetuneConfig):
         super().__init__(config.train, Collate(encoder))
@@ -161,13 +144,8 @@ class FinetuneDataModule(StepIndexedData):
 
 
 class ClassifierModule(TrainingModule):
-    """GenolongForSequenceClassification trained with (positive-weighted) BCE.
-
-    Batches: ``input_ids``, ``attention_mask`` (B, T) and ``labels`` (B, C). Validation
-    collects the probabilities of the whole validation subset, each row's best window's when it
-    is scanned in several (``record``), and logs the task's ``validation_metrics`` plus
-    ``val/loss`` (the mean over windows).
-    """
+    """GenolongForSequenceClassification trained on its loss; validation logs the task's
+    ``validation_metrics`` of each row's best window and ``val/loss`` (the mean over windows)."""
 
     def __init__(self, model, config: FinetuneConfig):
         super().__init__(model, config.train)
@@ -187,38 +165,24 @@ class ClassifierModule(TrainingModule):
                           output.loss.detach().float().cpu() * count))
 
     def on_validation_epoch_end(self) -> None:
-        windows = torch.cat([probabilities for probabilities, *_ in self._val]).numpy()
-        window_labels = torch.cat([labels for _, labels, *_ in self._val]).numpy()
-        record = torch.cat([record for *_, record, _ in self._val]).numpy()
+        outputs, labels, records, losses = zip(*self._val, strict=True)
+        windows, record = torch.cat(outputs).numpy(), torch.cat(records).numpy()
         _, first = np.unique(record, return_index=True)
-        probabilities = best_per_record(windows, record, len(first))
-        metrics = self.task.validation_metrics(window_labels[first], probabilities)
-        metrics["val/loss"] = float(sum(loss for *_, loss in self._val)) / len(record)
+        metrics = self.task.validation_metrics(torch.cat(labels).numpy()[first],
+                                               best_per_record(windows, record, len(first)))
+        metrics["val/loss"] = float(sum(losses)) / len(record)
         self.log_dict(metrics, prog_bar=True, sync_dist=False)
         self._val = []
 
 
-# -- the run ---------------------------------------------------------------------------------
-def run_finetune(
-    data_dir: str | Path,
-    out: str | Path,
-    config: FinetuneConfig,
-    *,
-    pretrained: Path | None = None,
-    tokenizer_dir: Path | None = None,
-    asked: Collection[str] = (),
-    resume: bool = False,
-    show_progress: bool = True,
-    extra_callbacks=(),
-) -> dict:
-    """Fine-tune ``config.task`` on ``data_dir`` into ``out``; returns the report (also ``out/report.json``).
-
-    ``asked``: the ``model.`` keys the user set on the command line (``backbone``, ...), the
-    only config values that may change a pretrained model's attention
+def run_finetune(data_dir: str | Path, out: str | Path, config: FinetuneConfig, *,
+                 pretrained: Path | None = None, tokenizer_dir: Path | None = None,
+                 asked: Collection[str] = (), resume: bool = False, show_progress: bool = True,
+                 extra_callbacks=()) -> dict:
+    """Fine-tune ``config.task`` on ``data_dir`` into ``out``; returns the report (also ``out/report.json``),
+    ``{"stopped_at_step": n}`` for a run stopped from outside, ``{}`` on a rank other than 0. ``asked``:
+    the ``model.`` keys set on the command line
     (:func:`~genolong.training.model_setup.build_classifier_model`).
-
-    Returns ``{"stopped_at_step": n}`` when the run stopped before ``max_steps`` without early
-    stopping (continue it with ``resume``), and ``{}`` on a distributed rank other than 0.
     """
     started = time.perf_counter()
     config.train.check_hardware()
@@ -262,20 +226,25 @@ def run_finetune(
         best_checkpoint = read_checkpoint(best.best_model_path)
         module.load_state_dict(best_checkpoint["state_dict"])
         model = merged_model(module.model, config.mode, out / "adapters" if config.mode == "lora" else None)
-        run = {
-            "steps": trainer.global_step,
-            "best_step": int(best_checkpoint["global_step"]),
-            "early_stopped": early_stopped,
-            "monitor": {"metric": task.monitor, "best": float(best.best_model_score)},
-            **facts,
-        }
+        run = {"steps": trainer.global_step, "best_step": int(best_checkpoint["global_step"]),
+               "early_stopped": early_stopped,
+               "monitor": {"metric": task.monitor, "best": float(best.best_model_score)}, **facts}
         return _complete(task, model, tokenizer, data, config, out, run, started)
 
 
 def _complete(task: FinetuneTask, model, tokenizer, data: TaskData, config: FinetuneConfig, out: Path, run: dict,
               started: float) -> dict:
-    """The trained ``model``'s report and classifier directory (:func:`_finish`); ``out/report.json``."""
-    report = _finish(task, Classifier(model, tokenizer, _task_info(config, data)), data, config, out, run)
+    """The trained ``model``'s report (``run``'s facts, the model's, the task's); writes ``out/model``
+    (the classifier with its threshold and provenance) and ``out/report.json``."""
+    classifier = Classifier(model, tokenizer, _task_info(config, data))
+    info = classifier.info
+    report = {"task": config.task, **run, "parameters": sum(p.numel() for p in model.parameters()),
+              "backbone": model.config.backbone, "max_len": config.max_len, "window_bp": info.window_bp,
+              "min_bp": info.min_bp, "data": data.source}
+    report |= task.test_report(classifier, data, config, out)
+    info.threshold = report.get("threshold")
+    info.provenance = {"report": report, "config": to_dict(config), "genolong_run": str(out.resolve())}
+    classifier.save(out / "model")
     report["seconds"] = round(time.perf_counter() - started, 1)
     atomic_write_text(out / "report.json", json.dumps(report, indent=2) + "\n")
     return report
@@ -283,32 +252,21 @@ def _complete(task: FinetuneTask, model, tokenizer, data: TaskData, config: Fine
 
 def _run_identity(config: FinetuneConfig, data: TaskData, tokenizer, model, pretrained: Path | None) -> dict:
     """The settings that decide a fine-tuning run's results (``max_steps`` aside: a run may be extended)."""
-    return {
-        "task": config.task,
-        "data": data.source,
-        "tokenizer": tokenizer_fingerprint(tokenizer),
-        "pretrained": None if pretrained is None else str(Path(pretrained).resolve()),
-        "model": {k: v for k, v in model.config.to_diff_dict().items() if k != "transformers_version"},
-        "max_len": config.max_len,
-        "crop_min_bp": config.crop_min_bp,
-        **({"augment_reverse_complement": True} if config.augment_reverse_complement else {}),
-        "train": to_dict(config.train) | {"max_steps": None},
-        **({} if config.mode == "full" else {"mode": config.mode, "lora": to_dict(config.lora)}),
-    }
+    return {"task": config.task, "data": data.source, "tokenizer": tokenizer_fingerprint(tokenizer),
+            "pretrained": None if pretrained is None else str(Path(pretrained).resolve()),
+            "model": {k: v for k, v in model.config.to_diff_dict().items() if k != "transformers_version"},
+            "max_len": config.max_len, "crop_min_bp": config.crop_min_bp,
+            **({"augment_reverse_complement": True} if config.augment_reverse_complement else {}),
+            "train": to_dict(config.train) | {"max_steps": None},
+            **({} if config.mode == "full" else {"mode": config.mode, "lora": to_dict(config.lora)})}
 
 
 def _trainer(task: FinetuneTask, config: FinetuneConfig, out: Path, show_progress: bool, extra_callbacks):
     """The Trainer with the best checkpoint and early stopping on ``task.monitor``; also returns those two."""
     best = MovableModelCheckpoint(
-        dirpath=out / "checkpoints",
-        filename="best",
-        monitor=task.monitor,
-        mode="max",
-        save_top_k=1,
+        dirpath=out / "checkpoints", filename="best", monitor=task.monitor, mode="max", save_top_k=1,
         save_last=True,  # after each validation, so that a resumed run knows the best so far
-        auto_insert_metric_name=False,
-        enable_version_counter=False,
-    )
+        auto_insert_metric_name=False, enable_version_counter=False)
     stopper = ResumableEarlyStopping(monitor=task.monitor, mode="max", patience=config.patience,
                                      check_on_train_epoch_end=False)
     trainer = build_trainer(config.train, out, extra_callbacks=[best, stopper, *extra_callbacks],
@@ -317,31 +275,9 @@ def _trainer(task: FinetuneTask, config: FinetuneConfig, out: Path, show_progres
 
 
 def _task_info(config: FinetuneConfig, data: TaskData) -> TaskInfo:
-    """What the classifier directory records: the task, its windows (the shortest input: the crop
-    length when training cropped below the data's own), labels and what inference needs."""
+    """What the classifier directory records (the shortest input: the crop length when shorter)."""
     min_bp = data.min_bp if config.crop_min_bp is None else min(config.crop_min_bp, data.min_bp)
     spec = replace(get_task(config.task).inference_spec(data.window_bp, data.problem_type),
                    both_strands=config.augment_reverse_complement)
     return TaskInfo(config.task, data.window_bp, min_bp, config.max_len, data.label_names, inference=spec)
 
-
-def _finish(task: FinetuneTask, classifier: Classifier, data: TaskData, config: FinetuneConfig, out: Path,
-            run: dict) -> dict:
-    """The report of the best model (``run``'s facts, the model's, the task's test report);
-    ``out/model`` is the classifier with its threshold and provenance."""
-    info, model = classifier.info, classifier.model
-    report = {
-        "task": config.task,
-        **run,
-        "parameters": sum(p.numel() for p in model.parameters()),
-        "backbone": model.config.backbone,
-        "max_len": config.max_len,
-        "window_bp": info.window_bp,
-        "min_bp": info.min_bp,
-        "data": data.source,
-    }
-    report |= task.test_report(classifier, data, config, out)
-    info.threshold = report.get("threshold")
-    info.provenance = {"report": report, "config": to_dict(config), "genolong_run": str(out.resolve())}
-    classifier.save(out / "model")
-    return report

@@ -1,6 +1,5 @@
-"""The model and tokenizer a fine-tuning run starts from: a pretrained model directory (its
-encoder weights, architecture, attention and tokenizer; the backbone and attention parameters
-change only when the user asks), or a model built from scratch over a tokenizer trained on the training split."""
+"""The model and tokenizer a fine-tuning run starts from: a pretrained model directory, or a model built
+from scratch over a tokenizer trained on the training split."""
 
 from __future__ import annotations
 
@@ -32,25 +31,12 @@ from genolong.tasks.task import FinetuneConfig, LabelledSequences
 log = logging.getLogger(__name__)
 
 #: GenolongConfig fields that fix the shapes of the weights: a pretrained model keeps its own.
-ARCHITECTURE_FIELDS = (
-    *SIZE_FIELDS,
-    "hidden_act",
-    "pre_layer_norm",
-    "final_layer_norm",
-    "embedding_layer_norm",
-    "local_conv_kernel",
-    *VARIANT_FIELDS,
-)
+ARCHITECTURE_FIELDS = (*SIZE_FIELDS, "hidden_act", "pre_layer_norm", "final_layer_norm",
+                       "embedding_layer_norm", "local_conv_kernel", *VARIANT_FIELDS)
 
 #: GenolongConfig fields a fine-tuning config sets on a pretrained model (regularisation and the new head).
-TRAINING_FIELDS = (
-    "hidden_dropout_prob",
-    "attention_probs_dropout_prob",
-    "classifier_dropout",
-    "classifier_pooler",
-    "classifier_pooling",
-    "positive_label_weight",
-)
+TRAINING_FIELDS = ("hidden_dropout_prob", "attention_probs_dropout_prob", "classifier_dropout",
+                   "classifier_pooler", "classifier_pooling", "positive_label_weight")
 
 
 def train_task_tokenizer(rows: LabelledSequences, out: Path, config: TokenizerTrainConfig, max_len: int) -> Path:
@@ -59,9 +45,8 @@ def train_task_tokenizer(rows: LabelledSequences, out: Path, config: TokenizerTr
         if json.loads((out / METADATA_FILE).read_text())["config"] == to_dict(config):
             log.info("tokenizer: %s exists and matches, reused", out)
             return out
-        raise UserError(
-            f"{out} holds a tokenizer trained with another configuration", hint="choose another --out"
-        )
+        raise UserError(f"{out} holds a tokenizer trained with another configuration",
+                        hint="choose another --out")
     # twice the sample, evenly spaced over the split, so that the reservoir sample has a choice
     wanted_rows = max(1, 2 * config.sample_bp // max(1, len(rows.sequence(0))))
     chosen = evaluation_rows(len(rows), wanted_rows)
@@ -78,16 +63,11 @@ def train_task_tokenizer(rows: LabelledSequences, out: Path, config: TokenizerTr
 
 def build_classifier_model(config: FinetuneConfig, num_labels: int, tokenizer, pretrained: Path | None,
                            problem_type: str = "multi_label_classification", asked: Collection[str] = ()):
-    """A GenolongForSequenceClassification with ``num_labels`` outputs, in training mode; its
-    ``problem_type`` (transformers' name) picks the loss and the outputs' activation
-    (:func:`genolong.model.heads.output_activation`): sigmoids by default.
-
-    From scratch: ``config.model`` in full. From ``pretrained``: its encoder weights, its
-    architecture and its attention (backbone and parameters), with the dropout, positive
-    weight and pooling of ``config.model`` (:data:`TRAINING_FIELDS`). The backbone or an
-    attention parameter changes only when the user asked for it (``asked``: the ``model.``
-    keys set on the command line, ``--backbone``): a pretrained model may run with another
-    attention, as BigBird started from RoBERTa's, but a preset never switches it silently.
+    """A GenolongForSequenceClassification with ``num_labels`` outputs of transformers' ``problem_type``,
+    in training mode: ``config.model`` in full from scratch; else ``pretrained``'s encoder weights,
+    architecture and attention with ``config.model``'s :data:`TRAINING_FIELDS`. The backbone or an
+    attention parameter changes only when the user asked (``asked``: the ``model.`` keys set on the
+    command line, ``--backbone``), never silently by a preset.
     """
     head = {"num_labels": num_labels, "problem_type": problem_type}
     if pretrained is None:
@@ -102,8 +82,8 @@ def build_classifier_model(config: FinetuneConfig, num_labels: int, tokenizer, p
 
 
 def _from_pretrained(pretrained: Path, config: FinetuneConfig, tokenizer, head: dict, asked: set[str]):
-    """The pretrained model's encoder and attention with ``config.model``'s training fields and
-    the attention settings in ``asked``, and a new head."""
+    """The pretrained model with ``config.model``'s training fields, the attention settings in ``asked``
+    and a new head."""
     base = read_model_config(pretrained)
     check_tokenizer(tokenizer, base, pretrained)
     settings = config.model.settings
@@ -128,29 +108,24 @@ def _from_pretrained(pretrained: Path, config: FinetuneConfig, tokenizer, head: 
 
 
 def _attention_settings(config: GenolongConfig) -> dict:
-    """The backbone and its parameters."""
     return {"backbone": config.backbone} | {k: getattr(config, k) for k in attention_defaults(config.backbone)}
 
 
 def _log_taken_from_model(pretrained: Path, model_config: GenolongConfig, settings: dict, requested: dict) -> None:
-    """Log every architecture and attention value the model keeps from ``pretrained``, and warn
-    about each that differs from the config's (``settings``)."""
+    """Log the architecture and attention values kept from ``pretrained``; warn where the config differs."""
     kept = {k: getattr(model_config, k) for k in (*ARCHITECTURE_FIELDS, *_attention_settings(model_config))
             if k not in requested}
     log.info("from the pretrained model %s: %s", pretrained, ", ".join(f"{k}={v}" for k, v in kept.items()))
     replaced = {k: v for k, v in settings.items() if k in kept and kept[k] != v}
     if replaced:
-        log.warning(
-            "the pretrained model's values replace the config's: %s (change the attention with --backbone or "
-            "--set model.KEY=VALUE; the sizes are the model's)",
-            ", ".join(f"{k}={kept[k]} (config: {v})" for k, v in replaced.items()),
-        )
+        log.warning("the pretrained model's values replace the config's: %s (change the attention with "
+                    "--backbone or --set model.KEY=VALUE; the sizes are the model's)",
+                    ", ".join(f"{k}={kept[k]} (config: {v})" for k, v in replaced.items()))
 
 
 def _rebuild_attention_buffers(model, rebuilt: set[str]) -> None:
-    """Rebuild the attention buffers in ``rebuilt`` (e.g. BigBird's seeded random layout when the
-    model was pretrained with another backbone or other block sizes): from_pretrained leaves them
-    uninitialized, and ``_init_weights`` only covers parameters."""
+    """Rebuild the attention buffers in ``rebuilt`` (e.g. BigBird's seeded random layout), which
+    from_pretrained leaves uninitialized."""
     for index, block in enumerate(model.genolong.encoder.blocks):
         prefix = f"genolong.encoder.blocks.{index}.attention."
         if not any(key.startswith(prefix) for key in rebuilt):

@@ -1,21 +1,9 @@
-"""Which weights fine-tuning trains (``mode:`` in a fine-tuning config, ``--mode`` on the command line):
-
-- ``full``: every weight (the default);
-- ``lora``: low-rank adapters (LoRA, Hu et al. 2021) on the attention and feed-forward
-  projections, with the ``peft`` library, and the output head in full; the encoder's own weights
-  stay frozen. The adapters are saved to ``OUT/adapters`` (peft's ``save_pretrained``) and merged
-  into the saved classifier, so every inference command takes it as any other;
-- ``probe``: the encoder frozen, only the output head trained (a linear probe of the [CLS]
-  embedding, or of the tokens' mean), on embeddings the encoder computes once per split and the
-  run directory caches (:mod:`genolong.training.probe`).
-
-Both need a pretrained encoder to mean anything (``--model``): ``lora`` without one is refused
-(adapters on random weights learn less than the full mode would), ``probe`` without one runs with a
-warning, as a random-features baseline (:func:`check_start`).
-
-The target modules default to genolong's projections, which converted checkpoints share
-(:mod:`genolong.convert` maps BigBird, BERT, GENA-LM and ESM weights onto them): ``qkv``
-and ``out`` (attention), ``up`` and ``down`` (feed-forward).
+"""Which weights fine-tuning trains (``mode:``, ``--mode``): ``full`` (every weight, the default);
+``lora`` (low-rank adapters, Hu et al. 2021, with ``peft`` on the ``qkv``, ``out``, ``up`` and
+``down`` projections that converted checkpoints share, plus the head in full; saved to
+``OUT/adapters`` and merged into the saved classifier); ``probe`` (the head only, on cached
+embeddings: :mod:`genolong.training.probe`). Without a pretrained ``--model``, ``lora`` is refused
+and ``probe`` warns that it reads a random encoder (:func:`check_start`).
 """
 
 from __future__ import annotations
@@ -35,11 +23,8 @@ HEAD = "classifier"
 
 
 def check_start(mode: str, pretrained: Path | None) -> None:
-    """Refuse LoRA without a pretrained model; warn that a probe without one reads a random encoder.
-
-    Raises:
-        UserError: ``mode`` is ``lora`` and ``pretrained`` is None.
-    """
+    """Refuse LoRA without a pretrained model (UserError); warn that a probe without one reads a
+    random encoder."""
     if pretrained is not None:
         return
     if mode == "lora":
@@ -52,8 +37,7 @@ def check_start(mode: str, pretrained: Path | None) -> None:
 
 
 def apply_mode(model: torch.nn.Module, mode: str, lora: LoraSettings) -> torch.nn.Module:
-    """``model`` set up to train in ``mode``: as it is (full), wrapped with LoRA adapters, or with
-    its encoder frozen (probe)."""
+    """``model`` as it is (full), wrapped with LoRA adapters, or with its encoder frozen (probe)."""
     check_mode(mode)
     if mode == "full":
         return model
@@ -80,8 +64,8 @@ def trainable_parameters(model: torch.nn.Module) -> dict[str, int | float]:
 
 
 def merged_model(model: torch.nn.Module, mode: str, adapters: Path | None = None) -> torch.nn.Module:
-    """The plain model to save: a LoRA model's adapters written to ``adapters`` (when given)
-    and merged into its weights; any other model as it is, every weight trainable again."""
+    """The plain model to save, every weight trainable again: a LoRA model's adapters written to
+    ``adapters`` (when given) and merged."""
     if mode == "lora":
         if adapters is not None:
             model.save_pretrained(adapters)

@@ -1,7 +1,5 @@
-"""MLM pretraining (BigBird Sec. 5, App. F.1): tokenizer -> corpus -> Lightning training.
-
-``run_pretrain`` runs the three steps into one output directory, skipping the ones
-whose outputs already exist and match::
+"""MLM pretraining (BigBird Sec. 5, App. F.1): tokenizer -> corpus -> Lightning training, into one
+output directory, skipping the steps whose outputs exist and match::
 
     out/tokenizer/        (unless --tokenizer is given)
     out/corpus/           document shards (genolong.datasets.corpus)
@@ -11,10 +9,8 @@ whose outputs already exist and match::
     out/report.json       validation loss and bits per base pair, baseline, throughput
     out/learning_curve.png
 
-Metrics: masked-token cross-entropy and **bits per base pair** (BPC): the total NLL of
-the masked tokens in bits divided by the base pairs those tokens cover, next to the BPC
-of a token-unigram model fitted on the training shards, on the same masked tokens.
-NSP, BigBird's second objective, is not used (RoBERTa showed it does not help MLM).
+Bits per base pair (BPC): the masked tokens' total NLL in bits over the base pairs they cover, beside
+a token-unigram model's on the same tokens. No NSP (RoBERTa showed it does not help MLM).
 """
 
 from __future__ import annotations
@@ -71,9 +67,8 @@ class PretrainConfig:
 
     Attributes:
         max_len: tokens per window, [CLS] and [SEP] included (BigBird: 4096).
-        model: ``GenolongConfig`` fields (backbone, sizes, the backbone's parameters);
-            ``vocab_size`` comes from the tokenizer, ``max_position_embeddings`` defaults to max_len.
-        tokenizer, corpus, masking, train: the step configs.
+        model: ``GenolongConfig`` fields; ``vocab_size`` comes from the tokenizer,
+            ``max_position_embeddings`` defaults to max_len.
     """
 
     max_len: int = 4096
@@ -102,17 +97,13 @@ class PretrainConfig:
 
 
 def load_pretrain_config(path: str | Path | None, overrides: dict[str, Any] | None = None) -> PretrainConfig:
-    """A YAML file or shipped preset name (``tiny``, ``base``, ...) with dotted ``overrides``
-    (``train.max_steps``, ``model.backbone``: see :func:`genolong.config.presets.apply_overrides`).
-
-    A YAML file may start from another with ``extends: other.yaml`` (relative path).
-    """
+    """A YAML file (``extends: other.yaml`` allowed) or shipped preset name (``tiny``, ``base``, ...) with
+    dotted ``overrides`` (:func:`genolong.config.presets.apply_overrides`)."""
     source = str(path or "pretrain config")
     data = apply_overrides(read_preset(preset_path("pretrain", source)) if path else {}, overrides or {}, source)
     return from_dict(PretrainConfig, data, source=source)
 
 
-# -- Lightning ------------------------------------------------------------------------------
 class MLMDataModule(StepIndexedData):
     """Training windows through a step-indexed sampler; a fixed validation subset, split across ranks."""
 
@@ -139,10 +130,8 @@ class MLMDataModule(StepIndexedData):
 
 
 class MLMModule(TrainingModule):
-    """GenolongForMaskedLM trained with MLM; validation reports loss and bits per bp.
-
-    Batches: input_ids, labels, attention_mask, all (B, T).
-    """
+    """GenolongForMaskedLM on batches of input_ids, labels, attention_mask (B, T); validation reports
+    loss and bits per bp."""
 
     RATE_NAME = "tokens"
     RATE_IN_PROGRESS_BAR = True
@@ -156,7 +145,6 @@ class MLMModule(TrainingModule):
         self.validated_at_step: int | None = None  # the global step of the latest validation
 
     def throughput_units(self, batch: dict[str, torch.Tensor]) -> int:
-        """The real (not padding) tokens of ``batch``."""
         return int(batch["attention_mask"].sum())
 
     def on_validation_epoch_start(self) -> None:
@@ -186,7 +174,6 @@ def unigram_log2_probs(corpus: Corpus, vocab_size: int) -> np.ndarray:
     return np.log2(counts / counts.sum())
 
 
-# -- the command -----------------------------------------------------------------------------
 def _prepare_tokenizer(genome: Path, tokenizer_dir: Path | None, out: Path, config: PretrainConfig) -> Path:
     if tokenizer_dir is not None:
         load_tokenizer(tokenizer_dir)  # validates
@@ -205,20 +192,9 @@ def _prepare_tokenizer(genome: Path, tokenizer_dir: Path | None, out: Path, conf
     return target
 
 
-def _launch_rank() -> int:
-    """This process's global rank as set by torchrun or SLURM (0 when not launched so)."""
-    for name in ("RANK", "SLURM_PROCID"):
-        if name in os.environ:
-            return int(os.environ[name])
-    return 0
-
-
-def _launch_world() -> int:
-    """The number of ranks torchrun or SLURM started (1 when not launched so)."""
-    for name in ("WORLD_SIZE", "SLURM_NTASKS"):
-        if name in os.environ:
-            return int(os.environ[name])
-    return 1
+def _launch_setting(torchrun: str, slurm: str, default: int) -> int:
+    """A launch setting as torchrun or SLURM set it (``default`` when not launched so)."""
+    return int(os.environ.get(torchrun, os.environ.get(slurm, default)))
 
 
 #: Ranks of one launch start within this many seconds of each other.
@@ -226,9 +202,8 @@ LAUNCH_SKEW_S = 60.0
 
 
 def _wait_for(path: Path, timeout_s: float = 7 * 24 * 3600) -> dict:
-    """Poll for the JSON file that rank 0 writes when the data is prepared in this launch:
-    one written before this rank started (by an earlier run in the same directory, while
-    rank 0 may be rebuilding) does not count."""
+    """Poll for the JSON file that rank 0 writes when the data is prepared in this launch (one older
+    than the launch, from an earlier run, does not count)."""
     launched = time.time() - LAUNCH_SKEW_S
     deadline = time.monotonic() + timeout_s
     while not path.exists() or path.stat().st_mtime < launched:
@@ -240,12 +215,8 @@ def _wait_for(path: Path, timeout_s: float = 7 * 24 * 3600) -> dict:
 
 def _prepare_data(genome: Path, tokenizer_dir: Path | None, corpus_dir: Path, out: Path, config: PretrainConfig,
                   show_progress: bool, rank: int = 0, world: int = 1) -> Path:
-    """The tokenizer and the corpus; returns the tokenizer directory.
-
-    In a torchrun/SLURM launch of ``world`` ranks, rank 0 prepares the tokenizer while the others wait
-    for it; then every rank builds its share of the corpus shards (chromosomes ``i % world == rank``,
-    on the CPU cores it has), and rank 0 waits for them all and writes the manifest.
-    """
+    """The tokenizer and the corpus; returns the tokenizer directory. In a launch of ``world`` ranks,
+    rank 0 prepares the tokenizer, then every rank builds its share of the corpus shards."""
     if rank != 0:
         tokenizer_dir = Path(_wait_for(out / "tokenizer-ready.json")["tokenizer"])
     else:
@@ -263,18 +234,16 @@ def _prepare_data(genome: Path, tokenizer_dir: Path | None, corpus_dir: Path, ou
 def run_pretrain(genome: Path, out: Path, config: PretrainConfig, *, tokenizer_dir: Path | None = None,
                  corpus_dir: Path | None = None, resume: bool = False, show_progress: bool = True,
                  extra_callbacks=()) -> dict:
-    """Tokenizer, corpus and MLM training into ``out``; returns the final report.
-
-    ``corpus_dir`` (default ``out/corpus``) may be shared by runs with the same tokenizer
-    and corpus configuration: finished shards are never rebuilt.
-    """
+    """Tokenizer, corpus and MLM training into ``out``; returns the final report. ``corpus_dir`` (default
+    ``out/corpus``) may be shared by runs of the same tokenizer and corpus configuration."""
     started = time.perf_counter()
     config.train.check_hardware()  # before the tokenizer and corpus steps
     claim_directory(out, "pretrain")
     resume_from = resume_checkpoint(out, resume)
     corpus_dir = out / "corpus" if corpus_dir is None else corpus_dir
     tokenizer = load_tokenizer(_prepare_data(genome, tokenizer_dir, corpus_dir, out, config, show_progress,
-                                             _launch_rank(), _launch_world()))
+                                             _launch_setting("RANK", "SLURM_PROCID", 0),
+                                             _launch_setting("WORLD_SIZE", "SLURM_NTASKS", 1)))
     model_config = config.model_config(len(tokenizer))
     corpus = Corpus(corpus_dir)
 
@@ -300,17 +269,12 @@ def run_pretrain(genome: Path, out: Path, config: PretrainConfig, *, tokenizer_d
         if module.validated_at_step != trainer.global_step:  # the run did not end on a validation
             trainer.validate(module, datamodule=data, verbose=False)
         metrics = {k: float(v) for k, v in trainer.callback_metrics.items()}
-        report = {
-            "steps": trainer.global_step,
-            "parameters": sum(p.numel() for p in model.parameters()),
-            "backbone": model_config.backbone,
-            "max_len": config.max_len,
-            "val_loss": metrics.get("val/loss"),
-            "val_bpc": metrics.get("val/bpc"),
-            "unigram_bpc": metrics.get("val/unigram_bpc"),
-            "seconds": round(time.perf_counter() - started, 1),
-            "corpus_totals": corpus.manifest["totals"],
-        }
+        report = {"steps": trainer.global_step, "parameters": sum(p.numel() for p in model.parameters()),
+                  "backbone": model_config.backbone, "max_len": config.max_len,
+                  "val_loss": metrics.get("val/loss"), "val_bpc": metrics.get("val/bpc"),
+                  "unigram_bpc": metrics.get("val/unigram_bpc"),
+                  "seconds": round(time.perf_counter() - started, 1),
+                  "corpus_totals": corpus.manifest["totals"]}
         if trainer.is_global_zero:
             with atomic_path(out / "model", directory=True) as tmp:
                 save_model(model, tokenizer, tmp)
@@ -322,8 +286,7 @@ def run_pretrain(genome: Path, out: Path, config: PretrainConfig, *, tokenizer_d
 
 
 def logged_rows(out: Path) -> list[dict[str, str]]:
-    """The CSV log rows of a run, across restarts: for a step logged by several versions
-    (steps after the last checkpoint of an interrupted run), the latest version's row."""
+    """The CSV log rows of a run across restarts (of a step logged by several versions, the latest's)."""
     versions = sorted((out / "logs" / "csv").glob("version_*/metrics.csv"),
                       key=lambda p: int(p.parent.name.removeprefix("version_")))
     rows: dict[tuple[str, tuple[str, ...]], dict[str, str]] = {}

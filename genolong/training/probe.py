@@ -1,28 +1,16 @@
 """``mode: probe`` on cached embeddings: the frozen encoder runs once per split, the head trains on
 the arrays.
 
-The encoder is frozen, so the vector the classification head reads (the [CLS] row, or the mean of
-the real tokens with ``classifier_pooling: mean``) is a fixed function of each input. It is
-computed once per split with :class:`~genolong.classifier.embedder.Embedder` on the inputs the saved
-classifier reads (:class:`~genolong.classifier.directory.TokenEncoder`: a record longer than
-``max_len`` tokens keeps its central tokens), and cached in the run directory::
+The vector the head reads (the [CLS] row, or the mean of the real tokens) is computed once per split
+with :class:`~genolong.classifier.embedder.Embedder` on the inputs the saved classifier reads, and
+cached as ``out/probe_cache/{train,valid}.npz`` (embeddings (N, H) float32 and their key). The key
+holds what decides the vectors (the encoder's weights and tokenizer fingerprints, a checksum of the
+sequences, pooling, layer, ``max_len``, strand); a rerun or ``--resume`` with the same key runs no
+encoder. A head of another pooling (``max``, SLED's fusion) has no cached vector: its probe trains as
+the other modes do (with a warning).
 
-    out/probe_cache/train.npz, valid.npz    embeddings (N, H) float32 and the key they were made with
-
-The key holds what decides the vectors: a fingerprint of the encoder's weights, the tokenizer's
-fingerprint, a checksum of the sequences embedded (the training split; the validation subset of
-the other modes, ``train.val_windows`` evenly spaced rows), the pooling, the layer (the last), ``max_len``
-and the strand (forward). A rerun or ``--resume`` with the same key reads the arrays and runs no
-encoder; another key recomputes them.
-
-A head that reads another pooling (``max``, a backbone's own fusion such as SLED's) has no cached
-vector: its probe trains as the other modes do, the frozen encoder at every step (a warning says so).
-
-The head (:class:`~genolong.model.heads.ClassificationHead`, its dropout included) then trains on
-(B, 1, H) rows of the cached vectors with the run's AdamW and warm-up/decay schedule, batches drawn
-from a generator seeded with ``train.seed``; every ``val_every_steps`` the task's validation
-metrics are computed on the validation subset (each record one input), and the head of the best
-``task.monitor`` is kept, stopping after ``patience`` rounds without improvement.
+The head trains on (B, 1, H) rows with the run's AdamW and schedule, keeping the best head by the
+task's validation metric and stopping after ``patience`` rounds without improvement.
 """
 
 from __future__ import annotations
@@ -52,9 +40,8 @@ CACHE = "probe_cache"
 
 
 def head_pooling(model) -> str | None:
-    """What the head of a GenolongForSequenceClassification reads, as an Embedder pooling: ``cls``
-    or ``mean``; None for a pooling no cached embedding represents (``max``, a backbone's own
-    fusion), whose probe runs the frozen encoder at every step (and the log says so)."""
+    """What the head of a GenolongForSequenceClassification reads as an Embedder pooling, ``cls`` or
+    ``mean``; None (with a warning) for a pooling no cached embedding represents."""
     if model.fusion is None:
         return "cls"
     if isinstance(model.fusion, TokenPooling) and model.fusion.mode == "mean":
@@ -65,7 +52,7 @@ def head_pooling(model) -> str | None:
 
 
 def weights_fingerprint(module: torch.nn.Module) -> str:
-    """SHA-256 of ``module``'s state dict (names, dtypes, shapes and bytes, in name order)."""
+    """SHA-256 of ``module``'s state dict (names, dtypes, shapes and bytes)."""
     digest = hashlib.sha256()
     for name, tensor in sorted(module.state_dict().items()):
         tensor = tensor.detach().cpu().contiguous()
@@ -86,7 +73,7 @@ def sequences_checksum(rows: LabelledSequences, indices: np.ndarray) -> str:
 def split_embeddings(embedder: Embedder, encoder: TokenEncoder, rows: LabelledSequences, indices: np.ndarray,
                      key: dict, path: Path, batch_size: int) -> np.ndarray:
     """The head's input vectors (N, H) float32 of the rows at ``indices`` (N,): read from ``path`` when
-    it was written with ``key``, else computed (the encoder on each batch) and written atomically."""
+    written with ``key``, else computed and written atomically."""
     if path.is_file():
         with np.load(path) as cached:
             if json.loads(str(cached["key"])) == key:
@@ -106,9 +93,8 @@ def split_embeddings(embedder: Embedder, encoder: TokenEncoder, rows: LabelledSe
 
 def train_probe(model, tokenizer, data: TaskData, config: FinetuneConfig, task: FinetuneTask, out: Path,
                 pooling: str) -> dict:
-    """Train ``model``'s head (encoder frozen) on cached embeddings (``pooling``, :func:`head_pooling`)
-    of the training split; the head of the best validation round stays in ``model``. Returns the
-    run's facts (``steps``, ``best_step``, ``early_stopped``, ``monitor``)."""
+    """Train ``model``'s head on cached ``pooling`` embeddings of the training split, keeping the best
+    validation round's; returns ``steps``, ``best_step``, ``early_stopped``, ``monitor``."""
     device = "cpu" if config.train.accelerator == "cpu" else "auto"
     embedder = Embedder(model.genolong, tokenizer, layers=(-1,), pooling=pooling, device=device)
     encoder = TokenEncoder(tokenizer, config.max_len)
@@ -130,7 +116,6 @@ def train_probe(model, tokenizer, data: TaskData, config: FinetuneConfig, task: 
 
 def _fit_head(model, train_x: torch.Tensor, train_y: torch.Tensor, valid_x: torch.Tensor, valid_y: np.ndarray,
               config: FinetuneConfig, task: FinetuneTask) -> dict:
-    """AdamW steps on the head over (N, 1, H) inputs; the best head by ``task.monitor`` kept in ``model``."""
     head, train = model.classifier, config.train
     torch.manual_seed(train.seed)
     rng = np.random.default_rng(train.seed)

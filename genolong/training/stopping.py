@@ -1,25 +1,16 @@
 """SIGINT and SIGTERM during Lightning training: stop where the run resumes exactly.
 
-The CLI turns both signals into :class:`~genolong.core.interrupts.SignalInterrupt` at once
-(:func:`genolong.core.interrupts.handled`). Inside ``trainer.fit`` that would land mid-step:
-Lightning answers a KeyboardInterrupt with ``sys.exit(1)``, and a checkpoint taken there
-would lose the gradients of a half-done accumulation cycle. While :func:`fit` runs, the
-signals are :class:`StopOnSignal`'s instead:
+The CLI turns both signals into :class:`~genolong.core.interrupts.SignalInterrupt` at once; inside
+``trainer.fit`` that would land mid-step (Lightning answers a KeyboardInterrupt with exit 1, and a
+half-done accumulation cycle would be lost). While :func:`fit` runs, :class:`StopOnSignal` handles them:
 
-* the first one asks the run to stop at the next *step boundary*: the end of the current
-  optimizer step (its whole accumulation cycle), or the end of the validation that follows
-  that step, so that early stopping and the best checkpoint see it as an uninterrupted run
-  would. There ``last.ckpt`` is saved and the run ends with the CLI's one line
-  ``stopped at step N; continue with --resume`` and exit status 130 (SIGINT) or 143 (SIGTERM);
-* a second one stops at once, without a checkpoint: ``--resume`` continues from the last
-  one saved; any further signal is ignored while the run unwinds;
-* the last step is a boundary like the others (an early stop too: the decision is resumed,
-  :class:`ResumableEarlyStopping`); the work after it (the final validation, evaluation, the
-  model directory: :func:`after_training`) stops at once on a signal, and ``--resume`` skips
-  the training and redoes it.
+* the first asks the run to stop at the next *step boundary* (the end of the optimizer step, or of
+  the validation after it), saving ``last.ckpt``; the CLI prints ``stopped at step N; continue with
+  --resume`` and exits 130 (SIGINT) or 143 (SIGTERM);
+* a second stops at once, without a checkpoint; further ones are ignored while the run unwinds;
+* the work after the last step (:func:`after_training`) stops at once; ``--resume`` redoes it.
 
-In a distributed run every rank checks at each step boundary whether any rank received a
-signal (one all-reduce of a flag), so that all ranks stop at the same step.
+In a distributed run all ranks stop at the same step (one all-reduce at each boundary).
 """
 
 from __future__ import annotations
@@ -44,8 +35,7 @@ SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 class TrainingStopped(SignalInterrupt):
-    """A training run stopped by a signal: ``last.ckpt`` holds ``step``, or ``step`` is None when
-    the run stopped at once (its last checkpoint is then older)."""
+    """A training run stopped by a signal: ``last.ckpt`` holds ``step`` (None: stopped at once)."""
 
     def __init__(self, signum: int, step: int | None, message: str):
         super().__init__(signum, message)
@@ -61,15 +51,10 @@ class _Stopped(Exception):
 
 
 class StopOnSignal(Checkpoint):
-    """Stops training at the first step boundary after SIGINT/SIGTERM, with ``last.ckpt`` saved there.
+    """Stops training at the first step boundary after SIGINT/SIGTERM, saving ``path`` (``last.ckpt``).
 
-    A :class:`~lightning.pytorch.callbacks.Checkpoint`, so that Lightning calls it after the
-    callbacks that are not, and after the ModelCheckpoints listed before it: a periodic
-    checkpoint, an early-stopping decision and a best checkpoint of the same step come first.
-
-    Args:
-        path: the checkpoint to save when stopping (``out/checkpoints/last.ckpt``).
-        validation_interval: optimizer steps between validations (the trainer's).
+    A :class:`~lightning.pytorch.callbacks.Checkpoint`, so that Lightning calls it after the other
+    callbacks and the ModelCheckpoints listed before it (a same-step checkpoint and early stop come first).
     """
 
     def __init__(self, path: Path, validation_interval: int):
@@ -80,7 +65,6 @@ class StopOnSignal(Checkpoint):
         self._step_at_batch_start = 0
         self._stopped: _Stopped | None = None  # saved after a validation, raised once it is over
 
-    # -- signals ------------------------------------------------------------------------------
     @contextlib.contextmanager
     def handling(self) -> Iterator[None]:
         """Within the block the signals are this callback's; a stop becomes a :class:`TrainingStopped`."""
@@ -103,17 +87,15 @@ class StopOnSignal(Checkpoint):
             raise _Stopped(signum, None, f"stopped at once, without a checkpoint; {resume}")
 
     def _requested(self, trainer: pl.Trainer) -> bool:
-        """Whether any rank received a signal (collective: every rank calls it at the same point)."""
+        """Whether any rank received a signal (collective)."""
         return trainer.strategy.reduce_boolean_decision(bool(self.received), all=False)
 
     def _stopped_here(self, trainer: pl.Trainer, *, save: bool = True) -> _Stopped:
-        """Save ``last.ckpt`` (unless ``save`` is false): the stop to raise."""
         if save:
             trainer.save_checkpoint(self.path, weights_only=False)  # the whole training state
         signum = self.received[0] if self.received else signal.SIGTERM  # another rank's signal
         return _Stopped(signum, trainer.global_step, f"stopped at step {trainer.global_step}; continue with --resume")
 
-    # -- Lightning hooks ----------------------------------------------------------------------
     def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         self.saved_step = trainer.global_step if trainer.global_step else None  # resumed from there
         if threading.current_thread() is threading.main_thread():
@@ -144,8 +126,7 @@ class StopOnSignal(Checkpoint):
 
 
 class ResumableEarlyStopping(EarlyStopping):
-    """Lightning's EarlyStopping, whose decision survives a resume: a run that stopped early and
-    was then interrupted (in its evaluation) does not train on when resumed."""
+    """Lightning's EarlyStopping whose decision survives a resume."""
 
     def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         if self.wait_count >= self.patience:  # restored from the checkpoint
@@ -154,9 +135,8 @@ class ResumableEarlyStopping(EarlyStopping):
 
 def fit(trainer: pl.Trainer, module: pl.LightningModule, datamodule: pl.LightningDataModule,
         resume_from: Path | None) -> None:
-    """``trainer.fit``, resuming from ``resume_from`` (read with ``weights_only``) when given,
-    stopping on SIGINT/SIGTERM as :class:`StopOnSignal` says (a trainer of
-    :func:`genolong.training.common.build_trainer` has one)."""
+    """``trainer.fit`` (a trainer of :func:`~genolong.training.common.build_trainer`), resuming from
+    ``resume_from`` when given, stopping on SIGINT/SIGTERM as :class:`StopOnSignal` says."""
     stopper = next(callback for callback in trainer.callbacks if isinstance(callback, StopOnSignal))
     ranks.set_resume_hint(f"the checkpoints in {stopper.path.parent} are kept; continue with --resume")
     try:
@@ -169,10 +149,8 @@ def fit(trainer: pl.Trainer, module: pl.LightningModule, datamodule: pl.Lightnin
 
 @contextlib.contextmanager
 def after_training(trainer: pl.Trainer) -> Iterator[None]:
-    """The work after the last step (final checkpoint, validation, evaluation, the model directory):
-    a signal stops it at once as a :class:`TrainingStopped` (inside Lightning too, where a
-    KeyboardInterrupt would become exit status 1); ``--resume`` then skips the training and
-    redoes this work."""
+    """The work after the last step: a signal stops it at once as a :class:`TrainingStopped` (inside
+    Lightning too); ``--resume`` then skips the training and redoes this work."""
 
     def stop_now(signum: int, frame) -> None:
         raise _Stopped(signum, trainer.global_step,
@@ -184,8 +162,8 @@ def after_training(trainer: pl.Trainer) -> Iterator[None]:
 
 @contextlib.contextmanager
 def _signals_handled_by(handler) -> Iterator[None]:
-    """SIGINT and SIGTERM call ``handler`` within the block (in the main thread; elsewhere Python
-    cannot install handlers), and a :class:`_Stopped` raised in it leaves as :class:`TrainingStopped`."""
+    """SIGINT and SIGTERM call ``handler`` within the block (main thread only), and a :class:`_Stopped`
+    raised in it leaves as :class:`TrainingStopped`."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
