@@ -1,10 +1,6 @@
-"""The data cache: downloaded files, and a manifest that says what each one is.
-
-The cache is a directory (default ``$GENOLONG_HOME/data``) holding one folder per source
-and ``manifest.json``, which records for every file its URL, size, SHA-256 (plus the
-provider's checksum when one was checked), the time of download, and the files derived
-from it (an unpacked archive, a prepared genome). The manifest lets ``genolong data
-status`` answer without reading gigabytes, and lets a second ``fetch`` skip work.
+"""The data cache: a directory (default ``$GENOLONG_HOME/data``) with a folder per source and
+``manifest.json``, which records each download's URL, size, digests, time and derived files, so
+that ``genolong data status`` answers without reading gigabytes and a second ``fetch`` skips work.
 """
 
 from __future__ import annotations
@@ -40,17 +36,10 @@ def default_data_root() -> Path:
 class Entry:
     """What the manifest knows about one downloaded file.
 
-    Attributes:
-        path: path relative to the cache root (POSIX separators).
-        url: where it was downloaded from.
-        size: bytes.
-        digests: algorithm -> digest; always ``sha256``, plus any provider checksum.
-        verified: the checks it passed at download time, e.g. ``"md5 from <url>"``; empty
-            when no checksum was known (the SHA-256 is then recorded for later checks).
-        mtime_ns: modification time when recorded, to notice later changes cheaply.
-        fetched_at: UTC time of the download, ISO 8601.
-        products: files derived from this one (relative path -> size in bytes).
-    """
+    ``path`` is relative to the cache root (POSIX separators); ``digests`` always hold ``sha256``, plus
+    any provider checksum; ``verified`` lists the checks passed at download time (``"md5 from <url>"``;
+    empty when no checksum was known); ``mtime_ns`` notices later changes cheaply; ``fetched_at`` is
+    UTC ISO 8601; ``products`` maps the files derived from this one to their sizes in bytes."""
 
     path: str
     url: str
@@ -63,11 +52,7 @@ class Entry:
 
 
 class DataCache:
-    """A cache directory with its manifest.
-
-    Args:
-        root: the directory; ``$GENOLONG_HOME/data`` by default.
-    """
+    """A cache directory (``$GENOLONG_HOME/data`` by default) with its manifest."""
 
     def __init__(self, root: str | os.PathLike | None = None):
         self.root = Path(root).expanduser() if root is not None else default_data_root()
@@ -79,7 +64,6 @@ class DataCache:
     def manifest_path(self) -> Path:
         return self.root / MANIFEST_NAME
 
-    # -- manifest ------------------------------------------------------------------------
     def entries(self) -> dict[str, Entry]:
         """Every manifest entry, by relative path."""
         try:
@@ -97,11 +81,9 @@ class DataCache:
         return self.entries().get(relpath)
 
     def record(self, entry: Entry) -> None:
-        """Add or replace ``entry`` in the manifest (locked read-modify-write, atomic)."""
         self._update(lambda entries: entries.__setitem__(entry.path, entry))
 
     def forget(self, relpath: str) -> None:
-        """Remove ``relpath``'s entry from the manifest (locked, atomic)."""
         self._update(lambda entries: entries.pop(relpath, None))
 
     def _update(self, change) -> None:
@@ -113,7 +95,6 @@ class DataCache:
                        "files": {path: asdict(e) for path, e in sorted(entries.items())}}
             atomic_write_text(self.manifest_path, json.dumps(payload, indent=2) + "\n")
 
-    # -- files ---------------------------------------------------------------------------
     def path(self, relpath: str) -> Path:
         return self.root / relpath
 
@@ -141,18 +122,10 @@ class DataCache:
               **download_options) -> Entry:
         """Make ``relpath`` a verified copy of ``url`` and return its manifest entry.
 
-        Holds a lock on the file throughout, so concurrent fetches of one file (threads or
-        processes) download it once: the others wait and then find it cached.
-
-        A cached file is reused when it satisfies ``expected``. A file present on disk but
-        unknown to the manifest (copied there by hand) is hashed and adopted if it satisfies
-        ``expected``; otherwise it is downloaded again.
-
-        Args:
-            url: source URL (or local path) for :func:`genolong.prep.transfer.download`.
-            relpath: destination relative to the cache root.
-            download_options: ``timeout``, ``retries``, ``backoff``, ``progress``.
-        """
+        Locks the file throughout, so concurrent fetches of it (threads or processes) download it
+        once. A cached file is reused when it satisfies ``expected``; a file on disk unknown to the
+        manifest (copied there by hand) is hashed and adopted if it does, else downloaded again.
+        ``download_options`` go to :func:`genolong.prep.transfer.download`."""
         expected = list(expected)
         dest = self.path(relpath)
         with file_lock(dest):
@@ -184,7 +157,6 @@ class DataCache:
         return entry
 
     def set_products(self, relpath: str, products: dict[str, int]) -> Entry:
-        """Record the files derived from ``relpath`` (relative path -> size)."""
         entry = self.entry(relpath)
         if entry is None:
             raise KeyError(f"{relpath} is not in the manifest")

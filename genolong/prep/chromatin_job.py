@@ -1,11 +1,9 @@
 """The resumable work of ``genolong chromatin prepare`` (:func:`genolong.prep.chromatin_dataset.prepare_chromatin`).
 
-A :class:`ChromatinJob` works in the hidden sibling directory ``.<out>.partial``. Per split it
-decodes the ``.mat`` file chunk by chunk into memory-mapped arrays, checks how the
-forward / reverse-complement copies are arranged, locates every input in the genome (when
-one is given) and writes the final arrays; ``progress.json`` is updated after every chunk,
-so rerunning the same command resumes where it stopped. The directory is renamed to
-``<out>`` only when complete.
+A :class:`ChromatinJob` works in the hidden ``.<out>.partial``: per split it decodes the ``.mat`` file,
+checks the strand-copy layout, locates every input in the genome (if given) and writes the final
+arrays, updating ``progress.json`` after every chunk so that rerunning the command resumes. The
+directory is renamed to ``<out>`` only when complete.
 """
 
 from __future__ import annotations

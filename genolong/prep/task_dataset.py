@@ -1,22 +1,13 @@
 """The task builder behind ``genolong task prepare``: labelled rows (:mod:`genolong.datasets.task_inputs`)
--> a prepared task directory (:mod:`genolong.datasets.task`).
+-> a prepared task directory (:mod:`genolong.datasets.task`), written whole once every check passed.
 
-1. The problem type, stated or inferred from the label columns (:func:`infer_problem_type`):
-   one column of two classes (names, or two integer codes such as 0/1, 1/2, -1/+1; the larger
-   code is positive) is ``binary``; one column of names, or of integers 0..K-1 with
-   3 <= K <= :data:`MAX_INTEGER_CLASSES`, is ``multiclass``; several 0/1 columns are
-   ``multilabel``; numbers otherwise are ``regression`` (one output per column).
-2. Targets per problem type.
-3. Copies within a split: counted, and dropped, kept or refused (:mod:`genolong.prep.task_duplicates`);
-   then a class with a single example is refused.
-4. Splits: ``given`` (a table or FASTA file per split, never pooled; without a valid split, a
-   seeded share of each class of train becomes valid), ``random`` (seeded, stratified by class
-   for binary and multiclass) or ``chromosome`` (held-out chromosomes, for genomic rows).
-5. Leakage: a valid row whose sequence or reverse complement is in train, and a test row whose
-   sequence or reverse complement is in train or valid, is removed; the counts and one line
-   saying so go into the manifest.
-
-Nothing is written until every check passed; the directory appears whole (temp + rename).
+The steps: the problem type, stated or inferred (:func:`infer_problem_type`: one column of two
+classes, names or integer codes such as 0/1 or -1/+1 with the larger positive, is ``binary``; one
+column of names, or of integers 0..K-1 with 3 <= K <= :data:`MAX_INTEGER_CLASSES`, ``multiclass``;
+several 0/1 columns ``multilabel``; other numbers ``regression``); copies within a split
+(:mod:`genolong.prep.task_duplicates`), then a class with a single example refused; the splits
+(:class:`SplitPlan`); leakage: a row whose sequence or reverse complement is in an earlier split is
+removed, counted in the manifest (:func:`remove_leakage`).
 """
 
 from __future__ import annotations
@@ -111,7 +102,7 @@ def _column_values(rows: list[Row], index: int, name: str) -> tuple[list, bool]:
 
 
 def infer_problem_type(columns: list[tuple[list, bool]]) -> str:
-    """The problem type of label ``columns`` (``(values, numeric)`` each); see the module docstring."""
+    """The problem type of label ``columns`` (``(values, numeric)`` each), by the module docstring's rule."""
     if len(columns) == 1:
         values, numeric = columns[0]
         distinct = set(values)
@@ -131,11 +122,8 @@ def build_targets(rows: list[Row], label_columns: list[str], problem_type: str |
                   positive: str | None = None, class_order: list[str] | None = None) -> Targets:
     """The targets of ``rows``: the stated or inferred problem type, checked against the labels.
 
-    Args:
-        positive: binary: the positive class (default: the first of ``class_order``, else the
-            last class in sorted order: the larger of two codes, ``1`` for 0/1 and -1/+1).
-        class_order: the classes in the order given (FASTA files per class), or None (sorted).
-    """
+    The ``positive`` class of a binary task defaults to the first of ``class_order`` (the classes in
+    the order given, else sorted), else the last sorted class (``1`` for 0/1 and -1/+1)."""
     columns = [_column_values(rows, i, name) for i, name in enumerate(label_columns)]
     problem_type = problem_type or infer_problem_type(columns)
     if problem_type not in PROBLEM_TYPES:
@@ -248,10 +236,8 @@ def prepare_task(rows: list[Row], label_columns: list[str], out: str | Path, *, 
                  duplicates: str = "drop", drop_leakage: bool = True, label_lists: dict[str, int] | None = None) -> dict:
     """Write the prepared task directory ``out`` from ``rows``; returns its manifest.
 
-    Args:
-        duplicates: what to do with copies within a split (:mod:`genolong.prep.task_duplicates`).
-        drop_leakage: see :func:`remove_leakage`.
-        label_lists: ``{column: length}`` of the list columns read as a label per element, for the manifest.
+    ``duplicates``: the rule for copies within a split (:mod:`genolong.prep.task_duplicates`);
+    ``label_lists``: ``{column: length}`` of the list columns read as a label per element.
 
     Raises:
         InputError / UserError: bad labels, a copy (``duplicates`` ``error``), a class with a
