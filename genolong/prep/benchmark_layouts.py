@@ -1,6 +1,4 @@
-"""The dataset layouts benchmark suites are downloaded in, read into a prepared task directory
-(:mod:`genolong.datasets.task`) with their given splits kept as they are:
-
+"""The layouts benchmark suites come in, read into a prepared task directory with their splits kept:
 ``gue`` (DNABERT-2's GUE, :func:`read_gue`), ``nt`` (Nucleotide Transformer, :func:`read_nt`; a
 ``validation`` / ``dev`` split is used when present), ``genomic_benchmarks`` and
 ``genomic_benchmarks_csv`` (coordinates: 0-based, end exclusive, ``-`` the reverse complement, on a

@@ -120,12 +120,9 @@ class DataCache:
 
     def fetch(self, url: str, relpath: str, *, expected: Iterable[Checksum] = (),
               **download_options) -> Entry:
-        """Make ``relpath`` a verified copy of ``url`` and return its manifest entry.
-
-        Locks the file throughout, so concurrent fetches of it (threads or processes) download it
-        once. A cached file is reused when it satisfies ``expected``; a file on disk unknown to the
-        manifest (copied there by hand) is hashed and adopted if it does, else downloaded again.
-        ``download_options`` go to :func:`genolong.prep.transfer.download`."""
+        """Make ``relpath`` a verified copy of ``url`` (:func:`genolong.prep.transfer.download`) and return
+        its manifest entry, locking the file throughout (concurrent fetches download it once). A cached
+        file, or one on disk unknown to the manifest, is reused if it satisfies ``expected``."""
         expected = list(expected)
         dest = self.path(relpath)
         with file_lock(dest):

@@ -1,12 +1,9 @@
 """The prepared chromatin dataset (read by :mod:`genolong.datasets.chromatin`): DeepSEA ``.mat`` files
-decoded (:mod:`.deepsea`) into memory-mapped arrays, resumably
-(:class:`~genolong.prep.chromatin_job.ChromatinJob`); with a genome, each input located
-(:mod:`.locate`) and the ``context``-bp window around it cut, as BigBird did (App. F.3).
-
-Rows not located exactly once are dropped (``unlocated="drop"``) or kept (``"keep"``, the default)
-in the centre of an N-padded row, from which
-:meth:`~genolong.datasets.chromatin.ChromatinSplit.sequence` returns only the original input (the
-model never saw thousands of N in pre-training). Windows past a chromosome end are padded with N.
+decoded into memory-mapped arrays, resumably (:mod:`.chromatin_job`); with a genome, each input located
+(:mod:`.locate`) and the ``context``-bp window around it cut (BigBird App. F.3), N past chromosome ends.
+Rows not located exactly once are dropped (``unlocated="drop"``) or kept (the default) in the centre
+of an N-padded row, from which :meth:`~genolong.datasets.chromatin.ChromatinSplit.sequence` returns
+only the original input (the model never saw thousands of N in pre-training).
 """
 
 from __future__ import annotations
@@ -30,11 +27,9 @@ def prepare_chromatin(mat_dir: str | os.PathLike, out: str | os.PathLike, *,
                       unlocated: str = "keep", chunk_rows: int = 16384, probe_windows: int = 8,
                       max_candidates: int = 20_000) -> dict:
     """Convert any of ``train.mat``, ``valid.mat``, ``test.mat`` in ``mat_dir`` into the new directory
-    ``out``; returns the manifest (also ``out/manifest.json``).
-
-    With the ``genome`` the inputs come from (GRCh37 for DeepSEA), rows are extended to ``context`` bp
-    (default 8,000) around their located input (``probe_windows``, ``max_candidates``: see
-    :meth:`GenomeIndex.locate`). ``chunk_rows``: the unit of progress and of memory use."""
+    ``out``; returns the manifest. With the ``genome`` the inputs come from (GRCh37 for DeepSEA), rows
+    are extended to ``context`` bp (default 8,000) around their input, located by
+    :meth:`GenomeIndex.locate`. ``chunk_rows``: the unit of progress and of memory use."""
     mat_dir, out = Path(mat_dir), Path(out)
     if unlocated not in UNLOCATED_POLICIES:
         raise ConfigError(f"unlocated must be one of {UNLOCATED_POLICIES}, got {unlocated!r}")

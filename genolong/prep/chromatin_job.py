@@ -56,7 +56,6 @@ class ChromatinJob:
                             "genome": _file_identity(genome) if genome else None}
         self._index: GenomeIndex | None = None
 
-    # -- progress ------------------------------------------------------------------------
     def _start_or_resume(self) -> None:
         if self.progress_path.exists():
             state = json.loads(self.progress_path.read_text())
@@ -78,7 +77,6 @@ class ChromatinJob:
     def _path(self, split: str, name: str) -> Path:
         return self.work / f"{split}.{name}.npy"
 
-    # -- stages --------------------------------------------------------------------------
     def run(self) -> dict:
         self._start_or_resume()
         for split, mat in self.mats.items():
@@ -213,7 +211,6 @@ class ChromatinJob:
                     self._path(split, name).replace(final[final_name])
         self._path(split, "input").unlink(missing_ok=True)
 
-    # -- manifest ------------------------------------------------------------------------
     def _manifest(self) -> dict:
         locate = None if self.genome is None else {
             "method": "exact match on either strand; canonical 32-mer index of 32-bp genome blocks",

@@ -181,14 +181,11 @@ def check_labels(labels: np.ndarray, path, first_row: int = 0) -> np.ndarray:
 
 
 def strand_pair_layout(sequences: np.ndarray, labels: np.ndarray, chunk_rows: int = 65536) -> dict:
-    """How the forward / reverse-complement copies of ``sequences`` ``(rows, length)`` uint8 ASCII (a
-    memmap is read in chunks) and ``labels`` ``(rows, 919)`` are arranged: ``halves`` (row ``i + rows/2``
-    is the reverse complement of row ``i``, as DeepSEA's readme says) or ``interleaved`` (row ``2i + 1``
-    of row ``2i``) when every pair matches in sequence and labels, else ``none``.
-
-    Returns:
-        ``{"layout": ..., "pair_fraction": {layout: fraction of pairs whose sequences match}}``.
-    """
+    """``{"layout": ..., "pair_fraction": {layout: fraction of pairs whose sequences match}}``: how the
+    strand copies of ``sequences`` ``(rows, length)`` uint8 ASCII (a memmap is read in chunks) and
+    ``labels`` ``(rows, 919)`` are arranged: ``halves`` (row ``i + rows/2`` is the reverse complement of
+    row ``i``, as DeepSEA's readme says) or ``interleaved`` (row ``2i + 1`` of row ``2i``) when every
+    pair matches in sequence and labels, else ``none``."""
     rows = len(sequences)
     fractions = {}
     layout = "none"

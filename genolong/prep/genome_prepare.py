@@ -30,9 +30,8 @@ log = logging.getLogger(__name__)
 
 #: Chromosome-name styles: keep the input's names, or normalise to UCSC / Ensembl.
 NAME_STYLES = ("keep", "ucsc", "ensembl")
-# canonical_chrom() keys of assembled chromosomes: 1..N, roman numerals (yeast, worm),
-# sex chromosomes, and the mitochondrion. Everything else (chrUn_gl000220, GL000191.1,
-# chr6_apd_hap1, ...) is left alone by the renaming and dropped by ``primary=True``.
+# canonical_chrom() keys of assembled chromosomes: 1..N, roman numerals (yeast, worm), sex chromosomes,
+# the mitochondrion; contigs and haplotypes are not renamed, and ``primary=True`` drops them.
 _ASSEMBLED = re.compile(r"\d+|[IVX]+|[XYZW]|MT")
 # bases of sequence per write: a whole number of lines, about 1 MiB
 _LINES_PER_WRITE = 1 << 14
@@ -108,17 +107,13 @@ def default_output(fasta: str | os.PathLike, *, plain: bool = False) -> Path:
 def prepare_genome(fasta: str | os.PathLike, out: str | os.PathLike | None = None, *, plain: bool = False,
                    names: str = "keep", primary: bool = False, line_width: int = 60, compresslevel: int = 4,
                    progress: bool = True) -> PreparedGenome:
-    """Write ``fasta`` as an indexed BGZF (or ``plain``) FASTA with a per-chromosome table.
+    """Write ``fasta`` as an indexed BGZF (or ``plain``) FASTA with a per-chromosome table, at ``out``
+    (default :func:`default_output`) with the indexes and table beside it (:func:`index_paths`).
 
-    ``out`` defaults to :func:`default_output`, with the indexes and table beside it
-    (:func:`index_paths`); ``names``: one of :data:`NAME_STYLES`; ``primary`` keeps only assembled
-    chromosomes; ``compresslevel``: zlib level, 1 fastest .. 9 smallest (on DNA, 4 compresses 6x
-    faster than the usual 6 for a 5% larger file).
-
-    Raises:
-        InputError: invalid FASTA, or two records with the same name after renaming.
-        UserError: the output would overwrite the input, or cannot be written.
-    """
+    ``names``: one of :data:`NAME_STYLES`; ``primary`` keeps only assembled chromosomes;
+    ``compresslevel``: zlib level, 1 fastest .. 9 smallest (on DNA, 4 is 6x faster than the usual 6
+    for a 5% larger file). An InputError for invalid FASTA or two records named alike after renaming,
+    a UserError for an output that would overwrite the input or cannot be written."""
     fasta = Path(fasta)
     out = Path(out) if out is not None else default_output(fasta, plain=plain)
     if line_width < 1:

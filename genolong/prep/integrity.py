@@ -1,9 +1,7 @@
 """Is a download what it claims to be, and safe to unpack?
 
-Checksums: SHA-256 for our records, and the providers' files (UCSC ``md5sum.txt``: ``md5sum``
-output; Ensembl ``CHECKSUMS``: ``sum`` output, ``<checksum> <blocks> <file name>``). Every hasher has
-the ``hashlib`` interface, so one pass over the bytes feeds all the digests a download needs.
-
+Checksums: SHA-256 for our records, and the providers' files (UCSC ``md5sum.txt``, Ensembl
+``CHECKSUMS``: ``sum`` output), all hashers with the ``hashlib`` interface, fed in one pass.
 Archives: :func:`safe_extract` refuses the whole archive at the first member that is absolute,
 climbs out with ``..``, links outside the destination (a later member could write through it) or is
 a device file or FIFO; tarfile's ``data`` filter is applied too where Python has it. Extraction goes
@@ -236,12 +234,8 @@ def check_member(member: tarfile.TarInfo, root: Path, archive: Path) -> None:
 def safe_extract(archive: str | os.PathLike, dest: str | os.PathLike, *,
                  progress: bool = True) -> dict[str, int]:
     """Extract the tar ``archive`` (any compression) into the directory ``dest``, checking each member
-    as it streams past (:func:`check_member`); returns relative path -> size of every regular file.
-
-    Raises:
-        UnsafeArchiveError: a member escapes ``dest`` or is a device file.
-        InputError: the file is not a readable tar archive.
-    """
+    as it streams past (:func:`check_member`: else :class:`UnsafeArchiveError`); returns relative path
+    -> size of every regular file. An InputError for a file that is not a readable tar archive."""
     archive = Path(archive)
     files: dict[str, int] = {}
     try:

@@ -1,22 +1,15 @@
 """Locate short sequences in a genome by exact match, and cut long windows around them.
 
 BigBird (Zaheer et al. 2020, App. F.3) trains the chromatin task on 8,000 bp of GRCh37 centred on
-each 1,000-bp DeepSEA input, so each input is found again in the genome (exact match, either strand;
-GENA-LM used ``bwa fastmap``, this is a built-in index) and the window is cut, reverse-complemented
-for minus-strand hits. The index (:class:`GenomeIndex`):
-
-* The genome is cut into 32-bp blocks (chromosome starts aligned to 32); each block without N is
-  packed into a uint64 (2 bits per base, first base high) and filed under its *canonical* k-mer
-  (the smaller of it and its reverse complement), so one lookup serves both strands: 17 bytes per
-  block, 1.6 GB for GRCh37's 97M blocks, beside the genome (one byte per base).
-* A query of length ``L`` at genome position ``p`` contains every block starting in
-  ``[p, p + L - 32]``; of any 32 consecutive query offsets exactly one lands on a block boundary,
-  so the 32 canonical 32-mers starting there (a 63-bp *probe window*) find every exact occurrence.
-* The candidates of several N-free probe windows are *counted* and only the window with the fewest
-  is expanded, so repeats (Alu, L1) do not flood the verification against all ``L`` bases.
-
-A query is LOCATED when it has exactly one exact occurrence on either strand. Arrays of sequences
-are uint8 ASCII (``b"ACGTN"``), shape ``(rows, length)``.
+each 1,000-bp DeepSEA input, so each input is found again (exact match, either strand; GENA-LM used
+``bwa fastmap``) and the window cut. :class:`GenomeIndex` files every N-free 32-bp block (starts
+aligned to 32, 2 bits per base in a uint64, first base high) under its *canonical* k-mer, the smaller
+of it and its reverse complement (17 bytes per block: 1.6 GB for GRCh37). A query of length ``L`` at
+``p`` contains every block starting in ``[p, p + L - 32]``, so the 32 canonical 32-mers of any 63-bp
+*probe window* find every occurrence; of several probe windows only the one with the fewest
+candidates is expanded, so repeats (Alu, L1) do not flood the verification against all ``L`` bases.
+A query is LOCATED when it occurs exactly once on either strand. Sequences are uint8 ASCII
+(``b"ACGTN"``), shape ``(rows, length)``.
 """
 
 from __future__ import annotations
@@ -123,15 +116,9 @@ class GenomeIndex:
     def locate(self, queries: np.ndarray, *, probe_windows: int = 8, max_candidates: int = 20_000,
                batch_rows: int = 8192, max_batch_candidates: int = 2_000_000) -> Locations:
         """Find every exact occurrence of each ``(rows, length)`` uint8 ASCII query on either strand;
-        returns :class:`Locations`, one entry per query.
-
-        Args:
-            probe_windows: probe windows counted per query (spread evenly); the one with the fewest
-                candidates is verified.
-            max_candidates: queries whose best window has more candidates are TOO_REPETITIVE.
-            batch_rows: queries per vectorised batch.
-            max_batch_candidates: candidates verified at once (bounds memory).
-        """
+        returns :class:`Locations`, one entry per query. Of ``probe_windows`` spread evenly, the one with
+        the fewest candidates is verified (more than ``max_candidates``: TOO_REPETITIVE), ``batch_rows``
+        queries at a time, ``max_batch_candidates`` candidates at once (bounds memory)."""
         if queries.ndim != 2:
             raise ValueError(f"queries must be (rows, length), got shape {queries.shape}")
         if probe_windows < 1 or max_candidates < 1:

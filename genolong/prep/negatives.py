@@ -116,45 +116,47 @@ def allowed_starts(chrom_length: int, tss_positions: list[int], window_length: i
 def sample_genomic_negatives(genome, sites: list[Tss], window_length: int, count: int, *, min_distance: int,
                              rng: np.random.Generator,
                              max_n_fraction: float = 0.0) -> tuple[list[PromoterRecord], Counter]:
-    """Sample ``count`` real windows at least ``min_distance`` bp from every TSS in ``sites``; returns the
-    records and the rejection counts (``too_many_n``, ``repeated_window``: both are redrawn).
-
-    Starts are uniform over the allowed positions of the chromosomes holding a TSS (so negatives follow
-    the positives into chromosome-held-out splits), strands uniform, minus-strand windows
-    reverse-complemented. A UserError when no position is allowed, or fewer than ``count`` windows
-    pass in ``20 * count + 1000`` draws."""
+    """Sample ``count`` real windows (:func:`draw_windows`) at least ``min_distance`` bp from every TSS in
+    ``sites``, on the chromosomes holding one (so negatives follow the positives into chromosome-held-out
+    splits); a UserError when no position is allowed, or too few windows pass."""
     segments = _allowed_segments(genome, sites, window_length, min_distance)
-    records, rejected, seen = [], Counter(), set()
-    max_draws = 20 * count + 1000
-    for chrom, start, strand in random_windows(segments, rng, max_draws if count else 0):
-        if (chrom, start, strand) in seen:
-            rejected["repeated_window"] += 1
-            continue
-        seen.add((chrom, start, strand))
-        sequence = genome.fetch(chrom, start, start + window_length, strand)
-        if n_fraction(sequence) > max_n_fraction:
-            rejected["too_many_n"] += 1
-            continue
-        records.append(PromoterRecord(f"genomic|{chrom}:{start}{strand}", sequence, 0, chrom, start,
-                                      start + window_length, strand))
-        if len(records) == count:
-            break
+    records, rejected = draw_windows(segments, window_length, count, genome.fetch, rng,
+                                     max_n_fraction=max_n_fraction, prefix="genomic|")
     if len(records) < count:
-        raise UserError(
-            f"found only {len(records)} of {count} genomic negatives in {max_draws} draws ({dict(rejected)})",
-            hint="lower --min-tss-distance or raise --max-n-fraction")
+        raise UserError(f"found only {len(records)} of {count} genomic negatives in "
+                        f"{20 * count + 1000} draws ({dict(rejected)})",
+                        hint="lower --min-tss-distance or raise --max-n-fraction")
     return records, rejected
 
 
-def random_windows(segments: list[tuple], rng: np.random.Generator, draws: int):
-    """``draws`` random ``(name, start, strand)``: the start uniform over the half-open ranges of
-    starts ``(name, lo, hi)`` of ``segments`` taken together, the strand ``+`` or ``-`` at even odds."""
+def draw_windows(segments: list[tuple], length: int, count: int, fetch, rng: np.random.Generator, *,
+                 max_n_fraction: float = 0.0, prefix: str = "") -> tuple[list[PromoterRecord], Counter]:
+    """Up to ``count`` distinct random windows (label 0) of ``length`` bp in ``20 * count + 1000`` draws:
+    the start uniform over the half-open ranges ``(name, lo, hi)`` of ``segments`` together, the strand
+    ``+`` or ``-`` at even odds, read by ``fetch(name, start, end, strand)``, named
+    ``<prefix><name>:<start><strand>``; returns them and the counts of the redrawn ``repeated_window``
+    and ``too_many_n`` (more ``N`` than ``max_n_fraction``)."""
+    records, rejected, seen = [], Counter(), set()
     cumulative = np.cumsum([hi - lo for _, lo, hi in segments])
-    for _ in range(draws):
+    for _ in range(20 * count + 1000 if count else 0):
         offset = int(rng.integers(0, cumulative[-1]))
         index = int(np.searchsorted(cumulative, offset, side="right"))
         name, lo, _ = segments[index]
-        yield name, lo + offset - (int(cumulative[index - 1]) if index else 0), "+" if rng.random() < 0.5 else "-"
+        start = lo + offset - (int(cumulative[index - 1]) if index else 0)
+        strand = "+" if rng.random() < 0.5 else "-"
+        if (name, start, strand) in seen:
+            rejected["repeated_window"] += 1
+            continue
+        seen.add((name, start, strand))
+        sequence = fetch(name, start, start + length, strand)
+        if n_fraction(sequence) > max_n_fraction:
+            rejected["too_many_n"] += 1
+            continue
+        records.append(PromoterRecord(f"{prefix}{name}:{start}{strand}", sequence, 0, name, start,
+                                      start + length, strand))
+        if len(records) == count:
+            break
+    return records, rejected
 
 
 def _allowed_segments(genome, sites: list[Tss], window_length: int, min_distance: int) -> list[tuple[str, int, int]]:

@@ -1,11 +1,9 @@
 """Build and write a promoter dataset directory (its reader: :mod:`genolong.datasets.promoter`).
 
-:func:`build_promoter_dataset` reads the positives (TSS windows of a genome, text lines or FASTA)
-and any independent negatives (genomic windows far from TSSs, or non-promoter FASTA), requires one
-sequence length, drops duplicate sequences (and those seen with both labels), splits, then derives
-negatives *per split* from that split's promoters (so a negative shares its promoter's split),
-dropping any whose sequence exists. The manifest records sources (sha256), window, negatives,
-split, seed and counts, so a dataset can be rebuilt and audited.
+:func:`build_promoter_dataset` reads the positives and any independent negatives, requires one
+length, drops duplicate sequences (and those seen with both labels), splits, then derives negatives
+*per split* from that split's promoters (so a negative shares its promoter's split). The manifest
+records sources (sha256), window, negatives, split, seed and counts, for rebuilding and audits.
 """
 
 from __future__ import annotations

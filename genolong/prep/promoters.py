@@ -1,6 +1,5 @@
-"""Promoter positives as :class:`PromoterRecord` (a sequence, a 0/1 label, coordinates when from a
-genome): windows around the TSSs of a BED list (:func:`read_tss_bed`, :func:`cut_tss_windows`), the
-DeePromoter text format (:func:`read_sequence_lines`) or FASTA (:func:`read_fasta_records`).
+"""Promoter positives as :class:`PromoterRecord`: windows around the TSSs of a BED list
+(:func:`cut_tss_windows`), the DeePromoter text format (:func:`read_sequence_lines`) or FASTA.
 
 Window offsets count bases along the transcript, the TSS at offset 0 (as the EPDnew select tool,
 whose "-249 to 50" gives 300 bp); a :class:`TssWindow` is half-open: ``TssWindow(-249, 51)`` is the

@@ -1,5 +1,4 @@
-"""Promoter datasets split by SOURCE: train on some data sets, validate and test on others (a random
-split of one data set measures its window, negatives and species, not promoters never seen).
+"""Promoter datasets split by SOURCE: train on some data sets, validate and test on others.
 
 Every record of the spec's groups (:class:`SourceSplitConfig`) is tagged ``<group>/<file stem>``;
 duplicates are dropped across all sources, held-out groups first (a shared sequence stays held out,
@@ -26,7 +25,7 @@ from genolong.core.files import sha256_file
 from genolong.datasets.promoter import FORMAT, SOURCE_COLUMNS, PromoterRecord
 from genolong.dna.sequence import read_fasta, reverse_complement
 
-from .negatives import DERIVED_METHODS, add_derived_negatives, random_windows
+from .negatives import DERIVED_METHODS, add_derived_negatives, draw_windows
 from .promoter_dataset import label_counts, writable_dataset_dir, write_dataset
 from .promoters import n_fraction, read_fasta_records, read_sequence_lines
 from .splits import deduplicate, stratified_draw
@@ -108,18 +107,12 @@ def genome_windows(path: Path, count: int, length: int, rng: np.random.Generator
     chroms = {r.name: r.sequence.upper() for r in read_fasta(path) if len(r.sequence) >= length}
     if not chroms:
         raise UserError(f"{path}: no sequence of {length} bp or more for background windows")
-    records, seen = [], set()
-    for name, start, strand in random_windows([(name, 0, len(s) - length + 1) for name, s in chroms.items()], rng,
-                                              20 * count + 1000):
-        window = chroms[name][start : start + length]
-        if (name, start, strand) in seen or n_fraction(window) > 0:
-            continue
-        seen.add((name, start, strand))
-        sequence = window if strand == "+" else reverse_complement(window)
-        records.append(
-            PromoterRecord(f"{name}:{start}{strand}", sequence, 0, name, start, start + length, strand))
-        if len(records) == count:
-            break
+
+    def fetch(name: str, start: int, end: int, strand: str) -> str:
+        return chroms[name][start:end] if strand == "+" else reverse_complement(chroms[name][start:end])
+
+    segments = [(name, 0, len(s) - length + 1) for name, s in chroms.items()]
+    records, _ = draw_windows(segments, length, count, fetch, rng)
     if len(records) < count:
         raise UserError(f"{path}: found only {len(records)} of {count} N-free {length}-bp windows")
     return records

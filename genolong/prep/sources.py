@@ -106,16 +106,11 @@ def get_source(target: str, provider: str | None = None) -> Source:
 
 def fetch_source(source: Source, cache: DataCache, *, url: str | None = None, sha256: str | None = None,
                  offline: bool = False, progress: bool = True, **network_options) -> Path:
-    """Download, verify and prepare ``source`` in ``cache``; return its ready path.
-
-    Does nothing when the products are there; safe in several processes at once (each file is locked
-    while downloaded or derived). ``url`` replaces the source's (a mirror, ``file://`` or a local path;
-    the provider's checksum file is looked for beside it); ``offline`` only checks the cache.
-
-    Raises:
-        NotCachedError: with ``offline``, when the source is not ready.
-        DownloadError, ChecksumMismatch, InputError: see :func:`genolong.prep.transfer.download`.
-    """
+    """Download (:func:`genolong.prep.transfer.download`), verify and prepare ``source`` in ``cache``;
+    return its ready path. Does nothing when the products are there; safe in several processes at once
+    (each file is locked while downloaded or derived). ``url`` replaces the source's (a mirror,
+    ``file://`` or a local path; the provider's checksum file is looked for beside it); ``offline``
+    only checks the cache (:class:`NotCachedError` if the source is not ready)."""
     expected = [sha256_checksum(sha256)] if sha256 else []
     entry = cache.entry(source.relpath)
     if entry is not None and cache.products_present(entry) and satisfied(entry.digests, expected):

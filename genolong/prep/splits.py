@@ -1,9 +1,7 @@
 """Deduplication and train/valid/test splits for labelled sequences.
 
-Identical sequences are collapsed *before* splitting, so none lands in two splits. Only exact
-copies go: overlapping windows around alternative TSSs of one gene can still fall in train and test
-of a random split (:func:`stratified_random_split`), not of a :func:`chromosome_split` (the DeepSEA /
-BigBird App. F.3 protocol).
+Identical sequences are collapsed *before* splitting; overlapping windows around alternative TSSs of
+a gene can still fall in train and test of a random split, not of a :func:`chromosome_split`.
 """
 
 from __future__ import annotations

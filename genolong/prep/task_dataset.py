@@ -234,16 +234,10 @@ def prepare_task(rows: list[Row], label_columns: list[str], out: str | Path, *, 
                  plan: SplitPlan, problem_type: str | None = None, positive: str | None = None,
                  class_order: list[str] | None = None, options: dict | None = None,
                  duplicates: str = "drop", drop_leakage: bool = True, label_lists: dict[str, int] | None = None) -> dict:
-    """Write the prepared task directory ``out`` from ``rows``; returns its manifest.
-
-    ``duplicates``: the rule for copies within a split (:mod:`genolong.prep.task_duplicates`);
-    ``label_lists``: ``{column: length}`` of the list columns read as a label per element.
-
-    Raises:
-        InputError / UserError: bad labels, a copy (``duplicates`` ``error``), a class with a
-            single example, an empty split, or a binary or multiclass training split without
-            every class; nothing is written.
-    """
+    """Write the prepared task directory ``out`` from ``rows``; returns its manifest. ``duplicates``:
+    the rule for copies within a split; ``label_lists``: ``{column: length}`` of the list columns read
+    as a label per element. Bad labels, a copy (under ``error``), a class with a single example, an
+    empty split or a training split lacking a class are an InputError or UserError; nothing written."""
     if not rows:
         raise UserError("no labelled rows in the inputs")
     targets = build_targets(rows, label_columns, problem_type, positive, class_order)

@@ -115,8 +115,7 @@ def download(url: str, dest: str | os.PathLike, *, expected: Iterable[Checksum] 
 
     Raises:
         NotFoundError: 404/410, or a missing local file.
-        DownloadError: unreachable host, another HTTP error, or retries exhausted (the
-            ``.part`` file is kept, so running again resumes).
+        DownloadError: unreachable host, another HTTP error, or retries exhausted (``.part`` kept).
         ChecksumMismatch: the complete file differs from ``expected`` (``.part`` removed).
     """
     dest = Path(dest)
