@@ -34,12 +34,10 @@ def default_data_root() -> Path:
 
 @dataclass
 class Entry:
-    """What the manifest knows about one downloaded file.
-
-    ``path`` is relative to the cache root (POSIX separators); ``digests`` always hold ``sha256``, plus
-    any provider checksum; ``verified`` lists the checks passed at download time (``"md5 from <url>"``;
-    empty when no checksum was known); ``mtime_ns`` notices later changes cheaply; ``fetched_at`` is
-    UTC ISO 8601; ``products`` maps the files derived from this one to their sizes in bytes."""
+    """What the manifest knows about one downloaded file: ``path`` relative to the cache root (POSIX);
+    ``digests``: always ``sha256``, plus any provider checksum; ``verified``: the checks passed at
+    download time (``"md5 from <url>"``; empty when no checksum was known); ``mtime_ns`` notices later
+    changes cheaply; ``fetched_at``: UTC ISO 8601; ``products``: derived files and their sizes."""
 
     path: str
     url: str

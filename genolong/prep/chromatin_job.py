@@ -1,9 +1,7 @@
 """The resumable work of ``genolong chromatin prepare`` (:func:`genolong.prep.chromatin_dataset.prepare_chromatin`).
 
-A :class:`ChromatinJob` works in the hidden ``.<out>.partial``: per split it decodes the ``.mat`` file,
-checks the strand-copy layout, locates every input in the genome (if given) and writes the final
-arrays, updating ``progress.json`` after every chunk so that rerunning the command resumes. The
-directory is renamed to ``<out>`` only when complete.
+A :class:`ChromatinJob` works in the hidden ``.<out>.partial``, renamed to ``<out>`` when complete,
+saving ``progress.json`` after every chunk so that rerunning the command resumes.
 """
 
 from __future__ import annotations

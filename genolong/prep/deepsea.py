@@ -116,8 +116,7 @@ class DeepSEAMat:
 
     def chunks(self, rows_per_chunk: int, start: int = 0) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
         """Yield ``(first_row, sequences (rows, length) uint8 ASCII, labels (rows, 919) uint8)`` from row
-        ``start`` on, ``rows_per_chunk`` rows at a time (for HDF5, rounded up to whole HDF5 chunks, so
-        none is decompressed twice); an InputError names a row with a value other than 0/1 or two bases."""
+        ``start`` on, ``rows_per_chunk`` rows (rounded up to whole HDF5 chunks) at a time, checked."""
         step = rows_per_chunk
         if self._h5 is not None:
             one_hot_data, label_data = self._h5[self.x_key], self._h5[self.y_key]
@@ -174,9 +173,8 @@ def check_labels(labels: np.ndarray, path, first_row: int = 0) -> np.ndarray:
     invalid = (labels != 0) & (labels != 1)
     if invalid.any():
         row, column = np.argwhere(invalid)[0]
-        raise InputError(
-            path,
-            f"row {first_row + row}, profile {column}: label {labels[row, column].item()!r}; expected 0 or 1")
+        value = labels[row, column].item()
+        raise InputError(path, f"row {first_row + row}, profile {column}: label {value!r}; expected 0 or 1")
     return labels.astype(np.uint8)
 
 

@@ -261,8 +261,7 @@ def safe_extract(archive: str | os.PathLike, dest: str | os.PathLike, *,
     return files
 
 
-# tarfile's extraction filters (Python 3.12, 3.11.4, 3.10.12) and the error they raise; without
-# them, check_member is the protection.
+# tarfile's extraction filters (Python 3.12, 3.11.4, 3.10.12) and their error; else check_member protects.
 _FILTER_ERRORS = (tarfile.FilterError,) if hasattr(tarfile, "FilterError") else ()
 _DATA_FILTER = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
 

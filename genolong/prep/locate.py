@@ -38,15 +38,10 @@ _SENTINEL = np.uint64(2**64 - 1)
 
 
 class GenomeIndex:
-    """A genome held in memory plus its canonical 32-mer block index (built by :meth:`from_records`
-    or :meth:`from_fasta`).
-
-    Attributes:
-        names: chromosome names in input order.
-        starts: ``(chromosomes,)`` int64 offset of each chromosome in :attr:`sequence` (multiples of 32).
-        lengths: ``(chromosomes,)`` int64 chromosome lengths.
-        sequence: ``(total,)`` uint8 ASCII, all chromosomes, each padded with N to a multiple of 32.
-    """
+    """A genome held in memory plus its canonical 32-mer block index (built by :meth:`from_records` or
+    :meth:`from_fasta`): chromosome ``names`` in input order, their ``(chromosomes,)`` int64 ``starts``
+    in ``sequence`` (multiples of 32) and ``lengths``; ``sequence`` is ``(total,)`` uint8 ASCII, every
+    chromosome padded with N to a multiple of 32."""
 
     def __init__(self, names, starts, lengths, sequence, keys, key_starts, blocks, orient):
         self.names = list(names)
@@ -182,7 +177,6 @@ class GenomeIndex:
 
     def _verify(self, queries, reverse, query_rows, first, count, orient, offsets):
         """Expand and verify candidates; returns ``(row, position, strand)`` of every occurrence.
-
         ``queries``, ``reverse``: ``(rows, length)`` the batch and its reverse complements;
         ``query_rows``: ``(q,)`` the rows searched; ``first``, ``count``, ``orient``, ``offsets``:
         ``(q, 32)`` index range, query orientation and query offset of each probe k-mer."""
@@ -225,8 +219,7 @@ class GenomeIndex:
         hits = np.bincount(np.searchsorted(searched, hit_row), minlength=len(searched))
         result.hits[row0 + searched] = hits
         result.status[row0 + searched] = np.select(
-            [hits == 1, hits > 1], [LocateStatus.LOCATED, LocateStatus.AMBIGUOUS], LocateStatus.NOT_FOUND
-        )
+            [hits == 1, hits > 1], [LocateStatus.LOCATED, LocateStatus.AMBIGUOUS], LocateStatus.NOT_FOUND)
         order = np.lexsort((hit_pos, hit_row))  # by row, then lowest position first
         rows, first = np.unique(hit_row[order], return_index=True)
         position, strand = hit_pos[order][first], hit_strand[order][first]
@@ -238,7 +231,6 @@ class GenomeIndex:
     def cut_windows(self, locations: Locations, queries: np.ndarray, context: int) -> np.ndarray:
         """``(rows, context)`` uint8 ASCII windows centred on the ``(rows, length)`` queries located by
         ``locations``: ``window[:, flank:flank + length]`` is the query, ``flank = (context - length) // 2``.
-
         LOCATED rows get the genome around the occurrence, reverse-complemented for minus-strand hits
         (N beyond the chromosome ends); other rows get the query in the centre, N elsewhere."""
         rows, length = queries.shape

@@ -39,7 +39,6 @@ def piece_bounds(length: int, num_pieces: int = NUM_PIECES) -> np.ndarray:
 
 def choose_replaced_pieces(rng: np.random.Generator, num_pieces: int = NUM_PIECES,
                            kept: int = KEPT_PIECES) -> np.ndarray:
-    """The sorted indices of the pieces to replace."""
     return np.sort(rng.choice(num_pieces, size=num_pieces - kept, replace=False))
 
 

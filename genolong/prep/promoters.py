@@ -55,9 +55,8 @@ class TssWindow:
             return WINDOW_PRESETS[text]
         match = re.fullmatch(r"\s*(-?\d+)\s*:\s*(-?\d+)\s*", text)
         if match is None:
-            raise ConfigError(
-                f"window {text!r} is neither a preset ({', '.join(WINDOW_PRESETS)}) nor START:END, "
-                "e.g. -249:51")
+            raise ConfigError(f"window {text!r} is neither a preset ({', '.join(WINDOW_PRESETS)}) "
+                              "nor START:END, e.g. -249:51")
         return cls(int(match[1]), int(match[2]))
 
     def genomic_interval(self, tss: int, strand: str) -> tuple[int, int]:

@@ -2,9 +2,8 @@
 
 GRCh37 comes from UCSC by default: the other sources use its coordinates and ``chr`` names, its md5
 is published beside the file, and its soft-masking is kept (its ``chrM`` is NC_001807, not
-Ensembl's rCRS; BigBird's tasks do not touch it). :func:`fetch_source` downloads, verifies and
-prepares a source in a :class:`~genolong.prep.cache.DataCache`; :func:`ready_path` is how other
-commands find the result; :func:`source_status` reports on the cache.
+Ensembl's rCRS; BigBird's tasks do not touch it). Sources are fetched into a
+:class:`~genolong.prep.cache.DataCache`.
 """
 
 from __future__ import annotations
@@ -139,7 +138,7 @@ def fetch_source(source: Source, cache: DataCache, *, url: str | None = None, sh
 
 
 def ready_path(target: str, provider: str | None = None, cache: DataCache | None = None) -> Path:
-    """Where another command finds ``target``: prepared genome, BED file, or .mat folder (for
+    """How other commands find ``target``: its prepared genome, BED file, or .mat folder (for
     ``grch37`` without a provider, the first ready one of UCSC and Ensembl); :class:`NotCachedError`
     with a hint when it is not ready."""
     cache = cache or DataCache()

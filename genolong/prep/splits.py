@@ -38,9 +38,8 @@ def deduplicate(records: Sequence[PromoterRecord]) -> tuple[list[PromoterRecord]
 def check_fractions(fractions: Sequence[float]) -> tuple[float, float, float]:
     """Validate train/valid/test fractions: three positive numbers that sum to 1."""
     if len(fractions) != 3 or any(f <= 0 for f in fractions) or abs(sum(fractions) - 1) > 1e-6:
-        raise ConfigError(
-            f"split fractions {list(fractions)} must be three positive numbers summing to 1, e.g. 0.8,0.1,0.1"
-        )
+        raise ConfigError(f"split fractions {list(fractions)} must be three positive numbers summing to 1, "
+                          "e.g. 0.8,0.1,0.1")
     return tuple(float(f) for f in fractions)
 
 

@@ -67,7 +67,6 @@ class Targets:
         return self.classes[-1] if self.problem_type == "binary" else None
 
     def take(self, indices: np.ndarray) -> Targets:
-        """The targets of the rows ``indices`` only."""
         return Targets(self.problem_type, self.outputs, self.classes, self.columns, self.values[indices])
 
 

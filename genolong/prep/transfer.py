@@ -133,11 +133,10 @@ def download(url: str, dest: str | os.PathLike, *, expected: Iterable[Checksum] 
         for check in expected:
             if digests[check.algorithm] != check.value:
                 part.discard()
-                raise ChecksumMismatch(
-                    f"{dest.name}: {check.algorithm} mismatch: expected {check.value} (from {check.origin}), "
-                    f"got {digests[check.algorithm]}",
-                    hint="the download was removed; run the command again to fetch it afresh, "
-                    "or check the URL/--sha256")
+                raise ChecksumMismatch(f"{dest.name}: {check.algorithm} mismatch: expected {check.value} "
+                                       f"(from {check.origin}), got {digests[check.algorithm]}",
+                                       hint="the download was removed; run the command again to fetch it "
+                                       "afresh, or check the URL/--sha256")
         part.commit(dest)
     finally:
         part.close()
