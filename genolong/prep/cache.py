@@ -56,11 +56,8 @@ class DataCache:
         self.root = Path(root).expanduser() if root is not None else default_data_root()
         if self.root.exists() and not self.root.is_dir():
             raise UserError(f"{self.root}: is a file, not a data cache directory")
+        self.manifest_path = self.root / MANIFEST_NAME
         self._warned: set[str] = set()  # unreadable manifests already reported (one warning each)
-
-    @property
-    def manifest_path(self) -> Path:
-        return self.root / MANIFEST_NAME
 
     def entries(self) -> dict[str, Entry]:
         """Every manifest entry, by relative path."""

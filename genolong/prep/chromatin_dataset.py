@@ -8,6 +8,7 @@ only the original input (the model never saw thousands of N in pre-training).
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -46,10 +47,8 @@ def prepare_chromatin(mat_dir: str | os.PathLike, out: str | os.PathLike, *,
     found = [split for split in SPLITS if (mat_dir / f"{split}.mat").is_file()]
     if not found:
         raise InputError(mat_dir, "no train.mat, valid.mat or test.mat found (unpack deepsea_train_bundle)")
-    mats: dict[str, DeepSEAMat] = {}
-    try:
-        for split in found:
-            mats[split] = DeepSEAMat(mat_dir / f"{split}.mat", split)
+    with contextlib.ExitStack() as stack:
+        mats = {split: stack.enter_context(DeepSEAMat(mat_dir / f"{split}.mat", split)) for split in found}
         lengths = {mat.length for mat in mats.values()}
         if len(lengths) != 1:
             raise InputError(mat_dir, f"the .mat files hold sequences of different lengths {sorted(lengths)}")
@@ -61,9 +60,5 @@ def prepare_chromatin(mat_dir: str | os.PathLike, out: str | os.PathLike, *,
         centred_flank(context, length)
         options = {"context": context, "unlocated": unlocated if genome else None,
                    "probe_windows": probe_windows, "max_candidates": max_candidates}
-        job = ChromatinJob(out, mats, Path(genome) if genome else None, options, chunk_rows)
-        return job.run()
-    finally:
-        for mat in mats.values():
-            mat.close()
+        return ChromatinJob(out, mats, Path(genome) if genome else None, options, chunk_rows).run()
 

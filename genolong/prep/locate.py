@@ -48,6 +48,8 @@ class GenomeIndex:
         self.starts = np.asarray(starts, np.int64)
         self.lengths = np.asarray(lengths, np.int64)
         self.sequence = sequence
+        self.total_bp = int(self.lengths.sum())
+        self.indexed_blocks = len(blocks)
         # The index proper. Entries (one per N-free block) are sorted by canonical k-mer;
         # distinct key i owns entries key_starts[i] .. key_starts[i + 1] - 1.
         self._keys = keys  # (distinct + 1,) uint64, sorted, then the sentinel
@@ -55,19 +57,10 @@ class GenomeIndex:
         self._blocks = blocks  # (entries,) uint32 block number = genome offset / 32
         self._orient = orient  # (entries,) uint8 orientation of the block vs its canonical k-mer
 
-    @property
-    def total_bp(self) -> int:
-        return int(self.lengths.sum())
-
-    @property
-    def indexed_blocks(self) -> int:
-        return len(self._blocks)
-
     @classmethod
     def from_fasta(cls, path: str | os.PathLike) -> GenomeIndex:
         """Stream a FASTA genome (plain, gzip or bgzip) into memory and index it."""
-        genome = Genome(path)
-        return cls.from_records((record.name, record.sequence) for record in genome.records())
+        return cls.from_records((record.name, record.sequence) for record in Genome(path).records())
 
     @classmethod
     def from_records(cls, records: Iterable[tuple[str, str]]) -> GenomeIndex:

@@ -71,12 +71,9 @@ def derive_negatives(positives: list[PromoterRecord], method: str, rng: np.rando
     """``per_positive`` negatives from each positive, named ``<positive id>|<method><k>``, with its
     coordinates, and its source plus ``|<method>`` when it has one."""
     make = {"substitution": substitution_negative, "shuffle": shuffle_negative}[method]
-    return [
-        PromoterRecord(f"{p.id}|{method}{k}", make(p.sequence, rng), 0, p.chrom, p.start, p.end, p.strand,
-                       p.source and f"{p.source}|{method}")
-        for p in positives
-        for k in range(1, per_positive + 1)
-    ]
+    return [PromoterRecord(f"{p.id}|{method}{k}", make(p.sequence, rng), 0, p.chrom, p.start, p.end, p.strand,
+                           p.source and f"{p.source}|{method}")
+            for p in positives for k in range(1, per_positive + 1)]
 
 
 def add_derived_negatives(splits: dict[str, list[PromoterRecord]], methods: list[str], rng: np.random.Generator,

@@ -137,7 +137,6 @@ def build_promoter_dataset(config: PromoterDatasetConfig, out_dir: str | Path, *
     if config.negatives in DERIVED_METHODS:
         dropped["derived_collision"] = add_derived_negatives(splits, [config.negatives], config.rng(_NEGATIVE_STREAM),
                                                               config.per_positive)
-
     manifest = {"format": FORMAT, "genolong_version": __version__, "columns": list(COLUMNS),
                 "sequence_length": length, "sources": _sources(config), "positives": positive_info,
                 "negatives": negative_info, "max_n_fraction": config.max_n_fraction,

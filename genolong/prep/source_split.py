@@ -176,8 +176,7 @@ def build_source_split_dataset(config: SourceSplitConfig, out_dir: str | Path, *
         "deduplication": dict(sorted(dropped.items())),
         "split": {"method": "source", "roles": {g.name: g.role for g in config.groups},
                   "random_test_fraction": config.random_test_fraction},
-        "seed": config.seed,
-        "counts": {name: label_counts(rows) for name, rows in splits.items()},
+        "seed": config.seed, "counts": {name: label_counts(rows) for name, rows in splits.items()},
         "counts_by_source": {name: dict(sorted(Counter(r.source for r in rows).items()))
                              for name, rows in splits.items()},
     }

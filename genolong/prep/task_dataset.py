@@ -261,16 +261,11 @@ def prepare_task(rows: list[Row], label_columns: list[str], out: str | Path, *, 
             raise UserError(f"the train split has no example of class(es) {absent}")
     lengths = [len(rows[i].sequence) for indices in splits.values() for i in indices]
     manifest = {
-        "format": FORMAT,
-        "problem_type": targets.problem_type,
+        "format": FORMAT, "problem_type": targets.problem_type,
         "problem_type_from": "--problem-type" if problem_type else "labels",
-        "outputs": targets.outputs,
-        "classes": targets.classes,
-        "positive": targets.positive,
-        "label_lists": dict(label_lists or {}),
-        "label_columns": list(label_columns),
-        "target_columns": targets.columns,
-        "inputs": [_describe(Path(p)) for p in inputs],
+        "outputs": targets.outputs, "classes": targets.classes, "positive": targets.positive,
+        "label_lists": dict(label_lists or {}), "label_columns": list(label_columns),
+        "target_columns": targets.columns, "inputs": [_describe(Path(p)) for p in inputs],
         "options": options or {},
         "split": {"method": plan.method, **({"fractions": list(plan.fractions), "seed": plan.seed}
                                              if plan.method == "random" else {}),
@@ -278,11 +273,8 @@ def prepare_task(rows: list[Row], label_columns: list[str], out: str | Path, *, 
                      if plan.method == "chromosome" else {}),
                   **({"valid_from_train": {"fraction": plan.fractions[1], "seed": plan.seed}}
                      if plan.method == "given" and not given_valid else {})},
-        "rows": {name: len(indices) for name, indices in splits.items()},
-        "duplicates": copies,
-        "leakage": leakage,
-        "min_sequence_length": min(lengths),
-        "max_sequence_length": max(lengths),
+        "rows": {name: len(indices) for name, indices in splits.items()}, "duplicates": copies,
+        "leakage": leakage, "min_sequence_length": min(lengths), "max_sequence_length": max(lengths),
     }
     if targets.classes is not None:
         manifest["class_counts"] = {

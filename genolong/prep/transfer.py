@@ -82,8 +82,7 @@ class Download:
 
 def partial_path(dest: str | os.PathLike) -> Path:
     """Where the bytes of an unfinished download of ``dest`` live."""
-    dest = Path(dest)
-    return dest.with_name(dest.name + ".part")
+    return Path(dest).with_name(Path(dest).name + ".part")
 
 
 @contextlib.contextmanager
