@@ -75,17 +75,12 @@ class DataCache:
     def entry(self, relpath: str) -> Entry | None:
         return self.entries().get(relpath)
 
-    def record(self, entry: Entry) -> None:
-        self._update(lambda entries: entries.__setitem__(entry.path, entry))
-
-    def forget(self, relpath: str) -> None:
-        self._update(lambda entries: entries.pop(relpath, None))
-
-    def _update(self, change) -> None:
-        """Apply ``change(entries)`` to the manifest: a locked read-modify-write, written atomically."""
+    def _set_entry(self, relpath: str, entry: Entry | None) -> None:
+        """Set (None: remove) the entry of ``relpath``: a locked read-modify-write, written atomically."""
         with file_lock(self.manifest_path):
-            entries = self.entries()
-            change(entries)
+            entries = {path: known for path, known in self.entries().items() if path != relpath}
+            if entry is not None:
+                entries[relpath] = entry
             payload = {"version": MANIFEST_VERSION,
                        "files": {path: asdict(e) for path, e in sorted(entries.items())}}
             atomic_write_text(self.manifest_path, json.dumps(payload, indent=2) + "\n")
@@ -99,7 +94,7 @@ class DataCache:
         rejected = self.path(relpath).with_name(self.path(relpath).name + REJECTED_SUFFIX)
         if self.path(relpath).exists():
             os.replace(self.path(relpath), rejected)
-        self.forget(relpath)
+        self._set_entry(relpath, None)
         return rejected
 
     def cached(self, relpath: str) -> Entry | None:
@@ -145,7 +140,7 @@ class DataCache:
                       verified=[f"{check.algorithm} from {check.origin}" for check in expected],
                       mtime_ns=stat.st_mtime_ns,
                       fetched_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
-        self.record(entry)
+        self._set_entry(relpath, entry)
         return entry
 
     def set_products(self, relpath: str, products: dict[str, int]) -> Entry:
@@ -153,7 +148,7 @@ class DataCache:
         if entry is None:
             raise KeyError(f"{relpath} is not in the manifest")
         entry.products = dict(products)
-        self.record(entry)
+        self._set_entry(relpath, entry)
         return entry
 
     def products_present(self, entry: Entry) -> bool:

@@ -1,6 +1,6 @@
 """The prepared chromatin dataset (read by :mod:`genolong.datasets.chromatin`): DeepSEA ``.mat`` files
-decoded into memory-mapped arrays, resumably (:mod:`.chromatin_job`); with a genome, each input located
-(:mod:`.locate`) and the ``context``-bp window around it cut (BigBird App. F.3), N past chromosome ends.
+decoded into arrays, resumably; with a genome, the ``context``-bp window around each located input
+(BigBird App. F.3), N past chromosome ends.
 Rows not located exactly once are dropped (``unlocated="drop"``) or kept (the default) in the centre
 of an N-padded row, from which :meth:`~genolong.datasets.chromatin.ChromatinSplit.sequence` returns
 only the original input (the model never saw thousands of N in pre-training).
@@ -30,7 +30,7 @@ def prepare_chromatin(mat_dir: str | os.PathLike, out: str | os.PathLike, *,
     """Convert any of ``train.mat``, ``valid.mat``, ``test.mat`` in ``mat_dir`` into the new directory
     ``out``; returns the manifest. With the ``genome`` the inputs come from (GRCh37 for DeepSEA), rows
     are extended to ``context`` bp (default 8,000) around their input, located by
-    :meth:`GenomeIndex.locate`. ``chunk_rows``: the unit of progress and of memory use."""
+    :meth:`~genolong.prep.locate.GenomeIndex.locate`. ``chunk_rows``: the unit of progress and memory use."""
     mat_dir, out = Path(mat_dir), Path(out)
     if unlocated not in UNLOCATED_POLICIES:
         raise ConfigError(f"unlocated must be one of {UNLOCATED_POLICIES}, got {unlocated!r}")

@@ -3,9 +3,8 @@
 ``train.mat`` is MATLAB v7.3 (HDF5; column-major, so h5py sees ``trainxdata`` ``(1000, 4, rows)`` and
 ``traindata`` ``(919, rows)``), read in chunks of its 4.4M rows. ``valid.mat`` and ``test.mat`` are
 MATLAB v5 (``(rows, 4, 1000)`` and ``(rows, 919)``), loaded whole when first read (no random access).
-Sequences are one-hot in channel order A, G, C, T (all zero: N); labels are 0/1 in DeepSEA column
-order (DHS 0-124, TF 125-814, HM 815-918). Each file holds every sequence forward and reverse
-complemented; :func:`strand_pair_layout` checks how, instead of assuming it.
+Sequences are one-hot in channel order A, G, C, T (all zero: N); labels 0/1 in DeepSEA column order
+(DHS 0-124, TF 125-814, HM 815-918). Every sequence is there on both strands (:func:`strand_pair_layout`).
 """
 
 from __future__ import annotations
@@ -24,7 +23,6 @@ from genolong.evaluation.profiles import N_PROFILES
 SPLITS = ("train", "valid", "test")
 #: One-hot channel order of the .mat files.
 ONE_HOT_ORDER = "AGCT"
-
 # one-hot channel index (or 4 for an all-zero column) -> ASCII base
 _CHANNEL_TO_ASCII = np.frombuffer((ONE_HOT_ORDER + "N").encode(), np.uint8)
 _V5_HEADER = b"MATLAB 5.0 MAT-file"
@@ -34,9 +32,8 @@ _DAMAGED = "the file is truncated or damaged; download or unpack it again"
 
 
 class DeepSEAMat:
-    """One DeepSEA ``.mat`` file (either format, holding ``{split}xdata`` and ``{split}data``), read in
-    chunks of rows; its ``format``, ``rows`` and sequence ``length`` are checked on opening (an
-    InputError for a missing or non-MATLAB file, missing keys or wrong shapes)."""
+    """One DeepSEA ``.mat`` file of either format (``{split}xdata``, ``{split}data``), read in chunks of
+    rows; its ``format``, ``rows`` and sequence ``length`` are checked on opening (else an InputError)."""
 
     def __init__(self, path: str | os.PathLike, split: str):
         self.path = Path(path)
@@ -180,10 +177,9 @@ def check_labels(labels: np.ndarray, path, first_row: int = 0) -> np.ndarray:
 
 def strand_pair_layout(sequences: np.ndarray, labels: np.ndarray, chunk_rows: int = 65536) -> dict:
     """``{"layout": ..., "pair_fraction": {layout: fraction of pairs whose sequences match}}``: how the
-    strand copies of ``sequences`` ``(rows, length)`` uint8 ASCII (a memmap is read in chunks) and
-    ``labels`` ``(rows, 919)`` are arranged: ``halves`` (row ``i + rows/2`` is the reverse complement of
-    row ``i``, as DeepSEA's readme says) or ``interleaved`` (row ``2i + 1`` of row ``2i``) when every
-    pair matches in sequence and labels, else ``none``."""
+    strand copies of ``sequences`` ``(rows, length)`` uint8 ASCII (memmaps are read in chunks) and
+    ``labels`` ``(rows, 919)`` are arranged: ``halves`` (row ``i + rows/2`` reverse-complements row ``i``)
+    or ``interleaved`` (row ``2i + 1`` of ``2i``) when every pair matches, labels too, else ``none``."""
     rows = len(sequences)
     fractions = {}
     layout = "none"

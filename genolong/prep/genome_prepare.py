@@ -2,9 +2,8 @@
 
 :func:`prepare_genome` rewrites a FASTA as BGZF with fixed-width lines (or plain), the ``.fai`` (and
 ``.gzi``) indexes ``samtools faidx`` and pyfaidx use, written from the offsets known while writing
-(re-reading takes minutes on a human genome), and a per-chromosome table, streaming the input in raw
-mode (case and IUPAC codes kept). Only assembled chromosomes are renamed: contigs and haplotypes would
-need a per-assembly table, not a rule.
+(re-reading takes minutes on a human genome), and a per-chromosome table, streaming the input raw
+(case and IUPAC codes kept). Only assembled chromosomes are renamed (contigs need a per-assembly table).
 """
 
 from __future__ import annotations
@@ -109,10 +108,9 @@ def prepare_genome(fasta: str | os.PathLike, out: str | os.PathLike | None = Non
                    progress: bool = True) -> PreparedGenome:
     """Write ``fasta`` as an indexed BGZF (or ``plain``) FASTA with a per-chromosome table, at ``out``
     (default :func:`default_output`) with the indexes and table beside it (:func:`index_paths`).
-    ``names``: one of :data:`NAME_STYLES`; ``primary`` keeps only assembled chromosomes;
-    ``compresslevel``: zlib level, 1 fastest .. 9 smallest (on DNA, 4 is 6x faster than the usual 6
-    for a 5% larger file). An InputError for invalid FASTA or two records named alike after renaming,
-    a UserError for an output that would overwrite the input or cannot be written."""
+    ``compresslevel``: zlib level, 1 fastest .. 9 smallest (on DNA, 4 is 6x faster than the usual 6 for
+    a 5% larger file). An InputError for invalid FASTA or two records named alike after renaming (by
+    ``names``, one of :data:`NAME_STYLES`), a UserError for an output over the input or unwritable."""
     fasta = Path(fasta)
     out = Path(out) if out is not None else default_output(fasta, plain=plain)
     if line_width < 1:

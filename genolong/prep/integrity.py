@@ -2,10 +2,9 @@
 
 Checksums: SHA-256 for our records, and the providers' files (UCSC ``md5sum.txt``, Ensembl
 ``CHECKSUMS``: ``sum`` output), all hashers with the ``hashlib`` interface, fed in one pass.
-Archives: :func:`safe_extract` refuses the whole archive at the first member that is absolute,
-climbs out with ``..``, links outside the destination (a later member could write through it) or is
-a device file or FIFO; tarfile's ``data`` filter is applied too where Python has it. Extraction goes
-into a temporary directory renamed into place, so a refused or interrupted one leaves nothing.
+Archives: :func:`safe_extract` refuses the whole archive at the first member that is absolute, climbs
+out with ``..``, links outside the destination (a later member could write through it) or is a device
+file or FIFO (tarfile's ``data`` filter too where Python has it), leaving nothing behind.
 """
 
 from __future__ import annotations
@@ -133,10 +132,9 @@ CHECKSUM_FILE_PARSERS = {"md5sum": parse_md5sum, "sum": parse_sum_checksums}
 
 
 class PartFile:
-    """The ``.part`` file opened for appending, and the digests of its bytes, in step.
-
-    ``.part.validator`` keeps the first response's ``ETag`` (or ``Last-Modified``), sent as
-    ``If-Range`` on resuming: a server whose file changed then sends the whole new file."""
+    """The ``.part`` file opened for appending, and the digests of its bytes, in step; ``.part.validator``
+    keeps the first response's ``ETag`` (or ``Last-Modified``), sent as ``If-Range`` on resuming (a
+    server whose file changed then sends the whole new file)."""
 
     def __init__(self, path: Path, algorithms: set[str]):
         self.path = path

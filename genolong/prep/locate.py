@@ -6,10 +6,9 @@ each 1,000-bp DeepSEA input, so each input is found again (exact match, either s
 aligned to 32, 2 bits per base in a uint64, first base high) under its *canonical* k-mer, the smaller
 of it and its reverse complement (17 bytes per block: 1.6 GB for GRCh37). A query of length ``L`` at
 ``p`` contains every block starting in ``[p, p + L - 32]``, so the 32 canonical 32-mers of any 63-bp
-*probe window* find every occurrence; of several probe windows only the one with the fewest
-candidates is expanded, so repeats (Alu, L1) do not flood the verification against all ``L`` bases.
-A query is LOCATED when it occurs exactly once on either strand. Sequences are uint8 ASCII
-(``b"ACGTN"``), shape ``(rows, length)``.
+*probe window* find every occurrence; only the probe window with the fewest candidates is expanded
+(repeats do not flood the verification). A query is LOCATED when it occurs exactly once on either
+strand. Sequences are uint8 ASCII (``b"ACGTN"``), shape ``(rows, length)``.
 """
 
 from __future__ import annotations
@@ -169,10 +168,9 @@ class GenomeIndex:
             self._record(result, row0, searched[members], hit_row, hit_pos, hit_strand)
 
     def _verify(self, queries, reverse, query_rows, first, count, orient, offsets):
-        """Expand and verify candidates; returns ``(row, position, strand)`` of every occurrence.
-        ``queries``, ``reverse``: ``(rows, length)`` the batch and its reverse complements;
-        ``query_rows``: ``(q,)`` the rows searched; ``first``, ``count``, ``orient``, ``offsets``:
-        ``(q, 32)`` index range, query orientation and query offset of each probe k-mer."""
+        """``(row, position, strand)`` of every verified candidate of the batch ``queries`` and its
+        ``reverse`` complements ``(rows, length)``: ``query_rows`` ``(q,)`` searched, with ``first``,
+        ``count``, ``orient``, ``offsets`` ``(q, 32)``: index range, orientation, offset of each probe."""
         length = queries.shape[1]
         flat_count = count.ravel()
         total = int(flat_count.sum())

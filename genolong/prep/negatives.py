@@ -2,9 +2,8 @@
 
 - ``substitution`` (DeePromoter, Oubounyt et al. 2019; BigBird App. F.2; egochao/DeePromoter
   ``utils.neggen``): of 20 pieces, 8 chosen at random stay in place, 12 become random bases;
-- ``shuffle`` (GENA-LM ``promoter_prediction/dataset_generator.py``): those 12 pieces are permuted
-  among pieces of their length (the first ``L % 20`` pieces are one base longer), which keeps the
-  composition exactly and every kept piece in place;
+- ``shuffle`` (GENA-LM ``promoter_prediction/dataset_generator.py``): those 12 are permuted among
+  pieces of their length (the first ``L % 20`` are one base longer), keeping the composition exactly;
 - ``genomic``: real windows at least ``min_distance`` bp from every TSS;
 - ``fasta``: real non-promoters read from a FASTA file (no code here).
 """
@@ -127,11 +126,10 @@ def sample_genomic_negatives(genome, sites: list[Tss], window_length: int, count
 
 def draw_windows(segments: list[tuple], length: int, count: int, fetch, rng: np.random.Generator, *,
                  max_n_fraction: float = 0.0, prefix: str = "") -> tuple[list[PromoterRecord], Counter]:
-    """Up to ``count`` distinct random windows (label 0) of ``length`` bp in ``20 * count + 1000`` draws:
-    the start uniform over the half-open ranges ``(name, lo, hi)`` of ``segments`` together, the strand
-    ``+`` or ``-`` at even odds, read by ``fetch(name, start, end, strand)``, named
-    ``<prefix><name>:<start><strand>``; returns them and the counts of the redrawn ``repeated_window``
-    and ``too_many_n`` (more ``N`` than ``max_n_fraction``)."""
+    """Up to ``count`` distinct random ``fetch(name, start, end, strand)`` windows (label 0, named
+    ``<prefix><name>:<start><strand>``) in ``20 * count + 1000`` draws, starts uniform over the half-open
+    ranges ``(name, lo, hi)`` of ``segments``, strands at even odds; returns them and the counts of the
+    redrawn ``repeated_window`` and ``too_many_n`` (more ``N`` than ``max_n_fraction``)."""
     records, rejected, seen = [], Counter(), set()
     cumulative = np.cumsum([hi - lo for _, lo, hi in segments])
     for _ in range(20 * count + 1000 if count else 0):

@@ -4,9 +4,8 @@
 Window offsets count bases along the transcript, the TSS at offset 0 (as the EPDnew select tool,
 whose "-249 to 50" gives 300 bp); a :class:`TssWindow` is half-open: ``TssWindow(-249, 51)`` is the
 300-bp DeePromoter window, ``TssWindow(-5000, 3000)`` BigBird's (App. F.2, "8000 bp (-5000 ...
-+3000)", as GENA-LM cuts). Minus-strand windows are reverse-complemented, so the TSS is always
-column ``-window.start``. EPDnew BED lines (``chr1 894625 894685 NOC2L_1 900 - 894635 894636``)
-span -49..+10 around the TSS, which is the 1-bp thick interval (columns 7-8).
++3000)", as GENA-LM cuts). Minus-strand windows are reverse-complemented: the TSS is column
+``-window.start``. EPDnew BED lines span -49..+10 around the TSS, its 1-bp thick interval (columns 7-8).
 """
 
 from __future__ import annotations
@@ -72,10 +71,9 @@ WINDOW_PRESETS = {"deepromoter": TssWindow(-249, 51), "bigbird": TssWindow(-5000
 
 
 def read_tss_bed(path: str | Path) -> list[Tss]:
-    """Read TSSs from a BED file (plain or gzip) with a strand column (6 or more columns).
-
-    The TSS is ``thickStart`` of a 1-bp thick interval (EPDnew), else ``start`` of a 1-bp interval;
-    anything else is an :class:`InputError` naming the line, as is a file without TSSs."""
+    """Read TSSs from a BED file (plain or gzip) with a strand column (6 or more columns): ``thickStart``
+    of a 1-bp thick interval (EPDnew), else ``start`` of a 1-bp interval; anything else is an
+    :class:`InputError` naming the line, as is a file without TSSs."""
     path = Path(path)
     with open_text(path) as handle:
         sites = [_parse_tss_line(path, number, line.split()) for number, line in enumerate(handle, start=1)

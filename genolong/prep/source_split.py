@@ -3,9 +3,8 @@
 Every record of the spec's groups (:class:`SourceSplitConfig`) is tagged ``<group>/<file stem>``;
 duplicates are dropped across all sources, held-out groups first (a shared sequence stays held out,
 once); ``valid`` and ``test`` groups go whole to their split, ``train`` groups are split at random
-(by source and label) into ``train`` and ``random_test``, the in-source test; each split derives its
-negatives from its own promoters. Lengths may differ (251 and 300 bp): derived negatives give both
-labels every source's lengths, so length alone never separates the classes within a source.
+(by source and label) into ``train`` and ``random_test``; each split derives its negatives from its
+own promoters, so length alone never separates the classes within a source (251 or 300 bp).
 """
 
 from __future__ import annotations
@@ -61,9 +60,8 @@ class SourceGroup:
 
 @dataclass
 class SourceSplitConfig:
-    """A held-out-source dataset: its groups, derived negatives, the in-source test fraction, the seed.
-
-    Paths in the groups are relative to ``root`` (default: the spec file's directory)."""
+    """A held-out-source dataset: its groups (paths relative to ``root``), derived negatives, the
+    in-source test fraction, the seed."""
 
     groups: list[SourceGroup]
     derived: list[str] = field(default_factory=lambda: ["substitution", "shuffle"])

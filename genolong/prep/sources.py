@@ -27,10 +27,9 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Source:
-    """One downloadable data set: ``target`` is the name ``genolong data fetch`` takes and the cache
-    sub-folder; ``checksum_file`` the provider's checksum file beside ``url``, in ``checksum_format``
-    (a key of :data:`~genolong.prep.integrity.CHECKSUM_FILE_PARSERS`); ``kind`` ``genome`` (prepared
-    into indexed BGZF), ``archive`` (unpacked, holding ``required_members``) or ``file``."""
+    """One downloadable data set: ``target`` (what ``genolong data fetch`` takes, the cache folder); the
+    provider's ``checksum_file`` beside ``url``, in ``checksum_format`` (see :data:`CHECKSUM_FILE_PARSERS`);
+    ``kind`` ``genome`` (indexed BGZF), ``archive`` (unpacked, with ``required_members``) or ``file``."""
 
     target: str
     provider: str
@@ -105,11 +104,10 @@ def get_source(target: str, provider: str | None = None) -> Source:
 
 def fetch_source(source: Source, cache: DataCache, *, url: str | None = None, sha256: str | None = None,
                  offline: bool = False, progress: bool = True, **network_options) -> Path:
-    """Download (:func:`genolong.prep.transfer.download`), verify and prepare ``source`` in ``cache``;
-    return its ready path. Does nothing when the products are there; safe in several processes at once
-    (each file is locked while downloaded or derived). ``url`` replaces the source's (a mirror,
-    ``file://`` or a local path; the provider's checksum file is looked for beside it); ``offline``
-    only checks the cache (:class:`NotCachedError` if the source is not ready)."""
+    """Download (:func:`genolong.prep.transfer.download`), verify and prepare ``source`` in ``cache`` unless
+    ready, locking each file meanwhile; return its ready path. ``url`` replaces the source's (a mirror,
+    ``file://`` or a local path, with the provider's checksum file beside it); ``offline`` only checks the
+    cache (:class:`NotCachedError` if the source is not ready)."""
     expected = [sha256_checksum(sha256)] if sha256 else []
     entry = cache.entry(source.relpath)
     if entry is not None and cache.products_present(entry) and satisfied(entry.digests, expected):

@@ -1,13 +1,11 @@
 """The task builder behind ``genolong task prepare``: labelled rows (:mod:`genolong.datasets.task_inputs`)
 -> a prepared task directory (:mod:`genolong.datasets.task`), written whole once every check passed.
 
-The steps: the problem type, stated or inferred (:func:`infer_problem_type`: one column of two
-classes, names or integer codes such as 0/1 or -1/+1 with the larger positive, is ``binary``; one
-column of names, or of integers 0..K-1 with 3 <= K <= :data:`MAX_INTEGER_CLASSES`, ``multiclass``;
-several 0/1 columns ``multilabel``; other numbers ``regression``); copies within a split
-(:mod:`genolong.prep.task_duplicates`), then a class with a single example refused; the splits
-(:class:`SplitPlan`); leakage: a row whose sequence or reverse complement is in an earlier split is
-removed, counted in the manifest (:func:`remove_leakage`).
+The problem type is stated or inferred (:func:`infer_problem_type`): one column of two classes
+(names, or codes such as 0/1 or -1/+1, the larger positive) is ``binary``; one column of names, or of
+integers 0..K-1 with 3 <= K <= :data:`MAX_INTEGER_CLASSES`, ``multiclass``; several 0/1 columns
+``multilabel``; other numbers ``regression``. Then copies (:mod:`genolong.prep.task_duplicates`),
+the splits (:class:`SplitPlan`) and leakage between them (:func:`remove_leakage`).
 """
 
 from __future__ import annotations
@@ -33,9 +31,8 @@ MAX_INTEGER_CLASSES = 20
 
 @dataclass
 class SplitPlan:
-    """How rows are split: ``method`` ``given`` (without a valid split, ``fractions[1]`` of each
-    class of train, drawn with ``seed``, becomes valid), ``random`` (``fractions`` train/valid/test
-    and ``seed``) or ``chromosome`` (``valid_chroms``, ``test_chroms``)."""
+    """How rows are split: ``given`` (without a valid split, ``fractions[1]`` of each class of train, drawn
+    with ``seed``, becomes valid), ``random`` (``fractions``, ``seed``) or ``chromosome``."""
 
     method: str = "random"
     fractions: tuple[float, float, float] = (0.8, 0.1, 0.1)
@@ -81,9 +78,8 @@ def _number(value) -> float | None:
 
 
 def _column_values(rows: list[Row], index: int, name: str) -> tuple[list, bool]:
-    """The raw values of label column ``index`` and whether they are numbers; an InputError
-    for an empty value, a non-finite number, or a column mixing names and numbers (at the first
-    row whose kind differs from the first row's)."""
+    """The raw values of label column ``index`` and whether they are numbers; an InputError for an empty
+    value, a non-finite number, or a column mixing names and numbers (at the first row that differs)."""
     values = [row.labels[index] for row in rows]
     for row, value in zip(rows, values, strict=True):
         if value is None or str(value).strip() == "":
@@ -209,10 +205,9 @@ def _draw(indices: np.ndarray, targets: Targets, fractions: tuple[float, float],
 
 def remove_leakage(rows: list[Row], splits: dict[str, np.ndarray],
                    drop: bool = True) -> tuple[dict[str, np.ndarray], dict]:
-    """Drop rows of a later split whose sequence (``exact``) or reverse complement
-    (``reverse_complement``) is in an earlier one (:data:`SPLITS` order); returns the kept
-    indices and the manifest's leakage entry. With ``drop`` False they are counted and kept (a
-    benchmark keeps a published split as it is and reports its leakage)."""
+    """Drop rows of a later split whose sequence (``exact``) or reverse complement (``reverse_complement``)
+    is in an earlier one (:data:`SPLITS` order); returns the kept indices and the manifest's leakage entry.
+    With ``drop`` False they are counted and kept (a benchmark keeps a published split as it is)."""
     seen: set[str] = set()
     kept, removed = {}, {}
     for name in [name for name in SPLITS if name in splits]:

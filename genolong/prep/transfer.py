@@ -106,11 +106,9 @@ def file_lock(path: str | os.PathLike) -> Iterator[None]:
 
 def download(url: str, dest: str | os.PathLike, *, expected: Iterable[Checksum] = (), timeout: float = 30.0,
              retries: int = 4, backoff: float = 1.0, progress: bool = True) -> Download:
-    """Fetch ``url`` (``http(s)://``, ``file://`` or a local path) to ``dest``, verified.
-
-    ``timeout``: seconds to wait for a connection or the next bytes; ``retries``: further attempts
-    after a transient failure, counted afresh whenever an attempt brings new bytes; ``backoff``: the
-    first wait in seconds, doubled each time (at most 60 s); ``progress``: a bar on a terminal.
+    """Fetch ``url`` (``http(s)://``, ``file://`` or a local path) to ``dest``, verified, waiting ``timeout``
+    seconds for a connection or the next bytes; a transient failure is retried ``retries`` times (counted
+    afresh when an attempt brings new bytes) after ``backoff`` seconds, doubled each time (at most 60 s).
 
     Raises:
         NotFoundError: 404/410, or a missing local file.
@@ -157,9 +155,9 @@ def fetch_bytes(url: str, *, timeout: float = 30.0, retries: int = 4, backoff: f
 
 
 def _retrying(attempt, *, url: str, retries: int, backoff: float, progress=lambda: 0, hint=lambda: None):
-    """Call ``attempt()`` until it returns, retrying :class:`_Transient` failures after
-    ``backoff * 2**k`` seconds (at most :data:`MAX_BACKOFF`); an attempt that increased ``progress()``
-    resets the count. :class:`DownloadError` after ``retries`` retries in a row without progress."""
+    """Call ``attempt()`` until it returns, retrying :class:`_Transient` failures after ``backoff * 2**k``
+    seconds (at most :data:`MAX_BACKOFF`); :class:`DownloadError` after ``retries`` retries in a row
+    without progress (an attempt that increased ``progress()``, such as new bytes, resets the count)."""
     failures = 0
     while True:
         before = progress()
