@@ -74,7 +74,6 @@ def file_digests(path: str | os.PathLike, algorithms: Iterable[str]) -> dict[str
 
 
 def _hash_file(path: str | os.PathLike, hashers: dict) -> dict:
-    """Feed the bytes of ``path`` to every hasher of ``hashers``; returns ``hashers``."""
     with open(path, "rb") as handle:
         while chunk := handle.read(CHUNK_SIZE):
             for hasher in hashers.values():

@@ -48,9 +48,10 @@ _SPLIT_STREAM, _NEGATIVE_STREAM, _GENOMIC_STREAM, _ORDER_STREAM = range(4)
 @dataclass
 class PromoterDatasetConfig:
     """What to build, validated on construction: one positive source (``tss_bed`` with ``genome``,
-    ``text`` or ``fasta``); options left at ``None`` take their default where they apply and are an
-    error where they do not. ``max_n_fraction``: windows with more ``N`` are skipped (positives) or
-    redrawn; ``seed``: every random step derives its generator from it."""
+    ``text`` or ``fasta``); options left at ``None`` take their default where they apply (``window``
+    DeePromoter's, ``per_positive`` 1, ``min_tss_distance`` 10,000 bp, ``fractions`` 0.8/0.1/0.1) and
+    are an error where they do not. ``max_n_fraction``: windows with more ``N`` are skipped (positives)
+    or redrawn; ``seed``: every random step derives its generator from it."""
 
     tss_bed: Path | None = None
     genome: Path | None = None

@@ -2,10 +2,10 @@
 
 Two rows of a given split (or of all rows, when the split is drawn afterwards) are copies when their
 sequences are the same (case aside) or reverse complements (:func:`genolong.evaluation.leakage.copy_kind`;
-across given splits, copies are leakage). A group of copies with the same labels has
-*repeated* rows (all but the first); one whose labels differ is all *conflicting* rows, as nothing
-says which label is right. ``drop`` (the default) removes both, ``keep`` keeps them, ``error`` stops
-at the first copy naming its file and row; the counts per split go into the manifest.
+across given splits, copies are leakage). A group of copies with the same labels has *repeated* rows
+(all but the first); one whose labels differ is all *conflicting* rows, as nothing says which label
+is right. ``drop`` (the default) removes both, ``keep`` keeps them, ``error`` stops at the first copy
+naming its file and row; the counts per split go into the manifest.
 """
 
 from __future__ import annotations
