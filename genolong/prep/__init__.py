@@ -1,4 +1,2 @@
-"""Builders of the data genolong trains on: downloads (:mod:`.transfer`, :mod:`.integrity`,
-:mod:`.cache`, :mod:`.sources`), genome preparation, the promoter, DeepSEA chromatin and task
-datasets. Of genolong, only the command line imports them, and the formats they write are read
-by :mod:`genolong.datasets`."""
+"""Builders of the data genolong trains on: downloads, genome preparation, the promoter, DeepSEA
+chromatin and task datasets, whose formats :mod:`genolong.datasets` reads; only the CLI imports them."""

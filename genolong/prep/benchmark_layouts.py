@@ -1,22 +1,10 @@
-"""The dataset layouts benchmark suites are downloaded in, read into a prepared task directory
-(:mod:`genolong.datasets.task`) with their given splits kept as they are:
-
-- ``gue`` (DNABERT-2's GUE): a folder per task with ``train.csv``, ``dev.csv``, ``test.csv``,
-  columns ``sequence,label``;
-- ``nt`` (Nucleotide Transformer downstream tasks): an HF ``datasets`` ``save_to_disk``
-  directory of a DatasetDict (``train/``, ``test/``, each with Arrow files) or ``train.parquet``
-  and ``test.parquet``, columns ``sequence,label``; a ``validation`` / ``dev`` split is used when
-  present;
-- ``genomic_benchmarks``: ``train/<class>/<n>.txt`` and ``test/<class>/<n>.txt``, one sequence
-  per file;
-- ``genomic_benchmarks_csv``: the coordinates form, ``train/<class>.csv[.gz]`` and
-  ``test/<class>.csv[.gz]`` with columns ``id,region,start,end,strand`` (0-based, end
-  exclusive; ``-``: the reverse complement) on a genome FASTA;
-- ``fasta``: a FASTA file per class; ``csv``: one table (``sequence,label``); both split at random.
-
-A layout without a validation split gets one from its training split: ``valid_fraction`` of each
-class, drawn with ``split_seed``. Leakage between splits, and copies within a split, are counted and
-kept (a benchmark reports it, :mod:`genolong.evaluation.leakage`). A split that is missing is one line naming the file.
+"""The layouts benchmark suites come in, read into a prepared task directory with their splits kept:
+``gue`` (DNABERT-2's GUE, :func:`read_gue`), ``nt`` (Nucleotide Transformer, :func:`read_nt`; a
+``validation`` / ``dev`` split is used when present), ``genomic_benchmarks`` and
+``genomic_benchmarks_csv`` (coordinates: 0-based, end exclusive, ``-`` the reverse complement, on a
+genome FASTA), ``fasta`` (a file per class) and ``csv`` (``sequence,label``), both split at random.
+A layout without a validation split gets ``valid_fraction`` of each class of train (``split_seed``).
+Leakage and copies are counted and kept (a benchmark reports them); a missing split is one line.
 """
 
 from __future__ import annotations
@@ -139,8 +127,8 @@ def prepare_layout(layout: str, out: Path, *, path: Path | None = None, classes:
                    genome: Path | None = None, positive: str | None = None,
                    fractions: tuple[float, float, float] = (0.8, 0.1, 0.1), valid_fraction: float = 0.1,
                    split_seed: int = 0, max_rows: dict[str, int] | None = None) -> dict:
-    """Read a dataset in ``layout`` and write the prepared task ``out``; returns its manifest
-    (see the module docstring; the arguments are :class:`genolong.experiments.suites.suite.TaskEntry`'s)."""
+    """Read a dataset in ``layout`` and write the prepared task ``out``; returns its manifest (the
+    arguments are :class:`genolong.experiments.suites.suite.TaskEntry`'s)."""
     class_order = None
     if layout == "fasta":
         rows, _ = read_class_fastas(list(classes.items()))

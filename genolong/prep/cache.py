@@ -1,10 +1,6 @@
-"""The data cache: downloaded files, and a manifest that says what each one is.
-
-The cache is a directory (default ``$GENOLONG_HOME/data``) holding one folder per source
-and ``manifest.json``, which records for every file its URL, size, SHA-256 (plus the
-provider's checksum when one was checked), the time of download, and the files derived
-from it (an unpacked archive, a prepared genome). The manifest lets ``genolong data
-status`` answer without reading gigabytes, and lets a second ``fetch`` skip work.
+"""The data cache: a directory (default ``$GENOLONG_HOME/data``) with a folder per source and
+``manifest.json``, which records each download's URL, size, digests, time and derived files, so
+that ``genolong data status`` answers without reading gigabytes and a second ``fetch`` skips work.
 """
 
 from __future__ import annotations
@@ -38,19 +34,10 @@ def default_data_root() -> Path:
 
 @dataclass
 class Entry:
-    """What the manifest knows about one downloaded file.
-
-    Attributes:
-        path: path relative to the cache root (POSIX separators).
-        url: where it was downloaded from.
-        size: bytes.
-        digests: algorithm -> digest; always ``sha256``, plus any provider checksum.
-        verified: the checks it passed at download time, e.g. ``"md5 from <url>"``; empty
-            when no checksum was known (the SHA-256 is then recorded for later checks).
-        mtime_ns: modification time when recorded, to notice later changes cheaply.
-        fetched_at: UTC time of the download, ISO 8601.
-        products: files derived from this one (relative path -> size in bytes).
-    """
+    """What the manifest knows about one downloaded file: ``path`` relative to the cache root (POSIX);
+    ``digests``: always ``sha256``, plus any provider checksum; ``verified``: the checks passed at
+    download time (``"md5 from <url>"``; empty when no checksum was known); ``mtime_ns`` notices later
+    changes cheaply; ``fetched_at``: UTC ISO 8601; ``products``: derived files and their sizes."""
 
     path: str
     url: str
@@ -63,23 +50,15 @@ class Entry:
 
 
 class DataCache:
-    """A cache directory with its manifest.
-
-    Args:
-        root: the directory; ``$GENOLONG_HOME/data`` by default.
-    """
+    """A cache directory (``$GENOLONG_HOME/data`` by default) with its manifest."""
 
     def __init__(self, root: str | os.PathLike | None = None):
         self.root = Path(root).expanduser() if root is not None else default_data_root()
         if self.root.exists() and not self.root.is_dir():
             raise UserError(f"{self.root}: is a file, not a data cache directory")
+        self.manifest_path = self.root / MANIFEST_NAME
         self._warned: set[str] = set()  # unreadable manifests already reported (one warning each)
 
-    @property
-    def manifest_path(self) -> Path:
-        return self.root / MANIFEST_NAME
-
-    # -- manifest ------------------------------------------------------------------------
     def entries(self) -> dict[str, Entry]:
         """Every manifest entry, by relative path."""
         try:
@@ -96,24 +75,16 @@ class DataCache:
     def entry(self, relpath: str) -> Entry | None:
         return self.entries().get(relpath)
 
-    def record(self, entry: Entry) -> None:
-        """Add or replace ``entry`` in the manifest (locked read-modify-write, atomic)."""
-        self._update(lambda entries: entries.__setitem__(entry.path, entry))
-
-    def forget(self, relpath: str) -> None:
-        """Remove ``relpath``'s entry from the manifest (locked, atomic)."""
-        self._update(lambda entries: entries.pop(relpath, None))
-
-    def _update(self, change) -> None:
-        """Apply ``change(entries)`` to the manifest: a locked read-modify-write, written atomically."""
+    def _set_entry(self, relpath: str, entry: Entry | None) -> None:
+        """Set (None: remove) the entry of ``relpath``: a locked read-modify-write, written atomically."""
         with file_lock(self.manifest_path):
-            entries = self.entries()
-            change(entries)
+            entries = {path: known for path, known in self.entries().items() if path != relpath}
+            if entry is not None:
+                entries[relpath] = entry
             payload = {"version": MANIFEST_VERSION,
                        "files": {path: asdict(e) for path, e in sorted(entries.items())}}
             atomic_write_text(self.manifest_path, json.dumps(payload, indent=2) + "\n")
 
-    # -- files ---------------------------------------------------------------------------
     def path(self, relpath: str) -> Path:
         return self.root / relpath
 
@@ -123,7 +94,7 @@ class DataCache:
         rejected = self.path(relpath).with_name(self.path(relpath).name + REJECTED_SUFFIX)
         if self.path(relpath).exists():
             os.replace(self.path(relpath), rejected)
-        self.forget(relpath)
+        self._set_entry(relpath, None)
         return rejected
 
     def cached(self, relpath: str) -> Entry | None:
@@ -139,20 +110,9 @@ class DataCache:
 
     def fetch(self, url: str, relpath: str, *, expected: Iterable[Checksum] = (),
               **download_options) -> Entry:
-        """Make ``relpath`` a verified copy of ``url`` and return its manifest entry.
-
-        Holds a lock on the file throughout, so concurrent fetches of one file (threads or
-        processes) download it once: the others wait and then find it cached.
-
-        A cached file is reused when it satisfies ``expected``. A file present on disk but
-        unknown to the manifest (copied there by hand) is hashed and adopted if it satisfies
-        ``expected``; otherwise it is downloaded again.
-
-        Args:
-            url: source URL (or local path) for :func:`genolong.prep.transfer.download`.
-            relpath: destination relative to the cache root.
-            download_options: ``timeout``, ``retries``, ``backoff``, ``progress``.
-        """
+        """Make ``relpath`` a verified copy of ``url`` (:func:`genolong.prep.transfer.download`) and return
+        its manifest entry, locking the file throughout (concurrent fetches download it once). A cached
+        file, or one on disk unknown to the manifest, is reused if it satisfies ``expected``."""
         expected = list(expected)
         dest = self.path(relpath)
         with file_lock(dest):
@@ -180,16 +140,15 @@ class DataCache:
                       verified=[f"{check.algorithm} from {check.origin}" for check in expected],
                       mtime_ns=stat.st_mtime_ns,
                       fetched_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
-        self.record(entry)
+        self._set_entry(relpath, entry)
         return entry
 
     def set_products(self, relpath: str, products: dict[str, int]) -> Entry:
-        """Record the files derived from ``relpath`` (relative path -> size)."""
         entry = self.entry(relpath)
         if entry is None:
             raise KeyError(f"{relpath} is not in the manifest")
         entry.products = dict(products)
-        self.record(entry)
+        self._set_entry(relpath, entry)
         return entry
 
     def products_present(self, entry: Entry) -> bool:

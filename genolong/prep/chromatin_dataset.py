@@ -1,30 +1,14 @@
-"""The prepared chromatin dataset: DeepSEA ``.mat`` files -> memory-mapped arrays + manifest.
-
-``genolong chromatin prepare`` runs :func:`prepare_chromatin` once, so that training and
-evaluation read fixed-width arrays instead of MATLAB files:
-
-1. decode each of ``train.mat``, ``valid.mat``, ``test.mat`` present (:mod:`.deepsea`)
-   chunk by chunk into memory-mapped arrays;
-2. check how the forward / reverse-complement copies are arranged;
-3. with a genome, locate every input by exact match on either strand
-   (:mod:`.locate`) and cut the window of ``context`` bp centred on it, as BigBird did
-   (App. F.3: 8,000 bp of GRCh37 around each 1,000-bp DeepSEA input);
-4. write the final arrays and ``manifest.json``.
-
-The work resumes after an interruption (:class:`~genolong.prep.chromatin_job.ChromatinJob`).
-
-The files of a prepared directory, and their reader: :mod:`genolong.datasets.chromatin`.
-
-Rows whose input is not located exactly once (not found, ambiguous, too many N, too
-repetitive) are either dropped (``unlocated="drop"``) or kept (``"keep"``, the default).
-A kept row is stored in the centre of an N-padded row so the array stays rectangular,
-and :meth:`~genolong.datasets.chromatin.ChromatinSplit.sequence` returns only its original
-input: it keeps its original length instead of being padded with thousands of N that the
-model never saw in pre-training. Windows that run past a chromosome end are padded with N.
+"""The prepared chromatin dataset (read by :mod:`genolong.datasets.chromatin`): DeepSEA ``.mat`` files
+decoded into arrays, resumably; with a genome, the ``context``-bp window around each located input
+(BigBird App. F.3), N past chromosome ends.
+Rows not located exactly once are dropped (``unlocated="drop"``) or kept (the default) in the centre
+of an N-padded row, from which :meth:`~genolong.datasets.chromatin.ChromatinSplit.sequence` returns
+only the original input (the model never saw thousands of N in pre-training).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -43,22 +27,10 @@ def prepare_chromatin(mat_dir: str | os.PathLike, out: str | os.PathLike, *,
                       genome: str | os.PathLike | None = None, context: int | None = None,
                       unlocated: str = "keep", chunk_rows: int = 16384, probe_windows: int = 8,
                       max_candidates: int = 20_000) -> dict:
-    """Convert the DeepSEA ``.mat`` files of ``mat_dir`` into a prepared directory ``out``.
-
-    Args:
-        mat_dir: directory with any of ``train.mat``, ``valid.mat``, ``test.mat``.
-        out: the prepared directory to create (must not exist).
-        genome: FASTA of the genome the inputs come from (GRCh37/hg19 for DeepSEA); when
-            given, rows are extended to ``context`` bp around their located input.
-        context: window length with a genome (default 8,000).
-        unlocated: ``"keep"`` or ``"drop"`` rows whose input is not located exactly once.
-        chunk_rows: rows per chunk (the unit of progress and of memory use).
-        probe_windows: see :meth:`GenomeIndex.locate`.
-        max_candidates: see :meth:`GenomeIndex.locate`.
-
-    Returns:
-        The manifest (also written to ``out/manifest.json``).
-    """
+    """Convert any of ``train.mat``, ``valid.mat``, ``test.mat`` in ``mat_dir`` into the new directory
+    ``out``; returns the manifest. With the ``genome`` the inputs come from (GRCh37 for DeepSEA), rows
+    are extended to ``context`` bp (default 8,000) around their input, located by
+    :meth:`~genolong.prep.locate.GenomeIndex.locate`. ``chunk_rows``: the unit of progress and memory use."""
     mat_dir, out = Path(mat_dir), Path(out)
     if unlocated not in UNLOCATED_POLICIES:
         raise ConfigError(f"unlocated must be one of {UNLOCATED_POLICIES}, got {unlocated!r}")
@@ -75,10 +47,8 @@ def prepare_chromatin(mat_dir: str | os.PathLike, out: str | os.PathLike, *,
     found = [split for split in SPLITS if (mat_dir / f"{split}.mat").is_file()]
     if not found:
         raise InputError(mat_dir, "no train.mat, valid.mat or test.mat found (unpack deepsea_train_bundle)")
-    mats: dict[str, DeepSEAMat] = {}
-    try:
-        for split in found:
-            mats[split] = DeepSEAMat(mat_dir / f"{split}.mat", split)
+    with contextlib.ExitStack() as stack:
+        mats = {split: stack.enter_context(DeepSEAMat(mat_dir / f"{split}.mat", split)) for split in found}
         lengths = {mat.length for mat in mats.values()}
         if len(lengths) != 1:
             raise InputError(mat_dir, f"the .mat files hold sequences of different lengths {sorted(lengths)}")
@@ -90,9 +60,5 @@ def prepare_chromatin(mat_dir: str | os.PathLike, out: str | os.PathLike, *,
         centred_flank(context, length)
         options = {"context": context, "unlocated": unlocated if genome else None,
                    "probe_windows": probe_windows, "max_candidates": max_candidates}
-        job = ChromatinJob(out, mats, Path(genome) if genome else None, options, chunk_rows)
-        return job.run()
-    finally:
-        for mat in mats.values():
-            mat.close()
+        return ChromatinJob(out, mats, Path(genome) if genome else None, options, chunk_rows).run()
 

@@ -1,11 +1,7 @@
 """The resumable work of ``genolong chromatin prepare`` (:func:`genolong.prep.chromatin_dataset.prepare_chromatin`).
 
-A :class:`ChromatinJob` works in the hidden sibling directory ``.<out>.partial``. Per split it
-decodes the ``.mat`` file chunk by chunk into memory-mapped arrays, checks how the
-forward / reverse-complement copies are arranged, locates every input in the genome (when
-one is given) and writes the final arrays; ``progress.json`` is updated after every chunk,
-so rerunning the same command resumes where it stopped. The directory is renamed to
-``<out>`` only when complete.
+A :class:`ChromatinJob` works in the hidden ``.<out>.partial``, renamed to ``<out>`` when complete,
+saving ``progress.json`` after every chunk so that rerunning the command resumes.
 """
 
 from __future__ import annotations
@@ -58,7 +54,6 @@ class ChromatinJob:
                             "genome": _file_identity(genome) if genome else None}
         self._index: GenomeIndex | None = None
 
-    # -- progress ------------------------------------------------------------------------
     def _start_or_resume(self) -> None:
         if self.progress_path.exists():
             state = json.loads(self.progress_path.read_text())
@@ -80,7 +75,6 @@ class ChromatinJob:
     def _path(self, split: str, name: str) -> Path:
         return self.work / f"{split}.{name}.npy"
 
-    # -- stages --------------------------------------------------------------------------
     def run(self) -> dict:
         self._start_or_resume()
         for split, mat in self.mats.items():
@@ -215,7 +209,6 @@ class ChromatinJob:
                     self._path(split, name).replace(final[final_name])
         self._path(split, "input").unlink(missing_ok=True)
 
-    # -- manifest ------------------------------------------------------------------------
     def _manifest(self) -> dict:
         locate = None if self.genome is None else {
             "method": "exact match on either strand; canonical 32-mer index of 32-bp genome blocks",

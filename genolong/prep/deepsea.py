@@ -1,21 +1,10 @@
 """Readers for the DeepSEA training bundle (Zhou & Troyanskaya 2015), as used by BigBird App. F.3.
 
-``deepsea_train_bundle.v0.9.tar.gz`` holds three files:
-
-* ``train.mat``: MATLAB v7.3, i.e. HDF5. MATLAB stores arrays column-major, so h5py
-  sees the axes reversed: ``trainxdata`` is ``(1000, 4, rows)`` and ``traindata``
-  ``(919, rows)``. With 4.4M rows it is read in chunks of rows, never whole.
-* ``valid.mat`` / ``test.mat``: MATLAB v5, read with ``scipy.io.loadmat``:
-  ``{split}xdata`` ``(rows, 4, 1000)`` and ``{split}data`` ``(rows, 919)``. The v5 format
-  has no random access, so these are loaded whole when first read (test.mat: 1.8 GB +
-  0.4 GB); opening only reads the variable headers.
-
-Sequences are one-hot with channels in the order A, G, C, T; an all-zero column is N.
-Labels are 0/1 in DeepSEA column order (DHS 0-124, TF 125-814, HM 815-918).
-
-Each file holds every sequence twice, forward and reverse complement (DeepSEA readme:
-train.mat is 2.2M coordinates twice). :func:`strand_pair_layout` checks how the copies
-are arranged instead of assuming it.
+``train.mat`` is MATLAB v7.3 (HDF5; column-major, so h5py sees ``trainxdata`` ``(1000, 4, rows)`` and
+``traindata`` ``(919, rows)``), read in chunks of its 4.4M rows. ``valid.mat`` and ``test.mat`` are
+MATLAB v5 (``(rows, 4, 1000)`` and ``(rows, 919)``), loaded whole when first read (no random access).
+Sequences are one-hot in channel order A, G, C, T (all zero: N); labels 0/1 in DeepSEA column order
+(DHS 0-124, TF 125-814, HM 815-918). Every sequence is there on both strands (:func:`strand_pair_layout`).
 """
 
 from __future__ import annotations
@@ -34,34 +23,17 @@ from genolong.evaluation.profiles import N_PROFILES
 SPLITS = ("train", "valid", "test")
 #: One-hot channel order of the .mat files.
 ONE_HOT_ORDER = "AGCT"
-
 # one-hot channel index (or 4 for an all-zero column) -> ASCII base
 _CHANNEL_TO_ASCII = np.frombuffer((ONE_HOT_ORDER + "N").encode(), np.uint8)
-
 _V5_HEADER = b"MATLAB 5.0 MAT-file"
-
 FORMAT_V73 = "MATLAB v7.3 (HDF5)"
 FORMAT_V5 = "MATLAB v5"
-
-
 _DAMAGED = "the file is truncated or damaged; download or unpack it again"
 
 
 class DeepSEAMat:
-    """One DeepSEA ``.mat`` file, validated on opening, read in chunks of rows.
-
-    Args:
-        path: ``train.mat``, ``valid.mat`` or ``test.mat`` (either MATLAB format).
-        split: the split whose keys the file must hold (``{split}xdata``, ``{split}data``).
-
-    Attributes:
-        format: :data:`FORMAT_V73` or :data:`FORMAT_V5`.
-        rows: number of sequences.
-        length: sequence length (1,000 in DeepSEA).
-
-    Raises:
-        InputError: missing file, not a MATLAB file, missing keys or wrong shapes.
-    """
+    """One DeepSEA ``.mat`` file of either format (``{split}xdata``, ``{split}data``), read in chunks of
+    rows; its ``format``, ``rows`` and sequence ``length`` are checked on opening (else an InputError)."""
 
     def __init__(self, path: str | os.PathLike, split: str):
         self.path = Path(path)
@@ -91,7 +63,7 @@ class DeepSEAMat:
                                                         f"(rows, {N_PROFILES})")
 
     def _v5_shapes(self) -> tuple[tuple, tuple]:
-        """Shapes of the two variables of a v5 file, read from its headers without loading the data."""
+        """Shapes of the two variables of a v5 file, from its headers."""
         import scipy.io
 
         with open(self.path, "rb") as handle:
@@ -125,11 +97,7 @@ class DeepSEAMat:
                              f"{self.split} split, missing {missing}; the file has {sorted(keys)}")
 
     def _check_shapes(self, stored_x, stored_y, x_shape, y_shape, x_layout: str, y_layout: str):
-        """Validate the shapes as stored and as ``(rows, 4, length)`` / ``(rows, 919)``.
-
-        Returns:
-            ``(length, rows)``.
-        """
+        """``(length, rows)`` of shapes valid as ``(rows, 4, length)`` / ``(rows, 919)``."""
         if len(x_shape) != 3 or x_shape[1] != 4:
             raise InputError(self.path, f"'{self.x_key}' has shape {stored_x}; expected {x_layout} "
                              f"one-hot sequences with 4 channels ({ONE_HOT_ORDER})")
@@ -144,19 +112,8 @@ class DeepSEAMat:
         return int(x_shape[2]), int(x_shape[0])
 
     def chunks(self, rows_per_chunk: int, start: int = 0) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
-        """Decode the file from row ``start`` on, ``rows_per_chunk`` rows at a time.
-
-        For HDF5 input the chunk is rounded up to whole HDF5 chunks along the row axis,
-        so that no compressed chunk is decompressed twice.
-
-        Yields:
-            ``(first_row, sequences, labels)``: sequences ``(rows, length)`` uint8 ASCII
-            ``ACGTN``, labels ``(rows, 919)`` uint8 0/1.
-
-        Raises:
-            InputError: a one-hot value other than 0/1, a column with two bases set, or a
-                label other than 0/1 (naming the row).
-        """
+        """Yield ``(first_row, sequences (rows, length) uint8 ASCII, labels (rows, 919) uint8)`` from row
+        ``start`` on, ``rows_per_chunk`` rows (rounded up to whole HDF5 chunks) at a time, checked."""
         step = rows_per_chunk
         if self._h5 is not None:
             one_hot_data, label_data = self._h5[self.x_key], self._h5[self.y_key]
@@ -178,7 +135,6 @@ class DeepSEAMat:
             yield begin, decode_one_hot(one_hot, self.path, begin), check_labels(labels, self.path, begin)
 
     def close(self) -> None:
-        """Close the HDF5 file and free loaded v5 arrays."""
         if self._h5 is not None:
             self._h5.close()
             self._h5 = None
@@ -193,10 +149,7 @@ class DeepSEAMat:
 
 def decode_one_hot(one_hot: np.ndarray, path, first_row: int = 0) -> np.ndarray:
     """One-hot ``(rows, 4, length)`` with channels A, G, C, T -> ``(rows, length)`` ASCII; all-zero = N.
-
-    Raises:
-        InputError: a value other than 0/1, or a position with two or more bases set.
-    """
+    An InputError for a value other than 0/1, or a position with two or more bases set."""
     invalid = (one_hot != 0) & (one_hot != 1)
     if invalid.any():
         row, channel, position = np.argwhere(invalid)[0]
@@ -217,27 +170,16 @@ def check_labels(labels: np.ndarray, path, first_row: int = 0) -> np.ndarray:
     invalid = (labels != 0) & (labels != 1)
     if invalid.any():
         row, column = np.argwhere(invalid)[0]
-        raise InputError(
-            path,
-            f"row {first_row + row}, profile {column}: label {labels[row, column].item()!r}; expected 0 or 1")
+        value = labels[row, column].item()
+        raise InputError(path, f"row {first_row + row}, profile {column}: label {value!r}; expected 0 or 1")
     return labels.astype(np.uint8)
 
 
 def strand_pair_layout(sequences: np.ndarray, labels: np.ndarray, chunk_rows: int = 65536) -> dict:
-    """How the forward / reverse-complement copies of a DeepSEA file are arranged.
-
-    Checks two layouts: ``halves`` (row ``i + rows/2`` is the reverse complement of row
-    ``i``, as the DeepSEA readme describes) and ``interleaved`` (row ``2i + 1`` of row
-    ``2i``). A layout is reported only when every pair matches, in sequence and labels.
-
-    Args:
-        sequences: ``(rows, length)`` uint8 ASCII (may be a memmap; read in chunks).
-        labels: ``(rows, 919)`` uint8.
-
-    Returns:
-        ``{"layout": "halves" | "interleaved" | "none", "pair_fraction": {layout: fraction
-        of pairs whose sequences match}}``.
-    """
+    """``{"layout": ..., "pair_fraction": {layout: fraction of pairs whose sequences match}}``: how the
+    strand copies of ``sequences`` ``(rows, length)`` uint8 ASCII (memmaps are read in chunks) and
+    ``labels`` ``(rows, 919)`` are arranged: ``halves`` (row ``i + rows/2`` reverse-complements row ``i``)
+    or ``interleaved`` (row ``2i + 1`` of ``2i``) when every pair matches, labels too, else ``none``."""
     rows = len(sequences)
     fractions = {}
     layout = "none"

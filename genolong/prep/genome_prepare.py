@@ -1,22 +1,9 @@
 """Genome preparation: any FASTA (plain, gzip, bgzip) -> an indexed FASTA ready for random access.
 
-Reference genomes ship as plain gzip (UCSC ``hg19.fa.gz``, Ensembl
-``*.dna.primary_assembly.fa.gz``), which cannot be read at random. :func:`prepare_genome`
-rewrites one as BGZF (block gzip, what ``bgzip`` writes) with fixed-width lines, writes the
-``.fai`` and ``.gzi`` indexes that ``samtools faidx`` and pyfaidx use, and a per-chromosome
-table (length, N fraction, soft-masked fraction). With ``plain=True`` it writes an
-uncompressed FASTA and its ``.fai`` instead.
-
-The input streams through :func:`genolong.dna.sequence.read_fasta` in raw mode (case and IUPAC
-codes kept, validated), so memory holds one chromosome at a time and the soft-masking
-(lowercase) survives for the table and the output. The indexes are written from the
-offsets known while writing, instead of re-reading the output as pyfaidx would (which
-takes minutes on a human genome); the tests check them against pyfaidx's own.
-
-Chromosome names can be normalised to UCSC (``chr1``, ``chrM``) or Ensembl (``1``, ``MT``)
-style. Only assembled chromosomes are renamed (numbers, roman numerals, X/Y/Z/W and the
-mitochondrion); unplaced contigs and haplotypes keep their names, because mapping them
-needs a per-assembly table rather than a rule.
+:func:`prepare_genome` rewrites a FASTA as BGZF with fixed-width lines (or plain), the ``.fai`` (and
+``.gzi``) indexes ``samtools faidx`` and pyfaidx use, written from the offsets known while writing
+(re-reading takes minutes on a human genome), and a per-chromosome table, streaming the input raw
+(case and IUPAC codes kept). Only assembled chromosomes are renamed (contigs need a per-assembly table).
 """
 
 from __future__ import annotations
@@ -42,9 +29,8 @@ log = logging.getLogger(__name__)
 
 #: Chromosome-name styles: keep the input's names, or normalise to UCSC / Ensembl.
 NAME_STYLES = ("keep", "ucsc", "ensembl")
-# canonical_chrom() keys of assembled chromosomes: 1..N, roman numerals (yeast, worm),
-# sex chromosomes, and the mitochondrion. Everything else (chrUn_gl000220, GL000191.1,
-# chr6_apd_hap1, ...) is left alone by the renaming and dropped by ``primary=True``.
+# canonical_chrom() keys of assembled chromosomes: 1..N, roman numerals (yeast, worm), sex chromosomes,
+# the mitochondrion; contigs and haplotypes are not renamed, and ``primary=True`` drops them.
 _ASSEMBLED = re.compile(r"\d+|[IVX]+|[XYZW]|MT")
 # bases of sequence per write: a whole number of lines, about 1 MiB
 _LINES_PER_WRITE = 1 << 14
@@ -63,12 +49,11 @@ class ChromosomeStats:
 
     @property
     def n_fraction(self) -> float:
-        """Fraction of ``N``/``n`` bases."""
         return self.n_count / self.length if self.length else 0.0
 
     @property
     def softmasked_fraction(self) -> float:
-        """Fraction of lowercase (soft-masked, usually repeat) bases."""
+        """Fraction of lowercase (soft-masked) bases."""
         return self.softmasked_count / self.length if self.length else 0.0
 
 
@@ -111,9 +96,8 @@ def index_paths(path: str | os.PathLike) -> tuple[Path, Path, Path]:
 
 
 def default_output(fasta: str | os.PathLike, *, plain: bool = False) -> Path:
-    """In the current directory, never beside the input (which may be read-only or shared).
-
-    ``x.fa.gz`` -> ``x.fa.bgz`` (or ``x.fa`` with ``plain``); ``x.fa`` -> ``x.fa.bgz``."""
+    """In the current directory, never beside the (maybe read-only) input: ``x.fa.gz`` -> ``x.fa.bgz``
+    (or ``x.fa`` with ``plain``); ``x.fa`` -> ``x.fa.bgz``."""
     fasta = Path(fasta)
     stem = fasta.name[: -len(fasta.suffix)] if fasta.suffix in (".gz", ".bgz") else fasta.name
     return Path.cwd() / (stem if plain else f"{stem}.bgz")
@@ -122,21 +106,11 @@ def default_output(fasta: str | os.PathLike, *, plain: bool = False) -> Path:
 def prepare_genome(fasta: str | os.PathLike, out: str | os.PathLike | None = None, *, plain: bool = False,
                    names: str = "keep", primary: bool = False, line_width: int = 60, compresslevel: int = 4,
                    progress: bool = True) -> PreparedGenome:
-    """Write ``fasta`` as an indexed BGZF (or plain) FASTA with a per-chromosome table.
-
-    Args:
-        out: output path; :func:`default_output` if None. The indexes and the table go
-            beside it (:func:`index_paths`).
-        plain: write uncompressed FASTA (+ ``.fai``) instead of BGZF (+ ``.fai``, ``.gzi``).
-        names: chromosome-name style, one of :data:`NAME_STYLES`.
-        primary: keep only assembled chromosomes (drop unplaced contigs and haplotypes).
-        compresslevel: zlib level of the BGZF blocks (1 fastest .. 9 smallest). On DNA, level 4
-            compresses 6x faster than the usual 6 for a 5% larger file.
-
-    Raises:
-        InputError: invalid FASTA, or two records with the same name after renaming.
-        UserError: the output would overwrite the input, or cannot be written.
-    """
+    """Write ``fasta`` as an indexed BGZF (or ``plain``) FASTA with a per-chromosome table, at ``out``
+    (default :func:`default_output`) with the indexes and table beside it (:func:`index_paths`).
+    ``compresslevel``: zlib level, 1 fastest .. 9 smallest (on DNA, 4 is 6x faster than the usual 6 for
+    a 5% larger file). An InputError for invalid FASTA or two records named alike after renaming (by
+    ``names``, one of :data:`NAME_STYLES`), a UserError for an output over the input or unwritable."""
     fasta = Path(fasta)
     out = Path(out) if out is not None else default_output(fasta, plain=plain)
     if line_width < 1:
@@ -220,9 +194,8 @@ def _write_lines(writer, seq: bytes, line_width: int, bar) -> None:
 
 
 def bgzf_blocks(path: str | os.PathLike) -> list[tuple[int, int]]:
-    """``(compressed offset, uncompressed offset)`` of every BGZF block of ``path``, EOF block included.
-
-    Reads only the 18-byte block headers and the 4-byte sizes at the block ends."""
+    """``(compressed offset, uncompressed offset)`` of every BGZF block of ``path``, EOF block included
+    (read from the block headers and sizes only)."""
     blocks = []
     compressed = uncompressed = 0
     with open(path, "rb") as handle:
@@ -239,9 +212,8 @@ def bgzf_blocks(path: str | os.PathLike) -> list[tuple[int, int]]:
 
 
 def _write_gzi(bgzf_path: Path, gzi_path: Path) -> None:
-    """The htslib ``.gzi`` index: block count, then (compressed, uncompressed) offset pairs.
-
-    As in htslib (and pyfaidx), the first block (0, 0) and the empty EOF block are left out."""
+    """The htslib ``.gzi`` index: block count, then (compressed, uncompressed) offset pairs, without
+    the first block (0, 0) and the empty EOF block, as in htslib."""
     blocks = bgzf_blocks(bgzf_path)[1:-1]
     with open(gzi_path, "wb") as handle:
         handle.write(struct.pack("<Q", len(blocks)))

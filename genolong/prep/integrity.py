@@ -1,26 +1,10 @@
 """Is a download what it claims to be, and safe to unpack?
 
-**Checksums.** SHA-256 for our own records, and the providers' published checksum files:
-
-- UCSC ``md5sum.txt`` (``goldenPath/hg19/bigZips``): the output of ``md5sum``,
-  ``<32 hex digits>  <file name>`` per line.
-- Ensembl ``CHECKSUMS``: the output of the Unix ``sum`` command,
-  ``<checksum> <blocks> <file name>`` per line, where ``checksum`` is the 16-bit BSD
-  checksum and ``blocks`` the size in 1024-byte blocks, rounded up (GNU ``sum -r``).
-
-Every hasher here has the ``hashlib`` interface (``update(bytes)``, ``hexdigest()``), so a
-download feeds all the digests it needs from one pass over the bytes: a :class:`PartFile`
-digests its bytes as they arrive, and again from disk when a download resumes.
-
-**Archives.** A tar member can name any path, including ``/etc/passwd`` or
-``../../.bashrc``, and can be a symlink or hardlink that points outside the destination,
-through which a later member writes. :func:`safe_extract` refuses the whole archive at the
-first such member: absolute paths, ``..`` escapes, links whose target resolves outside the
-destination, device files and FIFOs. Where the running Python has tarfile's ``data`` filter
-(3.12, and the 3.10.12 / 3.11.4 security releases), it is applied as well, which also drops
-set-uid bits and rejects anything the checks here might miss. Extraction goes into a
-temporary directory renamed into place at the end, so a refused or interrupted extraction
-leaves nothing behind.
+Checksums: SHA-256 for our records, and the providers' files (UCSC ``md5sum.txt``, Ensembl
+``CHECKSUMS``: ``sum`` output), all hashers with the ``hashlib`` interface, fed in one pass.
+Archives: :func:`safe_extract` refuses the whole archive at the first member that is absolute, climbs
+out with ``..``, links outside the destination (a later member could write through it) or is a device
+file or FIFO (tarfile's ``data`` filter too where Python has it), leaving nothing behind.
 """
 
 from __future__ import annotations
@@ -53,11 +37,9 @@ _ROTATE_RIGHT = [((x & 0xFFFF) >> 1) | ((x & 1) << 15) for x in range(0x10000 + 
 
 
 class BsdSum:
-    """The BSD ``sum`` checksum (GNU ``sum -r``, the default of ``sum`` on Linux).
-
-    For each byte: rotate the 16-bit checksum right by one bit, add the byte, keep 16 bits.
-    ``hexdigest()`` returns ``"<checksum> <blocks>"`` with 1024-byte blocks, the two numbers
-    that ``sum`` prints. Pure Python, about 35 MB/s."""
+    """The BSD ``sum`` checksum (GNU ``sum -r``, the default of ``sum`` on Linux): per byte, rotate the
+    16-bit checksum right by one bit and add the byte. ``hexdigest()`` is ``"<checksum> <blocks>"``
+    (1024-byte blocks, rounded up), the two numbers ``sum`` prints."""
 
     name = "bsd-sum"
 
@@ -85,26 +67,24 @@ def new_hasher(algorithm: str):
     raise ValueError(f"unknown checksum algorithm {algorithm!r}; known: {', '.join(ALGORITHMS)}")
 
 
-def file_digests(path: str | os.PathLike, algorithms: Iterable[str], *,
-                 chunk_size: int = CHUNK_SIZE) -> dict[str, str]:
+def file_digests(path: str | os.PathLike, algorithms: Iterable[str]) -> dict[str, str]:
     """Digest the whole file at ``path`` with every algorithm in one read."""
-    hashers = {name: new_hasher(name) for name in algorithms}
+    hashers = _hash_file(path, {name: new_hasher(name) for name in algorithms})
+    return {name: hasher.hexdigest() for name, hasher in hashers.items()}
+
+
+def _hash_file(path: str | os.PathLike, hashers: dict) -> dict:
     with open(path, "rb") as handle:
-        while chunk := handle.read(chunk_size):
+        while chunk := handle.read(CHUNK_SIZE):
             for hasher in hashers.values():
                 hasher.update(chunk)
-    return {name: hasher.hexdigest() for name, hasher in hashers.items()}
+    return hashers
 
 
 @dataclass(frozen=True)
 class Checksum:
-    """An expected digest and where it came from.
-
-    Attributes:
-        algorithm: one of :data:`ALGORITHMS`.
-        value: lowercase hex digest, or ``"<checksum> <blocks>"`` for ``bsd-sum``.
-        origin: where the value was read (a URL, a file, ``--sha256``), for messages.
-    """
+    """An expected digest (lowercase hex, or ``"<checksum> <blocks>"`` for ``bsd-sum``) and its
+    ``origin`` (a URL, a file, ``--sha256``) for messages."""
 
     algorithm: str
     value: str
@@ -150,15 +130,10 @@ def parse_sum_checksums(text: str, filename: str, origin: str) -> Checksum | Non
 CHECKSUM_FILE_PARSERS = {"md5sum": parse_md5sum, "sum": parse_sum_checksums}
 
 
-# -- the file of an unfinished download ------------------------------------------------------
-
-
 class PartFile:
-    """The ``.part`` file opened for appending, and the digests of its bytes, in step.
-
-    Beside it, ``.part.validator`` keeps the server's ``ETag`` (or ``Last-Modified``) of
-    the first response, sent as ``If-Range`` when resuming: a server whose file changed
-    meanwhile then answers with the whole new file instead of the rest of the old one."""
+    """The ``.part`` file opened for appending, and the digests of its bytes, in step; ``.part.validator``
+    keeps the first response's ``ETag`` (or ``Last-Modified``), sent as ``If-Range`` on resuming (a
+    server whose file changed then sends the whole new file)."""
 
     def __init__(self, path: Path, algorithms: set[str]):
         self.path = path
@@ -170,17 +145,12 @@ class PartFile:
         self._hashers = {name: new_hasher(name) for name in self.algorithms}
         if self.size:
             log.info("%s: resuming after %d bytes", path.name, self.size)
-            with open(path, "rb") as existing:
-                while chunk := existing.read(CHUNK_SIZE):
-                    self._feed(chunk)
-
-    def _feed(self, chunk: bytes) -> None:
-        for hasher in self._hashers.values():
-            hasher.update(chunk)
+            _hash_file(path, self._hashers)
 
     def append(self, chunk: bytes) -> None:
         self.handle.write(chunk)
-        self._feed(chunk)
+        for hasher in self._hashers.values():
+            hasher.update(chunk)
         self.size += len(chunk)
         self.received += len(chunk)
 
@@ -230,18 +200,13 @@ class PartFile:
                 self.validator = None
 
 
-# -- archives -----------------------------------------------------------------------------------
-
-
 class UnsafeArchiveError(InputError):
     """An archive member would land outside the destination, or is a device file."""
 
 
 def check_member(member: tarfile.TarInfo, root: Path, archive: Path) -> None:
-    """Raise :class:`UnsafeArchiveError` unless ``member`` stays inside ``root`` once extracted.
-
-    ``root`` must be a resolved path. Symlinks already extracted under ``root`` are
-    followed, so a chain of individually harmless links cannot escape either."""
+    """Raise :class:`UnsafeArchiveError` unless ``member`` stays inside ``root`` (resolved) once
+    extracted; links already extracted are followed, so a chain of harmless links cannot escape."""
     def refuse(why: str) -> UnsafeArchiveError:
         return UnsafeArchiveError(archive, f"{why}; refusing the archive")
 
@@ -265,18 +230,9 @@ def check_member(member: tarfile.TarInfo, root: Path, archive: Path) -> None:
 
 def safe_extract(archive: str | os.PathLike, dest: str | os.PathLike, *,
                  progress: bool = True) -> dict[str, int]:
-    """Extract the tar ``archive`` (any compression tarfile reads) into the directory ``dest``.
-
-    Members are checked one by one as the archive streams past (:func:`check_member`);
-    ``dest`` appears only when every member is extracted.
-
-    Returns:
-        Relative path -> size in bytes of every regular file extracted.
-
-    Raises:
-        UnsafeArchiveError: a member escapes ``dest`` or is a device file.
-        InputError: the file is not a readable tar archive.
-    """
+    """Extract the tar ``archive`` (any compression) into the directory ``dest``, checking each member
+    as it streams past (:func:`check_member`: else :class:`UnsafeArchiveError`); returns relative path
+    -> size of every regular file. An InputError for a file that is not a readable tar archive."""
     archive = Path(archive)
     files: dict[str, int] = {}
     try:
@@ -302,8 +258,7 @@ def safe_extract(archive: str | os.PathLike, dest: str | os.PathLike, *,
     return files
 
 
-# tarfile's extraction filters (Python 3.12, 3.11.4, 3.10.12) and the error they raise; without
-# them, check_member is the protection.
+# tarfile's extraction filters (Python 3.12, 3.11.4, 3.10.12) and their error; else check_member protects.
 _FILTER_ERRORS = (tarfile.FilterError,) if hasattr(tarfile, "FilterError") else ()
 _DATA_FILTER = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
 

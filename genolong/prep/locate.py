@@ -1,31 +1,14 @@
 """Locate short sequences in a genome by exact match, and cut long windows around them.
 
-BigBird (Zaheer et al. 2020, App. F.3) trains the chromatin task on 8,000 bp of GRCh37
-centred on each DeepSEA input. DeepSEA ships only the 1,000 bp inputs, so each one is
-found again in the genome (exact match, either strand) and the centred window is cut,
-reverse-complemented for minus-strand hits. GENA-LM did this with ``bwa fastmap``; here
-the package builds its own index, so no external aligner is needed.
-
-The index (:class:`GenomeIndex`):
-
-* The genome is cut into consecutive 32-bp blocks (chromosome starts are aligned to
-  32). Each block without N is packed into a uint64 (2 bits per base, first base in
-  the high bits) and filed under its *canonical* k-mer, the smaller of the block and its
-  reverse complement, so that one lookup serves both strands. GRCh37 has about 97M
-  such blocks; the index takes 17 bytes per block (1.6 GB) next to the genome itself
-  (one byte per base, 3.1 GB).
-* A query of length ``L`` that occurs at genome position ``p`` (either strand) contains
-  every block that starts in ``[p, p + L - 32]``. Among any 32 consecutive query offsets
-  ``o .. o + 31`` exactly one lands on a block boundary, so looking up the 32 canonical
-  32-mers starting there (a *probe window* of 63 bp) finds every exact occurrence.
-* Every probe window is equally complete, so the candidates of several N-free probe
-  windows are *counted* (one binary search per k-mer) and only the window with the
-  fewest is expanded. This keeps repeats (Alu, L1) from flooding the verification.
-* Each candidate is verified against all ``L`` bases (a sparse prefilter first).
-
-A query is LOCATED when it has exactly one exact occurrence on either strand.
-
-Arrays of sequences are uint8 ASCII (``b"ACGTN"``), shape ``(rows, length)``.
+BigBird (Zaheer et al. 2020, App. F.3) trains the chromatin task on 8,000 bp of GRCh37 centred on
+each 1,000-bp DeepSEA input, so each input is found again (exact match, either strand; GENA-LM used
+``bwa fastmap``) and the window cut. :class:`GenomeIndex` files every N-free 32-bp block (starts
+aligned to 32, 2 bits per base in a uint64, first base high) under its *canonical* k-mer, the smaller
+of it and its reverse complement (17 bytes per block: 1.6 GB for GRCh37). A query of length ``L`` at
+``p`` contains every block starting in ``[p, p + L - 32]``, so the 32 canonical 32-mers of any 63-bp
+*probe window* find every occurrence; only the probe window with the fewest candidates is expanded
+(repeats do not flood the verification). A query is LOCATED when it occurs exactly once on either
+strand. Sequences are uint8 ASCII (``b"ACGTN"``), shape ``(rows, length)``.
 """
 
 from __future__ import annotations
@@ -53,33 +36,19 @@ N_BYTE = ord("N")
 _SENTINEL = np.uint64(2**64 - 1)
 
 
-def probe_window_starts(length: int, count: int) -> np.ndarray:
-    """Start offsets of ``count`` probe windows spread evenly over a query of ``length``."""
-    if length < PROBE_SPAN:
-        raise ConfigError(f"queries of {length} bp are too short to locate; need at least {PROBE_SPAN} bp")
-    return np.unique(np.linspace(0, length - PROBE_SPAN, count).round().astype(np.int64))
-
-
 class GenomeIndex:
-    """A genome held in memory plus its canonical 32-mer block index.
-
-    Build with :meth:`from_records` or :meth:`from_fasta`; then :meth:`locate` queries and
-    :meth:`cut_windows` around them.
-
-    Attributes:
-        names: chromosome names in input order.
-        starts: ``(chromosomes,)`` int64 offset of each chromosome in :attr:`sequence`
-            (multiples of 32).
-        lengths: ``(chromosomes,)`` int64 chromosome lengths.
-        sequence: ``(total,)`` uint8 ASCII, all chromosomes, each padded with N to a
-            multiple of 32.
-    """
+    """A genome held in memory plus its canonical 32-mer block index (built by :meth:`from_records` or
+    :meth:`from_fasta`): chromosome ``names`` in input order, their ``(chromosomes,)`` int64 ``starts``
+    in ``sequence`` (multiples of 32) and ``lengths``; ``sequence`` is ``(total,)`` uint8 ASCII, every
+    chromosome padded with N to a multiple of 32."""
 
     def __init__(self, names, starts, lengths, sequence, keys, key_starts, blocks, orient):
         self.names = list(names)
         self.starts = np.asarray(starts, np.int64)
         self.lengths = np.asarray(lengths, np.int64)
         self.sequence = sequence
+        self.total_bp = int(self.lengths.sum())
+        self.indexed_blocks = len(blocks)
         # The index proper. Entries (one per N-free block) are sorted by canonical k-mer;
         # distinct key i owns entries key_starts[i] .. key_starts[i + 1] - 1.
         self._keys = keys  # (distinct + 1,) uint64, sorted, then the sentinel
@@ -87,19 +56,10 @@ class GenomeIndex:
         self._blocks = blocks  # (entries,) uint32 block number = genome offset / 32
         self._orient = orient  # (entries,) uint8 orientation of the block vs its canonical k-mer
 
-    @property
-    def total_bp(self) -> int:
-        return int(self.lengths.sum())
-
-    @property
-    def indexed_blocks(self) -> int:
-        return len(self._blocks)
-
     @classmethod
     def from_fasta(cls, path: str | os.PathLike) -> GenomeIndex:
         """Stream a FASTA genome (plain, gzip or bgzip) into memory and index it."""
-        genome = Genome(path)
-        return cls.from_records((record.name, record.sequence) for record in genome.records())
+        return cls.from_records((record.name, record.sequence) for record in Genome(path).records())
 
     @classmethod
     def from_records(cls, records: Iterable[tuple[str, str]]) -> GenomeIndex:
@@ -140,29 +100,21 @@ class GenomeIndex:
         key_starts = np.append(first, [len(keys), len(keys)]).astype(np.int64)
         return cls(names, starts, lengths, sequence, distinct, key_starts, blocks, orient)
 
-    # -- locating ------------------------------------------------------------------------
     def locate(self, queries: np.ndarray, *, probe_windows: int = 8, max_candidates: int = 20_000,
                batch_rows: int = 8192, max_batch_candidates: int = 2_000_000) -> Locations:
-        """Find every exact occurrence of each query on either strand.
-
-        Args:
-            queries: ``(rows, length)`` uint8 ASCII.
-            probe_windows: probe windows counted per query; the one with the fewest
-                candidates is verified.
-            max_candidates: queries whose best window has more candidates than this are
-                TOO_REPETITIVE (not searched).
-            batch_rows: queries per vectorised batch.
-            max_batch_candidates: candidates verified at once (bounds memory).
-
-        Returns:
-            :class:`Locations` with one entry per query.
-        """
+        """Find every exact occurrence of each ``(rows, length)`` uint8 ASCII query on either strand;
+        returns :class:`Locations`, one entry per query. Of ``probe_windows`` spread evenly, the one with
+        the fewest candidates is verified (more than ``max_candidates``: TOO_REPETITIVE), ``batch_rows``
+        queries at a time, ``max_batch_candidates`` candidates at once (bounds memory)."""
         if queries.ndim != 2:
             raise ValueError(f"queries must be (rows, length), got shape {queries.shape}")
         if probe_windows < 1 or max_candidates < 1:
             raise ConfigError("probe_windows and max_candidates must be positive")
         rows, length = queries.shape
-        window_starts = probe_window_starts(length, probe_windows)
+        if length < PROBE_SPAN:
+            raise ConfigError(f"queries of {length} bp are too short to locate; "
+                              f"need at least {PROBE_SPAN} bp")
+        window_starts = np.unique(np.linspace(0, length - PROBE_SPAN, probe_windows).round().astype(np.int64))
         result = Locations.empty(rows)
         for begin in range(0, rows, batch_rows):
             end = min(begin + batch_rows, rows)
@@ -181,10 +133,8 @@ class GenomeIndex:
         return first.reshape(keys.shape), count.reshape(keys.shape)
 
     def _locate_batch(self, queries, window_starts, max_candidates, max_batch_candidates, result, row0):
-        """Locate ``queries`` ``(rows, length)``, writing into ``result`` rows ``row0 ..``.
-
-        Counts the candidates of every probe window (``window_starts``), expands the
-        cheapest usable window of each query and verifies its candidates."""
+        """Locate ``queries`` ``(rows, length)`` into ``result`` rows ``row0 ..``: count the candidates of
+        every probe window, expand the cheapest usable one of each query and verify its candidates."""
         rows, length = queries.shape
         codes = BASE_CODES[queries]  # (rows, length)
         spans = codes[:, window_starts[:, None] + np.arange(PROBE_SPAN)]  # (rows, windows, 63)
@@ -218,17 +168,9 @@ class GenomeIndex:
             self._record(result, row0, searched[members], hit_row, hit_pos, hit_strand)
 
     def _verify(self, queries, reverse, query_rows, first, count, orient, offsets):
-        """Expand and verify candidates.
-
-        Args:
-            queries, reverse: ``(rows, length)`` the batch and its reverse complements.
-            query_rows: ``(q,)`` rows of the batch being searched.
-            first, count, orient, offsets: ``(q, 32)`` index range, query orientation and
-                query offset of each probe k-mer.
-
-        Returns:
-            ``(row, position, strand)`` of every verified occurrence.
-        """
+        """``(row, position, strand)`` of every verified candidate of the batch ``queries`` and its
+        ``reverse`` complements ``(rows, length)``: ``query_rows`` ``(q,)`` searched, with ``first``,
+        ``count``, ``orient``, ``offsets`` ``(q, 32)``: index range, orientation, offset of each probe."""
         length = queries.shape[1]
         flat_count = count.ravel()
         total = int(flat_count.sum())
@@ -268,8 +210,7 @@ class GenomeIndex:
         hits = np.bincount(np.searchsorted(searched, hit_row), minlength=len(searched))
         result.hits[row0 + searched] = hits
         result.status[row0 + searched] = np.select(
-            [hits == 1, hits > 1], [LocateStatus.LOCATED, LocateStatus.AMBIGUOUS], LocateStatus.NOT_FOUND
-        )
+            [hits == 1, hits > 1], [LocateStatus.LOCATED, LocateStatus.AMBIGUOUS], LocateStatus.NOT_FOUND)
         order = np.lexsort((hit_pos, hit_row))  # by row, then lowest position first
         rows, first = np.unique(hit_row[order], return_index=True)
         position, strand = hit_pos[order][first], hit_strand[order][first]
@@ -278,23 +219,11 @@ class GenomeIndex:
         result.start[row0 + rows] = position - self.starts[chrom]
         result.strand[row0 + rows] = strand
 
-    # -- windows -------------------------------------------------------------------------
     def cut_windows(self, locations: Locations, queries: np.ndarray, context: int) -> np.ndarray:
-        """Windows of ``context`` bp centred on each query.
-
-        LOCATED rows get the genome around the occurrence, reverse-complemented for
-        minus-strand hits (parts beyond the chromosome ends are N). Other rows get the
-        query in the centre, N elsewhere.
-
-        Args:
-            locations: from :meth:`locate` on ``queries``.
-            queries: ``(rows, length)`` uint8 ASCII.
-            context: window length; ``context - length`` must be even and >= 0.
-
-        Returns:
-            ``(rows, context)`` uint8 ASCII; ``window[:, flank:flank + length]`` is the query,
-            with ``flank = (context - length) // 2``.
-        """
+        """``(rows, context)`` uint8 ASCII windows centred on the ``(rows, length)`` queries located by
+        ``locations``: ``window[:, flank:flank + length]`` is the query, ``flank = (context - length) // 2``.
+        LOCATED rows get the genome around the occurrence, reverse-complemented for minus-strand hits
+        (N beyond the chromosome ends); other rows get the query in the centre, N elsewhere."""
         rows, length = queries.shape
         flank = centred_flank(context, length)
         windows = np.full((rows, context), N_BYTE, np.uint8)

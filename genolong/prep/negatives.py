@@ -1,22 +1,11 @@
-"""Negative (non-promoter) examples of the same length as the promoters.
+"""Negative (non-promoter) examples of the same length as the promoters, by one of four methods:
 
-Four methods, chosen per dataset and recorded in its manifest:
-
-- ``substitution`` (DeePromoter, Oubounyt et al. 2019; restated in BigBird App. F.2): cut
-  the promoter into 20 pieces, keep 8 chosen at random in place and replace the other 12
-  with uniformly random bases (as egochao/DeePromoter ``utils.neggen``).
-- ``shuffle`` (GENA-LM ``promoter_prediction/dataset_generator.py``): the same 12 pieces
-  are permuted among themselves, so the base composition is kept exactly.
-- ``genomic``: real windows at least ``min_distance`` bp from every TSS
-  (:func:`sample_genomic_negatives`).
-- ``fasta``: real non-promoters read from a FASTA file (e.g. ``Mouse_nonprom.fa``); that
-  one needs no code here.
-
-Pieces are as equal as possible: for a length ``L`` the first ``L % 20`` pieces are one
-base longer (a 251-bp sequence gives 11 pieces of 13 bp and 9 of 12 bp). Shuffling then
-permutes pieces only among pieces of the same length, which keeps every kept piece at
-its position; for lengths divisible by 20 (the 300-bp DeePromoter window) it is a plain
-permutation of all 12 pieces.
+- ``substitution`` (DeePromoter, Oubounyt et al. 2019; BigBird App. F.2; egochao/DeePromoter
+  ``utils.neggen``): of 20 pieces, 8 chosen at random stay in place, 12 become random bases;
+- ``shuffle`` (GENA-LM ``promoter_prediction/dataset_generator.py``): those 12 are permuted among
+  pieces of their length (the first ``L % 20`` are one base longer), keeping the composition exactly;
+- ``genomic``: real windows at least ``min_distance`` bp from every TSS;
+- ``fasta``: real non-promoters read from a FASTA file (no code here).
 """
 
 from __future__ import annotations
@@ -39,11 +28,7 @@ _BASES = np.frombuffer(b"ACGT", dtype=np.uint8)
 
 
 def piece_bounds(length: int, num_pieces: int = NUM_PIECES) -> np.ndarray:
-    """Boundaries of ``num_pieces`` near-equal pieces: shape ``(num_pieces + 1,)``, from 0 to ``length``.
-
-    Raises:
-        UserError: a sequence shorter than ``num_pieces``.
-    """
+    """Boundaries ``(num_pieces + 1,)`` of near-equal pieces, 0 to ``length`` (a UserError if too short)."""
     if length < num_pieces:
         raise UserError(f"a {length}-bp sequence cannot be cut into {num_pieces} pieces to make a negative")
     sizes = np.full(num_pieces, length // num_pieces)
@@ -53,7 +38,6 @@ def piece_bounds(length: int, num_pieces: int = NUM_PIECES) -> np.ndarray:
 
 def choose_replaced_pieces(rng: np.random.Generator, num_pieces: int = NUM_PIECES,
                            kept: int = KEPT_PIECES) -> np.ndarray:
-    """The sorted indices of the ``num_pieces - kept`` pieces to replace."""
     return np.sort(rng.choice(num_pieces, size=num_pieces - kept, replace=False))
 
 
@@ -68,10 +52,7 @@ def substitution_negative(sequence: str, rng: np.random.Generator) -> str:
 
 
 def shuffle_negative(sequence: str, rng: np.random.Generator) -> str:
-    """GENA-LM negative: 8 of 20 pieces kept in place, the other 12 permuted among themselves.
-
-    Pieces move only to slots of their own length (see the module docstring), so the
-    result has the composition of ``sequence`` and its kept pieces where they were."""
+    """GENA-LM negative: 8 of 20 pieces kept in place, the other 12 permuted among those of their length."""
     bounds = piece_bounds(len(sequence))
     sizes = np.diff(bounds)
     replaced = choose_replaced_pieces(rng)
@@ -84,22 +65,14 @@ def shuffle_negative(sequence: str, rng: np.random.Generator) -> str:
     return "".join(pieces)
 
 
-DERIVE = {"substitution": substitution_negative, "shuffle": shuffle_negative}
-
-
 def derive_negatives(positives: list[PromoterRecord], method: str, rng: np.random.Generator,
                      per_positive: int = 1) -> list[PromoterRecord]:
-    """``per_positive`` negatives from each positive, named ``<positive id>|<method><k>``.
-
-    Each negative keeps the coordinates of its positive (it is made from that sequence), and its
-    source plus ``|<method>`` when the positive has one."""
-    make = DERIVE[method]
-    return [
-        PromoterRecord(f"{p.id}|{method}{k}", make(p.sequence, rng), 0, p.chrom, p.start, p.end, p.strand,
-                       p.source and f"{p.source}|{method}")
-        for p in positives
-        for k in range(1, per_positive + 1)
-    ]
+    """``per_positive`` negatives from each positive, named ``<positive id>|<method><k>``, with its
+    coordinates, and its source plus ``|<method>`` when it has one."""
+    make = {"substitution": substitution_negative, "shuffle": shuffle_negative}[method]
+    return [PromoterRecord(f"{p.id}|{method}{k}", make(p.sequence, rng), 0, p.chrom, p.start, p.end, p.strand,
+                           p.source and f"{p.source}|{method}")
+            for p in positives for k in range(1, per_positive + 1)]
 
 
 def add_derived_negatives(splits: dict[str, list[PromoterRecord]], methods: list[str], rng: np.random.Generator,
@@ -122,18 +95,9 @@ def add_derived_negatives(splits: dict[str, list[PromoterRecord]], methods: list
 
 def allowed_starts(chrom_length: int, tss_positions: list[int], window_length: int,
                    min_distance: int) -> list[tuple[int, int]]:
-    """Half-open ranges of window starts whose window stays ``min_distance`` bp from every TSS.
-
-    A window ``[s, s + L)`` is at distance ``s - t`` from a TSS ``t < s``, ``t - (s + L - 1)``
-    from a TSS ``t >= s + L``, and 0 from a TSS inside it; requiring at least ``D`` forbids
-    the starts ``t - D - L + 2 .. t + D - 1``.
-
-    Args:
-        chrom_length: length of the chromosome.
-        tss_positions: 0-based TSS positions on it (any order).
-        window_length: ``L``.
-        min_distance: ``D`` (>= 1).
-    """
+    """Half-open ranges of starts whose ``window_length`` (``L``) window stays ``min_distance`` (``D``
+    >= 1) bp from every 0-based TSS position: ``[s, s + L)`` is ``s - t`` from a TSS ``t < s`` and
+    ``t - (s + L - 1)`` from ``t >= s + L``, so each TSS forbids the starts ``t - D - L + 2 .. t + D - 1``."""
     forbidden = sorted((t - min_distance - window_length + 2, t + min_distance) for t in tss_positions)
     ranges, cursor, last_start = [], 0, chrom_length - window_length + 1
     for lo, hi in forbidden:
@@ -147,62 +111,51 @@ def allowed_starts(chrom_length: int, tss_positions: list[int], window_length: i
 def sample_genomic_negatives(genome, sites: list[Tss], window_length: int, count: int, *, min_distance: int,
                              rng: np.random.Generator,
                              max_n_fraction: float = 0.0) -> tuple[list[PromoterRecord], Counter]:
-    """Sample ``count`` real windows at least ``min_distance`` bp from every TSS in ``sites``.
-
-    Starts are drawn uniformly from the allowed positions of the chromosomes that hold a
-    TSS (so the negatives come from the same chromosomes as the positives and follow them
-    into chromosome-held-out splits); the strand is drawn uniformly and minus-strand windows
-    are reverse-complemented, like the positives. Windows with more ``N`` than
-    ``max_n_fraction`` are redrawn, as are repeats of an already drawn window.
-
-    Returns:
-        The records and the rejection counts (``too_many_n``, ``repeated_window``).
-
-    Raises:
-        UserError: no allowed position, or fewer than ``count`` acceptable windows after
-            ``20 * count + 1000`` draws.
-    """
+    """Sample ``count`` real windows (:func:`draw_windows`) at least ``min_distance`` bp from every TSS in
+    ``sites``, on the chromosomes holding one (so negatives follow the positives into chromosome-held-out
+    splits); a UserError when no position is allowed, or too few windows pass."""
     segments = _allowed_segments(genome, sites, window_length, min_distance)
-    records, rejected, seen = [], Counter(), set()
-    max_draws = 20 * count + 1000
-    for chrom, start, strand in random_windows(segments, rng, max_draws if count else 0):
-        if (chrom, start, strand) in seen:
-            rejected["repeated_window"] += 1
-            continue
-        seen.add((chrom, start, strand))
-        sequence = genome.fetch(chrom, start, start + window_length, strand)
-        if n_fraction(sequence) > max_n_fraction:
-            rejected["too_many_n"] += 1
-            continue
-        records.append(PromoterRecord(f"genomic|{chrom}:{start}{strand}", sequence, 0, chrom, start,
-                                      start + window_length, strand))
-        if len(records) == count:
-            break
+    records, rejected = draw_windows(segments, window_length, count, genome.fetch, rng,
+                                     max_n_fraction=max_n_fraction, prefix="genomic|")
     if len(records) < count:
-        raise UserError(
-            f"found only {len(records)} of {count} genomic negatives in {max_draws} draws ({dict(rejected)})",
-            hint="lower --min-tss-distance or raise --max-n-fraction")
+        raise UserError(f"found only {len(records)} of {count} genomic negatives in "
+                        f"{20 * count + 1000} draws ({dict(rejected)})",
+                        hint="lower --min-tss-distance or raise --max-n-fraction")
     return records, rejected
 
 
-def random_windows(segments: list[tuple], rng: np.random.Generator, draws: int):
-    """``draws`` random ``(name, start, strand)``: the start uniform over the half-open ranges of
-    starts ``(name, lo, hi)`` of ``segments`` taken together, the strand ``+`` or ``-`` at even odds."""
+def draw_windows(segments: list[tuple], length: int, count: int, fetch, rng: np.random.Generator, *,
+                 max_n_fraction: float = 0.0, prefix: str = "") -> tuple[list[PromoterRecord], Counter]:
+    """Up to ``count`` distinct random ``fetch(name, start, end, strand)`` windows (label 0, named
+    ``<prefix><name>:<start><strand>``) in ``20 * count + 1000`` draws, starts uniform over the half-open
+    ranges ``(name, lo, hi)`` of ``segments``, strands at even odds; returns them and the counts of the
+    redrawn ``repeated_window`` and ``too_many_n`` (more ``N`` than ``max_n_fraction``)."""
+    records, rejected, seen = [], Counter(), set()
     cumulative = np.cumsum([hi - lo for _, lo, hi in segments])
-    for _ in range(draws):
+    for _ in range(20 * count + 1000 if count else 0):
         offset = int(rng.integers(0, cumulative[-1]))
         index = int(np.searchsorted(cumulative, offset, side="right"))
         name, lo, _ = segments[index]
-        yield name, lo + offset - (int(cumulative[index - 1]) if index else 0), "+" if rng.random() < 0.5 else "-"
+        start = lo + offset - (int(cumulative[index - 1]) if index else 0)
+        strand = "+" if rng.random() < 0.5 else "-"
+        if (name, start, strand) in seen:
+            rejected["repeated_window"] += 1
+            continue
+        seen.add((name, start, strand))
+        sequence = fetch(name, start, start + length, strand)
+        if n_fraction(sequence) > max_n_fraction:
+            rejected["too_many_n"] += 1
+            continue
+        records.append(PromoterRecord(f"{prefix}{name}:{start}{strand}", sequence, 0, name, start,
+                                      start + length, strand))
+        if len(records) == count:
+            break
+    return records, rejected
 
 
 def _allowed_segments(genome, sites: list[Tss], window_length: int, min_distance: int) -> list[tuple[str, int, int]]:
-    """``(chrom, lo, hi)``: the half-open ranges of window starts far enough from every TSS, on
-    the chromosomes that hold a TSS.
-
-    Raises:
-        UserError: there is no such start.
-    """
+    """``(chrom, lo, hi)``: the half-open ranges of window starts far enough from every TSS, on the
+    chromosomes that hold a TSS (a UserError if there is none)."""
     tss_by_chrom: dict[str, list[int]] = {}
     for site in sites:
         chrom = resolve_chrom(genome, site.chrom)

@@ -1,19 +1,9 @@
-"""Build and write a promoter dataset directory (its files, and their reader: :mod:`genolong.datasets.promoter`).
+"""Build and write a promoter dataset directory (its reader: :mod:`genolong.datasets.promoter`).
 
-The manifest records the sources (with sha256), the window, the negative method, the split,
-the seed and the counts per split and label, so a dataset can be rebuilt and audited.
-
-The build (:func:`build_promoter_dataset`) runs in this order:
-
-1. read the positives (TSS windows from a genome, text lines, or FASTA) and any
-   independent negatives (genomic windows far from TSSs, or a FASTA of non-promoters);
-2. require one sequence length throughout;
-3. drop duplicate sequences (and sequences seen with both labels);
-4. split (stratified random, or held-out chromosomes);
-5. make derived negatives (substitution, shuffle) *per split* from that split's positives,
-   so a negative always shares its split with the promoter it was cut from, and drop any
-   whose sequence already exists;
-6. write everything atomically.
+:func:`build_promoter_dataset` reads the positives and any independent negatives, requires one
+length, drops duplicate sequences (and those seen with both labels), splits, then derives negatives
+*per split* from that split's promoters (so a negative shares its promoter's split). The manifest
+records sources (sha256), window, negatives, split, seed and counts, for rebuilding and audits.
 """
 
 from __future__ import annotations
@@ -57,25 +47,11 @@ _SPLIT_STREAM, _NEGATIVE_STREAM, _GENOMIC_STREAM, _ORDER_STREAM = range(4)
 
 @dataclass
 class PromoterDatasetConfig:
-    """What to build; validated on construction.
-
-    Exactly one positive source: ``tss_bed`` with ``genome`` (windows), ``text`` (one
-    sequence per line) or ``fasta``. Options left at ``None`` take their default where
-    they apply; an option given where it does not apply is an error, never ignored.
-
-    Attributes:
-        window: offsets around each TSS (TSS inputs only; default: the DeePromoter window).
-        negatives: one of :data:`~genolong.prep.negatives.NEGATIVE_METHODS`.
-        negative_fasta: the non-promoter FASTA for ``negatives='fasta'``.
-        per_positive: negatives per positive for ``substitution``, ``shuffle``, ``genomic``
-            (default 1).
-        min_tss_distance: bp between a genomic negative and the nearest TSS (default 10,000).
-        max_n_fraction: genome windows with more ``N`` are skipped (positives) or redrawn.
-        split: ``random`` (stratified by label) or ``chromosome``.
-        fractions: train/valid/test fractions for the random split (default 0.8/0.1/0.1).
-        valid_chroms, test_chroms: held-out chromosomes for the chromosome split.
-        seed: the one seed every random step derives its generator from.
-    """
+    """What to build, validated on construction: one positive source (``tss_bed`` with ``genome``,
+    ``text`` or ``fasta``); options left at ``None`` take their default where they apply (``window``
+    DeePromoter's, ``per_positive`` 1, ``min_tss_distance`` 10,000 bp, ``fractions`` 0.8/0.1/0.1) and
+    are an error where they do not. ``max_n_fraction``: windows with more ``N`` are skipped (positives)
+    or redrawn; ``seed``: every random step derives its generator from it."""
 
     tss_bed: Path | None = None
     genome: Path | None = None
@@ -136,7 +112,7 @@ class PromoterDatasetConfig:
 
 
 def _applies(option: str, value, applies: bool, where: str, default):
-    """``value`` (or ``default`` when ``None``) where the option applies; else ``None``, or an error if given."""
+    """``value`` (``default`` for ``None``) where the option applies; else ``None``, or an error if given."""
     if not applies:
         if value is not None:
             raise ConfigError(f"{option} applies only {where}")
@@ -161,7 +137,6 @@ def build_promoter_dataset(config: PromoterDatasetConfig, out_dir: str | Path, *
     if config.negatives in DERIVED_METHODS:
         dropped["derived_collision"] = add_derived_negatives(splits, [config.negatives], config.rng(_NEGATIVE_STREAM),
                                                               config.per_positive)
-
     manifest = {"format": FORMAT, "genolong_version": __version__, "columns": list(COLUMNS),
                 "sequence_length": length, "sources": _sources(config), "positives": positive_info,
                 "negatives": negative_info, "max_n_fraction": config.max_n_fraction,
@@ -177,7 +152,6 @@ def build_promoter_dataset(config: PromoterDatasetConfig, out_dir: str | Path, *
 
 
 def writable_dataset_dir(out_dir: str | Path, overwrite: bool) -> Path:
-    """``out_dir`` as a Path; an existing one is an error unless ``overwrite``."""
     out_dir = Path(out_dir)
     if out_dir.exists() and not overwrite:
         raise UserError(f"{out_dir} already exists", hint="pass --overwrite to replace it")
@@ -186,8 +160,7 @@ def writable_dataset_dir(out_dir: str | Path, overwrite: bool) -> Path:
 
 def write_dataset(out_dir: Path, splits: dict[str, list[PromoterRecord]], manifest: dict,
                   order: np.random.Generator) -> None:
-    """Write every split's TSV (its rows in a random ``order``), the manifest and the run marker into
-    ``out_dir``, atomically."""
+    """Write every split's TSV (rows in a random ``order``), the manifest and the run marker, atomically."""
     with atomic_path(out_dir, directory=True) as tmp:
         for name, rows in splits.items():
             write_split_tsv(tmp / f"{name}.tsv", [rows[i] for i in order.permutation(len(rows))])
@@ -256,10 +229,9 @@ def _common_length(records: list[PromoterRecord], config: PromoterDatasetConfig)
 def _split(config, records, genome) -> dict[str, list[PromoterRecord]]:
     if config.split == "random":
         return stratified_random_split(records, config.fractions, config.rng(_SPLIT_STREAM))
-    if genome is None:
-        return chromosome_split(records, config.valid_chroms, config.test_chroms)
-    return chromosome_split(records, [genome.resolve(c) for c in config.valid_chroms],
-                            [genome.resolve(c) for c in config.test_chroms])
+    resolve = genome.resolve if genome is not None else str
+    return chromosome_split(records, [resolve(c) for c in config.valid_chroms],
+                            [resolve(c) for c in config.test_chroms])
 
 
 def _split_info(config) -> dict:
@@ -283,13 +255,10 @@ def label_counts(rows: list[PromoterRecord]) -> dict[str, int]:
 
 def write_split_tsv(path: Path, rows: list[PromoterRecord]) -> None:
     """Write one split; the ``source`` column is added when any record has a source."""
-
-    def cell(value) -> str:
-        return "." if value is None else str(value)
-
     with_source = any(r.source is not None for r in rows)
     with open(path, "w") as out:
         out.write("\t".join(SOURCE_COLUMNS if with_source else COLUMNS) + "\n")
         for r in rows:
             fields = [r.id, r.chrom, r.start, r.end, r.strand, r.label, r.sequence]
-            out.write("\t".join(map(cell, fields + ([r.source] if with_source else []))) + "\n")
+            fields += [r.source] if with_source else []
+            out.write("\t".join("." if value is None else str(value) for value in fields) + "\n")

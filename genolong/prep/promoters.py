@@ -1,27 +1,11 @@
-"""Promoter sequences: TSS lists, windows around a TSS, and the sequence readers.
+"""Promoter positives as :class:`PromoterRecord`: windows around the TSSs of a BED list
+(:func:`cut_tss_windows`), the DeePromoter text format (:func:`read_sequence_lines`) or FASTA.
 
-A promoter example is a :class:`PromoterRecord`: a DNA sequence with a 0/1 label and, when
-it came from a genome, its coordinates. Positives come from one of three sources:
-
-- a TSS list (EPDnew BED) plus a genome, cut into windows at fixed offsets around each TSS
-  (:func:`read_tss_bed`, :class:`TssWindow`, :func:`cut_tss_windows`);
-- the DeePromoter text format, one sequence per line (:func:`read_sequence_lines`);
-- FASTA (:func:`read_fasta_records`).
-
-**Window convention.** Offsets count bases in the direction of transcription with the TSS
-at offset 0 (the convention of the EPDnew select tool, whose "-249 to 50" gives 300 bp and
-"-200 to 50" gives 251 bp, as the files in ``shared/data/promoters`` show). A
-:class:`TssWindow` is half-open: ``TssWindow(-249, 51)`` covers offsets -249..+50 (the
-DeePromoter window, 300 bp) and ``TssWindow(-5000, 3000)`` covers -5000..+2999 (BigBird
-App. F.2, "8000 bp (-5000 ... +3000)"; GENA-LM cuts the same -5000..+2999). Windows on the
-minus strand are reverse-complemented, so the TSS is always column ``-window.start``.
-
-**EPDnew BED.** EPDnew ships 8-column BED lines such as
-``chr1 894625 894685 NOC2L_1 900 - 894635 894636``: the interval (columns 2-3) is a 60-bp
-region around the TSS (-49..+10, i.e. 49 bp upstream of the TSS and 10 bp downstream) and
-the 1-bp thick interval (columns 7-8) is the TSS itself. :func:`read_tss_bed` takes the TSS
-from the thick interval when it is 1 bp long, otherwise from a 1-bp main interval, and
-refuses anything else rather than guess.
+Window offsets count bases along the transcript, the TSS at offset 0 (as the EPDnew select tool,
+whose "-249 to 50" gives 300 bp); a :class:`TssWindow` is half-open: ``TssWindow(-249, 51)`` is the
+300-bp DeePromoter window, ``TssWindow(-5000, 3000)`` BigBird's (App. F.2, "8000 bp (-5000 ...
++3000)", as GENA-LM cuts). Minus-strand windows are reverse-complemented: the TSS is column
+``-window.start``. EPDnew BED lines span -49..+10 around the TSS, its 1-bp thick interval (columns 7-8).
 """
 
 from __future__ import annotations
@@ -49,10 +33,8 @@ class Tss:
 
 @dataclass(frozen=True)
 class TssWindow:
-    """Offsets of a window around a TSS, half-open, counted along the transcript.
-
-    The window covers TSS offsets ``start .. end - 1`` (offset 0 is the TSS), so it is
-    ``end - start`` bp long and the TSS sits at column ``-start``."""
+    """TSS offsets ``start .. end - 1`` (half-open, along the transcript): ``end - start`` bp, the TSS
+    at column ``-start``."""
 
     start: int
     end: int
@@ -72,17 +54,13 @@ class TssWindow:
             return WINDOW_PRESETS[text]
         match = re.fullmatch(r"\s*(-?\d+)\s*:\s*(-?\d+)\s*", text)
         if match is None:
-            raise ConfigError(
-                f"window {text!r} is neither a preset ({', '.join(WINDOW_PRESETS)}) nor START:END, "
-                "e.g. -249:51")
+            raise ConfigError(f"window {text!r} is neither a preset ({', '.join(WINDOW_PRESETS)}) "
+                              "nor START:END, e.g. -249:51")
         return cls(int(match[1]), int(match[2]))
 
     def genomic_interval(self, tss: int, strand: str) -> tuple[int, int]:
-        """The forward-strand half-open interval ``[lo, hi)`` the window covers.
-
-        Plus strand: offset ``o`` is position ``tss + o``. Minus strand: offset ``o`` is
-        position ``tss - o``, so the window is ``[tss - end + 1, tss - start + 1)`` read
-        backwards (reverse complement)."""
+        """The forward-strand half-open interval ``[lo, hi)`` the window covers: offset ``o`` is position
+        ``tss + o`` on the plus strand, ``tss - o`` on the minus strand (read backwards)."""
         if strand == "+":
             return tss + self.start, tss + self.end
         return tss - self.end + 1, tss - self.start + 1
@@ -93,15 +71,9 @@ WINDOW_PRESETS = {"deepromoter": TssWindow(-249, 51), "bigbird": TssWindow(-5000
 
 
 def read_tss_bed(path: str | Path) -> list[Tss]:
-    """Read TSSs from a BED file (plain or gzip) with a strand column (6 or more columns).
-
-    Header lines (``#``, ``track``, ``browser``) and blank lines are skipped. With 8 or more
-    columns and a 1-bp thick interval (EPDnew), the TSS is ``thickStart``; otherwise the main
-    interval must be 1 bp and the TSS is ``start``.
-
-    Raises:
-        InputError: a malformed line (named by line number), or a file without TSSs.
-    """
+    """Read TSSs from a BED file (plain or gzip) with a strand column (6 or more columns): ``thickStart``
+    of a 1-bp thick interval (EPDnew), else ``start`` of a 1-bp interval; anything else is an
+    :class:`InputError` naming the line, as is a file without TSSs."""
     path = Path(path)
     with open_text(path) as handle:
         sites = [_parse_tss_line(path, number, line.split()) for number, line in enumerate(handle, start=1)
@@ -138,24 +110,14 @@ def _parse_tss_line(path: Path, line_number: int, fields: list[str]) -> Tss:
 
 
 def n_fraction(sequence: str) -> float:
-    """The fraction of ``N`` in ``sequence``."""
     return sequence.count("N") / len(sequence)
 
 
 def cut_tss_windows(genome, sites: list[Tss], window: TssWindow, *,
                     max_n_fraction: float = 0.0) -> tuple[list[PromoterRecord], Counter]:
-    """Cut one positive window per TSS, reverse-complemented on the minus strand.
-
-    Args:
-        genome: a :class:`genolong.dna.genome.Genome`.
-        window: offsets around each TSS.
-        max_n_fraction: windows with a larger fraction of ``N`` are skipped.
-
-    Returns:
-        The records (in input order, on the chromosome names of the genome) and the skip
-        counts: ``unknown_chromosome``, ``off_chromosome_end`` (the window runs past either
-        end), ``too_many_n``.
-    """
+    """Cut one positive window per TSS from a :class:`genolong.dna.genome.Genome`, reverse-complemented on
+    the minus strand; returns the records (in input order, on the genome's names) and the skip counts
+    ``unknown_chromosome``, ``off_chromosome_end``, ``too_many_n`` (more than ``max_n_fraction``)."""
     lengths = genome.chromosomes
     records, skipped = [], Counter()
     for site in sites:
@@ -185,14 +147,9 @@ def resolve_chrom(genome, chrom: str) -> str | None:
 
 
 def read_sequence_lines(path: str | Path, label: int) -> list[PromoterRecord]:
-    """Read the DeePromoter text format (plain or gzip): one sequence per line, all of one length.
-
-    Records are named ``<file stem>:<line number>``. Blank lines are skipped.
-
-    Raises:
-        InputError: invalid characters, a line whose length differs from the first, or
-            an empty file; the message names the line.
-    """
+    """Read the DeePromoter text format (plain or gzip): one sequence per line, all of one length,
+    named ``<file stem>:<line number>``; an :class:`InputError` names a line with invalid characters
+    or another length, or an empty file."""
     path = Path(path)
     records, length = [], None
     with open_text(path) as handle:
@@ -215,14 +172,9 @@ def read_sequence_lines(path: str | Path, label: int) -> list[PromoterRecord]:
 
 
 def read_fasta_records(path: str | Path, label: int) -> list[PromoterRecord]:
-    """Read every FASTA record (plain or gzip) as one example named ``<file stem>:<record number>``.
-
-    Record numbers (1-based) rather than FASTA names make the ids unique: real data sets
-    repeat names (``Mouse_nonprom.fa`` has 456 names that occur more than once).
-
-    Raises:
-        InputError: no records, a record without sequence, or invalid characters (named).
-    """
+    """Read every FASTA record (plain or gzip) as one example named ``<file stem>:<record number>``
+    (1-based; FASTA names repeat in real data sets); an :class:`InputError` for no records, a record
+    without sequence, or invalid characters."""
     return [PromoterRecord(f"{Path(path).stem}:{number}", record.sequence, label)
             for number, record in enumerate(read_fasta(path, unique_names=False), start=1)]
 

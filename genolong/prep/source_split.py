@@ -1,26 +1,10 @@
 """Promoter datasets split by SOURCE: train on some data sets, validate and test on others.
 
-A score on a random split of one data set measures that data set: its window, its
-negatives, its species. A held-out-source split answers the question a user has (does the
-model work on promoters it has never seen the like of?). The build:
-
-1. read every source of the spec (:class:`SourceSplitConfig`): promoter files (FASTA, or
-   DeePromoter text), real non-promoter FASTA files, and random windows of genomes as real
-   genomic background; each record is tagged with its source (``<group>/<file stem>``);
-2. drop duplicate sequences across *all* sources before splitting (held-out groups first,
-   so a sequence shared by a training and a held-out source stays held out, once), and
-   sequences seen with both labels;
-3. split by the group's ``role``: ``valid`` and ``test`` groups go whole to their split;
-   ``train`` groups are split at random (stratified by label) into ``train`` and
-   ``random_test``, the in-source test that the random-split numbers come from;
-4. in every split, derive negatives (substitution, shuffle; :mod:`genolong.prep.negatives`)
-   from that split's promoters, dropping any whose sequence already exists;
-5. write ``train``/``valid``/``test``/``random_test`` TSVs with a ``source`` column and a
-   manifest (sources with sha256, groups and roles, counts per split, label and source).
-
-Sequences may have different lengths (251-bp and 300-bp windows); every source brings
-both labels' lengths through its derived negatives, so length alone never separates the
-classes within a source.
+Every record of the spec's groups (:class:`SourceSplitConfig`) is tagged ``<group>/<file stem>``;
+duplicates are dropped across all sources, held-out groups first (a shared sequence stays held out,
+once); ``valid`` and ``test`` groups go whole to their split, ``train`` groups are split at random
+(by source and label) into ``train`` and ``random_test``; each split derives its negatives from its
+own promoters, so length alone never separates the classes within a source (251 or 300 bp).
 """
 
 from __future__ import annotations
@@ -40,7 +24,7 @@ from genolong.core.files import sha256_file
 from genolong.datasets.promoter import FORMAT, SOURCE_COLUMNS, PromoterRecord
 from genolong.dna.sequence import read_fasta, reverse_complement
 
-from .negatives import DERIVED_METHODS, add_derived_negatives, random_windows
+from .negatives import DERIVED_METHODS, add_derived_negatives, draw_windows
 from .promoter_dataset import label_counts, writable_dataset_dir, write_dataset
 from .promoters import n_fraction, read_fasta_records, read_sequence_lines
 from .splits import deduplicate, stratified_draw
@@ -53,16 +37,9 @@ _SPLIT_STREAM, _NEGATIVE_STREAM, _GENOME_STREAM, _ORDER_STREAM = range(4)
 
 @dataclass
 class SourceGroup:
-    """One data set (a group of files from one origin) and the split it goes to.
-
-    Attributes:
-        name: short name, e.g. ``mouse_epdnew``; records are tagged ``<name>/<file stem>``.
-        role: ``train``, ``valid`` or ``test``.
-        promoters: promoter files: FASTA, or one sequence per line (``.txt``).
-        non_promoters: real non-promoter FASTA files.
-        genome: a genome FASTA (plain or gzip) to draw ``genome_windows`` random windows of
-            ``genome_window_bp`` from, both strands, without N: real genomic background.
-    """
+    """One data set (files from one origin) and the split (``role``) it goes to: ``promoters`` (FASTA,
+    or one sequence per line in ``.txt``), real ``non_promoters`` (FASTA), and a ``genome`` FASTA to
+    draw ``genome_windows`` N-free windows of ``genome_window_bp`` from as genomic background."""
 
     name: str
     role: str
@@ -83,9 +60,8 @@ class SourceGroup:
 
 @dataclass
 class SourceSplitConfig:
-    """A held-out-source dataset: its groups, derived negatives, the in-source test fraction, the seed.
-
-    Paths in the groups are relative to ``root`` (default: the spec file's directory)."""
+    """A held-out-source dataset: its groups (paths relative to ``root``), derived negatives, the
+    in-source test fraction, the seed."""
 
     groups: list[SourceGroup]
     derived: list[str] = field(default_factory=lambda: ["substitution", "shuffle"])
@@ -115,10 +91,8 @@ class SourceSplitConfig:
 
 
 def load_source_split_config(spec: str | Path, root: str | Path | None = None) -> SourceSplitConfig:
-    """Read a YAML spec (a path, or the name of a shipped one in ``configs/promoter_sources/``).
-
-    Its paths resolve against ``root`` when given, else against the spec's ``root`` key taken
-    relative to the spec's directory."""
+    """Read a YAML spec (a path, or a shipped one's name in ``configs/promoter_sources/``) whose paths
+    resolve against ``root`` when given, else against its ``root`` key relative to its directory."""
     path = preset_path("promoter_sources", str(spec))
     data = read_yaml(path)
     data["root"] = str(root if root is not None else path.parent / data.get("root", "."))
@@ -126,35 +100,23 @@ def load_source_split_config(spec: str | Path, root: str | Path | None = None) -
 
 
 def genome_windows(path: Path, count: int, length: int, rng: np.random.Generator) -> list[PromoterRecord]:
-    """``count`` distinct random ``length``-bp windows of a genome without N, on a random strand.
-
-    Starts are uniform over all positions of all sequences (a window that holds N is redrawn).
-
-    Raises:
-        UserError: the genome has too few N-free windows to draw from.
-    """
+    """``count`` distinct random ``length``-bp windows of a genome without N (redrawn), on a random
+    strand, starts uniform over all sequences; a UserError if too few are N-free."""
     chroms = {r.name: r.sequence.upper() for r in read_fasta(path) if len(r.sequence) >= length}
     if not chroms:
         raise UserError(f"{path}: no sequence of {length} bp or more for background windows")
-    records, seen = [], set()
-    for name, start, strand in random_windows([(name, 0, len(s) - length + 1) for name, s in chroms.items()], rng,
-                                              20 * count + 1000):
-        window = chroms[name][start : start + length]
-        if (name, start, strand) in seen or n_fraction(window) > 0:
-            continue
-        seen.add((name, start, strand))
-        sequence = window if strand == "+" else reverse_complement(window)
-        records.append(
-            PromoterRecord(f"{name}:{start}{strand}", sequence, 0, name, start, start + length, strand))
-        if len(records) == count:
-            break
+
+    def fetch(name: str, start: int, end: int, strand: str) -> str:
+        return chroms[name][start:end] if strand == "+" else reverse_complement(chroms[name][start:end])
+
+    segments = [(name, 0, len(s) - length + 1) for name, s in chroms.items()]
+    records, _ = draw_windows(segments, length, count, fetch, rng)
     if len(records) < count:
         raise UserError(f"{path}: found only {len(records)} of {count} N-free {length}-bp windows")
     return records
 
 
 def read_group(group: SourceGroup, config: SourceSplitConfig) -> list[PromoterRecord]:
-    """Every record of one group, tagged with its source ``<group>/<file stem>``."""
 
     def tagged(records: list[PromoterRecord], stem: str) -> list[PromoterRecord]:
         return [replace(r, id=f"{group.name}/{r.id}", source=f"{group.name}/{stem}") for r in records]
@@ -187,8 +149,8 @@ def split_by_source(config: SourceSplitConfig) -> tuple[dict[str, list[PromoterR
 
 def _hold_out_at_random(records: list[PromoterRecord],
                         config: SourceSplitConfig) -> tuple[list[PromoterRecord], list[PromoterRecord]]:
-    """Per source and label, a seeded ``random_test_fraction`` of the records (rounded) is held out;
-    both lists hold their records by source and label, then in input order."""
+    """Per source and label, hold out a seeded ``random_test_fraction`` of the records (rounded); both
+    lists hold their records by source and label, then in input order."""
     stratum = attrgetter("source", "label")
     parts = stratified_draw([stratum(r) for r in records], [config.random_test_fraction], config.rng(_SPLIT_STREAM))
     return tuple(sorted((r for r, p in zip(records, parts, strict=True) if p == part), key=stratum) for part in (0, 1))
@@ -212,8 +174,7 @@ def build_source_split_dataset(config: SourceSplitConfig, out_dir: str | Path, *
         "deduplication": dict(sorted(dropped.items())),
         "split": {"method": "source", "roles": {g.name: g.role for g in config.groups},
                   "random_test_fraction": config.random_test_fraction},
-        "seed": config.seed,
-        "counts": {name: label_counts(rows) for name, rows in splits.items()},
+        "seed": config.seed, "counts": {name: label_counts(rows) for name, rows in splits.items()},
         "counts_by_source": {name: dict(sorted(Counter(r.source for r in rows).items()))
                              for name, rows in splits.items()},
     }

@@ -1,23 +1,9 @@
-"""The public data the BigBird genomics experiments need, and how to make each one ready.
+"""The public data the BigBird genomics experiments need (:data:`SOURCES`), and how to make it ready.
 
-=========  ==========================================================================
-target     what
-=========  ==========================================================================
-grch37     the human reference genome GRCh37, from UCSC (``hg19.fa.gz``, the default)
-           or Ensembl (primary assembly), checked against the provider's checksum file
-           and prepared as an indexed BGZF FASTA with UCSC chromosome names
-epdnew     EPDnew human promoters, release 006, TSS on hg19 (BED)
-deepsea    the DeepSEA training bundle v0.9 (``train.mat``, ``valid.mat``, ``test.mat``)
-=========  ==========================================================================
-
-UCSC is the default for GRCh37 because the other two sources use its coordinates and
-``chr`` names, its md5 is published beside the file, and its soft-masking (repeats in
-lowercase) is kept. Note that hg19's ``chrM`` is NC_001807, not the rCRS mitochondrion
-of Ensembl's GRCh37; BigBird's tasks do not touch it.
-
-:func:`fetch_source` downloads a source into a :class:`~genolong.prep.cache.DataCache`,
-verifies it and derives its products (prepared genome, unpacked bundle); :func:`ready_path`
-is how other commands find the result; :func:`source_status` reports on the cache.
+GRCh37 comes from UCSC by default: the other sources use its coordinates and ``chr`` names, its md5
+is published beside the file, and its soft-masking is kept (its ``chrM`` is NC_001807, not
+Ensembl's rCRS; BigBird's tasks do not touch it). Sources are fetched into a
+:class:`~genolong.prep.cache.DataCache`.
 """
 
 from __future__ import annotations
@@ -41,18 +27,9 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Source:
-    """One downloadable data set.
-
-    Attributes:
-        target: the name ``genolong data fetch`` takes; also the cache sub-folder.
-        provider: who serves it (GRCh37 has two).
-        title: one line for humans.
-        url: default download URL.
-        checksum_file: name of the provider's checksum file beside ``url``, if any.
-        checksum_format: its format, a key of :data:`~genolong.prep.integrity.CHECKSUM_FILE_PARSERS`.
-        kind: ``genome`` (prepared into indexed BGZF), ``archive`` (unpacked) or ``file``.
-        required_members: for an archive, file names it must contain.
-    """
+    """One downloadable data set: ``target`` (what ``genolong data fetch`` takes, the cache folder); the
+    provider's ``checksum_file`` beside ``url``, in ``checksum_format`` (see :data:`CHECKSUM_FILE_PARSERS`);
+    ``kind`` ``genome`` (indexed BGZF), ``archive`` (unpacked, with ``required_members``) or ``file``."""
 
     target: str
     provider: str
@@ -69,7 +46,6 @@ class Source:
 
     @property
     def relpath(self) -> str:
-        """The downloaded file, relative to the cache root."""
         return f"{self.target}/{self.filename}"
 
     @property
@@ -128,23 +104,10 @@ def get_source(target: str, provider: str | None = None) -> Source:
 
 def fetch_source(source: Source, cache: DataCache, *, url: str | None = None, sha256: str | None = None,
                  offline: bool = False, progress: bool = True, **network_options) -> Path:
-    """Download, verify and prepare ``source`` in ``cache``; return its ready path.
-
-    Does nothing when the products are already there. Safe to run in several processes
-    at once: each file is locked while it is downloaded or derived.
-
-    Args:
-        url: download from here instead (a mirror, ``file://`` or a local path). The
-            provider's checksum file is looked for beside it.
-        sha256: the file must have this SHA-256.
-        offline: only check the cache; raise :class:`NotCachedError` if anything is missing.
-        progress: progress bars (on a terminal).
-        network_options: ``timeout``, ``retries``, ``backoff`` for the downloads.
-
-    Raises:
-        NotCachedError: with ``offline``, when the source is not ready.
-        DownloadError, ChecksumMismatch, InputError: see :func:`genolong.prep.transfer.download`.
-    """
+    """Download (:func:`genolong.prep.transfer.download`), verify and prepare ``source`` in ``cache`` unless
+    ready, locking each file meanwhile; return its ready path. ``url`` replaces the source's (a mirror,
+    ``file://`` or a local path, with the provider's checksum file beside it); ``offline`` only checks the
+    cache (:class:`NotCachedError` if the source is not ready)."""
     expected = [sha256_checksum(sha256)] if sha256 else []
     entry = cache.entry(source.relpath)
     if entry is not None and cache.products_present(entry) and satisfied(entry.digests, expected):
@@ -173,13 +136,9 @@ def fetch_source(source: Source, cache: DataCache, *, url: str | None = None, sh
 
 
 def ready_path(target: str, provider: str | None = None, cache: DataCache | None = None) -> Path:
-    """Where another command finds ``target``: prepared genome, BED file, or .mat folder.
-
-    For ``grch37`` without a provider, the first ready one of UCSC and Ensembl.
-
-    Raises:
-        NotCachedError: the source is not ready; the hint says how to fetch it.
-    """
+    """How other commands find ``target``: its prepared genome, BED file, or .mat folder (for
+    ``grch37`` without a provider, the first ready one of UCSC and Ensembl); :class:`NotCachedError`
+    with a hint when it is not ready."""
     cache = cache or DataCache()
     if target == "grch37" and provider is None:
         candidates = [source for source in SOURCES if source.target == target]
@@ -194,7 +153,6 @@ def ready_path(target: str, provider: str | None = None, cache: DataCache | None
 
 
 def ready_path_of(source: Source, cache: DataCache, entry: Entry) -> Path:
-    """The ready path of ``source`` from its manifest ``entry``."""
     if source.kind == "genome":
         return cache.path(_genome_relpath(source))
     if source.kind == "archive":
@@ -206,15 +164,9 @@ def ready_path_of(source: Source, cache: DataCache, entry: Entry) -> Path:
 
 @dataclass(frozen=True)
 class SourceStatus:
-    """What the cache holds of one source.
-
-    Attributes:
-        state: ``ready``, ``not prepared`` (downloaded, products missing), ``partial``
-            (an interrupted download), ``changed`` (file differs from the manifest),
-            ``corrupt`` (SHA-256 differs; only with ``verify``) or ``missing``.
-        detail: one line: sizes and checksum state.
-        path: the ready path when ``ready``.
-    """
+    """What the cache holds of one source: ``state`` ``ready`` (with its ``path``), ``not prepared``
+    (products missing), ``partial`` (an interrupted download), ``changed`` (differs from the manifest),
+    ``corrupt`` (SHA-256 differs; only with ``verify``) or ``missing``; ``detail``: sizes and checks."""
 
     source: Source
     state: str
@@ -249,16 +201,11 @@ def source_status(source: Source, cache: DataCache, *, verify: bool = False) -> 
                         ready_path_of(source, cache, entry))
 
 
-# -- helpers ---------------------------------------------------------------------------------
-
-
 def _provider_checksum(source: Source, download_url: str, *, user_url: bool,
                        **network_options) -> Checksum | None:
-    """The provider's checksum of the file, read from the checksum file beside ``download_url``.
-
-    A missing checksum file or entry is an error for the default URL (the provider moved
-    things: better to stop than to skip verification) and a warning for a user's ``--url``
-    (a mirror or a local copy may not carry it)."""
+    """The provider's checksum of the file, from the checksum file beside ``download_url``. Missing, it
+    is an error for the default URL (better to stop than to skip verification) and a warning for a
+    user's ``--url`` (a mirror or a local copy may not carry it)."""
     if source.checksum_file is None:
         return None
     local = local_path(download_url)

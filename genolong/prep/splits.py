@@ -1,15 +1,7 @@
 """Deduplication and train/valid/test splits for labelled sequences.
 
-Identical sequences are collapsed *before* splitting, so that no sequence can land in two
-splits. Two splitters:
-
-- :func:`stratified_random_split`: per label, a seeded shuffle cut at the given fractions;
-- :func:`chromosome_split`: whole chromosomes held out for validation and test (the
-  DeepSEA / BigBird App. F.3 protocol), everything else in train.
-
-Deduplication removes exact copies only. Windows around alternative TSSs of one gene
-overlap without being identical, so a random split can put near-copies of a promoter
-in train and test (the longer the window, the more overlap); the chromosome split cannot.
+Identical sequences are collapsed *before* splitting; overlapping windows around alternative TSSs of
+a gene can still fall in train and test of a random split, not of a :func:`chromosome_split`.
 """
 
 from __future__ import annotations
@@ -26,15 +18,8 @@ SPLITS = ("train", "valid", "test")
 
 
 def deduplicate(records: Sequence[PromoterRecord]) -> tuple[list[PromoterRecord], Counter]:
-    """Keep the first record of each distinct sequence.
-
-    A sequence that occurs with both labels is ambiguous, so all its copies are dropped.
-
-    Returns:
-        The kept records (in input order) and the counts ``duplicate`` (extra copies with
-        the same label, dropped) and ``conflicting_label`` (records dropped because their
-        sequence also occurs with the other label).
-    """
+    """Keep the first record of each distinct sequence (in input order), and none of a sequence seen
+    with both labels; returns them and the dropped counts ``duplicate`` and ``conflicting_label``."""
     labels: dict[str, set[int]] = {}
     for record in records:
         labels.setdefault(record.sequence, set()).add(record.label)
@@ -53,21 +38,16 @@ def deduplicate(records: Sequence[PromoterRecord]) -> tuple[list[PromoterRecord]
 def check_fractions(fractions: Sequence[float]) -> tuple[float, float, float]:
     """Validate train/valid/test fractions: three positive numbers that sum to 1."""
     if len(fractions) != 3 or any(f <= 0 for f in fractions) or abs(sum(fractions) - 1) > 1e-6:
-        raise ConfigError(
-            f"split fractions {list(fractions)} must be three positive numbers summing to 1, e.g. 0.8,0.1,0.1"
-        )
+        raise ConfigError(f"split fractions {list(fractions)} must be three positive numbers summing to 1, "
+                          "e.g. 0.8,0.1,0.1")
     return tuple(float(f) for f in fractions)
 
 
 def stratified_draw(strata: Sequence, fractions: Sequence[float], rng: np.random.Generator, *,
                     key=None) -> np.ndarray:
-    """The part of each item, ``(N,)`` int64: per stratum (in ``sorted(..., key=key)`` order), a
-    seeded shuffle of its ``n`` items gives the first ``round(n * fractions[0])`` part 1, the next
-    ``round(n * fractions[1])`` part 2, ... and the rest part 0.
-
-    Args:
-        strata: the stratum of each item (a label, a class, ``(source, label)``...).
-    """
+    """The part of each item, ``(N,)`` int64: per stratum (a label, a class, ``(source, label)``...; in
+    ``sorted(..., key=key)`` order), a seeded shuffle of its ``n`` items gives the first
+    ``round(n * fractions[0])`` part 1, the next ``round(n * fractions[1])`` part 2, ... the rest part 0."""
     parts = np.zeros(len(strata), dtype=np.int64)
     for value in sorted(set(strata), key=key):
         members = np.array([i for i, stratum in enumerate(strata) if stratum == value])
@@ -81,10 +61,8 @@ def stratified_draw(strata: Sequence, fractions: Sequence[float], rng: np.random
 
 def stratified_random_split(records: Sequence[PromoterRecord], fractions: Sequence[float],
                             rng: np.random.Generator) -> dict[str, list[PromoterRecord]]:
-    """Split each label separately at ``fractions`` (train, valid, test) after a seeded shuffle
-    (:func:`stratified_draw`); each split holds its records by label, then in input order.
-
-    Valid and test get ``round(n * fraction)`` records of each label; train the rest."""
+    """Split each label at ``fractions`` (train, valid, test) by :func:`stratified_draw`; each split holds
+    its records by label, then in input order."""
     _, valid_fraction, test_fraction = check_fractions(fractions)
     parts = stratified_draw([r.label for r in records], (valid_fraction, test_fraction), rng)
     return {name: sorted((r for r, p in zip(records, parts, strict=True) if p == part), key=lambda r: r.label)
@@ -93,12 +71,8 @@ def stratified_random_split(records: Sequence[PromoterRecord], fractions: Sequen
 
 def chromosome_split(records: Sequence[PromoterRecord], valid_chroms: Sequence[str],
                      test_chroms: Sequence[str]) -> dict[str, list[PromoterRecord]]:
-    """Hold out whole chromosomes: ``valid_chroms`` -> valid, ``test_chroms`` -> test, rest -> train.
-
-    Raises:
-        UserError: records without coordinates, a chromosome in both lists, or a held-out
-            chromosome that no record is on (a typo would otherwise leave a split empty).
-    """
+    """Hold out whole chromosomes: ``valid_chroms`` -> valid, ``test_chroms`` -> test, rest -> train; an
+    error for records without coordinates, a chromosome in both lists, or one no record is on."""
     if any(r.chrom is None for r in records):
         raise UserError("a chromosome split needs genomic coordinates; text and FASTA inputs have none",
                         hint="use --split random")

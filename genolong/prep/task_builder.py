@@ -1,9 +1,6 @@
 """``genolong task prepare`` as one call: read one kind of input (:mod:`genolong.datasets.task_inputs`)
-and write the task dataset (:mod:`genolong.prep.task_dataset`).
-
-Given splits (``--table SPLIT=PATH``, ``--class SPLIT:NAME=FASTA``) are never pooled: a
-held-out file stays held out, so ``--split random`` or ``chromosome`` with them is refused, and
-without a valid split one is drawn from train (:class:`genolong.prep.task_dataset.SplitPlan`)."""
+and write the task dataset (:mod:`genolong.prep.task_dataset`). Given splits (``--table SPLIT=PATH``,
+``--class SPLIT:NAME=FASTA``) are never pooled: ``--split random`` or ``chromosome`` with them is refused."""
 
 from __future__ import annotations
 
@@ -62,8 +59,8 @@ def _split_of(label: str, option: str) -> str:
 
 
 def _read_classes(classes) -> tuple[list, list[str], list[str]]:
-    """Rows of ``--class [SPLIT:]NAME=FASTA`` files (every one with a split, or none), their label
-    columns, and the class names in the order first given."""
+    """Rows of ``--class [SPLIT:]NAME=FASTA`` files (all with a split, or none), their label columns,
+    and the class names in the order first given."""
     if len(classes) < 2 or any(c.label is None for c in classes):
         raise UserError("--class needs NAME=FASTA for at least two classes")
     by_split: dict[str | None, list] = {}
@@ -81,8 +78,8 @@ def _read_classes(classes) -> tuple[list, list[str], list[str]]:
 
 
 def _read_tables(args) -> tuple[list, list[str], dict[str, int]]:
-    """Rows of one table, or of a table per split (``SPLIT=PATH``), whose label columns must agree;
-    and the list columns read as a label per element."""
+    """Rows of one table, or of a table per split (``SPLIT=PATH``) with the same label columns; those
+    columns and the list columns read as a label per element."""
     named = [t.label is not None for t in args.tables]
     if any(named) and not all(named) or (not any(named) and len(args.tables) > 1):
         raise UserError("give one --table PATH, or --table SPLIT=PATH for each split")
@@ -99,8 +96,7 @@ def _read_tables(args) -> tuple[list, list[str], dict[str, int]]:
 
 
 def summary(manifest: dict, out: Path) -> list[str]:
-    """The lines ``genolong task prepare`` prints: what was written, the problem type and why, the
-    classes (and the positive one), list columns, the split, copies within splits and leakage."""
+    """The lines ``genolong task prepare`` prints about the task written from ``manifest``."""
     problem = manifest["problem_type"]
     why = "as --problem-type says" if manifest["problem_type_from"] == "--problem-type" else "inferred from the labels"
     rows = ", ".join(f"{name} {count:,}" for name, count in manifest["rows"].items())

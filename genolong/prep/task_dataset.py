@@ -1,22 +1,11 @@
 """The task builder behind ``genolong task prepare``: labelled rows (:mod:`genolong.datasets.task_inputs`)
--> a prepared task directory (:mod:`genolong.datasets.task`).
+-> a prepared task directory (:mod:`genolong.datasets.task`), written whole once every check passed.
 
-1. The problem type, stated or inferred from the label columns (:func:`infer_problem_type`):
-   one column of two classes (names, or two integer codes such as 0/1, 1/2, -1/+1; the larger
-   code is positive) is ``binary``; one column of names, or of integers 0..K-1 with
-   3 <= K <= :data:`MAX_INTEGER_CLASSES`, is ``multiclass``; several 0/1 columns are
-   ``multilabel``; numbers otherwise are ``regression`` (one output per column).
-2. Targets per problem type.
-3. Copies within a split: counted, and dropped, kept or refused (:mod:`genolong.prep.task_duplicates`);
-   then a class with a single example is refused.
-4. Splits: ``given`` (a table or FASTA file per split, never pooled; without a valid split, a
-   seeded share of each class of train becomes valid), ``random`` (seeded, stratified by class
-   for binary and multiclass) or ``chromosome`` (held-out chromosomes, for genomic rows).
-5. Leakage: a valid row whose sequence or reverse complement is in train, and a test row whose
-   sequence or reverse complement is in train or valid, is removed; the counts and one line
-   saying so go into the manifest.
-
-Nothing is written until every check passed; the directory appears whole (temp + rename).
+The problem type is stated or inferred (:func:`infer_problem_type`): one column of two classes
+(names, or codes such as 0/1 or -1/+1, the larger positive) is ``binary``; one column of names, or of
+integers 0..K-1 with 3 <= K <= :data:`MAX_INTEGER_CLASSES`, ``multiclass``; several 0/1 columns
+``multilabel``; other numbers ``regression``. Then copies (:mod:`genolong.prep.task_duplicates`),
+the splits (:class:`SplitPlan`) and leakage between them (:func:`remove_leakage`).
 """
 
 from __future__ import annotations
@@ -42,9 +31,8 @@ MAX_INTEGER_CLASSES = 20
 
 @dataclass
 class SplitPlan:
-    """How rows are split: ``method`` ``given`` (without a valid split, ``fractions[1]`` of each
-    class of train, drawn with ``seed``, becomes valid), ``random`` (``fractions`` train/valid/test
-    and ``seed``) or ``chromosome`` (``valid_chroms``, ``test_chroms``)."""
+    """How rows are split: ``given`` (without a valid split, ``fractions[1]`` of each class of train, drawn
+    with ``seed``, becomes valid), ``random`` (``fractions``, ``seed``) or ``chromosome``."""
 
     method: str = "random"
     fractions: tuple[float, float, float] = (0.8, 0.1, 0.1)
@@ -76,7 +64,6 @@ class Targets:
         return self.classes[-1] if self.problem_type == "binary" else None
 
     def take(self, indices: np.ndarray) -> Targets:
-        """The targets of the rows ``indices`` only."""
         return Targets(self.problem_type, self.outputs, self.classes, self.columns, self.values[indices])
 
 
@@ -91,9 +78,8 @@ def _number(value) -> float | None:
 
 
 def _column_values(rows: list[Row], index: int, name: str) -> tuple[list, bool]:
-    """The raw values of label column ``index`` and whether they are numbers; an InputError
-    for an empty value, a non-finite number, or a column mixing names and numbers (at the first
-    row whose kind differs from the first row's)."""
+    """The raw values of label column ``index`` and whether they are numbers; an InputError for an empty
+    value, a non-finite number, or a column mixing names and numbers (at the first row that differs)."""
     values = [row.labels[index] for row in rows]
     for row, value in zip(rows, values, strict=True):
         if value is None or str(value).strip() == "":
@@ -111,7 +97,7 @@ def _column_values(rows: list[Row], index: int, name: str) -> tuple[list, bool]:
 
 
 def infer_problem_type(columns: list[tuple[list, bool]]) -> str:
-    """The problem type of label ``columns`` (``(values, numeric)`` each); see the module docstring."""
+    """The problem type of label ``columns`` (``(values, numeric)`` each), by the module docstring's rule."""
     if len(columns) == 1:
         values, numeric = columns[0]
         distinct = set(values)
@@ -131,11 +117,8 @@ def build_targets(rows: list[Row], label_columns: list[str], problem_type: str |
                   positive: str | None = None, class_order: list[str] | None = None) -> Targets:
     """The targets of ``rows``: the stated or inferred problem type, checked against the labels.
 
-    Args:
-        positive: binary: the positive class (default: the first of ``class_order``, else the
-            last class in sorted order: the larger of two codes, ``1`` for 0/1 and -1/+1).
-        class_order: the classes in the order given (FASTA files per class), or None (sorted).
-    """
+    The ``positive`` class of a binary task defaults to the first of ``class_order`` (the classes in
+    the order given, else sorted), else the last sorted class (``1`` for 0/1 and -1/+1)."""
     columns = [_column_values(rows, i, name) for i, name in enumerate(label_columns)]
     problem_type = problem_type or infer_problem_type(columns)
     if problem_type not in PROBLEM_TYPES:
@@ -222,10 +205,9 @@ def _draw(indices: np.ndarray, targets: Targets, fractions: tuple[float, float],
 
 def remove_leakage(rows: list[Row], splits: dict[str, np.ndarray],
                    drop: bool = True) -> tuple[dict[str, np.ndarray], dict]:
-    """Drop rows of a later split whose sequence (``exact``) or reverse complement
-    (``reverse_complement``) is in an earlier one (:data:`SPLITS` order); returns the kept
-    indices and the manifest's leakage entry. With ``drop`` False they are counted and kept (a
-    benchmark keeps a published split as it is and reports its leakage)."""
+    """Drop rows of a later split whose sequence (``exact``) or reverse complement (``reverse_complement``)
+    is in an earlier one (:data:`SPLITS` order); returns the kept indices and the manifest's leakage entry.
+    With ``drop`` False they are counted and kept (a benchmark keeps a published split as it is)."""
     seen: set[str] = set()
     kept, removed = {}, {}
     for name in [name for name in SPLITS if name in splits]:
@@ -246,18 +228,10 @@ def prepare_task(rows: list[Row], label_columns: list[str], out: str | Path, *, 
                  plan: SplitPlan, problem_type: str | None = None, positive: str | None = None,
                  class_order: list[str] | None = None, options: dict | None = None,
                  duplicates: str = "drop", drop_leakage: bool = True, label_lists: dict[str, int] | None = None) -> dict:
-    """Write the prepared task directory ``out`` from ``rows``; returns its manifest.
-
-    Args:
-        duplicates: what to do with copies within a split (:mod:`genolong.prep.task_duplicates`).
-        drop_leakage: see :func:`remove_leakage`.
-        label_lists: ``{column: length}`` of the list columns read as a label per element, for the manifest.
-
-    Raises:
-        InputError / UserError: bad labels, a copy (``duplicates`` ``error``), a class with a
-            single example, an empty split, or a binary or multiclass training split without
-            every class; nothing is written.
-    """
+    """Write the prepared task directory ``out`` from ``rows``; returns its manifest. ``duplicates``:
+    the rule for copies within a split; ``label_lists``: ``{column: length}`` of the list columns read
+    as a label per element. Bad labels, a copy (under ``error``), a class with a single example, an
+    empty split or a training split lacking a class are an InputError or UserError; nothing written."""
     if not rows:
         raise UserError("no labelled rows in the inputs")
     targets = build_targets(rows, label_columns, problem_type, positive, class_order)
@@ -282,16 +256,11 @@ def prepare_task(rows: list[Row], label_columns: list[str], out: str | Path, *, 
             raise UserError(f"the train split has no example of class(es) {absent}")
     lengths = [len(rows[i].sequence) for indices in splits.values() for i in indices]
     manifest = {
-        "format": FORMAT,
-        "problem_type": targets.problem_type,
+        "format": FORMAT, "problem_type": targets.problem_type,
         "problem_type_from": "--problem-type" if problem_type else "labels",
-        "outputs": targets.outputs,
-        "classes": targets.classes,
-        "positive": targets.positive,
-        "label_lists": dict(label_lists or {}),
-        "label_columns": list(label_columns),
-        "target_columns": targets.columns,
-        "inputs": [_describe(Path(p)) for p in inputs],
+        "outputs": targets.outputs, "classes": targets.classes, "positive": targets.positive,
+        "label_lists": dict(label_lists or {}), "label_columns": list(label_columns),
+        "target_columns": targets.columns, "inputs": [_describe(Path(p)) for p in inputs],
         "options": options or {},
         "split": {"method": plan.method, **({"fractions": list(plan.fractions), "seed": plan.seed}
                                              if plan.method == "random" else {}),
@@ -299,11 +268,8 @@ def prepare_task(rows: list[Row], label_columns: list[str], out: str | Path, *, 
                      if plan.method == "chromosome" else {}),
                   **({"valid_from_train": {"fraction": plan.fractions[1], "seed": plan.seed}}
                      if plan.method == "given" and not given_valid else {})},
-        "rows": {name: len(indices) for name, indices in splits.items()},
-        "duplicates": copies,
-        "leakage": leakage,
-        "min_sequence_length": min(lengths),
-        "max_sequence_length": max(lengths),
+        "rows": {name: len(indices) for name, indices in splits.items()}, "duplicates": copies,
+        "leakage": leakage, "min_sequence_length": min(lengths), "max_sequence_length": max(lengths),
     }
     if targets.classes is not None:
         manifest["class_counts"] = {

@@ -1,18 +1,11 @@
 """Copies among the labelled rows of a task (``genolong task prepare --duplicates keep|drop|error``).
 
-Two rows are copies when their sequences are the same (case aside) or one is the other's reverse
-complement: the copies of the benchmark's leakage table (:func:`genolong.evaluation.leakage.copy_kind`).
-Rows are compared within their given split (a table or FASTA file per split) or, when the split
-is drawn afterwards, among all rows; copies across given splits are leakage
-(:func:`genolong.prep.task_dataset.remove_leakage`). A group of copies is
-
-- *repeated* when every copy has the same labels: its rows after the first are repeats;
-- *conflicting* when the labels differ (the same sequence as two classes, a regression target
-  with two values): every row of the group is a conflict, as nothing says which label is right.
-
-The rules: ``drop`` (the default) removes the repeats (the first copy stays) and every conflicting
-row; ``keep`` keeps them all; ``error`` stops at the first copy with one line naming its file and
-row and the row it copies. Either way the counts go into the manifest (``duplicates``) per split.
+Two rows of a given split (or of all rows, when the split is drawn afterwards) are copies when their
+sequences are the same (case aside) or reverse complements (:func:`genolong.evaluation.leakage.copy_kind`;
+across given splits, copies are leakage). A group of copies with the same labels has *repeated* rows
+(all but the first); one whose labels differ is all *conflicting* rows, as nothing says which label
+is right. ``drop`` (the default) removes both, ``keep`` keeps them, ``error`` stops at the first copy
+naming its file and row; the counts per split go into the manifest.
 """
 
 from __future__ import annotations
@@ -29,16 +22,9 @@ ALL_ROWS = "all"
 
 
 def resolve_duplicates(rows: list[Row], values: np.ndarray, rule: str = "drop") -> tuple[np.ndarray, dict]:
-    """The indices of ``rows`` kept by ``rule`` (sorted) and the manifest's ``duplicates`` entry.
-
-    Args:
-        rows: the labelled rows (N).
-        values: (N, K) their targets; rows whose targets differ have different labels.
-        rule: one of :data:`DUPLICATE_RULES`.
-
-    Raises:
-        InputError: ``rule`` ``error`` and a copy (its file and row).
-    """
+    """The sorted indices of the N ``rows`` (targets ``values`` ``(N, K)``) kept by ``rule`` (one of
+    :data:`DUPLICATE_RULES`) and the manifest's ``duplicates`` entry; an InputError for a copy under
+    ``error``."""
     if rule not in DUPLICATE_RULES:
         raise ConfigError(f"--duplicates must be one of {', '.join(DUPLICATE_RULES)}, got {rule!r}")
     groups: dict[tuple[str, str], list[int]] = {}

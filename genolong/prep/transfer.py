@@ -1,16 +1,10 @@
-"""Resumable, verified downloads over HTTP(S), or copies from a local file.
+"""Resumable, verified downloads over HTTP(S) (``urllib``), or copies from a local file.
 
-:func:`download` writes ``DEST.part``, resuming it with an HTTP ``Range`` request when it
-exists (a server that ignores the range and answers 200 restarts the file cleanly; an
-``If-Range`` validator makes sure the rest comes from the same version of the file),
-retries transient failures with exponential backoff, shows a progress bar with rate and
-ETA, checks the expected checksums, and only then renames ``DEST.part`` to ``DEST``. A
-``DEST`` that exists is therefore always complete and verified.
-
-:func:`download` does not lock: callers that may run concurrently hold
-:func:`file_lock` on ``DEST`` around it (:meth:`genolong.prep.cache.DataCache.fetch` does).
-
-Only the standard library is used for HTTP (``urllib``); tqdm draws the progress bar.
+:func:`download` appends to ``DEST.part``, resumed with ``Range`` and ``If-Range`` (so the rest comes
+from the same version of the file; a server answering 200 restarts it), retries transient failures
+with exponential backoff, checks the expected checksums and only then renames it to ``DEST``: a
+``DEST`` that exists is complete and verified. It does not lock: concurrent callers hold
+:func:`file_lock` on ``DEST`` (:meth:`genolong.prep.cache.DataCache.fetch` does).
 """
 
 from __future__ import annotations
@@ -77,14 +71,8 @@ class _RangeNotSatisfiable(Exception):
 
 @dataclass(frozen=True)
 class Download:
-    """The outcome of :func:`download`.
-
-    Attributes:
-        path: the verified file.
-        size: its size in bytes.
-        digests: algorithm -> digest of the whole file (always includes ``sha256``).
-        fetched: bytes transferred by this call; less than ``size`` after a resume.
-    """
+    """The outcome of :func:`download`: the verified file, its size in bytes, its digests by
+    algorithm (always ``sha256``) and the bytes this call ``fetched`` (less than ``size`` after a resume)."""
 
     path: Path
     size: int
@@ -94,16 +82,13 @@ class Download:
 
 def partial_path(dest: str | os.PathLike) -> Path:
     """Where the bytes of an unfinished download of ``dest`` live."""
-    dest = Path(dest)
-    return dest.with_name(dest.name + ".part")
+    return Path(dest).with_name(Path(dest).name + ".part")
 
 
 @contextlib.contextmanager
 def file_lock(path: str | os.PathLike) -> Iterator[None]:
-    """Hold an exclusive ``flock`` on ``PATH.lock`` (waits, saying so, if another holds it).
-
-    The lock belongs to an open file description, so it excludes other processes and other
-    threads of this process alike. The lock file stays behind; it is empty and harmless."""
+    """Hold an exclusive ``flock`` on ``PATH.lock`` (waits, saying so, if another holds it), which
+    excludes other processes and other threads alike; the empty lock file stays behind."""
     lock = Path(path).with_name(Path(path).name + ".lock")
     lock.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
@@ -121,20 +106,13 @@ def file_lock(path: str | os.PathLike) -> Iterator[None]:
 
 def download(url: str, dest: str | os.PathLike, *, expected: Iterable[Checksum] = (), timeout: float = 30.0,
              retries: int = 4, backoff: float = 1.0, progress: bool = True) -> Download:
-    """Fetch ``url`` (``http(s)://``, ``file://`` or a local path) to ``dest``, verified.
-
-    Args:
-        dest: final path; ``dest.part`` holds the bytes until they are verified.
-        timeout: seconds to wait for a connection or for the next bytes.
-        retries: further attempts after a transient failure; the count starts over
-            whenever an attempt brings new bytes.
-        backoff: first wait between attempts in seconds, doubled each time (at most 60 s).
-        progress: draw a progress bar (only on a terminal).
+    """Fetch ``url`` (``http(s)://``, ``file://`` or a local path) to ``dest``, verified, waiting ``timeout``
+    seconds for a connection or the next bytes; a transient failure is retried ``retries`` times (counted
+    afresh when an attempt brings new bytes) after ``backoff`` seconds, doubled each time (at most 60 s).
 
     Raises:
         NotFoundError: 404/410, or a missing local file.
-        DownloadError: unreachable host, another HTTP error, or retries exhausted (the
-            ``.part`` file is kept, so running again resumes).
+        DownloadError: unreachable host, another HTTP error, or retries exhausted (``.part`` kept).
         ChecksumMismatch: the complete file differs from ``expected`` (``.part`` removed).
     """
     dest = Path(dest)
@@ -152,11 +130,10 @@ def download(url: str, dest: str | os.PathLike, *, expected: Iterable[Checksum] 
         for check in expected:
             if digests[check.algorithm] != check.value:
                 part.discard()
-                raise ChecksumMismatch(
-                    f"{dest.name}: {check.algorithm} mismatch: expected {check.value} (from {check.origin}), "
-                    f"got {digests[check.algorithm]}",
-                    hint="the download was removed; run the command again to fetch it afresh, "
-                    "or check the URL/--sha256")
+                raise ChecksumMismatch(f"{dest.name}: {check.algorithm} mismatch: expected {check.value} "
+                                       f"(from {check.origin}), got {digests[check.algorithm]}",
+                                       hint="the download was removed; run the command again to fetch it "
+                                       "afresh, or check the URL/--sha256")
         part.commit(dest)
     finally:
         part.close()
@@ -178,11 +155,9 @@ def fetch_bytes(url: str, *, timeout: float = 30.0, retries: int = 4, backoff: f
 
 
 def _retrying(attempt, *, url: str, retries: int, backoff: float, progress=lambda: 0, hint=lambda: None):
-    """Call ``attempt()`` until it returns, retrying :class:`_Transient` failures.
-
-    Waits ``backoff * 2**k`` seconds (at most :data:`MAX_BACKOFF`) before retry ``k + 1``;
-    an attempt that increased ``progress()`` resets the count. Gives up with
-    :class:`DownloadError` after ``retries`` retries in a row without progress."""
+    """Call ``attempt()`` until it returns, retrying :class:`_Transient` failures after ``backoff * 2**k``
+    seconds (at most :data:`MAX_BACKOFF`); :class:`DownloadError` after ``retries`` retries in a row
+    without progress (an attempt that increased ``progress()``, such as new bytes, resets the count)."""
     failures = 0
     while True:
         before = progress()
@@ -244,9 +219,8 @@ def _attempt(url: str, part: PartFile, timeout: float, progress: bool, label: st
 
 
 def _open(url: str, offset: int, timeout: float, validator: str | None = None) -> _Response:
-    """Open ``url`` asking for the bytes from ``offset`` on; the response says where it starts.
-
-    ``validator`` (an ETag or a Last-Modified date) makes the range request conditional."""
+    """Open ``url`` asking for the bytes from ``offset`` on (conditional on ``validator``, an ETag or a
+    Last-Modified date); the response says where it starts."""
     local = local_path(url)
     if local is not None:
         if not local.is_file():
@@ -302,11 +276,8 @@ def _validator(headers) -> str | None:
 
 
 def local_path(url: str) -> Path | None:
-    """The local file a ``file://`` URL or a plain path names; None for network URLs.
-
-    Raises:
-        UserError: an unsupported URL scheme.
-    """
+    """The local file a ``file://`` URL or a plain path names; None for network URLs; a
+    :class:`UserError` for an unsupported scheme."""
     parts = urllib.parse.urlsplit(url)
     if parts.scheme == "file":
         return Path(urllib.request.url2pathname(parts.path))
@@ -330,7 +301,6 @@ def _content_range(value: str) -> tuple[int | None, int | None, int | None]:
 
 
 def _describe(err: BaseException) -> str:
-    """A short human description of a low-level network error."""
     if isinstance(err, TimeoutError | socket.timeout):
         return "timed out"
     return getattr(err, "strerror", None) or str(err) or type(err).__name__
