@@ -1,27 +1,14 @@
-"""``genolong convert``: transformers checkpoints of published DNA models -> genolong models.
+"""``genolong convert`` (``docs/guide/convert.md``): transformers checkpoints -> genolong models.
 
-Supported, exactly (the converted model gives the source model's outputs to rounding error,
-tested layer by layer):
-
-* ``big_bird`` -- transformers' BigBird (GENA-LM ``gena-lm-bigbird-base-t2t``): :mod:`.big_bird`;
-* ``bert`` -- transformers' post-LN BERT and GENA-LM's pre-LN BERTs (``gena-lm-bert-*``), told
-  apart by their weights: :mod:`.bert`;
-* ``esm``: Nucleotide Transformer v1 (absolute positions) and v2 (rotary positions, SwiGLU): :mod:`.esm`;
-* ``modernbert`` -- transformers' ModernBERT (AIRI's modernGENA): :mod:`.modernbert`;
-* ``mosaic_bert`` -- DNABERT-2 (MosaicBERT: ALiBi, gated feed-forward; its config.json has no
-  ``model_type``): :mod:`.mosaic_bert`.
-
-A masked-LM checkpoint becomes a :class:`~genolong.model.modeling.GenolongForMaskedLM`; a
-sequence classifier (BERT's, BigBird's, ESM's ``...ForSequenceClassification``) a
-:class:`~genolong.model.modeling.GenolongForSequenceClassification` with the same head and problem
-type (a two-class softmax as one sigmoid: :mod:`.classification`). The encoder converts the same way in both.
-
-A genolong model directory with ``full`` attention is a source too. With ``long`` (``--backbone
-lsg|bigbird|longformer|sled --max-length N``), the converted full-attention model is made long
-as LSG's conversion does: :mod:`.long`.
-
-Anything else is refused with one line that names what genolong's encoder lacks, never
-converted approximately. No code from the source directory is run.
+Supported exactly (outputs equal to rounding error, tested layer by layer), by ``model_type``:
+``big_bird`` (GENA-LM BigBird, :mod:`.big_bird`), ``bert`` (post-LN BERT and GENA-LM's pre-LN
+BERTs, :mod:`.bert`), ``esm`` (Nucleotide Transformer v1 and v2, :mod:`.esm`), ``modernbert``
+(modernGENA, :mod:`.modernbert`) and ``mosaic_bert`` (DNABERT-2, :mod:`.mosaic_bert`). A masked-LM
+checkpoint becomes a :class:`~genolong.model.modeling.GenolongForMaskedLM`, a sequence
+classifier a :class:`~genolong.model.modeling.GenolongForSequenceClassification` with the same
+head (:mod:`.classification`). A genolong ``full`` model directory is a source too, to be made
+long (:mod:`.long`). Anything else is refused with one line naming what genolong's encoder
+lacks, never converted approximately; no code from the source directory is run.
 """
 
 from __future__ import annotations
@@ -78,32 +65,13 @@ REFUSED = {
 }
 
 
-def convert_checkpoint(
-    src: str | Path,
-    out: str | Path,
-    *,
-    force: bool = False,
-    task: str | None = None,
-    window_bp: int | None = None,
-    long: LongSpec | None = None,
-    name: str | None = None,
-):
-    """Convert the transformers checkpoint in ``src`` into a genolong model directory ``out``.
-
-    ``out`` receives ``config.json`` and ``model.safetensors`` of a
-    :class:`~genolong.model.modeling.GenolongForMaskedLM` (or, for a sequence classifier, a
-    :class:`~genolong.model.modeling.GenolongForSequenceClassification`), and the source's
-    tokenizer with its ``tokenizer.json`` (built for a ``vocab.txt``-only ESM tokenizer:
-    :mod:`.fast_tokenizer`). With ``task`` and ``window_bp``, a classifier's directory also gets
-    ``genolong_task.json`` (:func:`.classification.task_info`), which makes it a classifier
-    directory for that task's commands. With ``long``, the model gets that backbone, its
-    positions copied up to ``long.max_length`` and its global tokens (:func:`.long.make_long`);
-    ``src`` may then also be a genolong model directory with full attention. ``name``: what the
-    converted config records as the source (a hub identifier; default: the config's
-    ``_name_or_path`` or the directory's name). Nothing is written unless the whole conversion succeeds.
-
-    Returns:
-        The converted model (eval mode).
+def convert_checkpoint(src: str | Path, out: str | Path, *, force: bool = False, task: str | None = None,
+                       window_bp: int | None = None, long: LongSpec | None = None, name: str | None = None):
+    """Convert the checkpoint in ``src`` into the genolong model directory ``out``, written
+    atomically with the source's tokenizer (:mod:`.fast_tokenizer`); return the model, in eval mode.
+    With ``task`` and ``window_bp`` a classifier also gets ``genolong_task.json``
+    (:func:`.classification.task_info`); with ``long`` it is made long (:func:`.long.make_long`).
+    ``name``: the source the config records (default: its ``_name_or_path`` or the directory's name).
 
     Raises:
         ConversionError: not a checkpoint, missing weights, an unsupported architecture or
@@ -128,8 +96,7 @@ def convert_checkpoint(
                               hint=f"fine-tune the converted model with `{convert_task(task).finetune}`")
     tokenizer = fast_tokenizer(source.tokenizer)
     check_readable(src, tokenizer)
-    vocab_rows = state["genolong.encoder.embeddings.token.weight"].shape[0]
-    fields |= tokenizer_fields(tokenizer, vocab_rows)
+    fields |= tokenizer_fields(tokenizer, state["genolong.encoder.embeddings.token.weight"].shape[0])
     fields.setdefault("converted_from", {
         "model_type": source.config["model_type"],
         "architectures": source.config.get("architectures"),
@@ -146,8 +113,8 @@ def convert_checkpoint(
 
 
 def genolong_weights(source: SourceCheckpoint) -> tuple[dict[str, Any], dict]:
-    """GenolongConfig fields and state dict of a genolong model directory (the decoder of a tied
-    masked-LM head, not saved, restored from the token embedding)."""
+    """GenolongConfig fields and state dict of a genolong model directory (a tied, unsaved
+    masked-LM decoder restored from the token embedding)."""
     fields = {k: v for k, v in source.config.items() if k not in GENOLONG_SAVE_KEYS}
     state = dict(source.weights)
     if "lm_head.dense.weight" in state and "lm_head.decoder.weight" not in state:
@@ -172,17 +139,15 @@ def describe_conversion(model: GenolongPreTrainedModel, out: str | Path, task: s
 
 
 def convert_weights(source: SourceCheckpoint, task: str | None = None) -> tuple[dict[str, Any], dict]:
-    """GenolongConfig fields and the state dict of a GenolongForMaskedLM, or of a
-    GenolongForSequenceClassification when ``source`` has a classifier (its tokenizer is not
-    read) whose outputs ``task``'s commands read (None: any problem type), or a ConversionError
-    naming why it cannot be converted exactly."""
+    """GenolongConfig fields and state dict of a GenolongForMaskedLM, or of a
+    GenolongForSequenceClassification whose outputs ``task``'s commands read (None: any problem
+    type) when ``source`` has a classifier; a ConversionError naming why it cannot be converted exactly."""
     model_type = source.config["model_type"]
     if model_type in REFUSED:
         raise ConversionError(f"model_type {model_type!r} is not supported: {REFUSED[model_type]}")
     if model_type not in CONVERTERS:
-        raise ConversionError(
-            f"model_type {model_type!r} is not supported (supported: {', '.join(CONVERTERS)})"
-        )
+        raise ConversionError(f"model_type {model_type!r} is not supported (supported: "
+                              f"{', '.join(CONVERTERS)})")
     fields, state, weights = CONVERTERS[model_type](source)
     if classifier_architecture(source.config, source.weights) is None:
         state |= MLM_HEADS[model_type](weights)
@@ -196,5 +161,5 @@ def convert_weights(source: SourceCheckpoint, task: str | None = None) -> tuple[
     return fields, state
 
 
-__all__ = ["CONVERTERS", "LongSpec", "REFUSED", "TASKS", "ConversionError", "SourceCheckpoint", "convert_checkpoint", "convert_weights",
-           "describe_conversion"]
+__all__ = ["CONVERTERS", "LongSpec", "REFUSED", "TASKS", "ConversionError", "SourceCheckpoint",
+           "convert_checkpoint", "convert_weights", "describe_conversion"]

@@ -1,17 +1,13 @@
 """BERT checkpoints: transformers' post-LN ``bert`` and GENA-LM's pre-LN BERT.
 
-GENA-LM's BERTs (AIRI-Institute/GENA_LM, ``src/gena_lm/modeling_bert.py``) say
-``model_type: bert`` but are another architecture: with ``pre_layer_norm: true`` every layer
-normalises *before* attention (``pre_attention_ln``) and before the feed-forward
-(``post_attention_ln``), with no LayerNorm after either, and ``BertEncoder`` adds a final
-LayerNorm (``last_layer_ln``) when ``last_layer_norm`` is set. Their code reads it as
-``getattr(config, "last_layer_norm", pre_layer_norm)``: a pre-LN config without the key has the
-final LayerNorm. transformers' ``BertModel`` ignores both keys and would run such a checkpoint
-as post-LN with missing LayerNorms, so the layout is read from the weights, and a config that
-disagrees with them is refused.
+GENA-LM's BERTs (AIRI-Institute/GENA_LM, ``src/gena_lm/modeling_bert.py``) say ``model_type:
+bert`` but with ``pre_layer_norm: true`` normalise *before* attention (``pre_attention_ln``) and
+the feed-forward (``post_attention_ln``), with no LayerNorm after either, and add a final
+LayerNorm (``last_layer_ln``) when ``last_layer_norm`` is set (default: ``pre_layer_norm``).
+transformers' ``BertModel`` ignores both keys, so the layout is read from the weights, and a
+config that disagrees with them is refused.
 
-The embeddings are word + position + token type; every genolong input is one segment, so the
-token-type row 0 is added into the position table once.
+Every genolong input is one segment, so token-type row 0 is added into the position table once.
 """
 
 from __future__ import annotations
@@ -30,11 +26,8 @@ FINAL_LN = "encoder.last_layer_ln"
 
 
 def layer_norm_layout(weights: Weights, config: dict[str, Any]) -> tuple[bool, bool]:
-    """``(pre_layer_norm, final_layer_norm)`` as the weights have them, checked against the config.
-
-    Raises:
-        ConversionError: the weights have neither or both layouts, or the config claims another.
-    """
+    """``(pre_layer_norm, final_layer_norm)`` as the weights have them; a ConversionError when
+    they have neither or both layouts, or the config claims another."""
     pre, post = PRE_LN_KEY in weights, POST_LN_KEY in weights
     if pre == post:
         raise ConversionError(
@@ -67,14 +60,10 @@ def bert_layers(weights: Weights, num_layers: int, pre_layer_norm: bool, zero_qk
             norms = weights.linear(f"{layer}.pre_attention_ln"), weights.linear(f"{layer}.post_attention_ln")
         else:
             norms = weights.linear(f"{layer}.attention.output.LayerNorm"), weights.linear(f"{layer}.output.LayerNorm")
-        query, key, value = (
-            _projection(weights, f"{layer}.attention.self.{name}", zero_qkv_bias) for name in ("query", "key", "value")
-        )
         state |= target.block_state(
             i,
-            query,
-            key,
-            value,
+            *(_projection(weights, f"{layer}.attention.self.{name}", zero_qkv_bias)
+              for name in ("query", "key", "value")),
             out=weights.linear(f"{layer}.attention.output.dense"),
             up=weights.linear(f"{layer}.intermediate.dense"),
             down=weights.linear(f"{layer}.output.dense"),
@@ -93,11 +82,8 @@ def bert_embeddings(weights: Weights) -> dict:
     """Word, position (+ token type 0, folded in) embeddings and their LayerNorm."""
     position = weights.take("embeddings.position_embeddings.weight")
     token_type = weights.take("embeddings.token_type_embeddings.weight")
-    return target.embedding_state(
-        weights.take("embeddings.word_embeddings.weight"),
-        position + token_type[0],
-        weights.linear("embeddings.LayerNorm"),
-    )
+    return target.embedding_state(weights.take("embeddings.word_embeddings.weight"), position + token_type[0],
+                                  weights.linear("embeddings.LayerNorm"))
 
 
 def bert_mlm_head(weights: Weights) -> dict:
@@ -107,34 +93,24 @@ def bert_mlm_head(weights: Weights) -> dict:
             "the checkpoint has no masked-LM head (cls.predictions); convert the pretrained masked-LM "
             "checkpoint and fine-tune it with `genolong promoter|chromatin finetune`"
         )
-    decoder = (
-        weights.take("cls.predictions.decoder.weight")
-        if "cls.predictions.decoder.weight" in weights
-        else weights.take("embeddings.word_embeddings.weight")
-    )
+    decoder = weights.take_first("cls.predictions.decoder.weight", "embeddings.word_embeddings.weight")
     bias_name = "cls.predictions.bias" if "cls.predictions.bias" in weights else "cls.predictions.decoder.bias"
     if bias_name == "cls.predictions.bias" and "cls.predictions.decoder.bias" in weights:
         weights.take("cls.predictions.decoder.bias")  # the same tensor, saved twice
-    return target.head_state(
-        weights.linear("cls.predictions.transform.dense"),
-        weights.linear("cls.predictions.transform.LayerNorm"),
-        (decoder, weights.take(bias_name)),
-    )
+    return target.head_state(weights.linear("cls.predictions.transform.dense"),
+                             weights.linear("cls.predictions.transform.LayerNorm"),
+                             (decoder, weights.take(bias_name)))
 
 
 def check_absolute_positions(config: dict[str, Any]) -> None:
     """Refuse position encodings other than learned absolute ones, and DeepSpeed sparse attention."""
     kind = config.get("position_embedding_type", "absolute")
     if kind != "absolute":
-        raise ConversionError(
-            f"position_embedding_type {kind!r} is not supported: genolong's encoder has learned absolute "
-            "positions only"
-        )
+        raise ConversionError(f"position_embedding_type {kind!r} is not supported: genolong's encoder has "
+                              "learned absolute positions only")
     if config.get("sparse_config_cls") or config.get("sparse_attention"):
-        raise ConversionError(
-            "DeepSpeed sparse attention (sparse_config_cls): its random block layout is not stored in the "
-            "checkpoint, so no conversion can reproduce it"
-        )
+        raise ConversionError("DeepSpeed sparse attention (sparse_config_cls): its random block layout is "
+                              "not stored in the checkpoint, so no conversion can reproduce it")
 
 
 #: transformers' activation names (``ACT2FN``) -> genolong's (``ACTIVATIONS``), where they compute the same.
@@ -177,11 +153,8 @@ def convert_bert(source: SourceCheckpoint) -> tuple[dict[str, Any], dict, Weight
     check_absolute_positions(config)
     weights = Weights(source.weights, "bert.", IGNORED)
     pre_layer_norm, final_layer_norm = layer_norm_layout(weights, config)
-    fields = common_fields(config, weights) | {
-        "backbone": "full",
-        "pre_layer_norm": pre_layer_norm,
-        "final_layer_norm": final_layer_norm,
-    }
+    fields = common_fields(config, weights) | {"backbone": "full", "pre_layer_norm": pre_layer_norm,
+                                               "final_layer_norm": final_layer_norm}
     state = bert_embeddings(weights) | bert_layers(weights, fields["num_hidden_layers"], pre_layer_norm)
     if final_layer_norm:
         state |= target.final_norm_state(weights.linear(FINAL_LN))

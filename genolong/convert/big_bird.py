@@ -1,20 +1,13 @@
 """transformers ``big_bird`` checkpoints (GENA-LM's ``gena-lm-bigbird-base-t2t`` among them).
 
-BigBird's layers, embeddings and masked-LM head are BERT's (post-LN, ``gelu_new`` in GENA-LM's),
-so their weights convert as BERT's. The attention maps onto genolong's ``bigbird`` backbone
-with transformers' pattern (Zaheer et al. 2020, ITC; transformers' ``BigBirdBlockSparseAttention``):
-
-* the first and last blocks are global (``global_token_location="itc_ends"``);
-* three sliding blocks (``num_window_blocks=3``) and ``num_random_blocks`` random blocks;
-* transformers' eval-mode random layout, every random block = the first block
-  (``random_layout="transformers_eval"``), so that a converted model gives the source model's
-  outputs; set ``random_layout: seeded`` to fine-tune with random blocks instead;
-* full attention for inputs of at most ``(5 + 2 * num_random_blocks) * block_size`` tokens,
-  where transformers falls back to ``original_full`` (``full_attention_max_tokens``);
-* no attention dropout: transformers' block-sparse attention has none, whatever
-  ``attention_probs_dropout_prob`` says (only its ``original_full`` attention applies it).
-
-``attention_type: original_full`` converts to the ``full`` backbone.
+Layers, embeddings and masked-LM head are BERT's (post-LN) and convert as BERT's. The attention
+is genolong's ``bigbird`` with transformers' pattern (Zaheer et al. 2020, ITC;
+``BigBirdBlockSparseAttention``): the first and last blocks global (``itc_ends``), three sliding
+and ``num_random_blocks`` random blocks; transformers' eval-mode random layout, every random
+block = the first (``random_layout="transformers_eval"``, so that outputs match; ``seeded`` to
+fine-tune with random blocks); full attention up to ``(5 + 2 * num_random_blocks) * block_size``
+tokens, where transformers falls back to ``original_full``; no attention dropout (transformers'
+block-sparse attention has none). ``attention_type: original_full`` converts to ``full``.
 """
 
 from __future__ import annotations

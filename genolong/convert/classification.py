@@ -1,33 +1,18 @@
 """Sequence-classification checkpoints: the head, and its outputs as one of genolong's problem types.
 
-transformers' sequence classifiers put a dense layer and a nonlinearity before the output
-layer, on the first token's final hidden state; genolong's
-:class:`~genolong.model.heads.ClassificationHead` has the same with ``classifier_pooler``:
+transformers' sequence classifiers put a dense layer and a nonlinearity before the output layer,
+on [CLS]; genolong's :class:`~genolong.model.heads.ClassificationHead` has the same with
+``classifier_pooler`` (:data:`SEQUENCE_HEADS`): BERT's (GENA-LM's and DNABERT-2's too)
+``tanh(pooler.dense([CLS]))`` then ``classifier``; BigBird's ``classifier.dense``,
+``ACT2FN[hidden_act]``, ``classifier.out_proj``; ESM's the same with ``tanh``; ModernBERT's, on
+[CLS] or the masked mean (``classifier_pooling``), ``head.dense``, ``classifier_activation``,
+``head.norm``, then ``classifier``.
 
-* ``BertForSequenceClassification`` (GENA-LM's BERTs too): the pooler, ``tanh(pooler.dense([CLS]))``,
-  then ``classifier``;
-* ``BigBirdForSequenceClassification``: ``classifier.dense``, ``ACT2FN[hidden_act]``, then
-  ``classifier.out_proj``;
-* ``EsmForSequenceClassification``: ``classifier.dense``, ``tanh``, then ``classifier.out_proj``;
-* DNABERT-2's (MosaicBERT) ``BertForSequenceClassification``: BERT's;
-* ``ModernBertForSequenceClassification``: on the [CLS] row or the masked mean of the tokens
-  (``classifier_pooling``), ``head.dense``, ``classifier_activation``, ``head.norm``, then
-  ``classifier``.
-
-The output layer keeps the source's ``problem_type`` (genolong's classifiers have the same three,
-:func:`genolong.model.heads.output_activation`), with one change:
-
-* ``multi_label_classification`` (C sigmoids) and ``regression`` (C values): the logits as they are;
-* ``single_label_classification`` over C > 2 classes: the logits as they are (a softmax);
-* ``single_label_classification`` over 2 classes: one sigmoid, genolong's binary classifier: logit
-  ``l1 - l0``, weight ``w1 - w0`` and bias ``b1 - b0``, since
-  ``softmax(l)[1] = 1 / (1 + exp(l0 - l1)) = sigmoid(l1 - l0)``; its label is ``id2label[1]``.
-
-A config without ``problem_type`` is read as transformers reads it (one output: regression; more:
-single-label classification, for integer labels), and the log says so. The promoter and chromatin
-commands read independent sigmoids only (:data:`TASKS`): converted for them, an unset problem type
-with one output is a sigmoid (as genolong's own promoter classifiers), and a softmax over more than
-two classes or a regression head is refused.
+The output layer keeps the source's ``problem_type``, except that a two-class softmax becomes
+one sigmoid, weight ``w1 - w0``, bias ``b1 - b0`` (``softmax(l)[1] = sigmoid(l1 - l0)``), named
+``id2label[1]``. An unset problem type is read as transformers reads it (one output: regression;
+more: single-label), and the log says so; for the promoter and chromatin commands, which read
+independent sigmoids only (:data:`TASKS`), one output is a sigmoid and other heads are refused.
 """
 
 from __future__ import annotations
@@ -69,8 +54,7 @@ PROBLEM_TYPES = (SIGMOIDS, SOFTMAX, REGRESSION)
 @dataclass(frozen=True)
 class ConvertTask:
     """What ``genolong convert --task`` needs of a task: the problem types its commands read, the
-    command that scores with the converted classifier directory, and the one that fine-tunes a
-    masked-LM checkpoint for the task instead."""
+    command that scores with the converted directory, and the one that fine-tunes a masked-LM one."""
 
     problem_types: tuple[str, ...]
     command: str
@@ -87,9 +71,8 @@ TASKS = {
 
 
 def classifier_architecture(config: dict[str, Any], weights: dict) -> str | None:
-    """The classifier the checkpoint holds, or None when its weights have no ``classifier.*``
-    tensor. The weights decide, the config only names it (its first ``...Classification``
-    architecture, if any)."""
+    """The classifier the checkpoint holds (named by the config's first ``...Classification``
+    architecture, if any), or None when its weights have no ``classifier.*`` tensor."""
     if not any(name.startswith("classifier.") for name in weights):
         return None
     named = [name for name in config.get("architectures") or [] if "Classification" in name]
@@ -99,19 +82,13 @@ def classifier_architecture(config: dict[str, Any], weights: dict) -> str | None
 def sequence_head(source: SourceCheckpoint, weights: Weights,
                   task: str | None = None) -> tuple[dict[str, Any], dict]:
     """GenolongConfig fields and state dict of the classification head of ``source``, for the
-    commands of ``task`` (None: any problem type).
-
-    Raises:
-        ConversionError: not a sequence classifier (token classification, ...), or a head whose
-            problem type ``task``'s commands do not read.
-    """
+    commands of ``task`` (None: any problem type); a ConversionError for another classifier
+    (token classification, ...) or a problem type ``task``'s commands do not read."""
     config = source.config
     architecture = classifier_architecture(config, source.weights)
     if not architecture.endswith("ForSequenceClassification"):
-        raise ConversionError(
-            f"{architecture} is not supported: genolong converts masked-LM and sequence-classification "
-            "(...ForSequenceClassification) checkpoints"
-        )
+        raise ConversionError(f"{architecture} is not supported: genolong converts masked-LM and "
+                              "sequence-classification (...ForSequenceClassification) checkpoints")
     model_type = config["model_type"]
     dense, activation, output = SEQUENCE_HEADS[model_type]
     activation_key, default = HEAD_ACTIVATIONS.get(model_type, ("hidden_act", "gelu_new"))
@@ -119,11 +96,9 @@ def sequence_head(source: SourceCheckpoint, weights: Weights,
     readable = PROBLEM_TYPES if task is None else convert_task(task).problem_types
     weight, bias, labels, problem_type = converted_outputs(config, weight, bias, readable)
     if problem_type not in readable:
-        raise ConversionError(
-            f"--task {task} reads independent sigmoid outputs; this checkpoint's head is "
-            f"{describe_head(problem_type, len(labels))}",
-            hint="convert it with --task labelled, for `genolong task predict`",
-        )
+        raise ConversionError(f"--task {task} reads independent sigmoid outputs; this checkpoint's head is "
+                              f"{describe_head(problem_type, len(labels))}",
+                              hint="convert it with --task labelled, for `genolong task predict`")
     fields = {
         "classifier_pooler": activation or genolong_activation(config.get(activation_key, default)),
         "classifier_dropout": config.get("classifier_dropout"),
@@ -142,10 +117,9 @@ def sequence_head(source: SourceCheckpoint, weights: Weights,
 def converted_outputs(
     config: dict[str, Any], weight: torch.Tensor, bias: torch.Tensor, readable: tuple[str, ...] = PROBLEM_TYPES
 ) -> tuple[torch.Tensor, torch.Tensor, list[str], str]:
-    """The output layer (C', N), (C',), its C' label names and its problem type, from the
-    source's output layer weight (C, N) and bias (C,): a two-class softmax as one sigmoid, every
-    other head as it is. ``readable``: the problem types the target commands read, which decide
-    what one output of an unset problem type is (see the module docstring)."""
+    """The output layer (C', N), (C',), its C' label names and its problem type, from the source's
+    weight (C, N) and bias (C,) (module docstring); ``readable``: the problem types the target
+    commands read, which decide what one output of an unset problem type is."""
     classes = weight.shape[0]
     id2label = config.get("id2label") or {}
     names = [str(id2label.get(str(index), id2label.get(index, f"LABEL_{index}"))) for index in range(classes)]
@@ -179,9 +153,9 @@ def convert_task(task: str) -> ConvertTask:
 
 
 def task_info(task: str, window_bp: int, config: Any) -> TaskInfo:
-    """The ``genolong_task.json`` of a converted classifier for ``task``: windows of
-    ``window_bp``, as many tokens as the model has positions, the source's label names and, for
-    sigmoid outputs, threshold 0.5 (a two-class softmax's argmax)."""
+    """The ``genolong_task.json`` of a converted classifier for ``task``: windows of ``window_bp``,
+    the model's positions as tokens, the source's labels, for sigmoids threshold 0.5 (a two-class
+    softmax's argmax)."""
     convert_task(task)
     if window_bp < 1:
         raise ConversionError(f"--window-bp must be positive, got {window_bp}")

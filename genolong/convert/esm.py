@@ -1,21 +1,19 @@
 """transformers ``esm`` checkpoints: Nucleotide Transformer v1 (absolute positions) and v2
 (rotary positions, a SwiGLU feed-forward without biases).
 
-ESM is a pre-LN encoder: per layer ``x + attention(LN(x))`` (``attention.LayerNorm``) then
-``x + FFN(LN(x))`` (the layer's ``LayerNorm``), a final LayerNorm (``emb_layer_norm_after``), and
-an embedding LayerNorm only when ``emb_layer_norm_before`` is set. Queries are scaled by
-``1 / sqrt(D)`` before the rotation, which is the same scores as scaling them after.
+ESM is pre-LN (``attention.LayerNorm`` and the layer's ``LayerNorm``), with a final LayerNorm
+(``emb_layer_norm_after``) and an embedding LayerNorm only with ``emb_layer_norm_before``.
+Queries scaled by ``1 / sqrt(D)`` before the rotation give the same scores as scaled after.
 
 * **Positions.** ``absolute``: learned rows counted from ``pad_token_id + 1`` (fairseq's
-  convention), so genolong's position ``t`` is ESM's row ``t + pad_token_id + 1``. ``rotary``:
-  rotate-half over the whole head dimension, positions 0, 1, ... and base ``rope_theta``
-  (10,000 when the config has none, the value ESM's and Nucleotide Transformer v2's code fix);
-  no table, and the input length limit stays ``max_position_embeddings - pad_token_id - 1``.
-* **Feed-forward.** ESM's is ``down(gelu(up(x)))``. Nucleotide Transformer v2's is a GLU:
-  ``intermediate.dense`` gives 2 x ``intermediate_size`` features, ``down(silu(u1) * u2)`` with
-  ``u1`` the first half; its config says ``add_bias_fnn: false`` for the projections without
-  biases. The gate is read from the weights, not from a config key: ``intermediate.dense`` with
-  2 I rows is gated, with I rows plain. The masked-LM head keeps ESM's exact GELU.
+  convention): genolong's position ``t`` is ESM's row ``t + pad_token_id + 1``. ``rotary``:
+  rotate-half over the whole head dimension, positions 0, 1, ..., base ``rope_theta`` (else
+  10,000, as ESM's code fixes it); the input length limit stays
+  ``max_position_embeddings - pad_token_id - 1``.
+* **Feed-forward.** ESM's is ``down(gelu(up(x)))``; Nucleotide Transformer v2's a GLU,
+  ``down(silu(u1) * u2)`` with ``intermediate.dense`` giving 2 x ``intermediate_size`` features
+  ``[u1; u2]``, biases per ``add_bias_fnn``. The gate is read from the weights (2 I rows: gated,
+  I rows: plain). The masked-LM head keeps ESM's exact GELU.
 
 Token dropout (its eval-time rescaling depends on the input's mask ratio) and ESMFold are refused.
 """
@@ -61,8 +59,8 @@ def gated_feed_forward(config: dict[str, Any], weights: Weights) -> bool:
 
 
 def rotary_base(config: dict[str, Any], weights: Weights) -> float:
-    """The rotary base: ``rope_theta``, else ESM's 10,000; every saved ``rotary_embeddings.inv_freq``
-    buffer (older transformers saved one per layer) must be that base's frequencies."""
+    """The rotary base, ``rope_theta`` else 10,000, checked against every saved
+    ``rotary_embeddings.inv_freq`` buffer (older transformers saved one per layer)."""
     base = float(config.get("rope_theta", ROTARY_BASE))
     head_dim = int(config["hidden_size"]) // int(config["num_attention_heads"])
     expected = RotaryEmbedding(head_dim, base).inv_freq
@@ -113,11 +111,9 @@ def convert_esm(source: SourceCheckpoint) -> tuple[dict[str, Any], dict, Weights
     for i in range(layers):
         layer = f"encoder.layer.{i}"
         state |= target.block_state(
-            i,
-            *(weights.linear(f"{layer}.attention.self.{name}") for name in ("query", "key", "value")),
+            i, *(weights.linear(f"{layer}.attention.self.{name}") for name in ("query", "key", "value")),
             out=weights.linear(f"{layer}.attention.output.dense"),
-            up=weights.linear(f"{layer}.intermediate.dense"),
-            down=weights.linear(f"{layer}.output.dense"),
+            up=weights.linear(f"{layer}.intermediate.dense"), down=weights.linear(f"{layer}.output.dense"),
             attention_norm=weights.linear(f"{layer}.attention.LayerNorm"),
             feed_forward_norm=weights.linear(f"{layer}.LayerNorm"),
         )
@@ -129,8 +125,6 @@ def esm_mlm_head(weights: Weights) -> dict:
     """``lm_head``: dense, LayerNorm and the decoder (the token embedding when not saved)."""
     if "lm_head.dense.weight" not in weights:
         raise ConversionError("the checkpoint has no masked-LM head (lm_head)")
-    decoder_name = "lm_head.decoder.weight" if "lm_head.decoder.weight" in weights else "embeddings.word_embeddings.weight"
-    return target.head_state(
-        weights.linear("lm_head.dense"), weights.linear("lm_head.layer_norm"),
-        (weights.take(decoder_name), weights.take("lm_head.bias")),
-    )
+    decoder = weights.take_first("lm_head.decoder.weight", "embeddings.word_embeddings.weight")
+    return target.head_state(weights.linear("lm_head.dense"), weights.linear("lm_head.layer_norm"),
+                             (decoder, weights.take("lm_head.bias")))

@@ -1,26 +1,16 @@
-"""A ``tokenizer.json`` for Nucleotide Transformer's ``vocab.txt``-only ESM tokenizer (v1 and v2).
+"""A ``tokenizer.json`` for Nucleotide Transformer's ``vocab.txt``-only ``EsmTokenizer`` (v1 and
+v2), which transformers cannot convert; token ids tested identical on real genome sequence.
 
-genolong's commands encode DNA through a ``tokenizers`` backend (``tokenizer.json``); Nucleotide
-Transformer v1 ships transformers' Python ``EsmTokenizer`` (a ``vocab.txt`` of 6-mers, single
-bases and special tokens), for which transformers has no fast converter. Its encoding is simple
-enough to state in ``tokenizers``' terms exactly:
+* ``EsmTokenizer`` splits the text at the longest vocabulary entry that starts at the leftmost
+  position (a trie), then on whitespace; anything else is ``<unk>``. Here: a whitespace split, a
+  regular expression matching the longest entry (:func:`longest_match_pattern`), each match and
+  each unmatched run its own piece, and a ``WordLevel`` model of the same vocabulary.
+* ``<cls> sequence <eos>`` around the tokens, as ``build_inputs_with_special_tokens`` does (v1);
+  ``<eos>`` is also the separator genolong's encoders append (ESM has no ``sep_token``). Without
+  ``eos_token`` (v2) ``<cls>`` only is prepended; genolong's encoders still end inputs with ``<eos>``.
 
-* ``EsmTokenizer`` puts every vocabulary entry in a trie and splits the text at the longest entry
-  that starts at the leftmost position, then splits the rest on whitespace; each piece is its
-  vocabulary id, anything else ``<unk>``. Here: a whitespace split, then a regular expression
-  that matches the longest vocabulary entry (:func:`longest_match_pattern`), each match and each
-  unmatched run its own piece, and a ``WordLevel`` model of the same vocabulary.
-* ``<cls> sequence <eos>`` around the tokens, as ``build_inputs_with_special_tokens`` does
-  (Nucleotide Transformer v1); ``<eos>`` is also the separator genolong's encoders append (ESM has
-  no ``sep_token``). A tokenizer without ``eos_token`` (Nucleotide Transformer v2's) prepends
-  ``<cls>`` only, as ``EsmTokenizer`` then does; genolong's encoders still end their inputs with
-  the vocabulary's ``<eos>``, the separator every genolong model input has.
-
-Token ids are tested identical to ``EsmTokenizer``'s on real genome sequence.
-
-:func:`check_readable` refuses, before anything is written, a tokenizer that genolong's commands
-would refuse later: a WordPiece one (BERT's, e.g. DNABERT's k-mer vocabulary) reads DNA only
-pre-split into k-mers by the user, and turns a raw sequence into ``[UNK]``.
+:func:`check_readable` refuses, before anything is written, a tokenizer genolong's commands
+would refuse later (a WordPiece k-mer vocabulary reads only DNA pre-split into k-mers).
 """
 
 from __future__ import annotations
@@ -40,8 +30,7 @@ ESM_SEPARATOR = "<eos>"
 
 def fast_tokenizer(slow: PreTrainedTokenizerBase) -> PreTrainedTokenizerFast:
     """``slow`` as a fast tokenizer with the same ids (``slow`` itself when it is one already);
-    ConversionError for a Python-only class other than ``EsmTokenizer``, the only one of the
-    supported families."""
+    ConversionError for a Python-only class other than ``EsmTokenizer``."""
     if slow.is_fast:
         return slow
     if not isinstance(slow, EsmTokenizer):
@@ -62,23 +51,16 @@ def fast_tokenizer(slow: PreTrainedTokenizerBase) -> PreTrainedTokenizerFast:
         raise ConversionError(f"the EsmTokenizer has no eos_token and no {ESM_SEPARATOR} in its vocabulary: genolong's "
                               "commands end every input with a separator")
     if eos is None:  # Nucleotide Transformer: <cls> tokens, nothing appended
-        template = processors.TemplateProcessing(single=f"{cls} $A", special_tokens=[(cls, vocab[cls])])
+        backend.post_processor = processors.TemplateProcessing(single=f"{cls} $A",
+                                                               special_tokens=[(cls, vocab[cls])])
     else:
-        template = processors.TemplateProcessing(
+        backend.post_processor = processors.TemplateProcessing(
             single=f"{cls} $A {eos}", pair=f"{cls} $A {eos} $B {eos}",
             special_tokens=[(cls, vocab[cls]), (eos, vocab[eos])],
         )
-    backend.post_processor = template
-    return PreTrainedTokenizerFast(
-        tokenizer_object=backend,
-        unk_token=slow.unk_token,
-        cls_token=cls,
-        pad_token=slow.pad_token,
-        mask_token=slow.mask_token,
-        eos_token=eos,
-        sep_token=eos or ESM_SEPARATOR,
-        model_max_length=slow.model_max_length,
-    )
+    return PreTrainedTokenizerFast(tokenizer_object=backend, unk_token=slow.unk_token, cls_token=cls,
+                                   pad_token=slow.pad_token, mask_token=slow.mask_token, eos_token=eos,
+                                   sep_token=eos or ESM_SEPARATOR, model_max_length=slow.model_max_length)
 
 
 def check_readable(src, tokenizer: PreTrainedTokenizerFast) -> None:
@@ -96,10 +78,8 @@ def check_readable(src, tokenizer: PreTrainedTokenizerFast) -> None:
 
 def longest_match_pattern(entries: list[str]) -> str:
     """A regular expression matching the longest of ``entries`` that starts where it is tried:
-    their prefix trie, each step's continuation greedy (``(?:...)?`` after a complete entry), so
-    the engine follows the text down the trie and backs off to the last complete entry.
-    E.g. ``["A", "AC", "G"]`` -> ``(?:A(?:C)?|G)``. A trie, not an alternation of 4,000 6-mers,
-    which Oniguruma would try one by one at every position."""
+    their prefix trie with greedy continuations, e.g. ``["A", "AC", "G"]`` -> ``(?:A(?:C)?|G)``
+    (an alternation of 4,000 6-mers would be tried one by one at every position)."""
     trie: dict = {}
     for entry in entries:
         node = trie

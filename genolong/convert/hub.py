@@ -1,13 +1,9 @@
-"""Hub identifiers as ``genolong convert`` sources: ``ORG/NAME`` -> a verified snapshot directory.
+"""Hub identifiers as ``genolong convert`` sources: ``ORG/NAME`` -> a verified snapshot directory
+(user guide: ``docs/guide/convert.md``, "From the hub").
 
-Only the files :mod:`.source` reads are downloaded: ``config.json``, the tokenizer files and the
-weights :func:`.source.read_weights` would read (the first of its weight files the repository
-holds, with the shards an index names) -- never the repository's Python, which nothing here
-runs either. Each file is checked against the hash the hub lists for it (an LFS file's sha256, a
-git file's blob id) before it is read, and one that does not match is removed from the cache and
-refused. Files go to the standard Hugging Face cache (``HF_HUB_CACHE``, else ``HF_HOME/hub``),
-so a second conversion of the same revision downloads nothing; the hub is ``HF_ENDPOINT``
-(default https://huggingface.co). Both are read when a download starts.
+Only the files :mod:`.source` reads are downloaded (never the repository's Python), each checked
+against the hash the hub lists (:func:`check_hash`), into the Hugging Face cache (``HF_HUB_CACHE``,
+else ``HF_HOME/hub``) from ``HF_ENDPOINT`` (default https://huggingface.co), read at each download.
 """
 
 from __future__ import annotations
@@ -67,13 +63,8 @@ def is_hub_id(name: str) -> bool:
 
 def download_snapshot(repo_id: str, revision: str | None = None) -> Path:
     """The snapshot directory of ``repo_id`` at ``revision`` in the hub cache, holding the files
-    :mod:`.source` reads, each verified against the hub's hash.
-
-    Raises:
-        ConversionError: the hub cannot be reached or refuses (no such repository or revision, a
-            gated repository, offline mode), the repository has no config.json or no weights,
-            or a file does not match its hash (it is removed from the cache).
-    """
+    :mod:`.source` reads, verified; a ConversionError when the hub cannot be reached or refuses,
+    the repository has no config.json or no weights, or a file does not match its hash."""
     endpoint = (os.environ.get("HF_ENDPOINT") or DEFAULT_ENDPOINT).rstrip("/")
     try:
         info = HfApi(endpoint=endpoint).model_info(repo_id, revision=revision, files_metadata=True)
@@ -91,16 +82,14 @@ def download_snapshot(repo_id: str, revision: str | None = None) -> Path:
 
 def fetch_verified(repo_id: str, siblings: dict[str, RepoSibling], commit: str | None, endpoint: str,
                    name: str) -> Path:
-    """The cached file ``name`` of ``repo_id`` at ``commit`` (downloaded unless the cache has it),
-    checked against the hub's hash (:func:`check_hash`)."""
+    """The cached file ``name`` of ``repo_id`` at ``commit``, downloaded if needed, hash-checked."""
     path = Path(hf_hub_download(repo_id, name, revision=commit, endpoint=endpoint, cache_dir=hub_cache()))
     check_hash(repo_id, siblings[name], path)
     return path
 
 
 def hub_cache() -> str:
-    """The hub cache directory as huggingface_hub chooses it, read now rather than at its import:
-    ``HF_HUB_CACHE``, else ``HF_HOME/hub``, else its default."""
+    """The hub cache directory as huggingface_hub chooses it, read now rather than at its import."""
     if os.environ.get("HF_HUB_CACHE"):
         return os.environ["HF_HUB_CACHE"]
     if os.environ.get("HF_HOME"):
@@ -131,8 +120,8 @@ def shard_files(repo_id: str, index: Path, siblings: dict[str, RepoSibling]) -> 
 
 def check_hash(repo_id: str, sibling: RepoSibling, path: Path) -> None:
     """Refuse ``path`` unless it has the hash the hub lists for ``sibling`` (LFS: sha256 of the
-    content; git: the blob id, sha1 of ``blob SIZE\\0`` and the content); a mismatch is removed
-    from the cache, so that the next attempt downloads it again."""
+    content; git: the blob id, sha1 of ``blob SIZE\\0`` and the content), removing a mismatch
+    from the cache."""
     if sibling.lfs is not None:
         kind, expected, actual = "sha256", sibling.lfs.sha256, file_hash(path, hashlib.sha256())
     elif sibling.blob_id is not None:
@@ -160,8 +149,7 @@ def file_hash(path: Path, digest) -> str:
 
 
 def download_error(repo_id: str, revision: str | None, endpoint: str, err: Exception) -> ConversionError:
-    """The one line for a download of ``repo_id`` that failed with ``err``: why, and how to pass a
-    directory downloaded elsewhere instead."""
+    """The one line for a failed download of ``repo_id``: why, and how to pass a directory instead."""
     at = "" if revision is None else f" at revision {revision}"
     command = f"hf download {repo_id}" + ("" if revision is None else f" --revision {revision}")
     return ConversionError(

@@ -1,28 +1,20 @@
-"""A short full-attention model made long: LSG's conversion (Condevaux & Harispe 2023, §3.3-3.4).
+"""A short full-attention model made long: LSG's conversion (Condevaux & Harispe 2023, §3.3-3.4;
+user guide: ``docs/guide/long-context.md``).
 
-:func:`make_long` takes the GenolongConfig fields and state dict of a model with ``full``
-attention and P trained positions (a converted transformers checkpoint, or a genolong model
-directory) and returns those of the same model with:
+:func:`make_long` takes the GenolongConfig fields and state dict of a ``full`` model with P
+trained positions and returns those of the same model with:
 
-* **the attention swapped** (§5: "other elements are not modified"): ``lsg``, ``bigbird`` or
-  ``longformer`` read N = ``max_length`` tokens; ``sled`` keeps P positions and reads any length
-  in chunks of ``sled_chunk_size <= P`` tokens (Ivgi et al. 2023, §3); ``full`` keeps full
-  attention over N tokens (the baseline of LSG §4.1 that fails to extrapolate);
-* **the position table copied and concatenated** up to N (§3.4, as Longformer did): row ``j``
-  of the new (N, H) table is row ``j mod P`` of the trained (P, H) one (a model with rotary or
-  ALiBi positions has no table: its positions go on as they are);
-* **G global tokens** (``global_tokens``, lsg and longformer; SLED's prefix tokens) initialised
-  as LSG §3.3: global 0 = [CLS] + position 0, global i > 0 = [MASK] + position ``reorder(i)``
-  (the authors' positional stride of 64: 0, 64, 128, ..., then 1, 65, ...). genolong prepends
-  global tokens after the embedding LayerNorm, so the stored vectors are that LayerNorm of the
-  sums, i.e. exactly what the source's embedding layer gives those tokens;
-* **the block size checked against the trained length** (§A/E: for a model trained on 512
-  tokens, blocks over 256 hurt), by the attention class: what each backbone needs is its class's
-  (:meth:`~genolong.attention.base.Attention.long_settings`), so this module names no backbone.
+* **the attention swapped** (§5: "other elements are not modified"), with the settings its
+  class gives (:meth:`~genolong.attention.base.Attention.long_settings`, which also checks the
+  block size against P, §A/E): this module names no backbone;
+* **the position table copied** up to N (§3.4, as Longformer did): row ``j`` of the new (N, H)
+  table is row ``j mod P`` of the trained (P, H) one (rotary or ALiBi positions have no table);
+* **G global tokens** initialised as LSG §3.3: global 0 = [CLS] + position 0, global i > 0 =
+  [MASK] + position ``reorder(i)`` (the authors' stride of 64: 0, 64, 128, ..., then 1, 65, ...),
+  through the embedding LayerNorm, as genolong prepends them after it.
 
-With no global tokens, an input the pattern covers whole (lsg and bigbird: at most two blocks;
-longformer: at most one-sided window + 1 tokens; sled: at most one chunk) gives the source
-model's outputs: the attention is then full attention over the same tokens and positions.
+With no global tokens, an input the pattern covers whole (lsg and bigbird: two blocks;
+longformer: one-sided window + 1 tokens; sled: one chunk) gives the source model's outputs.
 """
 
 from __future__ import annotations
@@ -50,14 +42,13 @@ TOKENS = "genolong.encoder.embeddings.token.weight"
 
 @dataclass(frozen=True)
 class LongSpec:
-    """What ``genolong convert --backbone`` asks for.
+    """What ``genolong convert --backbone`` asks for (a backbone of :func:`long_backbones`),
+    ``global_tokens`` G learned global (sled: prefix) tokens.
 
     Attributes:
-        backbone: one of :func:`long_backbones`.
         max_length: N, the new position count (lsg, bigbird, longformer); None for sled.
         block_size: lsg / bigbird block size; longformer's one-sided window (attention_window / 2);
             sled's chunk size. None: the backbone's default.
-        global_tokens: G learned global (sled: prefix) tokens, LSG §3.3 initialisation.
     """
 
     backbone: str
@@ -80,22 +71,11 @@ def long_backbones() -> list[str]:
 
 
 def make_long(fields: dict[str, Any], state: dict[str, torch.Tensor], spec: LongSpec) -> tuple[dict, dict]:
-    """The fields and state of the long model (module docstring); the inputs are not modified.
-
-    Args:
-        fields: GenolongConfig fields of a ``full`` model with P positions.
-        state: its state dict, with the (P, H) position table under :data:`POSITIONS`.
-        spec: the requested backbone, length, block and global tokens.
-
-    Returns:
-        ``(fields, state)``: the position table (N, H), ``global_tokens`` (G, H) when G > 0, and
-        ``trained_positions = P`` recorded in the fields.
-
-    Raises:
-        ConversionError: a source that is not ``full`` attention (or a per-layer plan whose
-            local layers have their own rotary base), N not a multiple of the block
-            (or below P), a block too large for the trained length, global tokens the backbone
-            cannot have; one line each.
+    """``(fields, state)`` of the long model (module docstring; the inputs are not modified):
+    the position table (N, H) under :data:`POSITIONS`, ``global_tokens`` (G, H) when G > 0, and
+    ``trained_positions = P`` in the fields. A one-line ConversionError for a source that is not
+    ``full`` attention (or whose local layers have their own rotary base), N not a multiple of the
+    block (or below P), a block too large for P, or global tokens the backbone cannot have.
     """
     backbone = spec.backbone
     trained = int(state[POSITIONS].shape[0]) if POSITIONS in state else int(fields["max_position_embeddings"])
@@ -116,10 +96,9 @@ def make_long(fields: dict[str, Any], state: dict[str, torch.Tensor], spec: Long
         raise ConversionError("--global-tokens needs a model without local_conv_kernel (the convolution mixes "
                               "neighbouring tokens into every embedding)")
     length = settings["max_position_embeddings"]
-    fields = switch_backbone({"backbone": "full"} | fields, {"backbone": backbone, "max_position_embeddings": length,
-                                                             "trained_positions": trained, "full_attention_layers": None,
-                                                             "local_rotary_base": None}
-                             | settings)
+    overrides = {"backbone": backbone, "max_position_embeddings": length, "trained_positions": trained,
+                 "full_attention_layers": None, "local_rotary_base": None} | settings
+    fields = switch_backbone({"backbone": "full"} | fields, overrides)
     try:
         GenolongConfig(**fields)
     except ConfigError as err:
@@ -139,8 +118,8 @@ def extend_positions(position: torch.Tensor, length: int) -> torch.Tensor:
 
 
 def global_positions(count: int, trained: int) -> list[int]:
-    """The position rows of the ``count`` global tokens: 0, then the authors' stride order
-    0, 64, 128, ... (< P), 1, 65, ...; global i takes entry i."""
+    """The position rows of the ``count`` global tokens: the authors' stride order 0, 64, 128, ...
+    (< P), 1, 65, ...; global i takes entry i."""
     stride = min(GLOBAL_POSITION_STRIDE, trained)
     order = [offset + step for offset in range(stride) for step in range(0, trained, stride) if offset + step < trained]
     return [order[i % len(order)] for i in range(count)]
@@ -148,8 +127,7 @@ def global_positions(count: int, trained: int) -> list[int]:
 
 @torch.no_grad()
 def lsg_global_tokens(fields: dict[str, Any], state: dict[str, torch.Tensor], count: int, trained: int) -> torch.Tensor:
-    """(G, H) global tokens of LSG §3.3: [CLS] + position 0, then [MASK] + position reorder(i), through
-    the embedding LayerNorm (when the model has one)."""
+    """(G, H) global tokens of LSG §3.3 (module docstring)."""
     for name in ("cls_token_id", "mask_token_id"):
         if fields.get(name) is None:
             raise ConversionError(f"--global-tokens needs the tokenizer's {name.removesuffix('_id')} "

@@ -3,29 +3,22 @@
 ModernBERT (Warner et al. 2024) is a pre-LN encoder without position table and, in its
 published configs, without biases:
 
-* embeddings: ``tok_embeddings`` then a LayerNorm (``embeddings.norm``);
-* layer ``i``: ``x + Wo(attention(attn_norm(x)))`` then ``x + mlp(mlp_norm(x))``; layer 0 has no
-  ``attn_norm`` (the embeddings are normalised already); ``Wqkv`` is one fused projection
-  (queries, keys, values in that order);
-* attention: rotary queries and keys (rotate-half, every dimension); a layer of type
-  ``full_attention`` sees every token with base ``rope_parameters.full_attention.rope_theta``,
-  one of type ``sliding_attention`` the band ``|i - j| <= local_attention // 2`` with base
-  ``rope_parameters.sliding_attention.rope_theta``. Older configs say ``global_attn_every_n_layers``
-  (layer ``i`` is global when ``i % n == 0``), ``global_rope_theta`` and ``local_rope_theta``
-  (null: the global base, as transformers 4 read it); transformers' own ``ModernBertConfig``
-  reads them here, as it does for its model;
-* MLP: GeGLU, ``Wo(act(input) * gate)`` with ``input, gate = Wi(x).chunk(2)``;
-* a final LayerNorm (``final_norm``);
-* masked-LM head: ``decoder(head.norm(act(head.dense(x))))`` with ``act = classifier_activation``
-  and the decoder tied to the token embedding; sequence classifier: the [CLS] row or the
-  masked mean (``classifier_pooling``), the same ``head``, then ``classifier``
-  (:mod:`.classification`).
+* ``tok_embeddings`` then ``embeddings.norm``; layer ``i``: ``x + Wo(attention(attn_norm(x)))``
+  then ``x + mlp(mlp_norm(x))``, no ``attn_norm`` in layer 0, a fused ``Wqkv`` (q, k, v);
+* attention: rotary (rotate-half, every dimension); a ``full_attention`` layer sees every token
+  with base ``rope_parameters.full_attention.rope_theta``, a ``sliding_attention`` one the band
+  ``|i - j| <= local_attention // 2`` with ``rope_parameters.sliding_attention.rope_theta``
+  (older configs' ``global_attn_every_n_layers``, ``global_rope_theta`` and ``local_rope_theta``
+  are read by transformers' own ``ModernBertConfig``);
+* MLP: GeGLU, ``Wo(act(input) * gate)`` with ``input, gate = Wi(x).chunk(2)``; ``final_norm``;
+* masked-LM head: ``decoder(head.norm(act(head.dense(x))))``, ``act = classifier_activation``,
+  the decoder tied; sequence classifier: [CLS] or the masked mean (``classifier_pooling``), the
+  same ``head``, then ``classifier`` (:mod:`.classification`).
 
-In genolong's terms: rotary positions, a gated feed-forward, LayerNorms with ``norm_bias``, no
-norm before layer 0's attention, and the sliding-window layers as ``longformer`` layers of
-``attention_window = 2 * (local_attention // 2)`` (the same band) without global tokens, the
-global layers listed in ``full_attention_layers``. A rope scaling other than ``default``, a window
-of no neighbour, or layer types other than these two are refused.
+In genolong's terms the sliding-window layers are ``longformer`` layers of ``attention_window =
+2 * (local_attention // 2)`` (the same band) without global tokens, the global layers listed in
+``full_attention_layers``. A rope scaling other than ``default``, a window of no neighbour, or
+other layer types are refused.
 """
 
 from __future__ import annotations
@@ -47,8 +40,8 @@ SPECIAL_IDS = ("pad_token_id", "bos_token_id", "eos_token_id", "cls_token_id", "
 
 def read_config(config: dict[str, Any]) -> ModernBertConfig:
     """``config.json`` as transformers' ModernBertConfig reads it (defaults, legacy keys), without
-    its special-token ids: they come from the tokenizer (modernGENA's ``bos_token_id: 50281`` lies
-    outside its vocabulary, which transformers would warn about)."""
+    its special-token ids, which come from the tokenizer (modernGENA's ``bos_token_id: 50281``
+    lies outside its vocabulary)."""
     kept = {k: v for k, v in config.items() if k != "transformers_version"} | dict.fromkeys(SPECIAL_IDS)
     try:
         return ModernBertConfig.from_dict(kept)
@@ -134,11 +127,8 @@ def convert_modernbert(source: SourceCheckpoint) -> tuple[dict[str, Any], dict, 
     for i in range(layers):
         layer = f"layers.{i}"
         state |= target.fused_block_state(
-            i,
-            weights.linear(f"{layer}.attn.Wqkv"),
-            out=weights.linear(f"{layer}.attn.Wo"),
-            up=weights.linear(f"{layer}.mlp.Wi"),
-            down=weights.linear(f"{layer}.mlp.Wo"),
+            i, weights.linear(f"{layer}.attn.Wqkv"), out=weights.linear(f"{layer}.attn.Wo"),
+            up=weights.linear(f"{layer}.mlp.Wi"), down=weights.linear(f"{layer}.mlp.Wo"),
             attention_norm=weights.linear(f"{layer}.attn_norm") if i else None,
             feed_forward_norm=weights.linear(f"{layer}.mlp_norm"),
         )
@@ -148,15 +138,9 @@ def convert_modernbert(source: SourceCheckpoint) -> tuple[dict[str, Any], dict, 
 
 def drop_padding_rows(weights: Weights, tokens: int) -> None:
     """Cut the vocabulary-indexed tensors (token embedding, decoder and its bias) of ``weights``
-    to the tokenizer's ``tokens`` rows.
-
-    ModernBERT checkpoints pad the vocabulary to a multiple of 64 (modernGENA: 32,768 rows for
-    GENA-LM's 32,000 tokens). No input reaches the rows beyond the tokenizer, and the logits of
-    every token the tokenizer has are unchanged; the masked-LM softmax runs over the tokens that
-    exist (the source's probabilities renormalised without the padding rows' share, which
-    training on targets that are never padding drives down). Fewer rows than tokens is left to
-    the vocabulary check of the conversion.
-    """
+    to the tokenizer's ``tokens`` rows: ModernBERT pads the vocabulary to a multiple of 64
+    (modernGENA: 32,768 rows for 32,000 tokens). No input reaches those rows and every real
+    token's logit is unchanged; the masked-LM softmax is renormalised without their share."""
     rows = weights.tensors["embeddings.tok_embeddings.weight"].shape[0]
     if rows <= tokens:
         return
@@ -171,6 +155,6 @@ def modernbert_mlm_head(weights: Weights) -> dict:
     bias for ``decoder_bias: false``)."""
     if "head.dense.weight" not in weights:
         raise ConversionError("the checkpoint has no masked-LM head (head.dense)")
-    decoder = weights.take("decoder.weight" if "decoder.weight" in weights else "embeddings.tok_embeddings.weight")
+    decoder = weights.take_first("decoder.weight", "embeddings.tok_embeddings.weight")
     bias = weights.take("decoder.bias") if "decoder.bias" in weights else decoder.new_zeros(decoder.shape[0])
     return target.head_state(weights.linear("head.dense"), weights.linear("head.norm"), (decoder, bias))

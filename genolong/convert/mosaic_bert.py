@@ -1,25 +1,20 @@
 """MosaicBERT checkpoints: DNABERT-2 (``zhihan1996/DNABERT-2-117M`` and its fine-tuned classifiers).
 
-DNABERT-2 ships MosaicBERT's modelling code (``bert_layers.py``, MosaicML examples, Apache-2.0)
-instead of a transformers architecture: its ``config.json`` has no ``model_type``, an
-``auto_map`` to that code and MosaicBERT's ``alibi_starting_size``, which is how
-:func:`~genolong.convert.source.infer_model_type` recognises it (``mosaic_bert``). No code of the
-checkpoint is read. The architecture, as the converted model computes it:
+DNABERT-2 ships MosaicBERT's modelling code (``bert_layers.py``, MosaicML examples) instead of
+a transformers architecture; its ``config.json`` has no ``model_type`` but MosaicBERT's
+``alibi_starting_size``, by which :func:`~genolong.convert.source.infer_model_type` recognises
+it. No code of the checkpoint is read. As the converted model computes it:
 
-* embeddings: word + token type 0 (every genolong input is one segment, so that row is added
-  into the word embeddings once; the masked-LM decoder keeps the original word embeddings, no
-  longer tied), LayerNorm, no position embeddings;
-* attention: a fused ``Wqkv`` (queries, keys, values in that order), ALiBi biases
-  ``-m_h |i - j|`` with Press et al.'s slopes (:mod:`genolong.attention.alibi`), padded keys
-  excluded (MosaicBERT runs attention on the unpadded tokens), ``attention.output.dense``,
-  post-LN;
+* embeddings: word + token type 0 (added into the word embeddings once; the masked-LM decoder
+  keeps the original word embeddings, no longer tied), LayerNorm, no position embeddings;
+* attention: a fused ``Wqkv`` (queries, keys, values), ALiBi biases ``-m_h |i - j|`` with Press
+  et al.'s slopes (:mod:`genolong.attention.alibi`), padded keys excluded, post-LN;
 * feed-forward: ``mlp.gated_layers`` (2I, N) without bias, ``gelu(first half) * second half``
   (exact GELU), ``mlp.wo`` with bias, post-LN (``mlp.layernorm``);
 * heads: BERT's masked-LM head (``cls.predictions``) and BERT's pooler + classifier.
 
-``max_position_embeddings`` stays the config's (512): ALiBi reads longer inputs without new
-weights, and ``genolong convert MODEL --backbone full --max-length N`` (or a sparse backbone)
-raises it.
+``max_position_embeddings`` stays the config's (512); ``convert --backbone full --max-length N``
+raises it (ALiBi needs no new weights).
 """
 
 from __future__ import annotations
@@ -30,8 +25,7 @@ from genolong.convert import target
 from genolong.convert.bert import genolong_activation
 from genolong.convert.source import ConversionError, SourceCheckpoint, Weights
 
-#: Weights genolong has no use for: the pooler of a masked-LM checkpoint (a classifier's is taken
-#: by :mod:`.classification`), buffers of the source code.
+#: Weights genolong has no use for: a masked-LM checkpoint's pooler, buffers of the source code.
 IGNORED = ("pooler.", "embeddings.token_type_ids", "embeddings.position_ids", "encoder.alibi")
 
 
@@ -72,11 +66,9 @@ def convert_mosaic_bert(source: SourceCheckpoint) -> tuple[dict[str, Any], dict,
     for i in range(fields["num_hidden_layers"]):
         layer = f"encoder.layer.{i}"
         state |= target.fused_block_state(
-            i,
-            weights.linear(f"{layer}.attention.self.Wqkv"),
+            i, weights.linear(f"{layer}.attention.self.Wqkv"),
             out=weights.linear(f"{layer}.attention.output.dense"),
-            up=weights.linear(f"{layer}.mlp.gated_layers"),
-            down=weights.linear(f"{layer}.mlp.wo"),
+            up=weights.linear(f"{layer}.mlp.gated_layers"), down=weights.linear(f"{layer}.mlp.wo"),
             attention_norm=weights.linear(f"{layer}.attention.output.LayerNorm"),
             feed_forward_norm=weights.linear(f"{layer}.mlp.layernorm"),
         )

@@ -1,14 +1,7 @@
-"""Reading a transformers checkpoint directory: ``config.json``, weights, tokenizer.
-
-A *source* is the directory a hub snapshot leaves on disk: ``config.json``, the weights as
-``model.safetensors`` or ``pytorch_model.bin`` (or their sharded ``*.index.json`` form), and the
-tokenizer files. Nothing is downloaded and no code from the directory is run: the weights are
-read as tensors (``torch.load(weights_only=True)`` for ``.bin``), the tokenizer through
-``tokenizers``' own JSON format or transformers' built-in tokenizer classes.
-
-:class:`Weights` hands the converters one tensor at a time and remembers which it handed out,
-so that a conversion can refuse a checkpoint with weights it did not understand rather than
-silently drop them.
+"""Reading a transformers checkpoint directory (a hub snapshot): ``config.json``, the weights
+(:data:`WEIGHT_FILES`) and the tokenizer, running no code from it (``torch.load(weights_only=True)``,
+transformers' built-in tokenizer classes). :class:`Weights` remembers which tensors a converter
+took, so that a conversion refuses weights it did not understand rather than silently drop them.
 """
 
 from __future__ import annotations
@@ -34,14 +27,8 @@ class ConversionError(UserError):
 
 @dataclass
 class SourceCheckpoint:
-    """A transformers checkpoint read from disk.
-
-    Attributes:
-        path: the source directory.
-        config: ``config.json`` as a dict.
-        weights: every tensor of the checkpoint by its saved name.
-        tokenizer: the source's tokenizer.
-    """
+    """A transformers checkpoint read from disk: ``config.json`` as a dict, every tensor by its
+    saved name, the tokenizer."""
 
     path: Path
     config: dict[str, Any]
@@ -84,11 +71,9 @@ def read_weights(path: Path) -> dict[str, torch.Tensor]:
     found = next((path / name for name in WEIGHT_FILES if (path / name).is_file()), None)
     if found is None:
         raise ConversionError(f"{path} holds no weights (looked for {', '.join(WEIGHT_FILES)})")
+    files = [found]
     if found.name.endswith(".index.json"):
-        shards = sorted(set(json.loads(found.read_text())["weight_map"].values()))
-        files = [path / shard for shard in shards]
-    else:
-        files = [found]
+        files = [path / shard for shard in sorted(set(json.loads(found.read_text())["weight_map"].values()))]
     weights: dict[str, torch.Tensor] = {}
     for file in files:
         if not file.is_file():
@@ -117,17 +102,9 @@ def read_tokenizer(path: Path) -> PreTrainedTokenizerBase:
 
 
 class Weights:
-    """The tensors of a checkpoint under names without the base model's prefix.
-
-    ``take(name)`` returns one tensor and marks it used; :meth:`unused` lists the others, so a
-    converter can refuse weights it has no place for.
-
-    Args:
-        tensors: the checkpoint's tensors by saved name.
-        prefix: the base model's prefix (``"bert."``, ``"esm."``), stripped where present.
-        ignored: name prefixes (after stripping) that the target model does not need, such as
-            the NSP head or the pooler, which the masked-LM model never runs.
-    """
+    """A checkpoint's ``tensors`` under their names without the base model's ``prefix``
+    (``"bert."``, ``"esm."``); :meth:`take` marks a tensor used, :meth:`unused` lists the others
+    but the ``ignored`` name prefixes (weights the target model does not need: the NSP head, ...)."""
 
     def __init__(self, tensors: dict[str, torch.Tensor], prefix: str, ignored: tuple[str, ...] = ()):
         self.tensors = {name.removeprefix(prefix): tensor for name, tensor in tensors.items()}
@@ -136,6 +113,10 @@ class Weights:
 
     def __contains__(self, name: str) -> bool:
         return name in self.tensors
+
+    def take_first(self, *names: str) -> torch.Tensor:
+        """:meth:`take` of the first of ``names`` the checkpoint has (else of the last)."""
+        return self.take(next((name for name in names if name in self.tensors), names[-1]))
 
     def take(self, name: str) -> torch.Tensor:
         """The tensor ``name`` (float32); ConversionError when the checkpoint lacks it."""

@@ -1,9 +1,5 @@
-"""The genolong side of a conversion: state-dict names, the model, the output directory.
-
-Converters describe a source model in genolong's terms (:class:`GenolongConfig` fields and
-tensors per module) through the helpers here, so that the names of genolong's parameters are
-spelled in one place. Shapes: N = hidden size, I = intermediate size, V = vocabulary, P =
-positions.
+"""The genolong side of a conversion: state-dict names (spelled here only), the model, the
+output directory. Shapes: N = hidden size, I = intermediate size, V = vocabulary, P = positions.
 """
 
 from __future__ import annotations
@@ -44,31 +40,19 @@ def embedding_state(token: torch.Tensor, position: torch.Tensor | None, norm: Li
     return state
 
 
-def block_state(
-    index: int,
-    query: Linear,
-    key: Linear,
-    value: Linear,
-    out: Linear,
-    up: Linear,
-    down: Linear,
-    attention_norm: Linear | None,
-    feed_forward_norm: Linear,
-) -> dict[str, torch.Tensor]:
+def block_state(index: int, query: Linear, key: Linear, value: Linear, out: Linear, up: Linear, down: Linear,
+                attention_norm: Linear | None, feed_forward_norm: Linear) -> dict[str, torch.Tensor]:
     """One :class:`~genolong.model.encoder.Block`: query, key, value (N, N) fused into ``qkv``
     (3N, N), attention output (N, N), feed-forward up (I, N) -- (2I, N) for a gated one, the
-    gate's half first -- and down (N, I), and the two LayerNorms (before or after their
-    sub-layer, as ``pre_layer_norm`` says; ``attention_norm`` None: layer 0 without one).
-    A bias may be None (a layer without biases)."""
+    gate's half first -- and down (N, I), and the two LayerNorms (``attention_norm`` None: layer 0
+    without one). A bias may be None (a layer without biases)."""
     qkv_bias = None if query[1] is None else torch.cat([query[1], key[1], value[1]])
     return fused_block_state(index, (torch.cat([query[0], key[0], value[0]]), qkv_bias), out, up, down,
                              attention_norm, feed_forward_norm)
 
 
-def fused_block_state(
-    index: int, qkv: Linear, out: Linear, up: Linear, down: Linear, attention_norm: Linear | None,
-    feed_forward_norm: Linear,
-) -> dict[str, torch.Tensor]:
+def fused_block_state(index: int, qkv: Linear, out: Linear, up: Linear, down: Linear,
+                      attention_norm: Linear | None, feed_forward_norm: Linear) -> dict[str, torch.Tensor]:
     """:func:`block_state` from an already fused ``qkv`` (3N, N): queries, keys, values in that order."""
     prefix = f"{ENCODER}.blocks.{index}"
     state = (
@@ -105,11 +89,8 @@ def _pair(name: str, weight_and_bias: Linear) -> dict[str, torch.Tensor]:
 
 def build_model(fields: dict[str, Any], state: dict[str, torch.Tensor]) -> GenolongPreTrainedModel:
     """A GenolongForMaskedLM (``state`` has the masked-LM head) or a
-    GenolongForSequenceClassification with ``fields`` and every parameter from ``state``.
-
-    Its own buffers (a seeded random layout) are kept; any parameter that ``state`` does not set,
-    or any entry of ``state`` the model has no place for, is a ConversionError.
-    """
+    GenolongForSequenceClassification with ``fields`` and every parameter from ``state`` (its own
+    buffers kept); a ConversionError for a parameter left unset or an entry with no place."""
     if "lm_head.decoder.weight" in state:
         decoder = state["lm_head.decoder.weight"]
         fields["tie_word_embeddings"] = bool(torch.equal(decoder, state[f"{ENCODER}.embeddings.token.weight"]))
@@ -125,13 +106,11 @@ def build_model(fields: dict[str, Any], state: dict[str, torch.Tensor]) -> Genol
     return model.eval()
 
 
-def write_model_directory(
-    model: GenolongPreTrainedModel, tokenizer: PreTrainedTokenizerBase, out: str | Path, task: TaskInfo | None = None
-) -> None:
-    """``out``: the model (config.json stamped with the tokenizer's fingerprint, and
-    model.safetensors with a progress bar on stderr: tensors written / total), the tokenizer,
-    ``task`` (a classifier's ``genolong_task.json``) when given, and the run marker, written
-    atomically. The same files as :func:`~genolong.model.loading.save_model`."""
+def write_model_directory(model: GenolongPreTrainedModel, tokenizer: PreTrainedTokenizerBase, out: str | Path,
+                          task: TaskInfo | None = None) -> None:
+    """``out``, written atomically: the files of :func:`~genolong.model.loading.save_model`
+    (model.safetensors with a progress bar on stderr: tensors written / total), ``task`` (a
+    classifier's ``genolong_task.json``) when given, and the run marker."""
     tokenizer.model_max_length = model.config.max_position_embeddings
     model.config.tokenizer_fingerprint = tokenizer_fingerprint(tokenizer)
     model.config.architectures = [type(model).__name__]
@@ -139,8 +118,8 @@ def write_model_directory(
     state = model.state_dict()
     with atomic_path(out, directory=True) as tmp:
         model.config.save_pretrained(str(tmp))
-        with progress_bar(total=len(distinct_tensors(state)), desc="saving weights", unit=" tensors", file=sys.stderr,
-                  disable=None) as progress:
+        with progress_bar(total=len(distinct_tensors(state)), desc="saving weights", unit=" tensors",
+                          file=sys.stderr, disable=None) as progress:
             write_safetensors(state, Path(tmp) / WEIGHTS_FILE, progress)
         tokenizer.save_pretrained(str(tmp))
         if task is not None:
@@ -149,14 +128,9 @@ def write_model_directory(
 
 
 def tokenizer_fields(tokenizer: PreTrainedTokenizerBase, vocab_rows: int) -> dict[str, Any]:
-    """Config fields that come from the tokenizer, never from the source's config.json (GENA-LM's
-    BigBird config says ``sep_token_id: 66``, a BigBirdConfig default; its tokenizer's [SEP] is 2).
-
-    This is the one place where the saved config gets the tokenizer's metadata.
-
-    Raises:
-        ConversionError: the tokenizer's vocabulary does not match the embedding's ``vocab_rows``.
-    """
+    """The special-token ids of the config, from the tokenizer, never from the source's
+    config.json (GENA-LM's BigBird says ``sep_token_id: 66``, its tokenizer's [SEP] is 2); a
+    ConversionError when the vocabulary does not match the embedding's ``vocab_rows`` or has no [PAD]."""
     if len(tokenizer) != vocab_rows:
         raise ConversionError(
             f"the tokenizer has {len(tokenizer)} tokens but the embedding matrix {vocab_rows} rows: "

@@ -1,14 +1,10 @@
-"""Writing ``model.safetensors`` one tensor at a time, so that a progress bar can follow it.
+"""Writing ``model.safetensors`` one tensor at a time, so that a progress bar can follow it
+(``save_pretrained`` writes a whole state dict in one call: 1.3 GB without a sign of life).
 
-``safetensors.torch.save_file`` (which ``save_pretrained`` calls) writes a whole state dict in
-one call; a converted GENA-LM large model is 1.3 GB of fp32 and would save without a sign of
-life. The format is simple (https://github.com/huggingface/safetensors, "Format"): an 8-byte
-little-endian header length, a JSON header naming each tensor's dtype, shape and byte range in
-the data that follows (padded with spaces to a multiple of 8 bytes), then the tensors' bytes,
-little-endian and C-contiguous. This module writes that with the header first and the tensors
-after it, so the bar advances per tensor. The file is what ``save_pretrained`` writes:
-``{"format": "pt"}`` metadata, and a tensor that shares its storage with an earlier one (the
-decoder tied to the token embedding) left out, for ``from_pretrained`` to tie again.
+The format (https://github.com/huggingface/safetensors, "Format"): an 8-byte little-endian header
+length, a JSON header of each tensor's dtype, shape and byte range, space-padded to a multiple of
+8 bytes, then the tensors' little-endian C-contiguous bytes. As ``save_pretrained``: ``{"format":
+"pt"}`` metadata, and a tensor sharing storage with an earlier one (a tied decoder) left out.
 """
 
 from __future__ import annotations

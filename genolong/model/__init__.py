@@ -1,8 +1,6 @@
 """The genolong encoder (:mod:`.encoder`), its task heads (:mod:`.heads`), the transformers
-configuration (:mod:`.configuration`) and model classes (:mod:`.modeling`).
-
-Importing this package registers them with transformers' Auto classes, as any transformers
-model package does::
+configuration (:mod:`.configuration`) and model classes (:mod:`.modeling`), registered with
+transformers' Auto classes when this package is imported::
 
     AutoConfig.for_model("genolong", backbone="bigbird", ...)
     AutoModelForMaskedLM.from_pretrained(directory)

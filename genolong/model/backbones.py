@@ -1,9 +1,6 @@
-"""The model side of a backbone that needs more than the plain encoder and the [CLS] vector.
-
-A backbone is its attention (:mod:`genolong.attention`, which never names a model class); when it
-changes the encoder (VCC's compressing layers, SLED's chunks) or how a classifier pools the tokens
-(SLED's fusion of every chunk), the model module that defines those classes registers them under
-the backbone's name::
+"""The model side of a backbone that needs more than the plain encoder and the [CLS] vector: its
+attention (:mod:`genolong.attention`) names no model class, so a model module registers the
+backbone's encoder (VCC, SLED) or classifier pooling (SLED's fusion) under the backbone's name::
 
     @register_encoder("vcc")
     class VCCEncoder(Encoder): ...        # (config) -> module: input_ids (B, L) -> (B, L, N)
@@ -11,8 +8,8 @@ the backbone's name::
     @register_pooling("sled")
     class SledFusion(nn.Module): ...      # (config) -> module: (B, L, N), mask (B, L) -> (B, 1, N)
 
-The first lookup imports every module of :mod:`genolong.model`, so that a module placed there
-registers its classes; one elsewhere (a test's toy backbone) registers when it is imported.
+The first lookup imports every module of :mod:`genolong.model`; one elsewhere (a test's toy
+backbone) registers when it is imported.
 """
 
 from __future__ import annotations
@@ -26,7 +23,6 @@ from genolong.core.registry import Registry
 
 
 def _model_modules() -> list[str]:
-    """Every module of :mod:`genolong.model`: the built-in backbones register from theirs."""
     package = __name__.rpartition(".")[0]
     return [f"{package}.{module.name}" for module in pkgutil.iter_modules([str(Path(__file__).parent)])]
 
@@ -39,29 +35,9 @@ POOLINGS: Registry[type[nn.Module]] = Registry("backbone pooling", _model_module
 
 def register_encoder(backbone: str):
     """Class decorator: the encoder that runs the layers of ``backbone``."""
-
-    def decorator(cls: type[nn.Module]) -> type[nn.Module]:
-        ENCODERS.add(backbone, cls)
-        return cls
-
-    return decorator
+    return lambda cls: ENCODERS.add(backbone, cls)
 
 
 def register_pooling(backbone: str):
     """Class decorator: the module that pools a ``backbone`` classifier's token vectors into one."""
-
-    def decorator(cls: type[nn.Module]) -> type[nn.Module]:
-        POOLINGS.add(backbone, cls)
-        return cls
-
-    return decorator
-
-
-def backbone_encoder(backbone: str) -> type[nn.Module] | None:
-    """The encoder class registered for ``backbone``; None: the plain encoder."""
-    return ENCODERS.find(backbone)
-
-
-def backbone_pooling(backbone: str) -> type[nn.Module] | None:
-    """The pooling class registered for ``backbone``; None: the classifier reads [CLS] (or its own pooling)."""
-    return POOLINGS.find(backbone)
+    return lambda cls: POOLINGS.add(backbone, cls)

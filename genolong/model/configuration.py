@@ -1,12 +1,9 @@
 """``GenolongConfig``: the one configuration of every genolong model.
 
-transformers' standard field names, plus ``backbone`` (the attention's registry name) and
-that attention's own parameters under their paper names (``block_size``,
-``num_random_blocks``, ...), merged in from the attention class's ``config_defaults``.
-Impossible settings raise :class:`~genolong.core.errors.ConfigError` at construction.
-
-It lives apart from the model classes (as transformers' ``configuration_*.py`` files do) so
-that registering it with ``AutoConfig`` does not import the modeling code.
+transformers' standard field names, plus ``backbone`` (the attention's registry name) and that
+attention's own parameters under their paper names (``block_size``, ...), merged in from the
+attention class's ``config_defaults``. Impossible settings raise
+:class:`~genolong.core.errors.ConfigError` at construction.
 """
 
 from __future__ import annotations
@@ -21,42 +18,21 @@ from genolong.attention import attention_class, attention_defaults, available_at
 from genolong.attention.base import check_position_type
 from genolong.config import check_type, describe_unknown, where
 from genolong.core.errors import ConfigError
-from genolong.model.backbones import backbone_pooling
+from genolong.model.backbones import POOLINGS
 from genolong.model.encoder import ACTIVATIONS
 from genolong.model.heads import CLASSIFIER_POOLINGS, POOLER_ACTIVATIONS
 
 PROBLEM_TYPES = ("single_label_classification", "multi_label_classification", "regression")
 #: ``position_embedding_type`` values: a learned table, rotary queries and keys, ALiBi biases.
 POSITION_TYPES = ("absolute", "rotary", "alibi")
-
-
 #: The positive-integer sizes of the encoder (they fix the shapes of the weights).
-SIZE_FIELDS = (
-    "vocab_size",
-    "hidden_size",
-    "num_hidden_layers",
-    "num_attention_heads",
-    "intermediate_size",
-    "max_position_embeddings",
-)
-
+SIZE_FIELDS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
+               "max_position_embeddings")
 #: The fields that say which published variant of the encoder a model is (positions, feed-forward,
 #: biases, norms, per-layer plan): fixed by its weights, like the sizes.
-VARIANT_FIELDS = (
-    "position_embedding_type",
-    "rotary_base",
-    "local_rotary_base",
-    "full_attention_layers",
-    "gated_feed_forward",
-    "attention_bias",
-    "mlp_in_bias",
-    "mlp_out_bias",
-    "norm_bias",
-    "first_layer_attention_norm",
-    "head_act",
-    "head_dense_bias",
-    "classifier_norm",
-)
+VARIANT_FIELDS = ("position_embedding_type", "rotary_base", "local_rotary_base", "full_attention_layers",
+                  "gated_feed_forward", "attention_bias", "mlp_in_bias", "mlp_out_bias", "norm_bias",
+                  "first_layer_attention_norm", "head_act", "head_dense_bias", "classifier_norm")
 
 
 class GenolongConfig(PretrainedConfig):
@@ -64,51 +40,38 @@ class GenolongConfig(PretrainedConfig):
 
     The default sizes are the BigBird genomics model's (Zaheer et al. 2020, App. F, Table 21): 12
     layers, 12 heads, hidden 768, 32K vocabulary, 4,096 tokens, dropout 0.1, post-LN as in BERT;
-    the default backbone is ``full`` (dense attention).
-    ``vocab_size``, ``hidden_size``, ``num_hidden_layers``, ``num_attention_heads``,
-    ``intermediate_size``, ``hidden_act``, ``hidden_dropout_prob``, ``attention_probs_dropout_prob``,
-    ``max_position_embeddings``, ``layer_norm_eps``, ``initializer_range``, ``pad_token_id`` and
-    ``classifier_dropout`` are BERT's.
+    the default backbone is ``full`` (dense attention). The sizes, ``hidden_act``, the dropouts,
+    ``layer_norm_eps``, ``initializer_range``, ``pad_token_id`` and ``classifier_dropout`` are BERT's.
+    ``attention_bias``, ``mlp_in_bias`` / ``mlp_out_bias``, ``norm_bias`` and ``head_dense_bias``
+    give biases to the attention projections, the feed-forward's up / down projections, the
+    LayerNorms and the dense layer of the masked-LM head and the classifier's pooler.
 
     Args:
         backbone: registered attention name (``genolong.attention.available_attentions()``).
         pre_layer_norm: LayerNorm before each sub-layer (pre-LN) instead of after (post-LN).
         final_layer_norm: a LayerNorm after the last layer; None: with pre-LN only.
         embedding_layer_norm: a LayerNorm on the embeddings (BERT); False for ESM.
-        position_embedding_type: ``"absolute"`` (a learned table, BERT), ``"rotary"`` (queries and
-            keys rotated: :mod:`~genolong.model.rotary`; ESM-2, Nucleotide Transformer v2,
-            ModernBERT) or ``"alibi"`` (a linear bias on the scores: :mod:`~genolong.attention.alibi`;
-            DNABERT-2). ``max_position_embeddings`` stays the longest input read.
-        rotary_base: the rotary angle base (``rope_theta``).
+        position_embedding_type: ``"absolute"`` (a learned table, BERT), ``"rotary"``
+            (:mod:`~genolong.model.rotary`, base ``rotary_base``) or ``"alibi"``
+            (:mod:`~genolong.attention.alibi`). ``max_position_embeddings`` stays the longest input read.
         local_rotary_base: the base of the local-window layers of a per-layer plan; None: ``rotary_base``.
         full_attention_layers: layers that use full attention instead of ``backbone`` (ModernBERT:
             a local window in most layers, full attention every third); None: every layer ``backbone``.
-        gated_feed_forward: a GLU feed-forward, ``down(act(u1) * u2)`` with ``up`` giving 2 x
-            ``intermediate_size`` features (GeGLU with gelu, SwiGLU with silu).
-        attention_bias: biases on the query/key/value and output projections.
-        mlp_in_bias: a bias on the feed-forward's up projection.
-        mlp_out_bias: a bias on the feed-forward's down projection.
-        norm_bias: biases on the LayerNorms.
-        first_layer_attention_norm: with pre-LN, whether layer 0 normalises before attention
-            (False in ModernBERT, whose embeddings are normalised).
+        gated_feed_forward: a GLU feed-forward (:class:`~genolong.model.encoder.FeedForward`).
+        first_layer_attention_norm: with pre-LN, whether layer 0 normalises before attention.
         head_act: the activation of the masked-LM head's transform; None: ``hidden_act``.
-        head_dense_bias: a bias on the dense layer of the masked-LM head and the classifier's pooler.
         classifier_norm: a LayerNorm after the classifier pooler's activation (ModernBERT's head).
-        local_conv_kernel: None (default), or the odd width K of a residual convolution over the
-            token embeddings (:class:`~genolong.model.encoder.Embeddings`; K-bp motif detectors
-            for one-token-per-base models).
-        classifier_pooler: None (default): the classifier is one linear layer on [CLS]; an
-            activation name (``tanh``, ``gelu``, ``gelu_tanh``, ...): a dense layer and that
-            activation before it, as in transformers' sequence classifiers.
-        classifier_pooling: what the classifier reads: ``"cls"`` (default, the first token),
-            ``"mean"`` or ``"max"`` over the real tokens (backbones with their own pooling,
-            SLED, keep ``"cls"`` and choose theirs).
+        local_conv_kernel: None, or the odd width K of a residual convolution over the token
+            embeddings (:class:`~genolong.model.encoder.Embeddings`).
+        classifier_pooler: None: the classifier is one linear layer on [CLS]; an activation name
+            (``tanh``, ``gelu``, ...): a dense layer and that activation before it.
+        classifier_pooling: ``"cls"`` (the first token), ``"mean"`` or ``"max"`` over the real
+            tokens (backbones with their own pooling, SLED, keep ``"cls"``).
         positive_label_weight: weight of positive labels in the multi-label loss
             (8 for the chromatin profile, BigBird App. F.3).
-        tokenizer_fingerprint: :func:`genolong.dna.tokenizer.tokenizer_fingerprint` of the tokenizer
-            the model was trained with, set by every genolong save and checked by
-            :mod:`genolong.model.loading`; None in directories saved before it existed.
-        **kwargs: the backbone's parameters (see its ``config_defaults``) and the usual
+        tokenizer_fingerprint: :func:`genolong.dna.tokenizer.tokenizer_fingerprint` of the model's
+            tokenizer, set by every genolong save and checked by :mod:`genolong.model.loading`.
+        **kwargs: the backbone's parameters (its ``config_defaults``) and the usual
             ``PretrainedConfig`` arguments (``num_labels``, ``problem_type``, ``id2label``...).
     """
 
@@ -154,94 +117,51 @@ class GenolongConfig(PretrainedConfig):
         tokenizer_fingerprint: str | None = None,
         **kwargs: Any,
     ):
+        arguments = dict(locals())  # every named argument becomes the attribute of that name
         backbone_params = {
             name: kwargs.pop(name, default) for name, default in attention_defaults(backbone).items()
         }
         _reject_other_backbones_params(backbone, kwargs)
         super().__init__(pad_token_id=pad_token_id, tie_word_embeddings=tie_word_embeddings, **kwargs)
-        self.backbone = backbone
-        self.vocab_size = vocab_size
-        self.hidden_size = hidden_size
-        self.num_hidden_layers = num_hidden_layers
-        self.num_attention_heads = num_attention_heads
-        self.intermediate_size = intermediate_size
-        self.hidden_act = hidden_act
-        self.hidden_dropout_prob = hidden_dropout_prob
-        self.attention_probs_dropout_prob = attention_probs_dropout_prob
-        self.max_position_embeddings = max_position_embeddings
-        self.layer_norm_eps = layer_norm_eps
-        self.initializer_range = initializer_range
-        self.pre_layer_norm = pre_layer_norm
-        self.final_layer_norm = final_layer_norm
-        self.embedding_layer_norm = embedding_layer_norm
-        self.local_conv_kernel = local_conv_kernel
-        self.position_embedding_type = position_embedding_type
-        self.rotary_base = rotary_base
-        self.local_rotary_base = local_rotary_base
-        self.full_attention_layers = None if full_attention_layers is None else list(full_attention_layers)
-        self.gated_feed_forward = gated_feed_forward
-        self.attention_bias = attention_bias
-        self.mlp_in_bias = mlp_in_bias
-        self.mlp_out_bias = mlp_out_bias
-        self.norm_bias = norm_bias
-        self.first_layer_attention_norm = first_layer_attention_norm
-        self.head_act = head_act
-        self.head_dense_bias = head_dense_bias
-        self.classifier_norm = classifier_norm
-        self.classifier_dropout = classifier_dropout
-        self.classifier_pooler = classifier_pooler
-        self.classifier_pooling = classifier_pooling
-        self.positive_label_weight = positive_label_weight
-        self.tokenizer_fingerprint = tokenizer_fingerprint
-        for name, value in backbone_params.items():
+        for name in ("self", "kwargs", "__class__", "pad_token_id", "tie_word_embeddings"):
+            arguments.pop(name, None)
+        if full_attention_layers is not None:
+            arguments["full_attention_layers"] = list(full_attention_layers)
+        for name, value in (arguments | backbone_params).items():
             setattr(self, name, value)
         self.validate_genolong()
 
     def validate_genolong(self) -> None:
         """Raise ConfigError on an impossible setting (called at construction)."""
         for name in SIZE_FIELDS:
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+            if not _positive_int(getattr(self, name)):
+                raise ConfigError(f"{name} must be a positive integer, got {getattr(self, name)!r}")
         if self.hidden_size % self.num_attention_heads:
-            raise ConfigError(
-                f"hidden_size={self.hidden_size} is not divisible by num_attention_heads="
-                f"{self.num_attention_heads}"
-            )
+            raise ConfigError(f"hidden_size={self.hidden_size} is not divisible by num_attention_heads="
+                              f"{self.num_attention_heads}")
         for name in ("hidden_dropout_prob", "attention_probs_dropout_prob", "classifier_dropout"):
             value = getattr(self, name)
             if value is not None and not 0.0 <= value < 1.0:
                 raise ConfigError(f"{name} must be in [0, 1), got {value!r}")
         kernel = self.local_conv_kernel
-        if kernel is not None and (not isinstance(kernel, int) or isinstance(kernel, bool) or kernel < 1
-                                   or kernel % 2 == 0):
+        if kernel is not None and (not _positive_int(kernel) or kernel % 2 == 0):
             raise ConfigError(f"local_conv_kernel must be null or a positive odd integer, got {kernel!r}")
-        for name in ("hidden_act", "head_act"):
-            value = getattr(self, name)
-            if value not in ACTIVATIONS and not (name == "head_act" and value is None):
-                raise ConfigError(f"unknown {name} {value!r}; choose one of: {', '.join(ACTIVATIONS)}")
+        _check_choice("hidden_act", self.hidden_act, ACTIVATIONS)
+        if self.head_act is not None:
+            _check_choice("head_act", self.head_act, ACTIVATIONS)
         self.validate_positions()
         if self.classifier_pooler is not None and self.classifier_pooler not in POOLER_ACTIVATIONS:
-            raise ConfigError(
-                f"unknown classifier_pooler {self.classifier_pooler!r}; choose null or one of: "
-                f"{', '.join(POOLER_ACTIVATIONS)}"
-            )
-        if self.classifier_pooling not in CLASSIFIER_POOLINGS:
-            raise ConfigError(
-                f"unknown classifier_pooling {self.classifier_pooling!r}; choose one of: {', '.join(CLASSIFIER_POOLINGS)}"
-            )
-        if self.classifier_pooling != "cls" and backbone_pooling(self.backbone) is not None:
-            raise ConfigError(
-                f"backbone {self.backbone!r} pools the tokens itself; leave classifier_pooling at 'cls'"
-            )
+            raise ConfigError(f"unknown classifier_pooler {self.classifier_pooler!r}; choose null or one of: "
+                              f"{', '.join(POOLER_ACTIVATIONS)}")
+        _check_choice("classifier_pooling", self.classifier_pooling, CLASSIFIER_POOLINGS)
+        if self.classifier_pooling != "cls" and POOLINGS.find(self.backbone) is not None:
+            raise ConfigError(f"backbone {self.backbone!r} pools the tokens itself; leave classifier_pooling "
+                              "at 'cls'")
         if self.pad_token_id is None or not 0 <= self.pad_token_id < self.vocab_size:
-            raise ConfigError(
-                f"pad_token_id={self.pad_token_id!r} is not a token id below vocab_size={self.vocab_size}"
-            )
-        if self.problem_type is not None and self.problem_type not in PROBLEM_TYPES:
-            raise ConfigError(
-                f"unknown problem_type {self.problem_type!r}; choose one of: {', '.join(PROBLEM_TYPES)}"
-            )
+            raise ConfigError(f"pad_token_id={self.pad_token_id!r} is not a token id below "
+                              f"vocab_size={self.vocab_size}")
+        if self.problem_type is not None:
+            _check_choice("problem_type", self.problem_type, PROBLEM_TYPES)
         if self.tokenizer_fingerprint is not None and not isinstance(self.tokenizer_fingerprint, str):
             raise ConfigError(f"tokenizer_fingerprint must be a string, got {self.tokenizer_fingerprint!r}")
         if self.positive_label_weight <= 0:
@@ -252,18 +172,13 @@ class GenolongConfig(PretrainedConfig):
         attention.validate_config(self)
         multiple = attention.length_multiple(self)
         if self.max_position_embeddings % multiple:
-            raise ConfigError(
-                f"max_position_embeddings={self.max_position_embeddings} is not a multiple of {multiple}, "
-                f"the length unit of backbone {self.backbone!r}"
-            )
-
+            raise ConfigError(f"max_position_embeddings={self.max_position_embeddings} is not a multiple of "
+                              f"{multiple}, the length unit of backbone {self.backbone!r}")
 
     def validate_positions(self) -> None:
         """Raise ConfigError on an unknown position type, an odd rotary head size, a base that is
         not positive, or a per-layer plan that names layers the model does not have."""
-        if self.position_embedding_type not in POSITION_TYPES:
-            raise ConfigError(f"unknown position_embedding_type {self.position_embedding_type!r}; choose one of: "
-                              f"{', '.join(POSITION_TYPES)}")
+        _check_choice("position_embedding_type", self.position_embedding_type, POSITION_TYPES)
         if self.position_embedding_type == "rotary" and (self.hidden_size // self.num_attention_heads) % 2:
             raise ConfigError(f"rotary positions need an even head size, got {self.hidden_size // self.num_attention_heads}")
         for name in ("rotary_base", "local_rotary_base"):
@@ -278,6 +193,15 @@ class GenolongConfig(PretrainedConfig):
         ):
             raise ConfigError(f"full_attention_layers must list distinct layer indices in [0, {self.num_hidden_layers}), "
                               f"got {layers!r}")
+
+
+def _positive_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+def _check_choice(name: str, value: Any, choices) -> None:
+    if value not in choices:
+        raise ConfigError(f"unknown {name} {value!r}; choose one of: {', '.join(choices)}")
 
 
 def check_input_length(max_len: int, config: GenolongConfig) -> None:

@@ -1,17 +1,13 @@
 """The encoder shared by every backbone: embeddings, one Block, the stack.
 
-The attention is what varies between backbones; it is built by name from the registry
-(:func:`genolong.attention.build_attention`) (nanoGPT / litgpt style: one short file, attention
-injected). Backbones that also reorder or cut the sequence subclass :class:`Encoder`
-(:mod:`genolong.model.sled`, :mod:`genolong.model.vcc`).
+The attention, what varies between backbones, is built from the registry
+(:func:`genolong.attention.build_attention`); backbones that also reorder or cut the sequence
+subclass :class:`Encoder` (:mod:`genolong.model.sled`, :mod:`genolong.model.vcc`). ``config`` is a
+:class:`~genolong.model.configuration.GenolongConfig` or any object with the same fields.
 
 Shapes: B = batch, L = tokens, N = hidden size, H = heads, D = N / H, G = extra global tokens.
-
-* input_ids (B, L) int64, attention_mask (B, L) 1/True = real token, 0/False = padding.
-* hidden states (B, L, N); inside the attention q, k, v are (B, H, L', D) with
-  L' = G + L padded up to a multiple of the attention's ``length_multiple``.
-
-``config`` is a :class:`~genolong.model.modeling.GenolongConfig` or any object with the same fields.
+input_ids (B, L) int64, attention_mask (B, L) 1/True = real token; hidden states (B, L, N);
+inside the attention q, k, v are (B, H, L', D), L' = G + L padded to the ``length_multiple``.
 """
 
 from __future__ import annotations
@@ -39,16 +35,12 @@ ACTIVATIONS = {
 
 
 class Embeddings(nn.Module):
-    """Token + learned absolute position embeddings, then LayerNorm (BERT; none when
-    ``config.embedding_layer_norm`` is False, as in ESM) and dropout. With rotary or ALiBi
-    positions (``config.position_embedding_type``) there is no position table: the attention
-    layers see the positions.
+    """Token + learned absolute position embeddings (no table with rotary or ALiBi positions),
+    LayerNorm (unless ``config.embedding_layer_norm`` is False, as in ESM) and dropout.
 
-    With ``config.local_conv_kernel = K`` (odd), a residual 1-D convolution of width K runs over
-    the token embeddings before the positions are added: ``t + gelu(conv(t))``, padding rows
-    zeroed first so that they never leak into real ones. On one-token-per-base inputs it is a
-    bank of N motif detectors of K bp at every position, which attention alone learns slowly
-    (convolutional stems of DNA models: DeepSEA, Basenji, Enformer; Avsec et al. 2021).
+    With ``config.local_conv_kernel = K`` (odd), ``t + gelu(conv(t))`` over the token embeddings
+    (padding rows zeroed first) before the positions: N motif detectors of K bp at every
+    position, the convolutional stem of DNA models (DeepSEA, Basenji, Enformer; Avsec et al. 2021).
 
     Shapes: input_ids (B, L), padding_mask (B, L) bool True = real token or None -> (B, L, N).
     """
@@ -60,9 +52,8 @@ class Embeddings(nn.Module):
         self.local_conv = (
             nn.Conv1d(config.hidden_size, config.hidden_size, kernel, padding=kernel // 2) if kernel else None
         )
-        self.position = (
-            nn.Embedding(config.max_position_embeddings, config.hidden_size) if absolute_positions(config) else None
-        )
+        absolute = getattr(config, "position_embedding_type", "absolute") == "absolute"
+        self.position = nn.Embedding(config.max_position_embeddings, config.hidden_size) if absolute else None
         self.norm = layer_norm(config) if getattr(config, "embedding_layer_norm", True) else nn.Identity()
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
@@ -77,14 +68,9 @@ class Embeddings(nn.Module):
 
 
 class FeedForward(nn.Module):
-    """Position-wise MLP: (..., N) -> (..., I) -> (..., N), I = ``intermediate_size``.
-
-    Plain: ``down(act(up(x)))``. Gated (``config.gated_feed_forward``; GLU variants of Shazeer
-    2020: GeGLU with ``hidden_act: gelu``, SwiGLU with ``silu``): ``up`` gives 2 I features, the
-    first half goes through the activation and gates the second, ``down(act(u1) * u2)`` (DNABERT-2,
-    Nucleotide Transformer v2, ModernBERT). ``mlp_in_bias`` / ``mlp_out_bias`` give ``up`` / ``down``
-    their biases.
-    """
+    """Position-wise MLP, (..., N) -> (..., N) through I = ``intermediate_size`` features:
+    ``down(act(up(x)))``, or with ``config.gated_feed_forward`` (GLU variants, Shazeer 2020: GeGLU,
+    SwiGLU) ``down(act(u1) * u2)`` with ``up`` giving 2 I features ``[u1; u2]``."""
 
     def __init__(self, config: Any):
         super().__init__()
@@ -102,14 +88,10 @@ class FeedForward(nn.Module):
 
 
 class Block(nn.Module):
-    """One transformer layer: attention and feed-forward, each with a residual and a LayerNorm.
-
-    ``config.pre_layer_norm`` picks where the norms sit: post-LN (BERT, BigBird) is
-    ``x = norm(x + f(x))``; pre-LN (GPT-2, GENA-LM) is ``x = x + f(norm(x))``. With
-    ``first_layer_attention_norm`` False, layer 0 of a pre-LN stack has no norm before its
-    attention (ModernBERT: the embeddings are normalised already). With rotary positions the
-    queries and keys are rotated before the attention (:mod:`genolong.model.rotary`; layers with
-    a local window use ``local_rotary_base`` when set).
+    """One transformer layer: attention and feed-forward, each with a residual and a LayerNorm,
+    post-LN ``x = norm(x + f(x))`` (BERT, BigBird) or with ``config.pre_layer_norm``
+    ``x = x + f(norm(x))`` (GENA-LM); ``first_layer_attention_norm`` False: no norm before
+    layer 0's attention (ModernBERT). Rotary queries and keys: :func:`layer_rotary`.
 
     Shapes: x (B, L, N); padding_mask (B, L) bool, True = real, or None; output (B, L, N).
     """
@@ -145,11 +127,8 @@ class Block(nn.Module):
 
     def forward(self, x: torch.Tensor, padding_mask: torch.Tensor | None = None,
                 queries: int | None = None) -> torch.Tensor:
-        """(B, L, N) -> (B, Q, N): the outputs of the first ``queries`` tokens (default all).
-
-        Every output row depends on all L inputs, so the last layer of a classifier that reads
-        [CLS] only needs ``queries=1`` (only attentions that accept a query subset: ``full``).
-        """
+        """(B, L, N) -> (B, Q, N): the outputs of the first ``queries`` tokens (default all; a
+        subset only for attentions that accept one, ``full``)."""
         residual = x if queries is None else x[:, :queries]
         if self.pre_layer_norm:
             x = residual + self.dropout(self.attend(self.attention_norm(x), padding_mask, queries))
@@ -159,22 +138,13 @@ class Block(nn.Module):
 
 
 class Encoder(nn.Module):
-    """Embeddings, ``num_hidden_layers`` Blocks and a final LayerNorm when
-    ``config.final_layer_norm`` says so (None: with pre-LN only).
+    """Embeddings, ``num_hidden_layers`` Blocks and a final LayerNorm (``config.final_layer_norm``;
+    None: with pre-LN only). Shapes: input_ids (B, L); attention_mask (B, L) or None -> (B, L, N).
 
-    Two things the attention asks of the encoder, through classmethods of its class:
-
-    * ``num_extra_global_tokens(config)`` = G learned global tokens (BigBird ETC, LSG) are
-      prepended to the embedded sequence and stripped from the output;
-    * ``length_multiple(config)`` = M: the sequence is right-padded with masked padding
-      tokens to a multiple of M and the output is cut back to the input length.
-
-    Set ``gradient_checkpointing = True`` to recompute each Block in the backward pass
-    instead of storing its activations (HF ``activation_checkpointing_enable`` sets it). The
-    recomputation replays the Block's explicit random generators (an attention's ``generator``
-    that redraws its random layout per step), so it sees the layout of the forward pass.
-
-    Shapes: input_ids (B, L); attention_mask (B, L) or None; output (B, L, N).
+    The attention class asks for G = ``num_extra_global_tokens(config)`` learned global tokens
+    (BigBird ETC, LSG), prepended to the embedded sequence and stripped from the output, and a
+    ``length_multiple(config)`` M: the input is right-padded (masked) to a multiple of M and the
+    output cut back.
     """
 
     def __init__(self, config: Any):
@@ -187,23 +157,22 @@ class Encoder(nn.Module):
         num_global = attention.num_extra_global_tokens(config)
         self.global_tokens = nn.Parameter(torch.zeros(num_global, config.hidden_size)) if num_global else None
         self.blocks = nn.ModuleList(Block(config, i) for i in range(config.num_hidden_layers))
-        self.final_norm = layer_norm(config) if has_final_layer_norm(config) else None
+        final = getattr(config, "final_layer_norm", None)  # None: with pre-LN only
+        self.final_norm = layer_norm(config) if (config.pre_layer_norm if final is None else final) else None
         self.gradient_checkpointing = False
         self._gradient_checkpointing_func = functools.partial(checkpoint, use_reentrant=False)
 
     def init_learned_vectors(self, std: float) -> None:
-        """Draw the prepended global tokens, if any, from N(0, std) (the model's weight init)."""
+        """Draw the prepended global tokens, if any, from N(0, std)."""
         if self.global_tokens is not None:
             nn.init.normal_(self.global_tokens, mean=0.0, std=std)
 
     def check_length(self, length: int) -> None:
         """Refuse an input longer than ``max_position_embeddings`` (UserError)."""
-        max_length = self.max_length
-        if length > max_length:
-            raise UserError(
-                f"input of {length} tokens is longer than max_position_embeddings={max_length}",
-                hint="cut the input into windows or use a model trained on longer inputs",
-            )
+        if length > self.max_length:
+            raise UserError(f"input of {length} tokens is longer than max_position_embeddings="
+                            f"{self.max_length}", hint="cut the input into windows or use a model trained on "
+                            "longer inputs")
 
     @property
     def supports_first_token_only(self) -> bool:
@@ -211,11 +180,19 @@ class Encoder(nn.Module):
         return (type(self) is Encoder and self.global_tokens is None and self.length_multiple == 1
                 and self.blocks[-1].attention.accepts_query_subset)
 
+    def run_block(self, block: Block, x: torch.Tensor, mask: torch.Tensor | None,
+                  queries: int | None = None) -> torch.Tensor:
+        """``block(x, mask, queries)``, or under gradient checkpointing (all queries) recomputed in the
+        backward pass, replaying its generators (:func:`replay_generators`)."""
+        if self.gradient_checkpointing and self.training:
+            replay = functools.partial(replay_generators, block)
+            return self._gradient_checkpointing_func(block, x, mask, context_fn=replay)
+        return block(x, mask, queries=queries)
+
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
                 first_token_only: bool = False) -> torch.Tensor:
-        """(B, L) -> (B, L, N), or (B, 1, N) with ``first_token_only``: the last layer then
-        computes the [CLS] row alone (same values; only for ``full`` attention without
-        global tokens, where a query subset is exact)."""
+        """(B, L) -> (B, L, N), or (B, 1, N) with ``first_token_only``: the last layer computes
+        the [CLS] row alone (same values; see :attr:`Encoder.supports_first_token_only`)."""
         if first_token_only and not self.supports_first_token_only:
             raise UserError("first_token_only needs dense attention without global tokens")
         batch, length = input_ids.shape
@@ -228,28 +205,17 @@ class Encoder(nn.Module):
                 padding_mask = input_ids.new_ones(batch, length, dtype=torch.bool)
             padding_mask = F.pad(padding_mask, (0, padding), value=False)  # (B, L + padding)
         x = self.embeddings(input_ids, padding_mask)  # (B, L + padding, N)
-        if self.global_tokens is not None:
-            num_global = self.global_tokens.shape[0]
+        num_global = 0 if self.global_tokens is None else self.global_tokens.shape[0]
+        if num_global:
             x = torch.cat([self.global_tokens.expand(batch, -1, -1).to(x.dtype), x], dim=1)
             if padding_mask is not None:
                 padding_mask = F.pad(padding_mask, (num_global, 0), value=True)  # (B, G + L + padding)
         for index, block in enumerate(self.blocks):
-            if self.gradient_checkpointing and self.training:
-                x = self._gradient_checkpointing_func(
-                    block, x, padding_mask, context_fn=functools.partial(replay_generators, block)
-                )
-            else:
-                last = index == len(self.blocks) - 1
-                x = block(x, padding_mask, queries=1 if first_token_only and last else None)
+            last = index == len(self.blocks) - 1
+            x = self.run_block(block, x, padding_mask, queries=1 if first_token_only and last else None)
         if self.final_norm is not None:
             x = self.final_norm(x)
-        start = 0 if self.global_tokens is None else self.global_tokens.shape[0]
-        return x[:, start : start + length]
-
-
-def absolute_positions(config: Any) -> bool:
-    """Whether the model adds a learned position table (``position_embedding_type: absolute``)."""
-    return getattr(config, "position_embedding_type", "absolute") == "absolute"
+        return x[:, num_global : num_global + length]
 
 
 def layer_norm(config: Any) -> nn.LayerNorm:
@@ -265,12 +231,6 @@ def layer_rotary(config: Any, layer_idx: int) -> RotaryEmbedding | None:
     local = getattr(config, "full_attention_layers", None) and layer_backbone(config, layer_idx) != "full"
     base = config.local_rotary_base if local and config.local_rotary_base is not None else config.rotary_base
     return RotaryEmbedding(config.hidden_size // config.num_attention_heads, base)
-
-
-def has_final_layer_norm(config: Any) -> bool:
-    """``config.final_layer_norm``, or when it is None (or absent) ``config.pre_layer_norm``."""
-    final = getattr(config, "final_layer_norm", None)
-    return config.pre_layer_norm if final is None else bool(final)
 
 
 def replay_generators(module: nn.Module):

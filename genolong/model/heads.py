@@ -1,15 +1,9 @@
-"""Task heads on top of the encoder's hidden states.
+"""Task heads on the encoder's hidden states (B, L, N); V = vocabulary size, C = labels.
 
-Shapes: hidden (B, L, N) from :class:`~genolong.model.encoder.Encoder`; V = vocabulary size,
-C = number of labels.
-
-* :class:`MaskedLMHead` -- token logits; with labels, only at the M masked positions
-  (BigBird App. F.1 pretraining objective).
-* :class:`ClassificationHead` -- a linear layer on the [CLS] (first) token: the promoter
-  classifier (App. F.2, binary) and the 919-way chromatin profile (App. F.3, 919 independent
-  binary classifiers), chosen by ``problem_type`` as in transformers; with
-  ``config.classifier_pooler`` a dense layer and that activation come first (the heads of
-  transformers' BERT, BigBird and ESM sequence classifiers).
+* :class:`MaskedLMHead` -- token logits, with labels only at the M masked positions (BigBird
+  App. F.1 pretraining objective).
+* :class:`ClassificationHead` -- a linear layer on [CLS]: the promoter classifier (App. F.2) and
+  the 919-way chromatin profile (App. F.3), the loss chosen by ``problem_type`` as in transformers.
 """
 
 from __future__ import annotations
@@ -23,8 +17,7 @@ from torch import nn
 
 from genolong.model.encoder import ACTIVATIONS, layer_norm
 
-#: Activations of the classifier's optional pooler (``config.classifier_pooler``): the encoder's,
-#: and BERT's and ESM's tanh.
+#: Activations of the classifier's optional pooler (``config.classifier_pooler``): the encoder's and tanh.
 POOLER_ACTIVATIONS = {**ACTIVATIONS, "tanh": torch.tanh}
 
 #: Label value that marks a position without an MLM target (the transformers convention).
@@ -36,11 +29,8 @@ CLASSIFIER_POOLINGS = ("cls", "mean", "max")
 
 
 def pool_tokens(hidden: torch.Tensor, attention_mask: torch.Tensor | None, mode: str) -> torch.Tensor:
-    """One vector per row from its real tokens: (B, L, N), mask (B, L) or None -> (B, 1, N).
-
-    ``mode``: ``"cls"`` (the first token), ``"mean"`` or ``"max"`` (over the tokens whose mask is
-    1; padding never counts).
-    """
+    """One vector per row, (B, L, N), mask (B, L) or None -> (B, 1, N): the first token
+    (``mode="cls"``), or the ``"mean"`` / ``"max"`` over the real tokens (padding never counts)."""
     real = None if attention_mask is None else attention_mask.bool()
     if mode == "cls":
         return hidden[:, :1]
@@ -57,12 +47,8 @@ def pool_tokens(hidden: torch.Tensor, attention_mask: torch.Tensor | None, mode:
 
 
 class TokenPooling(nn.Module):
-    """``config.classifier_pooling`` as a classifier's fusion: (B, L, N), mask -> (B, 1, N).
-
-    Mean pooling hands the output layer the average of every position's features (a
-    convolutional motif scanner's global average, the read-out of DeepSEA-like CNNs); [CLS]
-    must learn to gather them through attention first.
-    """
+    """``config.classifier_pooling`` as a classifier's fusion: (B, L, N), mask -> (B, 1, N)
+    (mean pooling: the global-average read-out of DeepSEA-like CNNs)."""
 
     def __init__(self, config: Any):
         super().__init__()
@@ -74,10 +60,7 @@ class TokenPooling(nn.Module):
 
 class MaskedLMHead(nn.Module):
     """BERT's MLM head: dense -> activation (``head_act``, default ``hidden_act``) -> LayerNorm ->
-    decoder to V logits (ModernBERT's without the dense bias: ``head_dense_bias`` False).
-
-    The decoder weight is tied to the token embedding by the model that owns the head.
-    """
+    decoder to V logits; the owning model ties the decoder to the token embedding."""
 
     def __init__(self, config: Any):
         super().__init__()
@@ -86,21 +69,11 @@ class MaskedLMHead(nn.Module):
         self.norm = layer_norm(config)
         self.decoder = nn.Linear(config.hidden_size, config.vocab_size)
 
-    def forward(
-        self, hidden: torch.Tensor, labels: torch.Tensor | None = None
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """Logits, and the mean cross-entropy over the masked positions when labels are given.
-
-        Args:
-            hidden: (B, L, N) encoder output.
-            labels: (B, L) int64 target token ids, ``IGNORE_INDEX`` where no token is masked.
-
-        Returns:
-            ``(logits, loss)``: without labels, logits (B, L, V) and loss None; with labels,
-            logits (M, V) for the M masked positions in row-major order
-            (``hidden[labels != IGNORE_INDEX]``) and a scalar loss. At 4K-16K tokens and
-            15% masking this skips 85% of the largest matrix product of the model.
-        """
+    def forward(self, hidden: torch.Tensor,
+                labels: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """``(logits, loss)`` of hidden (B, L, N): without labels, (B, L, V) and None; with labels
+        (B, L) int64, ``IGNORE_INDEX`` where unmasked, logits (M, V) at the M masked positions in
+        row-major order and their mean cross-entropy (15% masking skips 85% of the largest matmul)."""
         if labels is None:
             return self.decoder(self.norm(self.activation(self.dense(hidden)))), None
         masked = labels != IGNORE_INDEX  # (B, L)
@@ -112,22 +85,13 @@ class MaskedLMHead(nn.Module):
 class ClassificationHead(nn.Module):
     """Dropout and a linear layer on the first ([CLS]) token: (B, L, N) -> (B, C).
 
-    With ``config.classifier_pooler`` (an activation name of :data:`POOLER_ACTIVATIONS`), a
-    dense layer (N, N) and that activation come before the output layer:
-    ``classifier(dropout(act(dense(dropout(cls)))))``, the head of transformers' BigBird and ESM
-    sequence classifiers (BERT's pooler has no dropout before its dense layer; dropout is the
-    identity in eval mode, so the logits are the same); ``config.classifier_norm`` adds a
-    LayerNorm after the activation (ModernBERT). Without a pooler (None) the head is the single
-    linear layer.
-
-    ``config.problem_type`` picks the loss, as in transformers:
-
-    * ``"single_label_classification"``: cross-entropy, labels (B,) int64 class ids
-      (promoter with ``num_labels=2``);
-    * ``"multi_label_classification"``: binary cross-entropy with logits, labels (B, C) 0/1
-      (919-way chromatin profile; ``config.positive_label_weight`` up-weights positives,
-      8 in BigBird App. F.3; promoter as one logit with ``num_labels=1``);
-    * ``"regression"``: mean squared error, labels (B, C) or (B,) when C = 1.
+    With ``config.classifier_pooler`` (a :data:`POOLER_ACTIVATIONS` name), a dense layer (N, N)
+    and that activation come first, ``classifier(dropout(act(dense(dropout(cls)))))`` as in
+    transformers' BigBird and ESM classifiers; ``config.classifier_norm`` adds a LayerNorm after
+    the activation (ModernBERT). ``config.problem_type`` picks the loss, as in transformers:
+    cross-entropy on (B,) int64 class ids (single-label), binary cross-entropy on (B, C) 0/1
+    labels, positives weighted by ``positive_label_weight`` (multi-label; 8 in BigBird App. F.3),
+    or mean squared error on (B, C) or (B,) when C = 1 (regression).
     """
 
     def __init__(self, config: Any):
@@ -143,9 +107,8 @@ class ClassificationHead(nn.Module):
         self.problem_type = config.problem_type
         self.positive_label_weight = config.positive_label_weight
 
-    def forward(
-        self, hidden: torch.Tensor, labels: torch.Tensor | None = None
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def forward(self, hidden: torch.Tensor,
+                labels: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Logits (B, C), and the loss (scalar) when labels are given."""
         first = self.dropout(hidden[:, 0])  # (B, N)
         if self.dense is not None:
@@ -157,11 +120,8 @@ class ClassificationHead(nn.Module):
         return logits, self.loss(logits, labels)
 
     def loss(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        """The loss of ``problem_type`` on logits (B, C), computed in fp32.
-
-        Without a ``problem_type`` it is inferred as in transformers: regression for one
-        label, else single-label for integer labels and multi-label for float labels.
-        """
+        """The loss of ``problem_type`` on logits (B, C), in fp32; without one, inferred as in
+        transformers (one label: regression; integer labels: single-label; else multi-label)."""
         logits = logits.float()
         problem_type = self.problem_type
         if problem_type is None:
@@ -175,9 +135,8 @@ class ClassificationHead(nn.Module):
             return F.cross_entropy(logits, labels.long().view(-1))  # class ids (B,) or (B, 1)
         if problem_type == "multi_label_classification":
             labels = labels.to(logits.dtype).view_as(logits)
-            pos_weight = None
-            if self.positive_label_weight != 1.0:
-                pos_weight = logits.new_full((logits.shape[-1],), self.positive_label_weight)
+            weight = self.positive_label_weight
+            pos_weight = None if weight == 1.0 else logits.new_full((logits.shape[-1],), weight)
             return F.binary_cross_entropy_with_logits(logits, labels, pos_weight=pos_weight)
         return F.mse_loss(logits, labels.to(logits.dtype).view_as(logits))
 

@@ -1,22 +1,15 @@
 """Saving and loading genolong model directories, all or nothing.
 
 A model directory holds ``config.json`` (a :class:`~genolong.model.configuration.GenolongConfig`),
-``model.safetensors`` and the tokenizer the model was trained with (``tokenizer.json``,
-``tokenizer_config.json``). :func:`save_model` stamps the tokenizer's
-:func:`~genolong.dna.tokenizer.tokenizer_fingerprint` into the config; :func:`load_model` and
-:func:`load_model_tokenizer` refuse, with an :class:`~genolong.core.errors.InputError` naming the
-file, everything that would otherwise give a model that runs but predicts garbage:
-
-* an unreadable ``config.json`` or one that is not a genolong config;
-* a missing or truncated ``model.safetensors``;
-* any weight the model expects but the file lacks, any weight the file has but the model does
-  not use, or one of another shape (transformers' ``from_pretrained`` would initialise the
-  first at random and drop the others with a warning); a caller that knows some are new
-  (a fresh classification head) or dropped (the MLM head) says so;
-* a tokenizer whose fingerprint differs from the one the model was saved with.
-
-Directories saved before the fingerprint existed (``tokenizer_fingerprint`` is None) load
-with a warning; their tokenizer must still have the model's vocabulary size.
+``model.safetensors`` and the model's tokenizer (``tokenizer.json``, ``tokenizer_config.json``).
+:func:`save_model` stamps the tokenizer's :func:`~genolong.dna.tokenizer.tokenizer_fingerprint`
+into the config; :func:`load_model` and :func:`load_model_tokenizer` refuse, with an
+:class:`~genolong.core.errors.InputError` naming the file, what would give a model that runs but
+predicts garbage: an unreadable or non-genolong ``config.json``; a missing or truncated
+``model.safetensors``; any weight missing, unused or of another shape (``from_pretrained`` would
+initialise or drop it with a warning), unless the caller declares it new or dropped; a tokenizer
+whose fingerprint differs from the saved one. Directories saved before the fingerprint existed
+load with a warning if their tokenizer has the model's vocabulary size.
 """
 
 from __future__ import annotations
@@ -76,37 +69,31 @@ def read_model_config(directory: str | Path, **overrides) -> GenolongConfig:
 
 
 def backbone_keys(config: GenolongConfig) -> set[str]:
-    """State-dict keys of the encoder (``genolong.``-prefixed) of a model with ``config``, built
-    on the meta device (no memory): compare two configs to find a backbone's own weights."""
-    with torch.device("meta"):
-        encoder = GenolongModel(config)
-    return {f"genolong.{key}" for key in encoder.state_dict()}
+    """``genolong.``-prefixed state-dict keys of the encoder of a model with ``config`` (built on
+    the meta device: no memory); compare two configs to find a backbone's own weights."""
+    return {f"genolong.{key}" for key in _meta_encoder(config).state_dict()}
 
 
 def attention_buffer_keys(config: GenolongConfig) -> set[str]:
-    """State-dict keys (``genolong.``-prefixed) of the attention buffers of a model with ``config``:
-    tensors its attention derives from the config (a seeded random layout), not learned weights."""
+    """``genolong.``-prefixed keys of the attention buffers of a model with ``config``: tensors its
+    attention derives from the config (a seeded random layout), not learned weights."""
+    return {f"genolong.{key}" for key, _ in _meta_encoder(config).named_buffers() if ".attention." in key}
+
+
+def _meta_encoder(config: GenolongConfig) -> GenolongModel:
     with torch.device("meta"):
-        encoder = GenolongModel(config)
-    return {f"genolong.{key}" for key, _ in encoder.named_buffers() if ".attention." in key}
+        return GenolongModel(config)
 
 
 def load_model(model_class, directory: str | Path, *, config: GenolongConfig | None = None,
                new: Collection[str] = (), dropped: Collection[str] = ()):
-    """``model_class.from_pretrained(directory)`` that fails on any weight that did not load.
+    """``model_class.from_pretrained(directory)`` in eval mode, with ``config`` (default: the
+    directory's), an InputError (module docstring) on any weight that did not load.
 
     Args:
-        model_class: a genolong model class (``GenolongForSequenceClassification``, ...).
-        config: the config to build (default: the directory's).
         new: weights the caller expects the file to lack (initialised afresh): exact keys, or
             prefixes ending in ``.`` (``"classifier."``).
         dropped: weights the caller expects the file to have and the model not to use, likewise.
-
-    Returns:
-        The model, in eval mode.
-
-    Raises:
-        InputError: see the module docstring.
     """
     directory = Path(directory)
     config = read_model_config(directory) if config is None else config
@@ -145,9 +132,8 @@ def load_model_tokenizer(directory: str | Path, config: GenolongConfig):
 
 
 def check_tokenizer(tokenizer, config: GenolongConfig, directory: Path) -> None:
-    """Raise InputError unless ``tokenizer`` is the one the model of ``directory`` (with
-    ``config``) was saved with: same fingerprint, or, for a directory saved without one, the
-    model's vocabulary size."""
+    """Raise InputError unless ``tokenizer`` is the one the model of ``directory`` (with ``config``)
+    was saved with (module docstring)."""
     if len(tokenizer) != config.vocab_size:
         raise InputError(directory / "tokenizer.json", f"{len(tokenizer)} tokens for a model of vocab_size="
                          f"{config.vocab_size}: not the tokenizer the model was trained with")
@@ -170,8 +156,7 @@ def _examples(keys: list[str], shown: int = 3) -> str:
 
 @contextmanager
 def _transformers_quiet():
-    """No progress bar or load report from transformers (they would garble the CLI's stderr;
-    :func:`load_model` reports what matters itself)."""
+    """No progress bar or load report from transformers (they would garble the CLI's stderr)."""
     verbosity, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()

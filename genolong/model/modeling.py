@@ -1,20 +1,14 @@
-"""transformers-native genolong models: ``save_pretrained`` / ``from_pretrained`` (safetensors),
+"""transformers-native genolong models (``save_pretrained`` / ``from_pretrained``, safetensors),
 registered with the Auto classes by ``import genolong.model``.
 
 * :class:`GenolongModel` -- the encoder: input_ids (B, L) -> last_hidden_state (B, L, N).
-* :class:`GenolongForMaskedLM` -- encoder + MLM head with tied embeddings (pretraining,
-  BigBird App. F.1). With ``labels`` the logits are computed at masked positions only.
-* :class:`GenolongForSequenceClassification` -- encoder + linear head on [CLS] (after a dense
-  layer and ``classifier_pooler``'s activation when set): promoter (App. F.2, ``num_labels=2``)
-  and the 919-way chromatin profile (App. F.3,
-  ``num_labels=919, problem_type="multi_label_classification"``).
+* :class:`GenolongForMaskedLM` -- encoder + MLM head with tied embeddings (BigBird App. F.1).
+* :class:`GenolongForSequenceClassification` -- encoder + head on [CLS]: promoter (App. F.2),
+  919-way chromatin profile (App. F.3).
 
-The models know no backbone by name: the config's backbone (an
-:class:`~genolong.attention.base.Attention` in the registry) declares the ``masked_tokens_input``
-through which MLM passes the masked positions to the encoder (VCC's VIP tokens), and
-:mod:`genolong.model.backbones` gives the encoder class a backbone registered (the plain
-:class:`~genolong.model.encoder.Encoder` otherwise) and the classifier's pooling (SLED's fusion of
-every chunk) instead of [CLS].
+The models know no backbone by name: the backbone's attention class declares the
+``masked_tokens_input`` through which MLM passes the masked positions (VCC's VIP tokens), and
+:mod:`genolong.model.backbones` gives its encoder class and classifier pooling, if any.
 Extra keyword arguments of ``forward`` go to the encoder.
 """
 
@@ -26,18 +20,13 @@ from transformers import PreTrainedModel
 from transformers.modeling_outputs import BaseModelOutput, MaskedLMOutput, SequenceClassifierOutput
 
 from genolong.attention import attention_class
-from genolong.model.backbones import backbone_encoder, backbone_pooling
+from genolong.model.backbones import ENCODERS, POOLINGS
 from genolong.model.configuration import GenolongConfig
 from genolong.model.encoder import Encoder
 from genolong.model.heads import IGNORE_INDEX, ClassificationHead, MaskedLMHead, TokenPooling
 
-__all__ = [
-    "GenolongConfig",
-    "GenolongForMaskedLM",
-    "GenolongForSequenceClassification",
-    "GenolongModel",
-    "GenolongPreTrainedModel",
-]
+__all__ = ["GenolongConfig", "GenolongForMaskedLM", "GenolongForSequenceClassification", "GenolongModel",
+           "GenolongPreTrainedModel"]
 
 
 class GenolongPreTrainedModel(PreTrainedModel):
@@ -70,7 +59,7 @@ class GenolongModel(GenolongPreTrainedModel):
 
     def __init__(self, config: GenolongConfig):
         super().__init__(config)
-        self.encoder = (backbone_encoder(config.backbone) or Encoder)(config)
+        self.encoder = (ENCODERS.find(config.backbone) or Encoder)(config)
         self.post_init()
 
     def get_input_embeddings(self) -> nn.Embedding:
@@ -79,19 +68,15 @@ class GenolongModel(GenolongPreTrainedModel):
     def set_input_embeddings(self, value: nn.Embedding) -> None:
         self.encoder.embeddings.token = value
 
-    def forward(
-        self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None, **backbone_inputs
-    ) -> BaseModelOutput:
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                **backbone_inputs) -> BaseModelOutput:
         return BaseModelOutput(last_hidden_state=self.encoder(input_ids, attention_mask, **backbone_inputs))
 
 
 class GenolongForMaskedLM(GenolongPreTrainedModel):
-    """Encoder + MLM head; the decoder is tied to the token embedding.
-
-    ``forward(input_ids, attention_mask, labels)``: labels (B, L) with -100 at unmasked
-    positions. Without labels, logits are (B, L, V); with labels, (M, V) at the M masked
-    positions in row-major order, and ``loss`` is their mean cross-entropy.
-    """
+    """Encoder + MLM head, the decoder tied to the token embedding. ``forward(input_ids,
+    attention_mask, labels)``: logits and loss of :meth:`~genolong.model.heads.MaskedLMHead.forward`
+    (labels (B, L), -100 at unmasked positions)."""
 
     _tied_weights_keys = {"lm_head.decoder.weight": "genolong.encoder.embeddings.token.weight"}
 
@@ -108,13 +93,8 @@ class GenolongForMaskedLM(GenolongPreTrainedModel):
     def set_output_embeddings(self, value: nn.Linear) -> None:
         self.lm_head.decoder = value
 
-    def forward(
-        self,
-        input_ids: torch.Tensor,
-        attention_mask: torch.Tensor | None = None,
-        labels: torch.Tensor | None = None,
-        **backbone_inputs,
-    ) -> MaskedLMOutput:
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                labels: torch.Tensor | None = None, **backbone_inputs) -> MaskedLMOutput:
         if labels is not None and self.masked_tokens_input is not None:
             backbone_inputs.setdefault(self.masked_tokens_input, labels != IGNORE_INDEX)
         hidden = self.genolong(input_ids, attention_mask, **backbone_inputs).last_hidden_state
@@ -123,28 +103,21 @@ class GenolongForMaskedLM(GenolongPreTrainedModel):
 
 
 class GenolongForSequenceClassification(GenolongPreTrainedModel):
-    """Encoder + linear head on [CLS], on the backbone's pooling of every token vector, or on
-    the mean / max of the token vectors (``config.classifier_pooling``):
-    (B, L) -> logits (B, num_labels); loss by ``problem_type``."""
+    """Encoder + head on [CLS], the backbone's pooling, or the mean / max of the token vectors
+    (``config.classifier_pooling``): (B, L) -> logits (B, num_labels); loss by ``problem_type``."""
 
     def __init__(self, config: GenolongConfig):
         super().__init__(config)
         self.genolong = GenolongModel(config)
-        pooling = backbone_pooling(config.backbone)
-        if pooling is not None:
-            self.fusion = pooling(config)
-        else:
-            self.fusion = None if config.classifier_pooling == "cls" else TokenPooling(config)
+        pooling = POOLINGS.find(config.backbone)
+        if pooling is None and config.classifier_pooling != "cls":
+            pooling = TokenPooling
+        self.fusion = None if pooling is None else pooling(config)
         self.classifier = ClassificationHead(config)
         self.post_init()
 
-    def forward(
-        self,
-        input_ids: torch.Tensor,
-        attention_mask: torch.Tensor | None = None,
-        labels: torch.Tensor | None = None,
-        **backbone_inputs,
-    ) -> SequenceClassifierOutput:
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                labels: torch.Tensor | None = None, **backbone_inputs) -> SequenceClassifierOutput:
         hidden = self.genolong(input_ids, attention_mask, **backbone_inputs).last_hidden_state
         if self.fusion is not None:  # one vector pooled from every token, (B, 1, N)
             hidden = self.fusion(hidden, attention_mask)

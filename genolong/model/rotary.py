@@ -1,11 +1,10 @@
 """Rotary position embeddings (Su et al. 2021, "RoFormer", Sec. 3.4), as ESM, Nucleotide
 Transformer v2 and ModernBERT apply them.
 
-Queries and keys of every head are rotated by their token's position before the dot product:
-the head dimension D is split in two halves ``(x1, x2)`` and pair ``(x1[i], x2[i])`` turns by the
-angle ``p * base ** (-2 i / D)`` ("rotate half", GPT-NeoX's layout, which ESM and transformers'
-ModernBERT use: ``x * cos + cat(-x2, x1) * sin``). Every dimension rotates. Tokens the encoder
-prepends (learned global tokens) are not rotated; the first sequence token has position 0.
+Queries and keys are rotated by their token's position p before the dot product: pair
+``(x1[i], x2[i])`` of the head's halves turns by ``p * base ** (-2 i / D)`` ("rotate half",
+GPT-NeoX's layout: ``x * cos + cat(-x2, x1) * sin``), every dimension. Prepended global tokens
+are not rotated; the first sequence token has position 0.
 """
 
 from __future__ import annotations
@@ -15,11 +14,9 @@ from torch import nn
 
 
 class RotaryEmbedding(nn.Module):
-    """Rotary embedding of heads of ``head_dim`` (even) dimensions with angle base ``base``.
-
-    Shapes: ``forward(q, k, num_prepended)``: q (B, H, Q, D), k (B, H, L, D) with Q <= L the first
-    tokens -> the rotated (q, k), same shapes and dtypes.
-    """
+    """Rotary embedding of heads of ``head_dim`` (even) dimensions with angle base ``base``:
+    ``forward(q, k, num_prepended)``, q (B, H, Q, D) the first Q <= L tokens, k (B, H, L, D) ->
+    the rotated (q, k), same shapes and dtypes."""
 
     def __init__(self, head_dim: int, base: float):
         super().__init__()

@@ -1,11 +1,6 @@
-"""The ``model:`` section of pretraining and fine-tuning configs.
-
-Its keys are :class:`~genolong.model.configuration.GenolongConfig` arguments: the backbone,
-the sizes, dropout, ``positive_label_weight`` and the chosen backbone's own parameters
-(``block_size``, ``window_size``, ...). A config gives only the ones it changes; the others
-keep GenolongConfig's defaults, or a pretrained model's values. The keys depend on the
-backbone, so the section keeps them as a validated mapping rather than as fields, and YAML
-writes them flat::
+"""The ``model:`` section of configs: the :class:`~genolong.model.configuration.GenolongConfig`
+arguments a config changes (the others keep the defaults, or a pretrained model's values), the
+backbone's own included, so a validated mapping rather than fields, flat in YAML::
 
     model:
       backbone: bigbird
@@ -24,8 +19,7 @@ from genolong.model.configuration import GenolongConfig, check_model_fields
 
 @dataclass
 class ModelSection:
-    """The GenolongConfig arguments a config gives, checked key by key (unknown keys with the
-    closest known one, types, parameters of another backbone) by ``check_model_fields``."""
+    """The GenolongConfig arguments a config gives, checked key by key by ``check_model_fields``."""
 
     settings: dict[str, Any] = field(default_factory=dict)
 
@@ -48,14 +42,10 @@ class ModelSection:
         return self.settings.get("backbone", GenolongConfig().backbone)
 
     def genolong_config(self, *, max_len: int, vocab_size: int, **extra: Any) -> GenolongConfig:
-        """The GenolongConfig of a model built from scratch for inputs of ``max_len`` tokens
-        (the default ``max_position_embeddings``) and a tokenizer of ``vocab_size`` tokens, with
-        ``extra`` arguments (a head's ``num_labels``, ...).
-
-        Raises:
-            UserError: the section asks for another ``vocab_size`` than the tokenizer has.
-            ConfigError: GenolongConfig refuses the combination.
-        """
+        """The GenolongConfig of a model built from scratch for inputs of ``max_len`` tokens (the
+        default ``max_position_embeddings``), a tokenizer of ``vocab_size`` tokens and ``extra``
+        arguments (``num_labels``, ...); a UserError when the section asks for another
+        ``vocab_size``, a ConfigError when GenolongConfig refuses the combination."""
         fields = {"max_position_embeddings": max_len} | self.settings
         if fields.setdefault("vocab_size", vocab_size) != vocab_size:
             raise UserError(f"the model config asks for vocab_size={fields['vocab_size']} but the tokenizer has "

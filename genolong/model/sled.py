@@ -1,26 +1,17 @@
 """SLED: sliding-window encoding with a short-context encoder (Ivgi, Shaham & Berant 2022,
 arXiv 2208.00748), for an encoder-only model.
 
-SLED's assumption (§3, "information locality"): a token is well contextualised by its
-neighbours, and what crosses long distances can be fused afterwards. So:
-
-1. the tokenised input is cut into overlapping chunks of c = ``sled_chunk_size`` tokens
-   (:func:`sled_windows`, the keep rule of §3 and App. A);
-2. every chunk is encoded *independently* by the same short encoder (full attention, position
-   embeddings restarting in each chunk), optionally after ``sled_prefix_tokens`` learned prefix
-   tokens (§3 step (b));
-3. each token keeps its vector from the one chunk where it lies in the middle, so the output has
-   exactly one vector per input token, in order (§3 step (d));
-4. the paper fuses them with a pretrained decoder. An encoder-only model has none, so a
-   classifier fuses them with :class:`SledFusion` (by default a learned query that
-   cross-attends to all kept vectors: the decoder's cross-attention in its smallest form).
-
-Masked-language modelling with SLED is the same MLM as for the other backbones: every chunk
-encodes its own tokens, and each masked token is predicted from its kept vector, i.e. from its
-own chunk's context of at least alpha c / 2 tokens on each side (except at the ends of the input).
-
-The encoder's parameters are those of the plain :class:`~genolong.model.encoder.Encoder` (plus
-the prefix tokens, if any), so a short ``full`` checkpoint loads into it unchanged.
+SLED assumes "information locality" (§3): a token is well contextualised by its neighbours, and
+what crosses long distances can be fused afterwards. So the input is cut into overlapping chunks
+of c = ``sled_chunk_size`` tokens (:func:`sled_windows`, §3 and App. A); every chunk is encoded
+independently by the same short encoder (positions restarting in each chunk; optionally after
+``sled_prefix_tokens`` learned prefix tokens, §3 step (b)); each token keeps
+its vector from the one chunk where it lies in the middle (§3 step (d)), one vector per input
+token, in order. The paper fuses them with a pretrained decoder; an encoder-only classifier uses
+:class:`SledFusion` instead (by default a learned query cross-attending to every kept vector).
+MLM predicts each masked token from its kept vector. The parameters are the plain
+:class:`~genolong.model.encoder.Encoder`'s (and the prefix tokens), so a short ``full``
+checkpoint loads unchanged.
 
 Shapes: B = batch, L = tokens, N = hidden, T = chunks of the batch, c = chunk length.
 """
@@ -40,22 +31,12 @@ from genolong.model.heads import pool_tokens
 
 
 def sled_windows(length: int, chunk_size: int, context_padding: float) -> list[tuple[int, int, int, int]]:
-    """SLED's chunks of a sequence of ``length`` tokens (§3 and App. A).
+    """SLED's chunks of n = ``length`` tokens (§3 and App. A): ``(start, end, keep_start, keep_end)``
+    per chunk, 0-based half-open; 1 + ceil((n - c) / (c - 2P)) chunks for n > c, one for 0 < n <= c.
 
-    Chunks have c tokens; P = floor(alpha c / 2) tokens at each side are context only, and the
-    middle c - 2P are kept. The first chunk keeps from token 0 (c - P tokens), and the last chunk
-    is the final c tokens ``[n - c, n)`` and keeps everything after the previous chunk's kept
-    span. So the kept spans cover every token exactly once, in order, and every chunk is full;
-    an input of at most c tokens is a single chunk.
-
-    Args:
-        length: n, tokens in the sequence (>= 0).
-        chunk_size: c >= 1.
-        context_padding: alpha in [0, 0.5].
-
-    Returns:
-        ``(start, end, keep_start, keep_end)`` per chunk, absolute half-open token ranges;
-        1 + ceil((n - c) / (c - 2P)) chunks for n > c, one for 0 < n <= c, none for n = 0.
+    Chunks have c = ``chunk_size`` tokens, P = floor(alpha c / 2) (alpha = ``context_padding`` in
+    [0, 0.5]) at each side context only; the first keeps from token 0, the last is ``[n - c, n)``
+    and keeps all after the previous kept span: the kept spans cover every token once, in order.
     """
     if length <= chunk_size:
         return [(0, length, 0, length)] if length else []
@@ -75,11 +56,8 @@ def sled_windows(length: int, chunk_size: int, context_padding: float) -> list[t
 
 @register_encoder("sled")
 class SledEncoder(Encoder):
-    """The genolong encoder applied to SLED's chunks (module docstring).
-
-    ``forward`` takes inputs of any length; each chunk has at most ``sled_chunk_size`` tokens,
-    so the position table needs only that many rows. Chunks are computed per row from its own
-    real length, so padding and batching never change a row's chunks.
+    """The genolong encoder applied to SLED's chunks: inputs of any length, chunks planned per
+    row from its real length (padding and batching never change them).
 
     Shapes: input_ids (B, L) int64; attention_mask (B, L) or None (right padding); output
     (B, L, N), one kept vector per token (zeros at padding).
@@ -99,9 +77,8 @@ class SledEncoder(Encoder):
         if attention_mask is not None:
             lengths = attention_mask.bool().sum(dim=1)
             if not torch.equal(attention_mask.bool(), position < lengths[:, None]) or not bool(lengths.all()):
-                raise UserError(
-                    "sled: attention_mask must mark a run of real tokens followed by padding, in every row"
-                )
+                raise UserError("sled: attention_mask must mark a run of real tokens followed by padding, in "
+                                "every row")
         rows, chunk_positions, chunk_real, keep_index = self.plan_chunks(lengths, length)
         chunk_ids = input_ids[rows[:, None], chunk_positions.clamp(max=length - 1)]  # (T, c)
         chunk_ids = chunk_ids.masked_fill(~chunk_real, self.pad_token_id)
@@ -109,20 +86,11 @@ class SledEncoder(Encoder):
         kept = encoded.reshape(-1, encoded.shape[-1])[keep_index]  # (B, L, N)
         return kept * (position < lengths[:, None])[..., None].to(kept.dtype)
 
-    def plan_chunks(
-        self, lengths: torch.Tensor, length: int
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Every row's chunks (:func:`sled_windows` of its real length), stacked.
-
-        Args:
-            lengths: (B,) real tokens per row. length: L, the padded length.
-
-        Returns:
-            ``(rows, positions, real, keep_index)``: (T,) the row of each chunk; (T, c) the input
-            position of each chunk slot, c = min(chunk size, L); (T, c) bool, whether the slot is
-            inside its chunk; (B, L) int64, the flat index ``chunk * c + slot`` of the vector
-            each token keeps (0 at padding).
-        """
+    def plan_chunks(self, lengths: torch.Tensor, length: int) -> tuple[torch.Tensor, ...]:
+        """Every row's chunks (:func:`sled_windows` of its real length, ``lengths`` (B,)), stacked:
+        ``(rows, positions, real, keep_index)``, (T,) the row of each chunk; (T, c) the input
+        position of each chunk slot, c = min(chunk size, L); (T, c) bool, the slot is inside its
+        chunk; (B, L) int64, the flat index ``chunk * c + slot`` each token keeps (0 at padding)."""
         chunk_length = min(self.chunk_size, length)
         rows, starts, ends = [], [], []
         keep_index = torch.zeros(len(lengths), length, dtype=torch.long)
@@ -150,17 +118,11 @@ class SledEncoder(Encoder):
 
 @register_pooling("sled")
 class SledFusion(nn.Module):
-    """Fuses SLED's kept token vectors into one vector for a classifier, ``sled_fusion``:
-
-    * ``"attention"`` (default): a learned query cross-attends (multi-head, pre-LN) to all kept
-      vectors, then a residual feed-forward and a LayerNorm. It has access to every token, as
-      the paper's decoder has (spec §5.1 option A), at O(L N) cost;
-    * ``"mean"`` / ``"max"``: masked mean / max over the real tokens (spec option B);
-    * ``"cls"``: the first token's vector, i.e. [CLS] seen from the first chunk only (no fusion).
-
-    Shapes: hidden (B, L, N); attention_mask (B, L) or None; output (B, 1, N), read as the
-    [CLS] row by :class:`~genolong.model.heads.ClassificationHead`.
-    """
+    """Fuses SLED's kept token vectors into one for a classifier, by ``sled_fusion``:
+    ``"attention"`` (default), a learned query cross-attends (multi-head, pre-LN) to every kept
+    vector, then a residual feed-forward and a LayerNorm, at O(L N); ``"mean"`` / ``"max"`` over
+    the real tokens; ``"cls"``, the first token's vector. Shapes: hidden (B, L, N); attention_mask
+    (B, L) or None; output (B, 1, N), read as the [CLS] row by the classifier."""
 
     def __init__(self, config: Any):
         super().__init__()
@@ -180,7 +142,7 @@ class SledFusion(nn.Module):
             self.attention_dropout = config.attention_probs_dropout_prob
 
     def init_learned_vectors(self, std: float) -> None:
-        """Draw the learned query, if any, from N(0, std) (the model's weight init)."""
+        """Draw the learned query, if any, from N(0, std)."""
         if self.mode == "attention":
             nn.init.normal_(self.query, mean=0.0, std=std)
 
@@ -194,9 +156,8 @@ class SledFusion(nn.Module):
         batch, length, size = hidden.shape
         dim = size // self.num_heads
         # (B, L, 2N) -> (B, L, 2, H, D) -> (2, B, H, L, D)
-        k, v = (
-            self.kv(self.key_norm(hidden)).view(batch, length, 2, self.num_heads, dim).permute(2, 0, 3, 1, 4)
-        )
+        k, v = self.kv(self.key_norm(hidden)).view(batch, length, 2, self.num_heads, dim).permute(
+            2, 0, 3, 1, 4)
         q = self.q(self.query).view(1, 1, self.num_heads, dim).transpose(1, 2).expand(batch, -1, -1, -1)
         mask = None if real is None else real[:, None, None, :]  # (B, 1, 1, L)
         dropout = self.attention_dropout if self.training else 0.0

@@ -1,41 +1,26 @@
 """VCC: VIP-token centric compression (Zeng et al. 2023, arXiv 2305.04241), as an encoder.
 
-A few *VIP* tokens P, the ones whose outputs the task reads, stay uncompressed. Every other
-token (the part C) is compressed before each layer and the layer's update is copied back after
-it, so each compressed layer costs O(r) rows instead of O(n):
+A few *VIP* tokens P, the ones whose outputs the task reads, stay uncompressed; every other token
+(the part C) is compressed before each layer and the layer's update copied back after it, so a
+compressed layer costs O(r) rows instead of O(n):
 
-1. **VIP tokens** (§3.1): [CLS], a central window of ``vcc_central_vip_tokens`` tokens, and the
-   positions of ``vip_mask`` (for MLM the masked tokens: :class:`~genolong.model.modeling.GenolongForMaskedLM`
-   passes ``labels != -100``).
-2. **Warm-up** (§4): the first ``vcc_warmup_layers`` layers attend inside independent segments
-   of ``vcc_warmup_window`` tokens, in the original order.
-3. **Reordering** (eq. 6): a stable sort puts the VIPs first, ``[P; C]``, each part in its
-   original order. Position embeddings were added before, so nothing else changes. The order is
-   undone at the output.
-4. **Compressed layers** (§3.2-§3.3 and §4's two-resolution instance), each:
+1. **VIP tokens** (§3.1): [CLS], a central window of ``vcc_central_vip_tokens`` tokens and the
+   positions of ``vip_mask`` (for MLM the masked tokens).
+2. **Warm-up** (§4): the first ``vcc_warmup_layers`` layers attend inside independent segments.
+3. **Reordering** (eq. 6): a stable sort puts the VIPs first, ``[P; C]``, undone at the output.
+4. **Compressed layers** (§3.2-§3.3, §4's two-resolution instance): C is cut into blocks of
+   k = ``vcc_block_size`` tokens, a block's row its mean (eq. 13); the VIPs score the blocks with
+   the layer's own W_Q, W_K (eq. 53); the h = ``vcc_fine_blocks`` best stay at token resolution;
+   the *unchanged* layer runs on the r = n_p + h k + (nb - h) rows ``Z = [P; fine tokens; block
+   means]``, ``log s`` added to the logit of a key that pools s tokens (D of Prop. 6.2); then
+   (eq. 7, Prop. 6.3) VIP and fine tokens take their rows' outputs and every token of a pooled
+   block adds that block's update, ``x_j <- x_j + (Z'_b - Z_b)``.
 
-   * C is cut into blocks of k = ``vcc_block_size`` tokens; a block's row is its mean (eq. 13);
-   * the VIPs score the blocks with the layer's own (LayerNorm and) W_Q, W_K: a softmax over the
-     blocks per head and VIP, averaged over heads and VIPs (eq. 53, §3.3);
-   * the h = ``vcc_fine_blocks`` best blocks are kept at token resolution, the others pooled;
-   * the *unchanged* layer (:class:`~genolong.model.encoder.Block`) runs on the r = n_p + h k +
-     (nb - h) rows ``Z = [P; fine tokens; block means]``, with ``log s`` added to the attention
-     logit of a key that pools s tokens (the matrix D of Prop. 6.2);
-   * decompression (eq. 7, Prop. 6.3): VIP and fine tokens take their rows' outputs; every token
-     of a pooled block adds that block's update to its own state, ``x_j <- x_j + (Z'_b - Z_b)``,
-     so detail within a block survives on the residual stream (Prop. 6.4, 6.5: re-averaging the
-     new tokens gives the block's new row).
-
-The residual form ``x + update`` is the paper's X_new = S^+ gamma(S X) + X, exact for pre-LN
-layers (``pre_layer_norm=True``, the presets' choice). With post-LN layers the update of a pooled
-block is the difference of normalised outputs, an extra approximation the paper does not discuss
-(spec §4.2.1); VIP and fine tokens are exact either way.
-
-Not done, and why: the paper's multi-resolution tree T(C) (§3.4) keeps the per-layer cost
-O(r log n) by never materialising C; here C is materialised in every layer, which adds O(n N)
-memory-bound work per layer (block means, copying updates), small next to the O(r N^2) of the
-layer on CPU. The official code's random exploration and straight-through selection scores are
-not in the paper and are not used: selection is a plain top-h.
+The residual form is the paper's X_new = S^+ gamma(S X) + X, exact for pre-LN layers; with
+post-LN layers a pooled block's update is a difference of normalised outputs, an approximation
+the paper does not discuss. Not done: the multi-resolution tree T(C) (§3.4; here C is
+materialised in every layer, O(n N) extra memory-bound work) and the official code's random
+exploration and straight-through scores (not in the paper): selection is a plain top-h.
 
 Shapes: B = batch, L = tokens, N = hidden, H = heads, k = block size, nb = blocks of C,
 n_p = VIP slots, R = n_p + nb k (the reordered sequence, with empty slots), r = compressed rows.
@@ -60,12 +45,8 @@ log = logging.getLogger(__name__)
 
 
 def default_vip_mask(attention_mask: torch.Tensor, num_central: int) -> torch.Tensor:
-    """[CLS] (position 0) and the central ``num_central`` real tokens of each row, (B, L) bool.
-
-    Args:
-        attention_mask: (B, L) bool, True = real token (right padding).
-        num_central: size of the central window (0 = [CLS] only).
-    """
+    """[CLS] (position 0) and the central ``num_central`` real tokens of each row: (B, L) bool
+    among the real tokens of ``attention_mask`` (B, L) bool (right padding)."""
     batch, length = attention_mask.shape
     vip = torch.zeros(batch, length, dtype=torch.bool, device=attention_mask.device)
     vip[:, 0] = True
@@ -81,17 +62,14 @@ def default_vip_mask(attention_mask: torch.Tensor, num_central: int) -> torch.Te
 class VipLayout:
     """Where each token sits in the reordered sequence ``[P; C]`` of a batch (§3.1, eq. 6).
 
-    Row ``b`` holds its own VIPs in the first ``num_vip`` slots and its other tokens after them,
-    both in their original order; C is padded to ``num_blocks * block_size`` rows. Slots that
-    hold no token (a row with fewer VIPs than ``num_vip``, the padding of C) are *empty*. A row's
-    blocks depend on its own tokens only, so batching and padding never change them.
+    Row ``b`` holds its VIPs in the first ``num_vip`` (n_p) slots, its other tokens after them,
+    both in order, C padded to ``num_blocks * block_size`` (nb k) rows; slots without a token are
+    *empty*. A row's blocks depend on its own tokens only (batching never changes them).
 
     Attributes:
         order: (B, R) int64, the original position held by each slot; L for an empty slot.
         inverse: (B, L) int64, the slot of each original position.
         real: (B, R) bool, the slot holds a real (non-padding) token.
-        num_vip: n_p, the VIP slots.
-        block_size: k.
     """
 
     order: torch.Tensor
@@ -149,11 +127,10 @@ class Compressed:
     """One layer's compressed input ``Z = [P; fine tokens; pooled block means]`` (§3.2, §4).
 
     Attributes:
-        rows: (B, r, N) the rows Z, r = n_p + h k + (nb - h).
+        rows: (B, r, N) the rows Z, r = n_p + h k + (nb - h), h = ``num_fine`` (at most nb).
         key_bias: (B, r) float, ``log s`` per row (D of Prop. 6.2): 0 for a token, log of the
             number of real tokens for a block mean, -inf for an empty slot or empty block.
         block_order: (B, nb) int64, the pooled blocks then the fine blocks, each in order.
-        num_fine: h (at most nb).
     """
 
     rows: torch.Tensor
@@ -163,14 +140,8 @@ class Compressed:
 
 
 def block_means(x: torch.Tensor, layout: VipLayout) -> tuple[torch.Tensor, torch.Tensor]:
-    """Means of the real tokens of each block of C (eq. 13) and the number of real tokens.
-
-    Args:
-        x: (B, R, N) the sequence ``[P; C]``.
-
-    Returns:
-        ``(means, sizes)``: (B, nb, N) (zero for a block without real tokens) and (B, nb) int64.
-    """
+    """``(means, sizes)`` of the real tokens of each block of C (eq. 13) in x (B, R, N) ``[P; C]``:
+    (B, nb, N) (zero for a block without real tokens) and (B, nb) int64 real-token counts."""
     batch, _, hidden = x.shape
     blocks = x[:, layout.num_vip :].view(batch, layout.num_blocks, layout.block_size, hidden)
     real = layout.block_tokens_real  # (B, nb, k)
@@ -179,21 +150,14 @@ def block_means(x: torch.Tensor, layout: VipLayout) -> tuple[torch.Tensor, torch
     return means, sizes
 
 
-def block_scores(
-    block: Block, vips: torch.Tensor, means: torch.Tensor, voters: torch.Tensor, block_real: torch.Tensor
-) -> torch.Tensor:
-    """How much the VIPs attend to each block (eq. 53 and §3.3), with the layer's own W_Q, W_K.
+def block_scores(block: Block, vips: torch.Tensor, means: torch.Tensor, voters: torch.Tensor,
+                 block_real: torch.Tensor) -> torch.Tensor:
+    """How much the VIPs attend to each block (eq. 53 and §3.3), with ``block``'s own W_Q, W_K
+    (and, for pre-LN, its LayerNorm): per head and VIP a softmax over the blocks of the logits from
+    the VIP to the block means, averaged over heads and real VIPs.
 
-    Per head and VIP, a softmax over the blocks of the attention logits from the VIP to the
-    block means (the layer's LayerNorm first, for pre-LN); the mean over heads and real VIPs.
-
-    Args:
-        block: the layer; its pre-attention LayerNorm and the Q and K parts of its ``qkv``.
-        vips: (B, n_p, N) the VIP rows. means: (B, nb, N) the block means.
-        voters: (B, n_p) bool, the real VIPs. block_real: (B, nb) bool, blocks with a real token.
-
-    Returns:
-        (B, nb) scores in [0, 1], -inf for a block without real tokens (never chosen first).
+    Shapes: vips (B, n_p, N); means (B, nb, N); voters (B, n_p) bool, the real VIPs; block_real
+    (B, nb) bool -> (B, nb) scores in [0, 1], -inf for a block without real tokens.
     """
     batch, num_vip, hidden = vips.shape
     heads = block.num_heads
@@ -213,23 +177,10 @@ def block_scores(
     return scores.masked_fill(~block_real, -math.inf)
 
 
-def compress(
-    x: torch.Tensor,
-    layout: VipLayout,
-    means: torch.Tensor,
-    sizes: torch.Tensor,
-    scores: torch.Tensor,
-    num_fine_blocks: int,
-) -> Compressed:
-    """The rows Z for one layer: VIPs, the tokens of the top-h blocks, the means of the others.
-
-    Args:
-        x: (B, R, N) the sequence ``[P; C]``.
-        means: (B, nb, N), from :func:`block_means`.
-        sizes: (B, nb), from :func:`block_means`.
-        scores: (B, nb) block scores (:func:`block_scores`).
-        num_fine_blocks: h; all blocks are fine when h >= nb.
-    """
+def compress(x: torch.Tensor, layout: VipLayout, means: torch.Tensor, sizes: torch.Tensor,
+             scores: torch.Tensor, num_fine_blocks: int) -> Compressed:
+    """The rows Z for one layer of x (B, R, N) ``[P; C]``: VIPs, the tokens of the top-h =
+    ``num_fine_blocks`` blocks by ``scores`` (B, nb), the ``means`` (B, nb, N) of the others."""
     batch, _, hidden = x.shape
     n_p, k, num_blocks = layout.num_vip, layout.block_size, layout.num_blocks
     h = min(num_fine_blocks, num_blocks)
@@ -239,36 +190,24 @@ def compress(
     pooled, fine = block_order[:, : num_blocks - h], block_order[:, num_blocks - h :]
 
     blocks = x[:, n_p:].view(batch, num_blocks, k, hidden)
-    fine_tokens = blocks.gather(1, fine[..., None, None].expand(-1, -1, k, hidden)).reshape(
-        batch, h * k, hidden
-    )
+    fine_tokens = blocks.gather(1, fine[..., None, None].expand(-1, -1, k, hidden))
+    fine_tokens = fine_tokens.reshape(batch, h * k, hidden)
     pooled_means = means.gather(1, pooled[..., None].expand(-1, -1, hidden))  # (B, nb - h, N)
     rows = torch.cat([x[:, :n_p], fine_tokens, pooled_means], dim=1)
 
     fine_real = layout.block_tokens_real.gather(1, fine[..., None].expand(-1, -1, k)).reshape(batch, h * k)
     token_real = torch.cat([layout.voters, fine_real], dim=1)
-    token_bias = torch.zeros(token_real.shape, dtype=x.dtype, device=x.device).masked_fill(
-        ~token_real, -math.inf
-    )
+    token_bias = torch.zeros(token_real.shape, dtype=x.dtype, device=x.device)
+    token_bias = token_bias.masked_fill(~token_real, -math.inf)
     pooled_bias = sizes.gather(1, pooled).to(x.dtype).log()  # log s; log 0 = -inf for an empty block
     return Compressed(rows, torch.cat([token_bias, pooled_bias], dim=1), block_order, h)
 
 
-def decompress(
-    x: torch.Tensor, layout: VipLayout, compressed: Compressed, new_rows: torch.Tensor
-) -> torch.Tensor:
-    """Add each row's update to its tokens: x_j + (Z'_row(j) - Z_row(j)) (eq. 7, Prop. 6.3).
-
-    VIP and fine tokens are their own rows, so they become the layer's outputs; every token of a
-    pooled block receives that block's update on top of its own state.
-
-    Args:
-        x: (B, R, N) the sequence ``[P; C]`` before the layer.
-        new_rows: (B, r) the layer's outputs on ``compressed.rows``.
-
-    Returns:
-        (B, R, N) the sequence after the layer.
-    """
+def decompress(x: torch.Tensor, layout: VipLayout, compressed: Compressed,
+               new_rows: torch.Tensor) -> torch.Tensor:
+    """x (B, R, N) after the layer whose outputs on ``compressed.rows`` are ``new_rows`` (B, r, N):
+    each token plus its row's update, x_j + (Z'_row(j) - Z_row(j)) (eq. 7, Prop. 6.3); VIP and
+    fine tokens, their own rows, become the layer's outputs."""
     batch, _, hidden = x.shape
     n_p, k, num_blocks, h = layout.num_vip, layout.block_size, layout.num_blocks, compressed.num_fine
     update = new_rows - compressed.rows  # (B, r, N)
@@ -283,11 +222,9 @@ def decompress(
 
 @register_encoder("vcc")
 class VCCEncoder(Encoder):
-    """The genolong encoder with VCC's compressed layers (module docstring).
-
-    The parameters are exactly those of :class:`~genolong.model.encoder.Encoder` (VCC adds none,
-    §3.3), so a pre-LN checkpoint of another backbone loads into it for continued pretraining,
-    as the paper does from RoBERTa (§4).
+    """The genolong encoder with VCC's compressed layers. Its parameters are exactly the
+    :class:`~genolong.model.encoder.Encoder`'s (§3.3), so a pre-LN checkpoint of another backbone
+    loads for continued pretraining, as the paper does from RoBERTa (§4).
 
     Shapes: input_ids (B, L) int64; attention_mask (B, L) or None (right padding; the first token
     of each row must be real); vip_mask (B, L) bool or None; output (B, L, N).
@@ -300,38 +237,23 @@ class VCCEncoder(Encoder):
         self.num_fine_blocks = config.vcc_fine_blocks
         self.num_central_vip_tokens = config.vcc_central_vip_tokens
         if not config.pre_layer_norm and self.num_warmup_layers < config.num_hidden_layers:
-            log.warning(
-                "vcc with post-LN layers: a pooled block's update is a difference of normalised outputs, an "
-                "approximation beyond the paper's; pre_layer_norm=True gives its exact residual form"
-            )
+            log.warning("vcc with post-LN layers: a pooled block's update is a difference of normalised "
+                        "outputs, an approximation beyond the paper's; pre_layer_norm=True gives its exact "
+                        "residual form")
 
-    def run_block(self, block: Block, x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
-        """One layer, recomputed in the backward pass under gradient checkpointing."""
-        if self.gradient_checkpointing and self.training:
-            return self._gradient_checkpointing_func(block, x, mask)
-        return block(x, mask)
-
-    def forward(
-        self,
-        input_ids: torch.Tensor,
-        attention_mask: torch.Tensor | None = None,
-        vip_mask: torch.Tensor | None = None,
-    ) -> torch.Tensor:
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                vip_mask: torch.Tensor | None = None) -> torch.Tensor:
         batch, length = input_ids.shape
         self.check_length(length)
-        real = (
-            torch.ones(batch, length, dtype=torch.bool, device=input_ids.device)
-            if attention_mask is None
-            else attention_mask.bool()
-        )
+        real = attention_mask.bool() if attention_mask is not None else input_ids.new_ones(
+            batch, length, dtype=torch.bool)
         if not bool(real[:, 0].all()):
             raise UserError("vcc: every row must start with a real token ([CLS]); put the padding at the end")
         vip = default_vip_mask(real, self.num_central_vip_tokens)
         if vip_mask is not None:
             if vip_mask.shape != input_ids.shape:
-                raise UserError(
-                    f"vcc: vip_mask has shape {tuple(vip_mask.shape)}, input_ids {tuple(input_ids.shape)}"
-                )
+                raise UserError(f"vcc: vip_mask has shape {tuple(vip_mask.shape)}, input_ids "
+                                f"{tuple(input_ids.shape)}")
             vip |= vip_mask.bool() & real
         x = self.embeddings(input_ids, real)  # (B, L, N)
         for block in self.blocks[: self.num_warmup_layers]:
