@@ -1,11 +1,9 @@
 """The ``genolong`` command line: groups are nouns (``data``, ``task``...), model-level operations verbs
-(``pretrain``, ``scan``...). Each top-level command is a module of ``genolong.cli.commands`` whose
-``register(subparsers)`` adds its parsers, sets ``func`` and declares its path arguments
-(:func:`genolong.cli.outputs.declare`). This module dispatches within the output policy
-(:func:`~genolong.cli.outputs.guarded`) and the signal handling (:func:`~genolong.core.interrupts.handled`)
-and ends with an exit status and at most one line on stderr (besides a deprecation line): 0 on success,
-2 for a :class:`~genolong.core.errors.UserError`, 128 + the signal number when interrupted (130, 143).
-"""
+(``pretrain``, ``scan``...); each top-level command is a module of ``genolong.cli.commands`` whose
+``register(subparsers)`` adds its parsers (:func:`genolong.cli.outputs.declare`). :func:`main` dispatches
+within the output policy and the signal handling and ends with at most one line on stderr (besides a
+deprecation line) and an exit status: 0 on success, 2 for a :class:`~genolong.core.errors.UserError`,
+128 + the signal number when interrupted (130, 143)."""
 
 from __future__ import annotations
 

@@ -14,8 +14,7 @@ def child_arguments(arguments) -> list[str]:
 
 
 def run_module(module: str, arguments, cwd: Path) -> subprocess.CompletedProcess:
-    """``python -m MODULE ARGUMENTS`` in ``cwd`` with this interpreter (paths made absolute), its output
-    captured as text."""
+    """``python -m MODULE ARGUMENTS`` in ``cwd`` with this interpreter (paths absolute), output captured."""
     command = [sys.executable, "-m", module, *child_arguments(arguments)]
     return subprocess.run(command, capture_output=True, text=True, cwd=Path(cwd).absolute())
 

@@ -117,8 +117,7 @@ def atomic_path(path: str | os.PathLike, *, directory: bool = False) -> Iterator
 
 
 def _replace_directory(new: Path, path: Path) -> None:
-    """Rename ``new`` to ``path``; an existing ``path`` is moved aside first and deleted after, or moved
-    back when the rename fails or is interrupted."""
+    """Rename ``new`` to ``path``; an existing ``path`` is set aside, then deleted (put back on failure)."""
     if not path.exists():
         new.rename(path)
         return
@@ -152,8 +151,7 @@ CSV_FIELD_MAX = 2**31 - 1
 
 @contextlib.contextmanager
 def csv_field_limit(size: int) -> Iterator[None]:
-    """While the block runs, let :mod:`csv` read fields of up to ``size`` characters (csv's default
-    limit is 131,072), restored after."""
+    """While the block runs, let :mod:`csv` read fields of up to ``size`` characters (default: 131,072)."""
     previous = csv.field_size_limit()
     csv.field_size_limit(min(max(size, previous), CSV_FIELD_MAX))
     try:

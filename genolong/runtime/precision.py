@@ -89,8 +89,7 @@ def _cache_file(cpu: str, flags: set[str]) -> Path:
 
 
 def _measure(cpu: str, flags: set[str]) -> tuple[float, float]:
-    """(fp32, bf16) GFLOP/s, from the cache (a corrupt entry is measured again) or measured (and cached
-    when the cache is writable)."""
+    """(fp32, bf16) GFLOP/s, cached (a corrupt entry is measured again; an unwritable cache is skipped)."""
     from genolong.runtime.cpu_bf16 import matmul_rates
 
     path = _cache_file(cpu, flags)
@@ -111,8 +110,7 @@ def _measure(cpu: str, flags: set[str]) -> tuple[float, float]:
 
 
 def cpu_bf16(cpuinfo: Path = Path("/proc/cpuinfo"), *, always_measure: bool = False) -> CpuBf16:
-    """The native bf16 flags of this CPU and, where it has one (or with ``always_measure``), the
-    measured (or cached) rates."""
+    """The native bf16 flags of this CPU and, where it has one (or with ``always_measure``), the rates."""
     cpu, flags = cpu_info(cpuinfo)
     native = tuple(flag for flag in BF16_FLAGS if flag in flags)
     if not (native or always_measure):

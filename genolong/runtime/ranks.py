@@ -138,8 +138,8 @@ def _rank() -> str:
 
 @contextlib.contextmanager
 def watched(command: str) -> Iterator[None]:
-    """Within the block, rank 0 of a Lightning launch watches the ranks it starts (see the module
-    docstring); ``command`` (``genolong scan``) prefixes the line about a dead rank."""
+    """Within the block, rank 0 watches the ranks it launches; ``command`` (``genolong scan``) starts the line
+    about a dead rank."""
     _state.update(command=command, hint="run the same command again", active=True)
     try:
         yield

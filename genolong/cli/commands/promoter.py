@@ -130,9 +130,8 @@ def run_prepare(args) -> None:
     config = from_arguments(PromoterDatasetConfig, args, tss_bed=args.tss,
                             window=None if args.window is None else TssWindow.parse(args.window))
     manifest = build_promoter_dataset(config, args.out, overwrite=args.overwrite)
-    print(
-        f"wrote {args.out}: {manifest['sequence_length']} bp, negatives: {manifest['negatives']['method']}, "
-        f"split: {manifest['split']['method']}")
+    print(f"wrote {args.out}: {manifest['sequence_length']} bp, "
+          f"negatives: {manifest['negatives']['method']}, split: {manifest['split']['method']}")
     for name, counts in manifest["counts"].items():
         print(f"  {name:<5}  promoters {counts['1']:>7,}  non-promoters {counts['0']:>7,}")
     skipped = {**manifest["positives"].get("skipped", {}), **manifest["deduplication"]}
