@@ -1,27 +1,23 @@
-"""Arguments shared by the commands.
-
-Types: ``type=positive_int`` refuses ``--stride 0`` at parse time, with a message that names
-the option, instead of a command replacing it by a default. Each raises
-``argparse.ArgumentTypeError``; the CLI prints it as one line and exits with 2.
-
-Config overrides of the training commands: ``--set section.key=value`` (repeatable) for any
-key of the config, and a few flags users type (``--max-steps``, ``--devices``, ...), each a
-shortcut for one ``--set`` (:func:`add_config_arguments`, :func:`config_overrides`).
-"""
+"""Arguments shared by the commands: types that refuse a bad value at parse time in one line
+(``--stride 0``: ``argparse.ArgumentTypeError``, exit 2), ``--model``, device and precision arguments,
+and the config overrides of the training commands (:func:`add_config_arguments`)."""
 
 from __future__ import annotations
 
 import argparse
+import inspect
 import math
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from genolong.config import parse_assignment
 from genolong.core.errors import ConfigError
 from genolong.runtime import precision
+
+T = TypeVar("T")
 
 
 def precision_choice(text: str) -> str:
@@ -33,12 +29,13 @@ def precision_choice(text: str) -> str:
 
 
 def add_precision_argument(parser) -> None:
-    """Add ``--precision {auto,32,bf16}`` (default ``auto``) to a command's parser."""
+    """Add ``--precision {auto,32,bf16}`` (default ``auto``)."""
     parser.add_argument(
         "--precision", type=precision_choice, default="auto", metavar="{auto,32,bf16}",
         help="auto (default): bf16 autocast on a GPU that supports it and on a CPU with native bf16 "
         "(avx512_bf16/amx_bf16) where a timed matrix product confirms it, else float32; 32: float32; "
         f"bf16: bf16 autocast. ${precision.ENV} decides auto when set")
+
 
 def _integer(text: str) -> int:
     try:
@@ -57,12 +54,26 @@ def _finite(text: str) -> float:
     return value
 
 
-def positive_int(text: str) -> int:
-    """An integer >= 1."""
-    value = _integer(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
-    return value
+def _checked(read: Callable[[str], Any], accept: Callable[[Any], bool], rule: str) -> Callable[[str], Any]:
+    """The argparse type that reads a value with ``read`` and refuses one ``accept`` rejects."""
+
+    def convert(text: str):
+        value = read(text)
+        if not accept(value):
+            raise argparse.ArgumentTypeError(f"{rule}, got {text!r}")
+        return value
+
+    return convert
+
+
+#: An integer >= 1.
+positive_int = _checked(_integer, lambda value: value >= 1, "must be a positive integer")
+#: An integer >= 0.
+non_negative_int = _checked(_integer, lambda value: value >= 0, "must be an integer >= 0")
+#: A finite number > 0.
+positive_float = _checked(_finite, lambda value: value > 0, "must be a positive number")
+#: A number in [0, 1].
+fraction = _checked(_finite, lambda value: 0.0 <= value <= 1.0, "must be a fraction in [0, 1]")
 
 
 #: ``--model default``: the promoter classifier shipped with genolong.
@@ -70,8 +81,7 @@ SHIPPED_MODEL = "default"
 
 
 def model_directory(text: str) -> Path:
-    """``--model``: a model directory, or a run directory that holds one as ``model/`` (the
-    ``--out`` of ``pretrain`` or ``finetune``), which then stands for ``RUN/model``."""
+    """``--model``: a model directory, or a run directory that holds one as ``model/`` (for ``RUN/model``)."""
     path = Path(text)
     if not (path / "config.json").is_file() and (path / "model" / "config.json").is_file():
         return path / "model"
@@ -79,8 +89,8 @@ def model_directory(text: str) -> Path:
 
 
 def classifier_directory(text: str) -> Path:
-    """``--model`` of a command that runs a classifier: :func:`model_directory`, or ``default``
-    for the shipped promoter model (a directory named ``default`` is ``./default``)."""
+    """``--model`` of a command that runs a classifier: :func:`model_directory`, or ``default`` for the
+    shipped promoter model (a directory named ``default`` is ``./default``)."""
     from genolong.resources import promoter_model
 
     return promoter_model() if text == SHIPPED_MODEL else model_directory(text)
@@ -94,9 +104,8 @@ def add_model_argument(parser: argparse.ArgumentParser, what: str) -> None:
 
 def add_classifier_argument(parser: argparse.ArgumentParser, what: str = "classifier", *,
                             required: bool = False, promoter: bool = True) -> None:
-    """``--model`` of a command that runs a classifier (:func:`classifier_directory`); left out, it is
-    ``default`` (the shipped promoter model) unless ``required``. ``promoter`` False: a command that
-    refuses promoter models, whose help does not offer ``default``."""
+    """``--model`` of a command that runs a classifier (:func:`classifier_directory`), ``default`` unless
+    ``required``; ``promoter`` False: a command that refuses promoter models (its help offers no default)."""
     shipped = ", or default for the shipped promoter model" + ("" if required else " (the default)")
     shipped = shipped if promoter else ""
     parser.add_argument("--model", type=classifier_directory, required=required,
@@ -119,34 +128,11 @@ class _DeprecatedOption(argparse.Action):
 def add_deprecated_option(parser: argparse.ArgumentParser, old: str, new: str, *, dest: str | None = None,
                           **kwargs) -> None:
     """``old``, the former spelling of ``new``, kept for one release: it takes ``kwargs`` as ``new`` does and
-    prints one deprecation line (``genolong task prepare --bed: deprecated, use --regions``). ``dest`` (default: ``new``'s) is another destination where ``new`` is a
-    positional argument, which argparse would otherwise reset to its default after ``old`` is read."""
+    prints one deprecation line (``genolong task prepare --bed: deprecated, use --regions``). ``dest``
+    (default: ``new``'s) is another destination where ``new`` is a positional argument, which argparse
+    would otherwise reset to its default after ``old`` is read."""
     parser.add_argument(old, action=_DeprecatedOption, new=new, dest=dest or new.lstrip("-").replace("-", "_"),
                         help=f"deprecated spelling of {new}, kept for one release", **kwargs)
-
-
-def non_negative_int(text: str) -> int:
-    """An integer >= 0."""
-    value = _integer(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text!r}")
-    return value
-
-
-def positive_float(text: str) -> float:
-    """A finite number > 0."""
-    value = _finite(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
-    return value
-
-
-def fraction(text: str) -> float:
-    """A number in [0, 1]."""
-    value = _finite(text)
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"must be a fraction in [0, 1], got {text!r}")
-    return value
 
 
 def devices(text: str) -> int | str:
@@ -155,8 +141,8 @@ def devices(text: str) -> int | str:
 
 
 def add_device_arguments(parser) -> None:
-    """``--accelerator``, ``--devices``, ``--num-nodes`` and ``--precision`` of the commands that run Lightning's
-    predict loop (:mod:`genolong.inference.loop`): more than one device or node shards the work across ranks."""
+    """``--accelerator``, ``--devices``, ``--num-nodes`` and ``--precision`` of the commands that run
+    Lightning's predict loop, which shards the work across the ranks of several devices or nodes."""
     parser.add_argument("--accelerator", default="auto", help="auto, cpu, gpu (Lightning)")
     parser.add_argument("--devices", type=devices, default=1,
                         help="devices per node, or auto (default: 1); more than one shards the work across processes")
@@ -165,8 +151,7 @@ def add_device_arguments(parser) -> None:
 
 
 def training_devices(text: str) -> int | str:
-    """``--devices`` of a training run: a number of devices, or what Lightning also reads there
-    (``auto``, GPU indices ``0,1``), checked by the training config."""
+    """``--devices`` of a training run: a number, or ``auto`` or GPU indices ``0,1`` (the config checks)."""
     return int(text) if text.isdigit() else text
 
 
@@ -220,14 +205,19 @@ def add_config_arguments(parser: argparse.ArgumentParser, shortcuts: Iterable[st
 
 
 def config_overrides(args: argparse.Namespace) -> dict[str, Any]:
-    """The dotted config overrides ``args`` hold: the shortcut flags given, then each ``--set``
-    in order (a later one wins)."""
+    """The dotted config overrides in ``args``: the shortcut flags, then each ``--set`` (a later one wins)."""
     given = {s.key: getattr(args, s.key) for s in SHORTCUTS.values() if getattr(args, s.key, None) is not None}
     return given | dict(args.overrides)
 
 
+def from_arguments(target: Callable[..., T], args: argparse.Namespace, **given: Any) -> T:
+    """Call ``target`` (a library function or config class) with every argument of ``args`` named like one
+    of its parameters, and ``given`` (which win): a command's options passed on to the library."""
+    parameters = inspect.signature(target).parameters
+    return target(**{name: getattr(args, name) for name in parameters if hasattr(args, name)} | given)
+
+
 def add_strands_argument(parser, what: str) -> None:
-    """``--rc`` / ``--no-rc``: ``what`` averaging both strands does; unset (None), the model decides
-    (:func:`genolong.classifier.task_info.reads_both_strands`)."""
+    """``--rc`` / ``--no-rc``: ``what`` averaging both strands does; unset (None), the model decides."""
     parser.add_argument("--rc", action=argparse.BooleanOptionalAction, default=None,
                         help=f"{what} (default: on for a model trained on both strands; --no-rc: one strand)")

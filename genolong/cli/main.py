@@ -1,19 +1,9 @@
-"""The ``genolong`` command line.
-
-One grammar: groups are nouns (``data``, ``task``, ``promoter``...), model-level operations are verbs
-(``pretrain``, ``scan``, ``score-variants``...). Thin by design: each top-level command lives in
-``genolong/cli/commands/<name>.py`` and exposes ``register(subparsers)``, which adds its sub-parsers,
-sets ``func`` to a function that parses nothing more and calls the library, and declares the roles of
-its path arguments (:func:`genolong.cli.outputs.declare`). Old spellings (:data:`DEPRECATED_ALIASES`)
-still run, after one deprecation line on stderr. This module only dispatches, within the output policy of
-:func:`genolong.cli.outputs.guarded` and the signal handling of :func:`genolong.core.interrupts.handled`,
-and turns the outcome into an exit status with at most one line on stderr (besides a
-deprecation line):
-
-* 0 on success;
-* 2 for a :class:`~genolong.core.errors.UserError` (bad input, unusable output location);
-* 128 + the signal number when interrupted: 130 for SIGINT (Ctrl-C), 143 for SIGTERM.
-"""
+"""The ``genolong`` command line: groups are nouns (``data``, ``task``...), model-level operations verbs
+(``pretrain``, ``scan``...); each top-level command is a module of ``genolong.cli.commands`` whose
+``register(subparsers)`` adds its parsers (:func:`genolong.cli.outputs.declare`). :func:`main` dispatches
+within the output policy and the signal handling and ends with at most one line on stderr (besides a
+deprecation line) and an exit status: 0 on success, 2 for a :class:`~genolong.core.errors.UserError`,
+128 + the signal number when interrupted (130, 143)."""
 
 from __future__ import annotations
 
@@ -45,9 +35,9 @@ DEPRECATED_ALIASES = {("finetune", "promoter"): ("promoter", "finetune"),
 
 
 class OneLineErrorParser(argparse.ArgumentParser):
-    """An ArgumentParser (and, through ``add_subparsers``, every sub-parser) whose usage errors
-    are one line, like every other user error: ``genolong predict-promoter: error: argument
-    --stride: must be a positive integer, got '0' (see --help)``, exit status 2."""
+    """An ArgumentParser (and, through ``add_subparsers``, every sub-parser) whose usage errors are one
+    line, exit status 2: ``genolong scan: error: argument --stride: must be a positive integer, got '0'
+    (see genolong scan --help)``."""
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
@@ -67,8 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _name_leaf_commands(parser: argparse.ArgumentParser) -> None:
-    """Give each runnable parser the default ``command_name``, its words after ``genolong``
-    (``promoter finetune``), which prefixes its error lines."""
+    """Give each runnable parser the default ``command_name`` (``promoter finetune``), for its error lines."""
     groups = [action for action in parser._actions if isinstance(action, argparse._SubParsersAction)]
     if not groups:
         parser.set_defaults(command_name=parser.prog.removeprefix("genolong "))
@@ -78,11 +67,10 @@ def _name_leaf_commands(parser: argparse.ArgumentParser) -> None:
 
 
 def resolve_aliases(argv: list[str]) -> list[str]:
-    """``argv`` with a deprecated spelling (:data:`DEPRECATED_ALIASES`) replaced by the current one, after
-    one line on stderr: ``genolong finetune promoter: deprecated, use genolong promoter finetune``.
-    Global options (``-v``) may come first; the command is the first word that is not an option.
-    A retired group with no task it had (``genolong finetune --help``) is a usage error naming the new
-    spellings (SystemExit 2)."""
+    """``argv`` with a deprecated spelling (:data:`DEPRECATED_ALIASES`) replaced by the current one (the
+    command is the first word that is not an option), after one line on stderr: ``genolong finetune
+    promoter: deprecated, use genolong promoter finetune``. A retired group alone (``genolong finetune
+    --help``) is a usage error naming the new spellings (SystemExit 2)."""
     start = next((i for i, word in enumerate(argv) if not word.startswith("-")), len(argv))
     for old, new in DEPRECATED_ALIASES.items():
         if tuple(argv[start:start + len(old)]) == old:
@@ -99,9 +87,8 @@ def resolve_aliases(argv: list[str]) -> list[str]:
 
 
 def _configure_logging(verbose: bool) -> None:
-    """genolong's log lines on stderr, with DEBUG lines (and, through :func:`genolong.runtime.quiet.quiet_lightning`,
-    Lightning's own lines) only when ``verbose``. The levels are set on every call: one process may run
-    several commands."""
+    """genolong's log lines on stderr, DEBUG lines (and Lightning's, :mod:`genolong.runtime.quiet`) only when
+    ``verbose``; set on every call, as one process may run several commands."""
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
     level = logging.DEBUG if verbose else logging.INFO
     logging.getLogger().setLevel(level)
@@ -109,9 +96,8 @@ def _configure_logging(verbose: bool) -> None:
 
 
 def check_environment() -> None:
-    """Refuse, in one line, an environment no command can work in: a closed standard output
-    (the output, and every summary line, would go nowhere with exit 0) and a working directory
-    that was deleted (every relative path fails)."""
+    """Refuse, in one line, an environment no command can work in: a closed standard output (every line
+    would go nowhere with exit 0) and a deleted working directory (every relative path fails)."""
     if sys.stdout is None:
         raise UserError("standard output is closed; redirect it to a file or /dev/null")
     if genolong.WORKING_DIRECTORY_GONE:

@@ -1,29 +1,7 @@
-"""Where a command may write: checked before any work, undone after a user error.
-
-Every command declares the roles of its path arguments with :func:`declare` (inputs,
-output files, output directories); the CLI wraps the command in :func:`guarded`, which
-
-* refuses, with one line and before any work starts, an output that is unusable or would
-  destroy something: an output file that is an input (same inode, through any symlink or
-  hard link), lies in an input directory and exists, is a directory or a FIFO, or would be
-  written twice by one command (``--out x.tsv --bed x.tsv``); an output location whose
-  nearest existing ancestor is a file or is not writable; an output directory that is or
-  holds an input, or is occupied;
-* claims output directories: a directory is usable when it is new, empty, or carries the
-  marker :data:`~genolong.core.files.MARKER` naming the same kind of run (genolong writes it into every output
-  directory it makes, so that a run can be resumed or refreshed there). Anything else --
-  a directory of the user's, another kind of genolong run -- is refused: genolong never
-  deletes or replaces a file it did not write;
-* locks each output (:class:`OutputLock`, a lock file ``.NAME.lock`` beside it holding the
-  owner's pid and host) before any work: a second run on the same output is refused in one
-  line naming the first, so that one run never removes or mixes into another's result (the
-  other ranks of a distributed launch, :func:`secondary_rank`, work under the first's lock);
-* removes, when the command fails with a user error (exit status 2), every declared output
-  the command created, the hidden work files named after it (``.NAME.*``: temporary and
-  partial files, ``.NAME.partial`` work directories) and the parent directories it made,
-  so that nothing partial stays; an interrupted or finished command keeps its outputs
-  (interrupted runs resume from them).
-"""
+"""Where a command may write: commands declare their path arguments (:func:`declare`), and :func:`guarded`
+refuses an unusable or destructive output in one line before any work (a directory is usable when new,
+empty or marked as genolong's run of the same kind), locks each output (:class:`OutputLock`), and after a
+user error removes what the command created; docs/reliability.md lists every case."""
 
 from __future__ import annotations
 
@@ -32,28 +10,21 @@ import contextlib
 import os
 import shutil
 import stat
-import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from genolong.core.errors import UserError, disk_full, disk_full_error
-from genolong.core.files import claim_directory, directory_kind, work_files, work_path
+from genolong.core.files import claim_directory, directory_kind, probe_writable, work_files, work_path
 from genolong.core.locks import OutputLock, lock_path, secondary_rank
 
 
 @dataclass(frozen=True)
 class OutputDirectory:
-    """An output directory argument.
-
-    Attributes:
-        kind: the kind of run it holds (``"pretrain"``, ``"tokenizer"``...), recorded in its
-            marker; None for a location that is only checked, never claimed (a shared cache).
-        atomic: the command writes the whole directory under a temporary name, marker
-            included, and renames it into place (it must not exist, or is replaced, when the
-            work ends). Otherwise the directory is created and claimed before the work, so
-            that an interrupted run can be resumed there.
-    """
+    """An output directory argument holding runs of ``kind`` (``"pretrain"``..., recorded in its marker;
+    None: only checked, never claimed, as a shared cache). ``atomic``: the command writes it whole under a
+    temporary name and renames it into place; otherwise it is created and claimed before the work, so
+    that an interrupted run can be resumed there."""
 
     kind: str | None
     atomic: bool = False
@@ -70,16 +41,16 @@ class PathRoles:
     flags: dict[str, str] = field(default_factory=dict)
 
 
-def declare(parser, *, inputs: Iterable[str] = (), files: Iterable[str] = (),
-            directories: dict[str, OutputDirectory] | None = None,
+def declare(parser, func: Callable[[argparse.Namespace], int | None], *, inputs: Iterable[str] = (),
+            files: Iterable[str] = (), directories: dict[str, OutputDirectory] | None = None,
             defaults: dict[str, Callable[[argparse.Namespace], Path]] | None = None) -> None:
-    """Record on ``parser`` which arguments (by destination) are inputs, output files and
-    output directories; :func:`guarded` checks them before the command runs. ``defaults``
-    compute an output left out from the other arguments (``DATA/kmer_baseline.json``): the
-    guard fills it in, so that the default is checked like a given path."""
+    """Record on ``parser`` the function that runs the command (``func``: given the parsed arguments, it
+    returns the exit status, None for 0) and which arguments (by destination) are inputs, output files and
+    output directories. ``defaults`` compute an output left out from the other arguments
+    (``DATA/kmer_baseline.json``), so that the guard checks it like a given path."""
     flags = {action.dest: (action.option_strings or [action.dest])[-1] for action in parser._actions}
-    parser.set_defaults(path_roles=PathRoles(tuple(inputs), tuple(files), dict(directories or {}),
-                                             dict(defaults or {}), flags))
+    parser.set_defaults(func=func, path_roles=PathRoles(tuple(inputs), tuple(files), dict(directories or {}),
+                                                        dict(defaults or {}), flags))
 
 
 # -- checks ------------------------------------------------------------------------------------
@@ -93,17 +64,15 @@ def _values(args, names: Iterable[str]) -> Iterator[tuple[str, Path]]:
 
 
 def _nearest_existing(path: Path) -> Path:
-    path = Path(os.path.abspath(path))
+    path = _absolute(path)
     while not os.path.lexists(path):
         path = path.parent
     return path
 
 
 def check_location(path: Path, what: str, *, file: bool = False) -> None:
-    """``path`` can be created or written in: the nearest existing of ``path`` (of its parent
-    for a ``file``) and its ancestors is a directory where a file can be created, and every
-    name still to create fits with its temporary form (tried, not guessed: permissions,
-    read-only mounts, pseudo-file systems and name limits all answer)."""
+    """``path`` (a ``file``'s parent) can be created or written in: its nearest existing ancestor is a
+    directory where a file can be created, and every name still to create fits with its temporary form."""
     ancestor = _nearest_existing(path.parent if file else path)
     if not ancestor.is_dir():
         raise UserError(f"{what} {path}: {ancestor} is a file, not a directory")
@@ -111,11 +80,9 @@ def check_location(path: Path, what: str, *, file: bool = False) -> None:
         if len(os.fsencode(work_path(part, "12345678.tmp").name)) > os.pathconf(ancestor, "PC_NAME_MAX"):
             raise UserError(f"{what} {path}: the name {part[:40]}... is too long for the file system")
     try:
-        fd, probe = tempfile.mkstemp(prefix=".genolong-probe.", dir=ancestor)
+        probe_writable(ancestor)
     except OSError as err:
         raise UserError(f"{what} {path}: cannot write in {ancestor} ({err.strerror or err})") from None
-    os.close(fd)
-    os.unlink(probe)
 
 
 def _inside(path: Path, directory: Path) -> bool:
@@ -123,8 +90,8 @@ def _inside(path: Path, directory: Path) -> bool:
 
 
 def check_output_file(path: Path, what: str, inputs: dict[Path, str], *, default: bool = False) -> None:
-    """``path`` may be written: not a directory or special file, not an input, not an existing
-    file of an input directory (unless it is the command's own ``default`` there), writable."""
+    """``path`` may be written: not a directory or special file, not an input, not an existing file of
+    an input directory (unless it is the command's own ``default`` there), writable."""
     _check_not_broken_link(path, what)
     if path.is_dir():
         raise UserError(f"{what} {path}: is a directory; give a file name")
@@ -140,8 +107,8 @@ def check_output_file(path: Path, what: str, inputs: dict[Path, str], *, default
 
 
 def check_output_directory(path: Path, what: str, kind: str | None, inputs: dict[Path, str]) -> None:
-    """``path`` may hold the outputs: a directory (or nothing yet), writable, holding no
-    input, and (with a ``kind``) new, empty or already genolong's for that kind."""
+    """``path`` may hold the outputs: a directory (or nothing yet), writable, holding no input, and (with
+    a ``kind``) new, empty or already genolong's for that kind."""
     _check_not_broken_link(path, what)
     if os.path.lexists(path) and not path.is_dir():
         raise UserError(f"{what} {path}: is a file, not a directory")
@@ -173,10 +140,21 @@ class _Output:
     path: Path
     directory: OutputDirectory | None  # None for a file
     what: str  # the option, for messages
-    existed: bool  # before the command
-    was_empty: bool  # an existing directory holding nothing
-    work_files: set[Path]  # the hidden ``.NAME.*`` beside it before the command
     lock: OutputLock | None = None  # held while the command runs
+    existed: bool = field(init=False)  # before the command (note_state)
+    was_empty: bool = field(init=False)  # an existing directory holding nothing
+    work_files: set[Path] = field(init=False)  # the hidden ``.NAME.*`` beside it before the command
+
+    def note_state(self) -> None:
+        """What is there before the command: the output, whether it is an empty directory, its work files."""
+        self.existed = os.path.lexists(self.path)
+        self.was_empty = self.existed and self.path.is_dir() and not any(self.path.iterdir())
+        self.work_files = _work_files(self.path)
+
+    @property
+    def built_in_place(self) -> bool:
+        """A run directory created and claimed before the work (resumable), not written atomically."""
+        return bool(self.directory and self.directory.kind and not self.directory.atomic)
 
     def new_work_files(self) -> set[Path]:
         return _work_files(self.path) - self.work_files
@@ -194,13 +172,11 @@ class OutputPlan:
         self.outputs: list[_Output] = []
         self.created_parents: list[Path] = []
         seen: dict[Path, str] = {}
-        outputs = [(name, path, roles.directories.get(name)) for name, path in
-                   _values(args, [*roles.files, *roles.directories])]
         to_stdout = [roles.flags.get(name, name) for name in roles.files if str(getattr(args, name, None)) == "-"]
         if len(to_stdout) > 1:
             raise UserError(f"only one output can go to standard output (-), not {' and '.join(to_stdout)}")
-        for name, path, directory in outputs:
-            what = roles.flags.get(name, name)
+        for name, path in _values(args, [*roles.files, *roles.directories]):
+            directory, what = roles.directories.get(name), roles.flags.get(name, name)
             with _as_user_error(what, path):
                 if directory is None:
                     check_output_file(path, what, inputs, default=name in defaulted)
@@ -210,9 +186,9 @@ class OutputPlan:
                 if key in seen:
                     raise UserError(f"{seen[key]} and {what} name the same path {path}; give each its own")
                 seen[key] = what
-                existed = os.path.lexists(path)
-                empty = existed and path.is_dir() and not any(path.iterdir())
-            self.outputs.append(_Output(path, directory, what, existed, empty, _work_files(path)))
+                output = _Output(path, directory, what)
+                output.note_state()
+            self.outputs.append(output)
             self._note_missing_parents(path)
 
     def _note_missing_parents(self, path: Path) -> None:
@@ -223,13 +199,9 @@ class OutputPlan:
             parent = parent.parent
 
     def lock(self) -> None:
-        """Lock every output but a shared cache (creating the parents its lock file needs), then note what exists:
-        another run may have written the outputs between the checks and the lock.
-
-        Raises:
-            UserError: an output is locked by another run; the locks taken are released and
-                nothing else is touched.
-        """
+        """Lock every output but a shared cache (creating the parents its lock file needs), then note what
+        exists (another run may have written it since the checks). An output locked by another run is a
+        UserError; the locks taken are then released and nothing else is touched."""
         try:
             for output in self.outputs:
                 if output.directory and output.directory.kind is None:
@@ -242,32 +214,28 @@ class OutputPlan:
             self.finish()
             raise
         for output in self.outputs:
-            output.existed = os.path.lexists(output.path)
-            output.was_empty = output.existed and output.path.is_dir() and not any(output.path.iterdir())
-            output.work_files = _work_files(output.path)
+            output.note_state()
 
     def claim(self) -> None:
         """Create and mark the directories that are built in place (before the work)."""
         for output in self.outputs:
-            if output.directory and output.directory.kind and not output.directory.atomic:
+            if output.built_in_place:
                 with _as_user_error(output.what, output.path):
                     claim_directory(output.path, output.directory.kind)
 
     def finish(self) -> None:
-        """After the command, finished or interrupted: release the locks and remove parent
-        directories it made that stayed empty."""
+        """After the command: release the locks and remove parent directories it made that stayed empty."""
         for output in self.outputs:
             if output.lock is not None:
                 output.lock.release()
         self._remove_empty_parents()
 
     def undo(self, *, keep_resumable: bool = False) -> list[Path]:
-        """After a user error: remove what the command created among its outputs; with
-        ``keep_resumable`` (a full disk), keep the directories built in place, from which a
-        rerun continues. Returns the outputs kept that way."""
+        """After a user error: remove what the command created among its outputs; with ``keep_resumable``
+        (a full disk), keep the directories built in place, from which a rerun continues, and return them."""
         kept = []
         for output in self.outputs:
-            if keep_resumable and output.directory and output.directory.kind and not output.directory.atomic:
+            if keep_resumable and output.built_in_place:
                 kept.append(output.path)
             elif not output.existed:
                 _remove(output.path)
@@ -280,8 +248,8 @@ class OutputPlan:
         return kept
 
     def disk_full(self, err: Exception) -> UserError:
-        """Undo after ``err``, a full (over-quota, read-only) file system, and say in one line which
-        output was being written and what is kept."""
+        """Undo after ``err``, a full (over-quota, read-only) file system, and say in one line which output
+        was being written and what is kept."""
         target = str(getattr(err, "filename", None) or "")
         output = next((o for o in self.outputs if target.startswith(str(_absolute(o.path).parent))),
                       self.outputs[0] if len(self.outputs) == 1 else None)
@@ -312,7 +280,7 @@ def _as_user_error(what: str, path: Path) -> Iterator[None]:
 
 
 def _work_files(path: Path) -> set[Path]:
-    """The work files of ``path`` (:func:`~genolong.core.files.work_files`) but its lock, which the guard releases."""
+    """The work files of ``path`` but its lock, which the guard releases."""
     return work_files(path) - {lock_path(path)}
 
 
@@ -335,8 +303,7 @@ def _remove(path: Path) -> None:
 
 @contextlib.contextmanager
 def guarded(args) -> Iterator[None]:
-    """Run a command within its output policy (see the module docstring); a no-op for a
-    command without declared path roles."""
+    """Run a command within its output policy; a no-op for a command without declared path roles."""
     roles = getattr(args, "path_roles", None)
     if roles is None:
         yield

@@ -1,10 +1,5 @@
-"""Child processes: the one way a command starts another Python process (``genolong``, ``pytest``).
-
-A child runs in a working directory of its own (``cwd``: typically the parent's output directory,
-where no source checkout shadows the installed package), so a relative path means something else
-there than where the user typed it. Every :class:`~pathlib.Path` handed to a child is therefore
-made absolute in the parent's working directory first; other arguments pass as they are.
-"""
+"""Child processes: the one way a command starts another Python process (``genolong``, ``pytest``), in a
+working directory of its own, so every :class:`~pathlib.Path` handed to it is made absolute here first."""
 
 from __future__ import annotations
 
@@ -19,14 +14,11 @@ def child_arguments(arguments) -> list[str]:
 
 
 def run_module(module: str, arguments, cwd: Path) -> subprocess.CompletedProcess:
-    """``python -m MODULE ARGUMENTS`` in ``cwd`` with this interpreter, its output captured as text.
-
-    Paths in ``arguments`` are made absolute (:func:`child_arguments`), so the child finds and writes
-    what the parent means whatever ``cwd`` is."""
+    """``python -m MODULE ARGUMENTS`` in ``cwd`` with this interpreter (paths absolute), output captured."""
     command = [sys.executable, "-m", module, *child_arguments(arguments)]
     return subprocess.run(command, capture_output=True, text=True, cwd=Path(cwd).absolute())
 
 
 def run_genolong(arguments, cwd: Path) -> subprocess.CompletedProcess:
-    """``genolong ARGUMENTS`` in a child process (:func:`run_module` of ``genolong``, its ``__main__``)."""
+    """``genolong ARGUMENTS`` in a child process (:func:`run_module`)."""
     return run_module("genolong", arguments, cwd)

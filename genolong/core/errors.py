@@ -1,9 +1,6 @@
-"""User-facing errors.
-
-A :class:`UserError` is a mistake the user can fix (bad input file, impossible
-configuration, missing download). The CLI prints it as one line and exits with
-status 2, without a traceback. Everything else is a bug and keeps its traceback.
-"""
+"""User-facing errors: a :class:`UserError` is a mistake the user can fix (bad input, impossible
+configuration, missing download), printed by the CLI as one line with exit status 2; anything else
+is a bug and keeps its traceback."""
 
 from __future__ import annotations
 

@@ -1,13 +1,5 @@
-"""Atomic outputs, the work files beside them, genolong's directory markers and the cache directory.
-
-Every file or directory a command produces is first written under a temporary
-name in the same directory and renamed into place only when complete, so an
-interrupted run never leaves a half-written output behind. Whatever genolong keeps
-beside an output while it works (temporary and partial files, work directories, the
-lock) is named ``.NAME.*`` after it (:func:`work_path`), so that the output policy of
-the command line finds it (:func:`work_files`). Every output directory genolong makes
-carries the marker :data:`MARKER` naming the kind of run it holds.
-"""
+"""Atomic outputs (written under a temporary name, renamed when complete), the work files named
+``.NAME.*`` after an output (:func:`work_path`), genolong's directory markers and the cache directory."""
 
 from __future__ import annotations
 
@@ -30,11 +22,8 @@ MARKER = ".genolong-run.json"
 
 
 def cache_home() -> Path:
-    """The cache directory: ``$GENOLONG_HOME`` or ``~/.cache/genolong``.
-
-    Raises:
-        UserError: neither ``GENOLONG_HOME`` nor a home directory is known (``HOME`` unset).
-    """
+    """The cache directory: ``$GENOLONG_HOME`` or ``~/.cache/genolong``; a UserError when neither
+    ``GENOLONG_HOME`` nor a home directory is known (``HOME`` unset)."""
     if "GENOLONG_HOME" in os.environ:
         return Path(os.environ["GENOLONG_HOME"]).expanduser()
     try:
@@ -44,22 +33,24 @@ def cache_home() -> Path:
 
 
 def cache_dir(name: str) -> Path:
-    """``cache_home() / name``, created and checked writable.
-
-    Raises:
-        UserError: the cache is a file, read-only, on a full disk...: one line naming it and
-            ``GENOLONG_HOME``.
-    """
+    """``cache_home() / name``, created and checked writable; a UserError naming it and ``GENOLONG_HOME``
+    when it is unusable (a file, read-only, on a full disk...)."""
     folder = cache_home() / name
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        fd, probe = tempfile.mkstemp(prefix=".genolong-probe.", dir=folder)
-        os.close(fd)
-        os.unlink(probe)
+        probe_writable(folder)
     except OSError as err:
         raise UserError(f"the cache directory {folder} is unusable ({err.strerror or err})",
                         hint="set GENOLONG_HOME to a writable directory") from None
     return folder
+
+
+def probe_writable(folder: Path) -> None:
+    """Create and remove a hidden file in ``folder``: an OSError when none can be written there (tried, not
+    guessed: permissions, read-only mounts and pseudo-file systems all answer)."""
+    fd, probe = tempfile.mkstemp(prefix=".genolong-probe.", dir=folder)
+    os.close(fd)
+    os.unlink(probe)
 
 
 def work_path(path: str | os.PathLike, kind: str) -> Path:
@@ -91,8 +82,7 @@ def mark_directory(path: Path, kind: str) -> None:
 
 
 def claim_directory(path: Path, kind: str) -> None:
-    """Create ``path`` if needed and mark it as genolong's ``kind`` directory when it is new or
-    empty (a directory that is already someone's keeps no marker: it stays unclaimed)."""
+    """Create ``path`` if needed and mark it as genolong's ``kind`` directory when it is new or empty."""
     path.mkdir(parents=True, exist_ok=True)
     if directory_kind(path) is None and not any(path.iterdir()):
         mark_directory(path, kind)
@@ -100,25 +90,18 @@ def claim_directory(path: Path, kind: str) -> None:
 
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike, *, directory: bool = False) -> Iterator[Path]:
-    """Yield a temporary path next to ``path``; rename it to ``path`` on success.
-
-    On an exception the temporary file or directory is removed and ``path`` is
-    left untouched. An existing ``path`` is replaced only after success.
-
-    Args:
-        path: final destination.
-        directory: yield a fresh (created) directory instead of a file path.
-    """
+    """Yield a temporary path next to ``path`` (a created directory with ``directory``), renamed to
+    ``path`` on success; on an exception it is removed and ``path`` is left untouched."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    prefix = work_path(path, "").name
     if directory:
-        tmp = Path(tempfile.mkdtemp(prefix=work_path(path, "").name, suffix=".tmp", dir=path.parent))
-        tmp.chmod(0o777 & ~_umask())  # mkdtemp makes owner-only directories; use the user's umask
+        tmp = Path(tempfile.mkdtemp(prefix=prefix, suffix=".tmp", dir=path.parent))
     else:
-        fd, name = tempfile.mkstemp(prefix=work_path(path, "").name, suffix=".tmp", dir=path.parent)
+        fd, name = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=path.parent)
         os.close(fd)
         tmp = Path(name)
-        tmp.chmod(0o666 & ~_umask())  # mkstemp makes owner-only files; use the user's umask
+    tmp.chmod((0o777 if directory else 0o666) & ~_umask())  # tempfile makes it owner-only: apply the umask
     try:
         yield tmp
         if directory:
@@ -134,8 +117,7 @@ def atomic_path(path: str | os.PathLike, *, directory: bool = False) -> Iterator
 
 
 def _replace_directory(new: Path, path: Path) -> None:
-    """Rename ``new`` to ``path``; an existing ``path`` is moved aside first and deleted after,
-    or moved back when the rename fails or is interrupted (a signal between the two renames)."""
+    """Rename ``new`` to ``path``; an existing ``path`` is set aside, then deleted (put back on failure)."""
     if not path.exists():
         new.rename(path)
         return
@@ -169,8 +151,7 @@ CSV_FIELD_MAX = 2**31 - 1
 
 @contextlib.contextmanager
 def csv_field_limit(size: int) -> Iterator[None]:
-    """While the block runs, let :mod:`csv` read fields of up to ``size`` characters (a long
-    sequence in one cell; csv's default limit is 131,072); the previous limit is restored after."""
+    """While the block runs, let :mod:`csv` read fields of up to ``size`` characters (default: 131,072)."""
     previous = csv.field_size_limit()
     csv.field_size_limit(min(max(size, previous), CSV_FIELD_MAX))
     try:

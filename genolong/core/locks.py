@@ -1,10 +1,6 @@
-"""One owner per output: an exclusive lock beside each output of a running command.
-
-:func:`genolong.cli.outputs.guarded` locks every declared output before the command's work, so that
-a second run on the same output is refused in one line naming the first (its pid and host)
-instead of writing into, or cleaning up, the first run's files. ``flock`` locks go with the
-process that holds them: a killed run leaves a lock file that the next run simply takes over.
-"""
+"""One owner per output: an exclusive ``flock`` beside each output of a running command, taken by
+:func:`genolong.cli.outputs.guarded`; it goes with the process that holds it, so a killed run leaves a
+lock file that the next run simply takes over."""
 
 from __future__ import annotations
 
@@ -24,11 +20,9 @@ def lock_path(path: Path) -> Path:
 
 
 class OutputLock:
-    """An exclusive ``flock`` on the lock file of an output, held for the whole command.
-
-    The lock file names its owner (``pid N on HOST``), for the refusal of a second run; it is
-    removed on release. A file replaced between opening and locking (its owner released and
-    removed it meanwhile) is opened again, so that two runs never hold locks on two files."""
+    """An exclusive ``flock`` on the lock file of an output, which names its owner (``pid N on HOST``) and
+    is removed on release. A file replaced between opening and locking is opened again, so that two runs
+    never hold locks on two files."""
 
     def __init__(self, path: Path, what: str):
         self.path = lock_path(path)

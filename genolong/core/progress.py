@@ -1,10 +1,5 @@
-"""Progress bars on standard error: tqdm's, shown on a terminal only.
-
-A pseudo-terminal may report a size of 0 columns and 0 lines (``script`` or a CI runner without a
-window size); tqdm then draws an empty bar, or none. :func:`progress_bar` gives such a terminal a
-fixed size (``$COLUMNS`` x ``$LINES``, else 80 x 24), so that every command that runs for a while
-shows its progress.
-"""
+"""Progress bars on standard error: tqdm's, shown on a terminal only, with a fixed size on a
+pseudo-terminal that reports 0 columns (``script``, a CI runner), where tqdm would draw none."""
 
 from __future__ import annotations
 
@@ -25,8 +20,8 @@ def terminal_columns(stream) -> int | None:
 
 
 def progress_bar(**kwargs: Any):
-    """A ``tqdm`` bar with ``kwargs``, on standard error and shown on a terminal only unless they
-    say otherwise, and with a fixed size on a terminal that reports 0 columns."""
+    """A ``tqdm`` bar with ``kwargs``, on standard error and shown on a terminal only unless they say
+    otherwise; ``$COLUMNS`` x ``$LINES`` (else :data:`DEFAULT_SIZE`) on a terminal that reports 0 columns."""
     from tqdm.auto import tqdm
 
     kwargs.setdefault("file", sys.stderr)

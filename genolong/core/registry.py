@@ -1,9 +1,5 @@
-"""A name -> entry table whose built-in entries register themselves on first use.
-
-The backbones (:data:`genolong.attention.ATTENTIONS`, classes) and the fine-tuning tasks
-(:data:`genolong.tasks.task.TASKS`, instances) are each one :class:`Registry`: a built-in entry
-registers when its module is imported, and the first lookup imports the built-in modules.
-"""
+"""A name -> entry table whose built-in entries register when the first lookup imports their modules
+(:data:`genolong.attention.ATTENTIONS`, :data:`genolong.tasks.task.TASKS`)."""
 
 from __future__ import annotations
 
@@ -17,14 +13,9 @@ T = TypeVar("T")
 
 
 class Registry(Generic[T]):
-    """Entries of one ``kind`` by name.
-
-    Args:
-        kind: what an entry is, in messages ("attention", "task").
-        builtin_modules: returns the modules to import before the first lookup.
-        identity: what two registrations under one name must share to be the same entry (a
-            module imported again registers again); the entry itself by default.
-    """
+    """Entries of one ``kind`` (in messages: "attention", "task") by name; ``builtin_modules`` returns the
+    modules to import before the first lookup, ``identity`` what two registrations under one name must
+    share to be the same entry (a module imported again registers again; default: the entry itself)."""
 
     def __init__(self, kind: str, builtin_modules: Callable[[], Iterable[str]],
                  identity: Callable[[T], Any] = lambda entry: entry):
@@ -50,7 +41,7 @@ class Registry(Generic[T]):
         return self.entries[name]
 
     def find(self, name: str) -> T | None:
-        """The entry registered as ``name``, or None (for a table of optional entries)."""
+        """The entry registered as ``name``, or None."""
         self._load_builtins()
         return self.entries.get(name)
 

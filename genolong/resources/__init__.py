@@ -12,6 +12,5 @@ def sample_genome() -> Path:
 
 
 def promoter_model() -> Path:
-    """The promoter classifier shipped with the package (``--model default``; see its README for
-    its data and test F1)."""
+    """The promoter classifier shipped with the package (``--model default``; its README gives its data)."""
     return Path(str(resources.files(__name__) / "models" / "promoter"))

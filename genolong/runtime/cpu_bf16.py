@@ -1,9 +1,5 @@
-"""Is bf16 fast on this CPU? A timed matrix product in fp32 and in bf16.
-
-On CPUs without native bf16 arithmetic (no ``avx512_bf16`` or ``amx_bf16`` flag) PyTorch
-emulates bf16 matrix products, hundreds of times slower than fp32 (measured rates:
-docs/results/cpu_bf16.md). :mod:`genolong.runtime.precision` decides ``--precision auto`` with this probe.
-"""
+"""Is bf16 fast on this CPU? A timed matrix product in fp32 and in bf16, the probe that decides
+``--precision auto`` (:mod:`genolong.runtime.precision`; measured rates: docs/results/cpu_bf16.md)."""
 
 from __future__ import annotations
 

@@ -16,8 +16,7 @@ ACCELERATORS = ("auto", "cpu", "gpu", "cuda", "mps")
 
 
 def check_device_settings(accelerator: str, devices: int | str) -> None:
-    """ConfigError for an accelerator Lightning is not asked for here or malformed ``devices``
-    (shared by training runs and ``scan``: Lightning would raise a multi-line traceback)."""
+    """ConfigError for an accelerator Lightning is not asked for here or malformed ``devices``."""
     if accelerator not in ACCELERATORS:
         raise ConfigError(f"unknown accelerator {accelerator!r}; choose one of: {', '.join(ACCELERATORS)}")
     if not _valid_devices(devices):
@@ -45,8 +44,7 @@ _NODE_LAUNCH_VARIABLES = ("SLURM_NTASKS", "TORCHELASTIC_RUN_ID", "LSB_JOBID", "N
 
 
 def check_num_nodes(num_nodes: int) -> None:
-    """UserError for ``num_nodes > 1`` outside a multi-node launch: the process would wait forever
-    for nodes that were never started."""
+    """UserError for ``num_nodes > 1`` outside a multi-node launch."""
     if num_nodes > 1 and not any(name in os.environ for name in _NODE_LAUNCH_VARIABLES):
         raise UserError(f"--num-nodes {num_nodes}: no multi-node launch found (none of "
                         f"{', '.join(_NODE_LAUNCH_VARIABLES)} is set)",
@@ -61,13 +59,10 @@ def uses_gpu(accelerator: str) -> bool:
 
 def _valid_devices(devices: int | str) -> bool:
     """'auto', a count >= 1 (also as text), or comma-separated GPU indices ('0,1', '2,')."""
-    if devices == "auto":
-        return True
-    if isinstance(devices, bool):
-        return False
     if isinstance(devices, int):
-        return devices >= 1
-    return isinstance(devices, str) and re.fullmatch(r"\d+(,\d+)*,?", devices.strip()) is not None
+        return devices >= 1 and not isinstance(devices, bool)
+    indices = isinstance(devices, str) and re.fullmatch(r"\d+(,\d+)*,?", devices.strip()) is not None
+    return devices == "auto" or indices
 
 
 def _device_indices(devices: int | str) -> list[int]:

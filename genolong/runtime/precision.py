@@ -1,29 +1,14 @@
 """The numeric precision of every command that runs a model: float32, or bf16 autocast where it is fast.
 
-``--precision`` (:func:`genolong.cli.arguments.add_precision_argument`) takes ``auto`` (the default), ``32`` or ``bf16``;
-:func:`resolve_precision` turns it into Lightning's ``32-true`` or ``bf16-mixed`` and prints the
-choice once per command on stderr.
-
-``auto`` on a GPU keeps what genolong always chose there: ``bf16-mixed`` where the card supports it.
-``auto`` on a CPU is bf16 autocast only where both hold:
-
-* the CPU advertises native bf16 arithmetic (the ``avx512_bf16`` or ``amx_bf16`` flag of
-  /proc/cpuinfo); elsewhere PyTorch emulates bf16, hundreds of times slower than float32, and
-  nothing is measured;
-* a timed 512^2 matrix product (:func:`genolong.runtime.cpu_bf16.matmul_rates`) runs at least
-  :data:`MIN_SPEEDUP` times faster in bf16 than in float32 (about 1,000 against 92 GFLOP/s on a
-  2-core Xeon with AMX).
-
-The measurement is cached in ``$GENOLONG_HOME/precision/`` under a key of the CPU model, its
-flags and the torch version: a corrupt entry is measured again, an unwritable cache is skipped.
-``GENOLONG_PRECISION=32`` (or ``bf16``) decides ``auto`` for every command of a shell or job.
-An explicit ``bf16`` where bf16 is slow is honoured with one warning that gives the measurement.
-
-Nothing here imports torch at module import time (the CLI parses arguments without it).
+``--precision auto`` is bf16 on a GPU that supports it, and on a CPU with a native bf16 flag where a
+timed matrix product (:mod:`genolong.runtime.cpu_bf16`, cached in ``$GENOLONG_HOME/precision/`` per CPU
+model, flags and torch version) is at least :data:`MIN_SPEEDUP` times faster than float32; else float32
+(docs/guide/hardware.md). Nothing here imports torch at module import time (the CLI parses without it).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -55,11 +40,8 @@ _announced: set[str] = set()
 
 
 def normalized_precision(text: str) -> str:
-    """``auto``, ``32`` or ``bf16`` for ``text`` (one of them or an alias of :data:`ALIASES`).
-
-    Raises:
-        ValueError: ``text`` is none of them, with a message saying what it must be.
-    """
+    """``auto``, ``32`` or ``bf16`` for ``text`` (one of them or an alias of :data:`ALIASES`); a ValueError
+    saying what it must be otherwise."""
     value = ALIASES.get(text, text)
     if value not in CHOICES:
         raise ValueError(f"must be one of {', '.join(CHOICES)}, got {text!r}")
@@ -68,13 +50,8 @@ def normalized_precision(text: str) -> str:
 
 @dataclass(frozen=True)
 class CpuBf16:
-    """What decides ``auto`` on this CPU.
-
-    Attributes:
-        cpu: the CPU model name.
-        flags: the native bf16 flags it advertises (empty: none).
-        fp32_gflops, bf16_gflops: the measured matrix-product rates (None: not measured, no flag).
-    """
+    """What decides ``auto`` on this CPU: its model name, the native bf16 flags it advertises and the
+    measured matrix-product rates (None: not measured, no flag)."""
 
     cpu: str
     flags: tuple[str, ...]
@@ -97,12 +74,10 @@ class CpuBf16:
 def cpu_info(cpuinfo: Path = Path("/proc/cpuinfo")) -> tuple[str, set[str]]:
     """The CPU's model name and feature flags (Linux); the platform's name and no flags elsewhere."""
     fields: dict[str, str] = {}
-    try:
+    with contextlib.suppress(OSError):
         for line in cpuinfo.read_text().splitlines():
             key, _, value = line.partition(":")
             fields.setdefault(key.strip(), value.strip())
-    except OSError:
-        pass
     return fields.get("model name") or platform.processor() or platform.machine(), set(fields.get("flags", "").split())
 
 
@@ -114,7 +89,7 @@ def _cache_file(cpu: str, flags: set[str]) -> Path:
 
 
 def _measure(cpu: str, flags: set[str]) -> tuple[float, float]:
-    """(fp32, bf16) GFLOP/s, from the cache or measured (and cached when the cache is writable)."""
+    """(fp32, bf16) GFLOP/s, cached (a corrupt entry is measured again; an unwritable cache is skipped)."""
     from genolong.runtime.cpu_bf16 import matmul_rates
 
     path = _cache_file(cpu, flags)
@@ -135,8 +110,7 @@ def _measure(cpu: str, flags: set[str]) -> tuple[float, float]:
 
 
 def cpu_bf16(cpuinfo: Path = Path("/proc/cpuinfo"), *, always_measure: bool = False) -> CpuBf16:
-    """The native bf16 flags of this CPU and, where it has one (or with ``always_measure``), the
-    measured (or cached) rates."""
+    """The native bf16 flags of this CPU and, where it has one (or with ``always_measure``), the rates."""
     cpu, flags = cpu_info(cpuinfo)
     native = tuple(flag for flag in BF16_FLAGS if flag in flags)
     if not (native or always_measure):
@@ -151,12 +125,10 @@ def _gpu_bf16() -> bool:
 
 
 def resolve_precision(requested: str, *, gpu: bool) -> str:
-    """Lightning's precision for ``requested`` (``auto``, ``32``, ``bf16``) on a GPU or the CPU:
-    ``32-true`` or ``bf16-mixed``. The choice and its reason are printed once per command on stderr.
-
-    Raises:
-        UserError: ``$GENOLONG_PRECISION`` holds something else than ``auto``, ``32`` or ``bf16``.
-    """
+    """Lightning's precision for ``requested`` (``auto``, ``32``, ``bf16``) on a GPU or the CPU: ``32-true``
+    or ``bf16-mixed``, its choice and reason printed once per command on stderr. ``$GENOLONG_PRECISION``
+    decides ``auto`` (a UserError when it holds anything else); an explicit ``bf16`` where bf16 is slow
+    gets one warning with the measurement."""
     requested, reason = normalized_precision(requested), f"--precision {requested}"
     if requested == "auto" and os.environ.get(ENV):
         try:
@@ -193,8 +165,6 @@ def precision_on(requested: str | None, target) -> str:
 
 def autocast(device, precision: str):
     """The context a forward pass runs in: bf16 autocast on ``device`` for ``bf16-mixed``, else none."""
-    import contextlib
-
     import torch
 
     device_type = torch.device(device).type

@@ -1,6 +1,5 @@
-"""Lightning's console quieted for every command that runs it (training, and the predict loop of
-inference): its INFO lines and the warnings that do not concern a genolong run, such as the one
-about resuming mid epoch, which genolong does exactly."""
+"""Lightning's console quieted for every command that runs it: its INFO lines and the warnings that do
+not concern a genolong run."""
 
 from __future__ import annotations
 
@@ -18,8 +17,7 @@ QUIET_WARNINGS = (
 
 
 def quiet_lightning() -> None:
-    """Lightning's INFO lines and :data:`QUIET_WARNINGS` off, unless genolong logs at DEBUG level
-    (``genolong -v``), which turns Lightning's INFO lines back on."""
+    """Lightning's INFO lines and :data:`QUIET_WARNINGS` off, unless genolong logs at DEBUG level (``-v``)."""
     verbose = logging.getLogger("genolong").isEnabledFor(logging.DEBUG)
     for name in ("lightning.pytorch", "lightning.fabric"):
         logging.getLogger(name).setLevel(logging.INFO if verbose else logging.WARNING)

@@ -1,32 +1,11 @@
 """The ranks of a distributed run: no rank waits forever for another, and a dead rank is one line.
 
-* **A collective timeout.** Every DDP strategy genolong builds, for training and for prediction
-  (:func:`strategy`), gives the process group :func:`collective_timeout`: 600 s unless the
-  environment variable :data:`TIMEOUT_VARIABLE` (seconds) says otherwise. A rank that waits longer
-  in a collective for one that stopped answering (a hung or stopped process) gets an error instead
-  of waiting forever; 600 s leaves room for the longest step of a real run (a validation, a
-  checkpoint written by rank 0 alone).
-* **A dead rank.** Lightning's launcher starts ranks 1.. of a node as child processes of rank 0
-  and watches them; when one dies it SIGKILLs every rank, rank 0 included, within 5 s and without
-  a word (exit 137). While :func:`watched` is active (the CLI wraps every command in it) rank 0
-  watches its children with :class:`RankWatcher` instead: within :data:`POLL_S` s of a rank ending
-  with a non-zero status it SIGKILLs the other ranks (a rank waiting in a collective does not
-  answer SIGTERM) and ends the command with one line, ``genolong CMD: rank 1 (pid N) was killed
-  by SIGKILL; the other ranks were stopped; <what is kept and how to resume>``, and the dead
-  rank's exit status (``128 + signal`` for a killed rank). The process ends at once
-  (``os._exit``): its main thread may be blocked in a collective that never returns. What the
-  command keeps for a resume stays (work directories, checkpoints); a lock file left beside an
-  output is taken over by the next run. A signal that reached rank 0 too (SIGTERM or SIGINT to the
-  whole process group: ``timeout``, SLURM, Ctrl-C) is not a dead rank: every rank stops on it with
-  its own line.
-* **An error in a collective** (the peer's connection closed, the timeout passed) is left to the
-  watcher on rank 0 when a rank died, so that the line names the rank and not the error;
-  otherwise it ends the command the same way, with status 1: ``rank 0: no answer from another
-  rank within 600 s (GENOLONG_COLLECTIVE_TIMEOUT; a hung or stopped rank); ...``, or the
-  error's first line. Another rank (rank 1 when rank 0 died, any rank under torchrun or SLURM)
-  ends on it with the same kind of line.
-
-Commands say what they keep with :func:`set_resume_hint` (the prediction loop and training do).
+Every DDP strategy genolong builds (:func:`strategy`) has the :func:`collective_timeout`. Within
+:func:`watched`, rank 0 watches the ranks Lightning's launcher starts (:class:`RankWatcher`, in place of
+Lightning's observer, which SIGKILLs every rank without a word): a rank ending with a non-zero status, or
+an error in a collective, SIGKILLs the other ranks (one waiting in a collective ignores SIGTERM) and ends
+the command at once (``os._exit``: the main thread may be blocked in a collective) with one line and the
+dead rank's status, or 1 (docs/reliability.md). A signal to the whole process group is not a dead rank.
 """
 
 from __future__ import annotations
@@ -44,8 +23,9 @@ from collections.abc import Iterator
 from genolong.core import interrupts
 from genolong.core.errors import UserError, first_line
 
-#: Seconds a rank waits in a collective (all-reduce, barrier, broadcast) before it gives up, unless
-#: the environment variable :data:`TIMEOUT_VARIABLE` sets another.
+#: Seconds a rank waits in a collective (all-reduce, barrier, broadcast) before it gives up (room for the
+#: longest step of a real run: a validation, a checkpoint rank 0 writes), unless :data:`TIMEOUT_VARIABLE`
+#: says otherwise.
 DEFAULT_TIMEOUT_S = 600
 TIMEOUT_VARIABLE = "GENOLONG_COLLECTIVE_TIMEOUT"
 #: How often rank 0 looks at the other ranks of its node (seconds): a dead rank stops the run
@@ -57,11 +37,8 @@ _watchers: list[RankWatcher] = []
 
 
 def collective_timeout() -> datetime.timedelta:
-    """The collective timeout: :data:`TIMEOUT_VARIABLE` seconds, else :data:`DEFAULT_TIMEOUT_S`.
-
-    Raises:
-        UserError: the variable is not a positive number.
-    """
+    """The collective timeout: :data:`TIMEOUT_VARIABLE` seconds (a UserError when it is not a positive
+    number), else :data:`DEFAULT_TIMEOUT_S`."""
     value = os.environ.get(TIMEOUT_VARIABLE, "").strip()
     if not value:
         return datetime.timedelta(seconds=DEFAULT_TIMEOUT_S)
@@ -75,10 +52,9 @@ def collective_timeout() -> datetime.timedelta:
 
 
 def strategy(name: str, devices, num_nodes: int):
-    """The strategy to give Lightning for ``name`` (``auto``, ``ddp``, ``ddp_find_unused_parameters_true``...):
-    for DDP, as Lightning's ``auto`` picks for several devices or nodes, its strategy object with the
-    collective timeout, and (within :func:`watched`) genolong's watcher in place of Lightning's; any
-    other name as it is."""
+    """The strategy to give Lightning for ``name`` (``auto``, ``ddp``...): for DDP (also ``auto`` on several
+    devices or nodes), its object with the collective timeout and, within :func:`watched`, genolong's
+    watcher in place of Lightning's; any other name as it is."""
     from lightning.pytorch.strategies import DDPStrategy, StrategyRegistry
 
     if name == "auto" and (num_nodes > 1 or isinstance(devices, int) and devices > 1):
@@ -94,8 +70,7 @@ def strategy(name: str, devices, num_nodes: int):
 
 
 def set_resume_hint(hint: str) -> None:
-    """What the command keeps and how it resumes, for the line about a dead rank
-    (``the same command resumes (finished chromosomes are kept in X)``)."""
+    """What the command keeps and how it resumes, for the line about a dead rank (``the same command ...``)."""
     _state["hint"] = hint
 
 
@@ -114,11 +89,8 @@ def _end(message: str, status: int) -> None:
 
 
 class RankWatcher(threading.Thread):
-    """Rank 0's watch over the other ranks of its node (Lightning's launcher's children); see the module docstring.
-
-    Args:
-        children: the processes of ranks 1.. in rank order.
-    """
+    """Rank 0's watch over ``children``, the processes of ranks 1.. of its node in rank order (Lightning's
+    launcher's children), every :data:`POLL_S` s; see the module docstring."""
 
     def __init__(self, children: list[subprocess.Popen]):
         super().__init__(daemon=True, name="genolong-rank-watcher")
@@ -166,8 +138,8 @@ def _rank() -> str:
 
 @contextlib.contextmanager
 def watched(command: str) -> Iterator[None]:
-    """Within the block, rank 0 of a Lightning launch watches the ranks it starts (see the module
-    docstring); ``command`` (``genolong scan``) prefixes the line about a dead rank."""
+    """Within the block, rank 0 watches the ranks it launches; ``command`` (``genolong scan``) starts the line
+    about a dead rank."""
     _state.update(command=command, hint="run the same command again", active=True)
     try:
         yield

@@ -28,8 +28,7 @@ def register(subparsers) -> None:
     attention.add_argument("--out", type=Path, default=Path("runs/bench"))
     attention.add_argument("--resume", action="store_true",
                            help="keep the measurements already in OUT/attention_DTYPE.csv and run the rest")
-    attention.set_defaults(func=run_attention)
-    declare(attention, inputs=["legacy_site"], directories={"out": OutputDirectory("bench")})
+    declare(attention, run_attention, inputs=["legacy_site"], directories={"out": OutputDirectory("bench")})
     _register_gpu(commands)
 
 
@@ -54,8 +53,7 @@ def _register_gpu(commands) -> None:
                      help="lengths of the flex vs dense reference check (default: 4096 16384 65536)")
     gpu.add_argument("--tests", type=Path, default=Path("tests"),
                      help="the checkout's tests directory, for the gpu-marked tests (default: ./tests)")
-    gpu.set_defaults(func=run_gpu)
-    declare(gpu, inputs=["tests"], directories={"out": OutputDirectory("bench")})
+    declare(gpu, run_gpu, inputs=["tests"], directories={"out": OutputDirectory("bench")})
 
 
 def _add_model_arguments(group) -> None:
@@ -97,14 +95,11 @@ def _add_measurement_arguments(group) -> None:
 
 
 def _add_size_arguments(group) -> None:
-    group.add_argument("--hidden", type=positive_int, default=256)
-    group.add_argument("--layers", type=positive_int, default=4)
-    group.add_argument("--heads", type=positive_int, default=4)
-    group.add_argument("--ffn", type=positive_int, default=1024)
-    group.add_argument("--vocab", type=positive_int, default=32000)
+    for flag, default in (("--hidden", 256), ("--layers", 4), ("--heads", 4), ("--ffn", 1024), ("--vocab", 32000)):
+        group.add_argument(flag, type=positive_int, default=default)
 
 
-def run_attention(args) -> int:
+def run_attention(args) -> None:
     from genolong.experiments.bench.attention import BenchSize, Spec  # torch: imported when the command runs
     from genolong.experiments.bench.runner import run_attention_benchmark
 
@@ -112,15 +107,12 @@ def run_attention(args) -> int:
                      num_attention_heads=args.heads, intermediate_size=args.ffn)
     template = Spec(model="", length=0, size=size,
                     dtype="bf16" if resolve_precision(args.precision, gpu=False) == "bf16-mixed" else "fp32",
-                    threads=args.threads, repeats=args.repeats, budget_s=args.budget,
-                    phases=tuple(args.phases),
+                    threads=args.threads, repeats=args.repeats, budget_s=args.budget, phases=tuple(args.phases),
                     legacy_site=None if args.legacy_site is None else str(args.legacy_site.resolve()))
     stem = run_attention_benchmark(args.out, template, backbones=args.backbones, peers=args.peers,
                                    floor=args.floor, lengths=args.lengths, extra_lengths=args.extra_lengths,
-                                   timeout_s=args.timeout, max_memory_gb=args.max_memory_gb,
-                                   resume=args.resume)
+                                   timeout_s=args.timeout, max_memory_gb=args.max_memory_gb, resume=args.resume)
     print(f"wrote {stem}.csv, .md, .png, .json")
-    return 0
 
 
 def run_gpu(args) -> int:

@@ -1,7 +1,5 @@
-"""``genolong benchmark SUITE.yaml --out DIR``: benchmark suites (GUE, NT downstream tasks, Genomic
-Benchmarks, FASTA per class) over models, fine-tuning modes and seeds, with confidence
-intervals, the k-mer baseline and a leakage table; ``genolong benchmark report DIR`` redraws
-the summary and the figure."""
+"""``genolong benchmark SUITE.yaml --out DIR``: benchmark suites over models, fine-tuning modes and seeds;
+``genolong benchmark report DIR`` redraws the summary and the figure."""
 
 from __future__ import annotations
 
@@ -30,12 +28,11 @@ def register(subparsers) -> None:
     parser.add_argument("directory", type=Path, nargs="?", help="report: the benchmark directory to redraw")
     parser.add_argument("--out", type=Path, help="the benchmark directory (created, or continued)")
     add_config_arguments(parser, ())
-    parser.set_defaults(func=run)
-    declare(parser, inputs=["suite"], directories={"out": OutputDirectory("benchmark"),
+    declare(parser, run, inputs=["suite"], directories={"out": OutputDirectory("benchmark"),
                                                    "directory": OutputDirectory("benchmark")})
 
 
-def run(args) -> int:
+def run(args) -> None:
     from genolong.experiments.suites.report import redraw
 
     if str(args.suite) == REPORT:
@@ -43,17 +40,16 @@ def run(args) -> int:
             raise UserError("usage: genolong benchmark report DIR")
         redraw(args.directory)
         print(f"wrote {args.directory / 'summary.md'} and {args.directory / 'figure.png'}")
-        return 0
+        return
     if args.out is None or args.directory is not None:
         raise UserError("usage: genolong benchmark SUITE.yaml --out DIR")
     rows = run_suite(args.suite, args.out, overrides=config_overrides(args))
     print(f"wrote {args.out / 'results.csv'} ({len(rows)} rows), {args.out / 'summary.md'}, {args.out / 'figure.png'}")
-    return 0
 
 
 def run_suite(suite_path: Path, out: Path, overrides: dict | None = None, **options) -> list[dict]:
-    """Load the suite (with the ``--set`` ``overrides``) and pin it, prepare its tasks in
-    ``out/tasks``, run it (``options``: see :func:`genolong.experiments.suites.runner.run_benchmark`)."""
+    """Load the suite (with the ``--set`` ``overrides``) and pin it, prepare its tasks in ``out/tasks``, run
+    it (``options``: see :func:`genolong.experiments.suites.runner.run_benchmark`)."""
     from genolong.core.files import atomic_write_text
     from genolong.experiments.suites.runner import run_benchmark, task_directory
     from genolong.experiments.suites.suite import load_suite, pinned

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from genolong.cli.arguments import positive_int
+from genolong.cli.arguments import from_arguments, positive_int
 from genolong.cli.commands import evaluate, finetune, predict
 from genolong.cli.outputs import OutputDirectory, declare
 
@@ -18,9 +18,8 @@ def register(subparsers) -> None:
         "prepare",
         help="convert DeepSEA train/valid/test.mat into memory-mapped arrays, optionally with genome context",
         description="Decode the DeepSEA .mat files into memory-mapped arrays plus manifest.json. With "
-        "--genome, each 1,000-bp input is located in the genome (exact match, either strand) and "
-        "replaced by the --context window centred on it. Resumable: rerun the same command after "
-        "an interruption.")
+        "--genome, each 1,000-bp input is located in the genome (exact match, either strand) and replaced "
+        "by the --context window centred on it. Resumable: rerun the same command after an interruption.")
     prepare.add_argument("--mat-dir", type=Path, required=True,
                          help="directory with train.mat, valid.mat and/or test.mat (deepsea_train_bundle)")
     prepare.add_argument("--out", type=Path, required=True, help="prepared directory to create")
@@ -36,8 +35,7 @@ def register(subparsers) -> None:
                          help="probe windows counted per input when locating (default 8)")
     prepare.add_argument("--max-candidates", type=positive_int, default=20_000,
                          help="inputs with more candidate hits than this are left unlocated (default 20000)")
-    prepare.set_defaults(func=run_prepare)
-    declare(prepare, inputs=["mat_dir", "genome"],
+    declare(prepare, run_prepare, inputs=["mat_dir", "genome"],
             directories={"out": OutputDirectory("chromatin-data", atomic=True)})
     finetune.add_parser(
         commands, "chromatin", "fine-tune the 919-profile chromatin classifier on a `genolong chromatin prepare` "
@@ -47,12 +45,10 @@ def register(subparsers) -> None:
     evaluate.add_parser(commands)
 
 
-def run_prepare(args) -> int:
+def run_prepare(args) -> None:
     from genolong.prep.chromatin_dataset import prepare_chromatin
 
-    manifest = prepare_chromatin(args.mat_dir, args.out, genome=args.genome, context=args.context,
-                                 unlocated=args.unlocated, chunk_rows=args.chunk_rows,
-                                 probe_windows=args.probe_windows, max_candidates=args.max_candidates)
+    manifest = from_arguments(prepare_chromatin, args)
     print(f"wrote {args.out} (context {manifest['context']} bp)")
     for split, entry in manifest["splits"].items():
         line = f"  {split}: {entry['rows']:,} rows of {entry['rows_in']:,}, strand pairs: {entry['strand_pairs']['layout']}"
@@ -61,4 +57,3 @@ def run_prepare(args) -> int:
                 f", located {entry['locate']['located']:,} ({100 * entry['locate']['located_fraction']:.2f}%)"
             )
         print(line)
-    return 0

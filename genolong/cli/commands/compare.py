@@ -33,8 +33,8 @@ def register(subparsers) -> None:
                          help="a `genolong promoter prepare` dataset directory")
     compare.add_argument("--backbones", default=None,
                          help="comma-separated (default: every backbone of the preset, in its order)")
-    compare.set_defaults(func=run_compare)
-    declare(compare, inputs=["genome", "preset", "promoters"], directories={"out": OutputDirectory("compare")})
+    declare(compare, run_compare, inputs=["genome", "preset", "promoters"],
+            directories={"out": OutputDirectory("compare")})
 
     ablation = subparsers.add_parser(
         "context-ablation", help="pretrain one model at several context lengths with equal tokens seen",
@@ -44,8 +44,8 @@ def register(subparsers) -> None:
     _add_common(ablation)
     ablation.add_argument("--backbones", default=None, help="comma-separated (default: the preset's)")
     ablation.add_argument("--lengths", default=None, help="comma-separated max lengths (default: the preset's)")
-    ablation.set_defaults(func=run_ablation)
-    declare(ablation, inputs=["genome", "preset"], directories={"out": OutputDirectory("compare")})
+    declare(ablation, run_ablation, inputs=["genome", "preset"],
+            directories={"out": OutputDirectory("compare")})
 
 
 def _workspace(args):
@@ -54,7 +54,7 @@ def _workspace(args):
     return Workspace(args.genome, args.out, load_compare_config(args.preset), seed=args.seed)
 
 
-def _run_and_report(space, run, table: str, columns) -> int:
+def _run_and_report(space, run, table: str, columns) -> None:
     """``run()`` the experiment (stopped: how to continue), then print its table."""
     from genolong.evaluation.compare_report import markdown_table
     from genolong.experiments.compare import Interrupted
@@ -68,20 +68,18 @@ def _run_and_report(space, run, table: str, columns) -> int:
         raise _rerun_to_continue(stopped) from None
     print(markdown_table(rows, columns), end="")
     print(f"results: {space.out / table}")
-    return 0
 
 
-def run_compare(args) -> int:
+def run_compare(args) -> None:
     from genolong.evaluation.compare_report import COLUMNS
     from genolong.experiments.compare import parse_backbones, run_comparison
 
     space = _workspace(args)
     backbones = parse_backbones(args.backbones, space.config)
-    return _run_and_report(space, lambda: run_comparison(space, args.promoters, backbones), "comparison.csv",
-                           COLUMNS)
+    _run_and_report(space, lambda: run_comparison(space, args.promoters, backbones), "comparison.csv", COLUMNS)
 
 
-def run_ablation(args) -> int:
+def run_ablation(args) -> None:
     from genolong.evaluation.compare_report import ABLATION_COLUMNS
     from genolong.experiments.compare import parse_backbones, run_context_ablation
 
@@ -92,8 +90,8 @@ def run_ablation(args) -> int:
         lengths = [int(x) for x in args.lengths.split(",")] if args.lengths else ablation.lengths
     except ValueError:
         raise UserError(f"--lengths {args.lengths!r}: expected comma-separated integers") from None
-    return _run_and_report(space, lambda: run_context_ablation(space, backbones, lengths),
-                           "context_ablation.csv", ABLATION_COLUMNS)
+    _run_and_report(space, lambda: run_context_ablation(space, backbones, lengths), "context_ablation.csv",
+                    ABLATION_COLUMNS)
 
 
 def _rerun_to_continue(stopped):

@@ -50,11 +50,10 @@ def register(subparsers) -> None:
     long.add_argument("--global-tokens", type=int, default=0, metavar="G",
                       help="lsg, longformer: G global tokens ([CLS] + position 0, then [MASK] + positions); "
                       "sled: prefix tokens (default 0: short inputs give the source model's outputs)")
-    parser.set_defaults(func=run_convert)
-    declare(parser, inputs=["src"], directories={"out": OutputDirectory("convert", atomic=True)})
+    declare(parser, run_convert, inputs=["src"], directories={"out": OutputDirectory("convert", atomic=True)})
 
 
-def run_convert(args) -> int:
+def run_convert(args) -> None:
     from genolong.convert import ConversionError, LongSpec, convert_checkpoint, describe_conversion
     from genolong.convert.hub import resolve_source
 
@@ -68,4 +67,3 @@ def run_convert(args) -> int:
     model = convert_checkpoint(src, args.out, force=args.force, task=args.task, window_bp=args.window_bp,
                                long=long, name=name)
     print(describe_conversion(model, args.out, args.task))
-    return 0

@@ -27,8 +27,8 @@ def register(subparsers) -> None:
     build.add_argument("--workers", type=positive_int, default=None,
                        help="processes building chromosomes at once (default: the CPU cores available); "
                        "the files are the same for any number")
-    build.set_defaults(func=run_build)
-    declare(build, inputs=["genome", "tokenizer", "config"], directories={"out": OutputDirectory("corpus")})
+    declare(build, run_build, inputs=["genome", "tokenizer", "config"],
+            directories={"out": OutputDirectory("corpus")})
 
 
 def corpus_config_from_args(args):
@@ -37,19 +37,15 @@ def corpus_config_from_args(args):
     from genolong.datasets.corpus_build import CorpusConfig
 
     config = load_yaml(args.config, CorpusConfig) if args.config else CorpusConfig()
-    overrides = {
-        "passes": args.passes,
-        "seed": args.seed,
-        "valid_chromosomes": args.valid_chromosomes.split(",") if args.valid_chromosomes is not None else None,
-        "test_chromosomes": args.test_chromosomes.split(",") if args.test_chromosomes is not None else None,
-        "valid_tail_fraction": args.valid_tail_fraction,
-        "test_tail_fraction": args.test_tail_fraction,
-    }
-    merged = to_dict(config) | {k: v for k, v in overrides.items() if v is not None}
-    return from_dict(CorpusConfig, merged, source="corpus options")
+    flags = ("passes", "seed", "valid_chromosomes", "test_chromosomes", "valid_tail_fraction",
+             "test_tail_fraction")
+    overrides = {name: getattr(args, name) for name in flags if getattr(args, name) is not None}
+    for name in {"valid_chromosomes", "test_chromosomes"} & overrides.keys():
+        overrides[name] = overrides[name].split(",")
+    return from_dict(CorpusConfig, to_dict(config) | overrides, source="corpus options")
 
 
-def run_build(args) -> int:
+def run_build(args) -> None:
     from genolong.datasets.corpus_build import build_corpus
 
     manifest = build_corpus(args.genome, args.tokenizer, args.out, corpus_config_from_args(args), workers=args.workers)
@@ -61,4 +57,3 @@ def run_build(args) -> int:
     if build["mbp_per_s"]:
         print(f"built {build['built_mbp']:.1f} Mbp (all passes) in {build['seconds']:.1f} s: "
               f"{build['mbp_per_s']:.2f} Mbp/s")
-    return 0

@@ -33,8 +33,7 @@ def register(subparsers) -> None:
     fetch.add_argument("--timeout", type=positive_float, default=30.0,
                        help="seconds without data before a retry (default 30)")
     fetch.add_argument("--retries", type=non_negative_int, default=4, help="retries after a network failure (default 4)")
-    fetch.set_defaults(func=run_fetch)
-    declare(fetch, inputs=["url"], directories={"dest": OutputDirectory(None)},
+    declare(fetch, run_fetch, inputs=["url"], directories={"dest": OutputDirectory(None)},
             defaults={"dest": lambda args: default_data_root()})
 
     status = commands.add_parser(
@@ -44,11 +43,10 @@ def register(subparsers) -> None:
         "Exit status 1 if --verify finds a corrupt file.")
     status.add_argument("--dest", type=Path, help="cache directory (default: $GENOLONG_HOME/data)")
     status.add_argument("--verify", action="store_true", help="re-hash every download (reads gigabytes)")
-    status.set_defaults(func=run_status)
-    declare(status, inputs=["dest"])
+    declare(status, run_status, inputs=["dest"])
 
 
-def run_fetch(args) -> int:
+def run_fetch(args) -> None:
     from genolong.prep.cache import DataCache
     from genolong.prep.sources import fetch_source, get_source
 
@@ -63,7 +61,6 @@ def run_fetch(args) -> int:
         path = fetch_source(source, cache, url=args.url, sha256=args.sha256, offline=args.offline,
                             timeout=args.timeout, retries=args.retries)
         print(f"{source.label}: ready: {path}")
-    return 0
 
 
 def run_status(args) -> int:
@@ -78,10 +75,7 @@ def run_status(args) -> int:
         print(f"  {status.source.label:<{width}}  {status.state:<12}  {status.detail}")
         if status.path is not None:
             print(f"  {'':<{width}}  {'':<12}  -> {status.path}")
-    ready: dict[str, Path] = {}
-    for status in statuses:
-        if status.path is not None:
-            ready.setdefault(status.source.target, status.path)
+    ready = {s.source.target: s.path for s in reversed(statuses) if s.path is not None}  # the first wins
     placeholders = {target: ready.get(target, f"<{target}>") for target in _TARGETS}
     print("\ncommands that read the cache:")
     for needs, command in USAGES:

@@ -1,6 +1,5 @@
-"""``genolong embed``: embeddings of the records of a FASTA file or a CSV/TSV table, or of the
-regions of a BED file on a genome, from any genolong model directory (pretrained or fine-tuned), streamed to an HDF5 file
-(:mod:`genolong.inference.embed`)."""
+"""``genolong embed``: embeddings of FASTA or CSV/TSV records or BED regions from any genolong model
+directory, streamed to an HDF5 file (:mod:`genolong.inference.embed`)."""
 
 from __future__ import annotations
 
@@ -16,10 +15,8 @@ from genolong.cli.outputs import declare
 
 
 def register(subparsers) -> None:
-    """Add ``genolong embed``."""
     parser = subparsers.add_parser(
-        "embed",
-        help="per-sequence or per-base embeddings of FASTA/CSV records or BED regions, to HDF5",
+        "embed", help="per-sequence or per-base embeddings of FASTA/CSV records or BED regions, to HDF5",
         description="Embeddings from a model directory's encoder (an MLM model or a fine-tuned classifier). "
         "The HDF5 file holds 'ids' (N,) and 'embeddings' (N, n_layers, H) float32, or with --per-base a group "
         "'per_base' of one (n_layers, L, H) dataset per record (named by its 0-based position, attribute 'id'): "
@@ -47,12 +44,10 @@ def register(subparsers) -> None:
     parser.add_argument("--batch-size", type=positive_int, default=16, help="records per model call (default: 16)")
     parser.add_argument("--device", default="auto", help="auto (GPU when present), cpu, cuda, ...")
     add_precision_argument(parser)
-    parser.set_defaults(func=run)
-    declare(parser, inputs=["sequences", "regions", "genome", "model"], files=["out"])
+    declare(parser, run, inputs=["sequences", "regions", "genome", "model"], files=["out"])
 
 
 def run(args) -> None:
-    """Embed the records of ``args.sequences`` into ``args.out``."""
     import sys
 
     from genolong.classifier.embedder import Embedder

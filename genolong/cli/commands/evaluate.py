@@ -28,11 +28,10 @@ def add_parser(commands) -> None:
     chromatin.add_argument("--batch-size", type=positive_int, default=16, help="rows per model call (default: 16)")
     chromatin.add_argument("--device", default="auto", help="auto (GPU when present), cpu, cuda, ...")
     add_precision_argument(chromatin)
-    chromatin.set_defaults(func=run_chromatin)
-    declare(chromatin, inputs=["model", "data"], files=["out"])
+    declare(chromatin, run_chromatin, inputs=["model", "data"], files=["out"])
 
 
-def run_chromatin(args) -> int:
+def run_chromatin(args) -> None:
     from genolong.evaluation.chromatin_model import evaluate_chromatin_model
     from genolong.evaluation.metrics import format_chromatin_medians
 
@@ -45,4 +44,3 @@ def run_chromatin(args) -> int:
     print("median ROC AUC (%):")
     name = f"{args.model.name}{' (both strands)' if args.rc else ''}"
     print(format_chromatin_medians({name: result.medians}))
-    return 0

@@ -9,6 +9,7 @@ from genolong.cli.arguments import (
     add_classifier_argument,
     add_deprecated_option,
     add_precision_argument,
+    from_arguments,
     positive_int,
 )
 from genolong.cli.commands.variants import add_profiles
@@ -44,12 +45,11 @@ def register(subparsers) -> None:
     parser.add_argument("--logo-width", type=positive_int, default=100,
                         help="bp shown in each logo: the most attributed stretch (default: 100)")
     parser.add_argument("--batch-size", type=positive_int, default=32, help="mutants per model call (default: 32)")
-    parser.set_defaults(func=run)
-    declare(parser, inputs=["model", "fasta", "fasta_option", "regions", "genome"],
+    declare(parser, run, inputs=["model", "fasta", "fasta_option", "regions", "genome"],
             directories={"out": OutputDirectory("explain", atomic=True)})
 
 
-def run(args) -> int:
+def run(args) -> None:
     from genolong.core.errors import UserError
     from genolong.core.progress import progress_bar
     from genolong.inference.explain.run import explain
@@ -60,12 +60,8 @@ def run(args) -> int:
 
     progress = progress_bar(unit=" mutants", disable=None, file=sys.stderr, desc="in-silico mutagenesis")
     try:
-        records = explain(args.model, args.out, fasta=fasta, regions=args.regions, genome=args.genome,
-                          profiles=args.profiles, ism_window=args.ism_window, gradients=args.gradients,
-                          ig_steps=args.ig_steps, logo_width=args.logo_width, batch_size=args.batch_size,
-                          device=args.device, precision=args.precision, progress=progress,
-                          say=lambda line: print(line, file=sys.stderr))
+        records = from_arguments(explain, args, fasta=fasta, progress=progress,
+                                 say=lambda line: print(line, file=sys.stderr))
     finally:
         progress.close()
     print(f"{records:,} records explained -> {args.out}", file=sys.stderr)
-    return 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from genolong.cli.arguments import add_model_argument, non_negative_int
+from genolong.cli.arguments import add_model_argument, from_arguments, non_negative_int
 from genolong.cli.outputs import OutputDirectory, declare
 
 
@@ -38,23 +38,20 @@ def register(subparsers) -> None:
     parser.add_argument("--block-size", type=int, default=None, help="the conversions' --block-size (default: theirs)")
     parser.add_argument("--seed", type=non_negative_int, default=0)
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda (default: %(default)s)")
-    parser.set_defaults(func=run_extrapolate)
-    declare(parser, inputs=["model", "corpus"], directories={"out": OutputDirectory("extrapolate")})
+    declare(parser, run_extrapolate, inputs=["model", "corpus"],
+            directories={"out": OutputDirectory("extrapolate")})
 
 
-def run_extrapolate(args) -> int:
+def run_extrapolate(args) -> None:
     from genolong.classifier.directory import resolve_device
     from genolong.core.files import claim_directory
     from genolong.experiments.extrapolate import ExtrapolationConfig, run_extrapolation, write_report
 
-    config = ExtrapolationConfig(
-        backbones=tuple(b for b in args.backbones.split(",") if b), multiples=args.multiples,
-        eval_tokens=args.eval_tokens, finetune_steps=args.finetune_steps, batch_size=args.batch_size,
-        learning_rate=args.learning_rate, block_size=args.block_size, seed=args.seed)
+    backbones = tuple(b for b in args.backbones.split(",") if b)
+    config = from_arguments(ExtrapolationConfig, args, backbones=backbones)
     device = resolve_device(args.device)
     claim_directory(args.out, "extrapolate")
     report = run_extrapolation(args.model, args.corpus, config, device)
     paths = write_report(report, args.out)
     print((args.out / "extrapolation.md").read_text(), end="")
     print(f"-> {', '.join(str(p) for p in paths)}")
-    return 0

@@ -1,7 +1,5 @@
-"""``genolong promoter finetune`` and ``genolong chromatin finetune``: fine-tune a classifier for a
-registered task (BigBird App. F.2 / F.3; :mod:`genolong.tasks.task`). Each task group
-(:mod:`genolong.cli.commands.promoter`, :mod:`genolong.cli.commands.chromatin`) adds the parser with
-:func:`add_parser`."""
+"""``genolong promoter|chromatin|task finetune``: fine-tune a classifier for a registered task (BigBird
+App. F.2 / F.3; :mod:`genolong.tasks.task`); each task group adds the parser with :func:`add_parser`."""
 
 from __future__ import annotations
 
@@ -27,11 +25,12 @@ def add_parser(commands, task: str, help_text: str, details: str) -> None:
     add_config_arguments(parser, ["--backbone", "--max-steps", "--val-every", "--batch-size", "--learning-rate",
                                   "--seed", "--devices", "--accelerator", "--precision", "--mode"])
     parser.add_argument("--resume", action="store_true", help="continue from OUT/checkpoints/last.ckpt")
-    parser.set_defaults(func=run, task=task)
-    declare(parser, inputs=["data", "model", "tokenizer", "config"], directories={"out": OutputDirectory("finetune")})
+    parser.set_defaults(task=task)
+    declare(parser, run, inputs=["data", "model", "tokenizer", "config"],
+            directories={"out": OutputDirectory("finetune")})
 
 
-def run(args) -> int:
+def run(args) -> None:
     from genolong.tasks.task import load_finetune_config, report_summary
     from genolong.training.finetune import run_finetune
 
@@ -42,11 +41,10 @@ def run(args) -> int:
                           asked=asked, resume=args.resume)
     if "stopped_at_step" in report:
         print(f"stopped at step {report['stopped_at_step']}; continue with --resume")
-        return 0
+        return
     if not report:  # a distributed rank other than 0
-        return 0
+        return
     print(f"best {report['monitor']['metric']} {report['monitor']['best']:.4f} at step {report['best_step']} "
           f"of {report['steps']}{' (early stopping)' if report['early_stopped'] else ''}")
     print(report_summary(report))
     print(f"model: {args.out / 'model'}   report: {args.out / 'report.json'}")
-    return 0

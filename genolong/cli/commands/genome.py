@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from genolong.cli.arguments import positive_int
+from genolong.cli.arguments import from_arguments, positive_int
 from genolong.cli.outputs import declare
 
 
@@ -16,8 +16,7 @@ def register(subparsers) -> None:
     region.add_argument("genome", type=Path, help="FASTA, plain or bgzip")
     region.add_argument("region", help="CHROM:START-END, 0-based half-open (chr1 and 1 are aliases)")
     region.add_argument("--strand", choices=["+", "-"], default="+")
-    region.set_defaults(func=run_region)
-    declare(region, inputs=["genome"])
+    declare(region, run_region, inputs=["genome"])
 
     # `genome prepare` (data acquisition): the logic lives in genolong/prep/genome_prepare.py
     prepare = commands.add_parser(
@@ -35,9 +34,8 @@ def register(subparsers) -> None:
     prepare.add_argument("--primary", action="store_true",
                          help="keep only assembled chromosomes (drop unplaced contigs and haplotypes)")
     prepare.add_argument("--line-width", type=positive_int, default=60, help="bases per line (default 60)")
-    prepare.set_defaults(func=run_prepare)
     # the indexes and the table written beside --out are outputs under the same policy as --out itself
-    declare(prepare, inputs=["fasta"], files=["out", *COMPANIONS],
+    declare(prepare, run_prepare, inputs=["fasta"], files=["out", *COMPANIONS],
             defaults={"out": _default_output, **{name: _companion(name) for name in COMPANIONS}})
 
 
@@ -62,7 +60,7 @@ def _companion(name: str):
     return path
 
 
-def run_region(args) -> int:
+def run_region(args) -> None:
     from genolong.dna.genome import Genome
     from genolong.dna.regions import Region
 
@@ -73,15 +71,12 @@ def run_region(args) -> int:
     print(f">{region.chrom}:{region.start}-{end}({args.strand})")
     for start in range(0, len(seq), 60):
         print(seq[start:start + 60])
-    return 0
 
 
-def run_prepare(args) -> int:
+def run_prepare(args) -> None:
     from genolong.prep.genome_prepare import prepare_genome
 
-    prepared = prepare_genome(args.fasta, args.out, plain=args.plain, names=args.names, primary=args.primary,
-                              line_width=args.line_width)
+    prepared = from_arguments(prepare_genome, args)
     print(f"{prepared.path}: {len(prepared.chromosomes)} sequences, {prepared.length:,} bp; "
           f"indexes {prepared.fai.name}{', ' + prepared.gzi.name if prepared.gzi else ''}; "
           f"table {prepared.table.name}")
-    return 0

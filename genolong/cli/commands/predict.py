@@ -1,25 +1,7 @@
 """``genolong promoter predict`` (and its shortcut ``genolong predict-promoter``) and ``genolong chromatin
-predict``: score the records of a FASTA file (:mod:`genolong.inference.predict.fasta`).
-
-Both stream the FASTA (plain, gzip or bgzip) one record at a time, batch the model inputs,
-show progress on a terminal and use a GPU when there is one. A record longer than the
-model's window is scanned in windows (``--stride``); ``--rc`` averages each window's
-probabilities with those of its reverse complement.
-
-Bad input, by design:
-
-* a record shorter than the model's minimum, or whose every window is more than half N, gets a
-  row whose ``error`` column says so, and the run continues (one short contig must not stop a genome-wide scan);
-* a file that is not valid FASTA (empty, no header, a character outside the IUPAC codes)
-  stops the run with exit status 2 and one line naming the file, line and record;
-* output files are written under temporary names and renamed when complete, so a run that
-  stops leaves none behind. Rows written to standard output (no ``--out``) cannot be
-  taken back: use ``--out`` when a partial table would do harm.
-
-``--devices N`` / ``--num-nodes M`` score the windows on several ranks and merge them into the
-same files (:mod:`genolong.inference.predict.loop`). The task groups add the parsers with
-:func:`add_promoter_parser` and :func:`add_chromatin_parser`.
-"""
+predict``: score the records of a FASTA file (:mod:`genolong.inference.predict.fasta`); the task groups add
+the parsers with :func:`add_promoter_parser` and :func:`add_chromatin_parser`. Bad input is as
+:data:`BAD_INPUT` says; rows written to standard output (no ``--out``) cannot be taken back."""
 
 from __future__ import annotations
 
@@ -31,22 +13,22 @@ from genolong.cli.arguments import (
     add_classifier_argument,
     add_device_arguments,
     add_strands_argument,
+    from_arguments,
     positive_int,
 )
 from genolong.cli.commands.scan import report_called
 from genolong.cli.outputs import declare
 
+#: How the scoring commands treat bad input, at the end of their descriptions.
 BAD_INPUT = (
     " Records shorter than --min-length, and records whose every window is more than half N, get a row "
     "with the reason in the error column and the run goes on; a file that is not valid FASTA (empty, no header, characters outside the IUPAC codes) "
-    "stops the run with exit status 2 and no output file (files are renamed into place when complete)."
-)
+    "stops the run with exit status 2 and no output file (files are renamed into place when complete).")
 
 
 def add_record_arguments(parser) -> None:
     """The arguments of every command that scores the records of an input in windows (its positional
-    input aside): ``--stride``, ``--rc``, ``--batch-size``, ``--min-length``, ``--device`` and
-    :func:`~genolong.cli.arguments.add_device_arguments`."""
+    input aside): ``--stride``, ``--rc``, ``--batch-size``, ``--min-length``, ``--device`` and the devices."""
     parser.add_argument("--stride", type=positive_int, default=None,
                         help="bp between scanning windows on records longer than the model window "
                         "(default: half the window; chromatin 200)")
@@ -77,19 +59,15 @@ def register(subparsers) -> None:
 def add_promoter_parser(subparsers, name: str) -> None:
     """Add the promoter prediction command as ``name``."""
     promoter = subparsers.add_parser(
-        name,
-        help="promoter probability of every FASTA record (scanned in windows)",
-        description="One row per record: record (its 1-based position in the FASTA), id, length, windows scored, "
-        "probability (the best window's), label "
-        "(1 when the probability reaches the model's record threshold, chosen on validation with promoters and "
-        "non-promoters weighing the same: records are candidates; `genolong scan` uses the model's scan "
-        "threshold, set for genomic background), error. On stderr, the fraction of the bp called (and a line of "
-        "caution when that is much of a species the model never saw, see --species). The first "
-        "line of each output is a '#' comment naming the model, its threshold and its training data. "
-        "Without --model, the promoter model shipped with genolong ("
-        + default_promoter_description()
-        + "; see genolong/resources/models/promoter/README.md)."
-        + BAD_INPUT,
+        name, help="promoter probability of every FASTA record (scanned in windows)",
+        description="One row per record: record (its 1-based position in the FASTA), id, length, windows "
+        "scored, probability (the best window's), label (1 when the probability reaches the model's record "
+        "threshold, chosen on validation with promoters and non-promoters weighing the same: records are "
+        "candidates; `genolong scan` uses the model's scan threshold, set for genomic background), error. "
+        "On stderr, the fraction of the bp called (and a line of caution when that is much of a species the "
+        "model never saw, see --species). The first line of each output is a '#' comment naming the model, "
+        "its threshold and its training data. Without --model, the promoter model shipped with genolong ("
+        + default_promoter_description() + "; see genolong/resources/models/promoter/README.md)." + BAD_INPUT,
     )
     _add_common(promoter)
     add_classifier_argument(promoter, "promoter classifier")
@@ -103,40 +81,32 @@ def add_promoter_parser(subparsers, name: str) -> None:
         "--species", default=None,
         help="species of the records (e.g. 'Homo sapiens' or human): a model that calls more than 5%% of a "
         "species its card does not list adds a line of caution")
-    promoter.set_defaults(func=run_promoter)
-    declare(promoter, inputs=["fasta", "model"], files=["out", "windows", "bed"])
+    declare(promoter, run_promoter, inputs=["fasta", "model"], files=["out", "windows", "bed"])
 
 
 def add_chromatin_parser(commands) -> None:
     """Add ``predict`` to the sub-commands of the chromatin group."""
     chromatin = commands.add_parser(
-        "predict",
-        help="919 chromatin-profile probabilities for every FASTA record (or window)",
+        "predict", help="919 chromatin-profile probabilities for every FASTA record (or window)",
         description="One row per window (a record no longer than the model window is one window): record "
-        "(its 1-based position in the FASTA), id, length, windows (of the record), start, end, then one column per "
-        "DeepSEA profile "
-        "(Cell|Assay|Treatment), then error."
-        + BAD_INPUT,
+        "(its 1-based position in the FASTA), id, length, windows (of the record), start, end, then one "
+        "column per DeepSEA profile (Cell|Assay|Treatment), then error." + BAD_INPUT,
     )
     _add_common(chromatin)
     add_classifier_argument(chromatin, "chromatin classifier", required=True, promoter=False)
     chromatin.add_argument("--out", type=Path, required=True, help=TABLE_OUT)
-    chromatin.set_defaults(func=run_chromatin)
-    declare(chromatin, inputs=["fasta", "model"], files=["out"])
+    declare(chromatin, run_chromatin, inputs=["fasta", "model"], files=["out"])
 
 
 def prediction(args, fasta: Path, records=None):
-    """The :class:`~genolong.inference.predict.fasta.FastaPrediction` of the arguments of
-    :func:`add_record_arguments` (and ``--model``, ``--out``), of the input ``fasta`` (``records``: its reader)."""
+    """The :class:`~genolong.inference.predict.fasta.FastaPrediction` of the arguments, of the input ``fasta``
+    (``records``: its reader)."""
     from genolong.inference.predict.fasta import FastaPrediction  # Lightning: imported when a command runs
 
-    return FastaPrediction(fasta=fasta, records=records, model=args.model, out=args.out, stride=args.stride,
-                           rc=args.rc, batch_size=args.batch_size, min_length=args.min_length,
-                           device=args.device, accelerator=args.accelerator, devices=args.devices,
-                           num_nodes=args.num_nodes, precision=args.precision)
+    return from_arguments(FastaPrediction, args, fasta=fasta, records=records)
 
 
-def run_promoter(args) -> int:
+def run_promoter(args) -> None:
     from genolong.inference.predict.fasta import predict_promoters
 
     result = predict_promoters(prediction(args, args.fasta), windows=args.windows, bed=args.bed)
@@ -145,14 +115,12 @@ def run_promoter(args) -> int:
         print(f"{counts.records:,} records, {counts.windows:,} windows scored, {counts.promoters:,} predicted "
               f"promoters (threshold {info.threshold:.4g}), {counts.skipped:,} too short to score", file=sys.stderr)
         report_called(info, args.species, counts.called_bp, counts.scored_bp, info.threshold, "record threshold")
-    return 0
 
 
-def run_chromatin(args) -> int:
+def run_chromatin(args) -> None:
     from genolong.inference.predict.fasta import predict_chromatin
 
     counts = predict_chromatin(prediction(args, args.fasta))
     if counts is not None:
         print(f"{counts.records:,} records, {counts.windows:,} windows scored, {counts.skipped:,} too short "
               "to score", file=sys.stderr)
-    return 0

@@ -25,11 +25,11 @@ def register(subparsers) -> None:
     add_config_arguments(parser, ["--backbone", "--max-steps", "--batch-size", "--devices", "--num-nodes",
                                   "--strategy", "--accelerator", "--precision"])
     parser.add_argument("--resume", action="store_true", help="continue from out/checkpoints/last.ckpt")
-    parser.set_defaults(func=run)
-    declare(parser, inputs=["genome", "tokenizer", "config"], directories={"out": OutputDirectory("pretrain")})
+    declare(parser, run, inputs=["genome", "tokenizer", "config"],
+            directories={"out": OutputDirectory("pretrain")})
 
 
-def run(args) -> int:
+def run(args) -> None:
     from genolong.resources import sample_genome
     from genolong.training.pretrain import load_pretrain_config, run_pretrain
 
@@ -46,9 +46,8 @@ def run(args) -> int:
     report = run_pretrain(genome, args.out, config, tokenizer_dir=args.tokenizer, resume=args.resume)
     if "stopped_at_step" in report:
         print(f"stopped at step {report['stopped_at_step']}; continue with --resume")
-        return 0
+        return
     print(f"validation: loss {report['val_loss']:.4f} nats/token, {report['val_bpc']:.4f} bits/bp "
           f"(token unigram: {report['unigram_bpc']:.4f} bits/bp)")
     print(f"model: {args.out / 'model'}   report: {args.out / 'report.json'}   "
           f"curve: {args.out / 'learning_curve.png'}")
-    return 0

@@ -7,7 +7,7 @@ import argparse
 import json
 from pathlib import Path
 
-from genolong.cli.arguments import fraction, non_negative_int, positive_int
+from genolong.cli.arguments import fraction, from_arguments, non_negative_int, positive_int
 from genolong.cli.commands import finetune, predict
 from genolong.cli.outputs import OutputDirectory, declare
 
@@ -48,8 +48,7 @@ def _add_prepare(commands) -> None:
     _add_split_arguments(prepare.add_argument_group("split"))
     prepare.add_argument("--seed", type=non_negative_int, default=42, help="seed of every random step (default: 42)")
     prepare.add_argument("--overwrite", action="store_true", help="replace an existing --out directory")
-    prepare.set_defaults(func=run_prepare)
-    declare(prepare, inputs=["tss", "genome", "text", "fasta", "negative_fasta"],
+    declare(prepare, run_prepare, inputs=["tss", "genome", "text", "fasta", "negative_fasta"],
             directories={"out": OutputDirectory("promoter-data", atomic=True)})
 
 
@@ -94,8 +93,8 @@ def _add_prepare_sources(commands) -> None:
                            help="directory the spec's paths are relative to (default: the spec's)")
     by_source.add_argument("--out", type=Path, required=True, help="dataset directory to write")
     by_source.add_argument("--overwrite", action="store_true", help="replace an existing --out directory")
-    by_source.set_defaults(func=run_prepare_sources)
-    declare(by_source, inputs=["spec", "root"], directories={"out": OutputDirectory("promoter-data", atomic=True)})
+    declare(by_source, run_prepare_sources, inputs=["spec", "root"],
+            directories={"out": OutputDirectory("promoter-data", atomic=True)})
 
 
 def _add_baseline(commands) -> None:
@@ -109,8 +108,8 @@ def _add_baseline(commands) -> None:
                           help="inverse L2 strengths to try, the best on valid AUPRC is kept "
                           "(default: 0.0001,0.001,0.01,0.1,1)")
     baseline.add_argument("--out", type=Path, help="report JSON (default: DATA/kmer_baseline.json)")
-    baseline.set_defaults(func=run_baseline)
-    declare(baseline, inputs=["data"], files=["out"], defaults={"out": lambda args: args.data / "kmer_baseline.json"})
+    declare(baseline, run_baseline, inputs=["data"], files=["out"],
+            defaults={"out": lambda args: args.data / "kmer_baseline.json"})
 
 
 def _numbers(text: str) -> tuple[float, ...]:
@@ -124,30 +123,23 @@ def _names(text: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in text.split(",") if part.strip())
 
 
-def run_prepare(args) -> int:
+def run_prepare(args) -> None:
     from genolong.prep.promoter_dataset import PromoterDatasetConfig, build_promoter_dataset
     from genolong.prep.promoters import TssWindow
 
-    config = PromoterDatasetConfig(tss_bed=args.tss, genome=args.genome, text=args.text, fasta=args.fasta,
-                                   window=None if args.window is None else TssWindow.parse(args.window),
-                                   negatives=args.negatives, negative_fasta=args.negative_fasta,
-                                   per_positive=args.per_positive, min_tss_distance=args.min_tss_distance,
-                                   max_n_fraction=args.max_n_fraction, split=args.split,
-                                   fractions=args.fractions, valid_chroms=args.valid_chroms,
-                                   test_chroms=args.test_chroms, seed=args.seed)
+    config = from_arguments(PromoterDatasetConfig, args, tss_bed=args.tss,
+                            window=None if args.window is None else TssWindow.parse(args.window))
     manifest = build_promoter_dataset(config, args.out, overwrite=args.overwrite)
-    print(
-        f"wrote {args.out}: {manifest['sequence_length']} bp, negatives: {manifest['negatives']['method']}, "
-        f"split: {manifest['split']['method']}")
+    print(f"wrote {args.out}: {manifest['sequence_length']} bp, "
+          f"negatives: {manifest['negatives']['method']}, split: {manifest['split']['method']}")
     for name, counts in manifest["counts"].items():
         print(f"  {name:<5}  promoters {counts['1']:>7,}  non-promoters {counts['0']:>7,}")
     skipped = {**manifest["positives"].get("skipped", {}), **manifest["deduplication"]}
     if any(skipped.values()):
         print("  dropped: " + ", ".join(f"{key} {value:,}" for key, value in skipped.items() if value))
-    return 0
 
 
-def run_prepare_sources(args) -> int:
+def run_prepare_sources(args) -> None:
     from genolong.prep.source_split import build_source_split_dataset, load_source_split_config
 
     config = load_source_split_config(args.spec, args.root)
@@ -159,10 +151,9 @@ def run_prepare_sources(args) -> int:
             print(f"    {source:<60} {count:>7,}")
     if any(manifest["deduplication"].values()):
         print("  dropped: " + ", ".join(f"{k} {v:,}" for k, v in manifest["deduplication"].items() if v))
-    return 0
 
 
-def run_baseline(args) -> int:
+def run_baseline(args) -> None:
     from genolong.core.files import atomic_write_text
     from genolong.evaluation.kmer_baseline import KmerBaselineConfig, run_kmer_baseline
     from genolong.evaluation.metrics import format_metrics_table
@@ -173,4 +164,3 @@ def run_baseline(args) -> int:
     name = f"kmer {config.k_min}-{config.k_max} (C={report['C']:g})"
     print(format_metrics_table({f"{name} valid": report["valid"], f"{name} test": report["test"]}))
     print(f"report: {args.out}")
-    return 0

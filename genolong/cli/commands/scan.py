@@ -1,8 +1,5 @@
-"""``genolong scan``: genome-wide (or region) tracks of a classifier's scores.
-
-See :mod:`genolong.inference.scan.run` for the pipeline and :mod:`genolong.inference.scan.plan` for how
-window scores map to position bins.
-"""
+"""``genolong scan``: genome-wide (or region) tracks of a classifier's scores
+(:mod:`genolong.inference.scan.run`)."""
 
 from __future__ import annotations
 
@@ -15,6 +12,7 @@ from genolong.cli.arguments import (
     add_device_arguments,
     add_strands_argument,
     fraction,
+    from_arguments,
     non_negative_int,
     positive_int,
 )
@@ -33,8 +31,7 @@ DESCRIPTION = (
     "run (exit 2, file and line named). The genome must be plain FASTA or bgzip (a plain .gz cannot be "
     "read at random: run `genolong genome prepare`). Resumable: an interrupted run leaves a work "
     "directory .OUT.scan-*/ next to the first output; rerunning the same command skips the chromosomes "
-    "it finished. Outputs appear only when complete."
-)
+    "it finished. Outputs appear only when complete.")
 
 
 def register(subparsers) -> None:
@@ -69,20 +66,13 @@ def register(subparsers) -> None:
     parser.add_argument("--workers", type=non_negative_int, default=1,
                         help="DataLoader processes reading and tokenising (default: 1)")
     add_device_arguments(parser)
-    declare(parser, inputs=["genome", "model", "regions"], files=["out", "bed", "skipped"])
-    parser.set_defaults(func=run)
+    declare(parser, run, inputs=["genome", "model", "regions"], files=["out", "bed", "skipped"])
 
 
-def run(args) -> int:
+def run(args) -> None:
     from genolong.inference.scan.run import ScanConfig, run_scan
 
-    config = ScanConfig(genome=args.genome, out=args.out, model=args.model, regions=args.regions,
-                        chromosomes=args.chromosomes, stride=args.stride, rc=args.rc, profiles=args.profiles,
-                        bed=args.bed, threshold=args.threshold, skipped=args.skipped,
-                        batch_size=args.batch_size, workers=args.workers, max_n_fraction=args.max_n_fraction,
-                        accelerator=args.accelerator, devices=args.devices, num_nodes=args.num_nodes,
-                        precision=args.precision)
-    summary = run_scan(config)
+    summary = run_scan(from_arguments(ScanConfig, args))
     if summary is not None:
         rate = summary["target_bp"] / max(summary["seconds"], 1e-9)
         print(f"{summary['target_bp']:,} bp on {summary['chromosomes']:,} chromosomes ({summary['resumed']} resumed), "
@@ -92,12 +82,10 @@ def run(args) -> int:
         if "called_bp" in summary:
             report_called(summary["info"], args.species, summary["called_bp"], summary["target_bp"],
                           summary["threshold"], "threshold" if args.threshold is not None else "scan threshold")
-    return 0
 
 
 def report_called(info, species: str | None, called_bp: int, scored_bp: int, threshold: float, which: str) -> None:
-    """The called-fraction line on stderr, and the caution line when the model is out of its depth
-    (:mod:`genolong.inference.called`)."""
+    """The called-fraction line on stderr, and the caution line when the model is out of its depth."""
     from genolong.inference.called import called_line, caution_line
 
     print(called_line(called_bp, scored_bp, threshold, which), file=sys.stderr)

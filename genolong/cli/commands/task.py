@@ -1,6 +1,5 @@
-"""``genolong task prepare``: your own labelled sequences as a task dataset (a FASTA file per
-class, CSV/TSV/Parquet tables or an HF ``save_to_disk`` directory, or BED/narrowPeak regions on
-a genome), for any problem type: binary, multi-class, multi-label or regression."""
+"""``genolong task prepare|predict|finetune``: your own labelled sequences, of any problem type (binary,
+multi-class, multi-label or regression), as a task dataset, a fine-tuned model and its predictions."""
 
 from __future__ import annotations
 
@@ -22,8 +21,8 @@ from genolong.datasets.task import DUPLICATE_RULES, PROBLEM_TYPES
 
 
 class NamedPath(os.PathLike):
-    """``NAME=PATH`` on the command line: ``label`` (None for a bare PATH) and ``path``; a path-like,
-    so that the output policy sees the file."""
+    """``NAME=PATH`` on the command line: ``label`` (None for a bare PATH) and ``path``; a path-like, so that
+    the output policy sees the file."""
 
     def __init__(self, text: str):
         label, sep, path = text.partition("=")
@@ -97,8 +96,7 @@ def register(subparsers) -> None:
     problem.add_argument("--test-chroms", type=_names, default=[], help="chromosome split: held out for test")
     problem.add_argument("--seed", type=int, default=0, help="random split and background windows (default 0)")
     prepare.add_argument("--out", type=Path, required=True, help="task dataset directory to create")
-    prepare.set_defaults(func=run_prepare)
-    declare(prepare, inputs=["classes", "tables", "regions", "genome"],
+    declare(prepare, run_prepare, inputs=["classes", "tables", "regions", "genome"],
             directories={"out": OutputDirectory("task-data", atomic=True)})
     predict = commands.add_parser(
         "predict", help="score the records of a FASTA file or a table with a fine-tuned model of any task",
@@ -111,8 +109,7 @@ def register(subparsers) -> None:
     predict.add_argument("--out", type=Path, required=True, help=TABLE_OUT)
     predict.add_argument("--sequence-column", help="table: the sequence column (default: sequence, seq, ...)")
     add_record_arguments(predict)
-    predict.set_defaults(func=run_predict)
-    declare(predict, inputs=["inputs", "model"], files=["out"])
+    declare(predict, run_predict, inputs=["inputs", "model"], files=["out"])
     finetune.add_parser(
         commands, "labelled", "fine-tune a model on a `genolong task prepare` dataset of any problem type",
         "the loss and metrics follow the problem type (binary, multiclass, multilabel, regression); the k-mer "
@@ -120,14 +117,13 @@ def register(subparsers) -> None:
         "validation split, and the report shows the network alone, the k-mer model alone and the stack.")
 
 
-def run_prepare(args) -> int:
+def run_prepare(args) -> None:
     from genolong.prep.task_builder import prepare_from_arguments, summary
 
     print("\n".join(summary(prepare_from_arguments(args), args.out)))
-    return 0
 
 
-def run_predict(args) -> int:
+def run_predict(args) -> None:
     from genolong.datasets.task_inputs import read_records
     from genolong.dna.sequence import FastaRecord
     from genolong.inference.predict.fasta import predict_records
@@ -141,4 +137,3 @@ def run_predict(args) -> int:
         counts, info = result
         print(f"wrote {args.out}: {counts.records:,} records, {counts.windows:,} windows of {info.window_bp:,} bp "
               f"scored, {counts.skipped:,} not scored (see the error column)", file=sys.stderr)
-    return 0

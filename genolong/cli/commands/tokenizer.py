@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from genolong.cli.arguments import non_negative_int, positive_int
+from genolong.cli.arguments import from_arguments, non_negative_int, positive_int
 from genolong.cli.outputs import OutputDirectory, declare
 
 
@@ -29,8 +29,8 @@ def register(subparsers) -> None:
     train.add_argument("--region", action="append", default=[], metavar="CHROM[:START-END]",
                        help="train only on these regions (0-based, half-open; repeatable)")
     train.add_argument("--force", action="store_true", help="replace an existing output directory")
-    train.set_defaults(func=run_train)
-    declare(train, inputs=["genome"], directories={"out": OutputDirectory("tokenizer", atomic=True)})
+    declare(train, run_train, inputs=["genome"],
+            directories={"out": OutputDirectory("tokenizer", atomic=True)})
 
     stats = commands.add_parser("stats", help="bp/token, token lengths and encode throughput on a genome")
     stats.add_argument("--tokenizer", required=True, type=Path)
@@ -38,16 +38,14 @@ def register(subparsers) -> None:
     stats.add_argument("--region", action="append", default=[], metavar="CHROM[:START-END]")
     stats.add_argument("--max-bp", type=positive_int, default=None, help="stop after this many bases")
     stats.add_argument("--json", type=Path, default=None, help="also write the report here")
-    stats.set_defaults(func=run_stats)
-    declare(stats, inputs=["tokenizer", "genome"], files=["json"])
+    declare(stats, run_stats, inputs=["tokenizer", "genome"], files=["json"])
 
 
-def run_train(args) -> int:
+def run_train(args) -> None:
     from genolong.dna.regions import Region
     from genolong.dna.tokenizer import TokenizerTrainConfig, train_tokenizer
 
-    config = TokenizerTrainConfig(vocab_size=args.vocab_size, sample_bp=args.sample_bp, chunk_bp=args.chunk_bp,
-                                  min_frequency=args.min_frequency, seed=args.seed)
+    config = from_arguments(TokenizerTrainConfig, args)
     regions = [Region.parse(r) for r in args.region]
     genome = args.genome
     if genome is None:
@@ -62,10 +60,9 @@ def run_train(args) -> int:
     if meta["vocab_size"] < args.vocab_size:
         print(f"note: the sample supports only {meta['vocab_size']:,} of the {args.vocab_size:,} requested tokens "
               f"(no pair left with frequency >= {args.min_frequency}); train on more sequence for the full size")
-    return 0
 
 
-def run_stats(args) -> int:
+def run_stats(args) -> None:
     from genolong.core.files import atomic_write_text
     from genolong.dna.regions import Region, iter_regions
     from genolong.dna.tokenizer import load_tokenizer, tokenizer_stats
@@ -84,4 +81,3 @@ def run_stats(args) -> int:
         print(f"  {length:>5}: {count:>9,} {'#' * max(1, round(40 * count / peak))}")
     if args.json:
         atomic_write_text(args.json, json.dumps(report, indent=2) + "\n")
-    return 0

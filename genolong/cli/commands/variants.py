@@ -9,6 +9,7 @@ from genolong.cli.arguments import (
     add_classifier_argument,
     add_device_arguments,
     add_strands_argument,
+    from_arguments,
     non_negative_int,
     positive_int,
 )
@@ -25,8 +26,7 @@ DESCRIPTION = (
     "chrM/MT). A VCF whose ##contig lengths differ from the genome (another build), a variant beyond a contig "
     "end or on a contig the genome lacks stops the run (exit 2, nothing written). --out NAME.tsv[.gz]: one "
     "row per variant x output (use --profiles); NAME.h5: a wide matrix of every output. An interrupted run "
-    "continues where it stopped when started again with the same arguments."
-)
+    "continues where it stopped when started again with the same arguments.")
 
 
 def register(subparsers) -> None:
@@ -58,8 +58,7 @@ def register(subparsers) -> None:
     parser.add_argument("--chunk-size", type=positive_int, default=1024,
                         help="alleles per output part, the unit of memory and of resuming (default: 1024)")
     add_device_arguments(parser)
-    parser.set_defaults(func=run)
-    declare(parser, inputs=["vcf", "genome", "model"], files=["out", "annotate_vcf"])
+    declare(parser, run, inputs=["vcf", "genome", "model"], files=["out", "annotate_vcf"])
 
 
 def add_profiles(parser, verb: str, *aliases: str) -> None:
@@ -68,18 +67,12 @@ def add_profiles(parser, verb: str, *aliases: str) -> None:
                         help=f"outputs to {verb}: full names, classes DHS/TF/HM, or name parts (CTCF, HepG2)")
 
 
-def run(args) -> int:
+def run(args) -> None:
     from genolong.inference.variants.run import score_variants
 
-    counts = score_variants(
-        args.vcf, args.genome, args.model, args.out, score=args.score, profiles=args.profiles, rc=args.rc,
-        ref_mismatch=args.ref_mismatch, missing_contig=args.missing_contig, max_indel=args.max_indel, window=args.window,
-        batch_size=args.batch_size, chunk_size=args.chunk_size, accelerator=args.accelerator,
-        devices=args.devices, num_nodes=args.num_nodes, precision=args.precision, annotate=args.annotate_vcf, top_k=args.top_k, progress=True,
-    )
+    counts = from_arguments(score_variants, args, variants=args.vcf, annotate=args.annotate_vcf, progress=True)
     if counts is None:  # a rank other than 0: rank 0 reports
-        return 0
+        return
     details = ", ".join(f"{count:,} {what}" for what, count in sorted(counts.items()) if what not in ("alleles", "scored"))
     print(f"{counts.get('alleles', 0):,} alleles, {counts.get('scored', 0):,} scored"
           + (f"; {details}" if details else "") + f" -> {args.out}", file=sys.stderr)
-    return 0
