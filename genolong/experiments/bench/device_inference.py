@@ -4,9 +4,8 @@
 ``score-variants`` (40 SNVs on it) run with the shipped promoter model in child processes, once
 with ``--accelerator cpu --precision 32`` (the reference) and once on the device, at
 :data:`DEVICE_PRECISION`: ``score-variants`` in float32, because a variant's effect is the
-difference of two nearly equal scores, which bf16 cannot rank (``docs/results/gpu.md``). Every
-numeric column is compared: the largest absolute difference must stay under :data:`TOLERANCE` and
-the rank correlation of the main score over :data:`MIN_RANK_CORRELATION`.
+difference of two nearly equal scores, which bf16 cannot rank (``docs/results/gpu.md``). The
+outputs are compared by :func:`compare_tables`.
 """
 
 from __future__ import annotations
@@ -87,8 +86,9 @@ def _is_number(text: str) -> bool:
 
 
 def compare_tables(reference: Path, candidate: Path) -> dict:
-    """Max abs difference over the shared numeric columns and the Spearman correlation of the main score
-    (a column of :data:`SCORE_COLUMNS`, else the last numeric one: a track's value)."""
+    """Max abs difference over the shared numeric columns (at most :data:`TOLERANCE`) and the Spearman
+    correlation of the main score (at least :data:`MIN_RANK_CORRELATION`; a column of
+    :data:`SCORE_COLUMNS`, else the last numeric one: a track's value)."""
     from scipy.stats import spearmanr
 
     ref, cand = numeric_columns(reference), numeric_columns(candidate)

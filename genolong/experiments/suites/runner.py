@@ -124,11 +124,8 @@ def run_cell(out: Path, task: TaskEntry, prepared: PreparedTask, leaked: np.ndar
 def run_benchmark(suite: SuiteConfig, out: Path, *, show_progress: bool = False,
                   extra_callbacks: Sequence = ()) -> list[dict]:
     """Run every cell of ``suite`` on the tasks prepared in ``out`` (:func:`task_directory` ``/data``);
-    writes the reports and returns the rows of ``results.csv``.
-
-    Raises:
-        ConfigError: a task that is not classification, or a model that cannot serve one (before any training).
-    """
+    writes the reports and returns the rows of ``results.csv``. A task that is not classification, or
+    a model that cannot serve one, is a ConfigError before any training."""
     prepared = {task.name: PreparedTask(task_directory(out, task) / "data") for task in suite.tasks}
     suite.check_problem_types({name: p.problem_type for name, p in prepared.items()})
     for task in suite.tasks:

@@ -3,10 +3,8 @@
 The format (layouts, ``scratch:BACKBONE`` models, ``reference:``, ``root`` and ``missing: skip``)
 is documented with examples in ``docs/guide/compare-benchmark.md``. Paths are relative to ``root``
 when the suite sets one (from ``--set``: relative to the working directory), else to the suite
-file, with ``~`` and ``$VARIABLES`` expanded. The layouts are read by
-:mod:`genolong.prep.benchmark_layouts`; a model's ``finetune`` is a ``labelled`` fine-tuning
-preset whose ``mode``, ``train.seed`` and ``kmer_baseline`` the benchmark sets per cell. Every
-setting, defaults included, is pinned into the output directory (:func:`pinned`).
+file, with ``~`` and ``$VARIABLES`` expanded; :mod:`genolong.prep.benchmark_layouts` reads the
+layouts. Every setting, defaults included, is pinned into the output directory (:func:`pinned`).
 """
 
 from __future__ import annotations
@@ -140,7 +138,7 @@ class ModelEntry:
         return sorted(self.finetune.get("model", {}) or {})
 
     def finetune_config(self, mode: str, seed: int) -> FinetuneConfig:
-        """The ``labelled`` fine-tuning config of one cell."""
+        """The ``labelled`` fine-tuning config of one cell (``mode``, ``train.seed``, no k-mer baseline)."""
         data = resolve_preset("finetune", self.finetune)
         if self.pretrained is None:
             data = merge_preset(data, {"model": {"backbone": self.source.removeprefix(SCRATCH)}})
