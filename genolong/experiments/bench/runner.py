@@ -30,6 +30,7 @@ from genolong.experiments.bench import attention
 from genolong.experiments.bench import report as bench_report
 from genolong.experiments.bench.attention import ALL_PEERS, FLOOR, LEGACY_PEERS, PEERS, BenchSize, Spec
 from genolong.runtime.cpu_bf16 import matmul_rates
+from genolong.runtime.precision import cpu_info
 
 
 def run_spec(spec: Spec, timeout_s: float, max_memory_gb: float) -> list[dict[str, Any]]:
@@ -134,17 +135,9 @@ def resolve_models(backbones: list[str] | None, peers: list[str] | None, legacy_
 
 def machine() -> dict[str, Any]:
     """The CPU, its cores, the Python / torch / transformers versions and the measured fp32 GEMM rate."""
-    return {"cpu": _cpu_name(), "cores": os.cpu_count(), "python": platform.python_version(),
+    return {"cpu": cpu_info()[0], "cores": os.cpu_count(), "python": platform.python_version(),
             "torch": torch.__version__, "transformers": transformers.__version__,
             "fp32_gemm_gflops": round(matmul_rates().fp32, 1)}
-
-
-def _cpu_name() -> str:
-    with contextlib.suppress(OSError), open("/proc/cpuinfo") as cpuinfo:
-        for line in cpuinfo:
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor()
 
 
 def format_row(row: dict[str, Any]) -> str:

@@ -116,9 +116,8 @@ def summary_markdown(rows: list[dict], leakage: list[dict], confidence: float, r
     tasks = list(dict.fromkeys(row["task"] for row in rows))
     metric = {row["task"]: row["metric"] for row in rows}
     lines = ["# Benchmark summary", "",
-             f"Mean ± half-width of the {confidence:.0%} Student's t interval over seeds "
-             "(n - 1 degrees of freedom); "
-             "the k-mer baseline is one deterministic fit. Best mean per task in bold.", ""]
+             f"Mean ± half-width of the {confidence:.0%} Student's t interval over seeds (n - 1 degrees "
+             "of freedom); the k-mer baseline is one deterministic fit. Best mean per task in bold.", ""]
     for key, title in (("value", "Headline metric"), ("auroc", "AUROC"),
                        ("value_without_leaked", "Headline metric without the leaked test rows")):
         names = [f"{t} ({'auroc' if key == 'auroc' else metric[t]})" for t in tasks]
