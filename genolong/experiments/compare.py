@@ -2,15 +2,14 @@
 
 ``run_comparison`` pretrains every backbone with MLM under one budget and fine-tunes each on the
 same promoters; ``run_context_ablation`` pretrains one model at several window lengths with the
-same tokens per step (BigBird App. F, Fig. 8). Both share one output directory::
+same tokens per step (BigBird App. F, Fig. 8). Both share one output directory (their tables and
+plots: ``docs/guide/compare-benchmark.md``)::
 
     out/tokenizer/, out/corpus/         trained once, shared by every run
     out/backbones/<name>/pretrain/      a `genolong pretrain` run directory
     out/backbones/<name>/finetune/      a `genolong promoter finetune` run directory
     out/backbones/<name>/result.json    the comparison row (a finished backbone is skipped)
     out/context/<name>_<len>/           the ablation's pretrain runs (pretrain/, pretrain.json)
-    out/comparison.csv|.md, bpc_vs_step.png, quality_vs_speed.png
-    out/context_ablation.csv|.md, context_ablation.png
 
 Every stage resumes from its last checkpoint when the command is run again with the same arguments.
 """

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -88,12 +89,6 @@ def converted_model(peer: Callable, size, length: int, mlm: bool, long_from: int
 
 def converted_builders(peers: dict[str, Callable]) -> dict[str, Callable[..., Any]]:
     """Builders of the converted models (and of those made long) from the peers' builders by name."""
-    builders = {
-        name: (lambda size, length, mlm, peer=peers[peer_name]: converted_model(peer, size, length, mlm))
-        for name, peer_name in CONVERTED.items()
-    }
-    return builders | {
-        name: (lambda size, length, mlm, peer=peer_name: converted_model(peers[peer], size, length, mlm,
-                                                                         TRAINED_POSITIONS[peer]))
-        for name, peer_name in LONG.items()
-    }
+    converted = {name: partial(converted_model, peers[source]) for name, source in CONVERTED.items()}
+    return converted | {name: partial(converted_model, peers[source], long_from=TRAINED_POSITIONS[source])
+                        for name, source in LONG.items()}
