@@ -169,10 +169,9 @@ def plot(path: Path, rows: list[dict[str, Any]], title: str) -> None:
                 style = "--" if model in PEERS + LEGACY_PEERS else (":" if model == FLOOR else "-")
                 axis.plot(*zip(*points, strict=True), style, marker="o", label=model)
         axis.set_xscale("log", base=2)
-        axis.set_yscale("log")
-        axis.set_xlabel("sequence length (tokens)")
-        axis.set_ylabel("best time (s)" if key == "time_s" else "peak memory above resident (MB)")
-        axis.set_title(f"{phase}: {'time' if key == 'time_s' else 'memory'}")
+        axis.set(yscale="log", xlabel="sequence length (tokens)",
+                 ylabel="best time (s)" if key == "time_s" else "peak memory above resident (MB)",
+                 title=f"{phase}: {'time' if key == 'time_s' else 'memory'}")
         axis.grid(True, which="both", alpha=0.3)
     axes.flat[0].legend(fontsize=8)
     figure.suptitle(title)

@@ -51,9 +51,7 @@ def _read_csv(path: Path, columns, floats) -> list[dict]:
         raise InputError(path, "missing: not a finished benchmark directory") from None
     if tuple(reader.fieldnames or ()) != columns:
         raise InputError(path, f"columns are not {', '.join(columns)}", line=1)
-    for row in rows:
-        row.update({k: float(row[k]) for k in floats})
-    return rows
+    return [row | {k: float(row[k]) for k in floats} for row in rows]
 
 
 def read_results(out: Path) -> list[dict]:
