@@ -1,8 +1,6 @@
-"""Every config of genolong: YAML files validated into dataclasses (:mod:`.schema`, whose
-names this package exports) and presets with ``extends:`` and ``--set`` overrides
-(:mod:`.presets`). The presets need the attention registry, which itself uses :mod:`.schema`:
-import them from their module. The ``model:`` section is the model's
-(:mod:`genolong.model.section`)."""
+"""Every config of genolong: YAML files validated into dataclasses (:mod:`.schema`, exported here) and
+presets with ``extends:`` and ``--set`` overrides (:mod:`.presets`: import them from their module, they
+need the attention registry, which uses :mod:`.schema`). ``model:``: :mod:`genolong.model.section`."""
 
 from genolong.config.schema import (
     check_type,

@@ -1,11 +1,5 @@
-"""Presets and overrides: YAML files with ``extends:`` chains, merged one section deep, and the
-``--set section.key=value`` overrides of the command line applied the same way.
-
-A preset names a shipped file (``configs/<kind>/<name>.yaml``, see :mod:`genolong.configs`) or
-any YAML file. Merging a ``model:`` section that changes the backbone drops the old backbone's
-own parameters (a BigBird ``block_size`` means nothing to Longformer), so ``extends: bigbird``
-plus ``model: {backbone: longformer}`` is a valid Longformer config.
-"""
+"""Presets (a shipped ``configs/<kind>/<name>.yaml`` or any YAML file) with ``extends:`` chains,
+merged one section deep, and the ``--set section.key=value`` overrides applied the same way."""
 
 from __future__ import annotations
 
@@ -18,8 +12,9 @@ from genolong.configs import preset_path
 
 
 def switch_backbone(model: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
-    """``model | update``; when ``update`` changes the backbone, the old backbone's own
-    parameters are dropped."""
+    """``model | update``; when ``update`` changes the backbone, the old backbone's own parameters are
+    dropped (a BigBird ``block_size`` means nothing to Longformer), so ``extends: bigbird`` plus
+    ``model: {backbone: longformer}`` is a valid Longformer config."""
     old, new = model.get("backbone"), update.get("backbone", model.get("backbone"))
     if old is not None and new != old:
         stale = set(attention_defaults(old)) - set(attention_defaults(new))
@@ -28,9 +23,8 @@ def switch_backbone(model: dict[str, Any], update: dict[str, Any]) -> dict[str, 
 
 
 def merge_preset(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
-    """``base`` updated by ``update`` one section deep; a new ``model.backbone`` drops the old
-    backbone's own parameters (see :func:`switch_backbone`). A section that is not a mapping on
-    either side is replaced (and refused later by the dataclass)."""
+    """``base`` updated by ``update`` one section deep (``model`` by :func:`switch_backbone`); a
+    section that is not a mapping on either side is replaced (and refused later by the dataclass)."""
     merged = dict(base)
     for key, value in update.items():
         if not (isinstance(value, dict) and isinstance(merged.get(key, {}), dict)):
@@ -56,11 +50,8 @@ def resolve_preset(kind: str, data: dict[str, Any]) -> dict[str, Any]:
 
 def apply_overrides(data: dict[str, Any], overrides: dict[str, Any], source: str = "") -> dict[str, Any]:
     """``data`` (read from ``source``) with each dotted key of ``overrides`` (``train.max_steps``,
-    ``max_len``) set, merged as a preset that ``extends`` it would be (:func:`merge_preset`).
-
-    Raises:
-        ConfigError: a key goes into a section that ``data`` has as a scalar or a list.
-    """
+    ``max_len``) merged as a preset that ``extends`` it would be; ConfigError for a key in a section
+    that ``data`` has as a scalar or a list."""
     for key, value in overrides.items():
         section, _, name = key.rpartition(".")
         if section:

@@ -1,12 +1,10 @@
-"""YAML configs validated into dataclasses.
+"""YAML configs validated into dataclasses, whose ``__post_init__`` raises
+:class:`~genolong.core.errors.ConfigError` on nonsense.
 
-Every config is a dataclass whose ``__post_init__`` raises
-:class:`~genolong.core.errors.ConfigError` on nonsense. :func:`from_dict` builds one from
-plain data (nested dataclasses included): it rejects unknown keys (suggesting the closest known
-one), checks every value against the field's type (an integer field refuses 64.7, a float field
-NaN, a section a scalar), takes a single string where a list of strings goes as a one-item list
-(``valid_chromosomes: chr17``), and prefixes every error with the file and the key.
-:func:`read_yaml` reads one file, :func:`read_with_extends` follows ``extends:`` chains.
+:func:`from_dict` rejects unknown keys (suggesting the closest known one), checks every value
+against the field's type (an integer field refuses 64.7, a float field NaN, a section a scalar),
+takes a single string where a list of strings goes (``valid_chromosomes: chr17``), and prefixes
+every error with the file and the key.
 """
 
 from __future__ import annotations
@@ -87,9 +85,8 @@ def check_type(value: Any, hint: Any, source: str, key: str) -> Any:
     if origin in (list, tuple):
         if isinstance(value, str) and args == (str,):
             return [value]
-        if not isinstance(value, list | tuple):
-            raise _type_error(source, key, _type_name(hint), value)
-        if origin is tuple and len(args) != len(value) and Ellipsis not in args:
+        if not isinstance(value, list | tuple) or (
+                origin is tuple and len(args) != len(value) and Ellipsis not in args):
             raise _type_error(source, key, _type_name(hint), value)
         items = args[:1] * len(value) if origin is list or Ellipsis in args else args
         checked = [check_type(v, a, source, f"{key}[{i}]") for i, (v, a) in enumerate(zip(value, items, strict=True))]
@@ -98,28 +95,28 @@ def check_type(value: Any, hint: Any, source: str, key: str) -> Any:
         if not isinstance(value, dict):
             raise _type_error(source, key, "a mapping (key: value lines)", value)
         return {k: check_type(v, args[1], source, f"{key}.{k}") for k, v in value.items()}
-    check = _SCALAR_CHECKS.get(hint)
-    if check is None:
+    if hint not in _SCALARS:
         raise TypeError(f"no type check for {hint!r}")  # a field type this module does not know: a bug
+    name, check = _SCALARS[hint]
     if not check(value):
-        raise _type_error(source, key, _type_name(hint), value)
+        raise _type_error(source, key, name, value)
     return value
 
 
-_SCALAR_CHECKS: dict[Any, Callable[[Any], bool]] = {
-    int: lambda v: isinstance(v, int) and not isinstance(v, bool),
-    float: lambda v: isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v),
-    bool: lambda v: isinstance(v, bool),
-    str: lambda v: isinstance(v, str),
-    type(None): lambda v: v is None,
+#: Scalar field types: their name in error messages and their check.
+_SCALARS: dict[Any, tuple[str, Callable[[Any], bool]]] = {
+    int: ("an integer", lambda v: isinstance(v, int) and not isinstance(v, bool)),
+    float: ("a finite number",
+            lambda v: isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)),
+    bool: ("true or false", lambda v: isinstance(v, bool)),
+    str: ("a string", lambda v: isinstance(v, str)),
+    type(None): ("null", lambda v: v is None),
 }
 
 
 def _type_name(hint: Any) -> str:
-    names = {int: "an integer", float: "a finite number", bool: "true or false", str: "a string",
-             type(None): "null"}
-    if hint in names:
-        return names[hint]
+    if hint in _SCALARS:
+        return _SCALARS[hint][0]
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin is list:
         return f"a list of {_type_name(args[0]).removeprefix('an ').removeprefix('a ')}s"
@@ -141,11 +138,8 @@ def where(source: str) -> str:
 
 def parse_assignment(text: str) -> tuple[str, Any]:
     """``"train.max_steps=100"`` -> ``("train.max_steps", 100)``: the value is read as YAML
-    (``true``, ``null``, ``[1, 2]``, ``1e-4`` as numbers), the key is checked later, by the config.
-
-    Raises:
-        ConfigError: no ``=``, an empty key, or a value that is not valid YAML.
-    """
+    (``1e-4`` as a number); the key is checked later, by the config. ConfigError without ``=``, with
+    an empty key or a value that is not valid YAML."""
     key, equals, text_value = text.partition("=")
     key = key.strip()
     if not equals or not key or any(not part for part in key.split(".")):
@@ -192,7 +186,7 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
 
 def read_with_extends(path: str | Path, merge: Callable[[dict, dict], dict], _chain: tuple[Path, ...] = ()) -> dict:
     """:func:`read_yaml`, then, when the file says ``extends: PARENT`` (a file beside it),
-    ``merge(parent's data, this file's data)``. A chain that comes back to a file is a ConfigError."""
+    ``merge(parent's data, this file's data)``; a cycle is a ConfigError."""
     path = Path(path)
     chain = (*_chain, path.resolve())
     data = read_yaml(path)

@@ -1,21 +1,17 @@
 """Backbone comparison and the context-length ablation under one budget.
 
-``run_comparison`` pretrains every backbone with MLM on the same genome, tokenizer, corpus,
-model size, steps, batch and seed, fine-tunes each on the same promoter data, and measures
-what a user choosing a backbone wants to know; ``run_context_ablation`` pretrains the same
-model at several window lengths with the same tokens per step (BigBird App. F, Fig. 8:
-longer context, better MLM). Both share one output directory::
+``run_comparison`` pretrains every backbone with MLM under one budget and fine-tunes each on the
+same promoters; ``run_context_ablation`` pretrains one model at several window lengths with the
+same tokens per step (BigBird App. F, Fig. 8). Both share one output directory (their tables and
+plots: ``docs/guide/compare-benchmark.md``)::
 
     out/tokenizer/, out/corpus/         trained once, shared by every run
     out/backbones/<name>/pretrain/      a `genolong pretrain` run directory
     out/backbones/<name>/finetune/      a `genolong promoter finetune` run directory
     out/backbones/<name>/result.json    the comparison row (a finished backbone is skipped)
     out/context/<name>_<len>/           the ablation's pretrain runs (pretrain/, pretrain.json)
-    out/comparison.csv|.md, bpc_vs_step.png, quality_vs_speed.png
-    out/context_ablation.csv|.md, context_ablation.png
 
-Every stage resumes: an interrupted pretraining or fine-tuning run continues from its last
-checkpoint when the command is run again with the same arguments.
+Every stage resumes from its last checkpoint when the command is run again with the same arguments.
 """
 
 from __future__ import annotations
@@ -24,6 +20,8 @@ import hashlib
 import json
 import logging
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -61,8 +59,7 @@ DETERMINISTIC = ("backbone", "parameters", "max_len", "pretrain_steps", "val_bpc
 @dataclass
 class AblationConfig:
     """The context-length ablation: ``max_len`` takes each of ``lengths`` with ``tokens_per_step``
-    tokens per optimizer step (batch = tokens_per_step / max_len) for the same number of steps,
-    and validation covers ``val_tokens`` tokens at every length."""
+    tokens per optimizer step for the same number of steps; validation covers ``val_tokens``."""
 
     lengths: list[int] = field(default_factory=lambda: [512, 1024, 2048, 4096])
     tokens_per_step: int = 8192
@@ -80,18 +77,9 @@ class AblationConfig:
 
 @dataclass
 class CompareConfig:
-    """A comparison preset (``configs/compare/``).
-
-    Attributes:
-        pretrain: a pretraining preset (``extends: tiny`` and changes to it); the backbone is
-            set per run, everything else is shared.
-        finetune: a promoter fine-tuning preset for a pretrained model, likewise.
-        backbones: each backbone's own attention parameters at this preset's ``max_len``, in the
-            order tables list them (default: every registered backbone with its defaults).
-        inference_windows, inference_batch_size: encoder forward passes over this many
-            validation windows of ``max_len`` tokens give ``infer_windows_per_s``.
-        ablation: the context-length ablation.
-    """
+    """A comparison preset (``configs/compare/``): the shared ``pretrain`` and promoter ``finetune``
+    presets (the backbone set per run), each backbone's own attention parameters in the order tables
+    list them, and the inference windows and batch that give ``infer_windows_per_s``."""
 
     pretrain: dict[str, Any] = field(default_factory=lambda: {"extends": "tiny"})
     finetune: dict[str, Any] = field(default_factory=lambda: {"extends": "promoter_pretrained"})
@@ -130,7 +118,6 @@ class CompareConfig:
 
 
 def _check_names(names, where: str) -> None:
-    """Every name is a registered backbone."""
     known = available_attentions()
     unknown = sorted(set(names) - set(known))
     if unknown:
@@ -164,27 +151,21 @@ def parse_backbones(text: str | None, config: CompareConfig) -> list[str]:
     return [name for name in config.backbones if name in names]
 
 
-# -- measuring ---------------------------------------------------------------------------------
-class PeakMemory:
-    """Peak memory of a block above the memory in use when it starts, in MB: CUDA allocator
-    peak on a GPU, else the resident-set high-water mark (Linux ``/proc``; None elsewhere)."""
-
-    def __enter__(self) -> PeakMemory:
-        self.megabytes: float | None = None
-        if torch.cuda.is_available():
-            torch.cuda.reset_peak_memory_stats()
-            self._base = torch.cuda.memory_allocated() / 2**20
-        else:
-            try:
-                self._base = reset_peak_memory()
-            except OSError:
-                self._base = None
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self._base is not None:
-            peak = torch.cuda.max_memory_allocated() / 2**20 if torch.cuda.is_available() else proc_status_mb("VmHWM")
-            self.megabytes = round(peak - self._base, 1)
+@contextmanager
+def peak_memory() -> Iterator[dict[str, float | None]]:
+    """``{"mb": ...}``, set at the end of the block to its peak memory above the memory in use when it
+    started: CUDA allocator peak on a GPU, else the resident-set high-water mark (Linux; None elsewhere)."""
+    cuda, peak = torch.cuda.is_available(), {"mb": None}
+    if cuda:
+        torch.cuda.reset_peak_memory_stats()
+    try:
+        base = torch.cuda.memory_allocated() / 2**20 if cuda else reset_peak_memory()
+    except OSError:
+        base = None
+    yield peak
+    if base is not None:
+        end = torch.cuda.max_memory_allocated() / 2**20 if cuda else proc_status_mb("VmHWM")
+        peak["mb"] = round(end - base, 1)
 
 
 def inference_rate(model_dir: Path, corpus_dir: Path, max_len: int, windows: int, batch_size: int) -> float:
@@ -195,9 +176,8 @@ def inference_rate(model_dir: Path, corpus_dir: Path, max_len: int, windows: int
                          max_len, MaskingConfig())
     chosen = np.linspace(0, len(dataset) - 1, windows).round().astype(int)
     tokens = [torch.as_tensor(dataset.tokens(int(i))) for i in chosen]
-    length = max(len(t) for t in tokens)
-    input_ids = torch.stack([torch.nn.functional.pad(t, (0, length - len(t))) for t in tokens]).to(device)
-    mask = torch.stack([torch.arange(length) < len(t) for t in tokens]).long().to(device)
+    input_ids = torch.nn.utils.rnn.pad_sequence(tokens, batch_first=True).to(device)
+    mask = torch.stack([torch.arange(input_ids.shape[1]) < len(t) for t in tokens]).long().to(device)
     model = load_model(GenolongModel, model_dir, dropped={"lm_head."}).to(device)
     with torch.inference_mode():
         model(input_ids=input_ids[:batch_size], attention_mask=mask[:batch_size])
@@ -215,7 +195,6 @@ def device_name() -> str:
     return torch.cuda.get_device_name() if torch.cuda.is_available() else f"cpu x{torch.get_num_threads()}"
 
 
-# -- runs --------------------------------------------------------------------------------------
 @dataclass
 class Workspace:
     """The inputs and the shared output directory of a comparison or ablation."""
@@ -225,14 +204,6 @@ class Workspace:
     config: CompareConfig
     seed: int = 0
     show_progress: bool = True
-
-    @property
-    def tokenizer_dir(self) -> Path:
-        return self.out / "tokenizer"
-
-    @property
-    def corpus_dir(self) -> Path:
-        return self.out / "corpus"
 
     def prepare(self) -> None:
         """Train the shared tokenizer (once) from the shared pretraining settings."""
@@ -249,12 +220,13 @@ class Workspace:
         path, identity = run_dir / "pretrain.json", identity_hash(str(self.genome.resolve()), to_dict(config))
         if (saved := load_result(path, identity)) is not None:
             return saved
-        with PeakMemory() as peak:
-            report = run_pretrain(self.genome, run_dir / "pretrain", config, tokenizer_dir=self.tokenizer_dir,
-                                  corpus_dir=self.corpus_dir, resume=True, show_progress=self.show_progress)
+        with peak_memory() as peak:
+            report = run_pretrain(self.genome, run_dir / "pretrain", config, resume=True,
+                                  tokenizer_dir=self.out / "tokenizer", corpus_dir=self.out / "corpus",
+                                  show_progress=self.show_progress)
         if "stopped_at_step" in report:
             raise Interrupted(run_dir)
-        result = {"report": report, "peak_mb": peak.megabytes, "device": device_name()}
+        result = {"report": report, "peak_mb": peak["mb"], "device": device_name()}
         save_result(path, identity, result)
         return result
 
@@ -270,7 +242,7 @@ def identity_hash(*parts: Any) -> str:
 
 def load_result(path: Path, identity: str) -> Any | None:
     """What ``save_result`` stored at ``path`` with ``identity``; None when absent. A result made
-    with other settings is refused, never overwritten."""
+    with other settings is a UserError (never overwritten)."""
     if not path.is_file():
         return None
     saved = json.loads(path.read_text())
@@ -297,8 +269,8 @@ def compare_backbone(space: Workspace, promoters: Path, backbone: str) -> dict[s
     pretrained = space.pretrain(run_dir, pretrain_config)
     pretrain = pretrained["report"]
     model_dir = run_dir / "pretrain" / "model"
-    rate = inference_rate(model_dir, space.corpus_dir, pretrain_config.max_len, space.config.inference_windows,
-                          space.config.inference_batch_size)
+    rate = inference_rate(model_dir, space.out / "corpus", pretrain_config.max_len,
+                          space.config.inference_windows, space.config.inference_batch_size)
     log.info("%s: fine-tuning on %s", backbone, promoters)
     finetune = run_finetune(promoters, run_dir / "finetune", finetune_config, pretrained=model_dir, resume=True,
                             show_progress=space.show_progress)
@@ -336,13 +308,14 @@ def ablation_run(space: Workspace, backbone: str, max_len: int) -> dict[str, Any
             "device": pretrained["device"]}
 
 
-def validation_curve(run_dir: Path, run: str, row: dict[str, Any], tokens_per_step: float) -> list[dict]:
-    """Validation BPC against step of the pretraining run in ``run_dir/pretrain``: rows of
-    :data:`~genolong.evaluation.compare_report.CURVE_COLUMNS`. Lightning logs the validation after
-    optimizer step N as step N - 1."""
+def validation_curve(run_dir: Path, row: dict[str, Any], tokens_per_step: float) -> list[dict]:
+    """Validation BPC against step of the pretraining run in ``run_dir/pretrain`` (run ``run_dir.name``):
+    rows of :data:`~genolong.evaluation.compare_report.CURVE_COLUMNS`. Lightning logs the validation
+    after optimizer step N as step N - 1."""
     return [
-        {"run": run, "backbone": row["backbone"], "max_len": row["max_len"], "step": int(logged["step"]) + 1,
-         "tokens_seen": round((int(logged["step"]) + 1) * tokens_per_step), "val_bpc": float(logged["val/bpc"])}
+        {"run": run_dir.name, "backbone": row["backbone"], "max_len": row["max_len"],
+         "step": int(logged["step"]) + 1, "tokens_seen": round((int(logged["step"]) + 1) * tokens_per_step),
+         "val_bpc": float(logged["val/bpc"])}
         for logged in logged_rows(run_dir / "pretrain") if logged.get("val/bpc")
     ]
 
@@ -356,8 +329,8 @@ def run_comparison(space: Workspace, promoters: Path, backbones: list[str]) -> l
     rows = [compare_backbone(space, promoters, name) for name in backbones]
     train = space.config.pretrain_config(backbones[0], space.seed).train
     tokens_per_step = train.batch_size * train.accumulate_grad_batches * rows[0]["max_len"]
-    curves = [point for row in rows for point in validation_curve(space.out / "backbones" / row["backbone"],
-                                                                  row["backbone"], row, tokens_per_step)]
+    curves = [point for row in rows
+              for point in validation_curve(space.out / "backbones" / row["backbone"], row, tokens_per_step)]
     write_comparison(space.out, rows, curves)
     return rows
 
@@ -368,7 +341,7 @@ def run_context_ablation(space: Workspace, backbones: list[str], lengths: list[i
     space.prepare()
     rows = [ablation_run(space, name, length) for name in backbones for length in lengths]
     curves = [point for row in rows for point in validation_curve(
-        space.out / "context" / f"{row['backbone']}_{row['max_len']}", f"{row['backbone']}_{row['max_len']}",
-        row, row["tokens_seen"] / row["steps"])]
+        space.out / "context" / f"{row['backbone']}_{row['max_len']}", row,
+        row["tokens_seen"] / row["steps"])]
     write_ablation(space.out, rows, curves)
     return rows

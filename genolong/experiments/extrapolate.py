@@ -1,21 +1,13 @@
 """The LSG extrapolation experiment on DNA (Condevaux & Harispe 2023, §4.1 and Table 1).
 
-A ``full`` model pretrained at L tokens is converted (:mod:`genolong.convert.long`) to full
-attention with copied positions, LSG, BigBird, Longformer and SLED, each with the conversion's
-defaults, and its masked-token bits per base pair (BPC) is measured on held-out DNA at L and at
-every ``m L`` tokens (``multiples``):
-
-* **without training**: the converted weights as they are;
-* **after a short MLM fine-tune** (``finetune_steps`` AdamW steps at the longest length, on the
-  corpus' training split) when ``finetune_steps > 0``.
-
-Beside them: the source model at L, and the token-unigram baseline (Laplace-smoothed token
-frequencies of the training split) on the same masked tokens. BPC is the pretraining run's
-(:mod:`genolong.training.pretrain`): the masked tokens' total NLL in bits over the base pairs they
-cover, BERT masking (15 %: 80 % [MASK], 10 % random, 10 % kept) seeded per window.
-
-Every length reads about the same DNA: the first ``eval_tokens // (T - 2)`` windows of T tokens
-of the corpus' ``test`` split (windows are packed from whole sentences, as in pretraining).
+A ``full`` model pretrained at L tokens is converted (:mod:`genolong.convert.long`) to each of
+``backbones`` and its masked-token bits per base pair (BPC, as in pretraining: BERT masking seeded
+per window) is measured on the corpus' ``test`` split at L and at every ``m L`` tokens, without
+training and after ``finetune_steps`` MLM steps at the longest length, beside the source model at
+L and the token-unigram baseline (Laplace-smoothed training-split frequencies) on the same masked
+tokens. Every length reads about the same DNA: the first ``eval_tokens // (T - 2)`` windows of T
+tokens. The outputs: a TSV of every measurement, the Markdown table (LSG's Table 1 for DNA) and the
+plot. The guide: ``docs/guide/long-context.md``.
 """
 
 from __future__ import annotations
@@ -36,6 +28,7 @@ from genolong.convert.long import LongSpec, describe_long, long_backbones, make_
 from genolong.convert.source import read_source
 from genolong.convert.target import build_model
 from genolong.core.errors import UserError
+from genolong.core.files import atomic_path, atomic_write_text
 from genolong.datasets.corpus import Corpus
 from genolong.datasets.mlm import MaskingConfig, MLMWindows, SpecialIds, collate_windows
 from genolong.dna.tokenizer import token_lengths
@@ -46,23 +39,16 @@ log = logging.getLogger(__name__)
 
 #: The backbones measured by default (any of :func:`~genolong.convert.long.long_backbones` can be).
 BACKBONES = ("full", "lsg", "bigbird", "longformer", "sled")
-LN2 = math.log(2)
+#: The columns of extrapolation.tsv.
+COLUMNS = ("backbone", "stage", "length", "bpc", "unigram_bpc", "masked_tokens", "windows")
 
 
 @dataclass(frozen=True)
 class ExtrapolationConfig:
-    """Settings of one experiment.
-
-    Attributes:
-        backbones: converted models to measure (default :data:`BACKBONES`; ``full`` = copied positions).
-        multiples: the long lengths as multiples of the trained length L (LSG Table 1: 8).
-        eval_tokens: tokens read per length (windows of T tokens: ``eval_tokens // (T - 2)``).
-        finetune_steps: MLM fine-tuning steps at the longest length (0: none).
-        batch_size: windows per step and per evaluation call.
-        learning_rate: AdamW peak rate of the fine-tune (10 % linear warm-up, then linear decay).
-        block_size: the conversion's ``--block-size`` (None: its defaults).
-        seed: masking, fine-tuning order and dropout.
-    """
+    """Settings of one experiment (``full`` in ``backbones``: copied positions; ``multiples`` of the
+    trained length L; ``finetune_steps`` 0: none). The fine-tune is AdamW at ``learning_rate`` with
+    10 % linear warm-up, then linear decay; ``block_size`` None: the conversion's defaults; ``seed``
+    sets masking, fine-tuning order and dropout. Raises UserError on impossible settings."""
 
     backbones: tuple[str, ...] = BACKBONES
     multiples: tuple[int, ...] = (4, 8)
@@ -113,7 +99,8 @@ class MaskedLMScorer:
             sums += torch.stack([nll.double().cpu(), self.token_bp[targets].sum(), self.unigram_bits[targets].sum(),
                                  torch.tensor(float(len(targets)), dtype=torch.float64)])
         nll, bp, unigram, masked = sums.tolist()
-        return {"bpc": nll / LN2 / bp, "unigram_bpc": unigram / bp, "masked_tokens": int(masked), "windows": count}
+        return {"bpc": nll / math.log(2) / bp, "unigram_bpc": unigram / bp, "masked_tokens": int(masked),
+                "windows": count}
 
     def finetune(self, model, length: int) -> None:
         """``finetune_steps`` MLM steps of AdamW on windows of ``length`` tokens of the train split."""
@@ -142,12 +129,9 @@ class MaskedLMScorer:
 
 def run_extrapolation(model_dir: Path, corpus_dir: Path, config: ExtrapolationConfig,
                       device: torch.device) -> dict[str, Any]:
-    """The experiment (module docstring); returns the report (rows of backbone, stage, length, BPC).
-
-    Raises:
-        UserError: a source model that is not a masked-LM model with full attention, a corpus built
-            with another tokenizer or without a test split, an impossible conversion.
-    """
+    """The experiment; returns the report (rows of backbone, stage, length, BPC). A source that is
+    not a full-attention masked-LM model, a corpus of another tokenizer or without a test split, or
+    an impossible conversion is a UserError."""
     base = read_model_config(model_dir)
     if base.backbone != "full" or "GenolongForMaskedLM" not in (base.architectures or []):
         raise UserError(f"{model_dir}: the experiment needs a masked-LM model with full attention "
@@ -186,9 +170,6 @@ def run_extrapolation(model_dir: Path, corpus_dir: Path, config: ExtrapolationCo
 
 def write_report(report: dict[str, Any], out: Path) -> list[Path]:
     """``out/extrapolation.json``, ``.tsv``, ``.md`` (the table) and ``.png`` (the plot), atomically."""
-    from genolong.core.files import atomic_write_text
-    from genolong.experiments.extrapolate_report import markdown_table, plot, tsv
-
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / f"extrapolation.{suffix}" for suffix in ("json", "tsv", "md", "png")]
     atomic_write_text(paths[0], json.dumps(report, indent=2) + "\n")
@@ -196,3 +177,60 @@ def write_report(report: dict[str, Any], out: Path) -> list[Path]:
     atomic_write_text(paths[2], markdown_table(report))
     plot(report, paths[3])
     return paths
+
+
+def tsv(report: dict[str, Any]) -> str:
+    """One line per (backbone, stage, length)."""
+    lines = ["\t".join(COLUMNS)]
+    for row in report["rows"]:
+        lines.append("\t".join(f"{row[c]:.4f}" if isinstance(row[c], float) else str(row[c]) for c in COLUMNS))
+    return "\n".join(lines) + "\n"
+
+
+def markdown_table(report: dict[str, Any]) -> str:
+    """Rows: the unigram baseline, the model at L, then each converted model per stage; columns: the
+    lengths. Cells: BPC and, in brackets, BPC minus the unigram's on the same masked tokens (the
+    masked tokens differ between lengths, so this difference is what compares across columns)."""
+    lengths, rows, unigram = report["lengths"], report["rows"], report["unigram"]
+    source = next(r for r in rows if r["stage"] == "trained")
+    header = "| model | " + " | ".join(f"{n:,} tokens" for n in lengths) + " |"
+    lines = [header, "|" + "---|" * (len(lengths) + 1)]
+    lines.append("| token unigram | " + " | ".join(f"{unigram[n]:.3f}" for n in lengths) + " |")
+    lines.append(f"| model at L (full, {lengths[0]:,} positions) | {source['bpc']:.3f} "
+                 f"({source['bpc'] - unigram[lengths[0]]:+.3f}) |" + " |" * (len(lengths) - 1))
+    for key in dict.fromkeys((r["backbone"], r["stage"]) for r in rows if r["stage"] != "trained"):
+        cells = {r["length"]: r["bpc"] for r in rows if (r["backbone"], r["stage"]) == key}
+        name = "full, copied positions" if key[0] == "full" else key[0]
+        lines.append(f"| {name} ({key[1]}) | " + " | ".join(
+            "" if n not in cells else f"{cells[n]:.3f} ({cells[n] - unigram[n]:+.3f})" for n in lengths) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def plot(report: dict[str, Any], png: Path) -> None:
+    """BPC against input length per attention (solid: converted, dashed: after the fine-tune), the
+    model at L (a point) and the unigram baseline (grey)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows, lengths = report["rows"], report["lengths"]
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    ax.plot(lengths, [report["unigram"][n] for n in lengths], color="grey", ls=":", label="token unigram")
+    colours = {}
+    for backbone, stage in dict.fromkeys((r["backbone"], r["stage"]) for r in rows if r["stage"] != "trained"):
+        points = [(r["length"], r["bpc"]) for r in rows if (r["backbone"], r["stage"]) == (backbone, stage)]
+        line = ax.plot(*zip(*points, strict=True), marker="o", ls="-" if stage == "converted" else "--",
+                       color=colours.get(backbone), label=f"{backbone} ({stage})")[0]
+        colours[backbone] = line.get_color()
+    source = next(r for r in rows if r["stage"] == "trained")
+    ax.plot([source["length"]], [source["bpc"]], marker="*", ms=14, color="black", ls="", label="model at L")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(lengths, [f"{n:,}" for n in lengths])
+    ax.set(xlabel="input length (tokens)", ylabel="masked-token bits per bp (held-out)",
+           title=f"extrapolation from {lengths[0]:,} trained positions")
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    with atomic_path(png) as tmp:
+        fig.savefig(tmp, format="png", dpi=100)
+    plt.close(fig)

@@ -1,31 +1,9 @@
-"""Attention benchmark: our backbones against transformers' BigBird, Longformer and BERT.
-
-For each model and sequence length, one fresh Python process (so memory peaks are its own
-and a peer running out of memory kills nothing else) builds the model at the same small
-size and measures, at batch 1 on ``threads`` CPU threads:
-
-* ``forward``: the bare encoder (``GenolongModel``, ``BigBirdModel``...) in eval mode under
-  ``torch.no_grad``;
-* ``train``: one MLM training step of the ``...ForMaskedLM`` model -- forward with 15% of the
-  tokens masked, loss, backward, fused AdamW step -- in train mode (dropout on).
-
-Each phase is called once untimed (``first_call_s``: compilation, lazy initialisation),
-then ``repeats`` times (fewer once the timed calls have taken ``budget_s``). ``time_s`` is
-the best of the timed calls: on a shared machine, the one least slowed by other processes
-(``time_median_s`` is also kept, and ``cpu_s``, the process CPU time of the best call: far
-above ``threads * time_s`` the threads were spinning, far below they were waiting for a core). Peak memory is the resident-set high-water mark during the first timed call minus
-the resident set just before it, on Linux (``/proc/self/clear_refs`` resets the mark;
-``malloc_trim`` first returns freed heap pages to the system, so memory freed by the untimed
-call cannot hide the peak). It counts activations, workspaces, gradients and optimizer
-state, not the model and inputs already resident.
-
-``floor`` is our encoder with the attention replaced by "return v": every other cost of
-the model (embeddings, projections, FFN, norms, heads), so ``time / floor - 1`` is the
-share the attention adds.
-
-This module is the worker, ``python -m genolong.experiments.bench.attention SPEC_JSON``; :mod:`genolong.experiments.bench.runner`
-starts one per model and length and :mod:`genolong.experiments.bench.report` turns the rows into CSV, markdown
-tables and a plot; ``genolong bench attention`` runs it all.
+"""Attention benchmark worker: one model at one length, in a fresh process
+(``python -m genolong.experiments.bench.attention SPEC_JSON``), prints a JSON row per phase
+(:func:`phase_call`). ``time_s`` is the best timed call, ``peak_mb`` the resident-set high-water
+mark of the first timed call above the resident set before it (the method:
+``docs/results/attention.md``). ``floor`` is our encoder with attention replaced by "return v", so
+``time / floor - 1`` is the share the attention adds. :mod:`.runner` starts the workers.
 """
 
 from __future__ import annotations
@@ -42,29 +20,21 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import torch
+import transformers
 from torch import nn
 
 from genolong.core.errors import ConfigError
 from genolong.core.memory import proc_status_mb, reset_peak_memory
-from genolong.experiments.bench.converted import (
-    CONVERTED,
-    LONG,
-    converted_builders,
-    hf_esm,
-    hf_modernbert,
-    hf_ntv2,
-    ref_dnabert2,
-)
+from genolong.experiments.bench.converted import CONVERTED, LONG, SOURCES, converted_builders
 from genolong.model.encoder import Block
+from genolong.model.modeling import GenolongConfig, GenolongForMaskedLM, GenolongModel
 
 #: transformers' models measured beside ours, by benchmark name, with the installed transformers.
 PEERS = ("hf-bigbird", "hf-longformer", "hf-bert")
-#: Measured only when asked for (``--peers``): transformers' ESM and ModernBERT, DNABERT-2's
-#: architecture, and the genolong conversions of them all (:mod:`genolong.experiments.bench.converted`).
-OPTIONAL_PEERS = ("hf-esm", "ref-dnabert2", "hf-modernbert", "hf-ntv2", *CONVERTED, *LONG)
-#: Peers that need transformers 4.x (lsg-converter runs only there; transformers 4.44's BigBird
-#: does not fill the dense L x L probabilities that 5.x does): measured with a package directory
-#: holding transformers 4.x put first on the worker's PYTHONPATH (``legacy_site``).
+#: Measured only when asked for (``--peers``): published models' peers and conversions (:mod:`.converted`).
+OPTIONAL_PEERS = (*SOURCES, *CONVERTED, *LONG)
+#: Peers that need transformers 4.x (lsg-converter; BigBird before 5.x filled dense L x L probabilities),
+#: measured with a package directory holding it first on the worker's PYTHONPATH (``legacy_site``).
 LEGACY_PEERS = ("hf4-bigbird", "lsg-bert")
 #: Every model that is not ours.
 ALL_PEERS = PEERS + LEGACY_PEERS + OPTIONAL_PEERS
@@ -75,7 +45,7 @@ MASK_FRACTION = 0.15
 
 @dataclass(frozen=True)
 class BenchSize:
-    """Model size shared by every model in a run (hidden 256, 4 layers, 4 heads, FFN 1024)."""
+    """Model size shared by every model in a run."""
 
     vocab_size: int = 32000
     hidden_size: int = 256
@@ -100,9 +70,6 @@ class Spec:
     legacy_site: str | None = None
 
 
-# --------------------------------------------------------------------------- models
-
-
 class SkipAttention(nn.Module):
     """The floor's attention: skipped, returns v. Shapes: (B, H, L, D) -> (B, H, L, D)."""
 
@@ -110,25 +77,20 @@ class SkipAttention(nn.Module):
         return v
 
 
-def genolong_config(backbone: str, size: BenchSize, length: int):
-    """The configuration of our model with ``backbone`` attention at its paper defaults.
-
-    Raises:
-        ConfigError: ``size`` and ``length`` are impossible for ``backbone``.
-    """
-    from genolong.model.modeling import GenolongConfig
-
+def genolong_config(backbone: str, size: BenchSize, length: int, **changes):
+    """The configuration of our model with ``backbone`` attention at its paper defaults; ConfigError
+    when ``size`` and ``length`` are impossible for ``backbone``."""
     try:
-        return GenolongConfig(backbone=backbone, max_position_embeddings=length, **asdict(size))
+        return GenolongConfig(backbone=backbone, max_position_embeddings=length, **changes, **asdict(size))
     except ConfigError as err:
         raise ConfigError(f"{backbone} at length {length}: {err}") from None
 
 
-def genolong_model(backbone: str, size: BenchSize, length: int, mlm: bool):
-    """Our encoder (or MLM model) with ``backbone`` attention at its paper defaults."""
-    from genolong.model.modeling import GenolongForMaskedLM, GenolongModel
-
-    return (GenolongForMaskedLM if mlm else GenolongModel)(genolong_config(backbone, size, length)), {}
+def genolong_model(backbone: str, size: BenchSize, length: int, mlm: bool, **changes):
+    """Our encoder (or MLM model) with ``backbone`` attention at its paper defaults; ``changes`` set
+    other config fields."""
+    config = genolong_config(backbone, size, length, **changes)
+    return (GenolongForMaskedLM if mlm else GenolongModel)(config), {}
 
 
 def floor_model(size: BenchSize, length: int, mlm: bool):
@@ -142,29 +104,26 @@ def floor_model(size: BenchSize, length: int, mlm: bool):
 
 def hf_bigbird(size: BenchSize, length: int, mlm: bool):
     """transformers' BigBird, block_sparse with the paper's pattern (block 64, 3 random blocks)."""
-    from transformers import BigBirdConfig, BigBirdForMaskedLM, BigBirdModel
-
-    config = BigBirdConfig(attention_type="block_sparse", block_size=64, num_random_blocks=3,
-                           max_position_embeddings=length, **asdict(size))
-    return (BigBirdForMaskedLM if mlm else BigBirdModel)(config), {}
+    config = transformers.BigBirdConfig(attention_type="block_sparse", block_size=64, num_random_blocks=3,
+                                        max_position_embeddings=length, **asdict(size))
+    return (transformers.BigBirdForMaskedLM if mlm else transformers.BigBirdModel)(config), {}
 
 
 def hf_longformer(size: BenchSize, length: int, mlm: bool):
     """transformers' Longformer: 512-token window (256 each side), [CLS] global."""
-    from transformers import LongformerConfig, LongformerForMaskedLM, LongformerModel
-
-    config = LongformerConfig(attention_window=512, max_position_embeddings=length + 2, **asdict(size))
+    config = transformers.LongformerConfig(attention_window=512, max_position_embeddings=length + 2,
+                                           **asdict(size))
     global_mask = torch.zeros(1, length, dtype=torch.long)
     global_mask[0, 0] = 1
-    return (LongformerForMaskedLM if mlm else LongformerModel)(config), {"global_attention_mask": global_mask}
+    model = (transformers.LongformerForMaskedLM if mlm else transformers.LongformerModel)(config)
+    return model, {"global_attention_mask": global_mask}
 
 
 def hf_bert(size: BenchSize, length: int, mlm: bool):
     """transformers' BERT with dense attention through SDPA."""
-    from transformers import BertConfig, BertForMaskedLM, BertModel
-
-    config = BertConfig(max_position_embeddings=length, attn_implementation="sdpa", **asdict(size))
-    return (BertForMaskedLM if mlm else BertModel)(config), {}
+    config = transformers.BertConfig(max_position_embeddings=length, attn_implementation="sdpa",
+                                     **asdict(size))
+    return (transformers.BertForMaskedLM if mlm else transformers.BertModel)(config), {}
 
 
 def lsg_bert(size: BenchSize, length: int, mlm: bool):
@@ -180,28 +139,21 @@ def lsg_bert(size: BenchSize, length: int, mlm: bool):
     return model, {}
 
 
+#: Peer name -> ``(size, length, mlm) -> (model, extra inputs)``.
+PEER_BUILDERS: dict[str, Callable] = {
+    "hf-bigbird": hf_bigbird, "hf-longformer": hf_longformer, "hf-bert": hf_bert, "hf4-bigbird": hf_bigbird,
+    "lsg-bert": lsg_bert, **SOURCES,
+}
+PEER_BUILDERS |= converted_builders(PEER_BUILDERS)
+
+
 def build(spec: Spec, mlm: bool):
     """(model, extra inputs) for ``spec.model``: a peer, ``floor`` or one of our backbones."""
-    builders: dict[str, Callable] = {
-        "hf-bigbird": hf_bigbird,
-        "hf-longformer": hf_longformer,
-        "hf-bert": hf_bert,
-        "hf4-bigbird": hf_bigbird,
-        "lsg-bert": lsg_bert,
-        "hf-esm": hf_esm,
-        "ref-dnabert2": ref_dnabert2,
-        "hf-modernbert": hf_modernbert,
-        "hf-ntv2": hf_ntv2,
-    }
-    builders |= converted_builders(builders)
     if spec.model == FLOOR:
         return floor_model(spec.size, spec.length, mlm)
-    if spec.model in builders:
-        return builders[spec.model](spec.size, spec.length, mlm)
+    if spec.model in PEER_BUILDERS:
+        return PEER_BUILDERS[spec.model](spec.size, spec.length, mlm)
     return genolong_model(spec.model, spec.size, spec.length, mlm)
-
-
-# --------------------------------------------------------------------------- measuring
 
 
 def measure(call: Callable[[], Any], repeats: int, budget_s: float) -> dict[str, Any]:
@@ -225,16 +177,14 @@ def measure(call: Callable[[], Any], repeats: int, budget_s: float) -> dict[str,
 
 
 class _Messages(logging.Handler):
-    """Collects the distinct log messages of genolong (which attention path ran, for instance)."""
+    """Collects the distinct log messages of genolong (which attention path ran, for instance), in order."""
 
     def __init__(self):
         super().__init__(logging.INFO)
-        self.messages: list[str] = []
+        self.messages: dict[str, None] = {}
 
     def emit(self, record: logging.LogRecord) -> None:
-        message = record.getMessage()
-        if message not in self.messages:
-            self.messages.append(message)
+        self.messages.setdefault(record.getMessage())
 
 
 def phase_call(model, phase: str, *, length: int, vocab_size: int, seed: int, autocast,
@@ -290,20 +240,12 @@ def worker(spec: Spec) -> None:
         messages.messages.clear()
         row = run_phase(spec, phase)
         if spec.model in ALL_PEERS:
-            import transformers
-
-            messages.messages.append(f"transformers {transformers.__version__}")
+            messages.messages[f"transformers {transformers.__version__}"] = None
         row.update(phase=phase, status="ok", notes="; ".join(messages.messages), load1=os.getloadavg()[0])
         print(json.dumps(row), flush=True)
         gc.collect()
 
 
-def spec_from_json(text: str) -> Spec:
-    data = json.loads(text)
-    data["size"] = BenchSize(**data["size"])
-    data["phases"] = tuple(data["phases"])
-    return Spec(**data)
-
-
 if __name__ == "__main__":
-    worker(spec_from_json(sys.argv[1]))
+    data = json.loads(sys.argv[1])
+    worker(Spec(**data | {"size": BenchSize(**data["size"]), "phases": tuple(data["phases"])}))

@@ -1,26 +1,8 @@
 """``genolong bench gpu``: one command that checks a CUDA machine end to end and measures it.
 
-Sections, each a pass/fail check with its numbers, in this order (every section runs even when an
-earlier one fails, and its rows are saved as soon as it ends):
-
-* ``tests``: the ``gpu``-marked tests of a source checkout (``pytest -m gpu``).
-* ``kernels``: flex block-sparse attention against the dense float64 reference, forward and
-  backward, bf16 and fp32, BigBird / Longformer / LSG at 4K / 16K / 64K tokens
-  (:mod:`genolong.experiments.bench.kernel_check`).
-* ``train``: every backbone trains 20 steps of its tiny preset under bf16 autocast, and its loss falls.
-* ``pretrain``: ``genolong pretrain`` of the shipped sample on the GPU; its tokens/s.
-* ``inference``: ``predict-promoter``, ``scan`` and ``score-variants`` with the shipped promoter model
-  on the GPU and on the CPU: the same scores within a stated tolerance (:mod:`genolong.experiments.bench.device_inference`).
-* ``speed``: forward and training step of base-size models (768 x 12) at 4K-64K tokens, bf16: ours
-  (flex) vs transformers' BigBird vs dense SDPA (:mod:`genolong.experiments.bench.device_speed`).
-* ``published``: the same for the converted published models at DNABERT-2's size (768 x 12, 4,096
-  tokens of vocabulary) at 4K and 16K tokens: DNABERT-2 and ModernBERT converted, made long with LSG,
-  against their sources (transformers' ModernBERT; DNABERT-2's architecture in plain PyTorch) and
-  dense SDPA.
-
-``--cpu`` runs the same code on the CPU at tiny sizes (the gathered-blocks path stands in for flex,
-which has no backward there), so CI exercises the script's logic without a GPU.
-Writes ``OUT/device_check.json`` (every row, the machine, the command) and ``OUT/device_check.md``.
+The sections (:data:`SECTIONS`, run by :data:`SECTION_FUNCTIONS`) run in order, each even when an
+earlier one fails, and save their rows as they end. ``--cpu`` runs the same code at tiny sizes on
+the CPU (the gathered-blocks path stands in for flex). Writes ``OUT/device_check.json`` and ``.md``.
 """
 
 from __future__ import annotations
@@ -37,35 +19,41 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
+import transformers
 
+from genolong.attention import available_attentions
 from genolong.core.children import child_arguments, run_genolong, run_module
 from genolong.core.files import atomic_write_text
+from genolong.dna.sequence import clean, read_fasta
 from genolong.experiments.bench.attention import BenchSize
 from genolong.experiments.bench.device_inference import compare_inference
+from genolong.experiments.bench.device_report import markdown
 from genolong.experiments.bench.device_speed import PUBLISHED, SpeedPlan, release, run_speed
-from genolong.experiments.bench.kernel_check import BACKBONES, KernelCase, candidate_path, check_case
+from genolong.experiments.bench.kernel_check import BACKBONES, KernelCase, check_case
+from genolong.model.modeling import GenolongForMaskedLM
+from genolong.resources import sample_genome
+from genolong.training.pretrain import load_pretrain_config
 
 SECTIONS = ("tests", "kernels", "train", "pretrain", "inference", "speed", "published")
-TRAIN_STEPS = 20
 #: Vocabulary of the train section's models: the tiny tokenizer's size.
 TRAIN_VOCAB = 4096
 
 
 @dataclass(frozen=True)
 class CheckPlan:
-    """Sizes of a run: the GPU check's, or the tiny ones of ``--cpu``."""
+    """Sizes of a run: the GPU check's (the defaults), or the tiny ones of ``--cpu``."""
 
-    device: torch.device
-    kernel_lengths: tuple[int, ...]
-    kernel_heads: int
-    kernel_head_dim: int
-    kernel_rows: int
-    train_steps: int
-    train_batch: int
-    train_max_len: int | None  # None: each preset's own
-    pretrain_steps: int
     speed: SpeedPlan
     published: SpeedPlan
+    device: torch.device = torch.device("cuda")
+    kernel_lengths: tuple[int, ...] = (4096, 16384, 65536)
+    kernel_heads: int = 12
+    kernel_head_dim: int = 64
+    kernel_rows: int = 512
+    train_steps: int = 20
+    train_batch: int = 8
+    train_max_len: int | None = None  # None: each preset's own
+    pretrain_steps: int = 200
     sections: tuple[str, ...] = SECTIONS
     tests_dir: Path | None = None
 
@@ -73,9 +61,7 @@ class CheckPlan:
 def gpu_plan(lengths: tuple[int, ...] = (4096, 8192, 16384, 32768, 65536)) -> CheckPlan:
     base = BenchSize(vocab_size=32000, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
                      intermediate_size=3072)
-    return CheckPlan(device=torch.device("cuda"), kernel_lengths=(4096, 16384, 65536), kernel_heads=12,
-                     kernel_head_dim=64, kernel_rows=512, train_steps=TRAIN_STEPS, train_batch=8,
-                     train_max_len=None, pretrain_steps=200, speed=SpeedPlan(size=base, lengths=lengths),
+    return CheckPlan(speed=SpeedPlan(size=base, lengths=lengths),
                      published=SpeedPlan(size=replace(base, vocab_size=4096), lengths=(4096, 16384)))
 
 
@@ -86,9 +72,6 @@ def cpu_plan() -> CheckPlan:
                      kernel_rows=32, train_steps=8, train_batch=2, train_max_len=512, pretrain_steps=2,
                      speed=SpeedPlan(size=tiny, lengths=(1024,), repeats=1),  # transformers' block_sparse from 704 tokens
                      published=SpeedPlan(size=tiny, lengths=(2048,), repeats=1))  # NT v2 made long from 2,048
-
-
-# --------------------------------------------------------------------------- sections
 
 
 def section_tests(plan: CheckPlan, out: Path, say) -> list[dict]:
@@ -104,8 +87,9 @@ def section_tests(plan: CheckPlan, out: Path, say) -> list[dict]:
 
 
 def section_kernels(plan: CheckPlan, out: Path, say) -> list[dict]:
+    """flex (on CUDA) against the dense float64 reference, forward and backward (:mod:`.kernel_check`)."""
     rows = []
-    path = candidate_path(plan.device)
+    path = "flex" if plan.device.type == "cuda" else "gather"  # flex has no backward on CPU
     for length in plan.kernel_lengths:
         for backbone in BACKBONES:
             for dtype in (torch.bfloat16, torch.float32):
@@ -126,17 +110,11 @@ def section_kernels(plan: CheckPlan, out: Path, say) -> list[dict]:
 def section_train(plan: CheckPlan, out: Path, say) -> list[dict]:
     """Each backbone's tiny preset trains ``train_steps`` AdamW steps on a fixed batch of real DNA (one token
     per base) under bf16 autocast on CUDA (float32 on CPU); its loss must fall by a quarter."""
-    from genolong.attention import available_attentions
-    from genolong.model.modeling import GenolongForMaskedLM
-    from genolong.training.pretrain import load_pretrain_config
-
     rows = []
     for backbone in available_attentions():
         preset = backbone if backbone in ("vcc", "sled") else "tiny"  # tiny-sized presets; the others are base-sized
-        overrides = {"model.backbone": backbone}
-        if plan.train_max_len:
-            overrides["max_len"] = plan.train_max_len
-        config = load_pretrain_config(preset, overrides)
+        max_len = {"max_len": plan.train_max_len} if plan.train_max_len else {}
+        config = load_pretrain_config(preset, {"model.backbone": backbone} | max_len)
         torch.manual_seed(0)
         model = GenolongForMaskedLM(config.model_config(TRAIN_VOCAB)).to(plan.device).train()
         inputs, labels = _dna_batch(plan.train_batch, config.max_len, plan.device)
@@ -151,8 +129,7 @@ def section_train(plan: CheckPlan, out: Path, say) -> list[dict]:
             optimizer.zero_grad(set_to_none=True)
             losses.append(loss.item())
         seconds = time.perf_counter() - started
-        finite = all(map(math.isfinite, losses))
-        ok = finite and losses[-1] < 0.75 * losses[0]
+        ok = all(map(math.isfinite, losses)) and losses[-1] < 0.75 * losses[0]
         rows.append({"check": "train", "backbone": backbone, "max_len": config.max_len, "first_loss": losses[0],
                      "last_loss": losses[-1], "steps": len(losses), "seconds": seconds, "ok": ok})
         say(f"  {backbone:>10}: loss {losses[0]:.3f} -> {losses[-1]:.3f} in {len(losses)} steps, "
@@ -164,9 +141,6 @@ def section_train(plan: CheckPlan, out: Path, say) -> list[dict]:
 
 def _dna_batch(batch: int, max_len: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
     """Real DNA from the shipped sample, one token per base (ids 5-9), 15% masked: (inputs, labels)."""
-    from genolong.dna.sequence import clean, read_fasta
-    from genolong.resources import sample_genome
-
     text = clean("".join(record.sequence for record in read_fasta(sample_genome())))
     ids = torch.tensor([5 + "ACGTN".index(base) for base in text[: batch * max_len]]).view(batch, max_len)
     ids[:, 0] = 2  # [CLS]
@@ -177,7 +151,8 @@ def _dna_batch(batch: int, max_len: int, device: torch.device) -> tuple[torch.Te
 
 
 def section_pretrain(plan: CheckPlan, out: Path, say) -> list[dict]:
-    """``genolong pretrain`` of the shipped sample (tiny preset) on this device, in a child process."""
+    """``genolong pretrain`` of the shipped sample (tiny preset) on this device, in a child process:
+    a finite validation BPC."""
     run_dir = out / "pretrain"
     accelerator = "gpu" if plan.device.type == "cuda" else "cpu"
     arguments = ["pretrain", "--out", run_dir, "--accelerator", accelerator, "--max-steps", plan.pretrain_steps,
@@ -197,6 +172,7 @@ def section_pretrain(plan: CheckPlan, out: Path, say) -> list[dict]:
 
 
 def section_speed(plan: CheckPlan, out: Path, say) -> list[dict]:
+    """Speed and memory of ours against transformers' BigBird and dense SDPA (:mod:`.device_speed`)."""
     return [row | {"check": "speed"} for row in run_speed(plan.speed, plan.device, say=lambda line: say("  " + line))]
 
 
@@ -214,17 +190,12 @@ SECTION_FUNCTIONS: dict[str, Callable] = {
 }
 
 
-# --------------------------------------------------------------------------- the run
-
-
 def machine(device: torch.device) -> dict:
     info = {"python": platform.python_version(), "torch": torch.__version__, "cpu_cores": os.cpu_count()}
     if device.type == "cuda":
         props = torch.cuda.get_device_properties(device)
         info |= {"gpu": props.name, "gpu_memory_gib": round(props.total_memory / 2**30, 1),
                  "cuda": torch.version.cuda}
-    import transformers
-
     return info | {"transformers": transformers.__version__}
 
 
@@ -244,8 +215,6 @@ def run_check(plan: CheckPlan, out: Path, say: Callable[[str], None] = print) ->
             say(f"  ERROR {type(err).__name__}: {err}")
         results["sections"][name] = {"seconds": round(time.perf_counter() - started, 1), "rows": rows}
         atomic_write_text(out / "device_check.json", json.dumps(results, indent=1, default=str) + "\n")
-    from genolong.experiments.bench.device_report import markdown
-
     atomic_write_text(out / "device_check.md", markdown(results))
     return results
 
@@ -259,4 +228,3 @@ def failures(results: dict) -> list[str]:
                 what = {k: row[k] for k in ("backbone", "tokens", "dtype", "tool", "status") if k in row}
                 lines.append(f"{name}: {what}")
     return lines
-

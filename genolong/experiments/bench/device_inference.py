@@ -1,17 +1,11 @@
 """The inference commands on an accelerator against the same commands on the CPU.
 
-``predict-promoter`` (64 windows of the shipped sample as FASTA records), ``scan`` (the whole
-shipped sample, a bedGraph) and ``score-variants`` (40 SNVs on the sample, REF read from it) run
-with the shipped promoter model, once with ``--accelerator cpu --precision 32`` (the reference,
-whatever the host CPU's bf16) and once on ``device``, each in a child process as a user runs them.
-Every numeric column of the two outputs is compared: the largest absolute difference must stay
-under :data:`TOLERANCE` and the rank correlation of the main score over :data:`MIN_RANK_CORRELATION`.
-
-On the device, ``predict-promoter`` and ``scan`` run at their default precision (bf16 autocast on a
-GPU), ``score-variants`` in float32 (:data:`DEVICE_PRECISION`): a variant's effect is the difference
-of two nearly equal scores, which bf16's 8-bit mantissa cannot rank (measured on an H200: 40 SNVs
-in bf16 against float32, rank correlation 0.968, largest logit difference 1.6e-2), so the GPU path is
-checked where its result can be exact.
+``predict-promoter`` (64 windows of the shipped sample), ``scan`` (the whole sample) and
+``score-variants`` (40 SNVs on it) run with the shipped promoter model in child processes, once
+with ``--accelerator cpu --precision 32`` (the reference) and once on the device, at
+:data:`DEVICE_PRECISION`: ``score-variants`` in float32, because a variant's effect is the
+difference of two nearly equal scores, which bf16 cannot rank (``docs/results/gpu.md``). The
+outputs are compared by :func:`compare_tables`.
 """
 
 from __future__ import annotations
@@ -24,7 +18,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from genolong.classifier.directory import default_promoter_model
 from genolong.core.children import run_genolong
+from genolong.dna.sequence import read_fasta
+from genolong.resources import sample_genome
 
 #: Largest absolute difference of a probability between the two devices.
 TOLERANCE = 0.05
@@ -37,15 +34,11 @@ SCORE_COLUMNS = ("probability", "combined")
 
 def write_inputs(directory: Path, seed: int = 0) -> dict[str, Path]:
     """The FASTA records and the variant TSV cut from the shipped sample genome, the genome and the model."""
-    from genolong.dna.sequence import read_fasta
-    from genolong.resources import sample_genome
-
     directory.mkdir(parents=True, exist_ok=True)
     genome = sample_genome()
-    sequences = {record.name: record.sequence.upper() for record in read_fasta(genome)}
+    first = next(read_fasta(genome))
+    chrom, sequence = first.name, first.sequence.upper()
     rng = random.Random(seed)
-    chrom = next(iter(sequences))
-    sequence = sequences[chrom]
     fasta = directory / "windows.fa"
     with fasta.open("w") as handle:
         for i in range(64):
@@ -57,14 +50,11 @@ def write_inputs(directory: Path, seed: int = 0) -> dict[str, Path]:
             ref = sequence[pos - 1]
             alt = rng.choice([base for base in "ACGT" if base != ref])
             handle.write(f"{chrom}\t{pos}\t{ref}\t{alt}\tv{i}\n")
-    from genolong.classifier.directory import default_promoter_model
-
     return {"fasta": fasta, "variants": variants, "genome": genome, "model": default_promoter_model()}
 
 
 def commands(inputs: dict[str, Path], out: Path) -> dict[str, tuple[list, Path]]:
-    """Per tool: the arguments (device options appended later; paths made absolute by
-    :func:`~genolong.core.children.run_genolong`) and the output file."""
+    """Per tool: the arguments (device options appended later) and the output file."""
     return {
         "predict-promoter": (["predict-promoter", inputs["fasta"], "--out", out / "predict.tsv"], out / "predict.tsv"),
         "scan": (["scan", "--genome", inputs["genome"], "--out", out / "scan.bedGraph"], out / "scan.bedGraph"),
@@ -74,7 +64,7 @@ def commands(inputs: dict[str, Path], out: Path) -> dict[str, tuple[list, Path]]
 
 
 def numeric_columns(path: Path) -> dict[str, np.ndarray]:
-    """The columns of a tab-separated table (header line, or none for a bedGraph) whose every value is a number."""
+    """The all-numeric columns of a tab-separated table (header line, or none for a bedGraph)."""
     with path.open() as handle:
         rows = [row for row in csv.reader(handle, delimiter="\t") if row and not row[0].startswith(("#", "track"))]
     header = rows[0] if not _is_number(rows[0][-1]) else [f"column{i}" for i in range(len(rows[0]))]
@@ -96,8 +86,9 @@ def _is_number(text: str) -> bool:
 
 
 def compare_tables(reference: Path, candidate: Path) -> dict:
-    """Max abs difference over the shared numeric columns and the Spearman correlation of the main score
-    (a column of :data:`SCORE_COLUMNS`, else the last numeric one: a track's value)."""
+    """Max abs difference over the shared numeric columns (at most :data:`TOLERANCE`) and the Spearman
+    correlation of the main score (at least :data:`MIN_RANK_CORRELATION`; a column of
+    :data:`SCORE_COLUMNS`, else the last numeric one: a track's value)."""
     from scipy.stats import spearmanr
 
     ref, cand = numeric_columns(reference), numeric_columns(candidate)
@@ -132,11 +123,11 @@ def compare_inference(out: Path, device: torch.device, say: Callable[[str], None
             if done.returncode:
                 last = (done.stderr.strip().splitlines() or ["(no message)"])[-1]
                 say(f"  {tool} on {chosen}: exit {done.returncode}: {last}")
+        row = {"check": "inference", "tool": tool}
         if None in outputs.values():
-            row = {"ok": False, "status": "a run failed (see its log)"}
+            row |= {"ok": False, "status": "a run failed (see its log)"}
         else:
-            row = compare_tables(outputs["cpu"], outputs["device"])
-        row = {"check": "inference", "tool": tool, **row}
+            row |= compare_tables(outputs["cpu"], outputs["device"])
         rows.append(row)
         if "max_abs_diff" in row:
             say(f"  {tool}: {row['rows']} rows, max |diff| {row['max_abs_diff']:.2e} ({row['worst_column']}), "

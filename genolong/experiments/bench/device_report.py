@@ -8,10 +8,9 @@ from genolong.experiments.bench.device_speed import MODELS, PUBLISHED, PUBLISHED
 def markdown(results: dict) -> str:
     """The whole report: machine and command, then one part per section that ran."""
     machine = results["machine"]
-    device = machine.get("gpu", "CPU only (--cpu: tiny sizes, the logic of the check)")
-    lines = [f"# Device check, {results['date']}", "",
-             f"- device: {device}" + (f", {machine['gpu_memory_gib']} GiB, CUDA {machine['cuda']}" if "gpu" in machine
-                                      else ""),
+    device = (f"{machine['gpu']}, {machine['gpu_memory_gib']} GiB, CUDA {machine['cuda']}" if "gpu" in machine
+              else "CPU only (--cpu: tiny sizes, the logic of the check)")
+    lines = [f"# Device check, {results['date']}", "", f"- device: {device}",
              f"- software: Python {machine['python']}, torch {machine['torch']}, transformers {machine['transformers']}",
              f"- command: `{results['command']}`", ""]
     for name, section in results["sections"].items():
@@ -26,13 +25,9 @@ def markdown(results: dict) -> str:
 def _generic(rows: list[dict]) -> list[str]:
     keys = list(dict.fromkeys(key for row in rows for key in row if key != "check"))
     table = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
-    return table + ["| " + " | ".join(_format(row.get(key, "")) for key in keys) + " |" for row in rows]
-
-
-def _format(value) -> str:
-    if isinstance(value, float):
-        return f"{value:.3g}"
-    return str(value)
+    values = ([row.get(key, "") for key in keys] for row in rows)
+    return table + ["| " + " | ".join(f"{v:.3g}" if isinstance(v, float) else str(v) for v in row) + " |"
+                    for row in values]
 
 
 def _kernels(rows: list[dict]) -> list[str]:

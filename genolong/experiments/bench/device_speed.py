@@ -1,17 +1,11 @@
 """Forward and MLM training-step time and peak memory of whole models on one device, in one process.
 
-Three models of one size, each at every length: ours with BigBird attention (on CUDA its flex path,
-compiled), transformers' BigBird (``block_sparse``, the paper's pattern) and ours with dense
-attention (``scaled_dot_product_attention``: the flash kernel on CUDA in bf16). Attention dropout
-is 0 for all three (flex has none, and transformers' block-sparse attention applies none), hidden
-dropout is on in training. On CUDA the models run under bf16 autocast with float32 weights
-(Lightning's ``bf16-mixed``); elsewhere in float32.
-
-A training step is forward with 15% of the tokens masked, the loss, backward and a fused AdamW
-step. A step that runs out of memory is retried once with gradient checkpointing (noted in the
-row). A model slower than ``max_step_s`` at one length is not measured at longer ones.
-Memory is ``torch.cuda.max_memory_allocated`` over the timed calls (CUDA only): weights,
-optimizer state, activations and workspaces.
+Attention dropout is 0 for every model (flex has none, and transformers' block-sparse attention
+applies none); hidden dropout is on in training. On CUDA the models run under bf16 autocast with
+float32 weights (Lightning's ``bf16-mixed``), elsewhere in float32. A training step
+(:func:`~genolong.experiments.bench.attention.phase_call`) that runs out of memory is retried once
+with gradient checkpointing. A model slower than ``max_step_s`` at one length is not
+measured at longer ones. Memory is ``torch.cuda.max_memory_allocated`` over the timed calls (CUDA only).
 """
 
 from __future__ import annotations
@@ -20,11 +14,11 @@ import gc
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import torch
 
-from genolong.experiments.bench.attention import BenchSize, hf_bigbird, phase_call
+from genolong.experiments.bench.attention import PEER_BUILDERS, BenchSize, genolong_model, phase_call
 
 #: Benchmark name -> what it is, for the report.
 MODELS = {
@@ -52,7 +46,7 @@ PUBLISHED_RATIOS = (("ref-dnabert2", "converted-dnabert2"), ("hf-modernbert", "c
 
 @dataclass(frozen=True)
 class SpeedPlan:
-    """What to measure: the model size, the lengths, the phases and how many timed calls."""
+    """What :func:`run_speed` measures."""
 
     size: BenchSize
     lengths: tuple[int, ...]
@@ -64,20 +58,13 @@ class SpeedPlan:
 
 def build_model(name: str, size: BenchSize, length: int, mlm: bool) -> torch.nn.Module:
     """The model ``name`` (a key of :data:`MODELS` or :data:`PUBLISHED`) with random weights at ``size``."""
-    if name in PUBLISHED and name != "genolong-full":
-        from genolong.experiments.bench.attention import Spec, build
-
-        return build(Spec(model=name, length=length, size=size), mlm)[0]
+    if name.startswith("genolong-"):
+        backbone = name.removeprefix("genolong-")
+        return genolong_model(backbone, size, length, mlm, attention_probs_dropout_prob=0.0)[0]
+    model = PEER_BUILDERS[name](size, length, mlm)[0]
     if name == "hf-bigbird":
-        model, _ = hf_bigbird(size, length, mlm)
         model.config.attention_probs_dropout_prob = 0.0
-        return model
-    from genolong.model.modeling import GenolongConfig, GenolongForMaskedLM, GenolongModel
-
-    backbone = name.removeprefix("genolong-")
-    config = GenolongConfig(backbone=backbone, max_position_embeddings=length, attention_probs_dropout_prob=0.0,
-                            **asdict(size))
-    return (GenolongForMaskedLM if mlm else GenolongModel)(config)
+    return model
 
 
 def _synchronize(device: torch.device) -> None:
@@ -126,8 +113,8 @@ def release(device: torch.device) -> None:
 
 def run_speed(plan: SpeedPlan, device: torch.device, models=tuple(MODELS),
               say: Callable[[str], None] = print) -> list[dict]:
-    """Measure every model at every length and phase (length-major); rows as :func:`measure` returns,
-    with ``status`` ``oom``, ``skipped: ...`` or the error where there is no time."""
+    """Every model at every length and phase (length-major): rows as :func:`measure` returns, with
+    ``status`` ``oom``, ``skipped: ...`` or the error where there is no time."""
     rows, too_slow, statuses = [], set(), set()
     for length in plan.lengths:
         for name in models:
@@ -154,10 +141,9 @@ def _measure_or_retry(name: str, length: int, phase: str, plan: SpeedPlan, devic
             return measure(name, length, phase, plan, device, checkpointing)
         except torch.OutOfMemoryError:
             release(device)
-            status = "oom"
         except Exception as err:  # a peer failing at some length is a result, not a crash
             return {"status": f"error: {type(err).__name__}: {str(err).splitlines()[0][:160]}"}
-    return {"status": status}
+    return {"status": "oom"}
 
 
 def format_row(row: dict) -> str:

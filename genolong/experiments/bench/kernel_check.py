@@ -1,19 +1,12 @@
 """Block-sparse attention at long lengths against the dense float64 reference, forward and backward.
 
-The tests (``tests/attention/test_attention_paths.py``) compare every path with the whole dense reference at
-a few hundred tokens. At 4K-64K tokens the dense ``(L, L)`` matrices no longer fit (64K tokens x
-12 heads in float64 is 400 GB), so the reference here is exact on a *sample of query rows*:
-
-* the candidate path (flex on CUDA, the gathered-blocks path elsewhere) runs on the whole
-  sequence in the dtype under test, and the loss is a fixed weighting of the sampled rows'
-  outputs only;
-* the reference computes those rows in float64 as a masked softmax over every key, with the
-  mask read from the pattern's own predicate (:meth:`~genolong.attention.pattern.BlockPattern.mask_mod`),
-  and the same loss.
-
-Rows are independent in attention, so the sampled outputs are exact, and with the loss restricted
-to them the gradients of q (the sampled rows), k and v (every key) are exact too. The sample
-holds the global rows, the first and last query blocks and random rows between.
+At 4K-64K tokens the dense ``(L, L)`` matrices no longer fit, so the reference is exact on a
+*sample of query rows*: the candidate path (flex on CUDA, the gathered-blocks path elsewhere) runs
+on the whole sequence in the dtype under test with a loss on the sampled rows' outputs only, and
+the reference computes those rows in float64 as a masked softmax over every key, the mask read from
+the pattern's own predicate (:meth:`~genolong.attention.pattern.BlockPattern.mask_mod`). Rows are
+independent, so the sampled outputs and the gradients of q (the sampled rows), k and v (every key)
+are exact. The sample holds the global rows, the first and last query blocks and random rows.
 
 Shapes: q, k, v ``(B, H, L, D)``; rows ``(R,)``.
 """
@@ -48,12 +41,8 @@ class KernelCase:
 
 
 def attention_at(case: KernelCase, device: torch.device, path: str):
-    """The attention module of ``case`` and the usable sequence length closest below ``case.length``.
-
-    Returns:
-        ``(module, length)``: the module runs ``path``; ``length`` is a valid input length (the
-        backbone's extra global tokens plus whole multiples of its length unit).
-    """
+    """``(module, length)``: the attention module of ``case``, running ``path``, and the valid input
+    length closest below ``case.length``."""
     probe = attention_config(case.backbone, num_attention_heads=case.heads,
                              hidden_size=case.heads * case.head_dim, max_position_embeddings=case.length)
     cls = attention_class(case.backbone)
@@ -82,9 +71,8 @@ def _leaves(inputs: PatternInputs) -> list[torch.Tensor]:
 
 
 def dense_rows(inputs: PatternInputs, rows: torch.Tensor) -> torch.Tensor:
-    """Reference outputs ``(B, H, R, D)`` of the query ``rows``: a masked softmax over every key.
-
-    A row with no visible key (padding only) gets zeros, as in the dense reference."""
+    """Reference outputs ``(B, H, R, D)`` of the query ``rows``: a masked softmax over every key
+    (zeros for a row with no visible key, as in the dense reference)."""
     pattern = inputs.pattern
     heads = torch.arange(pattern.heads, device=rows.device)[:, None, None]
     keys_at = torch.arange(pattern.num_keys, device=rows.device)[None, None, :]
@@ -107,12 +95,8 @@ def sample_rows(length: int, num_global: int, block: int, count: int, generator:
 
 
 def check_case(case: KernelCase, device: torch.device, path: str, rows: int = 512, seed: int = 0) -> dict:
-    """Run ``path`` on ``case`` and compare outputs and gradients with the float64 reference.
-
-    Returns:
-        A result row: backbone, tokens, dtype, path, the max errors (outputs; gradients relative
-        to their largest magnitude), the tolerance, ``ok``, the candidate's time and peak memory.
-    """
+    """Run ``path`` on ``case`` and compare outputs and gradients (relative to their largest
+    magnitude) with the float64 reference: a result row with the max errors, ``ok`` and the time."""
     module, length = attention_at(case, device, path)
     generator = torch.Generator().manual_seed(seed)
     shape = (1, case.heads, length, case.head_dim)
@@ -153,10 +137,3 @@ def check_case(case: KernelCase, device: torch.device, path: str, rows: int = 51
             "path": path, "rows": len(picked), "out_error": out_error, "grad_error": max(grad_errors),
             "tolerance": tolerance, "ok": out_error < tolerance and max(grad_errors) < tolerance,
             "seconds": seconds, "peak_gb": peak_gb}
-
-
-def candidate_path(device: torch.device) -> str:
-    """flex on CUDA (its kernel is what is checked); the gathered-blocks path elsewhere (flex has no
-    backward on CPU)."""
-    return "flex" if device.type == "cuda" else "gather"
-

@@ -1,23 +1,16 @@
-"""DNABERT-2's architecture (MosaicBERT) in plain PyTorch, from its published definition: the peer
-of converted DNABERT-2 models in ``genolong bench attention`` (``ref-dnabert2``) and the oracle of
-their parity tests. DNABERT-2's own code (``bert_layers.py`` of the hub repository) is not in
-transformers and is not copied here; this module follows its conventions, recorded in
-``shared/refs/dnabert2-117m/PROVENANCE.md``, and runs attention the way that code does when its
-Triton kernel is unavailable (scores materialised, bias added, softmax):
+"""DNABERT-2's architecture (MosaicBERT) in plain PyTorch, from its published definition: the peer of
+converted DNABERT-2 models in ``genolong bench attention`` (``ref-dnabert2``) and the oracle of their
+parity tests (its conventions: ``shared/refs/dnabert2-117m/PROVENANCE.md``). Attention runs as
+DNABERT-2's code does without its Triton kernel (scores materialised, bias added, softmax):
 
-* parameter names of the hub checkpoint (``bert.embeddings.*``, ``bert.encoder.layer.{i}.attention.self.Wqkv``,
-  ``...attention.output.{dense,LayerNorm}``, ``...mlp.{gated_layers,wo,layernorm}``, ``bert.pooler.dense``,
-  ``cls.predictions.*``, ``classifier``);
-* embeddings: word + token type 0, LayerNorm, no positions;
+* the hub checkpoint's parameter names; embeddings: word + token type 0, LayerNorm, no positions;
 * a fused ``Wqkv`` whose output splits as (3, heads, head size);
-* ALiBi: Press et al.'s slopes (``2 ** (-8 / n)`` powers, the interleaved extension for head counts
-  that are not powers of two), bias ``-m_h |i - j|`` added to ``q k / sqrt(d)``, padded keys at -10000;
+* ALiBi: Press et al.'s slopes (the interleaved extension for head counts that are not powers of
+  two), bias ``-m_h |i - j|`` added to ``q k / sqrt(d)``, padded keys at -10000;
 * post-LN; the gated MLP: ``gated_layers`` without bias, exact GELU of the first half times the second;
-* BERT's masked-LM head (dense, GELU, LayerNorm, decoder tied to the word embeddings, with bias) and
-  BERT's pooler (dense, tanh on the first token) before ``classifier``.
+* BERT's masked-LM head (decoder tied to the word embeddings) and pooler (tanh on the first token).
 
-Shapes: input_ids, attention_mask (B, L) -> hidden (B, L, N); masked-LM logits (B, L, V); classifier
-logits (B, C).
+Shapes: input_ids, attention_mask (B, L) -> hidden (B, L, N); logits (B, L, V), classifier (B, C).
 """
 
 from __future__ import annotations
@@ -42,10 +35,7 @@ def press_slopes(heads: int) -> list[float]:
 
 def _named(**children: nn.Module) -> nn.Module:
     """A container whose children carry the hub checkpoint's names."""
-    module = nn.Module()
-    for name, child in children.items():
-        setattr(module, name, child)
-    return module
+    return nn.ModuleDict(children)
 
 
 class MosaicBertConfig(SimpleNamespace):
@@ -56,12 +46,8 @@ class MosaicBertConfig(SimpleNamespace):
 
 
 class MosaicBertReference(nn.Module):
-    """DNABERT-2's masked-LM model, or with ``num_labels`` its sequence classifier (module docstring).
-
-    ``config``: the hub config.json's fields (``hidden_size``, ``num_hidden_layers``, ``num_attention_heads``,
-    ``intermediate_size``, ``vocab_size``, ``type_vocab_size``, ``layer_norm_eps``). ``slopes``
-    replaces the ALiBi slopes (the tests plant wrong ones).
-    """
+    """DNABERT-2's masked-LM model, or with ``num_labels`` its sequence classifier, from the hub
+    config.json's fields; the tests plant wrong ALiBi ``slopes``."""
 
     def __init__(self, config: dict[str, Any], num_labels: int | None = None):
         super().__init__()

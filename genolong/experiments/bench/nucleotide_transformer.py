@@ -1,10 +1,7 @@
 """Nucleotide Transformer v2 as transformers' ESM computes it with NT v2's feed-forward: the peer of
 converted NT v2 models in ``genolong bench attention`` (``hf-ntv2``) and the oracle of their parity
-tests. transformers' ESM has NT v2's rotary positions (ESM-2's rotate-half over the whole head) but
-not its gated feed-forward, which InstaDeep's remote code adds (not copied here: its licence keeps it
-out); :class:`SwiGLU` and :class:`SwiGLUOutput` are written from the published definition and replace
-each layer's ``intermediate`` and ``output``: ``intermediate.dense`` (2 I, N) without bias,
-``silu(x1) * x2`` with ``x1`` the first half, ``output.dense`` (N, I) without bias, then the residual.
+tests. transformers' ESM has NT v2's rotary positions but not its gated feed-forward (InstaDeep's
+remote code, not copied here: its licence keeps it out), written here from the published definition.
 """
 
 from __future__ import annotations
@@ -15,8 +12,8 @@ from torch import nn
 
 
 class SwiGLU(nn.Module):
-    """NT v2's ``intermediate``: (..., N) -> (..., I). ``gate_first`` False gates the second half
-    instead (the parity tests' planted mistake)."""
+    """NT v2's ``intermediate``: ``dense`` (2 I, N) without bias, then ``silu(x1) * x2`` with ``x1`` the
+    first half: (..., N) -> (..., I). ``gate_first`` False gates the second half (a planted mistake)."""
 
     def __init__(self, hidden: int, intermediate: int, gate_first: bool = True):
         super().__init__()
@@ -29,7 +26,7 @@ class SwiGLU(nn.Module):
 
 
 class SwiGLUOutput(nn.Module):
-    """NT v2's ``output``: ``dense`` (N, I) without bias, then the residual: (..., I), (..., N) -> (..., N)."""
+    """NT v2's ``output``: ``dense`` without bias, then the residual: (..., I), (..., N) -> (..., N)."""
 
     def __init__(self, hidden: int, intermediate: int):
         super().__init__()

@@ -1,7 +1,5 @@
-"""Reports of the attention benchmark: CSV rows, markdown tables, a log-log plot.
-
-Rows are the dicts of :func:`genolong.experiments.bench.runner.run_spec` (one per model, length and phase).
-"""
+"""Reports of the attention benchmark from the rows of :func:`genolong.experiments.bench.runner.run_spec`
+(one per model, length and phase): CSV, markdown tables, a log-log plot."""
 
 from __future__ import annotations
 
@@ -17,12 +15,9 @@ from genolong.experiments.bench.attention import FLOOR, LEGACY_PEERS, PEERS, PHA
 
 #: The lengths the summary compares (4K and 16K tokens); it falls back to the shortest and longest measured.
 REFERENCE_LENGTHS = (4096, 16384)
-
-#: The CSV columns, one row per model, length and phase.
-COLUMNS = [
-    "model", "length", "dtype", "threads", "phase", "status", "time_s", "time_median_s", "cpu_s", "runs",
-    "first_call_s", "peak_mb", "resident_mb", "attention_share", "load1", "notes",
-]  # fmt: skip
+#: The CSV columns.
+COLUMNS = ["model", "length", "dtype", "threads", "phase", "status", "time_s", "time_median_s", "cpu_s",
+           "runs", "first_call_s", "peak_mb", "resident_mb", "attention_share", "load1", "notes"]
 
 
 def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
@@ -31,8 +26,7 @@ def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=COLUMNS, extrasaction="ignore")
     writer.writeheader()
-    for row in rows:
-        writer.writerow({key: _csv_value(row.get(key)) for key in COLUMNS})
+    writer.writerows({key: _csv_value(row.get(key)) for key in COLUMNS} for row in rows)
     atomic_write_text(path, buffer.getvalue())
 
 
@@ -75,7 +69,6 @@ def _lengths(rows: Iterable[dict[str, Any]]) -> list[int]:
 
 
 def _cell(row: dict[str, Any] | None, key: str) -> str:
-    """A table cell: seconds to 3 significant digits, megabytes whole, or why it is missing."""
     if row is None:
         return ""
     if row.get("status") != "ok":
@@ -109,8 +102,7 @@ def slope(rows_by_length: dict[int, dict[str, Any]], short: int, long: int) -> f
 
 
 def summary_table(rows: list[dict[str, Any]]) -> str:
-    """The headline numbers: times, slope, attention share and memory at two lengths
-    (4K and 16K when measured, else the shortest and longest)."""
+    """The headline numbers: times, slope, attention share and memory at :data:`REFERENCE_LENGTHS`."""
     lengths = _lengths(rows)
     short, long = REFERENCE_LENGTHS if set(REFERENCE_LENGTHS) <= set(lengths) else (lengths[0], lengths[-1])
     index = _index(rows)
@@ -177,10 +169,9 @@ def plot(path: Path, rows: list[dict[str, Any]], title: str) -> None:
                 style = "--" if model in PEERS + LEGACY_PEERS else (":" if model == FLOOR else "-")
                 axis.plot(*zip(*points, strict=True), style, marker="o", label=model)
         axis.set_xscale("log", base=2)
-        axis.set_yscale("log")
-        axis.set_xlabel("sequence length (tokens)")
-        axis.set_ylabel("best time (s)" if key == "time_s" else "peak memory above resident (MB)")
-        axis.set_title(f"{phase}: {'time' if key == 'time_s' else 'memory'}")
+        axis.set(yscale="log", xlabel="sequence length (tokens)",
+                 ylabel="best time (s)" if key == "time_s" else "peak memory above resident (MB)",
+                 title=f"{phase}: {'time' if key == 'time_s' else 'memory'}")
         axis.grid(True, which="both", alpha=0.3)
     axes.flat[0].legend(fontsize=8)
     figure.suptitle(title)

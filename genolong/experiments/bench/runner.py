@@ -1,8 +1,6 @@
-"""Running the attention benchmark: one fresh worker process (:mod:`genolong.experiments.bench.attention`) per model and
-length, killed past a memory cap or a time limit, rows saved after each pair so that a run resumes, and the
-report (:mod:`genolong.experiments.bench.report`) written at the end. ``genolong bench attention`` calls
-:func:`run_attention_benchmark`.
-"""
+"""``genolong bench attention``: a fresh worker process (:mod:`genolong.experiments.bench.attention`) per
+model and length, killed past a memory cap or a time limit, rows saved after each pair so that a run
+resumes, then the report (:mod:`genolong.experiments.bench.report`)."""
 
 from __future__ import annotations
 
@@ -28,31 +26,21 @@ from genolong.attention import attention_class, available_attentions
 from genolong.core.errors import UserError
 from genolong.core.files import atomic_write_text
 from genolong.core.memory import proc_status_mb
+from genolong.experiments.bench import attention
 from genolong.experiments.bench import report as bench_report
-from genolong.experiments.bench.attention import (
-    ALL_PEERS,
-    FLOOR,
-    LEGACY_PEERS,
-    PEERS,
-    BenchSize,
-    Spec,
-    genolong_config,
-)
+from genolong.experiments.bench.attention import ALL_PEERS, FLOOR, LEGACY_PEERS, PEERS, BenchSize, Spec
 from genolong.runtime.cpu_bf16 import matmul_rates
+from genolong.runtime.precision import cpu_info
 
 
 def run_spec(spec: Spec, timeout_s: float, max_memory_gb: float) -> list[dict[str, Any]]:
-    """Run ``spec`` in a fresh process; a row per phase, with a status for phases that did not finish.
-
-    The process is killed when its resident set exceeds ``max_memory_gb`` or it runs past
-    ``timeout_s``; the phases it had finished keep their rows."""
+    """Run ``spec`` in a fresh process, killed past ``max_memory_gb`` resident or ``timeout_s``; a row
+    per phase, with a status for phases that did not finish."""
     env = {**os.environ, "OMP_NUM_THREADS": str(spec.threads), "TOKENIZERS_PARALLELISM": "false"}
-    rows, status = [], None
-    if spec.model in LEGACY_PEERS and not spec.legacy_site:
-        status = "skipped: needs --legacy-site (a directory with transformers 4.x)"
-    else:
-        if spec.model in LEGACY_PEERS:
-            env["PYTHONPATH"] = os.pathsep.join(filter(None, [spec.legacy_site, env.get("PYTHONPATH")]))
+    rows, status = [], "skipped: needs --legacy-site (a directory with transformers 4.x)"
+    if spec.model in LEGACY_PEERS and spec.legacy_site:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [spec.legacy_site, env.get("PYTHONPATH")]))
+    if spec.model not in LEGACY_PEERS or spec.legacy_site:
         rows, status = _run_worker(spec, env, timeout_s, max_memory_gb)
     done = {row["phase"] for row in rows}
     rows += [{"phase": phase, "status": status} for phase in spec.phases if phase not in done]
@@ -96,11 +84,8 @@ def _die_with_parent() -> None:
 
 def plan(backbones: list[str], peers: list[str], floor: bool, lengths: list[int],
          extra_lengths: list[int]) -> list[tuple[str, int]]:
-    """(model, length) pairs: everyone at ``lengths``; our sparse backbones and the floor also at
-    ``extra_lengths`` (dense attention is quadratic and is measured only where the peers are).
-
-    Length-major, so that the models compared at one length are measured close in time (the
-    load of a shared machine drifts)."""
+    """(model, length) pairs, length-major (models compared at one length are measured close in
+    time): everyone at ``lengths``; our sparse backbones and the floor also at ``extra_lengths``."""
     models = [*backbones, *([FLOOR] if floor else []), *peers]
     long_models = [m for m in models if m not in ALL_PEERS and m != "full"]
     pairs = [(model, length) for length in lengths for model in models]
@@ -109,24 +94,20 @@ def plan(backbones: list[str], peers: list[str], floor: bool, lengths: list[int]
 
 
 def check_plan(pairs: list[tuple[str, int]], size: BenchSize) -> None:
-    """Raise :class:`ConfigError` for a pair of ours that cannot be built, before any measurement
-    (its worker would only fail and leave a row of errors)."""
+    """Raise :class:`ConfigError` for a pair of ours that cannot be built, before any measurement."""
     for model, length in pairs:
         if model not in ALL_PEERS:
-            genolong_config("full" if model == FLOOR else model, size, length)
+            attention.genolong_config("full" if model == FLOOR else model, size, length)
 
 
 def run_benchmark(pairs: list[tuple[str, int]], template: Spec, csv_path: Path, *, timeout_s: float,
                   max_memory_gb: float, resume: bool = False,
                   progress: Callable[[dict[str, Any]], None] = lambda row: None) -> list[dict[str, Any]]:
-    """Measure every (model, length) pair in its own process, rewriting ``csv_path`` after each.
-
-    With ``resume``, pairs whose phases are all in ``csv_path`` already are not measured again."""
+    """Measure every (model, length) pair in its own process, rewriting ``csv_path`` after each;
+    with ``resume``, the pairs already in ``csv_path`` are kept."""
     rows = bench_report.read_csv(csv_path) if resume and csv_path.exists() else []
     done = {(row["model"], row["length"]) for row in rows}
-    for model, length in pairs:
-        if (model, length) in done:
-            continue
+    for model, length in [pair for pair in pairs if pair not in done]:
         for row in run_spec(replace(template, model=model, length=length), timeout_s, max_memory_gb):
             progress(row)
             rows.append(row)
@@ -137,11 +118,8 @@ def run_benchmark(pairs: list[tuple[str, int]], template: Spec, csv_path: Path, 
 def resolve_models(backbones: list[str] | None, peers: list[str] | None, legacy_site: Path | None
                    ) -> tuple[list[str], list[str]]:
     """Our backbones (None: every registered attention) and the peers (None: every peer that can run here,
-    the transformers-4.x ones only with ``legacy_site``), checked by name.
-
-    Raises:
-        UserError: an unknown backbone or peer, or a ``legacy_site`` without a transformers package.
-    """
+    the transformers-4.x ones only with ``legacy_site``); an unknown name or a ``legacy_site`` without
+    transformers is a UserError."""
     backbones = available_attentions() if backbones is None else backbones
     for name in backbones:
         attention_class(name)  # ConfigError for an unknown name
@@ -157,21 +135,13 @@ def resolve_models(backbones: list[str] | None, peers: list[str] | None, legacy_
 
 def machine() -> dict[str, Any]:
     """The CPU, its cores, the Python / torch / transformers versions and the measured fp32 GEMM rate."""
-    return {"cpu": _cpu_name(), "cores": os.cpu_count(), "python": platform.python_version(),
+    return {"cpu": cpu_info()[0], "cores": os.cpu_count(), "python": platform.python_version(),
             "torch": torch.__version__, "transformers": transformers.__version__,
             "fp32_gemm_gflops": round(matmul_rates().fp32, 1)}
 
 
-def _cpu_name() -> str:
-    with contextlib.suppress(OSError), open("/proc/cpuinfo") as cpuinfo:
-        for line in cpuinfo:
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor()
-
-
 def format_row(row: dict[str, Any]) -> str:
-    """One measured phase as a progress line: time, peak memory, first call and load, or why it is missing."""
+    """One measured phase as a progress line, or why it is missing."""
     where = f"  {row['model']:>14} {row['length']:>6} {row['phase']:>7}"
     if row.get("status") != "ok":
         return f"{where}: {row['status']}"
@@ -183,16 +153,10 @@ def run_attention_benchmark(out: Path, template: Spec, *, backbones: list[str] |
                             peers: list[str] | None = None, floor: bool = True, lengths: list[int],
                             extra_lengths: list[int], timeout_s: float, max_memory_gb: float,
                             resume: bool = False, say: Callable[[str], None] = print) -> Path:
-    """Measure our backbones (and the floor) and the peers at every length of the plan (:func:`plan`), each
-    model and length in its own process with the settings of ``template`` (``dtype`` ``fp32`` or ``bf16``), and write ``OUT/attention_DTYPE`` .csv
-    (rewritten after each pair), .md, .png and .json (settings, machine, command, load). ``say`` receives the
-    progress lines and the markdown report. With ``resume``, pairs already in the CSV are kept. Returns the
-    path stem.
-
-    Raises:
-        UserError: unknown names, a configuration one of ours cannot be built with, or ``resume`` over
-            measurements made with other settings.
-    """
+    """Measure the models of :func:`plan` with the settings of ``template`` and write
+    ``OUT/attention_DTYPE`` .csv (rewritten after each pair), .md, .png and .json (settings, machine,
+    command, load); returns that stem. ``say`` receives the progress lines and the report. Unknown
+    names, an impossible configuration or ``resume`` over other settings raise before measuring."""
     backbones, peers = resolve_models(backbones, peers, None if template.legacy_site is None
                                       else Path(template.legacy_site))
     stem = out / f"attention_{template.dtype}"

@@ -1,15 +1,7 @@
-"""A benchmark's reports from its rows: ``results.csv`` (one row per task x model x mode x seed,
-and one per task for the k-mer baseline: only what was measured), ``references.csv`` (the numbers
-others published, from the suite), ``leakage.csv``, ``summary.md`` and ``figure.png``.
-
-``summary.md`` has, per task, the headline metric and AUROC of every model and mode as
-``mean ± half-width`` of the Student's t interval over seeds
-(:func:`genolong.evaluation.metrics.mean_interval`), the best mean of each task in
-bold, the k-mer baseline as its own row, the published references beside each model (the
-difference, and whether the published number lies inside our interval), and the leakage table with
-the metric recomputed without the leaked test rows. The figure marks each published number as a
-line across its task's bars. :func:`redraw` rewrites the summary and the figure from
-``results.csv``, ``references.csv`` and the tasks' ``leakage.json`` (``genolong benchmark report DIR``).
+"""A benchmark's reports from its rows: ``results.csv`` (only what was measured), ``references.csv``
+(the numbers others published), ``leakage.csv``, ``summary.md`` and ``figure.png``; the guide
+(``docs/guide/compare-benchmark.md``) describes them. Intervals are ``mean ± half-width`` of the
+Student's t interval over seeds (:func:`genolong.evaluation.metrics.mean_interval`).
 """
 
 from __future__ import annotations
@@ -59,9 +51,7 @@ def _read_csv(path: Path, columns, floats) -> list[dict]:
         raise InputError(path, "missing: not a finished benchmark directory") from None
     if tuple(reader.fieldnames or ()) != columns:
         raise InputError(path, f"columns are not {', '.join(columns)}", line=1)
-    for row in rows:
-        row.update({k: float(row[k]) for k in floats})
-    return rows
+    return [row | {k: float(row[k]) for k in floats} for row in rows]
 
 
 def read_results(out: Path) -> list[dict]:
@@ -72,14 +62,8 @@ def read_results(out: Path) -> list[dict]:
     return rows
 
 
-def read_references(out: Path) -> list[dict]:
-    """The rows of ``out/references.csv`` (``value`` as a float); none in a directory without one."""
-    path = out / "references.csv"
-    return _read_csv(path, REFERENCE_COLUMNS, ("value",)) if path.is_file() else []
-
-
 def _groups(rows: list[dict]) -> dict[tuple[str, str], dict[str, list[dict]]]:
-    """(model, mode) -> task -> rows, in first-seen order (the k-mer baseline first)."""
+    """(model, mode) -> task -> rows, in first-seen order."""
     groups: dict[tuple[str, str], dict[str, list[dict]]] = {}
     for row in rows:
         groups.setdefault((row["model"], row["mode"]), {}).setdefault(row["task"], []).append(row)
@@ -124,14 +108,14 @@ def references_markdown(rows: list[dict], references: list[dict], confidence: fl
 
 
 def summary_markdown(rows: list[dict], leakage: list[dict], confidence: float, references: list[dict] = ()) -> str:
-    """The summary (see the module docstring)."""
+    """Per task, every model and mode's headline metric and AUROC (the best mean in bold), the
+    references and the leakage table."""
     groups = _groups(rows)
     tasks = list(dict.fromkeys(row["task"] for row in rows))
     metric = {row["task"]: row["metric"] for row in rows}
-    level = f"{confidence:.0%}"
     lines = ["# Benchmark summary", "",
-             f"Mean ± half-width of the {level} Student's t interval over seeds (n - 1 degrees of freedom); "
-             "the k-mer baseline is one deterministic fit. Best mean per task in bold.", ""]
+             f"Mean ± half-width of the {confidence:.0%} Student's t interval over seeds (n - 1 degrees "
+             "of freedom); the k-mer baseline is one deterministic fit. Best mean per task in bold.", ""]
     for key, title in (("value", "Headline metric"), ("auroc", "AUROC"),
                        ("value_without_leaked", "Headline metric without the leaked test rows")):
         names = [f"{t} ({'auroc' if key == 'auroc' else metric[t]})" for t in tasks]
@@ -142,10 +126,8 @@ def summary_markdown(rows: list[dict], leakage: list[dict], confidence: float, r
         best = {t: max((s[t][0] for s in stats.values() if not math.isnan(s[t][0])), default=math.nan) for t in tasks}
         for group, by_task in groups.items():
             seeds = max(len(v) for v in by_task.values())
-            cells = []
-            for t in tasks:
-                text = _format(*stats[group][t])
-                cells.append(f"**{text}**" if stats[group][t][0] == best[t] else text)
+            cells = [f"**{_format(*s)}**" if s[0] == best[t] else _format(*s)
+                     for t, s in stats[group].items()]
             lines.append(f"| {_label(*group)} | {seeds} | " + " | ".join(cells) + " |")
         lines.append("")
     lines += references_markdown(rows, list(references), confidence)
@@ -155,14 +137,13 @@ def summary_markdown(rows: list[dict], leakage: list[dict], confidence: float, r
               "whose sequence (or its reverse complement) is in training with other labels too (conflicting).", "",
               "| task | test rows | exact | RC | near | leaked | k | cut | conflicting train rows |",
               "|---|---|---|---|---|---|---|---|---|"]
-    lines += [f"| {e['task']} | {e['test_rows']} | {e['exact']} | {e['reverse_complement']} | {e['near']} | "
-              f"{e['leaked']} | {e['k']} | {e['cut']} | {e['conflicting']} |" for e in leakage]
+    lines += ["| " + " | ".join(str(entry[c]) for c in LEAKAGE_COLUMNS) + " |" for entry in leakage]
     return "\n".join(lines) + "\n"
 
 
 def draw_figure(rows: list[dict], path: Path, confidence: float, references: list[dict] = ()) -> None:
-    """Grouped bars: tasks on x, one bar per model (and mode) at its mean headline metric, error
-    bars the interval over seeds; each published reference a line across its task's bars."""
+    """Grouped bars per task, one per model (and mode), with the interval over seeds as error bars;
+    each published reference a line across its task's bars."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -206,7 +187,7 @@ def read_leakage(out: Path, tasks: list[str]) -> list[dict]:
 
 
 def write_reports(out: Path, rows: list[dict], references: list[dict], confidence: float) -> None:
-    """``results.csv``, ``references.csv``, ``leakage.csv``, ``summary.md`` and ``figure.png`` in ``out``."""
+    """Every report, in ``out``."""
     atomic_write_text(out / "results.csv", _csv(rows, COLUMNS))
     atomic_write_text(out / "references.csv", _csv(references, REFERENCE_COLUMNS))
     leakage = read_leakage(out, list(dict.fromkeys(row["task"] for row in rows)))
@@ -216,10 +197,12 @@ def write_reports(out: Path, rows: list[dict], references: list[dict], confidenc
 
 
 def redraw(out: Path) -> None:
-    """Rewrite ``summary.md`` and ``figure.png`` of a finished benchmark directory from its files."""
+    """Rewrite ``summary.md`` and ``figure.png`` of a finished benchmark directory from its files
+    (a directory without ``references.csv`` has no references)."""
     rows = read_results(out)
-    pinned = out / "suite.yaml"
+    pinned, references_csv = out / "suite.yaml", out / "references.csv"
     confidence = yaml.safe_load(pinned.read_text()).get("confidence", 0.95) if pinned.is_file() else 0.95
-    leakage, references = read_leakage(out, list(dict.fromkeys(row["task"] for row in rows))), read_references(out)
+    leakage = read_leakage(out, list(dict.fromkeys(row["task"] for row in rows)))
+    references = _read_csv(references_csv, REFERENCE_COLUMNS, ("value",)) if references_csv.is_file() else []
     atomic_write_text(out / "summary.md", summary_markdown(rows, leakage, confidence, references))
     draw_figure(rows, out / "figure.png", confidence, references)

@@ -4,17 +4,14 @@ The output directory::
 
     OUT/suite.yaml                    every setting, pinned (a rerun with other settings is refused)
     OUT/tasks/<task>/data/            the prepared task (``genolong task prepare``'s format)
-    OUT/tasks/<task>/leakage.json     train/test leakage per test row kind (:mod:`genolong.evaluation.leakage`)
-                                      and the training rows with conflicting labels
+    OUT/tasks/<task>/leakage.json     train/test leakage and conflicting labels (:func:`task_leakage`)
     OUT/tasks/<task>/kmer.json        the k-mer baseline on the same splits
     OUT/runs/<task>/<model>/<mode>/seed<N>/   a ``genolong task finetune`` run; cell.json when finished
     OUT/results.csv, references.csv, leakage.csv, summary.md, figure.png   (:mod:`genolong.experiments.suites.report`)
 
 A cell (task x model x mode x seed) whose ``cell.json`` holds the same settings is read back; an
-interrupted one continues from its last checkpoint (the fine-tuning run resumes exactly: the
-step-indexed loader and the RNG state are in its checkpoints), so a rerun after a kill gives the
-same ``results.csv``. Test metrics are computed on every test row and again without the rows
-that leak from training (:func:`genolong.evaluation.leakage.find_leakage`).
+interrupted one resumes exactly from its last checkpoint, so a rerun after a kill gives the same
+``results.csv``.
 """
 
 from __future__ import annotations
@@ -52,10 +49,6 @@ def task_directory(out: Path, task: TaskEntry) -> Path:
     return out / "tasks" / task.name
 
 
-def _split(prepared: PreparedTask, name: str) -> tuple[list[str], np.ndarray]:
-    return prepared[name].sequences, prepared[name].targets()
-
-
 def task_leakage(out: Path, task: TaskEntry, prepared: PreparedTask, suite: SuiteConfig) -> np.ndarray:
     """(N_test,) bool: the leaked test rows; their counts go to ``leakage.json``, with the training rows
     whose sequence (or its reverse complement) is also in training with other labels (``conflicting``,
@@ -68,22 +61,19 @@ def task_leakage(out: Path, task: TaskEntry, prepared: PreparedTask, suite: Suit
     return leakage.leaked
 
 
-def _row(task: TaskEntry, model: str, mode: str, seed: int | str, metrics: dict, clean: dict, n_test: int,
-         n_clean: int, steps: int | str) -> dict:
-    """One line of results.csv: the headline metric, every metric, and both without the leaked test rows."""
+def _row(task: TaskEntry, model: str, mode: str, seed: int | str, steps: int | str, prepared: PreparedTask,
+         outputs: np.ndarray, threshold: float | None, leaked: np.ndarray) -> dict:
+    """One line of results.csv: the headline metric and every metric of the test ``outputs``, and both
+    on the rows that do not leak (NaN when fewer than two are left)."""
+    targets = prepared["test"].targets()
+    metrics = classification_metrics(prepared.problem_type, targets, outputs, threshold)
+    clean = dict.fromkeys(metrics, float("nan"))
+    if (~leaked).sum() >= 2:
+        clean = classification_metrics(prepared.problem_type, targets[~leaked], outputs[~leaked], threshold)
     return {"task": task.name, "model": model, "mode": mode, "seed": seed, "metric": task.metric,
             "value": metrics[task.metric], **{k: metrics[k] for k in BENCHMARK_METRICS},
             "value_without_leaked": clean[task.metric], "auroc_without_leaked": clean["auroc"],
-            "test_rows": n_test, "test_rows_without_leaked": n_clean, "steps": steps}
-
-
-def _metrics(prepared: PreparedTask, outputs: np.ndarray, threshold: float | None, leaked: np.ndarray):
-    """The test metrics on every row, and on the rows that do not leak (NaN when fewer than two are left)."""
-    targets = prepared["test"].targets()
-    every = classification_metrics(prepared.problem_type, targets, outputs, threshold)
-    if (~leaked).sum() < 2:
-        return every, dict.fromkeys(every, float("nan"))
-    return every, classification_metrics(prepared.problem_type, targets[~leaked], outputs[~leaked], threshold)
+            "test_rows": len(leaked), "test_rows_without_leaked": int((~leaked).sum()), "steps": steps}
 
 
 def kmer_row(out: Path, task: TaskEntry, prepared: PreparedTask, leaked: np.ndarray) -> dict:
@@ -94,14 +84,14 @@ def kmer_row(out: Path, task: TaskEntry, prepared: PreparedTask, leaked: np.ndar
     identity = identity_hash(prepared.manifest["rows"], prepared.manifest["inputs"], task.metric, leaked.tolist())
     if (row := load_result(path, identity)) is not None:
         return row
-    model, report = fit_kmer_model(problem, _split(prepared, "train"), _split(prepared, "valid"))
+    train, valid = prepared["train"], prepared["valid"]
+    model, _ = fit_kmer_model(problem, (train.sequences, train.targets()), (valid.sequences, valid.targets()))
     threshold = None
     if problem == "binary":
-        threshold = best_f1_threshold(prepared["valid"].targets()[:, 0],
-                                      activate(problem, model.logits(prepared["valid"].sequences))[:, 0])
+        threshold = best_f1_threshold(valid.targets()[:, 0],
+                                      activate(problem, model.logits(valid.sequences))[:, 0])
     outputs = activate(problem, model.logits(prepared["test"].sequences))
-    metrics, clean = _metrics(prepared, outputs, threshold, leaked)
-    row = _row(task, "k-mer", "-", "", metrics, clean, len(leaked), int((~leaked).sum()), "")
+    row = _row(task, "k-mer", "-", "", "", prepared, outputs, threshold, leaked)
     save_result(path, identity, row)
     return row
 
@@ -125,8 +115,8 @@ def run_cell(out: Path, task: TaskEntry, prepared: PreparedTask, leaked: np.ndar
     classifier = Classifier.load(run_dir / "model", task="labelled", device="cpu")
     sequences = prepared["test"].sequences
     outputs = np.concatenate([classifier.probabilities(sequences[i:i + BATCH]) for i in range(0, len(sequences), BATCH)])
-    metrics, clean = _metrics(prepared, outputs.astype(np.float64), report.get("threshold"), leaked)
-    row = _row(task, model.name, mode, seed, metrics, clean, len(leaked), int((~leaked).sum()), report["steps"])
+    row = _row(task, model.name, mode, seed, report["steps"], prepared, outputs.astype(np.float64),
+               report.get("threshold"), leaked)
     save_result(run_dir / "cell.json", identity, row)
     return row
 
@@ -134,11 +124,8 @@ def run_cell(out: Path, task: TaskEntry, prepared: PreparedTask, leaked: np.ndar
 def run_benchmark(suite: SuiteConfig, out: Path, *, show_progress: bool = False,
                   extra_callbacks: Sequence = ()) -> list[dict]:
     """Run every cell of ``suite`` on the tasks prepared in ``out`` (:func:`task_directory` ``/data``);
-    writes the reports and returns the rows of ``results.csv``.
-
-    Raises:
-        ConfigError: a task that is not classification, or a model that cannot serve one (before any training).
-    """
+    writes the reports and returns the rows of ``results.csv``. A task that is not classification, or
+    a model that cannot serve one, is a ConfigError before any training."""
     prepared = {task.name: PreparedTask(task_directory(out, task) / "data") for task in suite.tasks}
     suite.check_problem_types({name: p.problem_type for name, p in prepared.items()})
     for task in suite.tasks:

@@ -1,46 +1,10 @@
 """A benchmark suite: tasks x models x fine-tuning modes x seeds, validated from YAML.
 
-::
-
-    tasks:
-      - name: promoters_gue          # a folder of train.csv, dev.csv, test.csv (sequence,label)
-        layout: gue
-        path: data/prom_300_tata
-      - name: human_nontata          # Genomic Benchmarks: train/<class>/<n>.txt, test/<class>/<n>.txt
-        layout: genomic_benchmarks
-        path: data/human_nontata_promoters
-      - name: mouse_epdnew           # a FASTA file per class (the first is the positive class)
-        layout: fasta
-        classes: {promoter: Mouse_tata.fa, non_promoter: Mouse_nonprom.fa}
-        max_rows: {train: 1000, valid: 200, test: 400}
-    models:
-      - name: scratch_full           # scratch:BACKBONE trains from scratch under the finetune budget
-        source: scratch:full
-        finetune: {extends: labelled_tiny, train: {max_steps: 300}}
-      - name: tiny_bigbird           # a genolong (or `genolong convert`ed) model directory
-        source: runs/pretrain/model
-        finetune: {extends: labelled_tiny, max_len: 128}
-    modes: [full, probe]
-    seeds: [0, 1, 2]
-    leakage: {k: 8, cut: 0.5}
-
-A task may carry the numbers others published on it (:class:`Reference`)::
-
-      - name: prom_300_tata
-        layout: gue
-        path: prom/prom_300_tata
-        reference: {values: {DNABERT-2: 71.59, NT-2500M-multi: 79.43}, percent: true,
-                    source: "DNABERT-2 paper, Table 4"}
-
-Paths are relative to ``root`` when the suite sets one (``genolong benchmark SUITE --set
-root=DIR``: relative to the working directory there), else to the suite file (``~`` and
-``$VARIABLES`` expanded). With ``missing: skip`` a task whose ``path`` does not exist is left out
-(:attr:`SuiteConfig.skipped` names it); by default it is refused when its files are read. The layouts (:data:`LAYOUTS`) are read by
-:mod:`genolong.prep.benchmark_layouts`; a model's ``finetune`` is a fine-tuning preset
-(``configs/finetune/``, ``extends:`` a shipped one) for the ``labelled`` task, whose
-``mode``, ``train.seed`` and ``kmer_baseline`` the benchmark sets per cell (the k-mer baseline
-is fitted once per task, beside the models). Every setting, defaults included, is pinned into
-the output directory (:func:`pinned`).
+The format (layouts, ``scratch:BACKBONE`` models, ``reference:``, ``root`` and ``missing: skip``)
+is documented with examples in ``docs/guide/compare-benchmark.md``. Paths are relative to ``root``
+when the suite sets one (from ``--set``: relative to the working directory), else to the suite
+file, with ``~`` and ``$VARIABLES`` expanded; :mod:`genolong.prep.benchmark_layouts` reads the
+layouts. Every setting, defaults included, is pinned into the output directory (:func:`pinned`).
 """
 
 from __future__ import annotations
@@ -72,49 +36,25 @@ MISSING = ("refuse", "skip")
 
 @dataclass
 class Reference:
-    """Numbers others published on a task, shown beside ours but never mixed into what we measured.
-
-    Attributes:
-        values: who published -> the number (``DNABERT-2: 71.59``).
-        source: where they were published (a paper and table); required.
-        metric: the metric they report; it must be the task's headline metric (default: that one).
-        percent: the values are percentages (``71.59`` is ``0.7159`` on our scale).
-    """
+    """Numbers others published on a task (``values``: who -> the number), shown beside ours but
+    never mixed into what we measured. ``source`` (paper and table) is required; ``metric`` must be
+    the task's headline metric (default: that one); ``percent``: ``71.59`` is ``0.7159`` on our scale."""
 
     values: dict[str, float] = field(default_factory=dict)
     source: str = ""
     metric: str | None = None
     percent: bool = False
 
-    def scaled(self) -> dict[str, float]:
-        """``values`` on the scale of our metrics."""
-        return {name: value / 100 if self.percent else value for name, value in self.values.items()}
-
 
 @dataclass
 class TaskEntry:
-    """One dataset of the suite.
-
-    Attributes:
-        name: the task's name in results (letters, digits, ``_ - .``).
-        layout: one of :data:`LAYOUTS`.
-        path: the dataset directory (``gue``, ``nt``, ``genomic_benchmarks[_csv]``) or table
-            (``csv``: columns ``sequence,label``, split at random).
-        classes: ``fasta``: class name -> FASTA file, the positive class first.
-        genome: ``genomic_benchmarks_csv``: the genome FASTA the coordinates are on.
-        positive: binary: the positive class (default: ``positive`` when present, else the last
-            class in sorted order; ``fasta``: the first class).
-        fractions: ``fasta`` and ``csv``: train, valid, test fractions of a random split,
-            stratified by class.
-        valid_fraction: layouts without a validation split (``nt``, Genomic Benchmarks): the
-            share of each class of the training split held out for validation.
-        split_seed: the seed of those random splits (the same for every model and seed).
-        max_rows: at most this many rows per split (``train``, ``valid``, ``test``), drawn at
-            random with ``split_seed`` after splitting; none: all rows.
-        metric: the headline metric (``accuracy``, ``f1``, ``mcc`` or ``auroc``); default: the
-            layout's (:data:`LAYOUTS`).
-        reference: published numbers on this task (:class:`Reference`), or none.
-    """
+    """One dataset of the suite: ``name`` (letters, digits, ``_ - .``), ``layout`` (:data:`LAYOUTS`)
+    and the layout's files (``path``, or ``fasta``'s ``classes``, ``genomic_benchmarks_csv``'s ``genome``).
+    A binary task's ``positive`` class defaults to ``positive`` when present, else the last class in
+    sorted order (``fasta``: the first class). ``fractions`` (``fasta``, ``csv``: a stratified random
+    split), ``valid_fraction`` (held out of each training class where a layout has no validation
+    split) and ``max_rows`` (per split, after splitting) draw with ``split_seed``, the same for every
+    model and seed. ``metric`` defaults to the layout's."""
 
     name: str
     layout: str
@@ -142,8 +82,7 @@ class TaskEntry:
             raise ConfigError(f"task {self.name}: layout {self.layout} takes a path (and no classes)")
         if (self.layout == "genomic_benchmarks_csv") != (self.genome is not None):
             raise ConfigError(f"task {self.name}: a genome goes with layout genomic_benchmarks_csv, and only there")
-        unknown = sorted(set(self.max_rows) - {"train", "valid", "test"})
-        if unknown or any(v < 1 for v in self.max_rows.values()):
+        if set(self.max_rows) - {"train", "valid", "test"} or any(v < 1 for v in self.max_rows.values()):
             raise ConfigError(f"task {self.name}: max_rows takes train, valid, test counts >= 1, got {self.max_rows}")
         if not 0 < self.valid_fraction < 1:
             raise ConfigError(f"task {self.name}: valid_fraction must be in (0, 1), got {self.valid_fraction}")
@@ -151,10 +90,8 @@ class TaskEntry:
             self.metric = LAYOUTS[self.layout]
         if self.metric not in ("accuracy", "f1", "mcc", "auroc"):
             raise ConfigError(f"task {self.name}: metric must be accuracy, f1, mcc or auroc, got {self.metric!r}")
-        if self.reference is not None:
-            self._check_reference(self.reference)
-
-    def _check_reference(self, reference: Reference) -> None:
+        if (reference := self.reference) is None:
+            return
         if not reference.source.strip():
             raise ConfigError(f"task {self.name}: the reference has no source; add source: the paper and table "
                               "its numbers come from")
@@ -169,7 +106,7 @@ class TaskEntry:
             _check_name(name, "reference")
 
     def resolve(self, root: Path) -> None:
-        """Make the paths absolute, relative to ``root`` (the suite's root or its file's directory)."""
+        """Make the paths absolute, relative to ``root``."""
         absolute = lambda p: str((root / expanded(p)).resolve())  # noqa: E731
         self.path = None if self.path is None else absolute(self.path)
         self.genome = None if self.genome is None else absolute(self.genome)
@@ -201,25 +138,18 @@ class ModelEntry:
         return sorted(self.finetune.get("model", {}) or {})
 
     def finetune_config(self, mode: str, seed: int) -> FinetuneConfig:
-        """The ``labelled`` fine-tuning config of one cell."""
+        """The ``labelled`` fine-tuning config of one cell (``mode``, ``train.seed``, no k-mer baseline)."""
         data = resolve_preset("finetune", self.finetune)
         if self.pretrained is None:
             data = merge_preset(data, {"model": {"backbone": self.source.removeprefix(SCRATCH)}})
         data = merge_preset(data, {"task": "labelled", "mode": mode, "kmer_baseline": False, "train": {"seed": seed}})
         return from_dict(FinetuneConfig, data, source=f"suite model {self.name}")
 
-    def cannot_serve(self, problem_type: str) -> str | None:
-        """Why this model cannot serve a task of ``problem_type``, or None when it can."""
-        config = self.finetune_config("full", 0)
-        if problem_type == "multiclass" and config.model.settings.get("positive_label_weight", 1.0) != 1.0:
-            return ("it weights positive labels (model.positive_label_weight), which only sigmoid outputs have; "
-                    "a multiclass task has a softmax")
-        return None
-
 
 @dataclass
 class SuiteConfig:
-    """The suite (see the module docstring); ``confidence`` is the level of the intervals over seeds."""
+    """The suite; ``confidence`` is the level of the intervals over seeds; ``skipped`` names the tasks
+    left out by ``missing: skip``."""
 
     tasks: list[TaskEntry]
     models: list[ModelEntry]
@@ -253,31 +183,31 @@ class SuiteConfig:
 
     def reference_rows(self) -> list[dict]:
         """One row per published number (``references.csv``): ``value`` on our scale, ``published`` as written."""
-        return [{"task": t.name, "reference": name, "metric": t.reference.metric, "value": value,
-                 "published": str(t.reference.values[name]), "source": t.reference.source}
-                for t in self.tasks if t.reference is not None for name, value in t.reference.scaled().items()]
+        return [{"task": t.name, "reference": name, "metric": t.reference.metric,
+                 "value": value / 100 if t.reference.percent else value, "published": str(value),
+                 "source": t.reference.source}
+                for t in self.tasks if t.reference is not None for name, value in t.reference.values.items()]
 
     def check_problem_types(self, problem_types: dict[str, str]) -> None:
-        """A ConfigError for a task that is not classification or a model that cannot serve it."""
+        """A ConfigError for a task that is not classification or a model that cannot serve it (weighted
+    positive labels, a sigmoid's, on a multiclass task)."""
         for task in self.tasks:
             kind = problem_types[task.name]
             if kind not in CLASSIFICATION:
                 raise ConfigError(f"task {task.name} is a {kind} task; a benchmark compares classifiers "
                                   f"({' or '.join(CLASSIFICATION)})")
             for model in self.models:
-                reason = model.cannot_serve(kind)
-                if reason is not None:
-                    raise ConfigError(f"model {model.name} cannot serve task {task.name} ({kind}): {reason}")
+                settings = model.finetune_config("full", 0).model.settings
+                if kind == "multiclass" and settings.get("positive_label_weight", 1.0) != 1.0:
+                    raise ConfigError(f"model {model.name} cannot serve task {task.name} ({kind}): it "
+                                      "weights positive labels (model.positive_label_weight), which only "
+                                      "sigmoid outputs have; a multiclass task has a softmax")
 
 
 def load_suite(path: str | Path, overrides: dict[str, Any] | None = None) -> SuiteConfig:
-    """The suite YAML ``path`` with the dotted ``overrides`` of ``--set`` (a ``root`` there is
-    relative to the working directory), validated: every cell's fine-tuning config is built and
-    every model directory read, so that a bad suite fails before any data is read or any model trained.
-
-    Raises:
-        ConfigError: a bad suite, or ``missing: skip`` and no task's path exists.
-    """
+    """The suite YAML ``path`` with the dotted ``overrides`` of ``--set``, validated (every cell's
+    fine-tuning config built, every model directory read) before any data is read or model trained:
+    ConfigError for a bad suite, or ``missing: skip`` and no task's path there."""
     path = Path(path)
     overrides = dict(overrides or {})
     if isinstance(overrides.get("root"), str):
