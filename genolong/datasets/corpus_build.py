@@ -1,15 +1,11 @@
 """Build a document-style MLM corpus from a genome (BigBird App. F.1).
 
-For every chromosome and each of ``passes`` passes: start at a random offset in
-``[0, max_start_offset)`` bp, cut consecutive sentences of 500-1000 bp, and group
-50-100 sentences into a document, until the chromosome ends. Sentences that are
-mostly ``N`` (and a final sentence shorter than the minimum) are dropped. Each
-sentence is tokenized on its own.
-
-The layout on disk is described in :mod:`genolong.datasets.corpus`, which reads it.
-Randomness is seeded per (seed, chromosome, pass), so the same seed gives byte-identical
-shards whatever was resumed. Validation and test documents come from held-out chromosomes
-(default as the DeepSEA split: chr7 validation, chr8/chr9 test).
+For every chromosome and each of ``passes`` passes (:func:`cut_documents`): cut consecutive
+sentences of 500-1000 bp from a random start and group 50-100 of them into a document; sentences
+mostly ``N`` (and a short final one) are dropped; each sentence is tokenized on its own. Randomness
+is seeded per (seed, chromosome, pass): the same seed gives byte-identical shards whatever was
+resumed. Validation and test documents come from held-out chromosomes (default as the DeepSEA
+split: chr7 validation, chr8/chr9 test). The layout on disk: :mod:`genolong.datasets.corpus`.
 """
 
 from __future__ import annotations
@@ -39,22 +35,11 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class CorpusConfig:
-    """How documents are cut (defaults: BigBird App. F.1).
-
-    Attributes:
-        passes: passes over each chromosome, each from a new random start.
-        max_start_offset: the start of a pass is drawn from ``[0, max_start_offset)`` bp.
-        sentence_bp: inclusive range of sentence lengths in bp.
-        sentences_per_document: inclusive range of sentences per document.
-        max_n_fraction: sentences with a larger fraction of ``N`` are dropped.
-        valid_chromosomes, test_chromosomes: held-out chromosomes (aliases allowed).
-        valid_tail_fraction, test_tail_fraction: also hold out this final fraction of
-            every other chromosome (for genomes with too few chromosomes to hold whole
-            ones out, e.g. a single C. elegans chromosome): the tail becomes its own
-            shard, so held-out documents never share sequence with training ones.
-        seed: the corpus seed.
-        encode_batch: sentences tokenized per batch (bounds memory).
-    """
+    """How documents are cut (defaults: BigBird App. F.1); ranges are inclusive, chromosome names may
+    be aliases. ``valid_tail_fraction`` and ``test_tail_fraction`` also hold out that final fraction
+    of every other chromosome (for genomes with too few chromosomes to hold whole ones out) as its own
+    shard, so held-out documents never share sequence with training ones. ``encode_batch``: sentences
+    tokenized at a time (bounds memory)."""
 
     passes: int = 10
     max_start_offset: int = 5000
@@ -116,15 +101,9 @@ class CorpusConfig:
 
 
 def cut_documents(length: int, rng: np.random.Generator, config: CorpusConfig) -> list[list[tuple[int, int]]]:
-    """One pass of BigBird's document cutting over a sequence of ``length`` bp.
-
-    The start offset is drawn from ``[0, max_start_offset)``, or ``[0, length // 4)`` for a
-    sequence too short for that (a held-out tail, a small test genome).
-
-    Returns:
-        Documents, each a list of ``(start, end)`` sentence intervals (0-based,
-        half-open), consecutive and non-overlapping; the last sentence may be short.
-    """
+    """One pass of BigBird's document cutting over ``length`` bp: documents, each a list of
+    consecutive ``(start, end)`` sentence intervals (0-based, half-open; the last may be short). The
+    start is drawn from ``[0, max_start_offset)``, or ``[0, length // 4)`` for a shorter sequence."""
     s_low, s_high = config.sentence_bp
     d_low, d_high = config.sentences_per_document
     position = int(rng.integers(0, max(1, min(config.max_start_offset, length // 4))))
@@ -254,17 +233,12 @@ def _finished_shard(folder: Path, stem: str, chrom: str, config: CorpusConfig, t
 def build_corpus(genome: str | Path, tokenizer_dir: str | Path, out: str | Path, config: CorpusConfig,
                  *, show_progress: bool = True, workers: int | None = None,
                  share: tuple[int, int] = (0, 1)) -> dict | None:
-    """Build (or resume) the corpus of ``genome`` in ``out``; returns the manifest.
-
-    ``workers``: processes building shards at once (default: the CPU cores available,
-    :func:`~genolong.datasets.corpus_workers.available_cores`); the files do not depend on it.
-    ``share``: ``(rank, world)`` of a multi-rank launch: this rank builds the shards ``i % world == rank``;
-    rank 0 then waits for the other ranks' shards and writes the manifest, the others return None.
-
-    Raises:
-        UserError: the genome yields no usable sentence, or ``out`` holds a corpus made
-            with another tokenizer or configuration (never overwritten silently).
-    """
+    """Build (or resume) the corpus of ``genome`` in ``out``; returns the manifest. ``workers``: processes
+    building shards at once (default: :func:`~genolong.datasets.corpus_workers.available_cores`; the
+    files do not depend on it). ``share``: ``(rank, world)``: this rank builds the shards ``i % world
+    == rank``; rank 0 then waits for the others' shards and writes the manifest, the others return
+    None. A UserError when the genome yields no usable sentence, or ``out`` holds a corpus made with
+    another tokenizer or configuration (never overwritten)."""
     out = Path(out)
     tokenizer = load_tokenizer(tokenizer_dir)
     tokenizer_id = tokenizer_fingerprint(tokenizer)

@@ -1,16 +1,8 @@
 """Labelled sequences read from the formats users bring, as :class:`Row` lists for the task
-builder (:mod:`genolong.prep.task_dataset`).
+builder (:mod:`genolong.prep.task_dataset`): a FASTA file per class (:func:`read_class_fastas`),
+tables (:func:`read_table`) and BED / narrowPeak regions on a genome (:func:`read_bed`).
 
-- a FASTA file per class (``--class NAME=PATH``, or one per split and class): one label column ``class``;
-- tables (their cells read by :mod:`genolong.datasets.table_files`): CSV, TSV (plain or compressed),
-  Parquet, and a directory written by HF ``datasets`` ``save_to_disk``; a sequence column and one
-  or more label columns (a list column: one per element); a table per split keeps the split;
-- BED / narrowPeak regions on a genome (:func:`read_bed`), each centred (on the narrowPeak summit
-  when there is one) and extended to a window, optionally with background windows drawn from the
-  same genome at a stated distance from every region.
-
-Labels stay as written here (str, or numbers from Parquet); the builder decides the problem type.
-A row remembers where it came from (file and 1-based line or row) for one-line errors.
+Labels stay as written (str, or numbers from Parquet); the builder decides the problem type.
 """
 
 from __future__ import annotations
@@ -43,7 +35,8 @@ _NOT_IUPAC = re.compile(f"[^{IUPAC_CODES}{IUPAC_CODES.lower()}]")
 @dataclass
 class Row:
     """One labelled sequence: ``labels`` has one raw value per label column; ``where`` is
-    ``(file, 1-based line or row)``; ``chrom`` for genomic rows, ``split`` when the input gave it."""
+    ``(file, 1-based line or row)``, for one-line errors; ``chrom`` for genomic rows, ``split`` when
+    the input gave it."""
 
     id: str
     sequence: str
@@ -62,14 +55,10 @@ def check_sequence(sequence: str, path: Path, line: int) -> str:
     return sequence.upper()
 
 
-# -- FASTA per class --------------------------------------------------------------------------
 def read_class_fastas(classes: list[tuple[str, Path]], split: str | None = None) -> tuple[list[Row], list[str]]:
     """The records of each ``(class name, FASTA)`` labelled with the class (and ``split``, when the
-    files are one split's); label columns ``["class"]``.
-
-    Raises:
-        UserError: two classes with one name, or one file given as two classes.
-    """
+    files are one split's); label columns ``["class"]``. A UserError for two classes with one name
+    or one file given as two classes."""
     names = [name for name, _ in classes]
     if len(set(names)) != len(names):
         raise UserError(f"--class names must differ{f' within the {split} split' if split else ''}, got {names}")
@@ -85,7 +74,6 @@ def read_class_fastas(classes: list[tuple[str, Path]], split: str | None = None)
     return rows, ["class"]
 
 
-# -- tables -----------------------------------------------------------------------------------
 class Table(NamedTuple):
     """The rows of a table, its label column names, and ``{NAME: length}`` of each label column
     that held lists (read as one label column per element, ``NAME_0``, ``NAME_1``...)."""
@@ -103,17 +91,14 @@ def record_id(number: int) -> str:
 
 def read_table(path: Path, *, sequence_column: str | None, label_columns: list[str] | None,
                id_column: str | None = None, header: bool = True, split: str | None = None) -> Table:
-    """The rows of one table, with its label column names.
+    """The rows of one table file (:mod:`genolong.datasets.table_files`), with its label column names.
 
     Args:
-        path: CSV / TSV (plain or compressed), Parquet, or an HF ``save_to_disk`` directory.
-        sequence_column: the sequence column (default: the first of :data:`SEQUENCE_COLUMNS`
-            present; column ``0`` without a header).
-        label_columns: the label columns (default: every column but the sequence and id ones); a
-            Parquet / Arrow column of lists becomes a label column per element.
-        id_column: the record id column (default: the first of :data:`ID_COLUMNS` present; else
-            :func:`record_id`).
-        header: whether a CSV/TSV starts with a header line (without one, columns are ``0``, ``1``...).
+        sequence_column: default: the first of :data:`SEQUENCE_COLUMNS` present; column ``0``
+            without a header (columns are then ``0``, ``1``...).
+        label_columns: default: every column but the sequence and id ones; a Parquet / Arrow column
+            of lists becomes a label column per element.
+        id_column: default: the first of :data:`ID_COLUMNS` present; else :func:`record_id`.
         split: the split every row belongs to (a table per split), or None.
     """
     path = Path(path)
@@ -169,7 +154,6 @@ def read_records(path: Path, sequence_column: str | None = None):
     return ((record.name, record.sequence) for record in read_fasta(path, raw=True, unique_names=False))
 
 
-# -- BED regions on a genome ------------------------------------------------------------------
 @dataclass
 class Windows:
     """How regions become inputs: ``window`` bp centred on each region (its narrowPeak summit when
@@ -191,15 +175,12 @@ def _bed_column(spec: str, path: Path) -> int:
 
 
 def read_bed(path: Path, genome: Genome, windows: Windows, label_columns: list[str] | None) -> tuple[list[Row], list[str]]:
-    """Windows of ``genome`` around the regions of a BED / narrowPeak file (plus background windows).
+    """Windows of ``genome`` centred on the regions of a BED / narrowPeak file (on the summit when
+    given; N-padded past a chromosome end), plus background windows (:func:`_background`).
 
     Without ``label_columns`` each region is class ``region`` (and background windows class
     :data:`BACKGROUND`); with them, the values of those columns. A background window's labels are
-    :data:`BACKGROUND` for a class column and ``0`` for a score column. Windows reaching past a
-    chromosome end are padded with N.
-
-    Raises:
-        InputError: a malformed line, an unknown chromosome or a region off the chromosome (file and line).
+    :data:`BACKGROUND` for a class column and ``0`` for a score column. Bad lines: as :func:`bed_regions`.
     """
     path = Path(path)
     columns = [_bed_column(c, path) for c in label_columns] if label_columns else []
@@ -236,12 +217,9 @@ class Region:
 
 
 def bed_regions(path: Path, genome: Genome, min_fields: int = 3):
-    """The :class:`Region` of each line of a BED / narrowPeak file on ``genome``.
-
-    Raises:
-        InputError: a line with fewer than ``min_fields`` fields, a coordinate that is not an
-            integer, an unknown chromosome or a region off the chromosome (file and line).
-    """
+    """The :class:`Region` of each line of a BED / narrowPeak file on ``genome``; an InputError names
+    the line with fewer than ``min_fields`` fields, a non-integer coordinate, an unknown chromosome or
+    a region off the chromosome."""
     sizes = genome.chromosomes
     for number, raw in _bed_lines(path):
         fields = raw.split("\t")
@@ -263,13 +241,9 @@ def bed_regions(path: Path, genome: Genome, min_fields: int = 3):
 def bed_records(path: Path, genome_path: Path, length: int | None = None):
     """``(id, sequence)`` of each region of a BED / narrowPeak file, for prediction and embeddings:
     the id is the name column (4th) when there is one (and not ``.``), else ``chrom:start-end``;
-    the sequence is ``length`` bp centred as :func:`read_bed` centres windows (N-padded past the
-    chromosome ends), or the region itself (``length`` None). The genome stays open while the
-    records are read.
-
-    Raises:
-        InputError: as :func:`bed_regions`; a file without regions.
-    """
+    the sequence is ``length`` bp centred as :func:`read_bed` centres windows, or the region itself
+    (``length`` None). The genome stays open while the records are read. Errors: as
+    :func:`bed_regions`, and a file without regions."""
     path = Path(path)
     with Genome(genome_path) as genome:
         count = 0

@@ -1,11 +1,8 @@
 """Platt scaling (Platt 1999) folded into a classifier's output layer.
 
-A model trained on one set of sources is rarely calibrated on another: its probabilities
-say more (or less) than the frequencies it achieves. Platt scaling fits
-``p = sigmoid(a * logit + b)`` by logistic regression on held-out data (here: the validation
-sources, never the test ones). Because the head is linear, ``a * (W h + c) + b = (a W) h +
-(a c + b)``: the scaled head is an ordinary head, and the calibrated model is an ordinary
-classifier directory that every command loads unchanged.
+``p = sigmoid(a * logit + b)`` is fitted by logistic regression on held-out data (the validation
+sources, never the test ones). The head is linear, so ``a * (W h + c) + b = (a W) h + (a c + b)``
+is an ordinary head: the calibrated model is a classifier directory every command loads unchanged.
 """
 
 from __future__ import annotations
@@ -22,11 +19,8 @@ class BackwardsRanking(UserError):
 
 
 def fit_platt(logits: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
-    """The scale ``a`` and offset ``b`` of ``sigmoid(a * logit + b)`` that best fit ``labels``.
-
-    Args:
-        logits: shape ``(n,)``, the model's logits on held-out data.
-        labels: shape ``(n,)``, 0/1, both present.
+    """The scale ``a`` and offset ``b`` of ``sigmoid(a * logit + b)`` that best fit ``labels`` ``(n,)``
+    0/1 from held-out ``logits`` ``(n,)``.
 
     Raises:
         UserError: one label only.

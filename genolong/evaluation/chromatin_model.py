@@ -35,13 +35,10 @@ def evaluate_chromatin_model(model: Path, data: Path, split_name: str, out: Path
                              precision: str = "auto") -> ChromatinEvaluation:
     """Score the rows of split ``split_name`` of the prepared chromatin dataset ``data`` with the classifier in
     ``model``, write the AUC table to ``out`` and return the summary. ``rc`` averages each row's probabilities
-    with its reverse complement's; ``limit`` scores that many evenly spaced rows; ``precision``: ``auto``, ``32`` or ``bf16``
-    (:mod:`genolong.runtime.precision`). A model trained on another
-    window length is evaluated all the same, with a warning.
-
-    Raises:
-        InputError: ``model`` is not a chromatin classifier, ``data`` not a prepared dataset or without that split.
-    """
+    with its reverse complement's; ``limit`` scores that many evenly spaced rows; ``precision``: ``auto``,
+    ``32`` or ``bf16``. A model trained on another window length is evaluated all the same, with a warning.
+    An InputError when ``model`` is not a chromatin classifier, ``data`` not a prepared dataset or
+    without that split."""
     classifier = Classifier.load(model, task="chromatin", device=device, precision=precision)
     split = PreparedChromatin(data)[split_name]
     if split.context != classifier.info.window_bp:

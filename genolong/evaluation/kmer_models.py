@@ -1,29 +1,17 @@
-"""The k-mer baseline of every problem type, and its stack with the network.
+"""The k-mer baseline of every problem type, and its stack with the network (the models and the
+choice between them: docs/guide/tasks.md, "The stack").
 
-Features are the baseline's (:func:`genolong.evaluation.kmer_baseline.kmer_features`: k-mer
-frequencies for k = 4..6, scaled) on the ACGT k-mers only (a k-mer with another letter is not
-counted, as the classifier's k-mer component counts them), fitted on exactly the training split; the model by problem
-type: ``binary`` logistic regression, ``multiclass`` multinomial logistic regression,
-``multilabel`` one-vs-rest least squares (ridge regression on the 0/1 labels, every label in one
-solve: hundreds of logistic regressions took tens of minutes on a shared CPU; its clipped
-predictions are the labels' probabilities), ``regression`` ridge regression. The regularisation is chosen on
-the validation split by the problem type's metric (:data:`genolong.evaluation.task_metrics.METRICS`),
-except for multi-label tasks, which use :attr:`KmerModelConfig.multilabel_C`.
+Features are the baseline's (:func:`genolong.evaluation.kmer_baseline.kmer_features`) over every
+ACGT k-mer, fitted on the training split; the model by problem type is :data:`MODEL_KIND` (multi-label:
+ridge regression on the 0/1 labels, every label in one solve, its clipped predictions read as
+probabilities). C is chosen on the validation split by the problem type's metric
+(:data:`genolong.evaluation.task_metrics.METRICS`), except for multi-label tasks
+(:attr:`KmerModelConfig.multilabel_C`).
 
-:func:`fit_stack` combines the network's and the k-mer model's logits on the validation split:
-per output ``a * network + b * kmer + c`` by logistic regression (binary, multi-label)
-or least squares (regression); for multi-class, a multinomial logistic regression on both
-models' log-probabilities.
-
-The stack's weights are fitted on the rows it is judged on, so it looks better on validation than
-it is. What is saved for each output (for multi-class, for the task) is therefore the best of three
-candidates by the problem type's metric on validation, with the stack scored out of fold (its
-weights fitted on the other folds, :data:`STACK_FOLDS` stratified folds, :data:`STACK_REPEATS`
-seeded repeats, the metric averaged over repeats) and the two models alone scored as they are
-(neither is fitted on validation): the k-mer model alone, the network alone, or the stack, the
-first of them on a tie. So the network enters the saved model only where it improves on the
-k-mer model on rows its stack weights did not see. An output with too few validation rows for two
-folds (a class with one row) is one of the two models alone.
+:func:`fit_stack` keeps, per output (multi-class: per task), the best on validation of the k-mer
+model alone, the network alone and their stack, the first on a tie; the stack is scored out of fold
+(:data:`STACK_FOLDS` stratified folds, :data:`STACK_REPEATS` seeded repeats), the two models alone as
+they are. An output with too few validation rows for two folds is one of the two models alone.
 """
 
 from __future__ import annotations
@@ -33,7 +21,6 @@ import itertools
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import pearsonr
 from sklearn.linear_model import LinearRegression, LogisticRegression, Ridge
 from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import KFold, StratifiedKFold
@@ -42,7 +29,7 @@ from sklearn.pipeline import Pipeline
 from genolong.classifier.kmer_component import KmerComponent, clipped_logit, log_softmax
 from genolong.dna.sequence import BASES
 from genolong.evaluation.kmer_baseline import KmerBaselineConfig, kmer_features
-from genolong.evaluation.task_metrics import METRICS, task_metrics
+from genolong.evaluation.task_metrics import METRICS, correlation, task_metrics
 
 #: The k-mer model of each problem type.
 MODEL_KIND = {"binary": "logistic regression", "multiclass": "multinomial logistic regression",
@@ -84,10 +71,9 @@ class KmerModel:
         return clipped_logit(values) if self.problem_type == "multilabel" else values
 
     def linear(self) -> tuple[list[str], np.ndarray, np.ndarray]:
-        """The model as weights on k-mer frequencies: the k-mers (V,), weights (M, V) and biases
-        (M,), one row per score (binary: one; multi-class: one per class, a two-class model's
-        as ``[0, score]``; ridge: one per output); see
-        :class:`~genolong.classifier.kmer_component.KmerComponent`."""
+        """The model as weights on k-mer frequencies (see :class:`KmerComponent`): the k-mers (V,),
+        weights (M, V) and biases (M,), one row per score (binary: one; multi-class: one per class, a
+        two-class model's as ``[0, score]``; ridge: one per output)."""
         vocabulary = self.features.named_steps["kmer_counts"].vocabulary_
         kmers = sorted(vocabulary, key=vocabulary.get)
         weights = np.atleast_2d(self.model.coef_) / self.features.named_steps["scale"].scale_
@@ -122,12 +108,9 @@ def _fit(problem_type: str, x, targets: np.ndarray, C: float, max_iter: int):
 
 def fit_kmer_model(problem_type: str, train: tuple[list[str], np.ndarray], valid: tuple[list[str], np.ndarray],
                    config: KmerModelConfig = KmerModelConfig()) -> tuple[KmerModel, dict]:
-    """Fit the k-mer model of ``problem_type`` on ``train`` (sequences, targets (N, K)); choose C on ``valid``.
-
-    Returns:
-        The model and a report: the model kind, the chosen ``C``, the feature count and the
-        validation metric of each ``C`` tried.
-    """
+    """Fit the k-mer model of ``problem_type`` on ``train`` (sequences, targets (N, K)); choose C on
+    ``valid``. Returns the model and a report: the model kind, the chosen ``C``, the feature count and
+    the validation metric of each ``C`` tried."""
     sizes = range(config.kmers.k_min, config.kmers.k_max + 1)
     acgt = ["".join(kmer) for k in sizes for kmer in itertools.product(BASES, repeat=k)]
     features = kmer_features(config.kmers, {kmer: column for column, kmer in enumerate(acgt)})
@@ -146,14 +129,10 @@ def fit_kmer_model(problem_type: str, train: tuple[list[str], np.ndarray], valid
 
 
 class Stack:
-    """The network's and the k-mer model's logits combined (see the module docstring).
-
-    Attributes:
-        weights: (C, 3) ``a, b, c`` per output (binary, multi-label, regression), or None.
-        multinomial: the multi-class logistic regression on ``[network, kmer]`` log-probabilities, or None.
-        chosen: (C,) or (1,) for multi-class: what each output is, one of :data:`CANDIDATES`.
-        scores: the validation score of each candidate, per output (see the module docstring).
-    """
+    """The network's and the k-mer model's logits combined: ``weights`` (C, 3) ``a, b, c`` per output,
+    or ``multinomial``, the multi-class logistic regression on ``[network, kmer]`` log-probabilities;
+    ``chosen`` (C,), or (1,) for multi-class, one of :data:`CANDIDATES` each, and ``scores`` the
+    validation score of each candidate, per output."""
 
     def __init__(self, problem_type: str, weights: np.ndarray | None, multinomial, chosen: list[str],
                  scores: list[dict[str, float]]):
@@ -187,9 +166,8 @@ class Stack:
     def label(self) -> str:
         """What the saved model is: ``k-mer model``, ``network``, ``network + k-mer stack``, or per
         output ``k-mer model 3, stack 2`` when outputs differ."""
-        kinds = {"k-mer model": "k-mer model", "network": "network", "stack": "network + k-mer stack"}
         if len(set(self.chosen)) == 1:
-            return kinds[self.chosen[0]]
+            return "network + k-mer stack" if self.chosen[0] == "stack" else self.chosen[0]
         return "per output: " + ", ".join(f"{name} {self.chosen.count(name)}" for name in CANDIDATES
                                           if name in self.chosen)
 
@@ -213,10 +191,8 @@ class Stack:
 def fit_stack(problem_type: str, network: np.ndarray, kmer: np.ndarray, targets: np.ndarray,
               seed: int = 0) -> Stack:
     """The saved combination of the network's and the k-mer model's validation logits (N, C) on
-    ``targets`` (N, K): per output the k-mer model, the network or their stack, as the module
-    docstring says; ``seed`` draws the folds.
-
-    An output whose validation targets have a single class keeps the network alone."""
+    ``targets`` (N, K), as the module docstring says; ``seed`` draws the folds. An output whose
+    validation targets have a single class keeps the network alone."""
     if problem_type == "multiclass":
         return _fit_multiclass(network, kmer, targets, seed)
     weights = np.tile(ALONE["network"], (network.shape[1], 1))
@@ -259,7 +235,7 @@ def _predict_output(problem_type: str, x: np.ndarray, y: np.ndarray, train: np.n
 def _score(problem_type: str, y: np.ndarray, logits: np.ndarray) -> float:
     """One output's metric (:data:`SCORED`): AUROC of its logits, or Pearson r of its values."""
     if problem_type == "regression":
-        return float(pearsonr(y, logits)[0]) if np.ptp(y) > 0 and np.ptp(logits) > 0 else np.nan
+        return correlation(y, logits)
     return float(roc_auc_score(y.astype(int), logits))
 
 
