@@ -1,11 +1,9 @@
-"""Build a document-style MLM corpus from a genome (BigBird App. F.1).
+"""Build a document-style MLM corpus (:mod:`genolong.datasets.corpus`) from a genome (BigBird App. F.1).
 
-For every chromosome and each of ``passes`` passes (:func:`cut_documents`): cut consecutive
-sentences of 500-1000 bp from a random start and group 50-100 of them into a document; sentences
-mostly ``N`` (and a short final one) are dropped; each sentence is tokenized on its own. Randomness
-is seeded per (seed, chromosome, pass): the same seed gives byte-identical shards whatever was
-resumed. Validation and test documents come from held-out chromosomes (default as the DeepSEA
-split: chr7 validation, chr8/chr9 test). The layout on disk: :mod:`genolong.datasets.corpus`.
+Each pass over a chromosome (:func:`cut_documents`) cuts sentences of 500-1000 bp from a random start
+and groups 50-100 into a document; sentences mostly ``N`` (and a short final one) are dropped; each
+is tokenized on its own. Randomness is seeded per (seed, chromosome, pass): byte-identical shards
+whatever was resumed. Held-out chromosomes (default: chr7 validation, chr8/chr9 test, as DeepSEA).
 """
 
 from __future__ import annotations
@@ -74,17 +72,11 @@ class CorpusConfig:
         if overlap:
             raise ConfigError(f"chromosomes both in validation and test: {sorted(overlap)}")
 
-    def split_of(self, chrom: str) -> str:
-        key = canonical_chrom(chrom)
-        if key in {canonical_chrom(c) for c in self.test_chromosomes}:
-            return "test"
-        if key in {canonical_chrom(c) for c in self.valid_chromosomes}:
-            return "valid"
-        return "train"
-
     def pieces(self, chrom: str, length: int) -> list[tuple[str, str, int, int]]:
         """How a chromosome is split: ``(split, shard name, start, end)`` pieces."""
-        split = self.split_of(chrom)
+        held_out = {"test": self.test_chromosomes, "valid": self.valid_chromosomes}
+        split = next((split for split, names in held_out.items()
+                      if canonical_chrom(chrom) in map(canonical_chrom, names)), "train")
         if split != "train" or not (self.valid_tail_fraction or self.test_tail_fraction):
             return [(split, chrom, 0, length)]
         test_start = length - round(length * self.test_tail_fraction)
@@ -144,15 +136,13 @@ class ShardInfo:
 
 
 class _TokenWriter:
-    """Tokenizes sentences in batches and appends their ids to an open uint16 file."""
+    """Tokenizes sentences in batches and appends their ids to an open uint16 file; ``lengths``: the
+    token count of each sentence, after a leading 0."""
 
     def __init__(self, tokenizer, handle, batch_size: int):
-        self.backend = tokenizer.backend_tokenizer
-        self.handle = handle
-        self.batch_size = batch_size
+        self.backend, self.handle, self.batch_size = tokenizer.backend_tokenizer, handle, batch_size
         self.batch: list[str] = []
-        self.sentence_ends: list[np.ndarray] = []
-        self.tokens = 0
+        self.lengths: list[np.ndarray] = [np.zeros(1, dtype=np.int64)]
 
     def add(self, sentence: str) -> None:
         self.batch.append(sentence)
@@ -166,14 +156,13 @@ class _TokenWriter:
         lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(encodings))
         ids = np.fromiter((i for e in encodings for i in e.ids), dtype=np.uint16, count=int(lengths.sum()))
         self.handle.write(ids.tobytes())
-        self.sentence_ends.append(self.tokens + np.cumsum(lengths))
-        self.tokens += int(lengths.sum())
+        self.lengths.append(lengths)
         self.batch.clear()
 
     def sentence_offsets(self) -> np.ndarray:
         """(n_sentences + 1,) int64 token offsets of the sentences written so far."""
         self.flush()
-        return np.concatenate([np.zeros(1, dtype=np.int64), *self.sentence_ends])
+        return np.cumsum(np.concatenate(self.lengths))
 
 
 def build_shard(chrom: str, sequence: str, split: str, tokenizer, config: CorpusConfig, folder: Path,
@@ -202,13 +191,13 @@ def build_shard(chrom: str, sequence: str, split: str, tokenizer, config: Corpus
                     documents.append((first, n_sentences, pass_index, doc[0][0]))
             if progress is not None:
                 progress.update(len(sequence))
-        sentence_offsets = writer.sentence_offsets()
+        offsets = writer.sentence_offsets()
     with atomic_path(folder / files["sentences"]) as tmp:
-        sentence_offsets.tofile(tmp)
+        offsets.tofile(tmp)
     with atomic_path(folder / files["documents"]) as tmp:
         np.asarray(documents, dtype=np.int64).reshape(-1, 4).tofile(tmp)
     info = ShardInfo(chrom=chrom, split=split, bp=len(sequence), passes=config.passes,
-                     documents=len(documents), sentences=n_sentences, tokens=writer.tokens,
+                     documents=len(documents), sentences=n_sentences, tokens=int(offsets[-1]),
                      sentence_bp=kept_bp, dropped_sentences=dropped,
                      files={k: sha256_file(folder / v) for k, v in files.items()},
                      config=config.fingerprint(), tokenizer=tokenizer_id, stem=stem)
@@ -255,19 +244,12 @@ def build_corpus(genome: str | Path, tokenizer_dir: str | Path, out: str | Path,
     if share[0] != 0:
         return None
     seconds = time.perf_counter() - started
-    manifest = {
-        "format": FORMAT,
-        "genome": str(genome),
-        "tokenizer": str(tokenizer_dir),
-        "tokenizer_fingerprint": tokenizer_id,
-        "vocab_size": len(tokenizer),
-        "config": asdict(config),
-        "config_fingerprint": config.fingerprint(),
-        "totals": _split_totals(genome, shards, config),
-        "shards": [asdict(s) for s in shards],
-        "build": {"seconds": round(seconds, 2), "built_mbp": built_bp / 1e6,
-                  "mbp_per_s": round(built_bp / 1e6 / seconds, 3) if built_bp else None},
-    }
+    manifest = {"format": FORMAT, "genome": str(genome), "tokenizer": str(tokenizer_dir),
+                "tokenizer_fingerprint": tokenizer_id, "vocab_size": len(tokenizer), "config": asdict(config),
+                "config_fingerprint": config.fingerprint(), "totals": _split_totals(genome, shards, config),
+                "shards": [asdict(s) for s in shards],
+                "build": {"seconds": round(seconds, 2), "built_mbp": built_bp / 1e6,
+                          "mbp_per_s": round(built_bp / 1e6 / seconds, 3) if built_bp else None}}
     atomic_write_text(manifest_path, json.dumps(manifest, indent=1) + "\n")
     _remove_unlisted_shards(out, shards)
     return manifest

@@ -2,10 +2,8 @@
 
 A worker runs the same seeded function as the command's process (the files are byte for byte the
 same), shares the sequence and tokenizer copy-on-write and sends back only the shard's ``ShardInfo``.
-Workers inherit the handlers of :func:`genolong.core.interrupts.handled`: SIGINT and SIGTERM unwind
-them silently. The parent, interrupted too or alone, terminates and waits for them, then ends with
-the command's one line (130 or 143); a worker that dies otherwise stops the build with one line.
-"""
+SIGINT and SIGTERM unwind workers silently (:func:`genolong.core.interrupts.handled`); the parent
+terminates and waits for them, then ends with the command's one line (130 or 143)."""
 
 from __future__ import annotations
 

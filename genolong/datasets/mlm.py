@@ -121,13 +121,11 @@ class MLMWindows(Dataset):
 
 @dataclass(eq=False)
 class PositionSampler(Sampler[tuple[int, int]]):
-    """``(position, window)`` pairs for global sample positions ``start, start + 1, ...`` of one rank.
-
-    Position ``p`` of the whole run maps to ``permutation_{p // n}[p % n]`` (a fresh seeded
-    permutation each pass over the data); rank ``r`` of ``world`` takes positions ``r, r + world,
-    ...``, so ranks never read the same sample; a resumed run starts at ``steps_done * global_batch``.
-    ``len()`` counts this rank's positions of the whole run, from 0, whatever ``start`` (a resumed
-    Lightning epoch counts the batches it had already seen against the loader's length)."""
+    """``(position, window)`` pairs for global sample positions ``start, start + 1, ...`` of one rank:
+    position ``p`` maps to ``permutation_{p // n}[p % n]`` (a fresh seeded permutation each pass over
+    the data); rank ``r`` of ``world`` takes positions ``r, r + world, ...``; a resumed run starts at
+    ``steps_done * global_batch``. ``len()`` counts this rank's positions of the whole run, from 0,
+    whatever ``start`` (a resumed Lightning epoch counts the batches it had seen against it)."""
 
     num_windows: int
     total: int

@@ -2,8 +2,7 @@
 :mod:`genolong.prep.promoter_dataset`): ``train.tsv``, ``valid.tsv``, ``test.tsv`` and
 ``manifest.json``. Each TSV has the header ``id chrom start end strand label sequence``
 (tab-separated, plus ``source`` in datasets built across sources); the origin columns are ``.``
-when unknown (:class:`PromoterRecord`).
-"""
+when unknown (:class:`PromoterRecord`)."""
 
 from __future__ import annotations
 
@@ -23,16 +22,10 @@ FORMAT = "genolong-promoter-dataset"
 
 @dataclass(frozen=True)
 class PromoterRecord:
-    """One labelled example: ``sequence`` is uppercase DNA over ``ACGTN`` in the direction of
-    transcription, ``label`` 1 for a promoter, 0 for a non-promoter.
-
-    Attributes:
-        chrom, start, end, strand: genomic origin as a 0-based half-open interval on the
-            forward strand, or ``None`` when unknown (text and FASTA inputs). A negative made
-            from a positive (substitution, shuffle) keeps the coordinates of its positive.
-        source: the data set it came from, in datasets built across sources
-            (:mod:`genolong.prep.source_split`); ``None`` elsewhere.
-    """
+    """One labelled example: ``sequence`` uppercase ``ACGTN`` in the direction of transcription,
+    ``label`` 1 for a promoter; ``chrom``, ``start``, ``end``, ``strand`` the origin, 0-based half-open on
+    the forward strand (None when unknown; a negative made from a positive keeps its coordinates);
+    ``source`` its data set in datasets built across sources (:mod:`genolong.prep.source_split`)."""
 
     id: str
     sequence: str
@@ -60,12 +53,9 @@ def load_manifest(data_dir: str | Path) -> dict:
 
 
 def load_split(data_dir: str | Path, split: str) -> list[PromoterRecord]:
-    """Read one split (``train``, ``valid`` or ``test``) of a dataset directory.
-
-    Raises:
-        InputError: a missing file, a wrong header, or a malformed row (by line): not 7 fields, a label
-            other than 0/1, a non-integer coordinate, a non-IUPAC character, a length not the manifest's.
-    """
+    """Read one split (``train``, ``valid`` or ``test``) of a dataset directory; an error names a
+    missing file, a wrong header, or a malformed row (by line): not 7 fields, a label other than 0/1,
+    a non-integer coordinate, a non-IUPAC character, a length not the manifest's."""
     path = Path(data_dir) / f"{split}.tsv"
     if not path.is_file():
         raise UserError(f"{path}: no such split file",

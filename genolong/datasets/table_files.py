@@ -3,8 +3,7 @@ HF ``datasets`` ``save_to_disk`` directory (read with pyarrow alone), as column 
 
 Broken input (a compressed file cut short, text that is not UTF-8, a header without rows, a row with
 the wrong number of fields) is one :class:`~genolong.core.errors.InputError` naming the file and line
-or row. A CSV / TSV field may be as long as the file (a 250-kb sequence in one cell).
-"""
+or row. A CSV / TSV field may be as long as the file (a 250-kb sequence in one cell)."""
 
 from __future__ import annotations
 

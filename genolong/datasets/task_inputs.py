@@ -1,9 +1,7 @@
 """Labelled sequences read from the formats users bring, as :class:`Row` lists for the task
 builder (:mod:`genolong.prep.task_dataset`): a FASTA file per class (:func:`read_class_fastas`),
-tables (:func:`read_table`) and BED / narrowPeak regions on a genome (:func:`read_bed`).
-
-Labels stay as written (str, or numbers from Parquet); the builder decides the problem type.
-"""
+tables (:func:`read_table`) and BED / narrowPeak regions on a genome (:func:`read_bed`). Labels stay
+as written (str, or numbers from Parquet); the builder decides the problem type."""
 
 from __future__ import annotations
 
@@ -92,15 +90,10 @@ def record_id(number: int) -> str:
 def read_table(path: Path, *, sequence_column: str | None, label_columns: list[str] | None,
                id_column: str | None = None, header: bool = True, split: str | None = None) -> Table:
     """The rows of one table file (:mod:`genolong.datasets.table_files`), with its label column names.
-
-    Args:
-        sequence_column: default: the first of :data:`SEQUENCE_COLUMNS` present; column ``0``
-            without a header (columns are then ``0``, ``1``...).
-        label_columns: default: every column but the sequence and id ones; a Parquet / Arrow column
-            of lists becomes a label column per element.
-        id_column: default: the first of :data:`ID_COLUMNS` present; else :func:`record_id`.
-        split: the split every row belongs to (a table per split), or None.
-    """
+    Defaults: ``sequence_column`` the first of :data:`SEQUENCE_COLUMNS` present (column ``0`` without a
+    header; columns are then ``0``, ``1``...); ``label_columns`` every other column but the id one (a
+    column of lists: one per element); ``id_column`` the first of :data:`ID_COLUMNS` present, else
+    :func:`record_id`. ``split``: the split every row belongs to (a table per split), or None."""
     path = Path(path)
     columns, lines = read_cells(path, header)
     if sequence_column is None:
@@ -176,12 +169,9 @@ def _bed_column(spec: str, path: Path) -> int:
 
 def read_bed(path: Path, genome: Genome, windows: Windows, label_columns: list[str] | None) -> tuple[list[Row], list[str]]:
     """Windows of ``genome`` centred on the regions of a BED / narrowPeak file (on the summit when
-    given; N-padded past a chromosome end), plus background windows (:func:`_background`).
-
-    Without ``label_columns`` each region is class ``region`` (and background windows class
-    :data:`BACKGROUND`); with them, the values of those columns. A background window's labels are
-    :data:`BACKGROUND` for a class column and ``0`` for a score column. Bad lines: as :func:`bed_regions`.
-    """
+    given; N-padded past a chromosome end), plus background windows (:func:`_background`). Without
+    ``label_columns`` each region is class ``region`` (background: :data:`BACKGROUND`); with them, the
+    values of those columns (background: :data:`BACKGROUND` for a class column, ``0`` for a score)."""
     path = Path(path)
     columns = [_bed_column(c, path) for c in label_columns] if label_columns else []
     rows, centres = [], {}
@@ -192,10 +182,9 @@ def read_bed(path: Path, genome: Genome, windows: Windows, label_columns: list[s
         centres.setdefault(region.chrom, []).append((region.start, region.end))
     if not rows:
         raise InputError(path, "no regions")
-    background = ([(BACKGROUND if c == "name" or not columns else "0") for c in label_columns]
-                  if columns else [BACKGROUND])
-    return rows + _background(genome, centres, windows, len(rows), tuple(background), path), list(
-        label_columns or ["class"])
+    names = label_columns or ["class"]
+    background = tuple("0" if columns and c != "name" else BACKGROUND for c in names)
+    return rows + _background(genome, centres, windows, len(rows), background, path), list(names)
 
 
 @dataclass

@@ -1,8 +1,7 @@
 """Evaluate a chromatin classifier: per-profile AUCs, and the ``aucs.csv`` table that ``chromatin
 eval`` and ``chromatin finetune`` write and ``notebooks/per_profile_auc.ipynb`` reads
 (:func:`read_auc_table`): one row of :data:`AUC_COLUMNS` per DeepSEA profile (919, in column order),
-``roc_auc`` and ``pr_auc`` empty for a profile without both positives and negatives in the rows.
-"""
+``roc_auc`` and ``pr_auc`` empty for a profile without both positives and negatives in the rows."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""Tables and plots of a backbone comparison and of the context-length ablation: the writers (called
-by :mod:`genolong.experiments.compare`) turn result rows and validation curves into CSV, markdown
-and PNG files; the readers and plots also serve ``notebooks/compare_backbones.ipynb``, which redraws
-everything from the CSV files: ``comparison.csv`` (one row per backbone), ``context_ablation.csv``
-(per backbone and context length) and their ``*_curves.csv`` (validation BPC per run and step).
-"""
+"""Tables and plots of a backbone comparison and of the context-length ablation, written as CSV,
+markdown and PNG files for :mod:`genolong.experiments.compare`; ``notebooks/compare_backbones.ipynb``
+redraws everything from the CSV files with the readers and plots here."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""Promoter metrics per (promoter source, non-promoter source) pair of a split: a held-out-source
-split mixes kinds of negatives (real, genomic background, substitution, shuffle), and one pooled
-score hides which kind a model fails on.
-"""
+"""Promoter metrics per (promoter source, non-promoter source) pair of a split: one pooled score of a
+held-out-source split hides which kind of negatives (real, background, derived) a model fails on."""
 
 from __future__ import annotations
 

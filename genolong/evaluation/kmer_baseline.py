@@ -1,10 +1,6 @@
-"""The k-mer baseline for promoter prediction: k-mer frequencies + logistic regression.
-
-Every sequence becomes the frequencies of its overlapping ACGT k-mers for k = ``k_min`` .. ``k_max``
-(:class:`KmerCounts`), standardized without centring (they stay sparse), fed to an L2 logistic
-regression trained on ``train``; its strength (by AUPRC) and decision threshold (by F1) are chosen
-on ``valid``; it is scored on ``test`` with the fine-tuned models' metrics.
-"""
+"""The k-mer baseline for promoter prediction: the frequencies of each sequence's ACGT k-mers
+(:class:`KmerCounts`), standardized without centring (they stay sparse), in an L2 logistic
+regression trained on ``train``, its strength (by AUPRC) and threshold (by F1) chosen on ``valid``."""
 
 from __future__ import annotations
 

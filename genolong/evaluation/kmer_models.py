@@ -1,17 +1,11 @@
 """The k-mer baseline of every problem type, and its stack with the network (the models and the
 choice between them: docs/guide/tasks.md, "The stack").
 
-Features are the baseline's (:func:`genolong.evaluation.kmer_baseline.kmer_features`) over every
-ACGT k-mer, fitted on the training split; the model by problem type is :data:`MODEL_KIND` (multi-label:
-ridge regression on the 0/1 labels, every label in one solve, its clipped predictions read as
-probabilities). C is chosen on the validation split by the problem type's metric
-(:data:`genolong.evaluation.task_metrics.METRICS`), except for multi-label tasks
-(:attr:`KmerModelConfig.multilabel_C`).
-
-:func:`fit_stack` keeps, per output (multi-class: per task), the best on validation of the k-mer
-model alone, the network alone and their stack, the first on a tie; the stack is scored out of fold
-(:data:`STACK_FOLDS` stratified folds, :data:`STACK_REPEATS` seeded repeats), the two models alone as
-they are. An output with too few validation rows for two folds is one of the two models alone.
+The model (:data:`MODEL_KIND`; multi-label: one ridge solve, clipped predictions read as
+probabilities) is fitted on the training split over every ACGT k-mer, its C chosen on validation by
+:data:`genolong.evaluation.task_metrics.METRICS` (multi-label: fixed). :func:`fit_stack` keeps, per
+output (multi-class: per task), the best on validation of the k-mer model, the network and their
+stack (scored out of fold), the first on a tie; with too few rows for two folds, one model alone.
 """
 
 from __future__ import annotations
@@ -146,13 +140,9 @@ class Stack:
         return self.weights[:, 0] * network + self.weights[:, 1] * kmer + self.weights[:, 2]
 
     def saved(self, kmer_model: KmerModel) -> KmerComponent | None:
-        """The stack as a classifier directory keeps it: the k-mer component that turns the
-        network's logits into the stack's (None when the stack gives the k-mer model no weight).
-
-        Binary, multi-label, regression: ``network = diag(a)``, the k-mer model with ``mix = diag(b)``
-        (multi-label through the clipped log-odds of its ridge predictions), ``offset = c``;
-        multi-class: the multinomial stack's weights on the network's log-probabilities, on the
-        k-mer model's (``log_softmax`` of its class scores) and its intercept."""
+        """The k-mer component that turns the network's logits into the stack's (None when the stack
+        gives the k-mer model no weight): ``network = diag(a)``, ``mix = diag(b)``, ``offset = c``, or
+        the multinomial stack's weights on both models' log-probabilities and its intercept."""
         kmers, weights, bias = kmer_model.linear()
         if self.multinomial is not None:
             coef, outputs = self.multinomial.coef_, len(self.multinomial.intercept_)  # (C, 2C): network, k-mer

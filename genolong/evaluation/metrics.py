@@ -1,7 +1,6 @@
 """Evaluation metrics: binary promoter metrics at a threshold chosen on validation, calibration,
 intervals over seeds, and the per-profile AUCs of the chromatin task (919 binary labels, DeepSEA /
-BigBird App. F.3) with their medians per class beside the published rows.
-"""
+BigBird App. F.3) with their medians per class beside the published rows."""
 
 from __future__ import annotations
 
@@ -133,21 +132,16 @@ class ProfileAUCs:
 def per_profile_auc(labels, scores, *, chunk_elements: int = 1 << 24) -> ProfileAUCs:
     """ROC AUC and PR AUC of every profile (column) of ``labels`` (0/1) and ``scores`` (finite, any
     monotone scale), both ``(examples, profiles)``, as DeepSEA and BigBird evaluate; NaN (never an
-    error) for a profile without positives or negatives. Profiles go in chunks of about
-    ``chunk_elements`` elements.
+    error) for a profile without positives or negatives; profiles go in chunks of about
+    ``chunk_elements`` elements. A ValueError for other shapes (a bug in the caller), a UserError for
+    labels other than 0/1 or non-finite scores (bad input files).
 
     The numbers are scikit-learn's ``roc_auc_score`` and ``average_precision_score`` (step-wise, ties
     included; the tests check it), vectorized over profiles (scikit-learn's input validation per
-    profile costs minutes on DeepSEA's test set):
-
-    * ROC AUC is the Mann-Whitney statistic with average ranks for tied scores.
-    * PR AUC (average precision) is ``sum_k (R_k - R_{k-1}) P_k`` over the distinct
-      thresholds k in decreasing order: each positive contributes the precision at the
-      lowest-ranked end of its group of tied scores, divided by the number of positives.
-
-    Raises:
-        ValueError: the shapes differ or are not 2-D (a bug in the caller).
-        UserError: labels other than 0/1, or non-finite scores (bad input files).
+    profile costs minutes on DeepSEA's test set). ROC AUC is the Mann-Whitney statistic with average
+    ranks for tied scores; PR AUC is ``sum_k (R_k - R_{k-1}) P_k`` over the distinct thresholds k in
+    decreasing order: each positive contributes the precision at the lowest-ranked end of its group
+    of tied scores, divided by the number of positives.
     """
     labels, scores = np.asarray(labels), np.asarray(scores, dtype=np.float64)
     if labels.ndim != 2 or labels.shape != scores.shape:

@@ -1,8 +1,6 @@
-"""The 919 DeepSEA chromatin profiles (Zhou & Troyanskaya 2015; BigBird App. F.3), binary labels in
-a fixed column order of classes (:data:`CLASS_COLUMNS`): DNase I hypersensitivity (DHS),
-transcription factor binding (TF), histone marks (HM). Their names, ``Cell|Assay|Treatment``, come
-from the shipped copy of epitome's table (``genolong/resources/chromatin/``, Apache-2.0).
-"""
+"""The 919 DeepSEA chromatin profiles (Zhou & Troyanskaya 2015; BigBird App. F.3) in column order
+(:data:`CLASS_COLUMNS`: DNase I hypersensitivity, TF binding, histone marks), named
+``Cell|Assay|Treatment`` by the shipped copy of epitome's table (``genolong/resources/chromatin/``)."""
 
 from __future__ import annotations
 

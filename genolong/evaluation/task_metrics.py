@@ -1,11 +1,6 @@
-"""Metrics by problem type (:data:`genolong.datasets.task.PROBLEM_TYPES`), with scikit-learn.
-
-Inputs are a split's targets (N, K) as stored (binary 0/1 and multiclass class ids: K = 1) and
-outputs (N, C) as a classifier gives them (sigmoid probabilities, softmax probabilities or
-regression values). :data:`METRICS` is the table: per problem type, its metrics, the one that early
-stopping and model selection follow (higher is better) and those a summary shows. A benchmark
-compares classifiers on one set of metrics of both classification types (:func:`classification_metrics`).
-"""
+"""Metrics by problem type (:data:`METRICS`), with scikit-learn, of a split's targets (N, K) as stored
+(binary 0/1 and class ids: K = 1) and a classifier's outputs (N, C) (probabilities, or regression
+values); a benchmark compares classifiers on one set of metrics (:func:`classification_metrics`)."""
 
 from __future__ import annotations
 
@@ -122,15 +117,10 @@ def task_metrics(problem_type: str, targets: np.ndarray, outputs: np.ndarray,
 
 def classification_metrics(problem_type: str, targets: np.ndarray, outputs: np.ndarray,
                            threshold: float | None = None) -> dict[str, float]:
-    """:data:`BENCHMARK_METRICS` of one model on some rows: accuracy, F1 (multi-class: macro), MCC and
-    AUROC (multi-class: one-vs-rest, macro average); AUROC is NaN when the rows lack a class.
-
-    Args:
-        problem_type: one of :data:`CLASSIFICATION`.
-        targets: (N, 1) as a prepared task stores them: 0/1, or the class index.
-        outputs: (N, 1) positive-class probabilities (binary) or (N, C) class probabilities.
-        threshold: binary (required): the probability from which a row is called positive.
-    """
+    """:data:`BENCHMARK_METRICS` of one model on some rows of a :data:`CLASSIFICATION` type: accuracy,
+    F1 (multi-class: macro), MCC and AUROC (multi-class: one-vs-rest, macro; NaN when the rows lack a
+    class). ``targets`` (N, 1) as stored; ``outputs`` (N, 1) positive-class (binary) or (N, C) class
+    probabilities; ``threshold`` (binary, required): the probability from which a row is positive."""
     y = targets[:, 0].astype(int)
     if problem_type == "binary":
         if threshold is None:
