@@ -1,5 +1,4 @@
-"""The prepared chromatin dataset, as ``genolong chromatin prepare``
-(:mod:`genolong.prep.chromatin_dataset`) writes it, for each split present::
+"""A prepared chromatin dataset (``chromatin prepare``, :mod:`genolong.prep.chromatin_dataset`), per split::
 
     manifest.json              inputs (sha256, size), options, counts, located fraction
     <split>.sequences.npy      (rows, context) uint8 ASCII over ACGTN
@@ -42,11 +41,10 @@ LOCI_DTYPE = np.dtype([("status", "u1"), ("chrom", "i4"), ("start", "i8"), ("str
 
 @dataclass
 class Locations:
-    """Where each query was found, arrays of shape ``(queries,)``: ``status`` (uint8
-    :class:`LocateStatus`), ``chrom`` (int32 index into :attr:`genolong.prep.locate.GenomeIndex.names`),
-    ``start`` (int64, 0-based on the plus strand), ``strand`` (int8: +1, or -1 where the query is
-    the reverse complement of the plus strand) and ``hits`` (int32, exact occurrences). AMBIGUOUS
-    rows describe the lowest occurrence; rows without one hold -1 / -1 / 0."""
+    """Where each query was found, ``(queries,)`` arrays: ``status`` (uint8 :class:`LocateStatus`),
+    ``chrom`` (int32 index into :attr:`genolong.prep.locate.GenomeIndex.names`), ``start`` (int64, 0-based
+    on the plus strand), ``strand`` (int8: +1, or -1 for the reverse complement) and ``hits`` (int32).
+    AMBIGUOUS rows describe the lowest occurrence; rows without one hold -1 / -1 / 0."""
 
     status: np.ndarray
     chrom: np.ndarray

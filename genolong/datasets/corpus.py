@@ -1,7 +1,5 @@
-"""A built MLM corpus, read at pretraining time (built by :mod:`genolong.datasets.corpus_build`).
-
-On disk, one shard per chromosome (or held-out piece) under ``<out>/<split>/``, named by
-:func:`shard_stem`::
+"""A built MLM corpus (:mod:`genolong.datasets.corpus_build`), read at pretraining time: one shard per
+chromosome (or held-out piece) under ``<out>/<split>/``, named by :func:`shard_stem`::
 
     <stem>.tokens.u16        flat uint16 token ids of all sentences of all passes
     <stem>.sentences.i64     (n_sentences + 1,) token offsets of the sentences
@@ -90,9 +88,8 @@ def read_manifest(path: Path) -> dict:
 
 
 def _stems(shards: list[dict], path: Path) -> list[str]:
-    """The file stem of each shard, confined to the corpus directory; a corpus built before stems
-    carried the index used the sanitised name alone, which is refused where two names collide
-    (one shard overwrote the other)."""
+    """The file stem of each shard, confined to the corpus directory; older corpora used the sanitised
+    name alone, refused where two names collide (one shard overwrote the other)."""
     try:
         stems = [info.get("stem") or safe_name(info["chrom"]) for info in shards]
         legacy = [(info["split"], stem) for info, stem in zip(shards, stems, strict=True) if not info.get("stem")]

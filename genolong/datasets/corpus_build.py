@@ -112,10 +112,6 @@ def cut_documents(length: int, rng: np.random.Generator, config: CorpusConfig) -
     return documents
 
 
-def _rng(seed: int, chrom: str, pass_index: int) -> np.random.Generator:
-    return np.random.default_rng([seed, zlib.crc32(canonical_chrom(chrom).encode()), pass_index])
-
-
 @dataclass
 class ShardInfo:
     """What a shard's ``<stem>.json`` marker records (see :mod:`genolong.datasets.corpus`)."""
@@ -172,12 +168,14 @@ def build_shard(chrom: str, sequence: str, split: str, tokenizer, config: Corpus
     files = {"tokens": f"{stem}.tokens.u16", "sentences": f"{stem}.sentences.i64",
              "documents": f"{stem}.documents.i64"}
     min_bp = config.sentence_bp[0]
+    chrom_seed = zlib.crc32(canonical_chrom(chrom).encode())  # one seed per chromosome, whatever its alias
     documents: list[tuple[int, int, int, int]] = []
     n_sentences = kept_bp = dropped = 0
     with atomic_path(folder / files["tokens"]) as tokens_tmp, open(tokens_tmp, "wb") as handle:
         writer = _TokenWriter(tokenizer, handle, config.encode_batch)
         for pass_index in range(config.passes):
-            for doc in cut_documents(len(sequence), _rng(config.seed, chrom, pass_index), config):
+            rng = np.random.default_rng([config.seed, chrom_seed, pass_index])
+            for doc in cut_documents(len(sequence), rng, config):
                 first = n_sentences
                 for start, end in doc:
                     text = sequence[start:end]
@@ -222,12 +220,11 @@ def _finished_shard(folder: Path, stem: str, chrom: str, config: CorpusConfig, t
 def build_corpus(genome: str | Path, tokenizer_dir: str | Path, out: str | Path, config: CorpusConfig,
                  *, show_progress: bool = True, workers: int | None = None,
                  share: tuple[int, int] = (0, 1)) -> dict | None:
-    """Build (or resume) the corpus of ``genome`` in ``out``; returns the manifest. ``workers``: processes
-    building shards at once (default: :func:`~genolong.datasets.corpus_workers.available_cores`; the
-    files do not depend on it). ``share``: ``(rank, world)``: this rank builds the shards ``i % world
-    == rank``; rank 0 then waits for the others' shards and writes the manifest, the others return
-    None. A UserError when the genome yields no usable sentence, or ``out`` holds a corpus made with
-    another tokenizer or configuration (never overwritten)."""
+    """Build (or resume) the corpus of ``genome`` in ``out``; returns the manifest. ``workers`` (default:
+    :func:`~genolong.datasets.corpus_workers.available_cores`) does not change the files. ``share``
+    ``(rank, world)``: this rank builds the shards ``i % world == rank``; rank 0 then waits for the
+    others' and writes the manifest, the others return None. A UserError when the genome yields no
+    usable sentence, or ``out`` holds a corpus of another tokenizer or configuration (never overwritten)."""
     out = Path(out)
     tokenizer = load_tokenizer(tokenizer_dir)
     tokenizer_id = tokenizer_fingerprint(tokenizer)

@@ -38,9 +38,8 @@ def _forking() -> Iterator[None]:
     try:
         yield
     finally:
-        if parallelism is None:
-            del os.environ["TOKENIZERS_PARALLELISM"]
-        else:
+        os.environ.pop("TOKENIZERS_PARALLELISM", None)
+        if parallelism is not None:
             os.environ["TOKENIZERS_PARALLELISM"] = parallelism
         signal.pthread_sigmask(signal.SIG_UNBLOCK, interrupts.HANDLED)
 
@@ -68,9 +67,8 @@ def _picklable(err: Exception) -> bool:
 
 
 class ShardPool:
-    """Builds shards in this process (``workers == 1``) or in up to ``workers`` forked processes;
-    leaving it as a context manager by an exception terminates the running workers. ``progress``: a
-    tqdm bar advanced by each shard's bp x passes (per pass in this process), or None."""
+    """Builds shards in this process (``workers == 1``) or in up to ``workers`` forked processes (left by
+    an exception, terminates them); ``progress``: a tqdm bar advanced by bp x passes, or None."""
 
     def __init__(self, workers: int, progress=None):
         self.workers, self.progress = workers, progress

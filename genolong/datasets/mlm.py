@@ -1,7 +1,6 @@
-"""Masked-language-model windows over a built corpus (BigBird App. F.1 objective).
-
-A *window* is ``[CLS] tokens [SEP]`` with at most ``max_len`` ids, packed from the consecutive
-sentences of one document (a sentence too long for a window is cut). Masking follows BERT:
+"""Masked-language-model windows over a built corpus (BigBird App. F.1 objective): ``[CLS] tokens
+[SEP]`` with at most ``max_len`` ids, packed from the consecutive sentences of one document (a
+sentence too long for a window is cut). Masking follows BERT:
 ``mask_rate`` of the non-special tokens are chosen (default 15%, BigBird's text; its Fig. 7 caption
 says 10%); of those, 80% become ``[MASK]``, 10% a random non-special token, 10% stay; every other
 label is -100. Every random choice is seeded by ``(seed, sample position)`` (:class:`PositionSampler`),
@@ -99,11 +98,15 @@ class MLMWindows(Dataset):
     def __len__(self) -> int:
         return len(self.windows)
 
+    def tokens(self, index: int) -> np.ndarray:
+        """The unmasked ids of window ``index`` with [CLS] and [SEP], (T,) int64."""
+        shard, start, end = self.windows[index]
+        body = self.shards[shard].tokens[start:end].astype(np.int64)
+        return np.concatenate([[self.special.cls], body, [self.special.sep]])
+
     def __getitem__(self, key: int | tuple[int, int]) -> dict[str, torch.Tensor]:
         position, window = key if isinstance(key, tuple) else (key, key)
-        shard, start, end = self.windows[window]
-        ids = np.concatenate([[self.special.cls], self.shards[shard].tokens[start:end].astype(np.int64),
-                              [self.special.sep]])
+        ids = self.tokens(window)
         rng = np.random.default_rng([self.seed, position])
         regular = np.flatnonzero(ids >= self.special.first_regular)
         count = max(1, round(self.masking.mask_rate * len(regular)))

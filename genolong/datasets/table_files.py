@@ -93,10 +93,9 @@ def arrow_table(path: Path):
 
 def expand_lists(path: Path, lines: list[tuple[int, list]], columns: list[str],
                  at: dict[str, int]) -> tuple[list[str], dict[str, int]]:
-    """The label columns once each column of ``columns`` whose cells are lists (a Parquet / Arrow
-    list column) is read as one column per element, ``NAME_0``, ``NAME_1``...; and ``{NAME: list
-    length}`` of those columns. An InputError names a list column's row that holds another length
-    or no list."""
+    """The label columns once each list column of ``columns`` is read as one column per element,
+    ``NAME_0``, ``NAME_1``...; and ``{NAME: list length}`` of those columns. An InputError names a list
+    column's row that holds another length or no list."""
     expanded, lists = [], {}
     for name in columns:
         cells = [(number, values[at[name]]) for number, values in lines]

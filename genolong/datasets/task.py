@@ -26,8 +26,7 @@ from genolong.core.files import csv_field_limit
 FORMAT = "genolong.task/1"
 #: The problem types a task dataset can hold.
 PROBLEM_TYPES = ("binary", "multiclass", "multilabel", "regression")
-#: What ``task prepare --duplicates`` may do with rows that copy another row of their split
-#: (the manifest's ``duplicates.rule``).
+#: What ``task prepare --duplicates`` may do with copies within a split (manifest ``duplicates.rule``).
 DUPLICATE_RULES = ("keep", "drop", "error")
 #: The splits, in the order leakage is removed (a later split loses rows an earlier one holds).
 SPLITS = ("train", "valid", "test")

@@ -210,8 +210,12 @@ def bed_regions(path: Path, genome: Genome, min_fields: int = 3):
     the line with fewer than ``min_fields`` fields, a non-integer coordinate, an unknown chromosome or
     a region off the chromosome."""
     sizes = genome.chromosomes
-    for number, raw in _bed_lines(path):
-        fields = raw.split("\t")
+    with open_text_or_gzip(path) as handle:
+        text = handle.read().decode("utf-8")
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip() or line.startswith(("#", "track", "browser")):
+            continue
+        fields = line.rstrip("\r").split("\t")
         if len(fields) < min_fields:
             raise InputError(path, f"{len(fields)} fields; need at least {min_fields}", line=number)
         chrom, start, end = fields[0], _integer(fields[1], path, number), _integer(fields[2], path, number)
@@ -228,11 +232,10 @@ def bed_regions(path: Path, genome: Genome, min_fields: int = 3):
 
 
 def bed_records(path: Path, genome_path: Path, length: int | None = None):
-    """``(id, sequence)`` of each region of a BED / narrowPeak file, for prediction and embeddings:
-    the id is the name column (4th) when there is one (and not ``.``), else ``chrom:start-end``;
-    the sequence is ``length`` bp centred as :func:`read_bed` centres windows, or the region itself
-    (``length`` None). The genome stays open while the records are read. Errors: as
-    :func:`bed_regions`, and a file without regions."""
+    """``(id, sequence)`` of each region of a BED / narrowPeak file, for prediction and embeddings: the
+    name column (4th) when there is one (and not ``.``), else ``chrom:start-end``; ``length`` bp centred
+    as :func:`read_bed` centres windows, or the region itself (``length`` None). The genome stays open
+    while the records are read. Errors: as :func:`bed_regions`, and a file without regions."""
     path = Path(path)
     with Genome(genome_path) as genome:
         count = 0
@@ -243,14 +246,6 @@ def bed_records(path: Path, genome_path: Path, length: int | None = None):
                          else _window(genome, region.chrom, region.centre, length))
     if count == 0:
         raise InputError(path, "no regions")
-
-
-def _bed_lines(path: Path):
-    with open_text_or_gzip(path) as handle:
-        text = handle.read().decode("utf-8")
-    for number, line in enumerate(text.splitlines(), start=1):
-        if line.strip() and not line.startswith(("#", "track", "browser")):
-            yield number, line.rstrip("\r")
 
 
 def _integer(text: str, path: Path, line: int) -> int:

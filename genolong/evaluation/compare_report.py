@@ -4,6 +4,7 @@ redraws everything from the CSV files with the readers and plots here."""
 
 from __future__ import annotations
 
+import contextlib
 import csv
 from pathlib import Path
 from typing import Any
@@ -36,10 +37,8 @@ def read_csv(path: str | Path) -> list[dict[str, Any]]:
         if value == "":
             return None
         for kind in (int, float):
-            try:
+            with contextlib.suppress(ValueError):
                 return kind(value)
-            except ValueError:
-                pass
         return value
 
     with open(path, newline="") as handle:
@@ -121,9 +120,8 @@ def plot_comparison(rows: list[dict], curves: list[dict], png_curves: Path | Non
 
 
 def plot_context_ablation(rows: list[dict], curves: list[dict], png: Path | None = None):
-    """Left: bits per bp saved over the token unigram (``gain_bpc``, on the same masked tokens)
-    against context length per backbone; each length validates on its own windows, and the
-    gain corrects for how hard those were. Right: validation BPC against tokens seen per run."""
+    """Left: ``gain_bpc`` against context length per backbone (each length validates on its own windows;
+    the gain corrects for how hard those were). Right: validation BPC against tokens seen per run."""
     plt = _pyplot()
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
     for backbone in dict.fromkeys(row["backbone"] for row in rows):

@@ -15,26 +15,20 @@ ALL = "all"
 def pair_metrics(labels: Sequence[int], probabilities: np.ndarray, threshold: float,
                  sources: Sequence[str]) -> dict[str, dict[str, float]]:
     """``{"all": metrics, "P vs N": metrics, ...}``: :func:`~genolong.evaluation.metrics.promoter_metrics`
-    plus ``ece`` (10 equal-width bins) of all records and of each ``<promoter source> vs <non-promoter
-    source>`` pair (derived negatives only with the promoters they were made from), at one
-    ``threshold`` chosen elsewhere; ``labels``, ``probabilities`` and ``sources`` have shape ``(n,)``."""
+    plus ``ece`` (10 bins) of all records and of each ``<promoter source> vs <non-promoter source>``
+    pair (derived negatives only with the promoters they were made from: others may differ in length),
+    at one ``threshold`` chosen elsewhere; ``labels``, ``probabilities``, ``sources``: shape ``(n,)``."""
     probabilities = np.asarray(probabilities, dtype=float).ravel()
     labels, sources = np.asarray(labels).astype(int), np.asarray(sources, dtype=object)
     groups = {ALL: np.ones(len(labels), dtype=bool)}
     for positive in sorted(set(sources[labels == 1])):
         for negative in sorted(set(sources[labels == 0])):
-            if _comparable(positive, negative):
+            made_from, derived, _ = negative.partition("|")  # a derived negative: <source>|<method>
+            if not derived or made_from == positive:
                 groups[f"{positive} vs {negative}"] = (sources == positive) | (sources == negative)
     return {name: promoter_metrics(labels[rows], probabilities[rows], threshold)
             | {"ece": expected_calibration_error(labels[rows], probabilities[rows])}
             for name, rows in groups.items()}
-
-
-def _comparable(positive: str, negative: str) -> bool:
-    """Real negatives pair with every promoter source; derived ones (``<source>|<method>``) only
-    with the promoters they were made from (others may differ in length, which would separate them)."""
-    made_from, derived, _ = negative.partition("|")
-    return not derived or made_from == positive
 
 
 def format_pair_table(model: dict[str, dict[str, dict]], baseline: dict[str, dict[str, dict]]) -> str:

@@ -44,10 +44,9 @@ class KmerBaselineConfig:
 
 
 class KmerCounts(TransformerMixin, BaseEstimator):
-    """Sequences -> (N, V) sparse float64 counts of their overlapping ACGT k-mers, k = ``k_min..k_max``
-    (:func:`genolong.dna.kmers.acgt_kmers`; other letters, lowercase included, break k-mers), of the
-    ``vocabulary`` (k-mer -> column) or, without one, of the k-mers seen in fitting, in alphabetical
-    order (``vocabulary_`` after fitting)."""
+    """Sequences -> (N, V) sparse float64 counts of their ACGT k-mers, k = ``k_min..k_max`` (other letters,
+    lowercase included, break k-mers), of the ``vocabulary`` (k-mer -> column) or, without one, of
+    the k-mers seen in fitting, in alphabetical order (``vocabulary_`` after fitting)."""
 
     def __init__(self, k_min: int, k_max: int, vocabulary: Mapping[str, int] | None = None):
         self.k_min, self.k_max, self.vocabulary = k_min, k_max, vocabulary

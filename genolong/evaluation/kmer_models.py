@@ -94,12 +94,6 @@ def activate(problem_type: str, logits: np.ndarray) -> np.ndarray:
     return logits
 
 
-def _fit(problem_type: str, x, targets: np.ndarray, C: float, max_iter: int):
-    if problem_type in ("binary", "multiclass"):
-        return LogisticRegression(C=C, max_iter=max_iter).fit(x, targets[:, 0].astype(int))
-    return Ridge(alpha=1 / C).fit(x, targets)
-
-
 def fit_kmer_model(problem_type: str, train: tuple[list[str], np.ndarray], valid: tuple[list[str], np.ndarray],
                    config: KmerModelConfig = KmerModelConfig()) -> tuple[KmerModel, dict]:
     """Fit the k-mer model of ``problem_type`` on ``train`` (sequences, targets (N, K)); choose C on
@@ -108,12 +102,16 @@ def fit_kmer_model(problem_type: str, train: tuple[list[str], np.ndarray], valid
     sizes = range(config.kmers.k_min, config.kmers.k_max + 1)
     acgt = ["".join(kmer) for k in sizes for kmer in itertools.product(BASES, repeat=k)]
     features = kmer_features(config.kmers, {kmer: column for column, kmer in enumerate(acgt)})
-    x_train = features.fit_transform(train[0])
+    sequences, y = train
+    x_train = features.fit_transform(sequences)
     candidates = (config.multilabel_C,) if problem_type == "multilabel" else config.kmers.Cs
     fitted, scores = {}, {}
     for c in candidates:
-        fitted[c] = KmerModel(problem_type, features, _fit(problem_type, x_train, train[1], c, config.kmers.max_iter),
-                              C=c)
+        if problem_type in ("binary", "multiclass"):
+            model = LogisticRegression(C=c, max_iter=config.kmers.max_iter).fit(x_train, y[:, 0].astype(int))
+        else:
+            model = Ridge(alpha=1 / c).fit(x_train, y)
+        fitted[c] = KmerModel(problem_type, features, model, C=c)
         outputs = activate(problem_type, fitted[c].logits(valid[0]))
         scores[c] = task_metrics(problem_type, valid[1], outputs)[METRICS[problem_type].monitor]
     best = max(candidates, key=lambda c: (np.nan_to_num(scores[c], nan=-np.inf), -c))
@@ -123,10 +121,9 @@ def fit_kmer_model(problem_type: str, train: tuple[list[str], np.ndarray], valid
 
 
 class Stack:
-    """The network's and the k-mer model's logits combined: ``weights`` (C, 3) ``a, b, c`` per output,
-    or ``multinomial``, the multi-class logistic regression on ``[network, kmer]`` log-probabilities;
-    ``chosen`` (C,), or (1,) for multi-class, one of :data:`CANDIDATES` each, and ``scores`` the
-    validation score of each candidate, per output."""
+    """The network's and the k-mer model's logits combined by ``weights`` (C, 3) ``a, b, c`` per output
+    or by ``multinomial`` (multi-class, on both log-probabilities); ``chosen`` (C,) (multi-class: (1,))
+    :data:`CANDIDATES` and ``scores``, each candidate's validation score per output."""
 
     def __init__(self, problem_type: str, weights: np.ndarray | None, multinomial, chosen: list[str],
                  scores: list[dict[str, float]]):

@@ -66,9 +66,8 @@ def promoter_metrics(y_true, prob, threshold: float) -> dict[str, float]:
 
 
 def expected_calibration_error(y_true, prob, bins: int = 10) -> float:
-    """ECE (Naeini et al. 2015): the mean over ``bins`` equal-width probability bins of
-    |fraction of positives - mean probability|, weighted by the share of examples in the bin;
-    ``y_true`` ``(n,)`` labels 0/1, ``prob`` ``(n,)`` probabilities of label 1 in [0, 1]."""
+    """ECE (Naeini et al. 2015) of labels ``y_true`` ``(n,)`` and probabilities ``prob`` ``(n,)``: the mean
+    over ``bins`` equal-width bins of |fraction of positives - mean probability|, weighted by size."""
     y_true = np.asarray(y_true, dtype=float).ravel()
     prob = np.asarray(prob, dtype=float).ravel()
     which = np.minimum((prob * bins).astype(int), bins - 1)
@@ -131,17 +130,15 @@ class ProfileAUCs:
 
 def per_profile_auc(labels, scores, *, chunk_elements: int = 1 << 24) -> ProfileAUCs:
     """ROC AUC and PR AUC of every profile (column) of ``labels`` (0/1) and ``scores`` (finite, any
-    monotone scale), both ``(examples, profiles)``, as DeepSEA and BigBird evaluate; NaN (never an
-    error) for a profile without positives or negatives; profiles go in chunks of about
-    ``chunk_elements`` elements. A ValueError for other shapes (a bug in the caller), a UserError for
-    labels other than 0/1 or non-finite scores (bad input files).
+    monotone scale), both ``(examples, profiles)``, as DeepSEA and BigBird evaluate, in chunks of about
+    ``chunk_elements``; NaN (never an error) for a profile without positives or negatives. A ValueError
+    for other shapes (a caller's bug), a UserError for labels other than 0/1 or non-finite scores.
 
-    The numbers are scikit-learn's ``roc_auc_score`` and ``average_precision_score`` (step-wise, ties
-    included; the tests check it), vectorized over profiles (scikit-learn's input validation per
-    profile costs minutes on DeepSEA's test set). ROC AUC is the Mann-Whitney statistic with average
-    ranks for tied scores; PR AUC is ``sum_k (R_k - R_{k-1}) P_k`` over the distinct thresholds k in
-    decreasing order: each positive contributes the precision at the lowest-ranked end of its group
-    of tied scores, divided by the number of positives.
+    scikit-learn's ``roc_auc_score`` and ``average_precision_score`` (step-wise, ties included; the
+    tests check it), vectorized (scikit-learn's validation per profile costs minutes on DeepSEA's test
+    set): ROC AUC is the Mann-Whitney statistic with average ranks for ties; PR AUC is ``sum_k (R_k -
+    R_{k-1}) P_k`` over the distinct thresholds k in decreasing order: each positive contributes the
+    precision at the lowest-ranked end of its group of tied scores, divided by the number of positives.
     """
     labels, scores = np.asarray(labels), np.asarray(scores, dtype=np.float64)
     if labels.ndim != 2 or labels.shape != scores.shape:
@@ -174,10 +171,9 @@ def per_profile_auc(labels, scores, *, chunk_elements: int = 1 << 24) -> Profile
 
 
 def median_auc_by_class(auc, classes) -> dict[str, dict[str, float | int]]:
-    """``{class: {"median": m, "profiles": defined, "undefined": n}}``: the median of ``auc``
-    ``(profiles,)`` per class of ``classes`` ``(profiles,)`` (e.g.
-    :func:`genolong.evaluation.profiles.profile_classes`) over the profiles whose AUC is not NaN (NaN
-    when none is), in :data:`CHROMATIN_CLASSES` order, then any other class."""
+    """``{class: {"median": m, "profiles": defined, "undefined": n}}``: the median of ``auc`` per class
+    of ``classes`` (both ``(profiles,)``) over the profiles whose AUC is not NaN (NaN when none is), in
+    :data:`CHROMATIN_CLASSES` order, then any other class."""
     auc, classes = np.asarray(auc, dtype=np.float64), np.asarray(classes)
     if auc.shape != classes.shape:
         raise ValueError(f"{auc.shape} AUCs but {classes.shape} classes")
