@@ -6,8 +6,7 @@
     <split>.loci.npy           (rows,) LOCI_DTYPE records (only with a genome)
 
 A kept row whose DeepSEA input was not located exactly once in the genome is stored in the
-centre of an N-padded row; :meth:`ChromatinSplit.sequence` returns only its original input.
-"""
+centre of an N-padded row; :meth:`ChromatinSplit.sequence` returns only its original input."""
 
 from __future__ import annotations
 
@@ -41,10 +40,9 @@ LOCI_DTYPE = np.dtype([("status", "u1"), ("chrom", "i4"), ("start", "i8"), ("str
 
 @dataclass
 class Locations:
-    """Where each query was found, ``(queries,)`` arrays: ``status`` (uint8 :class:`LocateStatus`),
-    ``chrom`` (int32 index into :attr:`genolong.prep.locate.GenomeIndex.names`), ``start`` (int64, 0-based
-    on the plus strand), ``strand`` (int8: +1, or -1 for the reverse complement) and ``hits`` (int32).
-    AMBIGUOUS rows describe the lowest occurrence; rows without one hold -1 / -1 / 0."""
+    """Where each query was found, ``(queries,)`` arrays typed as :data:`LOCI_DTYPE`: ``chrom`` indexes
+    :attr:`~genolong.prep.locate.GenomeIndex.names`, ``start`` is 0-based on the plus strand, ``strand``
+    -1 for the reverse complement; AMBIGUOUS rows: the lowest occurrence; rows without one: -1 / -1 / 0."""
 
     status: np.ndarray
     chrom: np.ndarray

@@ -7,8 +7,7 @@ chromosome (or held-out piece) under ``<out>/<split>/``, named by :func:`shard_s
     <stem>.json              counts and sha256 of the three files; written last (the "done"
                              marker: a resumed build skips finished shards)
 
-and ``<out>/corpus.json``, the manifest (config, seed, tokenizer fingerprint, counts, checksums).
-"""
+and ``<out>/corpus.json``, the manifest (config, seed, tokenizer fingerprint, counts, checksums)."""
 
 from __future__ import annotations
 
@@ -107,8 +106,7 @@ def _stems(shards: list[dict], path: Path) -> list[str]:
 @dataclass
 class Shard:
     """One chromosome's ``tokens`` (n_tokens,) uint16 memmap, ``sentences`` (n_sentences + 1,) int64
-    token offsets and ``documents`` (n_documents, 4) int64 rows (first sentence, end sentence, pass,
-    bp start)."""
+    offsets and ``documents`` (n_documents, 4) int64 (first sentence, end sentence, pass, bp start)."""
 
     chrom: str
     tokens: np.ndarray

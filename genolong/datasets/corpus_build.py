@@ -3,8 +3,7 @@
 Each pass over a chromosome (:func:`cut_documents`) cuts sentences of 500-1000 bp from a random start
 and groups 50-100 into a document; sentences mostly ``N`` (and a short final one) are dropped; each
 is tokenized on its own. Randomness is seeded per (seed, chromosome, pass): byte-identical shards
-whatever was resumed. Held-out chromosomes (default: chr7 validation, chr8/chr9 test, as DeepSEA).
-"""
+whatever was resumed. Held-out chromosomes (default: chr7 validation, chr8/chr9 test, as DeepSEA)."""
 
 from __future__ import annotations
 
@@ -33,11 +32,10 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class CorpusConfig:
-    """How documents are cut (defaults: BigBird App. F.1); ranges are inclusive, chromosome names may
-    be aliases. ``valid_tail_fraction`` and ``test_tail_fraction`` also hold out that final fraction
-    of every other chromosome (for genomes with too few chromosomes to hold whole ones out) as its own
-    shard, so held-out documents never share sequence with training ones. ``encode_batch``: sentences
-    tokenized at a time (bounds memory)."""
+    """How documents are cut (defaults: BigBird App. F.1); ranges inclusive, chromosome aliases allowed.
+    ``valid_tail_fraction`` and ``test_tail_fraction`` also hold out that final fraction of every other
+    chromosome (for genomes with too few chromosomes) as its own shard, never sharing sequence with
+    training; ``encode_batch``: sentences tokenized at a time (bounds memory)."""
 
     passes: int = 10
     max_start_offset: int = 5000
@@ -93,9 +91,9 @@ class CorpusConfig:
 
 
 def cut_documents(length: int, rng: np.random.Generator, config: CorpusConfig) -> list[list[tuple[int, int]]]:
-    """One pass of BigBird's document cutting over ``length`` bp: documents, each a list of
-    consecutive ``(start, end)`` sentence intervals (0-based, half-open; the last may be short). The
-    start is drawn from ``[0, max_start_offset)``, or ``[0, length // 4)`` for a shorter sequence."""
+    """One pass of BigBird's document cutting over ``length`` bp: documents of consecutive ``(start, end)``
+    sentences (0-based, half-open; the last may be short), from a start in ``[0, max_start_offset)``
+    (or ``[0, length // 4)`` for a shorter sequence)."""
     s_low, s_high = config.sentence_bp
     d_low, d_high = config.sentences_per_document
     position = int(rng.integers(0, max(1, min(config.max_start_offset, length // 4))))
@@ -266,8 +264,8 @@ def _remove_unlisted_shards(out: Path, shards: list[ShardInfo]) -> None:
 
 def _build_shards(genome, tokenizer, tokenizer_id: str, out: Path, config: CorpusConfig, show_progress: bool,
                   workers: int, share: tuple[int, int]) -> tuple[list[ShardInfo], int]:
-    """Every piece's shard (this rank's share), built or (when finished before) reused, in genome order;
-    and the bp tokenized now. Rank 0 of several also waits for the other ranks' shards."""
+    """Every piece's shard (this rank's, built or reused; rank 0 also awaits the others') in genome order,
+    and the bp tokenized now."""
     rank, world = share
     done: dict[int, ShardInfo] = {}
     built, others = [], []

@@ -1,11 +1,9 @@
 """Masked-language-model windows over a built corpus (BigBird App. F.1 objective): ``[CLS] tokens
 [SEP]`` with at most ``max_len`` ids, packed from the consecutive sentences of one document (a
-sentence too long for a window is cut). Masking follows BERT:
-``mask_rate`` of the non-special tokens are chosen (default 15%, BigBird's text; its Fig. 7 caption
-says 10%); of those, 80% become ``[MASK]``, 10% a random non-special token, 10% stay; every other
-label is -100. Every random choice is seeded by ``(seed, sample position)`` (:class:`PositionSampler`),
-so masking does not depend on worker count, batch size or resumption.
-"""
+sentence too long for a window is cut). Masking follows BERT: ``mask_rate`` of the non-special tokens
+are chosen (default 15%, BigBird's text; its Fig. 7 caption says 10%); of those, 80% become ``[MASK]``,
+10% a random non-special token, 10% stay; every other label is -100. Every random choice is seeded by
+``(seed, sample position)`` (:class:`PositionSampler`): independent of workers, batch size, resumption."""
 
 from __future__ import annotations
 
@@ -59,9 +57,8 @@ class SpecialIds:
 
 
 def pack_windows(sentences: np.ndarray, documents: np.ndarray, max_tokens: int) -> np.ndarray:
-    """(W, 2) int64 ``[start, end)`` token ranges, in corpus order, of windows of at most ``max_tokens``
-    tokens packed from whole sentences of each document (``sentences`` (S + 1,) and ``documents``
-    (D, 4) as in a :class:`~genolong.datasets.corpus.Shard`)."""
+    """(W, 2) int64 ``[start, end)`` token ranges of windows of at most ``max_tokens`` tokens packed from
+    whole sentences of each document (``sentences``, ``documents``: as in a ``Shard``), in corpus order."""
     windows = []
     for first, end in documents[:, :2]:
         bounds = sentences[first:end + 1]
@@ -77,9 +74,8 @@ def pack_windows(sentences: np.ndarray, documents: np.ndarray, max_tokens: int) 
 
 
 class MLMWindows(Dataset):
-    """Masked windows of one corpus split: ``dataset[(position, window)]`` masks window ``window``
-    with the random stream of ``(seed, position)`` (``dataset[window]`` is ``dataset[(window,
-    window)]``), as ``input_ids`` and ``labels`` (T,) int64 (-100 where not masked), T <= max_len."""
+    """Masked windows of one split: ``dataset[(position, window)]`` (or ``dataset[window]``, position =
+    window) masks with the stream of ``(seed, position)``: ``input_ids``, ``labels`` (T <= max_len,) int64."""
 
     def __init__(self, corpus: Corpus, split: str, special: SpecialIds, max_len: int,
                  masking: MaskingConfig, seed: int = 0):
@@ -125,10 +121,9 @@ class MLMWindows(Dataset):
 @dataclass(eq=False)
 class PositionSampler(Sampler[tuple[int, int]]):
     """``(position, window)`` pairs for global sample positions ``start, start + 1, ...`` of one rank:
-    position ``p`` maps to ``permutation_{p // n}[p % n]`` (a fresh seeded permutation each pass over
-    the data); rank ``r`` of ``world`` takes positions ``r, r + world, ...``; a resumed run starts at
-    ``steps_done * global_batch``. ``len()`` counts this rank's positions of the whole run, from 0,
-    whatever ``start`` (a resumed Lightning epoch counts the batches it had seen against it)."""
+    position ``p`` maps to ``permutation_{p // n}[p % n]`` (a fresh seeded permutation per pass); rank
+    ``r`` of ``world`` takes positions ``r, r + world, ...``; a resumed run starts at ``steps_done *
+    global_batch``; ``len()`` counts this rank's positions of the whole run, from 0, whatever ``start``."""
 
     num_windows: int
     total: int

@@ -22,10 +22,9 @@ FORMAT = "genolong-promoter-dataset"
 
 @dataclass(frozen=True)
 class PromoterRecord:
-    """One labelled example: ``sequence`` uppercase ``ACGTN`` in the direction of transcription,
-    ``label`` 1 for a promoter; ``chrom``, ``start``, ``end``, ``strand`` the origin, 0-based half-open on
-    the forward strand (None when unknown; a negative made from a positive keeps its coordinates);
-    ``source`` its data set in datasets built across sources (:mod:`genolong.prep.source_split`)."""
+    """One example: ``sequence`` uppercase ``ACGTN`` in the direction of transcription, ``label`` 1 for a
+    promoter, its origin 0-based half-open on the forward strand (None when unknown; a negative keeps its
+    positive's), ``source`` its data set in datasets built across sources (None elsewhere)."""
 
     id: str
     sequence: str

@@ -1,6 +1,5 @@
 """The cells of a table file: CSV / TSV (plain or compressed), Parquet, an Arrow stream file, or an
 HF ``datasets`` ``save_to_disk`` directory (read with pyarrow alone), as column names and rows.
-
 Broken input (a compressed file cut short, text that is not UTF-8, a header without rows, a row with
 the wrong number of fields) is one :class:`~genolong.core.errors.InputError` naming the file and line
 or row. A CSV / TSV field may be as long as the file (a 250-kb sequence in one cell)."""
@@ -93,9 +92,8 @@ def arrow_table(path: Path):
 
 def expand_lists(path: Path, lines: list[tuple[int, list]], columns: list[str],
                  at: dict[str, int]) -> tuple[list[str], dict[str, int]]:
-    """The label columns once each list column of ``columns`` is read as one column per element,
-    ``NAME_0``, ``NAME_1``...; and ``{NAME: list length}`` of those columns. An InputError names a list
-    column's row that holds another length or no list."""
+    """The label columns, each list column of ``columns`` read as ``NAME_0``, ``NAME_1``..., and ``{NAME:
+    list length}``; an InputError names a list column's row that holds another length or no list."""
     expanded, lists = [], {}
     for name in columns:
         cells = [(number, values[at[name]]) for number, values in lines]

@@ -7,8 +7,7 @@
 
 The targets by problem type (:data:`PROBLEM_TYPES`): ``binary`` one 0/1 column (1 = ``outputs[0]``,
 the positive class); ``multiclass`` one column ``class``, the index into ``classes`` (= ``outputs``);
-``multilabel`` one 0/1 column per output; ``regression`` one float column per output.
-"""
+``multilabel`` one 0/1 column per output; ``regression`` one float column per output."""
 
 from __future__ import annotations
 

@@ -32,9 +32,8 @@ _NOT_IUPAC = re.compile(f"[^{IUPAC_CODES}{IUPAC_CODES.lower()}]")
 
 @dataclass
 class Row:
-    """One labelled sequence: ``labels`` has one raw value per label column; ``where`` is
-    ``(file, 1-based line or row)``, for one-line errors; ``chrom`` for genomic rows, ``split`` when
-    the input gave it."""
+    """One labelled sequence: a raw value per label column; ``where``: ``(file, 1-based line or row)``,
+    for one-line errors; ``chrom`` for genomic rows, ``split`` when the input gave it."""
 
     id: str
     sequence: str
@@ -54,9 +53,8 @@ def check_sequence(sequence: str, path: Path, line: int) -> str:
 
 
 def read_class_fastas(classes: list[tuple[str, Path]], split: str | None = None) -> tuple[list[Row], list[str]]:
-    """The records of each ``(class name, FASTA)`` labelled with the class (and ``split``, when the
-    files are one split's); label columns ``["class"]``. A UserError for two classes with one name
-    or one file given as two classes."""
+    """The records of each ``(class name, FASTA)``, label column ``class`` (and ``split``, when one split's);
+    a UserError for two classes with one name or one file given as two classes."""
     names = [name for name, _ in classes]
     if len(set(names)) != len(names):
         raise UserError(f"--class names must differ{f' within the {split} split' if split else ''}, got {names}")
@@ -122,8 +120,19 @@ def read_table(path: Path, *, sequence_column: str | None, label_columns: list[s
     return Table(rows, expanded, lists)
 
 
-def read_table_sequences(path: Path, sequence_column: str | None = None):
-    """``(id, sequence)`` of each row of a table, for prediction (no label columns needed)."""
+#: Suffixes read as tables by :func:`read_records`; anything else is read as FASTA.
+TABLE_SUFFIXES = (".csv", ".tsv", ".txt", ".parquet", ".arrow")
+
+
+def read_records(path: Path, sequence_column: str | None = None):
+    """``(id, sequence)`` of each record of a FASTA file or a table (by suffix, ``.gz`` aside), for
+    prediction (a table needs no label columns)."""
+    suffixes = [s for s in Path(path).suffixes if s != ".gz"]
+    if not suffixes or suffixes[-1] not in TABLE_SUFFIXES:
+        for record in read_fasta(path, raw=True, unique_names=False):
+            yield record.name, record.sequence
+        return
+    path = Path(path)
     columns, lines = read_cells(path, header=True)
     sequence_column = sequence_column or next((c for c in SEQUENCE_COLUMNS if c in columns), None)
     if sequence_column not in columns:
@@ -133,18 +142,6 @@ def read_table_sequences(path: Path, sequence_column: str | None = None):
     for row_number, (number, values) in enumerate(lines, start=1):
         sequence = check_sequence(str(values[columns.index(sequence_column)] or ""), path, number)
         yield (str(values[columns.index(id_column)]) if id_column else record_id(row_number)), sequence
-
-
-#: Suffixes read as tables by :func:`read_records`; anything else is read as FASTA.
-TABLE_SUFFIXES = (".csv", ".tsv", ".txt", ".parquet", ".arrow")
-
-
-def read_records(path: Path, sequence_column: str | None = None):
-    """``(id, sequence)`` of each record of a FASTA file or a table (by suffix, ``.gz`` aside)."""
-    suffixes = [s for s in Path(path).suffixes if s != ".gz"]
-    if suffixes and suffixes[-1] in TABLE_SUFFIXES:
-        return read_table_sequences(Path(path), sequence_column)
-    return ((record.name, record.sequence) for record in read_fasta(path, raw=True, unique_names=False))
 
 
 @dataclass
@@ -206,9 +203,8 @@ class Region:
 
 
 def bed_regions(path: Path, genome: Genome, min_fields: int = 3):
-    """The :class:`Region` of each line of a BED / narrowPeak file on ``genome``; an InputError names
-    the line with fewer than ``min_fields`` fields, a non-integer coordinate, an unknown chromosome or
-    a region off the chromosome."""
+    """The :class:`Region` of each line of a BED / narrowPeak file on ``genome``; an InputError names a line
+    with fewer than ``min_fields`` fields, a non-integer coordinate, or an unknown or overrun chromosome."""
     sizes = genome.chromosomes
     with open_text_or_gzip(path) as handle:
         text = handle.read().decode("utf-8")
@@ -232,10 +228,9 @@ def bed_regions(path: Path, genome: Genome, min_fields: int = 3):
 
 
 def bed_records(path: Path, genome_path: Path, length: int | None = None):
-    """``(id, sequence)`` of each region of a BED / narrowPeak file, for prediction and embeddings: the
-    name column (4th) when there is one (and not ``.``), else ``chrom:start-end``; ``length`` bp centred
-    as :func:`read_bed` centres windows, or the region itself (``length`` None). The genome stays open
-    while the records are read. Errors: as :func:`bed_regions`, and a file without regions."""
+    """``(id, sequence)`` of each region of a BED / narrowPeak file: the name column (4th) unless absent or
+    ``.`` (then ``chrom:start-end``); ``length`` bp centred as :func:`read_bed` does, or the region itself
+    (``length`` None), read while the genome stays open. Errors: as :func:`bed_regions`, or no regions."""
     path = Path(path)
     with Genome(genome_path) as genome:
         count = 0
@@ -266,9 +261,8 @@ def _window(genome: Genome, chrom: str, centre: int, window: int) -> str:
 
 def _background(genome: Genome, regions: dict[str, list[tuple[int, int]]], windows: Windows, count: int,
                 labels: tuple, path: Path) -> list[Row]:
-    """``windows.background * count`` windows whose centres lie at least ``windows.distance`` bp from
-    every region (on any chromosome of the genome, drawn by length from a seeded generator), at
-    most half N; an InputError when the genome has no room for them."""
+    """``windows.background * count`` seeded windows, at most half N, centred at least ``windows.distance``
+    bp from every region (chromosomes drawn by length); an InputError when the genome has no room."""
     wanted = windows.background * count
     if wanted == 0:
         return []

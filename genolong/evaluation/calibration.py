@@ -1,8 +1,7 @@
-"""Platt scaling (Platt 1999) folded into a classifier's output layer.
-
-``p = sigmoid(a * logit + b)`` is fitted by logistic regression on held-out data (the validation
-sources, never the test ones). The head is linear, so ``a * (W h + c) + b = (a W) h + (a c + b)``
-is an ordinary head: the calibrated model is a classifier directory every command loads unchanged."""
+"""Platt scaling (Platt 1999) folded into a classifier's output layer: ``p = sigmoid(a * logit + b)``,
+fitted by logistic regression on held-out data (the validation sources, never the test ones). The
+head is linear, so ``a * (W h + c) + b = (a W) h + (a c + b)`` is an ordinary head: the calibrated
+model is a classifier directory every command loads unchanged."""
 
 from __future__ import annotations
 
@@ -18,9 +17,8 @@ class BackwardsRanking(UserError):
 
 
 def fit_platt(logits: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
-    """The scale ``a`` and offset ``b`` of ``sigmoid(a * logit + b)`` that best fit ``labels`` ``(n,)``
-    0/1 from held-out ``logits`` ``(n,)``; a UserError for one label only, :class:`BackwardsRanking`
-    for a scale that is not positive (it would invert the ranking)."""
+    """The ``a, b`` of ``sigmoid(a * logit + b)`` best fitting 0/1 ``labels`` from held-out ``logits`` (both
+    ``(n,)``); a UserError for one label only, :class:`BackwardsRanking` for a scale ``a <= 0``."""
     labels = np.asarray(labels).astype(int).ravel()
     if set(np.unique(labels)) != {0, 1}:
         raise UserError("calibration needs both promoters and non-promoters in the validation split")

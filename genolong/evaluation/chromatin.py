@@ -32,10 +32,8 @@ def evaluation_rows(rows: int, limit: int | None) -> np.ndarray:
 
 def evaluate_chromatin(scorer, split, *, batch_size: int = 16, limit: int | None = None,
                        progress=None) -> tuple[ProfileAUCs, np.ndarray]:
-    """The per-profile AUCs of ``scorer`` (a chromatin :class:`~genolong.classifier.directory.Classifier`,
-    or a strand-averaged one) on the rows of ``split``, a
-    :class:`~genolong.datasets.chromatin.ChromatinSplit` (all, or :func:`evaluation_rows`' ``limit``
-    ones; the inputs are :meth:`~genolong.datasets.chromatin.ChromatinSplit.sequence`), and those rows."""
+    """The per-profile AUCs of a chromatin classifier (or a strand-averaged one) on rows of a
+    :class:`~genolong.datasets.chromatin.ChromatinSplit` (:func:`evaluation_rows`), and those rows."""
     chosen = evaluation_rows(len(split), limit)
     scores = predict_all(scorer, (split.sequence(int(row)) for row in chosen), batch_size, progress=progress)
     return per_profile_auc(np.asarray(split.labels[chosen]), scores), chosen

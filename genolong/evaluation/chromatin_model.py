@@ -31,10 +31,10 @@ class ChromatinEvaluation:
 def evaluate_chromatin_model(model: Path, data: Path, split_name: str, out: Path, *, rc: bool = False,
                              limit: int | None = None, batch_size: int = 16, device: str = "auto",
                              precision: str = "auto") -> ChromatinEvaluation:
-    """Score split ``split_name`` of the prepared chromatin dataset ``data`` with the classifier in ``model``
-    (``rc``: averaged with the reverse complement; ``limit`` evenly spaced rows), write the AUC table to
-    ``out`` and return the summary; another window length than the model's gets a warning. An
-    InputError for a non-chromatin ``model``, or ``data`` not a prepared dataset with that split."""
+    """Score split ``split_name`` of the prepared dataset ``data`` with the chromatin classifier ``model``
+    (``rc``: averaged with the reverse complement; ``limit`` evenly spaced rows; another window length
+    gets a warning), write the AUC table to ``out`` and return the summary; an InputError for another
+    kind of model, or ``data`` not a prepared dataset with that split."""
     classifier = Classifier.load(model, task="chromatin", device=device, precision=precision)
     split = PreparedChromatin(data)[split_name]
     if split.context != classifier.info.window_bp:

@@ -126,9 +126,8 @@ def fit_kmer_baseline(train: list[PromoterRecord], valid: list[PromoterRecord],
 
 
 def run_kmer_baseline(data_dir: str | Path, config: KmerBaselineConfig = KmerBaselineConfig()) -> dict:
-    """Fit on train, choose ``C`` and the F1-best threshold on valid, evaluate on test; a JSON-ready
-    report: the config, the chosen ``C``, the dataset's counts and negative method, the validation
-    and test :func:`~genolong.evaluation.metrics.promoter_metrics`, and the fit time."""
+    """Fit on train, choose ``C`` and the F1-best threshold on valid, evaluate on test: a JSON-ready report
+    (config, ``C``, the dataset's counts and negatives, valid and test metrics, fit time)."""
     manifest = load_manifest(data_dir)
     names = ("train", "valid", "test", *(["random_test"] if "random_test" in manifest["counts"] else []))
     splits = {name: load_split(data_dir, name) for name in names}

@@ -1,12 +1,10 @@
-"""The k-mer baseline of every problem type, and its stack with the network (the models and the
-choice between them: docs/guide/tasks.md, "The stack").
+"""The k-mer baseline of every problem type, and its stack with the network (docs/guide/tasks.md).
 
 The model (:data:`MODEL_KIND`; multi-label: one ridge solve, clipped predictions read as
 probabilities) is fitted on the training split over every ACGT k-mer, its C chosen on validation by
 :data:`genolong.evaluation.task_metrics.METRICS` (multi-label: fixed). :func:`fit_stack` keeps, per
 output (multi-class: per task), the best on validation of the k-mer model, the network and their
-stack (scored out of fold), the first on a tie; with too few rows for two folds, one model alone.
-"""
+stack (scored out of fold), the first on a tie; with too few rows for two folds, one model alone."""
 
 from __future__ import annotations
 
@@ -65,9 +63,8 @@ class KmerModel:
         return clipped_logit(values) if self.problem_type == "multilabel" else values
 
     def linear(self) -> tuple[list[str], np.ndarray, np.ndarray]:
-        """The model as weights on k-mer frequencies (see :class:`KmerComponent`): the k-mers (V,),
-        weights (M, V) and biases (M,), one row per score (binary: one; multi-class: one per class, a
-        two-class model's as ``[0, score]``; ridge: one per output)."""
+        """The k-mers (V,), weights (M, V) on their frequencies and biases (M,), one row per score (binary:
+        one; multi-class: one per class, two classes as ``[0, score]``; ridge: one per output)."""
         vocabulary = self.features.named_steps["kmer_counts"].vocabulary_
         kmers = sorted(vocabulary, key=vocabulary.get)
         weights = np.atleast_2d(self.model.coef_) / self.features.named_steps["scale"].scale_
@@ -77,9 +74,8 @@ class KmerModel:
         return kmers, weights, bias
 
     def component(self) -> KmerComponent:
-        """The model alone as a classifier's k-mer component (unit mix, no offset, no network): its
-        :meth:`~KmerComponent.logits` are :meth:`logits`' (up to float rounding), and bound to a
-        tokenizer it reads the bases of token rows as the saved stack does."""
+        """The model alone as a classifier's k-mer component (unit mix, no offset, no network), whose
+        logits are :meth:`logits`' up to float rounding."""
         kmers, weights, bias = self.linear()
         return KmerComponent(kmers, weights, bias, np.eye(len(weights)), LINK[self.problem_type])
 
@@ -96,9 +92,8 @@ def activate(problem_type: str, logits: np.ndarray) -> np.ndarray:
 
 def fit_kmer_model(problem_type: str, train: tuple[list[str], np.ndarray], valid: tuple[list[str], np.ndarray],
                    config: KmerModelConfig = KmerModelConfig()) -> tuple[KmerModel, dict]:
-    """Fit the k-mer model of ``problem_type`` on ``train`` (sequences, targets (N, K)); choose C on
-    ``valid``. Returns the model and a report: the model kind, the chosen ``C``, the feature count and
-    the validation metric of each ``C`` tried."""
+    """The k-mer model of ``problem_type`` fitted on ``train`` (sequences, targets (N, K)), C chosen on
+    ``valid``, and a report: the model kind, the chosen ``C``, the features, each ``C``'s valid metric."""
     sizes = range(config.kmers.k_min, config.kmers.k_max + 1)
     acgt = ["".join(kmer) for k in sizes for kmer in itertools.product(BASES, repeat=k)]
     features = kmer_features(config.kmers, {kmer: column for column, kmer in enumerate(acgt)})
@@ -137,9 +132,8 @@ class Stack:
         return self.weights[:, 0] * network + self.weights[:, 1] * kmer + self.weights[:, 2]
 
     def saved(self, kmer_model: KmerModel) -> KmerComponent | None:
-        """The k-mer component that turns the network's logits into the stack's (None when the stack
-        gives the k-mer model no weight): ``network = diag(a)``, ``mix = diag(b)``, ``offset = c``, or
-        the multinomial stack's weights on both models' log-probabilities and its intercept."""
+        """The k-mer component that turns the network's logits into the stack's (``network = diag(a)``,
+        ``mix = diag(b)``, ``offset = c``, or the multinomial's), None if the k-mer model has no weight."""
         kmers, weights, bias = kmer_model.linear()
         if self.multinomial is not None:
             coef, outputs = self.multinomial.coef_, len(self.multinomial.intercept_)  # (C, 2C): network, k-mer
@@ -177,9 +171,8 @@ class Stack:
 
 def fit_stack(problem_type: str, network: np.ndarray, kmer: np.ndarray, targets: np.ndarray,
               seed: int = 0) -> Stack:
-    """The saved combination of the network's and the k-mer model's validation logits (N, C) on
-    ``targets`` (N, K), as the module docstring says; ``seed`` draws the folds. An output whose
-    validation targets have a single class keeps the network alone."""
+    """The saved combination of the network's and the k-mer model's validation logits (N, C) on ``targets``
+    (N, K) (``seed``: the folds); an output whose targets have a single class keeps the network alone."""
     if problem_type == "multiclass":
         return _fit_multiclass(network, kmer, targets, seed)
     weights = np.tile(ALONE["network"], (network.shape[1], 1))
@@ -240,9 +233,8 @@ def _folds(problem_type: str, y: np.ndarray, seed: int):
 
 
 def _out_of_fold(repeats: list, shape: tuple[int, ...], predict, score) -> float:
-    """The mean over ``repeats`` (from :func:`_folds`) of ``score(held_out)``, where ``held_out``
-    (``shape``) holds for each fold's rows ``predict(train, test)``, fitted on the others; NaN
-    without repeats (too few rows)."""
+    """The mean over ``repeats`` (:func:`_folds`) of ``score(held_out)``, ``held_out`` (``shape``) holding
+    each fold's ``predict(train, test)``, fitted on the other folds; NaN without repeats."""
     values = []
     for folds in repeats:
         held_out = np.zeros(shape)

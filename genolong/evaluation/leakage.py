@@ -5,8 +5,7 @@ the training split), ``reverse_complement`` (its reverse complement is), ``near`
 sequence shares a Jaccard index of canonical ACGT k-mers of at least ``cut``, :class:`LeakageSettings`;
 never for a sequence shorter than k). What k = 8, cut 0.5 catch, on random 250-bp sequences: the
 highest index of one with 200 unrelated ones is about 0.02; a copy with every 20th base changed has
-0.43, every 10th 0.12; a copy of which a quarter was replaced by other bases 0.60, a half 0.32.
-"""
+0.43, every 10th 0.12; a copy of which a quarter was replaced by other bases 0.60, a half 0.32."""
 
 from __future__ import annotations
 

@@ -52,9 +52,8 @@ def best_f1_threshold(y_true, prob) -> float:
 
 
 def promoter_metrics(y_true, prob, threshold: float) -> dict[str, float]:
-    """Binary metrics of ``prob >= threshold`` (chosen on validation with :func:`best_f1_threshold`;
-    shapes as there): :data:`PROMOTER_METRICS` (AUPRC: average precision), ``threshold``, ``n`` and
-    ``n_positive``."""
+    """:data:`PROMOTER_METRICS` of ``prob >= threshold`` (chosen on validation: :func:`best_f1_threshold`;
+    shapes as there; AUPRC: average precision), ``threshold``, ``n`` and ``n_positive``."""
     y_true, prob = _binary_inputs(y_true, prob)
     y_pred = (prob >= threshold).astype(int)
     return {"f1": float(f1_score(y_true, y_pred, zero_division=0)),
@@ -138,8 +137,7 @@ def per_profile_auc(labels, scores, *, chunk_elements: int = 1 << 24) -> Profile
     tests check it), vectorized (scikit-learn's validation per profile costs minutes on DeepSEA's test
     set): ROC AUC is the Mann-Whitney statistic with average ranks for ties; PR AUC is ``sum_k (R_k -
     R_{k-1}) P_k`` over the distinct thresholds k in decreasing order: each positive contributes the
-    precision at the lowest-ranked end of its group of tied scores, divided by the number of positives.
-    """
+    precision at the lowest-ranked end of its group of tied scores, divided by the number of positives."""
     labels, scores = np.asarray(labels), np.asarray(scores, dtype=np.float64)
     if labels.ndim != 2 or labels.shape != scores.shape:
         raise ValueError(f"labels {labels.shape} and scores {scores.shape} must both be (examples, profiles)")
@@ -171,9 +169,8 @@ def per_profile_auc(labels, scores, *, chunk_elements: int = 1 << 24) -> Profile
 
 
 def median_auc_by_class(auc, classes) -> dict[str, dict[str, float | int]]:
-    """``{class: {"median": m, "profiles": defined, "undefined": n}}``: the median of ``auc`` per class
-    of ``classes`` (both ``(profiles,)``) over the profiles whose AUC is not NaN (NaN when none is), in
-    :data:`CHROMATIN_CLASSES` order, then any other class."""
+    """``{class: {"median": m, "profiles": defined, "undefined": n}}``: the median of the non-NaN ``auc``
+    (NaN if none) per class of ``classes``, both ``(profiles,)``, in :data:`CHROMATIN_CLASSES` order."""
     auc, classes = np.asarray(auc, dtype=np.float64), np.asarray(classes)
     if auc.shape != classes.shape:
         raise ValueError(f"{auc.shape} AUCs but {classes.shape} classes")

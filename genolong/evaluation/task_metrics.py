@@ -117,10 +117,9 @@ def task_metrics(problem_type: str, targets: np.ndarray, outputs: np.ndarray,
 
 def classification_metrics(problem_type: str, targets: np.ndarray, outputs: np.ndarray,
                            threshold: float | None = None) -> dict[str, float]:
-    """:data:`BENCHMARK_METRICS` of one model on some rows of a :data:`CLASSIFICATION` type: accuracy,
-    F1 (multi-class: macro), MCC and AUROC (multi-class: one-vs-rest, macro; NaN when the rows lack a
-    class). ``targets`` (N, 1) as stored; ``outputs`` (N, 1) positive-class (binary) or (N, C) class
-    probabilities; ``threshold`` (binary, required): the probability from which a row is positive."""
+    """:data:`BENCHMARK_METRICS` of one model on rows of a :data:`CLASSIFICATION` type: accuracy, F1 and
+    AUROC (multi-class: macro; AUROC one-vs-rest, NaN when the rows lack a class), MCC. ``targets`` (N, 1)
+    as stored; ``outputs`` (N, 1) or (N, C) probabilities; ``threshold``: binary, required."""
     y = targets[:, 0].astype(int)
     if problem_type == "binary":
         if threshold is None:
