@@ -1,4 +1,3 @@
-"""The on-disk datasets read at train and inference time: the MLM corpus (and the builder
-pretraining runs on the fly, :mod:`.corpus_build`), MLM windows, the prepared promoter, chromatin
-and task datasets, and a task's inputs (:mod:`.task_inputs`). Their other builders live in
+"""The on-disk datasets read at train and inference time (the MLM corpus, its windows and builder,
+the prepared promoter, chromatin and task datasets, a task's inputs); their other builders live in
 :mod:`genolong.prep`, which this package never imports."""

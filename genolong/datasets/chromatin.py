@@ -1,17 +1,12 @@
-"""The prepared chromatin dataset, as training and evaluation read it.
-
-``genolong chromatin prepare`` (:mod:`genolong.prep.chromatin_dataset`) writes, for each split
-present::
+"""A prepared chromatin dataset (``chromatin prepare``, :mod:`genolong.prep.chromatin_dataset`), per split::
 
     manifest.json              inputs (sha256, size), options, counts, located fraction
     <split>.sequences.npy      (rows, context) uint8 ASCII over ACGTN
     <split>.labels.npy         (rows, 919) uint8 0/1 in DeepSEA column order
     <split>.loci.npy           (rows,) LOCI_DTYPE records (only with a genome)
 
-A row whose DeepSEA input was not located exactly once in the genome and was kept is
-stored in the centre of an N-padded row, and :meth:`ChromatinSplit.sequence` returns only
-its original input.
-"""
+A kept row whose DeepSEA input was not located exactly once in the genome is stored in the
+centre of an N-padded row; :meth:`ChromatinSplit.sequence` returns only its original input."""
 
 from __future__ import annotations
 
@@ -45,18 +40,9 @@ LOCI_DTYPE = np.dtype([("status", "u1"), ("chrom", "i4"), ("start", "i8"), ("str
 
 @dataclass
 class Locations:
-    """Where each query was found; all arrays have shape ``(queries,)``.
-
-    For AMBIGUOUS rows ``chrom``/``start``/``strand`` describe the occurrence with the
-    lowest genome position; for rows without an occurrence they are -1 / -1 / 0.
-
-    Attributes:
-        status: :class:`LocateStatus` values, uint8.
-        chrom: index into :attr:`genolong.prep.locate.GenomeIndex.names`, int32.
-        start: 0-based start of the occurrence on the plus strand, int64.
-        strand: +1 or -1 (the query equals the reverse complement of the plus strand), int8.
-        hits: number of exact occurrences found, int32.
-    """
+    """Where each query was found, ``(queries,)`` arrays typed as :data:`LOCI_DTYPE`: ``chrom`` indexes
+    :attr:`~genolong.prep.locate.GenomeIndex.names`, ``start`` is 0-based on the plus strand, ``strand``
+    -1 for the reverse complement; AMBIGUOUS rows: the lowest occurrence; rows without one: -1 / -1 / 0."""
 
     status: np.ndarray
     chrom: np.ndarray
@@ -69,9 +55,8 @@ class Locations:
 
     @classmethod
     def empty(cls, rows: int) -> Locations:
-        return cls(status=np.full(rows, LocateStatus.NOT_FOUND, np.uint8), chrom=np.full(rows, -1, np.int32),
-                   start=np.full(rows, -1, np.int64), strand=np.zeros(rows, np.int8),
-                   hits=np.zeros(rows, np.int32))
+        return cls(np.full(rows, LocateStatus.NOT_FOUND, np.uint8), np.full(rows, -1, np.int32),
+                   np.full(rows, -1, np.int64), np.zeros(rows, np.int8), np.zeros(rows, np.int32))
 
     def to_records(self) -> np.ndarray:
         """The locations as one structured array ``(queries,)`` of :data:`LOCI_DTYPE`."""
@@ -108,15 +93,9 @@ def _open_prepared(directory: Path, name: str) -> np.ndarray:
 
 
 class ChromatinSplit:
-    """One split of a prepared directory, memory-mapped.
-
-    Attributes:
-        sequences: ``(rows, context)`` uint8 ASCII memmap.
-        labels: ``(rows, 919)`` uint8 memmap.
-        loci: ``(rows,)`` :data:`LOCI_DTYPE` memmap, or None
-            without a genome.
-        located: ``(rows,)`` bool; all True without a genome (rows are the inputs themselves).
-    """
+    """One split of a prepared directory, memory-mapped: ``sequences`` ``(rows, context)`` uint8 ASCII,
+    ``labels`` ``(rows, 919)`` uint8, ``loci`` ``(rows,)`` :data:`LOCI_DTYPE` (None without a genome)
+    and ``located`` ``(rows,)`` bool (all True without a genome: rows are the inputs themselves)."""
 
     def __init__(self, directory: Path, split: str, manifest: dict):
         files = manifest["splits"][split]["files"]
@@ -126,11 +105,8 @@ class ChromatinSplit:
         self.sequences = _open_prepared(directory, files["sequences"])
         self.labels = _open_prepared(directory, files["labels"])
         self.loci = _open_prepared(directory, files["loci"]) if "loci" in files else None
-        self.located = (
-            np.ones(len(self.labels), bool)
-            if self.loci is None
-            else np.asarray(self.loci["status"]) == LocateStatus.LOCATED
-        )
+        self.located = (np.ones(len(self.labels), bool) if self.loci is None
+                        else np.asarray(self.loci["status"]) == LocateStatus.LOCATED)
         if self.sequences.shape != (len(self.labels), self.context):
             raise InputError(directory / files["sequences"], f"shape {self.sequences.shape} does not match "
                              f"the manifest ({len(self.labels)} rows of {self.context} bp)")
@@ -144,9 +120,7 @@ class ChromatinSplit:
 
     def sequence(self, row: int) -> str:
         """The model input of ``row``: the context window, or the original input for unlocated rows."""
-        if not self.located[row]:
-            return self.central(row)
-        return self.sequences[row].tobytes().decode("ascii")
+        return self.sequences[row].tobytes().decode("ascii") if self.located[row] else self.central(row)
 
 
 class PreparedChromatin:
@@ -166,9 +140,8 @@ class PreparedChromatin:
         if found != FORMAT:
             raise InputError(manifest_path, f"not a prepared chromatin manifest (format {found!r}, expected {FORMAT!r})")
         try:
-            self.splits = {
-                split: ChromatinSplit(self.directory, split, self.manifest) for split in self.manifest["splits"]
-            }
+            self.splits = {split: ChromatinSplit(self.directory, split, self.manifest)
+                           for split in self.manifest["splits"]}
         except (KeyError, TypeError, AttributeError) as err:
             raise InputError(manifest_path, f"malformed manifest (no valid {err})", hint=_REPREPARE) from None
 

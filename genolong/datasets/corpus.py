@@ -1,20 +1,13 @@
-"""A built MLM corpus, read at pretraining time (built by :mod:`genolong.datasets.corpus_build`).
-
-On disk, one shard per chromosome (or held-out piece), under ``<out>/<split>/``, named
-``<stem> = <index>_<name>``: the piece's index in the genome, then its name with characters
-other than letters, digits and ``._-`` replaced by ``_`` (the index keeps ``a/b`` and ``a_b``
-apart)::
+"""A built MLM corpus (:mod:`genolong.datasets.corpus_build`), read at pretraining time: one shard per
+chromosome (or held-out piece) under ``<out>/<split>/``, named by :func:`shard_stem`::
 
     <stem>.tokens.u16        flat uint16 token ids of all sentences of all passes
     <stem>.sentences.i64     (n_sentences + 1,) token offsets of the sentences
     <stem>.documents.i64     (n_documents, 4): first sentence, end sentence, pass, bp start
-    <stem>.json              counts and sha256 of the three files; written last (the
-                             shard's "done" marker, so an interrupted build resumes
-                             without redoing finished chromosomes)
+    <stem>.json              counts and sha256 of the three files; written last (the "done"
+                             marker: a resumed build skips finished shards)
 
-and ``<out>/corpus.json``, the manifest (config, seed, tokenizer fingerprint, counts,
-checksums).
-"""
+and ``<out>/corpus.json``, the manifest (config, seed, tokenizer fingerprint, counts, checksums)."""
 
 from __future__ import annotations
 
@@ -38,17 +31,13 @@ def safe_name(chrom: str) -> str:
 
 
 def shard_stem(index: int, chrom: str) -> str:
-    """The file name stem of the ``index``-th piece of the genome: unique even where two
-    names sanitise alike."""
+    """``<index>_<safe name>``, the file name stem of the ``index``-th piece of the genome: the index
+    keeps apart names that sanitise alike (``a/b`` and ``a_b``)."""
     return f"{index:04d}_{safe_name(chrom)}"
 
 
 class Corpus:
-    """A built corpus, memory-mapped.
-
-    ``shards(split)`` yields, per chromosome, a :class:`Shard`: ``tokens`` (n_tokens,)
-    uint16 (memory-mapped), ``sentences`` (n_sentences + 1,) int64 token offsets and
-    ``documents`` (n_documents, 4) int64 rows of (first sentence, end sentence, pass, bp start)."""
+    """A built corpus, memory-mapped; :meth:`shards` gives a split's :class:`Shard` list."""
 
     def __init__(self, root: str | Path):
         self.root = Path(root)
@@ -66,11 +55,8 @@ class Corpus:
         return self.manifest["tokenizer_fingerprint"]
 
     def shards(self, split: str) -> list[Shard]:
-        """The non-empty shards of ``split``, in genome order.
-
-        Raises:
-            InputError: a shard file is missing or has another size than the manifest says.
-        """
+        """The non-empty shards of ``split``, in genome order; an InputError names a shard file that
+        is missing or of another size than the manifest says."""
         shards = []
         for info, stem in zip(self.manifest["shards"], self.stems, strict=True):
             if info["split"] != split or not info["sentences"]:
@@ -83,20 +69,14 @@ class Corpus:
                 if not shard_file.is_file() or shard_file.stat().st_size != size:
                     raise InputError(shard_file, f"missing or truncated (expected {size:,} bytes)",
                                      hint="rebuild the corpus with `genolong corpus build` into a new directory")
-            shards.append(Shard(
-                chrom=info["chrom"],
-                tokens=np.memmap(folder / f"{stem}.tokens.u16", dtype=np.uint16, mode="r"),
-                sentences=np.fromfile(folder / f"{stem}.sentences.i64", dtype=np.int64),
-                documents=np.fromfile(folder / f"{stem}.documents.i64", dtype=np.int64).reshape(-1, 4)))
+            shards.append(Shard(info["chrom"], np.memmap(folder / f"{stem}.tokens.u16", np.uint16, "r"),
+                                np.fromfile(folder / f"{stem}.sentences.i64", dtype=np.int64),
+                                np.fromfile(folder / f"{stem}.documents.i64", dtype=np.int64).reshape(-1, 4)))
         return shards
 
 
 def read_manifest(path: Path) -> dict:
-    """The JSON object of a corpus manifest.
-
-    Raises:
-        InputError: the file is not valid JSON or not an object.
-    """
+    """The JSON object of a corpus manifest; an InputError when it is not JSON or not an object."""
     try:
         manifest = json.loads(path.read_text())
     except (UnicodeDecodeError, ValueError) as err:
@@ -107,9 +87,8 @@ def read_manifest(path: Path) -> dict:
 
 
 def _stems(shards: list[dict], path: Path) -> list[str]:
-    """The file stem of each shard, confined to the corpus directory; a corpus built before stems
-    carried the index used the sanitised name alone, which is refused where two names collide
-    (one shard overwrote the other)."""
+    """The file stem of each shard, confined to the corpus directory; older corpora used the sanitised
+    name alone, refused where two names collide (one shard overwrote the other)."""
     try:
         stems = [info.get("stem") or safe_name(info["chrom"]) for info in shards]
         legacy = [(info["split"], stem) for info, stem in zip(shards, stems, strict=True) if not info.get("stem")]
@@ -126,7 +105,8 @@ def _stems(shards: list[dict], path: Path) -> list[str]:
 
 @dataclass
 class Shard:
-    """One chromosome's tokens and offsets (see :class:`Corpus`)."""
+    """One chromosome's ``tokens`` (n_tokens,) uint16 memmap, ``sentences`` (n_sentences + 1,) int64
+    offsets and ``documents`` (n_documents, 4) int64 (first sentence, end sentence, pass, bp start)."""
 
     chrom: str
     tokens: np.ndarray

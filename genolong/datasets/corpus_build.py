@@ -1,16 +1,9 @@
-"""Build a document-style MLM corpus from a genome (BigBird App. F.1).
+"""Build a document-style MLM corpus (:mod:`genolong.datasets.corpus`) from a genome (BigBird App. F.1).
 
-For every chromosome and each of ``passes`` passes: start at a random offset in
-``[0, max_start_offset)`` bp, cut consecutive sentences of 500-1000 bp, and group
-50-100 sentences into a document, until the chromosome ends. Sentences that are
-mostly ``N`` (and a final sentence shorter than the minimum) are dropped. Each
-sentence is tokenized on its own.
-
-The layout on disk is described in :mod:`genolong.datasets.corpus`, which reads it.
-Randomness is seeded per (seed, chromosome, pass), so the same seed gives byte-identical
-shards whatever was resumed. Validation and test documents come from held-out chromosomes
-(default as the DeepSEA split: chr7 validation, chr8/chr9 test).
-"""
+Each pass over a chromosome (:func:`cut_documents`) cuts sentences of 500-1000 bp from a random start
+and groups 50-100 into a document; sentences mostly ``N`` (and a short final one) are dropped; each
+is tokenized on its own. Randomness is seeded per (seed, chromosome, pass): byte-identical shards
+whatever was resumed. Held-out chromosomes (default: chr7 validation, chr8/chr9 test, as DeepSEA)."""
 
 from __future__ import annotations
 
@@ -39,22 +32,10 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class CorpusConfig:
-    """How documents are cut (defaults: BigBird App. F.1).
-
-    Attributes:
-        passes: passes over each chromosome, each from a new random start.
-        max_start_offset: the start of a pass is drawn from ``[0, max_start_offset)`` bp.
-        sentence_bp: inclusive range of sentence lengths in bp.
-        sentences_per_document: inclusive range of sentences per document.
-        max_n_fraction: sentences with a larger fraction of ``N`` are dropped.
-        valid_chromosomes, test_chromosomes: held-out chromosomes (aliases allowed).
-        valid_tail_fraction, test_tail_fraction: also hold out this final fraction of
-            every other chromosome (for genomes with too few chromosomes to hold whole
-            ones out, e.g. a single C. elegans chromosome): the tail becomes its own
-            shard, so held-out documents never share sequence with training ones.
-        seed: the corpus seed.
-        encode_batch: sentences tokenized per batch (bounds memory).
-    """
+    """How documents are cut (defaults: BigBird App. F.1); ranges inclusive, chromosome aliases allowed.
+    ``valid_tail_fraction`` and ``test_tail_fraction`` also hold out that final fraction of every other
+    chromosome (for genomes with too few chromosomes) as its own shard, never sharing sequence with
+    training; ``encode_batch``: sentences tokenized at a time (bounds memory)."""
 
     passes: int = 10
     max_start_offset: int = 5000
@@ -89,17 +70,11 @@ class CorpusConfig:
         if overlap:
             raise ConfigError(f"chromosomes both in validation and test: {sorted(overlap)}")
 
-    def split_of(self, chrom: str) -> str:
-        key = canonical_chrom(chrom)
-        if key in {canonical_chrom(c) for c in self.test_chromosomes}:
-            return "test"
-        if key in {canonical_chrom(c) for c in self.valid_chromosomes}:
-            return "valid"
-        return "train"
-
     def pieces(self, chrom: str, length: int) -> list[tuple[str, str, int, int]]:
         """How a chromosome is split: ``(split, shard name, start, end)`` pieces."""
-        split = self.split_of(chrom)
+        held_out = {"test": self.test_chromosomes, "valid": self.valid_chromosomes}
+        split = next((split for split, names in held_out.items()
+                      if canonical_chrom(chrom) in map(canonical_chrom, names)), "train")
         if split != "train" or not (self.valid_tail_fraction or self.test_tail_fraction):
             return [(split, chrom, 0, length)]
         test_start = length - round(length * self.test_tail_fraction)
@@ -116,15 +91,9 @@ class CorpusConfig:
 
 
 def cut_documents(length: int, rng: np.random.Generator, config: CorpusConfig) -> list[list[tuple[int, int]]]:
-    """One pass of BigBird's document cutting over a sequence of ``length`` bp.
-
-    The start offset is drawn from ``[0, max_start_offset)``, or ``[0, length // 4)`` for a
-    sequence too short for that (a held-out tail, a small test genome).
-
-    Returns:
-        Documents, each a list of ``(start, end)`` sentence intervals (0-based,
-        half-open), consecutive and non-overlapping; the last sentence may be short.
-    """
+    """One pass of BigBird's document cutting over ``length`` bp: documents of consecutive ``(start, end)``
+    sentences (0-based, half-open; the last may be short), from a start in ``[0, max_start_offset)``
+    (or ``[0, length // 4)`` for a shorter sequence)."""
     s_low, s_high = config.sentence_bp
     d_low, d_high = config.sentences_per_document
     position = int(rng.integers(0, max(1, min(config.max_start_offset, length // 4))))
@@ -139,10 +108,6 @@ def cut_documents(length: int, rng: np.random.Generator, config: CorpusConfig) -
             position = end
         documents.append(sentences)
     return documents
-
-
-def _rng(seed: int, chrom: str, pass_index: int) -> np.random.Generator:
-    return np.random.default_rng([seed, zlib.crc32(canonical_chrom(chrom).encode()), pass_index])
 
 
 @dataclass
@@ -165,15 +130,13 @@ class ShardInfo:
 
 
 class _TokenWriter:
-    """Tokenizes sentences in batches and appends their ids to an open uint16 file."""
+    """Tokenizes sentences in batches and appends their ids to an open uint16 file; ``lengths``: the
+    token count of each sentence, after a leading 0."""
 
     def __init__(self, tokenizer, handle, batch_size: int):
-        self.backend = tokenizer.backend_tokenizer
-        self.handle = handle
-        self.batch_size = batch_size
+        self.backend, self.handle, self.batch_size = tokenizer.backend_tokenizer, handle, batch_size
         self.batch: list[str] = []
-        self.sentence_ends: list[np.ndarray] = []
-        self.tokens = 0
+        self.lengths: list[np.ndarray] = [np.zeros(1, dtype=np.int64)]
 
     def add(self, sentence: str) -> None:
         self.batch.append(sentence)
@@ -187,14 +150,13 @@ class _TokenWriter:
         lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(encodings))
         ids = np.fromiter((i for e in encodings for i in e.ids), dtype=np.uint16, count=int(lengths.sum()))
         self.handle.write(ids.tobytes())
-        self.sentence_ends.append(self.tokens + np.cumsum(lengths))
-        self.tokens += int(lengths.sum())
+        self.lengths.append(lengths)
         self.batch.clear()
 
     def sentence_offsets(self) -> np.ndarray:
         """(n_sentences + 1,) int64 token offsets of the sentences written so far."""
         self.flush()
-        return np.concatenate([np.zeros(1, dtype=np.int64), *self.sentence_ends])
+        return np.cumsum(np.concatenate(self.lengths))
 
 
 def build_shard(chrom: str, sequence: str, split: str, tokenizer, config: CorpusConfig, folder: Path,
@@ -204,12 +166,14 @@ def build_shard(chrom: str, sequence: str, split: str, tokenizer, config: Corpus
     files = {"tokens": f"{stem}.tokens.u16", "sentences": f"{stem}.sentences.i64",
              "documents": f"{stem}.documents.i64"}
     min_bp = config.sentence_bp[0]
+    chrom_seed = zlib.crc32(canonical_chrom(chrom).encode())  # one seed per chromosome, whatever its alias
     documents: list[tuple[int, int, int, int]] = []
     n_sentences = kept_bp = dropped = 0
     with atomic_path(folder / files["tokens"]) as tokens_tmp, open(tokens_tmp, "wb") as handle:
         writer = _TokenWriter(tokenizer, handle, config.encode_batch)
         for pass_index in range(config.passes):
-            for doc in cut_documents(len(sequence), _rng(config.seed, chrom, pass_index), config):
+            rng = np.random.default_rng([config.seed, chrom_seed, pass_index])
+            for doc in cut_documents(len(sequence), rng, config):
                 first = n_sentences
                 for start, end in doc:
                     text = sequence[start:end]
@@ -223,13 +187,13 @@ def build_shard(chrom: str, sequence: str, split: str, tokenizer, config: Corpus
                     documents.append((first, n_sentences, pass_index, doc[0][0]))
             if progress is not None:
                 progress.update(len(sequence))
-        sentence_offsets = writer.sentence_offsets()
+        offsets = writer.sentence_offsets()
     with atomic_path(folder / files["sentences"]) as tmp:
-        sentence_offsets.tofile(tmp)
+        offsets.tofile(tmp)
     with atomic_path(folder / files["documents"]) as tmp:
         np.asarray(documents, dtype=np.int64).reshape(-1, 4).tofile(tmp)
     info = ShardInfo(chrom=chrom, split=split, bp=len(sequence), passes=config.passes,
-                     documents=len(documents), sentences=n_sentences, tokens=writer.tokens,
+                     documents=len(documents), sentences=n_sentences, tokens=int(offsets[-1]),
                      sentence_bp=kept_bp, dropped_sentences=dropped,
                      files={k: sha256_file(folder / v) for k, v in files.items()},
                      config=config.fingerprint(), tokenizer=tokenizer_id, stem=stem)
@@ -254,17 +218,11 @@ def _finished_shard(folder: Path, stem: str, chrom: str, config: CorpusConfig, t
 def build_corpus(genome: str | Path, tokenizer_dir: str | Path, out: str | Path, config: CorpusConfig,
                  *, show_progress: bool = True, workers: int | None = None,
                  share: tuple[int, int] = (0, 1)) -> dict | None:
-    """Build (or resume) the corpus of ``genome`` in ``out``; returns the manifest.
-
-    ``workers``: processes building shards at once (default: the CPU cores available,
-    :func:`~genolong.datasets.corpus_workers.available_cores`); the files do not depend on it.
-    ``share``: ``(rank, world)`` of a multi-rank launch: this rank builds the shards ``i % world == rank``;
-    rank 0 then waits for the other ranks' shards and writes the manifest, the others return None.
-
-    Raises:
-        UserError: the genome yields no usable sentence, or ``out`` holds a corpus made
-            with another tokenizer or configuration (never overwritten silently).
-    """
+    """Build (or resume) the corpus of ``genome`` in ``out``; returns the manifest. ``workers`` (default:
+    :func:`~genolong.datasets.corpus_workers.available_cores`) does not change the files. ``share``
+    ``(rank, world)``: this rank builds the shards ``i % world == rank``; rank 0 then waits for the
+    others' and writes the manifest, the others return None. A UserError when the genome yields no
+    usable sentence, or ``out`` holds a corpus of another tokenizer or configuration (never overwritten)."""
     out = Path(out)
     tokenizer = load_tokenizer(tokenizer_dir)
     tokenizer_id = tokenizer_fingerprint(tokenizer)
@@ -281,19 +239,12 @@ def build_corpus(genome: str | Path, tokenizer_dir: str | Path, out: str | Path,
     if share[0] != 0:
         return None
     seconds = time.perf_counter() - started
-    manifest = {
-        "format": FORMAT,
-        "genome": str(genome),
-        "tokenizer": str(tokenizer_dir),
-        "tokenizer_fingerprint": tokenizer_id,
-        "vocab_size": len(tokenizer),
-        "config": asdict(config),
-        "config_fingerprint": config.fingerprint(),
-        "totals": _split_totals(genome, shards, config),
-        "shards": [asdict(s) for s in shards],
-        "build": {"seconds": round(seconds, 2), "built_mbp": built_bp / 1e6,
-                  "mbp_per_s": round(built_bp / 1e6 / seconds, 3) if built_bp else None},
-    }
+    manifest = {"format": FORMAT, "genome": str(genome), "tokenizer": str(tokenizer_dir),
+                "tokenizer_fingerprint": tokenizer_id, "vocab_size": len(tokenizer), "config": asdict(config),
+                "config_fingerprint": config.fingerprint(), "totals": _split_totals(genome, shards, config),
+                "shards": [asdict(s) for s in shards],
+                "build": {"seconds": round(seconds, 2), "built_mbp": built_bp / 1e6,
+                          "mbp_per_s": round(built_bp / 1e6 / seconds, 3) if built_bp else None}}
     atomic_write_text(manifest_path, json.dumps(manifest, indent=1) + "\n")
     _remove_unlisted_shards(out, shards)
     return manifest
@@ -313,8 +264,8 @@ def _remove_unlisted_shards(out: Path, shards: list[ShardInfo]) -> None:
 
 def _build_shards(genome, tokenizer, tokenizer_id: str, out: Path, config: CorpusConfig, show_progress: bool,
                   workers: int, share: tuple[int, int]) -> tuple[list[ShardInfo], int]:
-    """Every piece's shard (this rank's share), built or (when finished before) reused, in genome order;
-    and the bp tokenized now. Rank 0 of several also waits for the other ranks' shards."""
+    """Every piece's shard (this rank's, built or reused; rank 0 also awaits the others') in genome order,
+    and the bp tokenized now."""
     rank, world = share
     done: dict[int, ShardInfo] = {}
     built, others = [], []

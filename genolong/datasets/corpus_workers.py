@@ -1,23 +1,16 @@
 """Worker processes of ``corpus build --workers N``: one forked process per shard, at most N at a time.
 
-A shard (a chromosome, or a held-out piece of one) is built by the same function with the same
-inputs whether in the command's process (``--workers 1``) or in a worker, and its randomness is
-seeded per chromosome and pass: the files are byte for byte those of one process. A forked worker
-shares the chromosome's sequence and the loaded tokenizer with the parent (copy-on-write): only the
-shard's :class:`~genolong.datasets.corpus_build.ShardInfo` travels back, through a pipe.
-
-Signals: workers inherit the handlers of :func:`genolong.core.interrupts.handled`, so SIGINT (Ctrl-C
-reaches the whole process group) and SIGTERM unwind them, removing their temporary files, and
-they exit without a word. The parent, interrupted too or alone, sends SIGTERM to the running
-workers and waits for them, then ends with the command's one line (130 or 143). A worker that dies
-otherwise (killed, out of memory) stops the build with one line naming its shard.
-"""
+A worker runs the same seeded function as the command's process (the files are byte for byte the
+same), shares the sequence and tokenizer copy-on-write and sends back only the shard's ``ShardInfo``.
+SIGINT and SIGTERM unwind workers silently (:func:`genolong.core.interrupts.handled`); the parent
+terminates and waits for them, then ends with the command's one line (130 or 143)."""
 
 from __future__ import annotations
 
 import contextlib
 import multiprocessing
 import os
+import pickle
 import signal
 from collections.abc import Callable, Iterator
 from multiprocessing.connection import Connection, wait
@@ -45,9 +38,8 @@ def _forking() -> Iterator[None]:
     try:
         yield
     finally:
-        if parallelism is None:
-            del os.environ["TOKENIZERS_PARALLELISM"]
-        else:
+        os.environ.pop("TOKENIZERS_PARALLELISM", None)
+        if parallelism is not None:
             os.environ["TOKENIZERS_PARALLELISM"] = parallelism
         signal.pthread_sigmask(signal.SIG_UNBLOCK, interrupts.HANDLED)
 
@@ -67,8 +59,6 @@ def _child(build: Callable, sender: Connection) -> None:
 
 
 def _picklable(err: Exception) -> bool:
-    import pickle
-
     try:
         pickle.loads(pickle.dumps(err))
     except Exception:  # noqa: BLE001 - any failure means: send its text instead
@@ -77,14 +67,8 @@ def _picklable(err: Exception) -> bool:
 
 
 class ShardPool:
-    """Builds shards in this process (``workers == 1``) or in up to ``workers`` forked processes.
-
-    Use as a context manager: leaving it by an exception terminates the running workers.
-
-    Args:
-        workers: processes building at once.
-        progress: a tqdm bar, advanced by each shard's bp x passes (per pass in this process), or None.
-    """
+    """Builds shards in this process (``workers == 1``) or in up to ``workers`` forked processes (left by
+    an exception, terminates them); ``progress``: a tqdm bar advanced by bp x passes, or None."""
 
     def __init__(self, workers: int, progress=None):
         self.workers, self.progress = workers, progress

@@ -1,16 +1,9 @@
-"""Masked-language-model windows over a built corpus (BigBird App. F.1 objective).
-
-A *window* is ``[CLS] tokens [SEP]`` with at most ``max_len`` ids, packed from the
-consecutive sentences of one document (a sentence too long for a window is cut).
-Masking follows BERT: ``mask_rate`` of the non-special tokens are chosen (default
-15%, BigBird's text; its Fig. 7 caption says 10%); of those, 80% become ``[MASK]``,
-10% a random non-special token, 10% stay; every other label is -100.
-
-Every random choice is seeded by ``(seed, sample position)``, so a sample's masking
-does not depend on worker count, batch size or resumption, and
-:class:`PositionSampler` walks a seeded permutation by global sample position, so
-training resumes exactly and each distributed rank reads different windows.
-"""
+"""Masked-language-model windows over a built corpus (BigBird App. F.1 objective): ``[CLS] tokens
+[SEP]`` with at most ``max_len`` ids, packed from the consecutive sentences of one document (a
+sentence too long for a window is cut). Masking follows BERT: ``mask_rate`` of the non-special tokens
+are chosen (default 15%, BigBird's text; its Fig. 7 caption says 10%); of those, 80% become ``[MASK]``,
+10% a random non-special token, 10% stay; every other label is -100. Every random choice is seeded by
+``(seed, sample position)`` (:class:`PositionSampler`): independent of workers, batch size, resumption."""
 
 from __future__ import annotations
 
@@ -19,6 +12,7 @@ from dataclasses import KW_ONLY, dataclass, field
 
 import numpy as np
 import torch
+from torch.nn.utils.rnn import pad_sequence
 from torch.utils.data import Dataset, Sampler
 
 from genolong.core.errors import ConfigError, UserError
@@ -63,16 +57,8 @@ class SpecialIds:
 
 
 def pack_windows(sentences: np.ndarray, documents: np.ndarray, max_tokens: int) -> np.ndarray:
-    """Token ranges of windows packed from whole sentences of each document.
-
-    Args:
-        sentences: (S + 1,) token offsets of the sentences.
-        documents: (D, 4) rows (first sentence, end sentence, pass, bp start).
-        max_tokens: the most tokens per window (without [CLS]/[SEP]).
-
-    Returns:
-        (W, 2) int64 ``[start, end)`` token ranges, in corpus order.
-    """
+    """(W, 2) int64 ``[start, end)`` token ranges of windows of at most ``max_tokens`` tokens packed from
+    whole sentences of each document (``sentences``, ``documents``: as in a ``Shard``), in corpus order."""
     windows = []
     for first, end in documents[:, :2]:
         bounds = sentences[first:end + 1]
@@ -88,14 +74,8 @@ def pack_windows(sentences: np.ndarray, documents: np.ndarray, max_tokens: int) 
 
 
 class MLMWindows(Dataset):
-    """Masked windows of one corpus split.
-
-    ``dataset[(position, window)]`` masks window ``window`` with the random stream of
-    ``(seed, position)`` (:class:`PositionSampler` yields such pairs); ``dataset[window]``
-    is ``dataset[(window, window)]``.
-
-    Items: ``input_ids`` (T,) int64, ``labels`` (T,) int64 (-100 where not masked), with
-    T <= max_len."""
+    """Masked windows of one split: ``dataset[(position, window)]`` (or ``dataset[window]``, position =
+    window) masks with the stream of ``(seed, position)``: ``input_ids``, ``labels`` (T <= max_len,) int64."""
 
     def __init__(self, corpus: Corpus, split: str, special: SpecialIds, max_len: int,
                  masking: MaskingConfig, seed: int = 0):
@@ -140,16 +120,10 @@ class MLMWindows(Dataset):
 
 @dataclass(eq=False)
 class PositionSampler(Sampler[tuple[int, int]]):
-    """``(position, window)`` pairs for global sample positions ``start, start + 1, ...`` of one rank.
-
-    Position ``p`` of the whole run maps to ``permutation_{p // n}[p % n]`` (a fresh
-    seeded permutation each pass over the data); rank ``r`` of ``world`` takes positions
-    ``r, r + world, ...``, so ranks never read the same sample, and a resumed run starts
-    at ``start = steps_done * global_batch``.
-
-    ``len()`` counts this rank's positions of the whole run, from 0, whatever ``start``: a
-    resumed Lightning epoch counts the batches it had already seen against the loader's
-    length, as with a stateful loader that continues mid-epoch."""
+    """``(position, window)`` pairs for global sample positions ``start, start + 1, ...`` of one rank:
+    position ``p`` maps to ``permutation_{p // n}[p % n]`` (a fresh seeded permutation per pass); rank
+    ``r`` of ``world`` takes positions ``r, r + world, ...``; a resumed run starts at ``steps_done *
+    global_batch``; ``len()`` counts this rank's positions of the whole run, from 0, whatever ``start``."""
 
     num_windows: int
     total: int
@@ -179,13 +153,8 @@ class PositionSampler(Sampler[tuple[int, int]]):
 
 def collate_windows(items: list[dict[str, torch.Tensor]], pad_id: int) -> dict[str, torch.Tensor]:
     """Pad a list of windows to the longest: input_ids, labels, attention_mask all (B, T)."""
-    length = max(len(item["input_ids"]) for item in items)
-    batch = {"input_ids": torch.full((len(items), length), pad_id, dtype=torch.long),
-             "labels": torch.full((len(items), length), IGNORE_INDEX, dtype=torch.long),
-             "attention_mask": torch.zeros((len(items), length), dtype=torch.long)}
-    for row, item in enumerate(items):
-        n = len(item["input_ids"])
-        batch["input_ids"][row, :n] = item["input_ids"]
-        batch["labels"][row, :n] = item["labels"]
-        batch["attention_mask"][row, :n] = 1
-    return batch
+    ids = pad_sequence([item["input_ids"] for item in items], batch_first=True, padding_value=pad_id)
+    labels = pad_sequence([item["labels"] for item in items], batch_first=True, padding_value=IGNORE_INDEX)
+    lengths = torch.tensor([len(item["input_ids"]) for item in items])
+    mask = (torch.arange(ids.shape[1]) < lengths[:, None]).long()
+    return {"input_ids": ids.long(), "labels": labels.long(), "attention_mask": mask}

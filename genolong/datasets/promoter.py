@@ -1,12 +1,8 @@
-"""The promoter dataset directory: its record, its format, and its readers.
-
-A dataset directory (built by ``genolong promoter prepare``, :mod:`genolong.prep.promoter_dataset`)
-holds ``train.tsv``, ``valid.tsv``, ``test.tsv`` and ``manifest.json``. Each TSV has the
-header ``id chrom start end strand label sequence`` (tab-separated, plus ``source`` in
-datasets built across sources); ``chrom``, ``start``, ``end`` and ``strand`` are ``.`` when
-the origin is unknown (text and FASTA inputs), and ``start``/``end`` are 0-based half-open
-forward-strand coordinates.
-"""
+"""The promoter dataset directory (built by ``genolong promoter prepare``,
+:mod:`genolong.prep.promoter_dataset`): ``train.tsv``, ``valid.tsv``, ``test.tsv`` and
+``manifest.json``. Each TSV has the header ``id chrom start end strand label sequence``
+(tab-separated, plus ``source`` in datasets built across sources); the origin columns are ``.``
+when unknown (:class:`PromoterRecord`)."""
 
 from __future__ import annotations
 
@@ -26,18 +22,9 @@ FORMAT = "genolong-promoter-dataset"
 
 @dataclass(frozen=True)
 class PromoterRecord:
-    """One labelled example.
-
-    Attributes:
-        id: unique name within a dataset.
-        sequence: uppercase DNA over ``ACGTN``, oriented in the direction of transcription.
-        label: 1 for a promoter, 0 for a non-promoter.
-        chrom, start, end, strand: genomic origin as a 0-based half-open interval on the
-            forward strand, or ``None`` when unknown (text and FASTA inputs). A negative made
-            from a positive (substitution, shuffle) keeps the coordinates of its positive.
-        source: the data set it came from, in datasets built across sources
-            (:mod:`genolong.prep.source_split`); ``None`` elsewhere.
-    """
+    """One example: ``sequence`` uppercase ``ACGTN`` in the direction of transcription, ``label`` 1 for a
+    promoter, its origin 0-based half-open on the forward strand (None when unknown; a negative keeps its
+    positive's), ``source`` its data set in datasets built across sources (None elsewhere)."""
 
     id: str
     sequence: str
@@ -50,11 +37,7 @@ class PromoterRecord:
 
 
 def load_manifest(data_dir: str | Path) -> dict:
-    """The manifest of a dataset directory.
-
-    Raises:
-        UserError: not a promoter dataset directory.
-    """
+    """The manifest of a dataset directory; a UserError when it is not one."""
     path = Path(data_dir) / MANIFEST
     if not path.is_file():
         raise UserError(f"{data_dir} is not a promoter dataset (no {MANIFEST})",
@@ -69,13 +52,9 @@ def load_manifest(data_dir: str | Path) -> dict:
 
 
 def load_split(data_dir: str | Path, split: str) -> list[PromoterRecord]:
-    """Read one split (``train``, ``valid`` or ``test``) of a dataset directory.
-
-    Raises:
-        InputError: a missing file, a wrong header, or a malformed row (named by line): not 7
-            fields, a label other than 0/1, a coordinate that is not an integer, a sequence
-            with a non-IUPAC character or of another length than the manifest's.
-    """
+    """Read one split (``train``, ``valid`` or ``test``) of a dataset directory; an error names a
+    missing file, a wrong header, or a malformed row (by line): not 7 fields, a label other than 0/1,
+    a non-integer coordinate, a non-IUPAC character, a length not the manifest's."""
     path = Path(data_dir) / f"{split}.tsv"
     if not path.is_file():
         raise UserError(f"{path}: no such split file",

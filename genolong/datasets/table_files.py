@@ -1,13 +1,8 @@
-"""The cells of a table file: CSV / TSV (plain or compressed), Parquet, an Arrow stream file, or a
-directory written by HF ``datasets`` ``save_to_disk`` (its Arrow files, read with pyarrow: no hub,
-no ``datasets`` needed), as column names and rows of values.
-
-What users bring breaks in known ways, each one line naming the file and line or row
-(:class:`~genolong.core.errors.InputError`): a compressed file cut short, text that is not UTF-8, a
-header without rows, a row with the wrong number of fields. A CSV / TSV field may be as long as
-the file (a 250-kb sequence in one cell). A Parquet / Arrow label column may hold lists
-(:func:`expand_lists`).
-"""
+"""The cells of a table file: CSV / TSV (plain or compressed), Parquet, an Arrow stream file, or an
+HF ``datasets`` ``save_to_disk`` directory (read with pyarrow alone), as column names and rows.
+Broken input (a compressed file cut short, text that is not UTF-8, a header without rows, a row with
+the wrong number of fields) is one :class:`~genolong.core.errors.InputError` naming the file and line
+or row. A CSV / TSV field may be as long as the file (a 250-kb sequence in one cell)."""
 
 from __future__ import annotations
 
@@ -26,11 +21,7 @@ CHUNK_BYTES = 1 << 20
 
 
 def read_cells(path: Path, header: bool) -> tuple[list[str], list[tuple[int, list]]]:
-    """Column names and ``(1-based line or row, values)`` of each data row of a table file.
-
-    Raises:
-        InputError: an unreadable file, no data row, or a row whose field count differs from the header's.
-    """
+    """Column names and ``(1-based line or row, values)`` of each data row of a table file."""
     if path.is_dir() or path.suffix in (".parquet", ".arrow"):
         table = arrow_table(path)
         columns = table.column_names
@@ -101,13 +92,8 @@ def arrow_table(path: Path):
 
 def expand_lists(path: Path, lines: list[tuple[int, list]], columns: list[str],
                  at: dict[str, int]) -> tuple[list[str], dict[str, int]]:
-    """The label columns once each column of ``columns`` whose cells are lists (a Parquet / Arrow
-    list column: one label per element) is read as one column per element, ``NAME_0``,
-    ``NAME_1``...; and ``{NAME: list length}`` of those columns.
-
-    Raises:
-        InputError: a list column with a cell that is not a list, or lists of different lengths (file and row).
-    """
+    """The label columns, each list column of ``columns`` read as ``NAME_0``, ``NAME_1``..., and ``{NAME:
+    list length}``; an InputError names a list column's row that holds another length or no list."""
     expanded, lists = [], {}
     for name in columns:
         cells = [(number, values[at[name]]) for number, values in lines]

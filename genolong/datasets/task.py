@@ -1,19 +1,13 @@
-"""A prepared task dataset (``genolong task prepare``, :mod:`genolong.prep.task_dataset`), as
-training and evaluation read it::
+"""A prepared task dataset (``genolong task prepare``, :mod:`genolong.prep.task_dataset`)::
 
     manifest.json     format, problem type, outputs, classes (and the positive one), label columns,
-                      inputs (sha256), options, rows per split, the copies found within each split
-                      and what was done with them (``duplicates``), and the leakage line (copies
-                      removed across splits)
+                      inputs (sha256), options, rows per split, the copies found within and removed
+                      across splits (``duplicates``, leakage)
     <split>.tsv       header ``id  sequence  <target columns>``, one row per input
 
-The targets by problem type (:data:`PROBLEM_TYPES`), as :meth:`TaskSplit.targets` returns them:
-
-- ``binary``: one column, 0/1 (1 = ``outputs[0]``, the positive class);
-- ``multiclass``: one column ``class``, the class index into ``classes`` (= ``outputs``);
-- ``multilabel``: one 0/1 column per output;
-- ``regression``: one float column per output.
-"""
+The targets by problem type (:data:`PROBLEM_TYPES`): ``binary`` one 0/1 column (1 = ``outputs[0]``,
+the positive class); ``multiclass`` one column ``class``, the index into ``classes`` (= ``outputs``);
+``multilabel`` one 0/1 column per output; ``regression`` one float column per output."""
 
 from __future__ import annotations
 
@@ -31,8 +25,7 @@ from genolong.core.files import csv_field_limit
 FORMAT = "genolong.task/1"
 #: The problem types a task dataset can hold.
 PROBLEM_TYPES = ("binary", "multiclass", "multilabel", "regression")
-#: What ``task prepare --duplicates`` may do with rows that copy another row of their split
-#: (the manifest's ``duplicates.rule``).
+#: What ``task prepare --duplicates`` may do with copies within a split (manifest ``duplicates.rule``).
 DUPLICATE_RULES = ("keep", "drop", "error")
 #: The splits, in the order leakage is removed (a later split loses rows an earlier one holds).
 SPLITS = ("train", "valid", "test")
@@ -84,7 +77,6 @@ class PreparedTask:
 
     @property
     def problem_type(self) -> str:
-        """One of :data:`PROBLEM_TYPES`."""
         return self.manifest["problem_type"]
 
     @property

@@ -1,17 +1,7 @@
 """Labelled sequences read from the formats users bring, as :class:`Row` lists for the task
-builder (:mod:`genolong.prep.task_dataset`).
-
-- a FASTA file per class (``--class NAME=PATH``, or one per split and class): one label column ``class``;
-- tables (their cells read by :mod:`genolong.datasets.table_files`): CSV, TSV (plain or compressed),
-  Parquet, and a directory written by HF ``datasets`` ``save_to_disk``; a sequence column and one
-  or more label columns (a list column: one per element); a table per split keeps the split;
-- BED / narrowPeak regions on a genome (:func:`read_bed`), each centred (on the narrowPeak summit
-  when there is one) and extended to a window, optionally with background windows drawn from the
-  same genome at a stated distance from every region.
-
-Labels stay as written here (str, or numbers from Parquet); the builder decides the problem type.
-A row remembers where it came from (file and 1-based line or row) for one-line errors.
-"""
+builder (:mod:`genolong.prep.task_dataset`): a FASTA file per class (:func:`read_class_fastas`),
+tables (:func:`read_table`) and BED / narrowPeak regions on a genome (:func:`read_bed`). Labels stay
+as written (str, or numbers from Parquet); the builder decides the problem type."""
 
 from __future__ import annotations
 
@@ -42,8 +32,8 @@ _NOT_IUPAC = re.compile(f"[^{IUPAC_CODES}{IUPAC_CODES.lower()}]")
 
 @dataclass
 class Row:
-    """One labelled sequence: ``labels`` has one raw value per label column; ``where`` is
-    ``(file, 1-based line or row)``; ``chrom`` for genomic rows, ``split`` when the input gave it."""
+    """One labelled sequence: a raw value per label column; ``where``: ``(file, 1-based line or row)``,
+    for one-line errors; ``chrom`` for genomic rows, ``split`` when the input gave it."""
 
     id: str
     sequence: str
@@ -62,14 +52,9 @@ def check_sequence(sequence: str, path: Path, line: int) -> str:
     return sequence.upper()
 
 
-# -- FASTA per class --------------------------------------------------------------------------
 def read_class_fastas(classes: list[tuple[str, Path]], split: str | None = None) -> tuple[list[Row], list[str]]:
-    """The records of each ``(class name, FASTA)`` labelled with the class (and ``split``, when the
-    files are one split's); label columns ``["class"]``.
-
-    Raises:
-        UserError: two classes with one name, or one file given as two classes.
-    """
+    """The records of each ``(class name, FASTA)``, label column ``class`` (and ``split``, when one split's);
+    a UserError for two classes with one name or one file given as two classes."""
     names = [name for name, _ in classes]
     if len(set(names)) != len(names):
         raise UserError(f"--class names must differ{f' within the {split} split' if split else ''}, got {names}")
@@ -85,7 +70,6 @@ def read_class_fastas(classes: list[tuple[str, Path]], split: str | None = None)
     return rows, ["class"]
 
 
-# -- tables -----------------------------------------------------------------------------------
 class Table(NamedTuple):
     """The rows of a table, its label column names, and ``{NAME: length}`` of each label column
     that held lists (read as one label column per element, ``NAME_0``, ``NAME_1``...)."""
@@ -103,19 +87,11 @@ def record_id(number: int) -> str:
 
 def read_table(path: Path, *, sequence_column: str | None, label_columns: list[str] | None,
                id_column: str | None = None, header: bool = True, split: str | None = None) -> Table:
-    """The rows of one table, with its label column names.
-
-    Args:
-        path: CSV / TSV (plain or compressed), Parquet, or an HF ``save_to_disk`` directory.
-        sequence_column: the sequence column (default: the first of :data:`SEQUENCE_COLUMNS`
-            present; column ``0`` without a header).
-        label_columns: the label columns (default: every column but the sequence and id ones); a
-            Parquet / Arrow column of lists becomes a label column per element.
-        id_column: the record id column (default: the first of :data:`ID_COLUMNS` present; else
-            :func:`record_id`).
-        header: whether a CSV/TSV starts with a header line (without one, columns are ``0``, ``1``...).
-        split: the split every row belongs to (a table per split), or None.
-    """
+    """The rows of one table file (:mod:`genolong.datasets.table_files`), with its label column names.
+    Defaults: ``sequence_column`` the first of :data:`SEQUENCE_COLUMNS` present (column ``0`` without a
+    header; columns are then ``0``, ``1``...); ``label_columns`` every other column but the id one (a
+    column of lists: one per element); ``id_column`` the first of :data:`ID_COLUMNS` present, else
+    :func:`record_id`. ``split``: the split every row belongs to (a table per split), or None."""
     path = Path(path)
     columns, lines = read_cells(path, header)
     if sequence_column is None:
@@ -144,8 +120,19 @@ def read_table(path: Path, *, sequence_column: str | None, label_columns: list[s
     return Table(rows, expanded, lists)
 
 
-def read_table_sequences(path: Path, sequence_column: str | None = None):
-    """``(id, sequence)`` of each row of a table, for prediction (no label columns needed)."""
+#: Suffixes read as tables by :func:`read_records`; anything else is read as FASTA.
+TABLE_SUFFIXES = (".csv", ".tsv", ".txt", ".parquet", ".arrow")
+
+
+def read_records(path: Path, sequence_column: str | None = None):
+    """``(id, sequence)`` of each record of a FASTA file or a table (by suffix, ``.gz`` aside), for
+    prediction (a table needs no label columns)."""
+    suffixes = [s for s in Path(path).suffixes if s != ".gz"]
+    if not suffixes or suffixes[-1] not in TABLE_SUFFIXES:
+        for record in read_fasta(path, raw=True, unique_names=False):
+            yield record.name, record.sequence
+        return
+    path = Path(path)
     columns, lines = read_cells(path, header=True)
     sequence_column = sequence_column or next((c for c in SEQUENCE_COLUMNS if c in columns), None)
     if sequence_column not in columns:
@@ -157,19 +144,6 @@ def read_table_sequences(path: Path, sequence_column: str | None = None):
         yield (str(values[columns.index(id_column)]) if id_column else record_id(row_number)), sequence
 
 
-#: Suffixes read as tables by :func:`read_records`; anything else is read as FASTA.
-TABLE_SUFFIXES = (".csv", ".tsv", ".txt", ".parquet", ".arrow")
-
-
-def read_records(path: Path, sequence_column: str | None = None):
-    """``(id, sequence)`` of each record of a FASTA file or a table (by suffix, ``.gz`` aside)."""
-    suffixes = [s for s in Path(path).suffixes if s != ".gz"]
-    if suffixes and suffixes[-1] in TABLE_SUFFIXES:
-        return read_table_sequences(Path(path), sequence_column)
-    return ((record.name, record.sequence) for record in read_fasta(path, raw=True, unique_names=False))
-
-
-# -- BED regions on a genome ------------------------------------------------------------------
 @dataclass
 class Windows:
     """How regions become inputs: ``window`` bp centred on each region (its narrowPeak summit when
@@ -191,16 +165,10 @@ def _bed_column(spec: str, path: Path) -> int:
 
 
 def read_bed(path: Path, genome: Genome, windows: Windows, label_columns: list[str] | None) -> tuple[list[Row], list[str]]:
-    """Windows of ``genome`` around the regions of a BED / narrowPeak file (plus background windows).
-
-    Without ``label_columns`` each region is class ``region`` (and background windows class
-    :data:`BACKGROUND`); with them, the values of those columns. A background window's labels are
-    :data:`BACKGROUND` for a class column and ``0`` for a score column. Windows reaching past a
-    chromosome end are padded with N.
-
-    Raises:
-        InputError: a malformed line, an unknown chromosome or a region off the chromosome (file and line).
-    """
+    """Windows of ``genome`` centred on the regions of a BED / narrowPeak file (on the summit when
+    given; N-padded past a chromosome end), plus background windows (:func:`_background`). Without
+    ``label_columns`` each region is class ``region`` (background: :data:`BACKGROUND`); with them, the
+    values of those columns (background: :data:`BACKGROUND` for a class column, ``0`` for a score)."""
     path = Path(path)
     columns = [_bed_column(c, path) for c in label_columns] if label_columns else []
     rows, centres = [], {}
@@ -211,10 +179,9 @@ def read_bed(path: Path, genome: Genome, windows: Windows, label_columns: list[s
         centres.setdefault(region.chrom, []).append((region.start, region.end))
     if not rows:
         raise InputError(path, "no regions")
-    background = ([(BACKGROUND if c == "name" or not columns else "0") for c in label_columns]
-                  if columns else [BACKGROUND])
-    return rows + _background(genome, centres, windows, len(rows), tuple(background), path), list(
-        label_columns or ["class"])
+    names = label_columns or ["class"]
+    background = tuple("0" if columns and c != "name" else BACKGROUND for c in names)
+    return rows + _background(genome, centres, windows, len(rows), background, path), list(names)
 
 
 @dataclass
@@ -236,15 +203,15 @@ class Region:
 
 
 def bed_regions(path: Path, genome: Genome, min_fields: int = 3):
-    """The :class:`Region` of each line of a BED / narrowPeak file on ``genome``.
-
-    Raises:
-        InputError: a line with fewer than ``min_fields`` fields, a coordinate that is not an
-            integer, an unknown chromosome or a region off the chromosome (file and line).
-    """
+    """The :class:`Region` of each line of a BED / narrowPeak file on ``genome``; an InputError names a line
+    with fewer than ``min_fields`` fields, a non-integer coordinate, or an unknown or overrun chromosome."""
     sizes = genome.chromosomes
-    for number, raw in _bed_lines(path):
-        fields = raw.split("\t")
+    with open_text_or_gzip(path) as handle:
+        text = handle.read().decode("utf-8")
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip() or line.startswith(("#", "track", "browser")):
+            continue
+        fields = line.rstrip("\r").split("\t")
         if len(fields) < min_fields:
             raise InputError(path, f"{len(fields)} fields; need at least {min_fields}", line=number)
         chrom, start, end = fields[0], _integer(fields[1], path, number), _integer(fields[2], path, number)
@@ -261,15 +228,9 @@ def bed_regions(path: Path, genome: Genome, min_fields: int = 3):
 
 
 def bed_records(path: Path, genome_path: Path, length: int | None = None):
-    """``(id, sequence)`` of each region of a BED / narrowPeak file, for prediction and embeddings:
-    the id is the name column (4th) when there is one (and not ``.``), else ``chrom:start-end``;
-    the sequence is ``length`` bp centred as :func:`read_bed` centres windows (N-padded past the
-    chromosome ends), or the region itself (``length`` None). The genome stays open while the
-    records are read.
-
-    Raises:
-        InputError: as :func:`bed_regions`; a file without regions.
-    """
+    """``(id, sequence)`` of each region of a BED / narrowPeak file: the name column (4th) unless absent or
+    ``.`` (then ``chrom:start-end``); ``length`` bp centred as :func:`read_bed` does, or the region itself
+    (``length`` None), read while the genome stays open. Errors: as :func:`bed_regions`, or no regions."""
     path = Path(path)
     with Genome(genome_path) as genome:
         count = 0
@@ -280,14 +241,6 @@ def bed_records(path: Path, genome_path: Path, length: int | None = None):
                          else _window(genome, region.chrom, region.centre, length))
     if count == 0:
         raise InputError(path, "no regions")
-
-
-def _bed_lines(path: Path):
-    with open_text_or_gzip(path) as handle:
-        text = handle.read().decode("utf-8")
-    for number, line in enumerate(text.splitlines(), start=1):
-        if line.strip() and not line.startswith(("#", "track", "browser")):
-            yield number, line.rstrip("\r")
 
 
 def _integer(text: str, path: Path, line: int) -> int:
@@ -308,9 +261,8 @@ def _window(genome: Genome, chrom: str, centre: int, window: int) -> str:
 
 def _background(genome: Genome, regions: dict[str, list[tuple[int, int]]], windows: Windows, count: int,
                 labels: tuple, path: Path) -> list[Row]:
-    """``windows.background * count`` windows whose centres lie at least ``windows.distance`` bp from
-    every region (on any chromosome of the genome, drawn by length from a seeded generator), at
-    most half N; an InputError when the genome has no room for them."""
+    """``windows.background * count`` seeded windows, at most half N, centred at least ``windows.distance``
+    bp from every region (chromosomes drawn by length); an InputError when the genome has no room."""
     wanted = windows.background * count
     if wanted == 0:
         return []

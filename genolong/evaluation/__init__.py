@@ -1,1 +1,1 @@
-"""Evaluation beyond one split: promoter metrics per pair of sources, calibration."""
+"""Metrics, k-mer models and their stack with the network, chromatin and cross-source evaluation, leakage."""

@@ -1,12 +1,7 @@
-"""Platt scaling (Platt 1999) folded into a classifier's output layer.
-
-A model trained on one set of sources is rarely calibrated on another: its probabilities
-say more (or less) than the frequencies it achieves. Platt scaling fits
-``p = sigmoid(a * logit + b)`` by logistic regression on held-out data (here: the validation
-sources, never the test ones). Because the head is linear, ``a * (W h + c) + b = (a W) h +
-(a c + b)``: the scaled head is an ordinary head, and the calibrated model is an ordinary
-classifier directory that every command loads unchanged.
-"""
+"""Platt scaling (Platt 1999) folded into a classifier's output layer: ``p = sigmoid(a * logit + b)``,
+fitted by logistic regression on held-out data (the validation sources, never the test ones). The
+head is linear, so ``a * (W h + c) + b = (a W) h + (a c + b)`` is an ordinary head: the calibrated
+model is a classifier directory every command loads unchanged."""
 
 from __future__ import annotations
 
@@ -22,16 +17,8 @@ class BackwardsRanking(UserError):
 
 
 def fit_platt(logits: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
-    """The scale ``a`` and offset ``b`` of ``sigmoid(a * logit + b)`` that best fit ``labels``.
-
-    Args:
-        logits: shape ``(n,)``, the model's logits on held-out data.
-        labels: shape ``(n,)``, 0/1, both present.
-
-    Raises:
-        UserError: one label only.
-        BackwardsRanking: a fit whose scale is not positive (it would invert the ranking).
-    """
+    """The ``a, b`` of ``sigmoid(a * logit + b)`` best fitting 0/1 ``labels`` from held-out ``logits`` (both
+    ``(n,)``); a UserError for one label only, :class:`BackwardsRanking` for a scale ``a <= 0``."""
     labels = np.asarray(labels).astype(int).ravel()
     if set(np.unique(labels)) != {0, 1}:
         raise UserError("calibration needs both promoters and non-promoters in the validation split")

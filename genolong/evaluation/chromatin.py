@@ -1,14 +1,7 @@
-"""Evaluate a chromatin classifier: per-profile AUCs, and the ``aucs.csv`` table.
-
-``aucs.csv`` has one row per DeepSEA profile (919, in column order)::
-
-    index,name,cell_type,assay,treatment,class,positives,negatives,roc_auc,pr_auc
-
-``roc_auc`` and ``pr_auc`` are empty for a profile without both positives and negatives in
-the evaluated rows (DeepSEA's test set has such profiles; so has any small subset).
-``genolong chromatin eval`` and ``genolong chromatin finetune`` write it; the notebook
-``notebooks/per_profile_auc.ipynb`` reads it with :func:`read_auc_table`.
-"""
+"""Evaluate a chromatin classifier: per-profile AUCs, and the ``aucs.csv`` table that ``chromatin
+eval`` and ``chromatin finetune`` write and ``notebooks/per_profile_auc.ipynb`` reads
+(:func:`read_auc_table`): one row of :data:`AUC_COLUMNS` per DeepSEA profile (919, in column order),
+``roc_auc`` and ``pr_auc`` empty for a profile without both positives and negatives in the rows."""
 
 from __future__ import annotations
 
@@ -39,26 +32,15 @@ def evaluation_rows(rows: int, limit: int | None) -> np.ndarray:
 
 def evaluate_chromatin(scorer, split, *, batch_size: int = 16, limit: int | None = None,
                        progress=None) -> tuple[ProfileAUCs, np.ndarray]:
-    """Score the rows of a prepared chromatin split and compute per-profile AUCs.
-
-    Args:
-        scorer: a chromatin :class:`~genolong.classifier.directory.Classifier` (or strand-averaged one).
-        split: a :class:`~genolong.datasets.chromatin.ChromatinSplit`; each row's
-            model input is ``split.sequence(row)`` (the context window, or the original
-            input for unlocated rows).
-        batch_size: rows per model call.
-        limit: evaluate ``limit`` evenly spaced rows instead of all.
-
-    Returns:
-        The AUCs and the evaluated row numbers.
-    """
+    """The per-profile AUCs of a chromatin classifier (or a strand-averaged one) on rows of a
+    :class:`~genolong.datasets.chromatin.ChromatinSplit` (:func:`evaluation_rows`), and those rows."""
     chosen = evaluation_rows(len(split), limit)
     scores = predict_all(scorer, (split.sequence(int(row)) for row in chosen), batch_size, progress=progress)
     return per_profile_auc(np.asarray(split.labels[chosen]), scores), chosen
 
 
-def auc_table_text(aucs: ProfileAUCs) -> str:
-    """The CSV text of ``aucs`` (919 profiles)."""
+def write_auc_table(path: str | Path, aucs: ProfileAUCs) -> None:
+    """Write ``aucs`` (919 profiles) as ``aucs.csv``, atomically."""
     if len(aucs.roc_auc) != N_PROFILES:
         raise ValueError(f"expected {N_PROFILES} profiles, got {len(aucs.roc_auc)}")
     buffer = io.StringIO()
@@ -69,16 +51,11 @@ def auc_table_text(aucs: ProfileAUCs) -> str:
         writer.writerow([i, profile.name, profile.cell_type, profile.assay, profile.treatment,
                          profile.profile_class, int(aucs.positives[i]), int(aucs.negatives[i]),
                          _number(aucs.roc_auc[i]), _number(aucs.pr_auc[i])])
-    return buffer.getvalue()
+    atomic_write_text(path, buffer.getvalue())
 
 
 def _number(value: float) -> str:
     return "" if math.isnan(value) else f"{value:.6f}"
-
-
-def write_auc_table(path: str | Path, aucs: ProfileAUCs) -> None:
-    """Write ``aucs.csv`` atomically."""
-    atomic_write_text(path, auc_table_text(aucs))
 
 
 @dataclass(frozen=True)
@@ -100,11 +77,7 @@ class AucTable:
 
 
 def read_auc_table(path: str | Path) -> AucTable:
-    """Read an ``aucs.csv``.
-
-    Raises:
-        InputError: missing file, other columns, or not 919 profiles in order.
-    """
+    """Read an ``aucs.csv``; an InputError for a missing file, other columns, or not 919 profiles in order."""
     path = Path(path)
     if not path.is_file():
         raise InputError(path, "no such AUC table (write one with `genolong chromatin eval`)")

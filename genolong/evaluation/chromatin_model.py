@@ -1,7 +1,5 @@
-"""Evaluate a chromatin classifier directory on one split of a prepared DeepSEA dataset
-(``genolong chromatin eval``): score its rows (optionally both strands), write the per-profile AUC
-table (:func:`~genolong.evaluation.chromatin.write_auc_table`) and summarise the median ROC AUC per
-profile class (TF, DHS, HM)."""
+"""``genolong chromatin eval``: a chromatin classifier directory on one split of a prepared DeepSEA
+dataset, its per-profile AUC table and the median ROC AUC per profile class."""
 
 from __future__ import annotations
 
@@ -33,15 +31,10 @@ class ChromatinEvaluation:
 def evaluate_chromatin_model(model: Path, data: Path, split_name: str, out: Path, *, rc: bool = False,
                              limit: int | None = None, batch_size: int = 16, device: str = "auto",
                              precision: str = "auto") -> ChromatinEvaluation:
-    """Score the rows of split ``split_name`` of the prepared chromatin dataset ``data`` with the classifier in
-    ``model``, write the AUC table to ``out`` and return the summary. ``rc`` averages each row's probabilities
-    with its reverse complement's; ``limit`` scores that many evenly spaced rows; ``precision``: ``auto``, ``32`` or ``bf16``
-    (:mod:`genolong.runtime.precision`). A model trained on another
-    window length is evaluated all the same, with a warning.
-
-    Raises:
-        InputError: ``model`` is not a chromatin classifier, ``data`` not a prepared dataset or without that split.
-    """
+    """Score split ``split_name`` of the prepared dataset ``data`` with the chromatin classifier ``model``
+    (``rc``: averaged with the reverse complement; ``limit`` evenly spaced rows; another window length
+    gets a warning), write the AUC table to ``out`` and return the summary; an InputError for another
+    kind of model, or ``data`` not a prepared dataset with that split."""
     classifier = Classifier.load(model, task="chromatin", device=device, precision=precision)
     split = PreparedChromatin(data)[split_name]
     if split.context != classifier.info.window_bp:

@@ -1,17 +1,10 @@
-"""Tables and plots of a backbone comparison and of the context-length ablation.
-
-Writers (called by :mod:`genolong.experiments.compare`, which this module does not import) turn result
-rows and validation curves into CSV, markdown and PNG files; the readers and plot functions also
-serve ``notebooks/compare_backbones.ipynb``, which redraws everything from the CSV files alone:
-
-* ``comparison.csv``: one row per backbone (columns: ``COLUMNS``);
-* ``comparison_curves.csv`` / ``context_ablation_curves.csv``: validation BPC during
-  pretraining, one row per (run, step) with ``tokens_seen``;
-* ``context_ablation.csv``: one row per (backbone, context length) (columns: ``ABLATION_COLUMNS``).
-"""
+"""Tables and plots of a backbone comparison and of the context-length ablation, written as CSV,
+markdown and PNG files for :mod:`genolong.experiments.compare`; ``notebooks/compare_backbones.ipynb``
+redraws everything from the CSV files with the readers and plots here."""
 
 from __future__ import annotations
 
+import contextlib
 import csv
 from pathlib import Path
 from typing import Any
@@ -19,23 +12,17 @@ from typing import Any
 from genolong.core.files import atomic_path, atomic_write_text
 
 #: comparison.csv columns.
-COLUMNS = (
-    "backbone", "parameters", "max_len", "pretrain_steps", "train_tokens_per_s", "train_peak_mb", "val_bpc",
-    "unigram_bpc", "finetune_steps", "promoter_f1", "promoter_auroc", "promoter_mcc", "kmer_f1",
-    "infer_windows_per_s", "pretrain_s", "finetune_s", "device",
-)  # fmt: skip
+COLUMNS = ("backbone", "parameters", "max_len", "pretrain_steps", "train_tokens_per_s", "train_peak_mb",
+           "val_bpc", "unigram_bpc", "finetune_steps", "promoter_f1", "promoter_auroc", "promoter_mcc",
+           "kmer_f1", "infer_windows_per_s", "pretrain_s", "finetune_s", "device")
 #: context_ablation.csv columns. ``gain_bpc`` = unigram_bpc - val_bpc: bits per bp the model saves
-#: over the token unigram on the same masked tokens (less sensitive than val_bpc to which tokens a
-#: length's validation masks).
-ABLATION_COLUMNS = (
-    "backbone", "max_len", "batch_size", "steps", "tokens_seen", "val_bpc", "unigram_bpc", "gain_bpc",
-    "train_tokens_per_s", "pretrain_s", "device",
-)  # fmt: skip
+#: over the token unigram on the same masked tokens (less sensitive to which tokens a length masks).
+ABLATION_COLUMNS = ("backbone", "max_len", "batch_size", "steps", "tokens_seen", "val_bpc", "unigram_bpc",
+                    "gain_bpc", "train_tokens_per_s", "pretrain_s", "device")
 #: comparison_curves.csv and context_ablation_curves.csv columns.
 CURVE_COLUMNS = ("run", "backbone", "max_len", "step", "tokens_seen", "val_bpc")
 
 
-# -- files -------------------------------------------------------------------------------------
 def write_csv(path: Path, rows: list[dict[str, Any]], columns) -> None:
     with atomic_path(path) as tmp, open(tmp, "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=list(columns), extrasaction="ignore")
@@ -50,10 +37,8 @@ def read_csv(path: str | Path) -> list[dict[str, Any]]:
         if value == "":
             return None
         for kind in (int, float):
-            try:
+            with contextlib.suppress(ValueError):
                 return kind(value)
-            except ValueError:
-                pass
         return value
 
     with open(path, newline="") as handle:
@@ -78,7 +63,6 @@ def markdown_table(rows: list[dict[str, Any]], columns) -> str:
     return "\n".join(lines) + "\n"
 
 
-# -- plots -------------------------------------------------------------------------------------
 def _pyplot():
     import matplotlib
 
@@ -136,9 +120,8 @@ def plot_comparison(rows: list[dict], curves: list[dict], png_curves: Path | Non
 
 
 def plot_context_ablation(rows: list[dict], curves: list[dict], png: Path | None = None):
-    """Left: bits per bp saved over the token unigram (``gain_bpc``, on the same masked tokens)
-    against context length per backbone; each length validates on its own windows, and the
-    gain corrects for how hard those were. Right: validation BPC against tokens seen per run."""
+    """Left: ``gain_bpc`` against context length per backbone (each length validates on its own windows;
+    the gain corrects for how hard those were). Right: validation BPC against tokens seen per run."""
     plt = _pyplot()
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
     for backbone in dict.fromkeys(row["backbone"] for row in rows):
@@ -159,7 +142,6 @@ def plot_context_ablation(rows: list[dict], curves: list[dict], png: Path | None
     return fig
 
 
-# -- writers -----------------------------------------------------------------------------------
 def write_comparison(out: Path, rows: list[dict[str, Any]], curves: list[dict[str, Any]]) -> None:
     """comparison.csv, comparison.md, comparison_curves.csv, bpc_vs_step.png, quality_vs_speed.png."""
     write_csv(out / "comparison.csv", rows, COLUMNS)

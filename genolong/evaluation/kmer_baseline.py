@@ -1,13 +1,6 @@
-"""The k-mer baseline for promoter prediction: k-mer frequencies + logistic regression.
-
-Every sequence becomes the frequencies of its overlapping ACGT k-mers for k = ``k_min`` ..
-``k_max`` (4..6 by default: at most 4^4 + 4^5 + 4^6 = 5,376 k-mers; a k-mer with another letter is
-not counted, as the classifier's k-mer component counts them: :class:`KmerCounts`); the frequencies are standardized (no centring, they stay sparse) and fed to an
-L2 logistic regression. It is trained on ``train``; its regularization strength (by
-AUPRC) and its decision threshold (by F1) are chosen on ``valid``; it is scored on
-``test``, the same harness and the same metrics (:mod:`genolong.evaluation.metrics`) as the
-fine-tuned models.
-"""
+"""The k-mer baseline for promoter prediction: the frequencies of each sequence's ACGT k-mers
+(:class:`KmerCounts`), standardized without centring (they stay sparse), in an L2 logistic
+regression trained on ``train``, its strength (by AUPRC) and threshold (by F1) chosen on ``valid``."""
 
 from __future__ import annotations
 
@@ -34,11 +27,8 @@ from genolong.evaluation.metrics import best_f1_threshold, promoter_metrics
 
 @dataclass(frozen=True)
 class KmerBaselineConfig:
-    """k-mer sizes ``k_min..k_max`` and the candidate inverse L2 strengths ``Cs``.
-
-    The logistic regression is fitted once per ``C``; the one with the best validation
-    AUPRC is kept (ties: the stronger regularization). On the mouse promoter sets the best
-    ``C`` is 1e-4..1e-3; ``C = 1`` loses 2-5 F1 points to overfitting."""
+    """k-mer sizes ``k_min..k_max`` and the candidate inverse L2 strengths ``Cs``; the fit of the best
+    validation AUPRC is kept (ties: the stronger regularization)."""
 
     k_min: int = 4
     k_max: int = 6
@@ -54,13 +44,9 @@ class KmerBaselineConfig:
 
 
 class KmerCounts(TransformerMixin, BaseEstimator):
-    """Sequences -> (N, V) sparse float64 counts of their overlapping ACGT k-mers, k = ``k_min..k_max``
-    (:func:`genolong.dna.kmers.acgt_kmers`; other letters, lowercase included, break k-mers).
-
-    Args:
-        vocabulary: k-mer -> column, the k-mers counted; None: those seen in fitting, in
-            alphabetical order (``vocabulary_`` after fitting).
-    """
+    """Sequences -> (N, V) sparse float64 counts of their ACGT k-mers, k = ``k_min..k_max`` (other letters,
+    lowercase included, break k-mers), of the ``vocabulary`` (k-mer -> column) or, without one, of
+    the k-mers seen in fitting, in alphabetical order (``vocabulary_`` after fitting)."""
 
     def __init__(self, k_min: int, k_max: int, vocabulary: Mapping[str, int] | None = None):
         self.k_min, self.k_max, self.vocabulary = k_min, k_max, vocabulary
@@ -117,25 +103,17 @@ def _kmer_text(key: int) -> str:
 
 
 def kmer_features(config: KmerBaselineConfig, vocabulary: Mapping[str, int] | None = None) -> Pipeline:
-    """The unfitted feature pipeline: sequences (str) -> standardized k-mer frequencies, shape ``(n, n_kmers)``.
-
-    ``vocabulary`` (k-mer -> column) fixes the k-mers counted; by default they are those seen in fitting."""
+    """The unfitted feature pipeline: sequences (str) -> standardized frequencies ``(n, n_kmers)`` of the
+    k-mers of ``vocabulary`` (k-mer -> column; default: those seen in fitting)."""
     return Pipeline([("kmer_counts", KmerCounts(config.k_min, config.k_max, vocabulary)),
                      ("frequencies", Normalizer(norm="l1")), ("scale", StandardScaler(with_mean=False))])
 
 
 def fit_kmer_baseline(train: list[PromoterRecord], valid: list[PromoterRecord],
-                      config: KmerBaselineConfig = KmerBaselineConfig(),
-                      vocabulary: Mapping[str, int] | None = None) -> tuple[Pipeline, dict[float, float]]:
-    """Fit the features on ``train`` and one logistic regression per ``C``; keep the best on ``valid``.
-
-    ``vocabulary``: the k-mers to count (:func:`kmer_features`); models fitted on one vocabulary
-    have coefficients over the same columns, so their logits add up to one k-mer model's.
-
-    Returns:
-        The fitted pipeline (sequences -> ``predict_proba``) and the validation AUPRC of each ``C``.
-    """
-    features = kmer_features(config, vocabulary)
+                      config: KmerBaselineConfig = KmerBaselineConfig()) -> tuple[Pipeline, dict]:
+    """The pipeline (sequences -> ``predict_proba``) of the features fitted on ``train`` and the
+    logistic regression of the ``C`` best on ``valid``, and the validation AUPRC of each ``C``."""
+    features = kmer_features(config)
     x_train = features.fit_transform([r.sequence for r in train])
     x_valid = features.transform([r.sequence for r in valid])
     y_train, y_valid = [r.label for r in train], [r.label for r in valid]
@@ -148,13 +126,8 @@ def fit_kmer_baseline(train: list[PromoterRecord], valid: list[PromoterRecord],
 
 
 def run_kmer_baseline(data_dir: str | Path, config: KmerBaselineConfig = KmerBaselineConfig()) -> dict:
-    """Fit on train, choose ``C`` and the F1-best threshold on valid, evaluate on test.
-
-    Returns:
-        A JSON-ready report: the config, the chosen ``C``, the dataset's counts and
-        negative method, the validation and test metrics (see
-        :func:`genolong.evaluation.metrics.promoter_metrics`), and the fit time.
-    """
+    """Fit on train, choose ``C`` and the F1-best threshold on valid, evaluate on test: a JSON-ready report
+    (config, ``C``, the dataset's counts and negatives, valid and test metrics, fit time)."""
     manifest = load_manifest(data_dir)
     names = ("train", "valid", "test", *(["random_test"] if "random_test" in manifest["counts"] else []))
     splits = {name: load_split(data_dir, name) for name in names}
@@ -168,8 +141,8 @@ def run_kmer_baseline(data_dir: str | Path, config: KmerBaselineConfig = KmerBas
     fit_seconds = time.perf_counter() - started
 
     def scores(name: str) -> tuple[list[int], np.ndarray]:
-        return [r.label for r in splits[name]], pipeline.predict_proba([r.sequence for r in splits[name]])[
-            :, 1]
+        records = splits[name]
+        return [r.label for r in records], pipeline.predict_proba([r.sequence for r in records])[:, 1]
 
     valid_true, valid_prob = scores("valid")
     threshold = best_f1_threshold(valid_true, valid_prob)

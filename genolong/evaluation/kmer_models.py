@@ -1,30 +1,10 @@
-"""The k-mer baseline of every problem type, and its stack with the network.
+"""The k-mer baseline of every problem type, and its stack with the network (docs/guide/tasks.md).
 
-Features are the baseline's (:func:`genolong.evaluation.kmer_baseline.kmer_features`: k-mer
-frequencies for k = 4..6, scaled) on the ACGT k-mers only (a k-mer with another letter is not
-counted, as the classifier's k-mer component counts them), fitted on exactly the training split; the model by problem
-type: ``binary`` logistic regression, ``multiclass`` multinomial logistic regression,
-``multilabel`` one-vs-rest least squares (ridge regression on the 0/1 labels, every label in one
-solve: hundreds of logistic regressions took tens of minutes on a shared CPU; its clipped
-predictions are the labels' probabilities), ``regression`` ridge regression. The regularisation is chosen on
-the validation split by the problem type's metric (:data:`genolong.evaluation.task_metrics.METRICS`),
-except for multi-label tasks, which use :attr:`KmerModelConfig.multilabel_C`.
-
-:func:`fit_stack` combines the network's and the k-mer model's logits on the validation split:
-per output ``a * network + b * kmer + c`` by logistic regression (binary, multi-label)
-or least squares (regression); for multi-class, a multinomial logistic regression on both
-models' log-probabilities.
-
-The stack's weights are fitted on the rows it is judged on, so it looks better on validation than
-it is. What is saved for each output (for multi-class, for the task) is therefore the best of three
-candidates by the problem type's metric on validation, with the stack scored out of fold (its
-weights fitted on the other folds, :data:`STACK_FOLDS` stratified folds, :data:`STACK_REPEATS`
-seeded repeats, the metric averaged over repeats) and the two models alone scored as they are
-(neither is fitted on validation): the k-mer model alone, the network alone, or the stack, the
-first of them on a tie. So the network enters the saved model only where it improves on the
-k-mer model on rows its stack weights did not see. An output with too few validation rows for two
-folds (a class with one row) is one of the two models alone.
-"""
+The model (:data:`MODEL_KIND`; multi-label: one ridge solve, clipped predictions read as
+probabilities) is fitted on the training split over every ACGT k-mer, its C chosen on validation by
+:data:`genolong.evaluation.task_metrics.METRICS` (multi-label: fixed). :func:`fit_stack` keeps, per
+output (multi-class: per task), the best on validation of the k-mer model, the network and their
+stack (scored out of fold), the first on a tie; with too few rows for two folds, one model alone."""
 
 from __future__ import annotations
 
@@ -33,7 +13,6 @@ import itertools
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import pearsonr
 from sklearn.linear_model import LinearRegression, LogisticRegression, Ridge
 from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import KFold, StratifiedKFold
@@ -42,7 +21,7 @@ from sklearn.pipeline import Pipeline
 from genolong.classifier.kmer_component import KmerComponent, clipped_logit, log_softmax
 from genolong.dna.sequence import BASES
 from genolong.evaluation.kmer_baseline import KmerBaselineConfig, kmer_features
-from genolong.evaluation.task_metrics import METRICS, task_metrics
+from genolong.evaluation.task_metrics import METRICS, correlation, task_metrics
 
 #: The k-mer model of each problem type.
 MODEL_KIND = {"binary": "logistic regression", "multiclass": "multinomial logistic regression",
@@ -84,10 +63,8 @@ class KmerModel:
         return clipped_logit(values) if self.problem_type == "multilabel" else values
 
     def linear(self) -> tuple[list[str], np.ndarray, np.ndarray]:
-        """The model as weights on k-mer frequencies: the k-mers (V,), weights (M, V) and biases
-        (M,), one row per score (binary: one; multi-class: one per class, a two-class model's
-        as ``[0, score]``; ridge: one per output); see
-        :class:`~genolong.classifier.kmer_component.KmerComponent`."""
+        """The k-mers (V,), weights (M, V) on their frequencies and biases (M,), one row per score (binary:
+        one; multi-class: one per class, two classes as ``[0, score]``; ridge: one per output)."""
         vocabulary = self.features.named_steps["kmer_counts"].vocabulary_
         kmers = sorted(vocabulary, key=vocabulary.get)
         weights = np.atleast_2d(self.model.coef_) / self.features.named_steps["scale"].scale_
@@ -97,9 +74,8 @@ class KmerModel:
         return kmers, weights, bias
 
     def component(self) -> KmerComponent:
-        """The model alone as a classifier's k-mer component (unit mix, no offset, no network): its
-        :meth:`~KmerComponent.logits` are :meth:`logits`' (up to float rounding), and bound to a
-        tokenizer it reads the bases of token rows as the saved stack does."""
+        """The model alone as a classifier's k-mer component (unit mix, no offset, no network), whose
+        logits are :meth:`logits`' up to float rounding."""
         kmers, weights, bias = self.linear()
         return KmerComponent(kmers, weights, bias, np.eye(len(weights)), LINK[self.problem_type])
 
@@ -114,29 +90,23 @@ def activate(problem_type: str, logits: np.ndarray) -> np.ndarray:
     return logits
 
 
-def _fit(problem_type: str, x, targets: np.ndarray, C: float, max_iter: int):
-    if problem_type in ("binary", "multiclass"):
-        return LogisticRegression(C=C, max_iter=max_iter).fit(x, targets[:, 0].astype(int))
-    return Ridge(alpha=1 / C).fit(x, targets)
-
-
 def fit_kmer_model(problem_type: str, train: tuple[list[str], np.ndarray], valid: tuple[list[str], np.ndarray],
                    config: KmerModelConfig = KmerModelConfig()) -> tuple[KmerModel, dict]:
-    """Fit the k-mer model of ``problem_type`` on ``train`` (sequences, targets (N, K)); choose C on ``valid``.
-
-    Returns:
-        The model and a report: the model kind, the chosen ``C``, the feature count and the
-        validation metric of each ``C`` tried.
-    """
+    """The k-mer model of ``problem_type`` fitted on ``train`` (sequences, targets (N, K)), C chosen on
+    ``valid``, and a report: the model kind, the chosen ``C``, the features, each ``C``'s valid metric."""
     sizes = range(config.kmers.k_min, config.kmers.k_max + 1)
     acgt = ["".join(kmer) for k in sizes for kmer in itertools.product(BASES, repeat=k)]
     features = kmer_features(config.kmers, {kmer: column for column, kmer in enumerate(acgt)})
-    x_train = features.fit_transform(train[0])
+    sequences, y = train
+    x_train = features.fit_transform(sequences)
     candidates = (config.multilabel_C,) if problem_type == "multilabel" else config.kmers.Cs
     fitted, scores = {}, {}
     for c in candidates:
-        fitted[c] = KmerModel(problem_type, features, _fit(problem_type, x_train, train[1], c, config.kmers.max_iter),
-                              C=c)
+        if problem_type in ("binary", "multiclass"):
+            model = LogisticRegression(C=c, max_iter=config.kmers.max_iter).fit(x_train, y[:, 0].astype(int))
+        else:
+            model = Ridge(alpha=1 / c).fit(x_train, y)
+        fitted[c] = KmerModel(problem_type, features, model, C=c)
         outputs = activate(problem_type, fitted[c].logits(valid[0]))
         scores[c] = task_metrics(problem_type, valid[1], outputs)[METRICS[problem_type].monitor]
     best = max(candidates, key=lambda c: (np.nan_to_num(scores[c], nan=-np.inf), -c))
@@ -146,14 +116,9 @@ def fit_kmer_model(problem_type: str, train: tuple[list[str], np.ndarray], valid
 
 
 class Stack:
-    """The network's and the k-mer model's logits combined (see the module docstring).
-
-    Attributes:
-        weights: (C, 3) ``a, b, c`` per output (binary, multi-label, regression), or None.
-        multinomial: the multi-class logistic regression on ``[network, kmer]`` log-probabilities, or None.
-        chosen: (C,) or (1,) for multi-class: what each output is, one of :data:`CANDIDATES`.
-        scores: the validation score of each candidate, per output (see the module docstring).
-    """
+    """The network's and the k-mer model's logits combined by ``weights`` (C, 3) ``a, b, c`` per output
+    or by ``multinomial`` (multi-class, on both log-probabilities); ``chosen`` (C,) (multi-class: (1,))
+    :data:`CANDIDATES` and ``scores``, each candidate's validation score per output."""
 
     def __init__(self, problem_type: str, weights: np.ndarray | None, multinomial, chosen: list[str],
                  scores: list[dict[str, float]]):
@@ -167,13 +132,8 @@ class Stack:
         return self.weights[:, 0] * network + self.weights[:, 1] * kmer + self.weights[:, 2]
 
     def saved(self, kmer_model: KmerModel) -> KmerComponent | None:
-        """The stack as a classifier directory keeps it: the k-mer component that turns the
-        network's logits into the stack's (None when the stack gives the k-mer model no weight).
-
-        Binary, multi-label, regression: ``network = diag(a)``, the k-mer model with ``mix = diag(b)``
-        (multi-label through the clipped log-odds of its ridge predictions), ``offset = c``;
-        multi-class: the multinomial stack's weights on the network's log-probabilities, on the
-        k-mer model's (``log_softmax`` of its class scores) and its intercept."""
+        """The k-mer component that turns the network's logits into the stack's (``network = diag(a)``,
+        ``mix = diag(b)``, ``offset = c``, or the multinomial's), None if the k-mer model has no weight."""
         kmers, weights, bias = kmer_model.linear()
         if self.multinomial is not None:
             coef, outputs = self.multinomial.coef_, len(self.multinomial.intercept_)  # (C, 2C): network, k-mer
@@ -187,9 +147,8 @@ class Stack:
     def label(self) -> str:
         """What the saved model is: ``k-mer model``, ``network``, ``network + k-mer stack``, or per
         output ``k-mer model 3, stack 2`` when outputs differ."""
-        kinds = {"k-mer model": "k-mer model", "network": "network", "stack": "network + k-mer stack"}
         if len(set(self.chosen)) == 1:
-            return kinds[self.chosen[0]]
+            return "network + k-mer stack" if self.chosen[0] == "stack" else self.chosen[0]
         return "per output: " + ", ".join(f"{name} {self.chosen.count(name)}" for name in CANDIDATES
                                           if name in self.chosen)
 
@@ -212,11 +171,8 @@ class Stack:
 
 def fit_stack(problem_type: str, network: np.ndarray, kmer: np.ndarray, targets: np.ndarray,
               seed: int = 0) -> Stack:
-    """The saved combination of the network's and the k-mer model's validation logits (N, C) on
-    ``targets`` (N, K): per output the k-mer model, the network or their stack, as the module
-    docstring says; ``seed`` draws the folds.
-
-    An output whose validation targets have a single class keeps the network alone."""
+    """The saved combination of the network's and the k-mer model's validation logits (N, C) on ``targets``
+    (N, K) (``seed``: the folds); an output whose targets have a single class keeps the network alone."""
     if problem_type == "multiclass":
         return _fit_multiclass(network, kmer, targets, seed)
     weights = np.tile(ALONE["network"], (network.shape[1], 1))
@@ -259,7 +215,7 @@ def _predict_output(problem_type: str, x: np.ndarray, y: np.ndarray, train: np.n
 def _score(problem_type: str, y: np.ndarray, logits: np.ndarray) -> float:
     """One output's metric (:data:`SCORED`): AUROC of its logits, or Pearson r of its values."""
     if problem_type == "regression":
-        return float(pearsonr(y, logits)[0]) if np.ptp(y) > 0 and np.ptp(logits) > 0 else np.nan
+        return correlation(y, logits)
     return float(roc_auc_score(y.astype(int), logits))
 
 
@@ -277,9 +233,8 @@ def _folds(problem_type: str, y: np.ndarray, seed: int):
 
 
 def _out_of_fold(repeats: list, shape: tuple[int, ...], predict, score) -> float:
-    """The mean over ``repeats`` (from :func:`_folds`) of ``score(held_out)``, where ``held_out``
-    (``shape``) holds for each fold's rows ``predict(train, test)``, fitted on the others; NaN
-    without repeats (too few rows)."""
+    """The mean over ``repeats`` (:func:`_folds`) of ``score(held_out)``, ``held_out`` (``shape``) holding
+    each fold's ``predict(train, test)``, fitted on the other folds; NaN without repeats."""
     values = []
     for folds in repeats:
         held_out = np.zeros(shape)

@@ -1,20 +1,11 @@
 """Leakage between a benchmark's training and test splits: test sequences the model may have seen.
 
-Each test sequence gets the first kind that applies, in this order:
-
-- ``exact``: the same sequence (case-insensitive) is in the training split;
-- ``reverse_complement``: its reverse complement is in the training split;
-- ``near``: some training sequence shares a Jaccard index of canonical k-mers (a k-mer and its
-  reverse complement count as one, so near reverse complements count too) of at least ``cut``
-  (:class:`LeakageSettings`; k = 8 and cut 0.5 by default. Measured on random 250-bp sequences:
-  the highest index of one with 200 unrelated ones is about 0.02; a copy with every 20th base
-  changed has 0.43, one with every 10th changed 0.12; a copy of which a quarter was replaced by
-  other bases 0.60, a half 0.32).
-
-K-mers holding a base other than A, C, G, T are left out; a sequence shorter than k has no
-k-mers and is never a near duplicate. The Jaccard indices come from one sparse product of
-(test x k-mer) and (k-mer x train) incidence matrices, in chunks of test rows.
-"""
+Each test sequence gets the first kind that applies: ``exact`` (the same sequence, case aside, is in
+the training split), ``reverse_complement`` (its reverse complement is), ``near`` (some training
+sequence shares a Jaccard index of canonical ACGT k-mers of at least ``cut``, :class:`LeakageSettings`;
+never for a sequence shorter than k). What k = 8, cut 0.5 catch, on random 250-bp sequences: the
+highest index of one with 200 unrelated ones is about 0.02; a copy with every 20th base changed has
+0.43, every 10th 0.12; a copy of which a quarter was replaced by other bases 0.60, a half 0.32."""
 
 from __future__ import annotations
 
@@ -70,13 +61,13 @@ def _incidence(sequences: list[str], k: int) -> sparse.csr_matrix:
     sets = [canonical_set(s, k) for s in sequences]
     indptr = np.concatenate([[0], np.cumsum([len(s) for s in sets])])
     indices = np.concatenate(sets) if sets else np.zeros(0, dtype=np.int64)
-    data = np.ones(len(indices), dtype=np.int32)
-    return sparse.csr_matrix((data, indices, indptr), shape=(len(sequences), 4 ** k))
+    ones = np.ones(len(indices), dtype=np.int32)
+    return sparse.csr_matrix((ones, indices, indptr), shape=(len(sequences), 4 ** k))
 
 
 def max_jaccard(train: list[str], test: list[str], k: int) -> np.ndarray:
-    """(N_test,) the highest canonical k-mer Jaccard index of each test sequence with any
-    training sequence (0 when they share none)."""
+    """(N_test,) the highest canonical k-mer Jaccard index of each test sequence with any training
+    sequence (0 when they share none), from sparse products of incidence matrices in chunks of test rows."""
     train_matrix = _incidence(train, k).T.tocsc()  # (4^k, N_train)
     train_sizes = np.asarray(train_matrix.sum(axis=0)).ravel()
     best = np.zeros(len(test))
@@ -110,7 +101,6 @@ def find_leakage(train: list[str], test: list[str], settings: LeakageSettings = 
     """The leakage of each test sequence into the training split (see the module docstring)."""
     seen = {s.upper() for s in train}
     jaccard = max_jaccard(train, test, settings.k)
-    kind = np.full(len(test), "", dtype=object)
-    for i, sequence in enumerate(test):
-        kind[i] = copy_kind(sequence, seen) or ("near" if jaccard[i] >= settings.cut else "")
-    return Leakage(kind, jaccard)
+    kind = [copy_kind(sequence, seen) or ("near" if value >= settings.cut else "")
+            for sequence, value in zip(test, jaccard, strict=True)]
+    return Leakage(np.array(kind, dtype=object), jaccard)

@@ -1,7 +1,6 @@
 """Evaluation metrics: binary promoter metrics at a threshold chosen on validation, calibration,
 intervals over seeds, and the per-profile AUCs of the chromatin task (919 binary labels, DeepSEA /
-BigBird App. F.3) with their medians per class beside the published rows.
-"""
+BigBird App. F.3) with their medians per class beside the published rows."""
 
 from __future__ import annotations
 
@@ -53,13 +52,8 @@ def best_f1_threshold(y_true, prob) -> float:
 
 
 def promoter_metrics(y_true, prob, threshold: float) -> dict[str, float]:
-    """Binary metrics of ``prob >= threshold`` (chosen on validation with :func:`best_f1_threshold`),
-    plus the threshold-free AUROC and AUPRC (average precision); shapes as there.
-
-    Returns:
-        ``f1``, ``precision``, ``recall``, ``mcc``, ``auroc``, ``auprc``, ``threshold``, ``n``,
-        ``n_positive``.
-    """
+    """:data:`PROMOTER_METRICS` of ``prob >= threshold`` (chosen on validation: :func:`best_f1_threshold`;
+    shapes as there; AUPRC: average precision), ``threshold``, ``n`` and ``n_positive``."""
     y_true, prob = _binary_inputs(y_true, prob)
     y_pred = (prob >= threshold).astype(int)
     return {"f1": float(f1_score(y_true, y_pred, zero_division=0)),
@@ -71,9 +65,8 @@ def promoter_metrics(y_true, prob, threshold: float) -> dict[str, float]:
 
 
 def expected_calibration_error(y_true, prob, bins: int = 10) -> float:
-    """ECE (Naeini et al. 2015): the mean over ``bins`` equal-width probability bins of
-    |fraction of positives - mean probability|, weighted by the share of examples in the bin;
-    ``y_true`` ``(n,)`` labels 0/1, ``prob`` ``(n,)`` probabilities of label 1 in [0, 1]."""
+    """ECE (Naeini et al. 2015) of labels ``y_true`` ``(n,)`` and probabilities ``prob`` ``(n,)``: the mean
+    over ``bins`` equal-width bins of |fraction of positives - mean probability|, weighted by size."""
     y_true = np.asarray(y_true, dtype=float).ravel()
     prob = np.asarray(prob, dtype=float).ravel()
     which = np.minimum((prob * bins).astype(int), bins - 1)
@@ -98,15 +91,17 @@ def mean_interval(values, confidence: float = 0.95) -> tuple[float, float]:
 
 def format_metrics_table(rows: Mapping[str, Mapping[str, float]]) -> str:
     """A plain-text table, one row per named result (e.g. ``{"kmer baseline": metrics}``)."""
+    cells = {name: [f"{metrics[m]:>9.4f}" for m in PROMOTER_METRICS] + [f"{metrics['threshold']:>9.4g}"]
+             for name, metrics in rows.items()}
+    return _model_table([f"{m:>9}" for m in PROMOTER_METRICS] + ["threshold"], cells)
+
+
+def _model_table(header: list[str], rows: Mapping[str, list[str]]) -> str:
+    """Plain-text lines, cells two spaces apart: ``model`` and the ``header`` cells, then each named row's."""
     width = max(len("model"), *(len(name) for name in rows))
-    lines = [f"{'model':<{width}}  " + "  ".join(f"{m:>9}" for m in PROMOTER_METRICS) + "  threshold"]
-    for name, metrics in rows.items():
-        cells = "  ".join(f"{metrics[m]:>9.4f}" for m in PROMOTER_METRICS)
-        lines.append(f"{name:<{width}}  {cells}  {metrics['threshold']:>9.4g}")
-    return "\n".join(lines)
+    lines = [("model", header), *rows.items()]
+    return "\n".join("  ".join([f"{name:<{width}}", *cells]) for name, cells in lines)
 
-
-# -- chromatin profiles ------------------------------------------------------------------------
 
 #: Published median ROC AUC per profile class (BigBird Table 7, percent / 100). DeepSEA's
 #: row matches the medians of DeepSEA's own Supp. Table 2 (truncated to one decimal).
@@ -118,13 +113,8 @@ CHROMATIN_CLASSES = ("TF", "DHS", "HM")
 
 @dataclass(frozen=True)
 class ProfileAUCs:
-    """Per-profile AUCs; every array has shape ``(profiles,)``.
-
-    Attributes:
-        roc_auc: ROC AUC, NaN where undefined.
-        pr_auc: PR AUC as average precision, NaN where undefined.
-        positives, negatives: label counts per profile.
-    """
+    """Per-profile ROC AUC, PR AUC (average precision), both NaN where undefined, and label counts;
+    every array has shape ``(profiles,)``."""
 
     roc_auc: np.ndarray
     pr_auc: np.ndarray
@@ -137,50 +127,24 @@ class ProfileAUCs:
         return (self.positives > 0) & (self.negatives > 0)
 
 
-def checked_profile_inputs(labels, scores) -> tuple[np.ndarray, np.ndarray]:
-    """``labels`` and ``scores`` as arrays (scores float64), both ``(examples, profiles)``.
+def per_profile_auc(labels, scores, *, chunk_elements: int = 1 << 24) -> ProfileAUCs:
+    """ROC AUC and PR AUC of every profile (column) of ``labels`` (0/1) and ``scores`` (finite, any
+    monotone scale), both ``(examples, profiles)``, as DeepSEA and BigBird evaluate, in chunks of about
+    ``chunk_elements``; NaN (never an error) for a profile without positives or negatives. A ValueError
+    for other shapes (a caller's bug), a UserError for labels other than 0/1 or non-finite scores.
 
-    Raises:
-        ValueError: the shapes differ or are not 2-D (a bug in the caller).
-        UserError: labels other than 0/1, or non-finite scores (bad input files).
-    """
-    labels = np.asarray(labels)
-    scores = np.asarray(scores, dtype=np.float64)
+    scikit-learn's ``roc_auc_score`` and ``average_precision_score`` (step-wise, ties included; the
+    tests check it), vectorized (scikit-learn's validation per profile costs minutes on DeepSEA's test
+    set): ROC AUC is the Mann-Whitney statistic with average ranks for ties; PR AUC is ``sum_k (R_k -
+    R_{k-1}) P_k`` over the distinct thresholds k in decreasing order: each positive contributes the
+    precision at the lowest-ranked end of its group of tied scores, divided by the number of positives."""
+    labels, scores = np.asarray(labels), np.asarray(scores, dtype=np.float64)
     if labels.ndim != 2 or labels.shape != scores.shape:
         raise ValueError(f"labels {labels.shape} and scores {scores.shape} must both be (examples, profiles)")
     if not np.isin(labels, (0, 1)).all():
         raise UserError("chromatin labels must be 0 or 1")
     if not np.isfinite(scores).all():
         raise UserError("chromatin scores contain NaN or infinite values")
-    return labels, scores
-
-
-def per_profile_auc(labels, scores, *, chunk_elements: int = 1 << 24) -> ProfileAUCs:
-    """ROC AUC and PR AUC of every profile (column), as DeepSEA and BigBird evaluate.
-
-    A profile whose labels are all 0 (no positives, e.g. one TF of DeepSEA's test set)
-    or all 1 has no AUC: it gets NaN and ``defined`` is False; it never raises.
-
-    The numbers are scikit-learn's ``roc_auc_score`` and ``average_precision_score`` (the
-    step-wise area, no interpolation; ties included; the tests check it), computed vectorized
-    over profiles, about 100 times faster: scikit-learn costs milliseconds of input validation
-    per profile and call, which is seconds per 919-profile evaluation and minutes on DeepSEA's
-    test set.
-
-    * ROC AUC is the Mann-Whitney statistic with average ranks for tied scores.
-    * PR AUC (average precision) is ``sum_k (R_k - R_{k-1}) P_k`` over the distinct
-      thresholds k in decreasing order: each positive contributes the precision at the
-      lowest-ranked end of its group of tied scores, divided by the number of positives.
-
-    Args:
-        labels: ``(examples, profiles)`` 0/1.
-        scores: ``(examples, profiles)`` finite scores, any monotone scale.
-        chunk_elements: profiles are processed in chunks of about this many elements.
-
-    Returns:
-        :class:`ProfileAUCs`, NaN where a profile lacks positives or negatives.
-    """
-    labels, scores = checked_profile_inputs(labels, scores)
     rows = len(labels)
     positives = labels.sum(axis=0, dtype=np.int64)
     negatives = rows - positives
@@ -205,17 +169,8 @@ def per_profile_auc(labels, scores, *, chunk_elements: int = 1 << 24) -> Profile
 
 
 def median_auc_by_class(auc, classes) -> dict[str, dict[str, float | int]]:
-    """Median AUC per class, over the profiles whose AUC is defined.
-
-    Args:
-        auc: ``(profiles,)`` AUC values, NaN where undefined.
-        classes: ``(profiles,)`` class names (e.g. :func:`genolong.evaluation.profiles.profile_classes`).
-
-    Returns:
-        ``{class: {"median": m, "profiles": defined, "undefined": n}}`` in
-        :data:`CHROMATIN_CLASSES` order, then any other class; ``median`` is NaN
-        when no profile of the class is defined.
-    """
+    """``{class: {"median": m, "profiles": defined, "undefined": n}}``: the median of the non-NaN ``auc``
+    (NaN if none) per class of ``classes``, both ``(profiles,)``, in :data:`CHROMATIN_CLASSES` order."""
     auc, classes = np.asarray(auc, dtype=np.float64), np.asarray(classes)
     if auc.shape != classes.shape:
         raise ValueError(f"{auc.shape} AUCs but {classes.shape} classes")
@@ -235,9 +190,6 @@ def format_chromatin_medians(medians: Mapping[str, Mapping[str, Mapping[str, flo
     median_auc_by_class(...)}``), then the published reference rows."""
     rows = {name: {cls: summary[cls]["median"] for cls in summary} for name, summary in medians.items()}
     rows.update({f"{name} (published)": values for name, values in CHROMATIN_REFERENCE_MEDIAN_AUC.items()})
-    width = max(len("model"), *(len(name) for name in rows))
-    lines = [f"{'model':<{width}}  " + "  ".join(f"{cls:>6}" for cls in CHROMATIN_CLASSES)]
-    for name, values in rows.items():
-        cells = [f"{100 * values[cls]:>6.1f}" if cls in values else f"{'-':>6}" for cls in CHROMATIN_CLASSES]
-        lines.append(f"{name:<{width}}  " + "  ".join(cells))
-    return "\n".join(lines)
+    cells = {name: [f"{100 * values[c]:>6.1f}" if c in values else f"{'-':>6}" for c in CHROMATIN_CLASSES]
+             for name, values in rows.items()}
+    return _model_table([f"{cls:>6}" for cls in CHROMATIN_CLASSES], cells)

@@ -1,13 +1,6 @@
-"""The 919 DeepSEA chromatin profiles: name, cell type, assay, treatment and class.
-
-The labels of the DeepSEA bundle (Zhou & Troyanskaya 2015; BigBird App. F.3) are 919
-binary chromatin profiles in a fixed column order: DNase I hypersensitivity (DHS)
-``[0:125]``, transcription factor binding (TF) ``[125:815]``, histone marks (HM)
-``[815:919]``. BigBird and DeepSEA report the median ROC AUC of each class.
-
-The names come from the shipped copy of epitome's table
-(``genolong/resources/chromatin/``, Apache-2.0), ``Cell|Assay|Treatment`` per column.
-"""
+"""The 919 DeepSEA chromatin profiles (Zhou & Troyanskaya 2015; BigBird App. F.3) in column order
+(:data:`CLASS_COLUMNS`: DNase I hypersensitivity, TF binding, histone marks), named
+``Cell|Assay|Treatment`` by the shipped copy of epitome's table (``genolong/resources/chromatin/``)."""
 
 from __future__ import annotations
 
@@ -29,14 +22,8 @@ CLASS_COLUMNS = {"DHS": range(0, 125), "TF": range(125, 815), "HM": range(815, 9
 
 @dataclass(frozen=True)
 class ChromatinProfile:
-    """One label column.
-
-    Attributes:
-        index: 0-based column in the label matrix.
-        name: ``Cell|Assay|Treatment``, e.g. ``8988T|DNase|None``.
-        cell_type, assay, treatment: the three parts of ``name``.
-        profile_class: ``DHS``, ``TF`` or ``HM``.
-    """
+    """One label column: its 0-based ``index``, ``name`` ``Cell|Assay|Treatment`` (e.g.
+    ``8988T|DNase|None``) and its three parts, and ``profile_class`` (``DHS``, ``TF`` or ``HM``)."""
 
     index: int
     name: str
@@ -60,17 +47,9 @@ def default_table() -> Path:
 
 
 def load_profiles(path: str | os.PathLike | None = None) -> tuple[ChromatinProfile, ...]:
-    """Read a profile table in epitome's format (``i\\tCell|Assay|Treatment``, header ``0\\t...``).
-
-    Args:
-        path: the table; the shipped one by default.
-
-    Returns:
-        919 profiles in column order.
-
-    Raises:
-        InputError: wrong number of rows, indices out of order, or a name without three parts.
-    """
+    """The 919 profiles, in column order, of a table in epitome's format (``i\\tCell|Assay|Treatment``,
+    header ``0\\t...``; the shipped one by default); an InputError for another number of rows,
+    indices out of order, or a name without three parts."""
     path = Path(path) if path is not None else default_table()
     lines = path.read_text().splitlines()
     if not lines or not lines[0].startswith("0\t"):

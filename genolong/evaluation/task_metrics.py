@@ -1,21 +1,10 @@
-"""Metrics by problem type, with scikit-learn (the problem types of :data:`genolong.datasets.task.PROBLEM_TYPES`).
-
-Inputs are a split's targets (N, K) as stored (binary 0/1 and multiclass class ids: K = 1) and
-outputs (N, C) as a classifier gives them (sigmoid probabilities, softmax probabilities or
-regression values):
-
-- ``binary``: F1, precision, recall, MCC at a threshold (chosen on validation: max F1), AUROC, AUPRC;
-- ``multiclass``: accuracy, macro-F1, MCC of the arg-max class;
-- ``multilabel``: ROC and PR AUC per label (labels with both classes), their medians and means;
-- ``regression``: Pearson, Spearman, R² and MSE per output, and their means.
-
-:data:`METRICS` is the table: per problem type, these metrics, the one that early stopping and
-model selection follow (higher is better) and those a summary shows. A benchmark compares
-classifiers on one set of metrics of both classification types (:func:`classification_metrics`).
-"""
+"""Metrics by problem type (:data:`METRICS`), with scikit-learn, of a split's targets (N, K) as stored
+(binary 0/1 and class ids: K = 1) and a classifier's outputs (N, C) (probabilities, or regression
+values); a benchmark compares classifiers on one set of metrics (:func:`classification_metrics`)."""
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -75,31 +64,25 @@ def multilabel_metrics(targets: np.ndarray, outputs: np.ndarray) -> dict[str, fl
     """Median and mean ROC/PR AUC over the labels that have both classes, and their number."""
     roc, pr = per_label_aucs(targets, outputs)
     defined = ~np.isnan(roc)
-    if not defined.any():
-        return {"labels_with_auc": 0.0, "median_auroc": np.nan, "mean_auroc": np.nan, "median_auprc": np.nan,
-                "mean_auprc": np.nan}
-    return {"labels_with_auc": float(defined.sum()), "median_auroc": float(np.median(roc[defined])),
-            "mean_auroc": float(roc[defined].mean()), "median_auprc": float(np.median(pr[defined])),
-            "mean_auprc": float(pr[defined].mean())}
+    result = {"labels_with_auc": float(defined.sum())}
+    for name, values in (("auroc", roc[defined]), ("auprc", pr[defined])):
+        result |= {f"median_{name}": float(np.median(values)) if len(values) else np.nan,
+                   f"mean_{name}": float(values.mean()) if len(values) else np.nan}
+    return result
+
+
+def correlation(y: np.ndarray, p: np.ndarray, method=pearsonr) -> float:
+    """The ``method`` (``pearsonr``, ``spearmanr``) coefficient of two (N,) arrays; NaN if one is constant."""
+    return np.nan if np.ptp(y) == 0 or np.ptp(p) == 0 else float(method(y, p)[0])
 
 
 def regression_metrics(targets: np.ndarray, outputs: np.ndarray) -> dict[str, float]:
-    """Pearson, Spearman, R² and MSE per output (``name_j``) and their means (an output without
-    variance has NaN correlations)."""
+    """Pearson, Spearman, R² and MSE per output (``name_j``) and their means."""
     result = {}
-    for kind in ("pearson", "spearman", "r2", "mse"):
-        values = []
-        for j in range(targets.shape[1]):
-            y, p = targets[:, j], outputs[:, j]
-            constant = np.ptp(y) == 0 or np.ptp(p) == 0
-            if kind == "pearson":
-                values.append(np.nan if constant else float(pearsonr(y, p)[0]))
-            elif kind == "spearman":
-                values.append(np.nan if constant else float(spearmanr(y, p)[0]))
-            elif kind == "r2":
-                values.append(float(r2_score(y, p)))
-            else:
-                values.append(float(mean_squared_error(y, p)))
+    kinds = {"pearson": correlation, "spearman": functools.partial(correlation, method=spearmanr),
+             "r2": r2_score, "mse": mean_squared_error}
+    for kind, metric in kinds.items():
+        values = [float(metric(targets[:, j], outputs[:, j])) for j in range(targets.shape[1])]
         result |= {f"{kind}_{j}": v for j, v in enumerate(values)}
         result[f"mean_{kind}"] = float(np.nanmean(values)) if not np.isnan(values).all() else np.nan
     return result
@@ -134,15 +117,9 @@ def task_metrics(problem_type: str, targets: np.ndarray, outputs: np.ndarray,
 
 def classification_metrics(problem_type: str, targets: np.ndarray, outputs: np.ndarray,
                            threshold: float | None = None) -> dict[str, float]:
-    """:data:`BENCHMARK_METRICS` of one model on some rows: accuracy, F1 (multi-class: macro), MCC and
-    AUROC (multi-class: one-vs-rest, macro average); AUROC is NaN when the rows lack a class.
-
-    Args:
-        problem_type: one of :data:`CLASSIFICATION`.
-        targets: (N, 1) as a prepared task stores them: 0/1, or the class index.
-        outputs: (N, 1) positive-class probabilities (binary) or (N, C) class probabilities.
-        threshold: binary: the probability from which a row is called positive (required).
-    """
+    """:data:`BENCHMARK_METRICS` of one model on rows of a :data:`CLASSIFICATION` type: accuracy, F1 and
+    AUROC (multi-class: macro; AUROC one-vs-rest, NaN when the rows lack a class), MCC. ``targets`` (N, 1)
+    as stored; ``outputs`` (N, 1) or (N, C) probabilities; ``threshold``: binary, required."""
     y = targets[:, 0].astype(int)
     if problem_type == "binary":
         if threshold is None:
