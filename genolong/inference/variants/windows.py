@@ -145,10 +145,8 @@ class WindowBuilder:
         first = start - self.window // 2
         ref_window, padded = fetch_padded(self.genome, contig, first, first + self.window)
         offset = start - first
-        alt_window = ref_window[:offset] + alt + ref_window[offset + len(ref) :]
-        if len(alt_window) > self.window:
-            alt_window = alt_window[: self.window]
-        elif len(alt_window) < self.window:
+        alt_window = (ref_window[:offset] + alt + ref_window[offset + len(ref) :])[: self.window]
+        if len(alt_window) < self.window:
             end = first + self.window
             extension, extended_padded = fetch_padded(self.genome, contig, end, end + self.window - len(alt_window))
             alt_window += extension
