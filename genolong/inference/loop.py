@@ -34,8 +34,7 @@ warnings.filterwarnings("ignore", message="Couldn't infer the batch indices")
 
 class ScanModule(pl.LightningModule):
     """Probabilities of a batch of windows (with ``rc``: S windows, then their S reverse complements,
-    averaged), scattered back onto its bins; ``columns``: the outputs kept (None: all); ``kmer``: the
-    classifier's k-mer component or None."""
+    averaged) on the outputs ``columns`` (None: all), scattered back onto its bins."""
 
     def __init__(self, model, *, rc: bool, columns: list[int] | None, kmer=None):
         super().__init__()

@@ -58,8 +58,7 @@ class FastaPrediction:
 
 def _scored_records(run: FastaPrediction, path: Path, task: str | None, default_stride: Callable[[TaskInfo], int]):
     """The classifier at ``path`` (of ``task``; None: any) on this rank's device, and the records of ``run``
-    windowed (every ``default_stride(info)`` bp without ``run.stride``), scored and grouped by record, on
-    several ranks with ``run.devices`` / ``run.num_nodes`` above 1; None on a rank other than 0."""
+    windowed (``default_stride(info)`` without ``run.stride``), scored, grouped; None on other ranks."""
     trainer = None if run.devices == 1 and run.num_nodes == 1 else build_trainer(
         accelerator=run.accelerator, devices=run.devices, num_nodes=run.num_nodes, callbacks=[],
         precision=run.precision)
@@ -84,8 +83,7 @@ def _scored_records(run: FastaPrediction, path: Path, task: str | None, default_
 def predict_promoters(run: FastaPrediction, *, windows: Path | None = None,
                       bed: Path | None = None) -> tuple[PredictionCounts, TaskInfo] | None:
     """Write the per-record table to ``run.out``, optionally the per-window table and the BED of promoter
-    regions, at the model's record threshold; the counts and the model's task description (None on a rank
-    other than 0)."""
+    regions, at the model's record threshold; the counts and task description (None on other ranks)."""
     path = run.model or default_promoter_model()
     classifier, records = _scored_records(run, path, PROMOTER.name, lambda info: record_stride(info.window_bp))
     if records is None:
@@ -113,7 +111,7 @@ def predict_chromatin(run: FastaPrediction) -> PredictionCounts | None:
 
 
 def predict_records(run: FastaPrediction) -> tuple[PredictionCounts, TaskInfo] | None:
-    """Write one row per record to ``run.out`` for a classifier of any task, its records read in windows every
+    """Write one row per record to ``run.out`` for a classifier of any task, read in windows every
     ``run.stride`` bp (default :func:`~genolong.classifier.records.record_stride`, as fine-tuning validation
     reads them); the counts and the model's task description (None on a rank other than 0)."""
     classifier, records = _scored_records(run, run.model, None, lambda info: record_stride(info.window_bp))

@@ -136,10 +136,9 @@ def _promoter_probabilities(classifier, data_root: Path, source: PromoterSource,
 def calibrate(model: Path, data_root: Path, work: Path, backgrounds: dict[Background, Path],
               promoters: list[PromoterSource], target: float = TARGET,
               alternatives: dict[str, list[str]] | None = None) -> dict:
-    """Set the scan threshold on the calibration genomes (``backgrounds``: each genome and its indexed copy)
-    and report every genome (scanned bp, called fraction at both thresholds) and promoter file (records,
-    recall at both thresholds); ``alternatives``: other sets of genome files, by name, whose threshold
-    and called fractions are reported for the record only."""
+    """Set the scan threshold on the calibration genomes (``backgrounds``: each and its indexed copy) and
+    report every genome's called fraction and promoter file's recall at both thresholds, and for each set of
+    genome files of ``alternatives`` (by name) its threshold and called fractions, for the record only."""
     classifier = Classifier.load(model, task="promoter", device="cpu")
     scans = {b.file: read_scan(scan_background(model, genome, b, work)) for b, genome in backgrounds.items()}
     threshold = lowest_threshold([scans[b.file] for b in backgrounds if b.role == "calibration"], target)

@@ -1,11 +1,8 @@
 """Track writers, fed ``add(name, bin_starts, bin_ends, scores)`` per chunk of bins in plan order.
 
-NaN scores (skipped bins) are left out of bigWig and bedGraph (a gap in the browser) and kept in HDF5.
-Text writers write to a file the caller opens and closes; ``close()`` ends a track.
-:class:`MatrixTrack` writes HDF5: ``scores`` (bins, P) float32, the coordinates ``chrom`` (index into
-``chromosomes``), ``start``, ``end`` (bins,), and ``profiles`` (P,); :class:`RegionTrack` the called
-regions as BED6 (windows at or above the threshold, merged when they overlap or touch, as
-``predict-promoter --bed``); :class:`CalledBases` no file, only the bp those regions cover.
+NaN scores (skipped bins) are left out of bigWig and bedGraph and kept in HDF5; text writers write to a
+file the caller opens and closes. :class:`RegionTrack` writes the called regions as BED6 (windows at or
+above the threshold, merged as ``predict-promoter --bed``); :class:`CalledBases` counts the bp they cover.
 """
 
 from __future__ import annotations
@@ -53,7 +50,8 @@ class BedGraphTrack:
 
 
 class MatrixTrack:
-    """Appends bins to resizable, chunked HDF5 datasets (constant memory)."""
+    """HDF5, appended in chunks (constant memory): ``scores`` (bins, P) float32, the coordinates ``chrom``
+    (index into ``chromosomes``), ``start``, ``end`` (bins,), and ``profiles`` (P,)."""
 
     def __init__(self, path: Path, chromosomes: list[tuple[str, int]], profiles: list[str], attributes: dict):
         self.file = h5py.File(path, "w")

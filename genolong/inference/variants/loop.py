@@ -27,8 +27,7 @@ warnings.filterwarnings("ignore", message=".*does not have many workers.*")
 
 class Chunk:
     """Chunk ``index`` of the input (-1: the empty item): its scoreable ``windows`` and the ``counts`` of its
-    alleles (``alleles``, ``scored``, ``skipped: reason``, ``flagged: flag``). A plain class, so that
-    Lightning moves no part of it to a device."""
+    alleles; a plain class, so that Lightning moves no part of it to a device."""
 
     def __init__(self, index: int, windows: list[VariantWindows], counts: Counter):
         self.index, self.windows, self.counts = index, windows, counts

@@ -1,11 +1,9 @@
 """Variants against the reference genome: build check, REF check, left-normalisation, model windows.
 
-The variant is left-normalised (Tan et al. 2015, "Unified representation of genetic variants"); with ``s``
-the 0-based start of the normalised allele and ``W`` the model's input length, the reference window is
-``genome[s - W // 2, s - W // 2 + W)``; the alternative window replaces the reference allele there and
-keeps length ``W`` on the right (an insertion pushes the right flank out, a deletion pulls more reference
-in). Bases outside the contig are ``N`` and flag the variant ``padded``; the model then keeps the tokens
-centred on the variant's token rather than on the window's middle token.
+The variant is left-normalised (Tan et al. 2015, "Unified representation of genetic variants"); the
+reference window is ``genome[s - W // 2, s - W // 2 + W)`` (``s``: the allele's 0-based start, ``W``: the
+model's input length), the alternative window replaces the allele there and keeps length ``W`` on the
+right. Bases outside the contig are ``N`` and flag the variant ``padded``.
 """
 
 from __future__ import annotations
