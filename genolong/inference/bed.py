@@ -1,9 +1,5 @@
-"""BED regions of a genome, checked line by line: the one reader of ``scan --regions`` and
-``explain --regions``.
-
-Coordinates are 0-based, half-open; ``track``, ``browser`` and ``#`` lines and blank lines are
-skipped; columns after the fourth are ignored.
-"""
+"""BED regions of a genome, checked line by line (``scan --regions``, ``explain --regions``): 0-based,
+half-open; ``track``, ``browser``, ``#`` and blank lines skipped; columns after the fourth ignored."""
 
 from __future__ import annotations
 
@@ -25,13 +21,8 @@ class BedRegion(NamedTuple):
 
 
 def read_bed_regions(path: Path, genome) -> Iterator[BedRegion]:
-    """The regions of BED file ``path`` on ``genome`` (a :class:`genolong.dna.genome.Genome`).
-
-    Raises:
-        InputError: an unreadable or binary file, a line without three tab-separated columns
-            or integer coordinates, an unknown chromosome, an empty or reversed region, or one
-            outside its chromosome (file and line named); a file without any region.
-    """
+    """The regions of BED file ``path`` on ``genome``; an unreadable file or one without regions, a malformed
+    line, an unknown chromosome, an empty region or one outside its chromosome raise :class:`InputError`."""
     lengths = genome.chromosomes
     found = False
     try:

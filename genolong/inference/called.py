@@ -1,12 +1,9 @@
 """How much of a sequence a classifier called, and a caution when that is much of a species it never saw.
 
-``genolong scan`` and ``genolong predict-promoter`` end with one line: the bp of the called regions
-(windows at or above the threshold, merged; the ``--bed`` regions) over the bp scored. Promoters
-cover a few percent of a genome, so a promoter model that calls more than :data:`CAUTION_FRACTION`
-of a sequence from a species outside its card's ``species`` (the species it was trained or validated
-on; ``--species`` names the user's) is out of its depth there: one more line says so and what to do.
-The caution applies to the models whose inference spec says so (``called_fraction_caution``: the
-promoter task's); a model that records no species gets none (nothing to compare with).
+``genolong scan`` and ``predict-promoter`` end with the bp of the called regions (the ``--bed`` regions)
+over the bp scored. A model whose inference spec sets ``called_fraction_caution`` (the promoter task's)
+and whose card lists ``species`` gets one more line when it calls over :data:`CAUTION_FRACTION` of a
+species outside them (``--species`` names the user's).
 """
 
 from __future__ import annotations
@@ -23,12 +20,10 @@ def _normalised(name: str) -> str:
 
 
 def knows_species(info: TaskInfo, species: str | None) -> bool:
-    """Whether ``species`` (scientific or common name, any case, ``_`` for space) is one the model's card
-    records; False when ``species`` is None (not named) or the card records none."""
-    if species is None:
-        return False
+    """Whether ``species`` (scientific or common name, any case, ``_`` for space; None: not named) is one
+    the model's card records."""
     known = {_normalised(name) for pair in info.species.items() for name in pair}
-    return _normalised(species) in known
+    return species is not None and _normalised(species) in known
 
 
 def called_line(called_bp: int, scored_bp: int, threshold: float, which: str) -> str:
@@ -38,9 +33,8 @@ def called_line(called_bp: int, scored_bp: int, threshold: float, which: str) ->
 
 
 def caution_line(info: TaskInfo, species: str | None, called_bp: int, scored_bp: int) -> str | None:
-    """One line of caution when a model whose inference spec asks for it (``info.inference``, resolved by
-    :func:`genolong.tasks.task.load_classifier`) and with a species list called more than
-    :data:`CAUTION_FRACTION` of ``scored_bp`` on a species outside it (or not named); else None."""
+    """The caution line (module docstring) when ``called_bp`` is over :data:`CAUTION_FRACTION` of
+    ``scored_bp`` on a species outside the card's (or not named); else None."""
     if info.inference is None or not info.inference.called_fraction_caution or not info.species or knows_species(info, species) or not scored_bp:
         return None
     fraction = called_bp / scored_bp

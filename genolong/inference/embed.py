@@ -3,25 +3,24 @@
 
 from __future__ import annotations
 
+import csv
+import io
+import itertools
 from pathlib import Path
+
+import h5py
 
 from genolong.classifier.embedder import Embedder
 from genolong.core.errors import InputError
-from genolong.dna.sequence import clean
+from genolong.core.files import atomic_path
+from genolong.core.progress import progress_bar
+from genolong.dna.sequence import InvalidSequenceError, clean, open_text_or_gzip, read_fasta
 
 
 def read_sequences(path: Path):
-    """(id, sequence) of each record of a FASTA file (plain or compressed) or of a CSV/TSV table
-    with a ``sequence`` column and an optional ``id`` column (default: the 1-based row number).
-
-    Raises:
-        InputError: a table without a ``sequence`` column, or a sequence outside the IUPAC codes.
-    """
-    import csv
-    import io
-
-    from genolong.dna.sequence import InvalidSequenceError, open_text_or_gzip, read_fasta
-
+    """(id, sequence) of each record of a FASTA file (plain or compressed) or of a CSV/TSV table with a
+    ``sequence`` column and an optional ``id`` column (default: the 1-based row number). A table without
+    ``sequence``, or a sequence outside the IUPAC codes, raises :class:`InputError`."""
     path = Path(path)
     if path.name.removesuffix(".gz").endswith((".csv", ".tsv")):
         with open_text_or_gzip(path) as binary, io.TextIOWrapper(binary, encoding="utf-8", newline="") as handle:
@@ -44,24 +43,11 @@ def read_sequences(path: Path):
 
 def write_embeddings(embedder: Embedder, records, out: Path, *, batch_size: int = 32, per_base: bool = False,
                      both_strands: bool = False, source: Path | None = None) -> int:
-    """Embed ``records`` ((id, sequence) pairs) batch by batch into the HDF5 file ``out``,
-    written under a temporary name and renamed when complete; memory holds one batch. ``source`` (the records' file) is named by errors.
-
-    The file holds ``ids`` (N,) strings and, pooled, ``embeddings`` (N, n_layers, H) float32,
-    or per base a group ``per_base`` of one (n_layers, L_i, H) float32 dataset per record, named
-    by its 0-based position (attribute ``id``). Attributes: ``layers``, ``pooling``,
-    ``both_strands``, ``per_base``.
-
-    Returns:
-        The number of records written.
-    """
-    import itertools
-
-    import h5py
-
-    from genolong.core.files import atomic_path
-    from genolong.core.progress import progress_bar
-
+    """Embed ``records`` ((id, sequence) pairs) batch by batch into the HDF5 file ``out`` (written atomically;
+    memory holds one batch; errors name ``source``); returns the number of records. The file holds ``ids``
+    (N,) strings and, pooled, ``embeddings`` (N, n_layers, H) float32, or per base a group ``per_base`` of
+    one (n_layers, L_i, H) float32 dataset per record, named by its 0-based position (attribute ``id``),
+    and the attributes ``layers``, ``pooling``, ``both_strands``, ``per_base``."""
     hidden = embedder.model.config.hidden_size
     count = 0
     with atomic_path(out) as tmp, h5py.File(tmp, "w") as handle:

@@ -7,15 +7,9 @@ from genolong.evaluation.profiles import CLASS_COLUMNS, N_PROFILES, profile_clas
 
 
 def select_labels(label_names: list[str], queries: list[str] | None) -> list[int]:
-    """Indices of the outputs matching any query, in column order; all of them without queries.
-
-    A query is an output's full name (``GM12878|CTCF|None``), a DeepSEA class (``DHS``, ``TF``,
-    ``HM``; 919-output models only), or one part of a ``Cell|Assay|Treatment`` name, any case
-    (``CTCF`` selects every CTCF profile, ``HepG2`` every HepG2 profile).
-
-    Raises:
-        UserError: a query that matches nothing.
-    """
+    """Indices of the outputs matching any query (all without queries), in column order: an output's full
+    name, a DeepSEA class (``DHS``, ``TF``, ``HM``; 919-output models only) or one part of a
+    ``Cell|Assay|Treatment`` name, any case. A query that matches nothing raises :class:`UserError`."""
     if not queries:
         return list(range(len(label_names)))
     chosen: set[int] = set()

@@ -1,14 +1,7 @@
-"""Lightning's predict loop for inference commands: one process, or many ranks (``--devices``,
-``--num-nodes``, SLURM or ``torchrun``), each computing its share of the work and writing it to
-part files that rank 0 merges into exactly the bytes a single process writes. :class:`ScanModule` and
-:class:`ScanPartWriter` are ``genolong scan``'s (the determinism rule of :mod:`genolong.classifier.scoring`
-makes the bytes the same on any number of ranks); ``score-variants`` has its own in
-:mod:`genolong.inference.variants.loop`.
-
-Work is shared round-robin: rank ``r`` of ``W`` computes items ``i % W == r`` (no padding or
-repeats, unlike Lightning's ``DistributedSampler``); predict has no collective operation, so
-uneven shares are fine. A rank without work gets one empty item (Lightning wants a batch on
-every rank).
+"""Lightning's predict loop for inference commands, on one process or many ranks (``--devices``,
+``--num-nodes``, SLURM or ``torchrun``): rank ``r`` of ``W`` computes items ``i % W == r`` (a rank without
+work gets one empty item) into part files that rank 0 merges into exactly the bytes one process writes.
+:class:`ScanModule` and :class:`ScanPartWriter` are ``genolong scan``'s.
 """
 
 from __future__ import annotations
@@ -40,34 +33,21 @@ warnings.filterwarnings("ignore", message="Couldn't infer the batch indices")
 
 
 class ScanModule(pl.LightningModule):
-    """Probabilities of a batch of windows, scattered back onto its bins.
-
-    Args:
-        model: a ``GenolongForSequenceClassification`` (eval mode).
-        rc: the rows hold the S windows, then their S reverse complements; average the two.
-        columns: output columns to keep (profile indices), or None for all.
-        kmer: the classifier's k-mer component (:mod:`genolong.classifier.kmer_component`), whose
-            logit is added to the model's, or None.
-    """
+    """Probabilities of a batch of windows (with ``rc``: S windows, then their S reverse complements,
+    averaged) on the outputs ``columns`` (None: all), scattered back onto its bins."""
 
     def __init__(self, model, *, rc: bool, columns: list[int] | None, kmer=None):
         super().__init__()
         self.model = model.eval()
-        self.rc, self.columns, self.kmer = rc, columns, kmer
-        self.warmed_up = False
+        self.rc, self.columns, self.kmer, self.warmed_up = rc, columns, kmer, False
 
     def probabilities(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        """(B, T) token rows -> (B, C) float32 outputs (:func:`genolong.classifier.scoring.token_outputs`,
-        under the Trainer's precision, with the [CLS]-only last layer where the model supports it)."""
+        """(B, T) token rows -> (B, C) float32 outputs (:func:`genolong.classifier.scoring.token_outputs`)."""
         return token_outputs(self.model, input_ids, attention_mask, kmer=self.kmer, first_token_only=True)
 
     def predict_step(self, batch: dict, batch_idx: int) -> dict:
-        """Returns ``batch`` (the plan's index), ``bp`` (its bins' width) and ``scores`` (bins, C')
-        float32 on the CPU.
-
-        Raises:
-            UserError: the item carries one from the DataLoader worker that read it.
-        """
+        """``batch`` (the plan's index), ``bp`` (its bins' width) and ``scores`` (bins, C') float32 on the
+        CPU; raises the :class:`UserError` an item carries from its DataLoader worker."""
         if "error" in batch:
             raise UserError(batch["error"])
         scored = batch["scored"].cpu()
@@ -91,8 +71,7 @@ class ScanModule(pl.LightningModule):
 
 
 class StepModule(pl.LightningModule):
-    """The predict step ``step(item)`` of a model that is already on this rank's device (a classifier or
-    an effect model: Lightning moves only the ``nn.Module`` attributes of a module)."""
+    """The predict step ``step(item)`` of a model already on this rank's device."""
 
     def __init__(self, step):
         super().__init__()
@@ -103,33 +82,20 @@ class StepModule(pl.LightningModule):
 
 
 class PartWriter(BasePredictionWriter, abc.ABC):
-    """Writes every predicted item to the rank's part files; progress bar on rank 0.
-
-    Subclasses implement ``write(prediction) -> int`` (the progress made, in ``unit``; 0 for an
-    empty item) and, when they keep files open across items, ``open(trainer)`` and ``close(finished)``
-    (``finished``: False on an exception).
-
-    Args:
-        total: progress units of this rank's share (None: unknown).
-        progress: show the bar (on rank 0 only).
-        description: the bar's label.
-        unit: the bar's unit (``bp``, `` variants``).
-    """
+    """Writes every predicted item to the rank's part files (subclasses implement ``write``, and ``open`` and
+    ``close`` when they keep files open), with a progress bar of ``total`` ``unit`` on rank 0."""
 
     def __init__(self, total: int | None, *, progress: bool, description: str, unit: str):
         super().__init__(write_interval="batch")
         self.total, self.show_progress, self.description, self.unit = total, progress, description, unit
-        self.bar = None
-        self.started = None
-        self.done = 0
-        self.interrupted = False
+        self.bar, self.started, self.done, self.interrupted = None, None, 0, False
 
     def open(self, trainer) -> None:
         """Open this rank's part files (``trainer.global_rank``); none by default."""
 
     @abc.abstractmethod
     def write(self, prediction) -> int:
-        """Write one predicted item; return the progress it made, in ``unit``."""
+        """Write one predicted item; return the progress it made, in ``unit`` (0: an empty item)."""
 
     def close(self, finished: bool) -> None:
         """Close the part files; ``finished`` is False after an exception. None by default."""
@@ -138,8 +104,7 @@ class PartWriter(BasePredictionWriter, abc.ABC):
         self.open(trainer)
         self.bar = progress_bar(total=self.total, unit=self.unit, unit_scale=True, desc=self.description, file=sys.stderr,
                         disable=None if self.show_progress and trainer.global_rank == 0 else True)
-        self.started = time.perf_counter()
-        self.done = 0
+        self.started, self.done = time.perf_counter(), 0
 
     def write_on_batch_end(self, trainer, pl_module, prediction, batch_indices, batch, batch_idx,
                            dataloader_idx=0) -> None:
@@ -166,8 +131,7 @@ class ScanPartWriter(PartWriter):
 
     def __init__(self, work: WorkDirectory, share_bp: int, *, progress: bool, description: str):
         super().__init__(share_bp, progress=progress, description=description, unit="bp")
-        self.work = work
-        self.writer = None
+        self.work, self.writer = work, None
 
     def open(self, trainer) -> None:
         self.writer = RankWriter(self.work, trainer.global_rank)
@@ -184,10 +148,8 @@ class ScanPartWriter(PartWriter):
 
 
 def predict(trainer: pl.Trainer, module: pl.LightningModule, loader, writer: PartWriter, *, resume: str) -> None:
-    """Run the predict loop; an interrupt stops the command with the line ``interrupted; RESUME``
-    (``resume``: what is kept and how to continue, also said when a rank dies: :mod:`genolong.runtime.ranks`).
-
-    Lightning turns SIGINT/SIGTERM into exit status 1: the command gets its own line and status back."""
+    """Run the predict loop; an interrupt (which Lightning turns into exit status 1) stops the command with
+    ``interrupted; RESUME`` and its own status (``resume``: how to continue, also said when a rank dies)."""
     trainer.callbacks.append(writer)
     ranks.set_resume_hint(resume)
     try:
@@ -199,14 +161,8 @@ def predict(trainer: pl.Trainer, module: pl.LightningModule, loader, writer: Par
 
 
 def build_trainer(*, accelerator: str, devices, num_nodes: int, callbacks, precision: str = "auto") -> pl.Trainer:
-    """A Trainer for predicting only: DDP when there is more than one device or node.
-
-    ``precision``: ``auto``, ``32`` or ``bf16`` (:func:`genolong.runtime.precision.precision_on`).
-
-    Raises:
-        UserError: settings this machine cannot run (``--accelerator gpu`` without a GPU, ``--devices 4``
-            with two), before any work.
-    """
+    """A Trainer for predicting only (DDP for several devices or nodes; ``precision``: ``auto``, ``32`` or
+    ``bf16``); settings this machine cannot run raise :class:`UserError` before any work."""
     quiet_lightning()
     check_num_nodes(num_nodes)
     try:

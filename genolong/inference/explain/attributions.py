@@ -1,33 +1,13 @@
 """Attributions of a classifier's outputs to the bases of its input: in-silico mutagenesis and gradients.
 
-Both produce arrays of shape (P, 4, L) per record (P outputs, channels A, C, G, T, L bases of
-the attributed window), the layout of modisco-lite and of logomaker matrices (transposed).
-The scores attributed (:func:`attributed`) follow the model's activation: logits of sigmoid outputs
-(before the sigmoid, which would flatten strong effects), the values of regression outputs, and the
-probability of a softmax's class (a class's logit alone means nothing: adding one number to every
-class's logit changes no prediction).
-
-* :func:`saturation_mutagenesis`: every base of the window mutated to the 3 others; each mutant
-  is tokenised on its own (BPE merges change around a substitution), batched;
-  ``effect[p, b, i] = score_p(sequence with base b at i) - score_p(sequence)``, 0 on the
-  reference base. An ``N`` is mutated to all four bases.
-* :func:`gradient_attributions`: captum's integrated gradients (Sundararajan et al. 2017) or
-  input x gradient on the token embeddings, summed over the hidden dimension, with a
-  baseline of ``[PAD]`` tokens (special tokens kept); each token's attribution is spread
-  evenly over the bases it covers and placed on their reference channel.
-
-A classifier with a k-mer component (a stack of the network and a k-mer model, or the k-mer model
-alone: :mod:`genolong.classifier.kmer_component`): mutagenesis scores the whole model. The
-gradients attribute each part the saved model gives a weight (:func:`gradient_parts`), each with
-the other part at its value for the input, and add up per base:
-
-* the network: as above, through the stack's weights on its logits;
-* the k-mer model: each base's share of each model's score (every k-mer occurrence's weight spread
-  evenly over its bases, :meth:`~genolong.classifier.kmer_component.KmerComponent.base_shares`;
-  what integrated gradients from an all-``N`` input give a k-mer's bases, its count held) times the
-  gradient of the attributed score with respect to the models' scores: for ``ig`` averaged over
-  ``steps`` points from the biases (no k-mer) to the input's scores, so a base's attributions add
-  up to the k-mer part's effect; for ``input-x-gradient`` at the input's scores.
+Both give (P, 4, L) arrays per record (P outputs, channels A, C, G, T, L bases of the attributed window)
+of the scores :func:`attributed` returns. :func:`saturation_mutagenesis` mutates every base to the 3 others
+(an ``N`` to all four): ``effect[p, b, i] = score_p(sequence with base b at i) - score_p(sequence)``.
+:func:`gradient_attributions` runs captum's integrated gradients (Sundararajan et al. 2017) or input x
+gradient on the token embeddings from a ``[PAD]`` baseline, spreading each token's sum over its bases.
+With a k-mer component the gradients add up, per base, each part the model gives a weight
+(:func:`gradient_parts`): the k-mer model's is each base's share of each k-mer model's score times the
+gradient with respect to those scores (for ``ig`` averaged over ``steps`` points from the biases).
 """
 
 from __future__ import annotations
@@ -51,11 +31,8 @@ def one_hot(sequence: str) -> np.ndarray:
 
 
 def mutants(sequence: str, start: int, length: int) -> tuple[list[str], list[tuple[int, int]]]:
-    """Every single-base substitution of ``sequence[start:start + length]``.
-
-    Returns:
-        The mutant sequences and, for each, ``(channel, position in the window)``.
-    """
+    """Every single-base substitution of ``sequence[start:start + length]``: the mutant sequences and, for
+    each, ``(channel, position in the window)``."""
     sequences, where = [], []
     for position in range(length):
         index = start + position
@@ -92,8 +69,7 @@ def saturation_mutagenesis(classifier, sequence: str, start: int, length: int, c
 
 
 def gradient_parts(classifier) -> list[str]:
-    """The parts of ``classifier`` the gradients attribute: those its logits give a weight
-    (``network``, ``k-mer model``)."""
+    """The parts of ``classifier`` its logits give a weight (``network``, ``k-mer model``)."""
     return ["network"] if classifier.kmer is None else classifier.kmer.parts()
 
 
@@ -104,8 +80,6 @@ def _network_logits(classifier, input_ids: torch.Tensor, attention_mask: torch.T
 
 
 def _token_attributor(classifier, method: str):
-    """captum attributor on the token embedding layer of ``classifier.model``."""
-
     def forward(input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         logits = _network_logits(classifier, input_ids, attention_mask)  # (B, C)
         if classifier.kmer is not None:  # the whole model's logits; the k-mer part is constant here

@@ -1,24 +1,16 @@
 """``genolong explain``: attributions for the records of a FASTA file or the regions of a BED file.
 
-Output directory (written atomically; arrays are held in memory, so explain a few hundred
-records per run, not a genome)::
+Output directory (written atomically; arrays are held in memory, so explain a few hundred records)::
 
     records.tsv                  name, input_bp, start, end (the attributed window in the input), source
-    explain.json                 what was attributed: the gradient method and the parts of the model it
-                                 attributes (network, k-mer model), the window asked for, the records clipped
+    explain.json                 the gradient method, the parts it attributes, the window, the records clipped
     ohe.npz                      arr_0: (N, 4, L) one-hot of the attributed windows, channels A, C, G, T
-    <target>/ism.npz             arr_0: (N, 4, L) in-silico mutagenesis effects on the output's logit
-                                 (a softmax class: its probability; regression: the value)
+    <target>/ism.npz             arr_0: (N, 4, L) in-silico mutagenesis effects on the attributed score
     <target>/gradients.npz       arr_0: (N, 4, L) gradient attributions (when not --gradients none)
     <target>/logos/<n>_<name>.png  sequence logos of the most attributed stretch of each record
 
-``<target>`` is ``<column>_<output name>`` per selected output. The npz files are what
-``modisco motifs -s ohe.npz -a <target>/ism.npz`` (modisco-lite) reads.
-
-Each record's window is its own: the central ``--ism-window`` bp (default: 1,000, or the model's
-input length if shorter), or the whole record where it is shorter (said on the terminal and in
-``explain.json``). ``L`` is the widest window; a narrower one is padded at its end with zeros
-(one-hot all zero, as an ``N``, and no attribution), and ``records.tsv`` gives where each lies.
+``<target>`` is ``<column>_<output name>``. ``L`` is the widest record window (user guide, attributions);
+narrower ones are padded with zeros.
 """
 
 from __future__ import annotations
@@ -97,13 +89,9 @@ def logo_stretch(importance: np.ndarray, width: int) -> int:
 
 
 def plot_logos(path: Path, title: str, reference: np.ndarray, panels: dict[str, np.ndarray], width: int) -> None:
-    """One logo per panel of the ``width``-bp stretch most attributed by the first panel.
-
-    Args:
-        reference: (4, L) one-hot.
-        panels: name -> (4, L) attributions; ISM effects are drawn as the importance of the
-            reference base, ``-mean`` of its three substitutions.
-    """
+    """One logo per panel (name -> (4, L) attributions) of the ``width``-bp stretch most attributed by the
+    first; ``reference``: (4, L) one-hot. ISM effects are drawn as the reference base's ``-mean`` of its three
+    substitutions."""
     heights = {name: reference * (-values.sum(0) / 3 if name == "ism" else values.sum(0)) for name,
                values in panels.items()}
     first = logo_stretch(next(iter(heights.values())).sum(0), width)
@@ -129,8 +117,7 @@ def explain(model: Path, out: Path, *, fasta: Path | None = None, regions: Path 
             ig_steps: int = 16, logo_width: int = 100, batch_size: int = 32, device: str = "auto",
             precision: str = "auto", progress=None, say: Callable[[str], None] = lambda line: None) -> int:
     """Write the attributions of every record to ``out`` (module docstring); returns the record count.
-    ``precision``: ``auto``, ``32`` or ``bf16`` (:mod:`genolong.runtime.precision`); ``say`` gets what the
-    user must know: the parts the gradients attribute, the records shorter than ``ism_window``."""
+    ``say`` gets what the user must know: the parts the gradients attribute, the records clipped."""
     classifier = load_classifier(model, device=device, precision=precision)
     names = classifier.info.label_names
     if profiles is None and len(names) > 8:

@@ -1,14 +1,11 @@
-"""Score the records of a FASTA file (or a table) with a classifier and write the tables (``genolong promoter
-predict``, its shortcut ``genolong predict-promoter``, ``genolong chromatin predict`` and ``genolong task predict``).
-
-The input is streamed one record at a time; a record longer than the model's
-window is scanned in windows ``stride`` bp apart (:mod:`genolong.classifier.records`); ``rc`` averages
-each window's probabilities with its reverse complement's. More than one device or node scores the
-windows on several ranks and merges them into the same files (:mod:`genolong.inference.predict.loop`).
-"""
+"""Score the records of a FASTA file (or a table) with a classifier and write the tables (``promoter predict``
+or ``predict-promoter``, ``chromatin predict``, ``task predict``): records streamed one at a time, cut into
+windows ``stride`` bp apart (:mod:`genolong.classifier.records`), on one process or several ranks
+(:mod:`genolong.inference.predict.loop`)."""
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -21,7 +18,8 @@ from genolong.core.errors import UserError
 from genolong.core.files import work_path
 from genolong.core.progress import progress_bar
 from genolong.dna.sequence import FastaRecord, read_fasta
-from genolong.inference.predict.loop import ranks_trainer, score_records
+from genolong.inference.loop import build_trainer
+from genolong.inference.predict.loop import score_records
 from genolong.inference.predict.writers import (
     PredictionCounts,
     Table,
@@ -37,13 +35,11 @@ from genolong.tasks.task import load_classifier
 
 @dataclass(frozen=True)
 class FastaPrediction:
-    """What to score and how. ``model`` None: the shipped promoter model. ``out`` None: standard output
-    (one rank only). ``stride`` / ``min_length`` None: the model's defaults (promoter: half the window;
-    minimum: the model's ``min_bp``; chromatin: the stride of its inference spec, DeepSEA's 200 bp, at most the
-    window; a stride above the window is refused). ``device``
-    is that of a one-process run; ``precision``: ``auto``, ``32`` or ``bf16`` (:mod:`genolong.runtime.precision`).
-    ``records`` reads the input's records (``name``, upper-case ``sequence``) anew on each call; None: the
-    records of the FASTA file ``fasta`` (which names the input on the progress bar)."""
+    """What to score and how. ``model`` None: the shipped promoter model; ``out`` None: standard output (one
+    rank only); ``stride`` / ``min_length`` None: the model's (promoter: half the window; chromatin: its
+    inference spec's, at most the window; minimum: ``min_bp``); ``device``: that of a one-process run.
+    ``records`` reads the input's records (``name``, upper-case ``sequence``) anew on each call; None: those
+    of the FASTA file ``fasta`` (which names the input on the progress bar)."""
 
     fasta: Path
     records: Callable[[], Iterable[FastaRecord]] | None = None
@@ -61,10 +57,11 @@ class FastaPrediction:
 
 
 def _scored_records(run: FastaPrediction, path: Path, task: str | None, default_stride: Callable[[TaskInfo], int]):
-    """The classifier at ``path`` (of ``task``; None: any) on this rank's device, and the records of
-    ``run.fasta`` windowed (every ``default_stride(info)`` bp without ``run.stride``), scored and grouped by
-    record, on several ranks with ``run.devices`` / ``run.num_nodes`` above 1; None on a rank other than 0."""
-    trainer = ranks_trainer(run.accelerator, run.devices, run.num_nodes, run.precision)
+    """The classifier at ``path`` (of ``task``; None: any) on this rank's device, and the records of ``run``
+    windowed (``default_stride(info)`` without ``run.stride``), scored, grouped; None on other ranks."""
+    trainer = None if run.devices == 1 and run.num_nodes == 1 else build_trainer(
+        accelerator=run.accelerator, devices=run.devices, num_nodes=run.num_nodes, callbacks=[],
+        precision=run.precision)
     if trainer is not None and run.out is None:
         raise UserError("--devices/--num-nodes above 1 need --out (the ranks' parts are kept beside it)")
     device = run.device if trainer is None else str(trainer.strategy.root_device)
@@ -72,26 +69,21 @@ def _scored_records(run: FastaPrediction, path: Path, task: str | None, default_
     info = classifier.info
     progress = None if trainer is not None else progress_bar(unit=" windows", disable=None, file=sys.stderr,
                                                      desc=run.fasta.name)
-
-    def records():
-        return read_fasta(run.fasta, unique_names=False) if run.records is None else run.records()
-
+    records = run.records or functools.partial(read_fasta, run.fasta, unique_names=False)
     stride = default_stride(info) if run.stride is None else run.stride
     check_stride(stride, info.window_bp)  # before any output is opened
     scorer = StrandAveraged(classifier) if reads_both_strands(run.rc, info) else classifier
-    scored = score_records(records, run.fasta.name, scorer,
-                           window=info.window_bp, stride=stride,
+    scored = score_records(records, run.fasta.name, scorer, window=info.window_bp, stride=stride,
                            min_length=info.min_bp if run.min_length is None else run.min_length,
-                           batch_size=run.batch_size, trainer=trainer,
-                           parts=None if run.out is None else work_path(run.out, "parts"), progress=progress)
+                           batch_size=run.batch_size, trainer=trainer, progress=progress,
+                           parts=None if run.out is None else work_path(run.out, "parts"))
     return classifier, scored
 
 
 def predict_promoters(run: FastaPrediction, *, windows: Path | None = None,
                       bed: Path | None = None) -> tuple[PredictionCounts, TaskInfo] | None:
-    """Write the per-record table to ``run.out``, and optionally the per-window table and the BED of predicted
-    promoter regions (:func:`~genolong.inference.predict.writers.write_promoter_tables`), at the model's record
-    threshold. Returns the counts and the model's task description; None on a rank other than 0."""
+    """Write the per-record table to ``run.out``, optionally the per-window table and the BED of promoter
+    regions, at the model's record threshold; the counts and task description (None on other ranks)."""
     path = run.model or default_promoter_model()
     classifier, records = _scored_records(run, path, PROMOTER.name, lambda info: record_stride(info.window_bp))
     if records is None:
@@ -109,8 +101,7 @@ def predict_promoters(run: FastaPrediction, *, windows: Path | None = None,
 
 
 def predict_chromatin(run: FastaPrediction) -> PredictionCounts | None:
-    """Write one row of profile probabilities per window to ``run.out``
-    (:func:`~genolong.inference.predict.writers.write_chromatin_table`); None on a rank other than 0."""
+    """Write one row of profile probabilities per window to ``run.out``; None on a rank other than 0."""
     classifier, records = _scored_records(run, run.model, CHROMATIN.name,
                                           lambda info: min(info.inference.scan_stride, info.window_bp))
     if records is None:
@@ -120,11 +111,9 @@ def predict_chromatin(run: FastaPrediction) -> PredictionCounts | None:
 
 
 def predict_records(run: FastaPrediction) -> tuple[PredictionCounts, TaskInfo] | None:
-    """Write one row per record to ``run.out`` for a classifier of any task
-    (:func:`~genolong.inference.predict.writers.write_record_table`), its records read in windows of the model's
-    ``window_bp`` every ``run.stride`` bp (default :func:`~genolong.classifier.records.record_stride`, as
-    fine-tuning validation reads them). Returns the counts and the model's task description; None on a
-    rank other than 0."""
+    """Write one row per record to ``run.out`` for a classifier of any task, read in windows every
+    ``run.stride`` bp (default :func:`~genolong.classifier.records.record_stride`, as fine-tuning validation
+    reads them); the counts and the model's task description (None on a rank other than 0)."""
     classifier, records = _scored_records(run, run.model, None, lambda info: record_stride(info.window_bp))
     if records is None:
         return None

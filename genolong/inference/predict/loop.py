@@ -1,19 +1,9 @@
 """``predict-promoter`` / ``chromatin predict`` / ``task predict`` over FASTA records, on one process or many ranks.
 
-One process (the default: one device, one node) streams as :mod:`genolong.classifier.records` does, with
-no Lightning and no files in between. With ``--devices N`` or ``--num-nodes M`` the windows run
-in Lightning's predict loop (:mod:`genolong.inference.loop`):
-
-1. Every rank reads the FASTA and cuts it into the same batches of ``batch_size`` windows
-   (:func:`~genolong.classifier.records.score_windows`' batches); rank ``r`` of ``W`` scores the batches
-   ``b % W == r`` and appends their (B, C) float32 probabilities to ``rank{r}.f32`` in a parts
-   directory beside the output.
-2. Rank 0 reads the FASTA again and runs :func:`~genolong.classifier.records.score_windows` with
-   :class:`ReplayedScorer`, which hands back each batch's probabilities from the rank files in
-   batch order: the writers see exactly the stream one process produces, so the files are the
-   same bytes. The parts directory is removed when the stream ends.
-
-A stopped run is not resumed: the same command starts again.
+One process streams as :mod:`genolong.classifier.records` does. On several ranks every rank cuts the FASTA
+into the same batches of windows, rank ``r`` of ``W`` appends the (B, C) float32 probabilities of batches
+``b % W == r`` to ``rank{r}.f32`` beside the output, and rank 0 replays them in batch order
+(:class:`ReplayedScorer`): the writers see the one-process stream. A stopped run starts again.
 """
 
 from __future__ import annotations
@@ -29,22 +19,12 @@ import torch
 
 from genolong.classifier.records import Window, group_by_record, iter_windows, score_windows
 from genolong.dna.sequence import FastaRecord
-from genolong.inference.loop import PartWriter, StepModule, build_trainer, predict
+from genolong.inference.loop import PartWriter, StepModule, predict
 from genolong.inference.scan.parts import read_scores
 
 
-def ranks_trainer(accelerator: str, devices, num_nodes: int, precision: str = "auto") -> pl.Trainer | None:
-    """The predict-only Trainer of a run on several ranks; None for one device on one node
-    (scored in this process, as before, with ``--device``)."""
-    if devices == 1 and num_nodes == 1:
-        return None
-    return build_trainer(accelerator=accelerator, devices=devices, num_nodes=num_nodes, callbacks=[],
-                         precision=precision)
-
-
 class WindowBatches(torch.utils.data.IterableDataset):
-    """This rank's batches of windows: ``{"batch": b, "sequences": [...]}``; ``batch`` -1 is the empty
-    item of a rank without batches."""
+    """This rank's batches of windows: ``{"batch": b, "sequences": [...]}`` (``batch`` -1: the empty item)."""
 
     def __init__(self, windows, batch_size: int, rank: int, world_size: int):
         super().__init__()
@@ -62,13 +42,11 @@ class WindowBatches(torch.utils.data.IterableDataset):
 
 
 class RankFileWriter(PartWriter):
-    """Appends this rank's batch probabilities, in batch order, to ``rank{r}.f32``; rank 0 empties the
-    parts directory before any rank writes."""
+    """Appends this rank's batch probabilities to ``rank{r}.f32``; rank 0 empties the parts directory."""
 
     def __init__(self, folder: Path, *, progress: bool, description: str):
         super().__init__(None, progress=progress, description=description, unit=" windows")
-        self.folder = folder
-        self.handle = None
+        self.folder, self.handle = folder, None
 
     def setup(self, trainer, pl_module, stage: str) -> None:
         if trainer.global_rank == 0:
@@ -93,8 +71,8 @@ class RankFileWriter(PartWriter):
 
 
 class ReplayedScorer:
-    """Stands in for the model on rank 0 once the ranks are done: each call returns the next batch's
-    (B, C) probabilities from the rank files (batch ``b`` from rank ``b % W``)."""
+    """Stands in for the model on rank 0: each call returns the next batch's (B, C) probabilities from the
+    rank files (batch ``b`` from rank ``b % W``)."""
 
     def __init__(self, folder: Path, world_size: int, columns: int):
         self.sources = [read_scores(folder / f"rank{rank}.f32", columns) for rank in range(world_size)]
@@ -115,19 +93,9 @@ class ReplayedScorer:
 def score_records(records: Callable[[], Iterable[FastaRecord]], name: str, scorer, *, window: int, stride: int,
                   min_length: int, batch_size: int, trainer: pl.Trainer | None, parts: Path | None,
                   progress) -> Iterator | None:
-    """The records ``records()`` yields (every rank reads them), windowed, scored and grouped
-    (:func:`~genolong.classifier.records.group_by_record`).
-
-    Args:
-        name: the input's name, on progress bars.
-        scorer: ``probabilities(sequences) -> (B, C)`` and ``info`` (on this rank's device).
-        trainer: from :func:`ranks_trainer`; None: score in this process, lazily.
-        parts: the parts directory of a run on several ranks (beside the output).
-        progress: a tqdm-like bar for the one-process stream (ranks show their own).
-
-    Returns:
-        The grouped stream; None on ranks other than 0 (rank 0 writes the outputs).
-    """
+    """The records ``records()`` yields, windowed, scored by ``scorer`` (``probabilities(sequences) -> (B,
+    C)``) and grouped by record; None on ranks other than 0. ``trainer`` None scores in this process, lazily,
+    with the bar ``progress``; else the ranks share the batches through the directory ``parts``."""
 
     def windows():
         return iter_windows(records(), window, stride, min_length)
@@ -152,7 +120,7 @@ def score_records(records: Callable[[], Iterable[FastaRecord]], name: str, score
 
 
 def _grouped(windows, scorer, batch_size: int, *, progress=None, parts: Path | None = None) -> Iterator:
-    """The scored windows grouped by record; then the bar is closed and the parts directory removed."""
+    """The scored windows grouped by record; at the end the bar is closed and the parts directory removed."""
     try:
         yield from group_by_record(score_windows(windows(), scorer, batch_size, progress=progress))
     finally:

@@ -1,16 +1,8 @@
-"""The tables of a prediction run (``genolong promoter predict``, ``genolong chromatin predict``, ``genolong
-task predict``): rows per record or window and BED regions, written as the scored records stream in.
-
-The writers take the stream of :func:`genolong.inference.predict.loop.score_records`: one
-``(first, pairs)`` per record, where ``first`` is the record's first :class:`~genolong.classifier.records.Window`
-or its :class:`~genolong.classifier.records.Skipped` reason, and ``pairs`` yields ``(window, probabilities (C,))``.
-Values are written with 4 decimals (task tables: 6 significant digits); a skipped record gets one row
-with its reason in ``error``.
-
-Every table starts with the columns :data:`RECORD_COLUMNS` (:func:`record_cells`): ``record``, the
-1-based position of its record in the input (ids may repeat: a FASTA header's first word), ``id``,
-``length`` in bp and ``windows``, the number of windows of the record that were scored. A table is
-tab-separated, or comma-separated when its path ends in ``.csv`` (:class:`Table`).
+"""The tables of a prediction run, written as the scored records stream in: one ``(first, pairs)`` per
+record (:func:`genolong.inference.predict.loop.score_records`), ``first`` its first
+:class:`~genolong.classifier.records.Window` or :class:`~genolong.classifier.records.Skipped` reason,
+``pairs`` its ``(window, probabilities (C,))``. Every table starts with :data:`RECORD_COLUMNS`; values have
+4 decimals (task tables: 6 significant digits); a skipped record gets one row with its reason in ``error``.
 """
 
 from __future__ import annotations
@@ -38,7 +30,8 @@ RECORD_COLUMN = "record: 1-based position of the record in the FASTA"
 
 
 def record_cells(item: Window | Skipped) -> list[str]:
-    """The :data:`RECORD_COLUMNS` cells of the record of ``item``."""
+    """The :data:`RECORD_COLUMNS` cells of ``item``'s record: its 1-based position in the input (ids may
+    repeat), id, length (bp) and number of windows scored."""
     return [str(item.record + 1), item.name, str(item.record_length), str(item.windows)]
 
 
@@ -54,10 +47,6 @@ class Table:
         """The table of ``path``: CSV when it ends in ``.csv``, else tab-separated (standard output too)."""
         return cls(handle, comma=path is not None and Path(path).suffix.lower() == ".csv")
 
-    def comment(self, text: str) -> None:
-        """``text``: ``#`` lines, written as they are."""
-        self.handle.write(text)
-
     def row(self, cells: Sequence[str]) -> None:
         if self.csv is None:
             self.handle.write("\t".join(cells) + "\n")
@@ -67,9 +56,8 @@ class Table:
 
 @dataclass
 class PredictionCounts:
-    """What a prediction run wrote: records read, windows scored, records too short to score, and (promoter
-    models) records whose best window reaches the threshold, the bp of the records scored and the bp of
-    their called regions (the ``--bed`` regions)."""
+    """What a prediction run wrote; for promoter models also the records whose best window reaches the
+    threshold, the bp scored and the bp of the called regions (the ``--bed`` regions)."""
 
     records: int = 0
     windows: int = 0
@@ -81,8 +69,8 @@ class PredictionCounts:
 
 @contextlib.contextmanager
 def open_outputs(*paths: Path | None) -> Iterator[list[TextIO]]:
-    """A text handle per path, each written under a temporary name and renamed into place when the block
-    ends without error; ``None`` (or ``-``) is standard output."""
+    """A text handle per path, each written atomically when the block ends without error; ``None`` or ``-``
+    is standard output."""
     with contextlib.ExitStack() as stack:
         handles = []
         for path in paths:
@@ -98,8 +86,8 @@ def _cell(value: float) -> str:
 
 
 def _scored(records: Iterable, counts: PredictionCounts, out: Table, empty: int) -> Iterator:
-    """The scored records of ``records``; each record is counted, and a skipped one gets its row in ``out``:
-    :func:`record_cells`, ``empty`` empty cells, its reason."""
+    """The scored records of ``records``, each counted; a skipped one gets its row in ``out`` instead, with
+    ``empty`` empty cells before its reason."""
     for first, pairs in records:
         counts.records += 1
         if isinstance(first, Skipped):
@@ -114,14 +102,13 @@ def write_promoter_tables(records: Iterable, threshold: float, header: str, out:
                           strand: str = "+") -> PredictionCounts:
     """One row per record in ``out`` (the best window's probability and label), one per window in
     ``windows``, and the merged windows at or above ``threshold`` as BED6 lines (score = 1000 x probability)
-    in ``bed``. ``header`` (``#`` comment lines naming the model) opens both tables, followed by a comment
-    line saying what ``record`` holds."""
+    in ``bed``. ``header`` (``#`` lines naming the model) opens both tables."""
     header += f"# {RECORD_COLUMN}\n"
     counts = PredictionCounts()
-    out.comment(header)
+    out.handle.write(header)
     out.row(PROMOTER_COLUMNS)
     if windows:
-        windows.comment(header)
+        windows.handle.write(header)
         windows.row((*WINDOW_COLUMNS, "probability", "label"))
     def called(name: str, closed: list[tuple[int, int, float]]) -> None:
         counts.called_bp += sum(end - start for start, end, _ in closed)
@@ -147,9 +134,7 @@ def write_promoter_tables(records: Iterable, threshold: float, header: str, out:
 
 
 def write_chromatin_table(records: Iterable, label_names: list[str], out: Table) -> PredictionCounts:
-    """One row per window: :data:`WINDOW_COLUMNS` (the record's columns, then the window's start and end),
-    one probability per profile in ``label_names``, then error (a skipped record's reason, with empty
-    start, end and probabilities)."""
+    """One row per window: :data:`WINDOW_COLUMNS`, one probability per profile in ``label_names``, error."""
     counts = PredictionCounts()
     out.row((*WINDOW_COLUMNS, *label_names, "error"))
     for _, pairs in _scored(records, counts, out, 2 + len(label_names)):
@@ -160,9 +145,8 @@ def write_chromatin_table(records: Iterable, label_names: list[str], out: Table)
 
 
 def write_record_table(records: Iterable, label_names: list[str], out: Table) -> PredictionCounts:
-    """One row per record: :data:`RECORD_COLUMNS`, one value per output in ``label_names`` (6 significant
-    digits), then error. A record read in several windows gets each output's best window's value, as
-    fine-tuning validation and evaluation score it (:func:`~genolong.classifier.records.best_per_record`)."""
+    """One row per record: :data:`RECORD_COLUMNS`, each output's best window's value (as fine-tuning
+    validation scores a record: :func:`~genolong.classifier.records.best_per_record`), error."""
     counts = PredictionCounts()
     out.row((*RECORD_COLUMNS, *label_names, "error"))
     for first, pairs in _scored(records, counts, out, len(label_names)):

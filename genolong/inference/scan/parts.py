@@ -1,23 +1,17 @@
 """The scan's work directory: per-rank, per-chromosome score files, their merge, and resume.
 
-Layout of ``WORK`` (next to the output, named after it and the run's fingerprint, so that a
-run with other settings never reuses it)::
+Layout of ``WORK`` (beside the output, named after it and the run's fingerprint)::
 
     00003.rank1of2.f32    rank 1's scores of chromosome 3 (its batches b = 1 mod 2, in order),
                           renamed from ``.tmp`` when the rank has written its last batch there
     00003.f32             chromosome 3, all bins in order: (bins, C) float32, NaN = skipped
 
-Work is shared by batch: rank ``r`` of ``W`` computes the plan's batches ``b`` with
-``b % W == r``. A chromosome is *finished* when its merged file exists, or when every rank
-that has batches on it has renamed its part; a finished chromosome is never recomputed, so a
-run that stops (interrupt, node failure) resumes where it left off, chromosome by chromosome.
-Scores are stored as computed; the merge only reorders batches, so the merged file is the
-same bytes whatever the number of ranks.
+A chromosome is *finished* (never recomputed) when its merged file exists, or when every rank with
+batches on it has renamed its part. The merge only reorders batches: the same bytes on any number of ranks.
 """
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -26,14 +20,8 @@ from genolong.inference.scan.plan import ScanPlan
 
 
 class WorkDirectory:
-    """Score files of one scan (see the module docstring).
-
-    Args:
-        path: the directory (created).
-        plan: the scan plan.
-        columns: scores per bin (C).
-        world_size: ranks sharing the batches.
-    """
+    """Score files of one scan in the directory ``path`` (created): ``columns`` (C) scores per bin,
+    ``world_size`` ranks."""
 
     def __init__(self, path: Path, plan: ScanPlan, columns: int, world_size: int):
         self.path, self.plan, self.columns, self.world_size = path, plan, columns, world_size
@@ -49,13 +37,11 @@ class WorkDirectory:
         return [b for b in self.plan.batch_range(chromosome) if b % self.world_size == rank]
 
     def finished(self, chromosome: int) -> bool:
-        if self.merged_path(chromosome).is_file():
-            return True
-        return all(self.rank_path(chromosome, rank).is_file() or not self.rank_batches(chromosome, rank)
-                   for rank in range(self.world_size))
+        return self.merged_path(chromosome).is_file() or all(
+            self.rank_path(chromosome, rank).is_file() or not self.rank_batches(chromosome, rank)
+            for rank in range(self.world_size))
 
     def pending(self) -> list[int]:
-        """Indices of the chromosomes still to compute."""
         return [i for i in range(len(self.plan.chromosomes)) if not self.finished(i)]
 
     def merge(self, chromosome: int) -> None:
@@ -82,17 +68,13 @@ class WorkDirectory:
         """A finished chromosome's (bins, C) float32 scores, memory-mapped."""
         return read_scores(self.merged_path(chromosome), self.columns)
 
-    def remove(self) -> None:
-        shutil.rmtree(self.path, ignore_errors=True)
-
 
 class RankWriter:
     """Appends one rank's batch scores to its chromosome parts, in batch order."""
 
     def __init__(self, work: WorkDirectory, rank: int):
         self.work, self.rank = work, rank
-        self.chromosome: int | None = None
-        self.handle = None
+        self.chromosome, self.handle = None, None
 
     def write(self, batch_index: int, scores: np.ndarray) -> None:
         """Scores (bins, C) float32 of the plan's batch ``batch_index``."""

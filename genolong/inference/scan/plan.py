@@ -1,19 +1,9 @@
-"""What a scan covers: chromosomes or BED regions, cut into position bins, one window per bin.
+"""What a scan covers: chromosomes or BED regions, cut into bins of ``stride`` bp, one window per bin.
 
-**Bins and windows.** Each target interval ``[a, b)`` (a whole chromosome, or one region of
-the BED after sorting and merging) is tiled by bins of ``stride`` bp starting at ``a``:
-bin ``k`` is ``[a + k*stride, min(a + (k+1)*stride, b))``. Bin ``k`` gets the score of the
-window of ``window`` bp *centred on the bin*: the window starts at
-``a + k*stride + stride//2 - window//2``, so its central base is the bin's central base
-(for odd ``window``). Near a chromosome end the window is moved inside the chromosome
-(start clamped to ``[0, length - window]``), so edge bins get the score of the nearest full
-window. A region's windows read the flanking genome beyond the region: the score of a bin
-does not depend on where the region was cut.
-
-**Batches.** The bins of each chromosome are split into batches of ``batch_bins`` consecutive
-bins (the last may be shorter; a batch never spans two chromosomes). Batches are numbered
-over the whole plan; they are the unit of work that ranks share, so the scores of a batch are
-the same whichever process computes it.
+Bin ``k`` of a target ``[a, b)`` is ``[a + k*stride, min(a + (k+1)*stride, b))``, scored by the window
+centred on it, moved inside the chromosome at its ends (user guide, prediction, "What a value means").
+The bins of each chromosome are split into batches of ``batch_bins`` (never across chromosomes), numbered
+over the plan: the unit of work ranks share.
 """
 
 from __future__ import annotations
@@ -31,15 +21,9 @@ from genolong.inference.bed import read_bed_regions
 
 @dataclass(frozen=True)
 class ChromosomePlan:
-    """The bins of one chromosome.
-
-    Attributes:
-        name: the genome's name of the chromosome.
-        length: its length (bp).
-        segments: (S, 2) int64, the target intervals ``[start, end)``, sorted, disjoint.
-        first_bin: (S + 1,) int64, index of each segment's first bin; ``first_bin[-1]`` = bins.
-        first_batch: index of the chromosome's first batch in the plan.
-    """
+    """The bins of one chromosome of ``length`` bp: ``segments`` (S, 2) int64, the target intervals
+    ``[start, end)``, sorted, disjoint; ``first_bin`` (S + 1,) int64, each segment's first bin (``[-1]``:
+    bins); ``first_batch``, its first batch in the plan."""
 
     name: str
     length: int
@@ -67,9 +51,7 @@ class Batch:
 
 
 class ScanPlan:
-    """Chromosome plans, bins and batches (see the module docstring).
-
-    Memory is O(chromosomes + regions): bins and windows are computed on demand."""
+    """Chromosome plans, bins and batches; memory is O(chromosomes + regions), bins are computed on demand."""
 
     def __init__(self, chromosomes: list[tuple[str, int, np.ndarray]], *, window: int, stride: int,
                  batch_bins: int):
@@ -93,7 +75,6 @@ class ScanPlan:
         return sum(c.target_bp for c in self.chromosomes)
 
     def batch_range(self, chromosome: int) -> range:
-        """The batch indices of one chromosome."""
         plan = self.chromosomes[chromosome]
         return range(plan.first_batch, plan.first_batch + -(-plan.bins // self.batch_bins))
 
@@ -126,9 +107,8 @@ class ScanPlan:
 
 
 def centred_window_starts(length: int, window: int, stride: int, bin_starts: np.ndarray) -> np.ndarray:
-    """Start of the ``window``-bp window scored for each bin of ``stride`` bp (bin_starts: (B,) bp) on a
-    chromosome of ``length`` bp: centred on the bin, kept inside the chromosome. Returns (B,) int64.
-    (A record's tiling windows are :func:`genolong.classifier.records.window_starts`.)"""
+    """(B,) int64 starts of the ``window``-bp windows scored for bins of ``stride`` bp at ``bin_starts`` (B,)
+    on a chromosome of ``length`` bp: centred on the bin, kept inside the chromosome."""
     centred = bin_starts + stride // 2 - window // 2
     return np.clip(centred, 0, max(length - window, 0))
 
@@ -139,16 +119,8 @@ def whole_chromosomes(lengths: dict[str, int]) -> list[tuple[str, int, np.ndarra
 
 
 def read_regions(path: Path, genome) -> list[tuple[str, int, np.ndarray]]:
-    """Target intervals from a BED file, per chromosome in genome order, sorted and merged.
-
-    Unsorted input is sorted; overlapping or touching regions are merged into one (so every
-    base is scored once). Columns after the third are ignored; ``track``, ``browser`` and
-    ``#`` lines are skipped.
-
-    Raises:
-        InputError: a malformed line, an unknown chromosome, or a region outside its
-            chromosome (the file and line are named).
-    """
+    """Target intervals of a BED file (:func:`~genolong.inference.bed.read_bed_regions`), per chromosome in
+    genome order, sorted, overlapping or touching ones merged (every base is scored once)."""
     lengths = genome.chromosomes
     by_chromosome: dict[str, list[tuple[int, int]]] = {}
     for region in read_bed_regions(path, genome):

@@ -1,15 +1,8 @@
 """``genolong scan``: a classifier slid over a genome (or BED regions) into tracks.
 
-1. The plan (:mod:`genolong.inference.scan.plan`): bins of ``stride`` bp, each scored by the window
-   centred on it; batches of bins.
-2. The predict loop (:mod:`genolong.inference.loop`): each rank computes its batches and appends
-   the scores to per-chromosome part files in a work directory next to the first output
-   (:mod:`genolong.inference.scan.parts`); chromosomes finished by an earlier, interrupted run of the
-   same settings are not recomputed.
-3. Rank 0 merges the parts and streams the tracks (:mod:`genolong.inference.scan.tracks`), each
-   written under a temporary name and renamed when complete; the work directory is removed.
-
-Memory is one batch per worker plus one chunk of bins while writing, whatever the genome size.
+Each rank appends its batches' scores (:mod:`~genolong.inference.scan.plan`) to per-chromosome parts in a
+work directory beside the first output (:mod:`~genolong.inference.scan.parts`), keeping what an interrupted
+run of the same settings finished; rank 0 merges them and streams the tracks, each written atomically.
 """
 
 from __future__ import annotations
@@ -83,9 +76,8 @@ class ScanConfig:
 
 
 def run_scan(config: ScanConfig) -> dict | None:
-    """Scan, merge, write. Returns the summary on rank 0 (None on the other ranks); for a model with a
-    threshold it holds ``called_bp``, the bp of the called regions (windows at or above ``threshold``,
-    the model's scan threshold by default, merged; the ``--bed`` regions), and that ``threshold``."""
+    """Scan, merge, write; the summary on rank 0 (None on the others), with, for a model with a threshold,
+    ``called_bp`` (the bp of the ``--bed`` regions) and that ``threshold``."""
     started = time.perf_counter()
     check_device_settings(config.accelerator, config.devices)
     check_device_hardware(config.accelerator, config.devices)
@@ -118,13 +110,12 @@ def run_scan(config: ScanConfig) -> dict | None:
     for chromosome in range(len(plan.chromosomes)):
         work.merge(chromosome)
     counts = _write_tracks(config, formats, plan, work, info, profiles)
-    work.remove()
+    shutil.rmtree(work.path, ignore_errors=True)
     return {**counts, "info": info, "chromosomes": len(plan.chromosomes), "resumed": resumed, "target_bp": plan.target_bp,
             "stride": plan.stride, "window": plan.window, "ranks": world, "seconds": time.perf_counter() - started}
 
 
 def _predict(config, classifier, work: WorkDirectory, pending: list[int], columns, trainer) -> None:
-    """Run the predict loop over this rank's batches of the ``pending`` chromosomes."""
     plan, rank, world = work.plan, trainer.global_rank, trainer.world_size
     batches = [b for c in pending for b in plan.batch_range(c) if b % world == rank]
     encoder = WindowEncoder(classifier.tokenizer, classifier.info.max_len)
@@ -222,18 +213,10 @@ def _remove_other_work(path: Path) -> None:
             shutil.rmtree(other, ignore_errors=True)
 
 
-def _profile_path(path: Path, profile: str, several: bool) -> Path:
-    if not several:
-        return path
-    slug = re.sub(r"[^A-Za-z0-9_.+-]+", "_", profile).strip("_")
-    return path.with_name(f"{path.stem}.{slug}{path.suffix}")
-
-
 def _open_tracks(stack: contextlib.ExitStack, config, formats, plan: ScanPlan, info, profiles: list[str]):
-    """The writers of every output, each on a temporary file renamed when ``stack`` closes without error.
-
-    Returns ``(writer, column, by_window)`` triples: ``column`` is the profile a writer takes (None:
-    all), ``by_window`` whether it wants window coordinates (called regions) instead of bins."""
+    """``(writer, column, by_window)`` for every output, each on a temporary file renamed when ``stack``
+    closes without error: ``column`` the profile it takes (None: all), ``by_window`` whether it takes
+    window coordinates (called regions) instead of bins."""
     chromosomes = [(c.name, c.length) for c in plan.chromosomes]
     model = Path(config.model or default_promoter_model()).name
 
@@ -250,7 +233,8 @@ def _open_tracks(stack: contextlib.ExitStack, config, formats, plan: ScanPlan, i
             tracks.append((MatrixTrack(temporary(path), chromosomes, profiles, attributes), None, False))
             continue
         for column, profile in enumerate(profiles):
-            target = _profile_path(path, profile, len(profiles) > 1)
+            slug = re.sub(r"[^A-Za-z0-9_.+-]+", "_", profile).strip("_")
+            target = path.with_name(f"{path.stem}.{slug}{path.suffix}") if len(profiles) > 1 else path
             track = (BigWigTrack(temporary(target), chromosomes) if kind == "bigwig"
                      else BedGraphTrack(text(target), f"{model} {profile}" if len(info.label_names) > 1 else model))
             tracks.append((track, column, False))
@@ -282,10 +266,8 @@ def _write_tracks(config, formats, plan: ScanPlan, work: WorkDirectory, info, pr
                     called.add(chromosome.name, windows, windows + plan.window, chunk[:, 0], chromosome.segments)
                 for track, column, by_window in tracks:
                     values = chunk if column is None else chunk[:, column]
-                    if by_window:
-                        track.add(chromosome.name, windows, windows + plan.window, values)
-                    else:
-                        track.add(chromosome.name, starts, ends, values)
+                    first, last = (windows, windows + plan.window) if by_window else (starts, ends)
+                    track.add(chromosome.name, first, last, values)
         if not counts["scored_bins"]:
             raise UserError(f"no window scored: each of the {counts['bins']:,} windows has more than "
                             f"{config.max_n_fraction:g} N (--max-n-fraction); nothing written")

@@ -1,16 +1,9 @@
 """The scan threshold of a promoter model: set on background genomes, checked on held-out ones.
 
-A classifier's record threshold (max F1 on validation) answers "is this candidate a promoter?" with
-promoters and non-promoters weighing the same. A genome scan asks another question: nearly every
-window is background, and promoters cover a few percent of a genome. The scan threshold is the
-lowest probability at which the model calls at most ``target`` of each *calibration* genome
-(bp of the called regions, the ``scan --bed`` regions, over the bp scanned, at the scan defaults:
-stride 50 bp, one strand); *held-out* genomes and promoter sources only report what that threshold
-gives: the called fraction of each genome and the recall on each promoter file (records scored
-whole). No promoter set takes part in choosing it.
-
-Scans are written to ``WORK/scans/NAME.h5`` and reused when present (a scan of C. elegans chrX takes
-about 2 hours on 2 shared cores, so it is scanned in evenly spaced regions, stated in the card).
+It is the lowest probability at which the model calls at most ``target`` of each *calibration* genome (bp
+of the ``scan --bed`` regions over the bp scanned, at stride 50 bp, one strand), since nearly every window
+of a genome is background; *held-out* genomes and promoter files only report the called fraction and the
+recall it gives. Scans are kept in ``WORK/scans/NAME.h5``.
 """
 
 from __future__ import annotations
@@ -25,9 +18,11 @@ import numpy as np
 
 from genolong.classifier.directory import TASK_FILE, Classifier
 from genolong.classifier.records import predict_all
+from genolong.core.files import atomic_write_text
 from genolong.dna.sequence import read_fasta
 from genolong.inference.called import CAUTION_FRACTION
 from genolong.inference.scan.plan import centred_window_starts
+from genolong.inference.scan.run import ScanConfig, run_scan
 from genolong.inference.scan.tracks import CalledBases
 
 #: Called fraction the scan threshold allows on each calibration genome: half of the 5% a promoter
@@ -61,13 +56,9 @@ class PromoterSource:
 
 
 def read_scan(path: Path) -> tuple[list[tuple[str, np.ndarray, np.ndarray, np.ndarray, np.ndarray]], int]:
-    """The windows of a promoter scan's HDF5 output (``scan --out X.h5``).
-
-    Returns:
-        ``(chromosomes, scanned_bp)``: per chromosome ``(name, window_starts (B,), window_ends (B,),
-        scores (B,), segments (S, 2))`` in bin order (NaN: a skipped bin; segments: the scanned regions,
-        runs of touching bins), and the bp of all bins.
-    """
+    """The windows of a promoter scan's HDF5 output (``scan --out X.h5``): ``(chromosomes, scanned_bp)``,
+    per chromosome ``(name, window_starts (B,), window_ends (B,), scores (B,), segments (S, 2))`` in bin
+    order (NaN: a skipped bin; segments: the scanned regions), and the bp of all bins."""
     with h5py.File(path, "r") as h5:
         window, stride = int(h5.attrs["window"]), int(h5.attrs["stride"])
         names = [name.decode() if isinstance(name, bytes) else name for name in h5["chromosomes"][:]]
@@ -93,12 +84,8 @@ def called_bp(chromosomes, threshold: float) -> int:
 
 
 def lowest_threshold(scans: list[tuple[list, int]], target: float) -> float:
-    """The lowest threshold (rounded up to 4 decimals) at which every scan calls at most ``target`` of its bp.
-
-    Args:
-        scans: ``(chromosomes, scanned_bp)`` of each calibration genome (:func:`read_scan`).
-        target: the largest called fraction allowed.
-    """
+    """The lowest threshold (rounded up to 4 decimals) at which every scan (:func:`read_scan`) calls at most
+    ``target`` of its bp."""
     def fits(threshold: float) -> bool:
         return all(called_bp(chromosomes, threshold) <= target * bp for chromosomes, bp in scans)
 
@@ -127,10 +114,7 @@ def _regions(genome: Path, background: Background, work: Path) -> Path | None:
 
 
 def scan_background(model: Path, genome: Path, background: Background, work: Path) -> Path:
-    """Scan a background genome (indexed bgzip or plain FASTA, ``genolong genome prepare``) with the model at
-    the scan defaults into ``WORK/scans/FILE.h5`` (reused)."""
-    from genolong.inference.scan.run import ScanConfig, run_scan
-
+    """Scan a background genome (indexed FASTA) at the scan defaults into ``WORK/scans/FILE.h5`` (reused)."""
     out = work / "scans" / f"{Path(background.file).name}.h5"
     if not out.exists():
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -152,19 +136,9 @@ def _promoter_probabilities(classifier, data_root: Path, source: PromoterSource,
 def calibrate(model: Path, data_root: Path, work: Path, backgrounds: dict[Background, Path],
               promoters: list[PromoterSource], target: float = TARGET,
               alternatives: dict[str, list[str]] | None = None) -> dict:
-    """Set the scan threshold on the calibration genomes; report every genome and promoter source.
-
-    Args:
-        backgrounds: each background genome and its copy that scan can read (indexed bgzip or plain).
-        alternatives: other sets of genome files to set a threshold on, by name, for the record only
-            (what the threshold and the called fractions would have been).
-
-    Returns:
-        ``{"threshold", "target", "record_threshold", "genomes": [...], "promoters": [...],
-        "alternatives": [...]}``: per genome its scanned bp and the called fraction at both thresholds;
-        per promoter file its records and the recall at both thresholds; per alternative its
-        threshold and the called fraction of every genome at it.
-    """
+    """Set the scan threshold on the calibration genomes (``backgrounds``: each and its indexed copy) and
+    report every genome's called fraction and promoter file's recall at both thresholds, and for each set of
+    genome files of ``alternatives`` (by name) its threshold and called fractions, for the record only."""
     classifier = Classifier.load(model, task="promoter", device="cpu")
     scans = {b.file: read_scan(scan_background(model, genome, b, work)) for b, genome in backgrounds.items()}
     threshold = lowest_threshold([scans[b.file] for b in backgrounds if b.role == "calibration"], target)
@@ -248,12 +222,8 @@ section into the model).
 
 
 def install_scan_calibration(model: Path, calibration: dict, species: dict[str, str]) -> None:
-    """Write the scan threshold, the species and the calibration into ``model``'s ``genolong_task.json``
-    and the card section into its README (replacing an earlier one, else after the record threshold).
-
-    Files are rewritten in place (each through a temporary file and a rename)."""
-    from genolong.core.files import atomic_write_text
-
+    """Write the scan threshold, the species and the calibration into ``model``'s ``genolong_task.json``, and
+    the card section into its README (replacing one, else after the record threshold), atomically."""
     task = json.loads((model / TASK_FILE).read_text())
     task["scan_threshold"] = calibration["threshold"]
     task["species"] = species

@@ -1,19 +1,8 @@
-"""Track writers: one chromosome's bin scores at a time, streamed to the file.
+"""Track writers, fed ``add(name, bin_starts, bin_ends, scores)`` per chunk of bins in plan order.
 
-Every writer takes ``add(name, bin_starts, bin_ends, scores)`` per chunk of bins, in plan
-order (chromosomes in genome order, bins in order); NaN scores (skipped bins) are left out of
-bigWig and bedGraph (a gap in the browser) and kept as NaN in HDF5.
-
-* :class:`BigWigTrack`: bigWig through pyBigWig, bedGraph-style entries (float32 values);
-* :class:`BedGraphTrack`: the same entries as text, values as ``%.6g``;
-
-Text writers write to a file the caller opens and closes; ``close()`` ends the track.
-* :class:`MatrixTrack`: HDF5, ``scores`` (bins, P) float32 with the coordinates ``chrom``
-  (index into ``chromosomes``), ``start``, ``end`` (bins,), and ``profiles`` (P,) names;
-* :class:`RegionTrack`: BED6 of called regions: windows scoring at least the threshold,
-  merged when they overlap or touch (as ``predict-promoter --bed``);
-* :class:`CalledBases`: no file, the bp those called regions cover in the scanned regions (the called
-  fraction).
+NaN scores (skipped bins) are left out of bigWig and bedGraph and kept in HDF5; text writers write to a
+file the caller opens and closes. :class:`RegionTrack` writes the called regions as BED6 (windows at or
+above the threshold, merged as ``predict-promoter --bed``); :class:`CalledBases` counts the bp they cover.
 """
 
 from __future__ import annotations
@@ -61,7 +50,8 @@ class BedGraphTrack:
 
 
 class MatrixTrack:
-    """Appends bins to resizable, chunked HDF5 datasets (constant memory)."""
+    """HDF5, appended in chunks (constant memory): ``scores`` (bins, P) float32, the coordinates ``chrom``
+    (index into ``chromosomes``), ``start``, ``end`` (bins,), and ``profiles`` (P,)."""
 
     def __init__(self, path: Path, chromosomes: list[tuple[str, int]], profiles: list[str], attributes: dict):
         self.file = h5py.File(path, "w")
@@ -115,10 +105,7 @@ class RegionTrack:
 
 class CalledBases:
     """The bp of the scanned sequence covered by the windows scoring at least ``threshold`` (the union of
-    :class:`RegionTrack`'s regions, cut to the scanned regions), from ``add`` in plan order; total in ``bp``.
-
-    Windows of one chromosome come in order of start and all have the same length, so each adds the
-    bp past the end of the called window before it."""
+    :class:`RegionTrack`'s regions, cut to the scanned regions), in ``bp``; windows come in plan order."""
 
     def __init__(self, threshold: float):
         self.threshold = threshold
@@ -128,8 +115,8 @@ class CalledBases:
 
     def add(self, name: str, starts: np.ndarray, ends: np.ndarray, scores: np.ndarray,
             segments: np.ndarray | None = None) -> None:
-        """Windows ``[starts, ends)`` (W,) with their ``scores`` (W,); ``segments`` (S, 2): the scanned
-        regions of the chromosome, sorted (None: the whole chromosome), to which windows are cut."""
+        """Windows ``[starts, ends)`` (W,) with their ``scores`` (W,), cut to ``segments`` (S, 2), the scanned
+        regions of the chromosome (None: all of it)."""
         if name != self.name:
             self.name, self.end = name, 0
         called = scores >= self.threshold  # NaN compares False: skipped windows drop out

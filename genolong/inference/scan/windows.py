@@ -1,15 +1,8 @@
-"""A batch of bins -> model inputs: read the windows by random access, skip N-rich ones, tokenise.
+"""A batch of bins -> model inputs: windows read by random access, N-rich ones skipped, tokenised.
 
-:class:`WindowBatches` is the map-style dataset of the scan's DataLoader: item ``i`` is one
-whole batch of the plan (``DataLoader(batch_size=None)``), so reading and tokenising run in
-the DataLoader's worker processes while the model runs.
-
-Tokenisation is exactly the classifier's (:class:`~genolong.classifier.directory.TokenEncoder`: the
-tokenizer's ids, cropped to the central ``max_len - 2`` tokens), so a bin scores what
-``predict-promoter`` scores on its window. With a *per-base* tokenizer (every token is one base,
-or a run of N) a window without N encodes to one token per base, and a numpy table lookup
-replaces the tokenizer for those windows; windows with N, and every window of a BPE tokenizer
-(the shipped promoter model's), go through the tokenizer.
+Tokenisation is exactly the classifier's (:class:`~genolong.classifier.directory.TokenEncoder`), so a bin
+scores what ``predict-promoter`` scores on its window; with a per-base tokenizer, windows without N are
+encoded by a numpy table lookup instead.
 """
 
 from __future__ import annotations
@@ -33,19 +26,12 @@ _N = ord("N")
 def is_per_base(tokenizer) -> bool:
     """True when every non-special token is one of ``ACGTN`` or a run of N."""
     special = set(tokenizer.all_special_tokens)
-    return all(
-        token in special or len(token) == 1 and token in "ACGTN" or set(token) == {"N"}
-        for token in tokenizer.get_vocab()
-    )
+    return all(token in special or len(token) == 1 and token in "ACGTN" or set(token) == {"N"}
+               for token in tokenizer.get_vocab())
 
 
 class WindowEncoder:
-    """Windows as bases -> ``[CLS] tokens [SEP]`` rows, exactly as :class:`TokenEncoder` encodes them.
-
-    Args:
-        tokenizer: the classifier's tokenizer.
-        max_len: tokens per input, [CLS] and [SEP] included.
-    """
+    """Windows as bases -> ``[CLS] tokens [SEP]`` rows of ``max_len`` tokens, as :class:`TokenEncoder`'s."""
 
     def __init__(self, tokenizer, max_len: int):
         self.tokens = TokenEncoder(tokenizer, max_len)
@@ -86,24 +72,12 @@ def read_windows(genome: Genome, chromosome: str, starts: np.ndarray, window: in
 
 
 class WindowBatches(torch.utils.data.Dataset):
-    """The model inputs of the plan's batches ``indices`` (one rank's share).
-
-    Item ``i`` is a dict: ``batch`` (the plan's batch index), ``bp`` (its bins' total width), ``scored`` (n_bins,) bool (False
-    for a bin whose window is mostly N, or on a chromosome shorter than the window),
-    ``input_ids`` and ``attention_mask`` (S, T) for the S scored windows; with ``rc`` they hold
-    2S rows, the S reverse complements after the S windows. A rank without batches gets one
-    empty item (``batch`` -1). A user error (an invalid character in the genome) comes as the item
-    ``{"error": message}``, for the main process to raise: raised in a DataLoader worker it would
-    reach the main process as a traceback.
-
-    Args:
-        plan: the scan plan.
-        genome_path: FASTA with random access (each worker process opens its own handle).
-        encoder: a :class:`WindowEncoder`.
-        indices: batch indices of the plan, in the order to compute them.
-        rc: add the reverse complement of each window.
-        max_n_fraction: windows with a larger fraction of N are skipped.
-    """
+    """The model inputs of the plan's batches ``indices`` (one rank's share), a whole batch per item read and
+    tokenised in the DataLoader's workers: ``batch`` (the plan's index; -1: the empty item), ``bp`` (its
+    bins' width), ``scored`` (n_bins,) bool (False: over ``max_n_fraction`` N, or a chromosome shorter than
+    the window), ``input_ids`` and ``attention_mask`` (S, T) of the S scored windows (with ``rc`` 2S, the
+    reverse complements last); or ``{"error": message}``, a user error for the main process to raise
+    without a traceback."""
 
     def __init__(self, plan: ScanPlan, genome_path: Path, encoder: WindowEncoder, indices: list[int], *,
                  rc: bool, max_n_fraction: float):

@@ -1,18 +1,9 @@
 """``score-variants`` in Lightning's predict loop (:mod:`genolong.inference.loop`).
 
-The input's alleles are cut into numbered chunks of ``chunk_size``; rank ``r`` of ``W`` scores
-the chunks ``i % W == r`` that an earlier, interrupted run did not finish. Every rank reads
-the whole input (cheap next to the model) but builds windows only for its own chunks.
-
-* :class:`VariantChunks` yields this rank's :class:`Chunk` items: an index, the scoreable
-  windows and the counts (skips, flags) of its alleles.
-* :class:`~genolong.inference.loop.StepModule` runs the effect model on a chunk.
-* :class:`VariantPartWriter` writes each chunk's part, annotation rows and counts into the
-  run's partial directory (:class:`~genolong.inference.variants.run.PartialRun`); rank 0
-  prepares that directory once the ranks are connected.
-
-A chunk's scores depend only on the chunk (the effect models keep no state across calls), so
-whichever rank computes it writes the same bytes.
+The input's alleles are cut into numbered chunks of ``chunk_size``; rank ``r`` of ``W`` scores the chunks
+``i % W == r`` that an earlier, interrupted run did not finish (every rank reads the whole input, but
+builds windows only for its own chunks). A chunk's scores depend only on the chunk, so whichever rank
+computes it writes the same bytes.
 """
 
 from __future__ import annotations
@@ -35,9 +26,8 @@ warnings.filterwarnings("ignore", message=".*does not have many workers.*")
 
 
 class Chunk:
-    """Chunk ``index`` of the input: its scoreable ``windows`` and the ``counts`` of its alleles
-    (``alleles``, ``scored``, ``skipped: reason``, ``flagged: flag``). Index -1: the empty item of
-    a rank without chunks. (A plain class, so that Lightning moves no part of it to a device.)"""
+    """Chunk ``index`` of the input (-1: the empty item): its scoreable ``windows`` and the ``counts`` of its
+    alleles; a plain class, so that Lightning moves no part of it to a device."""
 
     def __init__(self, index: int, windows: list[VariantWindows], counts: Counter):
         self.index, self.windows, self.counts = index, windows, counts
@@ -54,29 +44,19 @@ def windows_of(chunk: list, builder: WindowBuilder, source) -> tuple[list[Varian
             counts[f"skipped: {item.reason}"] += 1
             continue
         counts["scored"] += 1
-        for flag in item.flags:
-            counts[f"flagged: {flag}"] += 1
+        counts.update(f"flagged: {flag}" for flag in item.flags)
         windows.append(item)
     return windows, counts
 
 
 class VariantChunks(torch.utils.data.IterableDataset):
-    """This rank's unfinished chunks, in order (see the module docstring).
-
-    Args:
-        builder: variant -> windows (or a skip).
-        chunk_size: alleles per chunk.
-        run: the partial directory (``done(index)``), read when iterating (after rank 0 prepared it).
-        rank: this rank.
-        world_size: the number of ranks.
-    """
+    """This rank's chunks not ``run.done`` (read when iterating, after rank 0 prepared the directory)."""
 
     def __init__(self, variants: VariantFile, builder: WindowBuilder, chunk_size: int, run, rank: int,
                  world_size: int):
         super().__init__()
         self.variants, self.builder, self.chunk_size, self.run = variants, builder, chunk_size, run
-        self.rank, self.world_size = rank, world_size
-        self.chunks = 0
+        self.rank, self.world_size, self.chunks = rank, world_size, 0
 
     def __iter__(self):
         alleles = iter(self.variants)
@@ -91,14 +71,8 @@ class VariantChunks(torch.utils.data.IterableDataset):
 
 
 class VariantPartWriter(PartWriter):
-    """Writes each scored chunk into the partial directory, whole; its counts file last (the chunk is then done).
-
-    Args:
-        run: the partial directory.
-        writer: :class:`~genolong.inference.variants.output.LongTsv` or ``WideHdf5`` (``write_part``).
-        labels: the reported outputs' names (for annotation rows).
-        top_k: effects per allele in the annotation rows, or None for no annotation.
-    """
+    """Writes each scored chunk into the partial directory ``run`` through ``writer`` (``write_part``), with
+    its annotation rows of ``top_k`` effects (None: none), and its counts file last (then it is done)."""
 
     def __init__(self, run, writer, labels: list[str], top_k: int | None, *, progress: bool, description: str):
         super().__init__(None, progress=progress, description=description, unit=" variants")

@@ -1,20 +1,12 @@
 """Zero-shot variant scores from a masked language model: the log-likelihood ratio of alt vs ref.
 
-How BPE tokens are aligned to the variant: the reference and alternative windows are
-tokenised separately (a variant can change how the bases around it merge). Their token
-lists share a prefix and a suffix; the tokens between them, ``ref_span`` and ``alt_span``,
-are the tokens the variant touches (a SNV inside one token: one token each; a SNV that
-changes merges, or an indel: a few, and the two spans may differ in length). Each allele's
-span is replaced by ``[MASK]`` tokens in its own otherwise identical context, and
+The reference and alternative windows are tokenised separately; the tokens between their shared prefix
+and suffix are each allele's span, replaced by ``[MASK]`` tokens in its own context:
 
     llr = sum log p(alt_span tokens | alt context) - sum log p(ref_span tokens | ref context)
 
-(the masked-marginal score of Meier et al. 2021, "Language models enable zero-shot prediction
-of the effects of mutations on protein function", summed over a multi-token span). When both
-spans have as many tokens, the two masked inputs are the same and one forward pass serves
-both. Inputs longer than the model's positions keep the tokens centred on the span. The inputs
-are encoded as every model input is (:class:`~genolong.classifier.directory.TokenEncoder`) and
-scored through the one scoring primitive (:func:`~genolong.classifier.scoring.token_logits`).
+(the masked-marginal score of Meier et al. 2021, "Language models enable zero-shot prediction of the effects
+of mutations on protein function"); inputs longer than the model keep the tokens centred on the span.
 """
 
 from __future__ import annotations
@@ -56,8 +48,7 @@ class MaskedLMEffects:
         self.model = load_model(GenolongForMaskedLM, directory, config=config).to(self.device)
         tokenizer = load_model_tokenizer(directory, config)
         self.encode = TokenEncoder(tokenizer, config.max_position_embeddings)
-        self.mask = tokenizer.mask_token_id
-        self.keep = config.max_position_embeddings - 2
+        self.mask, self.keep = tokenizer.mask_token_id, config.max_position_embeddings - 2
         self.batch_size = batch_size
 
     def _masked_input(self, ids: list[int], start: int, end: int) -> tuple[tuple[int, ...], list[int], list[int]]:

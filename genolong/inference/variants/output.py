@@ -1,16 +1,11 @@
-"""Variant scores out: a long TSV (one row per variant x output) or a wide HDF5 matrix.
-
-Both are written as numbered *parts* (one per chunk of variants, each written atomically
-into the run's partial directory) and assembled into the final file at the end, which is
-what makes a run resumable and its memory independent of the number of variants.
+"""Variant scores out: a long TSV (one row per variant x output) or a wide HDF5 matrix, each written as
+numbered *parts* (one per chunk, atomically, in the run's partial directory) and assembled at the end.
 
 * TSV (``.tsv``, ``.tsv.gz``): ``##key=value`` provenance lines, then the columns
-  ``chrom pos id ref alt flags profile class <scores>``. A ``.gz`` file is a series of gzip
-  members (one per part), which every gzip reader reads as one stream; each member has mtime 0
-  and no file name, so equal content gives equal bytes.
-* HDF5 (``.h5``, ``.hdf5``): row metadata datasets ``chrom pos id ref alt flags`` (N,), one
-  (N, P) float32 dataset per score, ``profiles`` (P,), and the provenance as JSON in the root
-  attribute ``provenance``.
+  ``chrom pos id ref alt flags profile class <scores>``; a ``.gz`` is a series of gzip members (one per
+  part) with mtime 0 and no file name, so equal content gives equal bytes.
+* HDF5 (``.h5``, ``.hdf5``): datasets ``chrom pos id ref alt flags`` (N,), one (N, P) float32 dataset per
+  score, ``profiles`` (P,), and the provenance as JSON in the root attribute ``provenance``.
 """
 
 from __future__ import annotations
@@ -38,13 +33,9 @@ def metadata_columns(windows: list[VariantWindows]) -> dict[str, list]:
             "flags": [",".join(w.flags) or "." for w in windows]}
 
 
-def _cell(value: float) -> str:
-    return f"{value:.6g}"
-
-
 @dataclass
 class _Output:
-    """The output file ``out``, the reported outputs' names and classes, and the score names."""
+    """The output file, the reported outputs' names and classes, and the score names."""
 
     out: Path
     labels: list[str]
@@ -72,7 +63,7 @@ class LongTsv(_Output):
             for row in range(len(windows)):
                 fixed = "\t".join(str(meta[name][row]) for name in METADATA)
                 for column, (label, label_class) in enumerate(zip(self.labels, self.classes, strict=True)):
-                    values = "\t".join(_cell(scores[name][row, column]) for name in self.score_names)
+                    values = "\t".join(f"{scores[name][row, column]:.6g}" for name in self.score_names)
                     out.write(f"{fixed}\t{label}\t{label_class}\t{values}\n")
 
     def assemble(self, parts: list[Path], provenance: dict) -> None:

@@ -1,10 +1,7 @@
-"""Variants in: VCF, bgzipped VCF or BCF (read with cyvcf2, i.e. htslib) or a TSV ``chrom pos ref alt [id]``.
-
-Both formats are 1-based, as VCF. Each ALT allele of a multi-allelic site becomes its own
-:class:`Variant`. Alleles that cannot be scored as sequence become :class:`SkippedAllele`
-items carrying the reason (symbolic ``<DEL>``, the spanning deletion ``*``, breakends
-``G]17:198982]``, a missing ALT ``.``), so that callers count them. Items come out in file
-order, one per allele, which makes "the first n items" a resumable position in the input.
+"""Variants in: VCF, bgzipped VCF or BCF (read with cyvcf2, i.e. htslib) or a TSV ``chrom pos ref alt [id]``,
+both 1-based. Each ALT allele is its own :class:`Variant`; one that cannot be scored as sequence (symbolic
+``<DEL>``, ``*``, breakends, a missing ALT ``.``) is a :class:`SkippedAllele` with the reason. Items come
+in file order, one per allele, so "the first n items" is a resumable position in the input.
 """
 
 from __future__ import annotations
@@ -19,7 +16,7 @@ from pathlib import Path
 
 import cyvcf2
 
-from genolong.core.errors import InputError, UserError
+from genolong.core.errors import InputError
 from genolong.dna.sequence import numbered_lines
 
 _BASES = frozenset("ACGTN")
@@ -27,9 +24,7 @@ _BASES = frozenset("ACGTN")
 
 @dataclass(frozen=True)
 class Variant:
-    """One allele: ``chrom``, 1-based ``pos``, ``ref`` and ``alt`` as in the input (uppercased).
-
-    ``line`` is the input line it came from (for messages)."""
+    """One allele: ``chrom``, 1-based ``pos``, ``ref`` and ``alt`` (uppercased) from input line ``line``."""
 
     chrom: str
     pos: int
@@ -61,7 +56,7 @@ def skip_reason(alt: str) -> str | None:
 
 
 def _alleles(path, line: int, chrom: str, pos: int, vid: str, ref: str, alts) -> Iterator[Variant | SkippedAllele]:
-    """Split one site into its alleles, validating the bases."""
+    """One site's alleles, their bases checked."""
     ref = ref.upper()
     if not ref or not set(ref) <= _BASES:
         raise InputError(path, f"REF {ref!r} is not a DNA sequence (A, C, G, T, N)", line=line)
@@ -78,22 +73,9 @@ def _alleles(path, line: int, chrom: str, pos: int, vid: str, ref: str, alts) ->
         yield Variant(chrom, pos, vid, ref, alt, line)
 
 
-def _quiet_htslib() -> None:
-    """Silence htslib's own stderr messages (cyvcf2 raises on a bad record; one line is ours)."""
-    with contextlib.suppress(OSError, AttributeError):  # a build without the symbol keeps htslib's messages
-        ctypes.CDLL(cyvcf2.cyvcf2.__file__).hts_set_log_level(0)
-
-
 class VariantFile:
-    """The variants of a VCF/BCF (any compression htslib reads) or a TSV file.
-
-    Args:
-        path: the file; the format is recognised from its content (``##fileformat=VCF``,
-            BCF magic), anything else is read as TSV.
-
-    Attributes:
-        contigs: contig name -> length declared by ``##contig`` header lines (VCF only).
-    """
+    """The variants of a VCF/BCF (any compression htslib reads; recognised by content) or else a TSV file;
+    ``contigs``: name -> length from the ``##contig`` lines (VCF only)."""
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
@@ -101,25 +83,24 @@ class VariantFile:
         self.is_vcf = head.startswith((b"##fileformat=VCF", b"BCF\x02"))
         self.contigs: dict[str, int] = {}
         if self.is_vcf:
-            _quiet_htslib()
+            # htslib's stderr silenced (cyvcf2 raises: one line is ours); a build without the symbol keeps it
+            with contextlib.suppress(OSError, AttributeError):
+                ctypes.CDLL(cyvcf2.cyvcf2.__file__).hts_set_log_level(0)
             self.header_lines = _header_lines(self.path) if head.startswith(b"##") else None
             try:
                 reader = cyvcf2.VCF(str(self.path), lazy=True)
             except Exception as err:  # cyvcf2 raises a bare Exception for a header htslib cannot parse
                 raise InputError(self.path, f"not a readable VCF: {err}") from None
-            try:
+            with contextlib.suppress(AttributeError, ValueError):  # no ##contig lines, or one without length
                 self.contigs = dict(zip(reader.seqnames, reader.seqlens, strict=True))
-            except (AttributeError, ValueError):  # no ##contig lines, or some without a length
-                self.contigs = {}
 
     def __iter__(self) -> Iterator[Variant | SkippedAllele]:
         """The alleles from the start of the file (each iteration reads it again)."""
         return self._read_vcf() if self.is_vcf else self._read_tsv()
 
     def _read_vcf(self) -> Iterator[Variant | SkippedAllele]:
-        """Alleles with their text line number (BCF: their record number). Each text line is
-        checked before htslib parses it: a record with a bad position or too few columns can
-        crash cyvcf2 (a segmentation fault) when the header declares no contigs."""
+        """Alleles with their text line number (BCF: record number). Each text line is checked before htslib
+        parses it: a bad position or too few columns can crash cyvcf2 when the header declares no contigs."""
         line = self.header_lines or 0
         records = iter(cyvcf2.VCF(str(self.path), lazy=True))
         lines = _data_lines(self.path) if self.header_lines is not None else None
@@ -149,10 +130,8 @@ class VariantFile:
                 continue
             first_row = False
             if len(fields) not in (4, 5):
-                raise InputError(
-                    self.path, f"expected 4 or 5 tab-separated columns (chrom pos ref alt [id]), got {len(fields)}",
-                    line=line,
-                )
+                raise InputError(self.path, "expected 4 or 5 tab-separated columns (chrom pos ref alt [id]), "
+                                 f"got {len(fields)}", line=line)
             try:
                 pos = int(fields[1])
             except ValueError:
@@ -167,7 +146,6 @@ def _header_lines(path: Path) -> int:
 
 
 def _data_lines(path: Path) -> Iterator[tuple[int, bytes]]:
-    """The record lines of a text VCF, numbered (the lines htslib reads as records)."""
     return ((number, raw) for number, raw in numbered_lines(path) if not raw.startswith(b"#") and raw.strip())
 
 
@@ -183,9 +161,3 @@ def _check_vcf_line(path: Path, lines: Iterator[tuple[int, bytes]]) -> int:
         raise InputError(path, f"position {fields[1].decode(errors='replace')!r} is not a 1-based integer",
                          line=number)
     return number
-
-
-def check_not_empty(path: Path, first) -> None:
-    """Raise when a variant file held no allele at all."""
-    if first is None:
-        raise UserError(f"{path}: no variants")

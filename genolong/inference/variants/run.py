@@ -1,16 +1,9 @@
 """One ``score-variants`` run: chunks of variants through the predict loop, parts, resume, assembly.
 
-Memory is one chunk of variants (``chunk_size`` alleles, their windows and scores) per rank,
-whatever the number of variants. Each finished chunk leaves its part files and its counts in
-``.<out>.partial/`` beside the output (:class:`PartialRun`); the chunks are shared across
-ranks by :mod:`genolong.inference.variants.loop`. Rank 0 then assembles the parts in input
-order, so the output is the same bytes whatever the number of ranks. A run started again with
-the same inputs, model and options (on any number of devices) scores only the chunks not yet
-finished; with anything changed it starts over. Bad input (:class:`~genolong.core.errors.UserError`)
-removes the partial directory: nothing is left behind.
-
-The provenance header's date is the run's, or ``SOURCE_DATE_EPOCH`` when set (the
-reproducible-builds convention), for outputs that must be compared byte for byte.
+Each finished chunk leaves its parts and counts in ``.<out>.partial/`` (:class:`PartialRun`); rank 0
+assembles them in input order, the same bytes on any number of ranks. A run started again with the same
+inputs, model and options scores only the chunks not yet finished; bad input removes the directory. The
+provenance's date is ``SOURCE_DATE_EPOCH`` when set (the reproducible-builds convention).
 """
 
 from __future__ import annotations
@@ -34,14 +27,10 @@ from genolong.core.files import atomic_write_text, work_path
 from genolong.dna.genome import Genome
 from genolong.inference.labels import label_class, select_labels
 from genolong.inference.loop import StepModule, build_trainer, predict
-from genolong.inference.variants.loop import (
-    ANNOTATION_SUFFIX,
-    VariantChunks,
-    VariantPartWriter,
-)
+from genolong.inference.variants.loop import ANNOTATION_SUFFIX, VariantChunks, VariantPartWriter
 from genolong.inference.variants.mlm_llr import MaskedLMEffects
 from genolong.inference.variants.output import writer_for
-from genolong.inference.variants.reader import VariantFile, check_not_empty
+from genolong.inference.variants.reader import VariantFile
 from genolong.inference.variants.scoring import ClassifierEffects, rank_score
 from genolong.inference.variants.vcf_annotation import annotate_vcf
 from genolong.inference.variants.windows import MISSING_CONTIG_REASON, WindowBuilder, check_build
@@ -67,8 +56,7 @@ def model_fingerprint(directory: Path) -> str:
 
 
 def genome_fingerprint(genome: Genome) -> str:
-    """sha256 (16 hex) of the genome's contig names and lengths (a whole-file checksum of a
-    3-GB FASTA would cost more than many runs)."""
+    """sha256 (16 hex) of the genome's contig names and lengths (cheaper than a checksum of the file)."""
     text = "".join(f"{name}\t{length}\n" for name, length in genome.chromosomes.items())
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -79,9 +67,8 @@ def input_fingerprint(path: Path) -> str:
 
 
 class PartialRun:
-    """The partial directory of a run: ``identity.json`` (what makes two runs the same) and, per
-    finished chunk ``i``, its part files and ``part-i.json`` (its counts, written last: the mark
-    that chunk ``i`` is done)."""
+    """The partial directory of a run: ``identity.json`` (what makes two runs the same) and, per finished
+    chunk ``i``, its parts and ``part-i.json`` (its counts, written last: the mark that it is done)."""
 
     def __init__(self, out: Path, identity: dict):
         self.folder = work_path(out, "partial")
@@ -129,27 +116,16 @@ def run_date() -> str:
 def score_variant_file(variants: VariantFile, genome: Genome, builder: WindowBuilder, effects, writer,
                        trainer, *, identity: dict, chunk_size: int = 1024, annotate: Path | None = None,
                        top_k: int = 3, progress: bool = False) -> dict | None:
-    """Score every allele of ``variants`` into ``writer.out`` (see the module docstring).
-
-    Args:
-        builder: variant -> windows (or a skip), with the REF policy.
-        effects: an effect model on this rank's device (``score(windows) -> {name: (n, P)}``,
-            ``labels``, ``score_names``; module :mod:`variant_scoring`).
-        writer: :class:`~genolong.inference.variants.output.LongTsv` or ``WideHdf5``.
-        trainer: the predict-only Trainer (:func:`~genolong.inference.loop.build_trainer`).
-        identity: what makes two runs the same (model, genome and input fingerprints, options).
-        annotate: also write the input VCF with each allele's ``top_k`` effects in INFO.
-        progress: show a progress bar (variants/s).
-
-    Returns:
-        The counts (alleles, scored, ``skipped: reason``, ``flagged: flag``); None on ranks other than 0.
-    """
+    """Score every allele of ``variants`` into ``writer.out`` with ``effects`` (an effect model on this rank's
+    device), and with ``annotate`` write the input VCF with each allele's ``top_k`` effects in INFO; the
+    counts (alleles, scored, ``skipped: reason``, ``flagged: flag``), None on ranks other than 0."""
     if chunk_size < 1 or top_k < 1:
         raise UserError(f"--chunk-size and --top-k must be positive, got {chunk_size} and {top_k}")
     if annotate is not None and not variants.is_vcf:
         raise UserError(f"--annotate-vcf needs a VCF input; {variants.path} is a TSV")
     check_build(variants.contigs, genome, variants.path)
-    check_not_empty(variants.path, next(iter(variants), None))
+    if next(iter(variants), None) is None:
+        raise UserError(f"{variants.path}: no variants")
     run = PartialRun(writer.out, identity | {"batch_size": effects.batch_size})  # float sums differ by batch
     chunks = VariantChunks(variants, builder, chunk_size, run, trainer.global_rank, trainer.world_size)
     loader = torch.utils.data.DataLoader(chunks, batch_size=None)
@@ -178,9 +154,8 @@ def score_variant_file(variants: VariantFile, genome: Genome, builder: WindowBui
 
 
 def check_some_scored(counts: dict[str, int], variants: VariantFile, genome: Genome) -> None:
-    """Refuse a run that scored no allele (an empty result is never what was asked for), naming
-    why; when every allele's contig is missing, the VCF and the genome name their contigs
-    differently (RefSeq ``NC_000001.11`` against ``chr1``) or are of two species."""
+    """Refuse a run that scored no allele, naming why (every contig missing: the VCF and the genome name
+    their contigs differently, or are of two species)."""
     if counts.get("scored", 0):
         return
     if counts.get(f"skipped: {MISSING_CONTIG_REASON}", 0) == counts.get("alleles", 0):
@@ -193,18 +168,14 @@ def check_some_scored(counts: dict[str, int], variants: VariantFile, genome: Gen
 
 
 def effects_for(model: Path, *, score: str, profiles: list[str] | None, rc: bool | None, batch_size: int, device: str):
-    """The effect model of ``--score``: ``effect`` (a classifier) or ``mlm-llr`` (a pretrained MLM).
-
-    Returns:
-        ``(effects, window_bp, classes)``; ``classes`` names each reported output's class.
-    """
+    """``(effects, window_bp, classes)`` of ``--score``: ``effect`` (a classifier) or ``mlm-llr`` (a
+    pretrained MLM); ``classes`` names each reported output's class."""
     if batch_size < 1:
         raise UserError(f"--batch-size must be positive, got {batch_size}")
     if score == "mlm-llr":
         if profiles or rc:
             raise UserError("--profiles and --rc apply to classifiers, not to --score mlm-llr")
-        effects = MaskedLMEffects(model, batch_size, device)
-        return effects, None, ["mlm"]
+        return MaskedLMEffects(model, batch_size, device), None, ["mlm"]
     classifier = load_classifier(model, device=device)
     labels = select_labels(classifier.info.label_names, profiles)
     effects = ClassifierEffects(classifier, labels, batch_size, rc=reads_both_strands(rc, classifier.info))
@@ -217,12 +188,8 @@ def score_variants(variants: Path, genome: Path, model: Path, out: Path, *, scor
                    chunk_size: int = 1024, accelerator: str = "auto", devices: int | str = 1,
                    num_nodes: int = 1, precision: str = "auto", annotate: Path | None = None, top_k: int = 3,
                    progress: bool = False) -> dict | None:
-    """``genolong score-variants``: load everything, check it, score (see :func:`score_variant_file`).
-
-    ``window`` is the input length for ``mlm-llr`` (a classifier's is its own ``window_bp``).
-    ``accelerator``, ``devices``, ``num_nodes``: Lightning's; more than one device or node
-    shares the chunks across ranks. ``precision``: ``auto``, ``32`` or ``bf16`` (:mod:`genolong.runtime.precision`). Returns None on ranks other than 0.
-    """
+    """``genolong score-variants``: load everything, check it, score (:func:`score_variant_file`); None on
+    ranks other than 0. ``window``: the input length of ``mlm-llr`` (a classifier's is its ``window_bp``)."""
     variant_file, reference = VariantFile(variants), Genome(genome)
     trainer = build_trainer(accelerator=accelerator, devices=devices, num_nodes=num_nodes, callbacks=[],
                             precision=precision)

@@ -1,27 +1,14 @@
 """BPE token ids of variants' windows without tokenising every window whole.
 
-A chunk's reference windows are ``W`` bp (8,000 for the chromatin setup), centred on nearby
-variants, so they overlap; each alternative window differs from its reference in a few bases.
-BPE changes tokens only near a cut or a change, so:
-
-* windows that overlap are merged into a region, tokenised once, and each window's tokens are
-  the region's tokens inside it with ``margin`` + 1 tokens at each edge re-tokenised
-  (:meth:`SplicingTokenizer.cropped`);
-* a substitution's (SNV, MNV: equal allele lengths) alternative tokens are the reference's with
-  the tokens that touch the changed bases, plus ``margin`` on each side, re-tokenised
-  (:meth:`SplicingTokenizer.substituted`).
-
-Why this is exact, and when it is not used: the BPE encoding of a text is its only *valid*
-token sequence (one that re-encodes to itself); a stretch of a valid sequence is valid, and a
-valid sequence followed by a token ``t`` is valid when its last token and ``t`` are a valid
-pair (the encoding of their two texts joined is these two tokens): Corollaries II and IIIa of
-the ``bpe`` crate of github/rust-gems (``crates/bpe/README.md``, "Properties of BPE"). A spliced
-sequence is made of valid runs (stretches of the region's or reference's tokens, and the
-re-tokenised stretches); it is therefore the window's encoding when every seam between runs is
-a valid pair, which is checked (and cached per pair). Otherwise, and for indels (the right
-flank moves), windows padded with ``N``, and re-tokenised stretches holding an ``N``
-(tokenizers that normalise ``N`` runs, as GENA-LM's, would see them cut), the window is
-tokenised whole.
+Overlapping reference windows are merged into a region tokenised once, each window's tokens being the
+region's with ``margin`` + 1 tokens at each edge re-tokenised (:meth:`SplicingTokenizer.cropped`); a
+substitution's alternative tokens are the reference's with the touched tokens, plus ``margin`` each side,
+re-tokenised (:meth:`SplicingTokenizer.substituted`). This is exact when every seam is a valid pair
+(checked, cached): the BPE encoding of a text is its only valid token sequence, a stretch of a valid
+sequence is valid, and a valid sequence followed by ``t`` is valid when its last token and ``t`` are a valid
+pair (Corollaries II and IIIa of the ``bpe`` crate of github/rust-gems, ``crates/bpe/README.md``).
+Otherwise, and for indels, padded windows and re-tokenised stretches holding an ``N`` (tokenizers that
+normalise ``N`` runs would see them cut), the window is tokenised whole.
 """
 
 from __future__ import annotations
@@ -46,17 +33,9 @@ class Tokens:
 
 
 class SplicingTokenizer:
-    """Tokens of texts; of a stretch of a tokenised text, and of a text that differs from a
-    tokenised one by a substitution, from the tokenised text's tokens (module docstring).
-
-    Args:
-        backend: a HF ``tokenizers.Tokenizer`` (``tokenizer.backend_tokenizer``).
-        margin: tokens re-tokenised beyond those a cut or a substitution touches.
-
-    Attributes:
-        spliced, whole: splices shown exact, and splices refused because a seam was not a
-            valid pair (counts, for tests and profiling).
-    """
+    """Tokens of texts (``backend``: a HF ``tokenizers.Tokenizer``), and of a stretch or a substitution of a
+    tokenised text from its tokens, re-tokenising ``margin`` tokens beyond those touched (module
+    docstring); ``spliced`` and ``whole`` count the splices shown exact and refused."""
 
     def __init__(self, backend, margin: int = 2):
         self.backend, self.margin = backend, margin
@@ -123,8 +102,7 @@ class SplicingTokenizer:
 
 
 def substitution(window: VariantWindows, reverse: bool) -> tuple[int, int] | None:
-    """The bases ``[start, end)`` where a window's alternative differs from its reference on
-    the given strand, for a substitution in an unpadded window; None otherwise."""
+    """The bases ``[start, end)`` where an unpadded window's substitution differs on the strand, else None."""
     start, ref_length, alt_length = window.allele
     if ref_length != alt_length or window.centre is not None:
         return None
@@ -134,24 +112,17 @@ def substitution(window: VariantWindows, reverse: bool) -> tuple[int, int] | Non
 
 
 class WindowInputs:
-    """The model's token inputs for the windows of a chunk of variants.
-
-    Args:
-        tokenizer: the classifier's tokenizer, as a :class:`SplicingTokenizer`.
-        encoder: the classifier's :class:`~genolong.classifier.directory.TokenEncoder` (its crop).
-        rc: also the reverse strand of every window.
-        group: windows tokenised per call (bounds the memory of the whole-window tokens).
-    """
+    """The model's token inputs for the windows of a chunk of variants, cropped as the classifier's
+    :class:`~genolong.classifier.directory.TokenEncoder` ``encoder`` crops (with ``rc``, both strands);
+    ``group`` windows are tokenised per call (bounding memory)."""
 
     def __init__(self, tokenizer: SplicingTokenizer, encoder, rc: bool, group: int = 64):
         self.tokenizer, self.encoder, self.group = tokenizer, encoder, group
         self.strands = (False, True) if rc else (False,)
 
     def bodies(self, windows: list[VariantWindows]) -> tuple[dict, dict]:
-        """The kept token ids of the distinct inputs, as (T,) int64 arrays: ``(ref_key, reverse)``
-        -> reference body, ``(alt_window, centre, reverse)`` -> alternative body. They equal
-        :class:`TokenEncoder`'s on the same sequence and centre (the reverse strand: the
-        reverse complement, its centre mirrored)."""
+        """The kept (T,) int64 token ids of the distinct inputs, by ``(ref_key, reverse)`` and ``(alt_window,
+        centre, reverse)``: :class:`TokenEncoder`'s on the same sequence and centre (mirrored on reverse)."""
         references, alternatives = {}, {}
         for first in range(0, len(windows), self.group):
             for reverse in self.strands:

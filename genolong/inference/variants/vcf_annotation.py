@@ -1,10 +1,8 @@
 """The input VCF annotated with each allele's top effects in INFO (``score-variants --annotate-vcf``).
 
-While scoring, every chunk writes an annotation part: ``line, alt, PROFILE:VALUE&PROFILE:VALUE...``
-for its scored alleles (the ``top_k`` outputs by ``|combined|``, ``|diff|`` for values and logits, or ``|llr|`` for ``mlm-llr``). At the
-end the input VCF is streamed once and each record gets ``GENOLONG=ALT:PROFILE:VALUE,...`` for its
-scored alleles (``&`` between an allele's entries, ``,`` between alleles; records without a scored
-allele pass through unchanged).
+While scoring, every chunk writes an annotation part, ``line, alt, PROFILE:VALUE&PROFILE:VALUE...`` per
+scored allele (the ``top_k`` outputs by the absolute rank score); at the end the input VCF is streamed
+once and each record gets ``GENOLONG=ALT:PROFILE:VALUE&...,ALT:...`` for its scored alleles.
 """
 
 from __future__ import annotations
@@ -25,19 +23,15 @@ from genolong.inference.variants.windows import VariantWindows
 INFO_ID = "GENOLONG"
 
 
-def _info_safe(text: str) -> str:
-    """A VCF INFO value holds no whitespace, ``;``, ``=`` or ``,``."""
-    return re.sub(r"[\s;=,]", "_", text)
-
-
 def annotation_rows(windows: list[VariantWindows], scores: dict[str, np.ndarray], labels: list[str],
                     top_k: int) -> list[str]:
     """``line\\talt\\tentries\\n`` per scored allele: its ``top_k`` outputs by absolute rank score."""
     rank = scores[rank_score(scores)]
+    safe = [re.sub(r"[\s;=,]", "_", label) for label in labels]  # no whitespace, ";", "=", "," in INFO
     rows = []
     for row, window in enumerate(windows):
         best = np.argsort(-np.abs(rank[row]), kind="stable")[:top_k]
-        entries = "&".join(f"{_info_safe(labels[i])}:{rank[row, i]:.4g}" for i in best)  # names hold "|"
+        entries = "&".join(f"{safe[i]}:{rank[row, i]:.4g}" for i in best)  # names hold "|"
         rows.append(f"{window.variant.line}\t{window.variant.alt}\t{entries}\n")
     return rows
 

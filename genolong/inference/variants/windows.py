@@ -1,19 +1,9 @@
 """Variants against the reference genome: build check, REF check, left-normalisation, model windows.
 
-Windows (``W`` = the model's input length, e.g. 8,000 bp for BigBird's chromatin setup):
-
-* the variant is left-normalised (Tan et al. 2015, "Unified representation of genetic
-  variants": trim the bases shared by both alleles, then shift an indel left while the base
-  before it equals its last base); ``s`` is the 0-based start of the normalised allele;
-* the reference window is ``genome[s - W // 2, s - W // 2 + W)``, so the variant's first base
-  sits at index ``W // 2``;
-* the alternative window replaces the reference allele there by the alternative allele and
-  keeps length ``W`` on the right: an insertion pushes the right flank out (its last bases
-  are trimmed), a deletion pulls more reference in (the window is extended on the right).
-  The left flank and the variant's position never move.
-
-Bases outside the contig are ``N`` and the variant gets the ``padded`` flag; the model then
-keeps the tokens centred on the variant's token rather than on the window's middle token.
+The variant is left-normalised (Tan et al. 2015, "Unified representation of genetic variants"); the
+reference window is ``genome[s - W // 2, s - W // 2 + W)`` (``s``: the allele's 0-based start, ``W``: the
+model's input length), the alternative window replaces the allele there and keeps length ``W`` on the
+right. Bases outside the contig are ``N`` and flag the variant ``padded``.
 """
 
 from __future__ import annotations
@@ -44,9 +34,8 @@ def _build_of(chrom: str, length: int) -> str:
 
 
 def check_build(declared: dict[str, int], genome: Genome, source) -> None:
-    """Refuse a VCF whose ``##contig`` lengths differ from the genome's (another build).
-
-    Contigs the genome lacks are not compared (a variant on one is refused when met)."""
+    """Refuse a VCF whose ``##contig`` lengths differ from the genome's (another build); contigs the genome
+    lacks are not compared."""
     lengths = {canonical_chrom(name): (name, length) for name, length in genome.chromosomes.items()}
     for chrom, length in declared.items():
         name, genome_length = lengths.get(canonical_chrom(chrom), (None, None))
@@ -59,19 +48,10 @@ def check_build(declared: dict[str, int], genome: Genome, source) -> None:
 
 @dataclass(frozen=True)
 class VariantWindows:
-    """A variant with its model inputs.
-
-    Attributes:
-        ref_key: ``(contig, window start)``; variants with equal keys share the reference window.
-        ref_window, alt_window: the model inputs, ``W`` bp each.
-        flags: ``ref_mismatch`` (scored with ``--ref-mismatch flag``), ``padded`` (contig end).
-        allele: ``(start, ref length, alt length)`` of the normalised allele in the windows
-            (``start`` is ``W // 2``); the windows agree before ``start``.
-        centre: for a padded window, the variant's index in it (``W // 2``): the model keeps
-            the tokens around it, since the ``N`` padding is few tokens and the window's
-            central token is no longer the variant's; None otherwise (the model's usual
-            central crop, exactly as ``predict-*`` on the same window).
-    """
+    """A variant with its model inputs ``ref_window`` and ``alt_window`` (``W`` bp each): ``ref_key``
+    ``(contig, window start)``, shared by variants with the same reference window; ``allele`` ``(start, ref
+    length, alt length)`` in the windows; ``centre``, in a padded window, the variant's index, around which
+    the model keeps its tokens (None: the usual central crop)."""
 
     variant: Variant
     ref_key: tuple[str, int]
@@ -91,14 +71,8 @@ def fetch_padded(genome: Genome, contig: str, start: int, end: int) -> tuple[str
 
 
 def left_normalise(genome: Genome, contig: str, start: int, ref: str, alt: str) -> tuple[int, str, str]:
-    """Minimal, left-aligned form of an allele (Tan et al. 2015, Algorithm 1).
-
-    Args:
-        start: 0-based start of ``ref`` on ``contig``.
-
-    Returns:
-        ``(start, ref, alt)``; for an indel one of the two alleles is empty.
-    """
+    """Minimal, left-aligned ``(start, ref, alt)`` of an allele at 0-based ``start`` (Tan et al. 2015,
+    Algorithm 1); for an indel one of the two alleles is empty."""
     while ref and alt and ref[-1] == alt[-1]:
         ref, alt = ref[:-1], alt[:-1]
     while ref and alt and ref[0] == alt[0]:
@@ -117,15 +91,9 @@ def left_normalise(genome: Genome, contig: str, start: int, ref: str, alt: str) 
 
 
 class WindowBuilder:
-    """Turns :class:`Variant` items into :class:`VariantWindows` or :class:`SkippedAllele`.
-
-    Args:
-        window: model input length ``W`` in bp.
-        ref_mismatch: ``error`` (stop), ``skip`` (count) or ``flag`` (score on the genome's
-            reference and flag the row).
-        max_indel: longest allele change scored (``max(len(ref), len(alt))`` after trimming).
-        missing_contig: a variant on a contig the genome lacks: ``skip`` (count) or ``error`` (stop).
-    """
+    """Turns :class:`Variant` items into :class:`VariantWindows` of ``window`` bp or :class:`SkippedAllele`.
+    ``ref_mismatch``: ``error``, ``skip`` or ``flag`` (score on the genome's reference, flag the row);
+    ``max_indel``: the longest allele scored after trimming; ``missing_contig``: ``skip`` or ``error``."""
 
     def __init__(self, genome: Genome, window: int, *, ref_mismatch: str = "skip", max_indel: int = 100,
                  missing_contig: str = "skip"):
@@ -133,10 +101,10 @@ class WindowBuilder:
             raise UserError(f"--ref-mismatch must be one of {', '.join(REF_MISMATCH)}, got {ref_mismatch!r}")
         if missing_contig not in MISSING_CONTIG:
             raise UserError(f"--missing-contig must be one of {', '.join(MISSING_CONTIG)}, got {missing_contig!r}")
-        self.missing_contig = missing_contig
         if max_indel < 1:
             raise UserError(f"--max-indel must be positive, got {max_indel}")
         self.genome, self.window, self.ref_mismatch, self.max_indel = genome, window, ref_mismatch, max_indel
+        self.missing_contig = missing_contig
 
     def __call__(self, variant: Variant, source) -> VariantWindows | SkippedAllele:
         genome = self.genome
@@ -175,10 +143,8 @@ class WindowBuilder:
         first = start - self.window // 2
         ref_window, padded = fetch_padded(self.genome, contig, first, first + self.window)
         offset = start - first
-        alt_window = ref_window[:offset] + alt + ref_window[offset + len(ref) :]
-        if len(alt_window) > self.window:
-            alt_window = alt_window[: self.window]
-        elif len(alt_window) < self.window:
+        alt_window = (ref_window[:offset] + alt + ref_window[offset + len(ref) :])[: self.window]
+        if len(alt_window) < self.window:
             end = first + self.window
             extension, extended_padded = fetch_padded(self.genome, contig, end, end + self.window - len(alt_window))
             alt_window += extension
