@@ -234,7 +234,7 @@ def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tenso
     to ``(..., Lq, K)``: bool (True = visible), or float added to the scores (ALiBi; -inf = hidden).
 
     fp32 and fp64 use the fused ``scaled_dot_product_attention``. Its CPU kernel computes bf16 in fp32, so
-    bf16 and fp16 take ``baddbmm`` (the mask as a bias), softmax and ``bmm``, ~2-3x faster on bf16-capable
+    bf16 and fp16 take ``baddbmm`` (the mask as a bias), softmax and ``bmm``, which is faster on bf16-capable
     CPUs. Their bias is the dtype's lowest finite value, not -inf: a query with no visible key (only
     padding) gets a finite average instead of NaN.
     """
