@@ -313,7 +313,7 @@ def test_every_path_argument_of_every_command_has_a_declared_role():
             continue
         roles = parser.get_default("path_roles")
         assert isinstance(roles, PathRoles), (
-            f"{name} declares no path roles: call genolong.cli.outputs.declare(parser, inputs=..., files=..., "
+            f"{name} declares no path roles: call genolong.cli.outputs.declare(parser, run, inputs=..., files=..., "
             "directories=...) in its register()")
         declared = {*roles.inputs, *roles.files, *roles.directories}
         assert paths <= declared, f"{name}: undeclared {sorted(paths - declared)}"
