@@ -31,6 +31,7 @@ from genolong.classifier.task_info import (  # noqa: F401  (re-exported: the cla
     default_promoter_description,
     default_promoter_model,
     describe_model,
+    reads_both_strands,
 )
 from genolong.core.errors import ConfigError, InputError, UserError
 from genolong.dna.sequence import clean, reverse_complement
@@ -233,3 +234,9 @@ class StrandAveraged:
         if centres is not None:
             centres = list(centres) + [None if c is None else len(s) - 1 - c for s, c in zip(sequences, centres, strict=True)]
         return average_strands(self.classifier.probabilities(list(sequences) + reverse, centres))
+
+
+def strand_reader(classifier, rc: bool | None = None):
+    """``classifier`` as it reads sequences: :class:`StrandAveraged` when both strands are read
+    (``--rc`` / ``--no-rc`` as given, else the model's own reading: :func:`reads_both_strands`)."""
+    return StrandAveraged(classifier) if reads_both_strands(rc, classifier.info) else classifier

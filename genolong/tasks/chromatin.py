@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from genolong.classifier.directory import Classifier
+from genolong.classifier.directory import Classifier, strand_reader
 from genolong.classifier.task_info import InferenceSpec
 from genolong.core.errors import ConfigError, UserError
 from genolong.datasets.chromatin import ChromatinSplit, PreparedChromatin
@@ -60,14 +60,14 @@ class ChromatinTask(FinetuneTask):
     def load_data(self, data_dir: Path) -> TaskData:
         """The prepared train and valid splits (and test, when there is one)."""
         prepared = PreparedChromatin(data_dir)
-        names = ("train", "valid", *(["test"] if "test" in prepared.splits else []))
-        splits = {name: ChromatinRows(prepared[name]) for name in names}
+        split_names = ("train", "valid", *(["test"] if "test" in prepared.splits else []))
+        splits = {name: ChromatinRows(prepared[name]) for name in split_names}
         manifest = prepared.manifest
         source = {"data": str(data_dir.resolve()), "context": manifest["context"],
                   "input_length": manifest["input_length"],
                   "rows": {name: entry["rows"] for name, entry in manifest["splits"].items()}}
-        names = [profile.name for profile in chromatin_profiles()]
-        return TaskData(self.name, splits, names, manifest["context"], manifest["input_length"], source)
+        profile_names = [profile.name for profile in chromatin_profiles()]
+        return TaskData(self.name, splits, profile_names, manifest["context"], manifest["input_length"], source)
 
     def validation_metrics(self, labels: np.ndarray, probabilities: np.ndarray) -> dict[str, float]:
         """``val/mean_auc`` over the profiles with both labels, and ``val/profiles``, their number."""
@@ -84,7 +84,7 @@ class ChromatinTask(FinetuneTask):
         if "test" not in data.splits:
             log.warning("%s has no test split: no test AUCs", data.source["data"])
             return {}
-        aucs, rows = evaluate_chromatin(classifier, data.splits["test"].split,
+        aucs, rows = evaluate_chromatin(strand_reader(classifier), data.splits["test"].split,
                                         batch_size=config.batch_size_eval, limit=config.test_rows)
         write_auc_table(out / "aucs.csv", aucs)
         return {"test": {"rows": len(rows), "profiles_with_auc": int(aucs.defined.sum()),

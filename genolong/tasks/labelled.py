@@ -19,6 +19,7 @@ import numpy as np
 
 from genolong.classifier.directory import Classifier
 from genolong.classifier.scoring import average_strands
+from genolong.classifier.task_info import reads_both_strands
 from genolong.core.errors import UserError
 from genolong.datasets.task import PreparedTask
 from genolong.dna.sequence import reverse_complement
@@ -78,15 +79,15 @@ class LabelledTask(FinetuneTask):
         kmer = {name: scored[name][1] for name in splits}  # None without kmer_baseline
         forward = {name: rows[name][0] for name in splits}
         reverse = {name: [reverse_complement(s) for s in forward[name]] for name in splits} \
-            if config.augment_reverse_complement else None  # a model trained on both strands is read on both
+            if reads_both_strands(None, classifier.info) else None  # read as the inference commands read it
 
         def logits(sequences: dict[str, list[str]] | None) -> dict[str, np.ndarray] | None:
             return None if sequences is None else {
                 name: network_and_kmer_logits(classifier, sequences[name], config.batch_size_eval)[0]
                 for name in splits}
 
-        report = {"problem_type": problem,
-                  "network": _scores(problem, network, rows, splits, logits(reverse))}
+        network_reverse = logits(reverse)
+        report = {"problem_type": problem, "network": _scores(problem, network, rows, splits, network_reverse)}
         if config.kmer_baseline:
             stack = fit_stack(problem, network["valid"], kmer["valid"], rows["valid"][1])
             stacked = {name: stack.logits(network[name], kmer[name]) for name in splits}
@@ -94,7 +95,9 @@ class LabelledTask(FinetuneTask):
             report["stack"] = stack.describe() | _scores(problem, stacked, rows, splits)
             component = stack.saved(kmer_model)
             classifier.kmer = None if component is None else component.bind(classifier.tokenizer)
-        saved, saved_reverse = logits(forward), logits(reverse)
+        # the saved model is the network unless a k-mer component was folded into it
+        saved, saved_reverse = (network, network_reverse) if classifier.kmer is None \
+            else (logits(forward), logits(reverse))
         report["saved_model"] = stack.label() if config.kmer_baseline else "network"
         report |= _scores(problem, saved, rows, splits, saved_reverse)
         if reverse is not None:

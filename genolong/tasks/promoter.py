@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from genolong.classifier.directory import Classifier
+from genolong.classifier.directory import Classifier, strand_reader
 from genolong.classifier.records import best_window_probabilities
 from genolong.classifier.task_info import InferenceSpec
 from genolong.core.errors import UserError
@@ -83,8 +83,9 @@ class PromoterTask(FinetuneTask):
         @functools.cache  # each split is scored once (after calibration, when there is one)
         def scores(name: str) -> tuple[np.ndarray, np.ndarray]:
             rows = data.splits[name]
-            probabilities = best_window_probabilities(classifier, [rows.sequence(i) for i in range(len(rows))],
-                                                      config.batch_size_eval, classifier.info.window_bp)
+            sequences = [rows.sequence(i) for i in range(len(rows))]
+            probabilities = best_window_probabilities(strand_reader(classifier), sequences, config.batch_size_eval,
+                                                      classifier.info.window_bp)  # read as predict-promoter reads
             return rows.all_labels(np.arange(len(rows)))[:, 0], probabilities[:, 0]
 
         report = {}

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import csv
+import shutil
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -18,6 +20,7 @@ from helpers.deepsea import real_rows
 from sklearn.metrics import average_precision_score, roc_auc_score
 
 from genolong.classifier.directory import Classifier, StrandAveraged
+from genolong.classifier.task_info import TaskInfo
 from genolong.cli.main import main
 from genolong.core.errors import InputError
 from genolong.datasets.chromatin import PreparedChromatin
@@ -25,6 +28,7 @@ from genolong.dna.sequence import write_fasta
 from genolong.evaluation.chromatin import AUC_COLUMNS, evaluation_rows, read_auc_table
 from genolong.evaluation.metrics import per_profile_auc
 from genolong.evaluation.profiles import chromatin_profiles
+from genolong.tasks.task import get_task
 
 
 @pytest.fixture(scope="module")
@@ -219,6 +223,28 @@ def test_eval_cli_with_strand_averaging_on_8kb_rows(finetuned, prepared_8000, tm
             roc_auc_score(labels[:, column], scores[:, column]), abs=1e-6
         )
 
+
+
+def test_eval_reads_a_both_strand_model_on_both_strands_unless_no_rc(finetuned, prepared_1000, tmp_path, capsys):
+    """chromatin eval follows the model's own reading, as predict, scan and score-variants do."""
+    out, _ = finetuned
+    both_model = tmp_path / "both"
+    shutil.copytree(out / "model", both_model)
+    info = TaskInfo.read(both_model)
+    info.inference = replace(get_task("chromatin").inference_spec(info.window_bp, "multilabel"), both_strands=True)
+    info.write(both_model)
+    runs = {"one --rc": (out / "model", "--rc"), "one": (out / "model",), "both": (both_model,),
+            "both --no-rc": (both_model, "--no-rc")}
+    tables, printed = {}, {}
+    for name, (model, *options) in runs.items():
+        tables[name] = tmp_path / f"{name}.csv"
+        capsys.readouterr()
+        assert eval_chromatin(model, prepared_1000, tables[name], "--rows", "40", *options) == 0
+        printed[name] = capsys.readouterr().out
+    assert tables["both"].read_bytes() == tables["one --rc"].read_bytes()
+    assert tables["both --no-rc"].read_bytes() == tables["one"].read_bytes()
+    assert tables["both"].read_bytes() != tables["one"].read_bytes()
+    assert "both (both strands)" in printed["both"] and "(both strands)" not in printed["both --no-rc"]
 
 def test_eval_and_predict_errors(finetuned, prepared_1000, tmp_path, capsys):
     out, _ = finetuned

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import shutil
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -16,7 +17,7 @@ from lightning.pytorch.callbacks import Callback
 from sklearn.metrics import roc_auc_score
 
 from genolong.attention import available_attentions
-from genolong.classifier.directory import Classifier, TaskInfo, TokenEncoder
+from genolong.classifier.directory import Classifier, StrandAveraged, TaskInfo, TokenEncoder
 from genolong.classifier.records import best_window_probabilities, predict_all
 from genolong.cli.main import main
 from genolong.configs import available_presets, preset_path
@@ -66,6 +67,23 @@ def test_run_writes_a_classifier_whose_threshold_and_metrics_reproduce(dataset, 
     for name in ("f1", "mcc", "auroc", "auprc"):
         assert test[name] == pytest.approx(report["test"][name], abs=1e-6)
 
+
+
+def test_a_model_trained_on_both_strands_is_reported_as_predict_promoter_reads_it(dataset, tmp_path):
+    """Threshold and test metrics of a both-strand model are those of the strand-averaged probabilities."""
+    config = replace(micro_config("promoter"), augment_reverse_complement=True, kmer_baseline=False)
+    report = run_finetune(dataset, tmp_path / "run", config, show_progress=False)
+    classifier = Classifier.load(tmp_path / "run" / "model", task="promoter", device="cpu")
+    assert classifier.info.inference.both_strands
+    scores = {}
+    for split in ("valid", "test"):
+        records = load_split(dataset, split)
+        scores[split] = ([r.label for r in records],
+                         predict_all(StrandAveraged(classifier), [r.sequence for r in records], batch_size=7)[:, 0])
+    assert best_f1_threshold(*scores["valid"]) == pytest.approx(report["threshold"], rel=1e-5)
+    test = promoter_metrics(*scores["test"], report["threshold"])
+    for name in ("f1", "mcc", "auroc", "auprc"):
+        assert test[name] == pytest.approx(report["test"][name], abs=1e-6)
 
 def test_best_checkpoint_is_the_one_saved(finished):
     out, report = finished

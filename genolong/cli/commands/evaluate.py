@@ -5,7 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from genolong.cli.arguments import add_classifier_argument, add_precision_argument, positive_int
+from genolong.cli.arguments import (
+    add_classifier_argument,
+    add_precision_argument,
+    add_strands_argument,
+    positive_int,
+)
 from genolong.cli.outputs import declare
 
 
@@ -21,8 +26,7 @@ def add_parser(commands) -> None:
     chromatin.add_argument("--data", type=Path, required=True, help="prepared chromatin directory")
     chromatin.add_argument("--out", type=Path, required=True, help="aucs.csv to write")
     chromatin.add_argument("--split", default="test", help="split to evaluate (default: test)")
-    chromatin.add_argument("--rc", action="store_true",
-                           help="average each row's probabilities with its reverse complement's")
+    add_strands_argument(chromatin, "average each row's probabilities with its reverse complement's")
     chromatin.add_argument("--rows", type=positive_int, default=None,
                            help="evaluate N evenly spaced rows (default: all)")
     chromatin.add_argument("--batch-size", type=positive_int, default=16, help="rows per model call (default: 16)")
@@ -42,5 +46,5 @@ def run_chromatin(args) -> None:
     print(f"{result.rows:,} rows of {args.data} [{args.split}]; {int(aucs.defined.sum())} of {len(aucs.roc_auc)} "
           f"profiles have both labels -> {args.out}")
     print("median ROC AUC (%):")
-    name = f"{args.model.name}{' (both strands)' if args.rc else ''}"
+    name = f"{args.model.name}{' (both strands)' if result.both_strands else ''}"
     print(format_chromatin_medians({name: result.medians}))

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from genolong.classifier.directory import StrandAveraged, default_promoter_model, describe_model
+from genolong.classifier.directory import default_promoter_model, describe_model, strand_reader
 from genolong.classifier.records import check_stride, record_stride
 from genolong.classifier.task_info import TaskInfo, reads_both_strands
 from genolong.core.errors import UserError
@@ -72,7 +72,7 @@ def _scored_records(run: FastaPrediction, path: Path, task: str | None, default_
     records = run.records or functools.partial(read_fasta, run.fasta, unique_names=False)
     stride = default_stride(info) if run.stride is None else run.stride
     check_stride(stride, info.window_bp)  # before any output is opened
-    scorer = StrandAveraged(classifier) if reads_both_strands(run.rc, info) else classifier
+    scorer = strand_reader(classifier, run.rc)
     scored = score_records(records, run.fasta.name, scorer, window=info.window_bp, stride=stride,
                            min_length=info.min_bp if run.min_length is None else run.min_length,
                            batch_size=run.batch_size, trainer=trainer, progress=progress,

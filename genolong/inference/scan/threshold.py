@@ -1,7 +1,7 @@
 """The scan threshold of a promoter model: set on background genomes, checked on held-out ones.
 
 It is the lowest probability at which the model calls at most ``target`` of each *calibration* genome (bp
-of the ``scan --bed`` regions over the bp scanned, at stride 50 bp, one strand), since nearly every window
+of the ``scan --bed`` regions over the bp scanned, at stride 50 bp, on the strands the model reads), since nearly every window
 of a genome is background; *held-out* genomes and promoter files only report the called fraction and the
 recall it gives. Scans are kept in ``WORK/scans/NAME.h5``.
 """
@@ -16,13 +16,12 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from genolong.classifier.directory import TASK_FILE, Classifier
+from genolong.classifier.directory import TASK_FILE, Classifier, reads_both_strands, strand_reader
 from genolong.classifier.records import predict_all
 from genolong.core.files import atomic_write_text
 from genolong.dna.sequence import read_fasta
 from genolong.inference.called import CAUTION_FRACTION
 from genolong.inference.scan.plan import centred_window_starts
-from genolong.inference.scan.run import ScanConfig, run_scan
 from genolong.inference.scan.tracks import CalledBases
 
 #: Called fraction the scan threshold allows on each calibration genome: half of the 5% a promoter
@@ -113,13 +112,16 @@ def _regions(genome: Path, background: Background, work: Path) -> Path | None:
     return path
 
 
-def scan_background(model: Path, genome: Path, background: Background, work: Path) -> Path:
-    """Scan a background genome (indexed FASTA) at the scan defaults into ``WORK/scans/FILE.h5`` (reused)."""
+def scan_background(model: Path, genome: Path, background: Background, work: Path, rc: bool = False) -> Path:
+    """Scan a background genome (indexed FASTA) at the scan defaults (``rc``: both strands) into
+    ``WORK/scans/FILE.h5`` (reused)."""
+    from genolong.inference.scan.run import ScanConfig, run_scan  # the scan stack, only when a scan runs
+
     out = work / "scans" / f"{Path(background.file).name}.h5"
     if not out.exists():
         out.parent.mkdir(parents=True, exist_ok=True)
         run_scan(ScanConfig(genome=genome, out=[out], model=model, regions=_regions(genome, background, work),
-                            accelerator="cpu", progress=False))
+                            rc=rc, accelerator="cpu", progress=False))
     return out
 
 
@@ -140,7 +142,8 @@ def calibrate(model: Path, data_root: Path, work: Path, backgrounds: dict[Backgr
     report every genome's called fraction and promoter file's recall at both thresholds, and for each set of
     genome files of ``alternatives`` (by name) its threshold and called fractions, for the record only."""
     classifier = Classifier.load(model, task="promoter", device="cpu")
-    scans = {b.file: read_scan(scan_background(model, genome, b, work)) for b, genome in backgrounds.items()}
+    rc = reads_both_strands(None, classifier.info)  # calibrated as scan and predict-promoter read the model
+    scans = {b.file: read_scan(scan_background(model, genome, b, work, rc)) for b, genome in backgrounds.items()}
     threshold = lowest_threshold([scans[b.file] for b in backgrounds if b.role == "calibration"], target)
     others = []
     for name, files in (alternatives or {}).items():
@@ -156,12 +159,12 @@ def calibrate(model: Path, data_root: Path, work: Path, backgrounds: dict[Backgr
                         "called_at_record_threshold": called_bp(chromosomes, record_threshold) / bp})
     sources = []
     for source in promoters:
-        probabilities = _promoter_probabilities(classifier, data_root, source, work)
+        probabilities = _promoter_probabilities(strand_reader(classifier), data_root, source, work)
         sources.append({**asdict(source), "records": len(probabilities),
                         "recall": float((probabilities >= threshold).mean()),
                         "recall_at_record_threshold": float((probabilities >= record_threshold).mean())})
     return {"threshold": threshold, "target": target, "record_threshold": record_threshold, "stride": 50,
-            "rc": False, "genomes": genomes, "promoters": sources, "alternatives": others}
+            "rc": rc, "genomes": genomes, "promoters": sources, "alternatives": others}
 
 
 def card_section(calibration: dict, species: dict[str, str]) -> str:
@@ -198,7 +201,7 @@ above. Records given to `predict-promoter` are candidates, promoters and non-pro
 genome nearly every window is background and promoters cover a few percent of it, so a threshold
 chosen with equal classes calls far too much there. The scan threshold is the lowest at which the
 model calls at most {calibration["target"]:.1%} of each calibration genome (the bp of the called
-regions over the bp scanned, stride {calibration["stride"]} bp, one strand), half of the
+regions over the bp scanned, stride {calibration["stride"]} bp, {"both strands" if calibration["rc"] else "one strand"}), half of the
 {CAUTION_FRACTION:.0%} allowed on any genome, the rest a margin for genomes it never saw. Calibration
 genomes: {names("calibration")}. Held out: {names("held out")}. No promoter set took part in
 choosing it.{alternatives}

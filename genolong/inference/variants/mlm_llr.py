@@ -38,6 +38,7 @@ class MaskedLMEffects:
     """``score(windows) -> {"llr": (n, 1)}`` for a pretrained :class:`GenolongForMaskedLM` directory."""
 
     score_names = ("llr",)
+    rc = False  # one strand: the masked LM scores the reference strand's tokens
     labels = ["mlm_llr"]
 
     def __init__(self, directory: Path, batch_size: int, device="auto"):

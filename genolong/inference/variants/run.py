@@ -204,7 +204,7 @@ def score_variants(variants: Path, genome: Path, model: Path, out: Path, *, scor
         "genome": str(genome), "genome_fingerprint": genome_fingerprint(reference),
         "genome_file": input_fingerprint(Path(genome)),  # an edited base keeps the names and lengths
         "variants": input_fingerprint(variants),
-        "options": {"score": score, "profiles": profiles, "rc": rc, "ref_mismatch": ref_mismatch,
+        "options": {"score": score, "profiles": profiles, "rc": effects.rc, "ref_mismatch": ref_mismatch,
                     "max_indel": max_indel, "window": window, "chunk_size": chunk_size,
                     "annotate_vcf": None if annotate is None else str(annotate), "top_k": top_k},
     }

@@ -1,6 +1,6 @@
 """Variant effects of a classifier: reference and alternative windows through the model, in batches.
 
-An *effect model* has ``score_names``, ``labels`` (the P outputs it reports) and
+An *effect model* has ``score_names``, ``labels`` (the P outputs it reports), ``rc`` (both strands read) and
 ``score(windows) -> {score name: (n, P) float32}``, which depends on nothing but its windows. The scores
 follow the model's ``variant_effect`` (:data:`EFFECT_SCORES`; user guide, variants): for probabilities
 ``combined = |diff| * |logit_diff|`` is DeepSEA's functional-significance effect (Zhou & Troyanskaya 2015).
@@ -49,7 +49,7 @@ class ClassifierEffects:
     averaged), remembering nothing across calls, so a chunk's bytes are the same on any rank."""
 
     def __init__(self, classifier, labels: list[int], batch_size: int, *, rc: bool = False):
-        self.classifier, self.columns, self.batch_size = classifier, np.asarray(labels), batch_size
+        self.classifier, self.columns, self.batch_size, self.rc = classifier, np.asarray(labels), batch_size, rc
         self.effect = classifier.info.inference.variant_effect
         self.score_names = EFFECT_SCORES[self.effect]
         self.labels = [classifier.info.label_names[i] for i in labels]
