@@ -118,7 +118,8 @@ class BlockSparseAttention(Attention):
         """``(E,)`` ALiBi positions of the ``num_extra`` extra keys, from the ``(L,)`` float positions of
         the sequence whose first ``num_global`` tokens are global; a subclass with extra keys defines it."""
         if num_extra:
-            raise TypeError(f"{type(self).__name__} has extra keys, so it must define extra_positions for ALiBi")
+            raise NotImplementedError(f"{type(self).__name__} has extra keys, so it must define "
+                                      "extra_positions for ALiBi")
         return positions[:0]
 
     #: Whether the pattern depends on the random draws (then it is rebuilt when they change).

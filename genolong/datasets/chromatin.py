@@ -55,8 +55,9 @@ class Locations:
 
     @classmethod
     def empty(cls, rows: int) -> Locations:
-        return cls(np.full(rows, LocateStatus.NOT_FOUND, np.uint8), np.full(rows, -1, np.int32),
-                   np.full(rows, -1, np.int64), np.zeros(rows, np.int8), np.zeros(rows, np.int32))
+        return cls(status=np.full(rows, LocateStatus.NOT_FOUND, np.uint8), chrom=np.full(rows, -1, np.int32),
+                   start=np.full(rows, -1, np.int64), strand=np.zeros(rows, np.int8),
+                   hits=np.zeros(rows, np.int32))
 
     def to_records(self) -> np.ndarray:
         """The locations as one structured array ``(queries,)`` of :data:`LOCI_DTYPE`."""

@@ -69,9 +69,11 @@ class Corpus:
                 if not shard_file.is_file() or shard_file.stat().st_size != size:
                     raise InputError(shard_file, f"missing or truncated (expected {size:,} bytes)",
                                      hint="rebuild the corpus with `genolong corpus build` into a new directory")
-            shards.append(Shard(info["chrom"], np.memmap(folder / f"{stem}.tokens.u16", np.uint16, "r"),
-                                np.fromfile(folder / f"{stem}.sentences.i64", dtype=np.int64),
-                                np.fromfile(folder / f"{stem}.documents.i64", dtype=np.int64).reshape(-1, 4)))
+            shards.append(Shard(
+                chrom=info["chrom"],
+                tokens=np.memmap(folder / f"{stem}.tokens.u16", dtype=np.uint16, mode="r"),
+                sentences=np.fromfile(folder / f"{stem}.sentences.i64", dtype=np.int64),
+                documents=np.fromfile(folder / f"{stem}.documents.i64", dtype=np.int64).reshape(-1, 4)))
         return shards
 
 

@@ -119,20 +119,25 @@ def sample_genomic_negatives(genome, sites: list[Tss], window_length: int, count
                                      max_n_fraction=max_n_fraction, prefix="genomic|")
     if len(records) < count:
         raise UserError(f"found only {len(records)} of {count} genomic negatives in "
-                        f"{20 * count + 1000} draws ({dict(rejected)})",
+                        f"{max_draws(count)} draws ({dict(rejected)})",
                         hint="lower --min-tss-distance or raise --max-n-fraction")
     return records, rejected
+
+
+def max_draws(count: int) -> int:
+    """How many random windows :func:`draw_windows` may draw to find ``count``: ``20 * count + 1000`` (0 for 0)."""
+    return 20 * count + 1000 if count else 0
 
 
 def draw_windows(segments: list[tuple], length: int, count: int, fetch, rng: np.random.Generator, *,
                  max_n_fraction: float = 0.0, prefix: str = "") -> tuple[list[PromoterRecord], Counter]:
     """Up to ``count`` distinct random ``fetch(name, start, end, strand)`` windows (label 0, named
-    ``<prefix><name>:<start><strand>``) in ``20 * count + 1000`` draws, starts uniform over the half-open
+    ``<prefix><name>:<start><strand>``) in :func:`max_draws` draws, starts uniform over the half-open
     ranges ``(name, lo, hi)`` of ``segments``, strands at even odds; returns them and the counts of the
     redrawn ``repeated_window`` and ``too_many_n`` (more ``N`` than ``max_n_fraction``)."""
     records, rejected, seen = [], Counter(), set()
     cumulative = np.cumsum([hi - lo for _, lo, hi in segments])
-    for _ in range(20 * count + 1000 if count else 0):
+    for _ in range(max_draws(count)):
         offset = int(rng.integers(0, cumulative[-1]))
         index = int(np.searchsorted(cumulative, offset, side="right"))
         name, lo, _ = segments[index]

@@ -6,7 +6,7 @@ a gene can still fall in train and test of a random split, not of a :func:`chrom
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 
 import numpy as np
@@ -49,8 +49,11 @@ def stratified_draw(strata: Sequence, fractions: Sequence[float], rng: np.random
     ``sorted(..., key=key)`` order), a seeded shuffle of its ``n`` items gives the first
     ``round(n * fractions[0])`` part 1, the next ``round(n * fractions[1])`` part 2, ... the rest part 0."""
     parts = np.zeros(len(strata), dtype=np.int64)
-    for value in sorted(set(strata), key=key):
-        members = np.array([i for i, stratum in enumerate(strata) if stratum == value])
+    groups = defaultdict(list)  # stratum -> its items, in input order
+    for i, stratum in enumerate(strata):
+        groups[stratum].append(i)
+    for value in sorted(groups, key=key):
+        members = np.array(groups[value])
         order, start = members[rng.permutation(len(members))], 0
         for part, fraction in enumerate(fractions, start=1):
             count = round(len(members) * fraction)

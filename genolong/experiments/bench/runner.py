@@ -37,10 +37,12 @@ def run_spec(spec: Spec, timeout_s: float, max_memory_gb: float) -> list[dict[st
     """Run ``spec`` in a fresh process, killed past ``max_memory_gb`` resident or ``timeout_s``; a row
     per phase, with a status for phases that did not finish."""
     env = {**os.environ, "OMP_NUM_THREADS": str(spec.threads), "TOKENIZERS_PARALLELISM": "false"}
-    rows, status = [], "skipped: needs --legacy-site (a directory with transformers 4.x)"
-    if spec.model in LEGACY_PEERS and spec.legacy_site:
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [spec.legacy_site, env.get("PYTHONPATH")]))
-    if spec.model not in LEGACY_PEERS or spec.legacy_site:
+    legacy = spec.model in LEGACY_PEERS
+    if legacy and not spec.legacy_site:
+        rows, status = [], "skipped: needs --legacy-site (a directory with transformers 4.x)"
+    else:
+        if legacy:
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [spec.legacy_site, env.get("PYTHONPATH")]))
         rows, status = _run_worker(spec, env, timeout_s, max_memory_gb)
     done = {row["phase"] for row in rows}
     rows += [{"phase": phase, "status": status} for phase in spec.phases if phase not in done]
