@@ -12,6 +12,8 @@ import logging
 import math
 import time
 import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import lru_cache
 
 import torch
@@ -28,6 +30,7 @@ logger = logging.getLogger("genolong.attention")
 FLEX_BLOCK_SIZE = 128
 
 _compiled_shapes: set[tuple] = set()
+_backend = ["AUTO"]  # flex_attention's kernel_options["BACKEND"]; set by flex_backend
 _block_masks: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # BlockPattern -> BlockMask
 
 
@@ -46,6 +49,18 @@ def _compiled_flex():
     if hasattr(dynamo, "fail_on_recompile_limit_hit"):  # past the limit: an error, never the eager fallback
         dynamo.fail_on_recompile_limit_hit = True
     return torch.compile(flex_attention, dynamic=False)
+
+
+@contextmanager
+def flex_backend(name: str) -> Iterator[None]:
+    """Run flex_attention with kernel backend ``name`` inside the block: ``"AUTO"`` (torch's choice, the
+    default), ``"TRITON"`` or ``"FLASH"`` (the FlashAttention CuTe kernel, where its package is installed; an
+    error at the first call where it is not). For benchmarks; models always run with ``"AUTO"``."""
+    previous, _backend[0] = _backend[0], name
+    try:
+        yield
+    finally:
+        _backend[0] = previous
 
 
 def flex_block_mask(pattern: BlockPattern, block: int = FLEX_BLOCK_SIZE):
@@ -140,14 +155,16 @@ def flex_attention_path(inputs: PatternInputs, dropout_p: float = 0.0) -> torch.
                 return score
             return torch.where(key_valid[b, 0 if shared else h, kv_idx], score, float("-inf"))
 
-    shape_key = (tuple(q.shape), tuple(keys.shape), q.dtype, q.device.type, key_valid is None, slopes is None)
+    backend = _backend[0]
+    shape_key = (tuple(q.shape), tuple(keys.shape), q.dtype, q.device.type, key_valid is None, slopes is None, backend)
     first = shape_key not in _compiled_shapes
     if first:
         logger.warning("flex_attention: compiling for q %s, keys %s, %s on %s; the first call takes "
                        "~20-30 s on CPU (seconds on GPU), and every new shape compiles again",
                        tuple(q.shape), tuple(keys.shape), q.dtype, q.device.type)
         started = time.perf_counter()
-    out = _compiled_flex()(q, keys, values, score_mod=score_mod, block_mask=block_mask)
+    options = None if backend == "AUTO" else {"BACKEND": backend}
+    out = _compiled_flex()(q, keys, values, score_mod=score_mod, block_mask=block_mask, kernel_options=options)
     if first:
         _compiled_shapes.add(shape_key)
         logger.warning("flex_attention: first call for this shape took %.1f s", time.perf_counter() - started)

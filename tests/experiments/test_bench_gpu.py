@@ -144,7 +144,7 @@ def test_a_training_step_is_not_tried_where_the_forward_pass_ran_out_of_memory(m
     monkeypatch.setattr(device_speed, "_measure_or_retry", measure_or_retry)
     size = BenchSize(hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64, vocab_size=64)
     plan = device_speed.SpeedPlan(size=size, lengths=(128, 256))
-    rows = device_speed.run_speed(plan, CPU, models=("genolong-bigbird", "hf-bigbird"), say=lambda line: None)
+    rows = list(device_speed.run_speed(plan, CPU, models=("genolong-bigbird", "hf-bigbird"), say=lambda line: None))
     assert ("hf-bigbird", 256, "train") not in tried and ("hf-bigbird", 128, "train") in tried
     skipped = [row for row in rows if (row["model"], row["tokens"], row["phase"]) == ("hf-bigbird", 256, "train")]
     assert skipped[0]["status"].startswith("oom") and device_speed._cell(skipped[0]) == "oom"
@@ -220,3 +220,51 @@ def test_bench_gpu_cpu_with_a_relative_out_from_another_directory(monkeypatch, t
     results = json.loads((tmp_path / "gpu" / "device_check.json").read_text())
     assert failures(results) == [] and code == 0
     assert (tmp_path / "gpu" / "pretrain" / "report.json").is_file() and not (tmp_path / "gpu" / "gpu").exists()
+
+
+def test_a_section_over_its_budget_stops_and_reports_and_the_next_one_still_runs(tmp_path):
+    """The train section needs far more than 1 s on any CPU (six backbones, eight steps each): it is stopped
+    at its budget with a row saying so, and the tests section after it runs to its end."""
+    from genolong.experiments.bench.device_check import stopped
+
+    plan = replace(cpu_plan(), sections=("train", "tests"), budgets={"train": 1.0, "tests": 600.0}, tests_dir=None)
+    results = run_check(plan, tmp_path, say=lambda line: None)
+    train = results["sections"]["train"]["rows"]
+    assert train[-1]["status"].startswith("stopped: over its budget of 1 s") and train[-1]["ok"] is None
+    assert [line.split(":")[0] for line in stopped(results)] == ["train"] and failures(results) == []
+    assert results["sections"]["tests"]["rows"][0]["status"].startswith("skipped: no tests directory")
+    assert not list(tmp_path.glob("*.rows.jsonl"))
+
+
+def test_a_section_that_raises_is_one_failed_row(tmp_path, monkeypatch):
+    """An error inside a section's process is reported as its row; the run goes on."""
+    plan = replace(cpu_plan(), sections=("kernels",), kernel_lengths=(100,))  # not a multiple of any block
+    results = run_check(plan, tmp_path, say=lambda line: None)
+    rows = results["sections"]["kernels"]["rows"]
+    assert rows[-1]["ok"] is False and rows[-1]["status"].startswith("error") and failures(results)
+
+
+@pytest.mark.parametrize("backbone", ["bigbird", "longformer", "lsg"])
+def test_keys_per_query_counts_the_dense_mask(backbone):
+    from genolong.experiments.bench.device_utilisation import keys_per_query
+
+    module, length = attention_at(KernelCase(backbone, 512, torch.float32, heads=2, head_dim=8), CPU, "dense")
+    pattern = module.pattern_for(length, CPU)
+    exact = pattern.dense_mask().sum().item() / (pattern.heads * pattern.seq_len)
+    assert keys_per_query(pattern) == pytest.approx(exact, rel=1e-9)
+    assert keys_per_query(pattern) < pattern.num_keys
+
+
+def test_model_flops_per_token_follow_the_stated_formula():
+    from genolong.experiments.bench.attention import BenchSize, genolong_model
+    from genolong.experiments.bench.device_utilisation import attended_keys, model_flops_per_token
+
+    size = BenchSize(vocab_size=64, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64)
+    model = genolong_model("full", size, 256, mlm=True)[0]
+    linear = sum(m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Linear))
+    # per layer: q, k, v, output (4 d^2) and the feed-forward (2 d f); the MLM head: d^2 + d V
+    assert linear == 2 * (4 * 32 * 32 + 2 * 32 * 64) + 32 * 32 + 32 * 64
+    assert attended_keys(model, 256, CPU) == 256
+    assert model_flops_per_token(model, 256) == 6 * linear + 12 * 2 * 32 * 256
+    sparse = genolong_model("bigbird", size, 1024, mlm=True)[0]
+    assert attended_keys(sparse, 1024, CPU) < 1024

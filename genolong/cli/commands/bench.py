@@ -40,13 +40,16 @@ def _register_gpu(commands) -> None:
         "(4K-64K tokens, bf16 and fp32, forward and backward), 20 bf16 training steps of every backbone, "
         "genolong pretrain on the GPU, predict/scan/score-variants on GPU vs CPU, and a speed table of base-size "
         "models (ours vs transformers' BigBird vs dense SDPA) and of the converted published models (DNABERT-2, "
-        "ModernBERT, made long with LSG) against their sources. Writes OUT/device_check.md and .json. "
+        "ModernBERT, made long with LSG) against their sources, and the model FLOPs utilisation (MFU) of base-size "
+        "training steps at 4K-64K tokens and batch 1/4/16 with the longest context one step fits. Each section "
+        "runs in its own process within a time budget (540 s in all on a GPU); one over its budget is stopped "
+        "and reported, its finished rows kept. Writes OUT/device_check.md and .json (after every section). "
         "Exit status 1 when a check fails. --cpu runs the same logic at tiny sizes on the CPU.",
     )
     gpu.add_argument("--out", type=Path, default=Path("runs/gpu_check"))
     gpu.add_argument("--cpu", action="store_true", help="tiny sizes on the CPU (checks the script, not a GPU)")
     gpu.add_argument("--sections", nargs="+", default=None, metavar="NAME",
-                     help="tests kernels train pretrain inference speed published (default: all)")
+                     help="tests train pretrain inference kernels published speed utilisation (default: all, in this order)")
     gpu.add_argument("--lengths", nargs="+", type=positive_int, default=None, metavar="N",
                      help="speed-table lengths (default: 4096 8192 16384 32768 65536)")
     gpu.add_argument("--kernel-lengths", nargs="+", type=positive_int, default=None, metavar="N",
@@ -119,7 +122,14 @@ def run_gpu(args) -> int:
     from dataclasses import replace
 
     from genolong.core.errors import UserError
-    from genolong.experiments.bench.device_check import SECTIONS, cpu_plan, failures, gpu_plan, run_check
+    from genolong.experiments.bench.device_check import (
+        SECTIONS,
+        cpu_plan,
+        failures,
+        gpu_plan,
+        run_check,
+        stopped,
+    )
 
     sections = tuple(args.sections or SECTIONS)
     unknown = sorted(set(sections) - set(SECTIONS))
@@ -142,5 +152,7 @@ def run_gpu(args) -> int:
     failed = failures(results)
     for line in failed:
         print(f"FAILED {line}")
+    for line in stopped(results):
+        print(f"INCOMPLETE {line}")
     print(f"wrote {args.out / 'device_check.md'} and .json; {len(failed)} failed checks")
     return 1 if failed else 0

@@ -188,14 +188,14 @@ class _Messages(logging.Handler):
 
 
 def phase_call(model, phase: str, *, length: int, vocab_size: int, seed: int, autocast,
-               device: torch.device | str = "cpu", fused: bool = True, extra: dict | None = None):
-    """One call of ``phase`` on ``model`` (put in eval or train mode) at batch 1: ``forward`` under
-    ``torch.no_grad``, or ``train``, an MLM step. The (1, ``length``) token ids and the masked
+               device: torch.device | str = "cpu", fused: bool = True, extra: dict | None = None, batch: int = 1):
+    """One call of ``phase`` on ``model`` (put in eval or train mode): ``forward`` under
+    ``torch.no_grad``, or ``train``, an MLM step. The (``batch``, ``length``) token ids and the masked
     positions are drawn from ``seed``: [CLS], then ids from 5 to ``vocab_size``; 15% masked."""
     extra = extra or {}
     generator = torch.Generator().manual_seed(seed)
-    ids = torch.randint(5, vocab_size, (1, length), generator=generator)
-    ids[0, 0] = 2  # [CLS]
+    ids = torch.randint(5, vocab_size, (batch, length), generator=generator)
+    ids[:, 0] = 2  # [CLS]
     ids = ids.to(device)
     if phase == "forward":
         model.eval()

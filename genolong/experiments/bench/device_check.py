@@ -1,8 +1,10 @@
 """``genolong bench gpu``: one command that checks a CUDA machine end to end and measures it.
 
-The sections (:data:`SECTIONS`, run by :data:`SECTION_FUNCTIONS`) run in order, each even when an
-earlier one fails, and save their rows as they end. ``--cpu`` runs the same code at tiny sizes on
-the CPU (the gathered-blocks path stands in for flex). Writes ``OUT/device_check.json`` and ``.md``.
+The sections (:data:`SECTIONS`, run by :data:`SECTION_FUNCTIONS`; the slowest last) run in order, each in
+a process of its own for at most its time budget (:data:`GPU_BUDGETS`, which together fit one 10-minute
+command; :mod:`.section_runner`), each even when an earlier one fails or was stopped; their rows are
+saved as they come. ``--cpu`` runs the same code at tiny sizes on the CPU (the gathered-blocks path
+stands in for flex). Writes ``OUT/device_check.json`` (after every section) and ``.md``.
 """
 
 from __future__ import annotations
@@ -14,8 +16,8 @@ import os
 import platform
 import sys
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import torch
@@ -29,9 +31,18 @@ from genolong.experiments.bench.attention import BenchSize
 from genolong.experiments.bench.device_inference import compare_inference
 from genolong.experiments.bench.device_report import markdown
 from genolong.experiments.bench.device_speed import PUBLISHED, SpeedPlan, release, run_speed
+from genolong.experiments.bench.device_utilisation import UtilisationPlan, run_utilisation
 from genolong.experiments.bench.kernel_check import BACKBONES, KernelCase, check_case
+from genolong.experiments.bench.section_runner import run_section
 
-SECTIONS = ("tests", "kernels", "train", "pretrain", "inference", "speed", "published")
+#: The sections in the order they run: quick checks first, the long measurements last.
+SECTIONS = ("tests", "train", "pretrain", "inference", "kernels", "published", "speed", "utilisation")
+#: Seconds each section may take on a GPU, its process's start included (540 s in all: one command
+#: within a 10-minute limit)
+GPU_BUDGETS = {"tests": 45, "train": 30, "pretrain": 50, "inference": 60, "kernels": 75, "published": 90,
+               "speed": 90, "utilisation": 100}
+#: ``--cpu``: generous, since the check's logic, not a time, is what the CPU mode tests.
+CPU_BUDGETS = dict.fromkeys(SECTIONS, 600)
 #: Vocabulary of the train section's models: the tiny tokenizer's size.
 TRAIN_VOCAB = 4096
 
@@ -42,6 +53,7 @@ class CheckPlan:
 
     speed: SpeedPlan
     published: SpeedPlan
+    utilisation: UtilisationPlan
     device: torch.device = torch.device("cuda")
     kernel_lengths: tuple[int, ...] = (4096, 16384, 65536)
     kernel_heads: int = 12
@@ -53,13 +65,16 @@ class CheckPlan:
     pretrain_steps: int = 200
     sections: tuple[str, ...] = SECTIONS
     tests_dir: Path | None = None
+    budgets: dict[str, float] = field(default_factory=lambda: dict(GPU_BUDGETS))
 
 
 def gpu_plan(lengths: tuple[int, ...] = (4096, 8192, 16384, 32768, 65536)) -> CheckPlan:
     base = BenchSize(vocab_size=32000, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
                      intermediate_size=3072)
     return CheckPlan(speed=SpeedPlan(size=base, lengths=lengths),
-                     published=SpeedPlan(size=replace(base, vocab_size=4096), lengths=(4096, 16384)))
+                     published=SpeedPlan(size=replace(base, vocab_size=4096), lengths=(4096, 16384)),
+                     utilisation=UtilisationPlan(size=base, lengths=(4096, 16384, 65536), batches=(1, 4, 16),
+                                                 context_lengths=tuple(2**k for k in range(16, 21))))
 
 
 def cpu_plan() -> CheckPlan:
@@ -68,7 +83,10 @@ def cpu_plan() -> CheckPlan:
     return CheckPlan(device=torch.device("cpu"), kernel_lengths=(512,), kernel_heads=2, kernel_head_dim=16,
                      kernel_rows=32, train_steps=8, train_batch=2, train_max_len=512, pretrain_steps=2,
                      speed=SpeedPlan(size=tiny, lengths=(1024,), repeats=1),  # transformers' block_sparse from 704 tokens
-                     published=SpeedPlan(size=tiny, lengths=(2048,), repeats=1))  # NT v2 made long from 2,048
+                     published=SpeedPlan(size=tiny, lengths=(2048,), repeats=1),  # NT v2 made long from 2,048
+                     utilisation=UtilisationPlan(size=tiny, lengths=(1024,), batches=(1, 2),
+                                                 context_lengths=(2048, 4096), repeats=1),
+                     budgets=dict(CPU_BUDGETS))
 
 
 def section_tests(plan: CheckPlan, out: Path, say) -> list[dict]:
@@ -83,9 +101,8 @@ def section_tests(plan: CheckPlan, out: Path, say) -> list[dict]:
     return [{"check": "gpu tests", "ok": done.returncode == 0, "status": summary}]
 
 
-def section_kernels(plan: CheckPlan, out: Path, say) -> list[dict]:
+def section_kernels(plan: CheckPlan, out: Path, say) -> Iterator[dict]:
     """flex (on CUDA) against the dense float64 reference, forward and backward (:mod:`.kernel_check`)."""
-    rows = []
     path = "flex" if plan.device.type == "cuda" else "gather"  # flex has no backward on CPU
     for length in plan.kernel_lengths:
         for backbone in BACKBONES:
@@ -96,22 +113,20 @@ def section_kernels(plan: CheckPlan, out: Path, say) -> list[dict]:
                 except torch.OutOfMemoryError:
                     row = {"backbone": backbone, "tokens": length, "dtype": str(dtype), "ok": False, "status": "oom"}
                 row["check"] = "kernel"
-                rows.append(row)
                 say(f"  {backbone:>10} {row['tokens']:>6} {row['dtype']:>8} {path}: "
                     + (f"out {row['out_error']:.1e} grad {row['grad_error']:.1e} (tol {row['tolerance']:.0e}) "
                        f"{'ok' if row['ok'] else 'FAIL'} {row['seconds']:.2f} s" if "out_error" in row else "oom"))
                 release(plan.device)
-    return rows
+                yield row
 
 
-def section_train(plan: CheckPlan, out: Path, say) -> list[dict]:
+def section_train(plan: CheckPlan, out: Path, say) -> Iterator[dict]:
     """Each backbone's tiny preset trains ``train_steps`` AdamW steps on a fixed batch of real DNA (one token
     per base) under bf16 autocast on CUDA (float32 on CPU); its loss must fall by a quarter."""
     # imported here: a failing model or training stack fails this section, not the whole check
     from genolong.model.modeling import GenolongForMaskedLM
     from genolong.training.pretrain import load_pretrain_config
 
-    rows = []
     for backbone in available_attentions():
         preset = backbone if backbone in ("vcc", "sled") else "tiny"  # tiny-sized presets; the others are base-sized
         max_len = {"max_len": plan.train_max_len} if plan.train_max_len else {}
@@ -131,13 +146,12 @@ def section_train(plan: CheckPlan, out: Path, say) -> list[dict]:
             losses.append(loss.item())
         seconds = time.perf_counter() - started
         ok = all(map(math.isfinite, losses)) and losses[-1] < 0.75 * losses[0]
-        rows.append({"check": "train", "backbone": backbone, "max_len": config.max_len, "first_loss": losses[0],
-                     "last_loss": losses[-1], "steps": len(losses), "seconds": seconds, "ok": ok})
         say(f"  {backbone:>10}: loss {losses[0]:.3f} -> {losses[-1]:.3f} in {len(losses)} steps, "
             f"{seconds:.1f} s {'ok' if ok else 'FAIL'}")
         del model, optimizer
         release(plan.device)
-    return rows
+        yield {"check": "train", "backbone": backbone, "max_len": config.max_len, "first_loss": losses[0],
+               "last_loss": losses[-1], "steps": len(losses), "seconds": seconds, "ok": ok}
 
 
 def _dna_batch(batch: int, max_len: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
@@ -174,22 +188,34 @@ def section_pretrain(plan: CheckPlan, out: Path, say) -> list[dict]:
     return [row]
 
 
-def section_speed(plan: CheckPlan, out: Path, say) -> list[dict]:
+def section_inference(plan: CheckPlan, out: Path, say) -> list[dict]:
+    """predict, scan and score-variants on the device against the CPU (:mod:`.device_inference`)."""
+    return compare_inference(out / "inference", plan.device, say)
+
+
+def section_speed(plan: CheckPlan, out: Path, say) -> Iterator[dict]:
     """Speed and memory of ours against transformers' BigBird and dense SDPA (:mod:`.device_speed`)."""
-    return [row | {"check": "speed"} for row in run_speed(plan.speed, plan.device, say=lambda line: say("  " + line))]
+    for row in run_speed(plan.speed, plan.device, say=lambda line: say("  " + line)):
+        yield row | {"check": "speed"}
 
 
-def section_published(plan: CheckPlan, out: Path, say) -> list[dict]:
+def section_published(plan: CheckPlan, out: Path, say) -> Iterator[dict]:
     """The speed rows of the published models; a model that fails to build or run (its conversion
     broke) is a failed check, running out of memory is a measurement."""
-    rows = run_speed(plan.published, plan.device, models=tuple(PUBLISHED), say=lambda line: say("  " + line))
-    return [row | {"check": "published", "ok": not row["status"].startswith("error")} for row in rows]
+    for row in run_speed(plan.published, plan.device, models=tuple(PUBLISHED), say=lambda line: say("  " + line)):
+        yield row | {"check": "published", "ok": not row["status"].startswith("error")}
+
+
+def section_utilisation(plan: CheckPlan, out: Path, say) -> Iterator[dict]:
+    """Model FLOPs, TFLOP/s and MFU of base-size training steps, and the longest context one step fits
+    (:mod:`.device_utilisation`)."""
+    return run_utilisation(plan.utilisation, plan.device, say)
 
 
 SECTION_FUNCTIONS: dict[str, Callable] = {
     "tests": section_tests, "kernels": section_kernels, "train": section_train, "pretrain": section_pretrain,
-    "inference": lambda plan, out, say: compare_inference(out / "inference", plan.device, say),
-    "speed": section_speed, "published": section_published,
+    "inference": section_inference,
+    "speed": section_speed, "published": section_published, "utilisation": section_utilisation,
 }
 
 
@@ -203,27 +229,27 @@ def machine(device: torch.device) -> dict:
 
 
 def run_check(plan: CheckPlan, out: Path, say: Callable[[str], None] = print) -> dict:
-    """Run the sections of ``plan`` into ``out``; returns (and writes) the results."""
+    """Run the sections of ``plan`` into ``out``, each in its own process within its budget
+    (:func:`~genolong.experiments.bench.section_runner.run_section`); returns (and writes) the results."""
     out.mkdir(parents=True, exist_ok=True)
     logging.getLogger("genolong").setLevel(logging.WARNING)
     results = {"date": time.strftime("%Y-%m-%d"), "machine": machine(plan.device),
-               "command": " ".join(["genolong", *sys.argv[1:]]), "sections": {}}
+               "command": " ".join(["genolong", *sys.argv[1:]]), "budgets": plan.budgets, "sections": {}}
     for name in plan.sections:
-        say(f"[{name}]")
+        budget = plan.budgets[name]
+        say(f"[{name}] (budget {budget:g} s)")
         started = time.perf_counter()
-        try:
-            rows = SECTION_FUNCTIONS[name](plan, out, say)
-        except Exception as err:  # a broken section is reported, and the others still run
-            rows = [{"check": name, "ok": False, "status": f"error: {type(err).__name__}: {err}"}]
-            say(f"  ERROR {type(err).__name__}: {err}")
-        results["sections"][name] = {"seconds": round(time.perf_counter() - started, 1), "rows": rows}
+        rows = run_section(name, SECTION_FUNCTIONS[name], plan, out, budget, say)
+        results["sections"][name] = {"seconds": round(time.perf_counter() - started, 1), "budget_s": budget,
+                                     "rows": rows}
         atomic_write_text(out / "device_check.json", json.dumps(results, indent=1, default=str) + "\n")
     atomic_write_text(out / "device_check.md", markdown(results))
     return results
 
 
 def failures(results: dict) -> list[str]:
-    """One line per failed check (a check with ``ok`` False; speed rows are measurements, not checks)."""
+    """One line per failed check (a check with ``ok`` False; speed rows are measurements, not checks; a
+    section stopped at its budget is listed by :func:`stopped`)."""
     lines = []
     for name, section in results["sections"].items():
         for row in section["rows"]:
@@ -231,3 +257,9 @@ def failures(results: dict) -> list[str]:
                 what = {k: row[k] for k in ("backbone", "tokens", "dtype", "tool", "status") if k in row}
                 lines.append(f"{name}: {what}")
     return lines
+
+
+def stopped(results: dict) -> list[str]:
+    """One line per section stopped at its budget: its checks and measurements are incomplete."""
+    return [f"{name}: {row['status']}" for name, section in results["sections"].items()
+            for row in section["rows"] if str(row.get("status", "")).startswith("stopped")]

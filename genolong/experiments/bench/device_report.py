@@ -35,7 +35,8 @@ def _kernels(rows: list[dict]) -> list[str]:
              "(relative) | tolerance | result | first fwd+bwd (compile included) | peak memory |", "|---|---:|---|---|---:|---:|---:|---:|---|---:|---:|"]
     for row in rows:
         if "out_error" not in row:
-            table.append(f"| {row['backbone']} | {row['tokens']} | {row['dtype']} | | | | | | {row.get('status')} | | |")
+            where = " | ".join(str(row.get(key, "")) for key in ("backbone", "tokens", "dtype"))
+            table.append(f"| {where} | | | | | | {row.get('status')} | | |")
             continue
         peak = "" if row["peak_gb"] is None else f"{row['peak_gb']:.2f} GiB"
         table.append(f"| {row['backbone']} | {row['tokens']:,} | {row['dtype']} | {row['path']} | {row['rows']} | "

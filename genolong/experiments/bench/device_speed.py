@@ -13,7 +13,7 @@ from __future__ import annotations
 import gc
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import torch
@@ -90,18 +90,19 @@ def _timed(call: Callable[[], None], device: torch.device, repeats: int) -> tupl
 
 
 def measure(name: str, length: int, phase: str, plan: SpeedPlan, device: torch.device,
-            checkpointing: bool = False) -> dict:
-    """One row: ``name`` at ``length`` tokens, ``phase`` ``forward`` or ``train``, batch 1."""
+            checkpointing: bool = False, batch: int = 1) -> dict:
+    """One row: ``name`` at ``length`` tokens, ``phase`` ``forward`` or ``train``, ``batch`` sequences a call
+    (``tokens_per_s`` counts all of them)."""
     torch.manual_seed(plan.seed)
     model = build_model(name, plan.size, length, mlm=phase == "train").to(device)
     if checkpointing:
         model.gradient_checkpointing_enable()
     autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda")
     call = phase_call(model, phase, length=length, vocab_size=plan.size.vocab_size, seed=plan.seed,
-                      autocast=autocast, device=device, fused=device.type == "cuda")
+                      autocast=autocast, device=device, fused=device.type == "cuda", batch=batch)
     seconds, peak = _timed(call, device, plan.repeats)
     return {"model": name, "tokens": length, "phase": phase, "status": "ok", "seconds": seconds,
-            "tokens_per_s": length / seconds, "peak_gb": peak, "checkpointing": checkpointing}
+            "tokens_per_s": batch * length / seconds, "peak_gb": peak, "checkpointing": checkpointing}
 
 
 def release(device: torch.device) -> None:
@@ -112,10 +113,10 @@ def release(device: torch.device) -> None:
 
 
 def run_speed(plan: SpeedPlan, device: torch.device, models=tuple(MODELS),
-              say: Callable[[str], None] = print) -> list[dict]:
-    """Every model at every length and phase (length-major): rows as :func:`measure` returns, with
-    ``status`` ``oom``, ``skipped: ...`` or the error where there is no time."""
-    rows, too_slow, statuses = [], set(), set()
+              say: Callable[[str], None] = print) -> Iterator[dict]:
+    """Every model at every length and phase (length-major), each row yielded as it is measured: rows as
+    :func:`measure` returns, with ``status`` ``oom``, ``skipped: ...`` or the error where there is no time."""
+    too_slow, statuses = set(), set()
     for length in plan.lengths:
         for name in models:
             for phase in plan.phases:
@@ -129,10 +130,9 @@ def run_speed(plan: SpeedPlan, device: torch.device, models=tuple(MODELS),
                 if row["status"] == "ok" and row["seconds"] > plan.max_step_s:
                     too_slow.add((name, phase))
                 statuses.add((name, length, phase, row["status"]))
-                rows.append(row)
                 say(format_row(row))
                 release(device)
-    return rows
+                yield row
 
 
 def _measure_or_retry(name: str, length: int, phase: str, plan: SpeedPlan, device: torch.device) -> dict:
