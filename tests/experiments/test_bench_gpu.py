@@ -236,7 +236,7 @@ def test_a_section_over_its_budget_stops_and_reports_and_the_next_one_still_runs
     assert not list(tmp_path.glob("*.rows.jsonl"))
 
 
-def test_a_section_that_raises_is_one_failed_row(tmp_path, monkeypatch):
+def test_a_section_that_raises_is_one_failed_row(tmp_path):
     """An error inside a section's process is reported as its row; the run goes on."""
     plan = replace(cpu_plan(), sections=("kernels",), kernel_lengths=(100,))  # not a multiple of any block
     results = run_check(plan, tmp_path, say=lambda line: None)

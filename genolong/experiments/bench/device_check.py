@@ -38,7 +38,7 @@ from genolong.experiments.bench.section_runner import run_section
 #: The sections in the order they run: quick checks first, the long measurements last.
 SECTIONS = ("tests", "train", "pretrain", "inference", "kernels", "published", "speed", "utilisation")
 #: Seconds each section may take on a GPU, its process's start included (540 s in all: one command
-#: within a 10-minute limit)
+#: within a 10-minute limit).
 GPU_BUDGETS = {"tests": 45, "train": 30, "pretrain": 50, "inference": 60, "kernels": 75, "published": 90,
                "speed": 90, "utilisation": 100}
 #: ``--cpu``: generous, since the check's logic, not a time, is what the CPU mode tests.
