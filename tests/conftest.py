@@ -14,7 +14,7 @@ from genolong.resources import sample_genome
 
 REPO = Path(__file__).resolve().parents[1]
 # The test files live in one folder per package (tests/dna/, tests/cli/, ...) under unique names, and some
-# import another's helpers by name (``from test_predict import read_tsv``): every folder is on the path, as
+# import another's helpers by name (``from helpers.tables import read_tsv``): every folder is on the path, as
 # pytest's prepend import mode puts it there once one of its files is collected, but before any is.
 sys.path[:0] = [str(folder) for folder in sorted((REPO / "tests").iterdir())
                 if folder.is_dir() and any(folder.glob("test_*.py"))]

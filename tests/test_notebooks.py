@@ -4,21 +4,18 @@ compare_backbones.ipynb on generated comparison and ablation results."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-import nbclient
-import nbformat
 import numpy as np
 import pytest
 from helpers.classify import finetuned_chromatin
+from helpers.notebooks import NOTEBOOKS, run_auc_notebook, run_notebook
 
 from genolong.evaluation.chromatin import write_auc_table
 from genolong.evaluation.compare_report import CURVE_COLUMNS
 from genolong.evaluation.metrics import ProfileAUCs
 from genolong.evaluation.profiles import N_PROFILES
 
-NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 FIGURES = {"auc_distributions.png", "median_auc_by_class.png", "per_profile_scatter.png"}
 
 
@@ -34,35 +31,6 @@ def generated_table(path: Path, seed: int) -> Path:
     positives[undefined] = 0
     write_auc_table(path, ProfileAUCs(roc, pr, positives, 1000 - positives))
     return path
-
-
-def run_notebook(name: str, environment: dict[str, str], workdir: Path) -> str:
-    """Execute ``notebooks/<name>`` with ``environment``; return the text of all its outputs."""
-    notebook = nbformat.read(NOTEBOOKS / name, as_version=4)
-    environment = environment | {"MPLBACKEND": "Agg"}
-    saved = {key: os.environ.get(key) for key in environment}
-    os.environ.update(environment)  # the kernel inherits the environment at start
-    try:
-        nbclient.NotebookClient(
-            notebook, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(workdir)}}
-        ).execute()
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-    return "\n".join(
-        output.get("text", "")
-        for cell in notebook.cells
-        if cell.cell_type == "code"
-        for output in cell.outputs
-    )
-
-
-def run_auc_notebook(tables: list[str], figures: Path, workdir: Path) -> str:
-    environment = {"GENOLONG_AUC_FILES": os.pathsep.join(tables), "GENOLONG_FIGURES": str(figures)}
-    return run_notebook("per_profile_auc.ipynb", environment, workdir)
 
 
 def test_notebook_compares_two_generated_tables(tmp_path):

@@ -35,6 +35,7 @@ from genolong.classifier.task_info import (  # noqa: F401  (re-exported: the cla
 )
 from genolong.core.errors import ConfigError, InputError, UserError
 from genolong.dna.sequence import clean, reverse_complement
+from genolong.runtime.devices import resolve_device
 from genolong.runtime.precision import precision_on
 
 
@@ -107,25 +108,6 @@ class TokenEncoder:
         input_ids[np.arange(len(bodies)), lengths + 1] = self.sep
         attention_mask = (np.arange(width) < lengths[:, None] + 2).astype(np.int64)
         return {"input_ids": torch.from_numpy(input_ids), "attention_mask": torch.from_numpy(attention_mask)}
-
-
-def resolve_device(device: str | torch.device | None) -> torch.device:
-    """``auto``/None: the GPU when there is one, else the CPU; else ``device`` if this machine has it
-    (UserError if not, or not a device name)."""
-    if device in (None, "auto"):
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        resolved = torch.device(device)
-    except RuntimeError:
-        raise UserError(f"--device {device}: not a device name", hint="use auto, cpu, cuda or cuda:N") from None
-    if resolved.type == "cuda" and (resolved.index or 0) >= torch.cuda.device_count():
-        raise UserError(f"--device {device}: this machine has {torch.cuda.device_count()} CUDA GPUs",
-                        hint="use --device cpu, or auto")
-    if resolved.type == "mps" and not torch.backends.mps.is_available():
-        raise UserError(f"--device {device}: no Apple GPU on this machine", hint="use --device cpu, or auto")
-    if resolved.type not in ("cpu", "cuda", "mps"):
-        raise UserError(f"--device {device}: genolong runs on cpu, cuda or mps", hint="use --device auto")
-    return resolved
 
 
 class Classifier:

@@ -16,9 +16,10 @@ import numpy as np
 import torch
 
 from genolong.attention import attention_class
-from genolong.classifier.directory import TokenEncoder, resolve_device
+from genolong.classifier.directory import TokenEncoder
 from genolong.core.errors import InputError, UserError
 from genolong.dna.sequence import clean, reverse_complement
+from genolong.runtime.devices import resolve_device
 from genolong.runtime.precision import autocast, precision_on
 
 #: Weights of a model directory that the encoder does not use (MLM head, classifier head, pooling).

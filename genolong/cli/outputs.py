@@ -16,7 +16,8 @@ from pathlib import Path
 
 from genolong.core.errors import UserError, disk_full, disk_full_error
 from genolong.core.files import claim_directory, directory_kind, probe_writable, work_files, work_path
-from genolong.core.locks import OutputLock, lock_path, secondary_rank
+from genolong.core.locks import OutputLock, lock_path
+from genolong.runtime.launch import is_first_process
 
 
 @dataclass(frozen=True)
@@ -309,7 +310,7 @@ def guarded(args) -> Iterator[None]:
         yield
         return
     plan = OutputPlan(args, roles)
-    if not secondary_rank():  # the other ranks of a launch share the first one's outputs and lock
+    if is_first_process():  # the other ranks of a launch share the first one's outputs and lock
         plan.lock()
     try:
         plan.claim()

@@ -59,16 +59,6 @@ class OutputLock:
         self._fd = None
 
 
-#: The environment variables that give a process's rank in a distributed launch: torchrun, SLURM,
-#: and Lightning's launcher (which starts ranks 1.. of a node with ``LOCAL_RANK`` set).
-RANK_VARIABLES = ("RANK", "SLURM_PROCID", "NODE_RANK", "LOCAL_RANK")
-
-
-def secondary_rank() -> bool:
-    """Whether this process is a rank other than the first of a distributed launch."""
-    return any(os.environ.get(name, "0").strip() not in ("", "0") for name in RANK_VARIABLES)
-
-
 def _same_file(fd: int, path: Path) -> bool:
     try:
         here, there = os.fstat(fd), os.stat(path)

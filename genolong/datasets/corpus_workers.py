@@ -17,14 +17,14 @@ from multiprocessing.connection import Connection, wait
 
 from genolong.core import interrupts
 from genolong.core.errors import UserError
+from genolong.runtime.launch import processes_per_node
 
 
 def available_cores() -> int:
     """CPU cores this process may run on (its affinity), shared by the ranks of a node when a launcher
     (torchrun: ``LOCAL_WORLD_SIZE``; SLURM: ``SLURM_NTASKS_PER_NODE``) starts several per node."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    local = os.environ.get("LOCAL_WORLD_SIZE") or os.environ.get("SLURM_NTASKS_PER_NODE", "1").split("(")[0]
-    return max(1, cores // int(local)) if local.isdigit() and int(local) > 0 else cores
+    return max(1, cores // processes_per_node())
 
 
 @contextlib.contextmanager

@@ -43,6 +43,7 @@ from genolong.evaluation.compare_report import write_ablation, write_comparison
 from genolong.model.configuration import check_model_fields
 from genolong.model.loading import load_model
 from genolong.model.modeling import GenolongModel
+from genolong.runtime.devices import cuda_available, resolve_device
 from genolong.tasks.promoter import PROMOTER
 from genolong.tasks.task import FinetuneConfig
 from genolong.training.finetune import run_finetune
@@ -155,7 +156,7 @@ def parse_backbones(text: str | None, config: CompareConfig) -> list[str]:
 def peak_memory() -> Iterator[dict[str, float | None]]:
     """``{"mb": ...}``, set at the end of the block to its peak memory above the memory in use when it
     started: CUDA allocator peak on a GPU, else the resident-set high-water mark (Linux; None elsewhere)."""
-    cuda, peak = torch.cuda.is_available(), {"mb": None}
+    cuda, peak = cuda_available(), {"mb": None}
     if cuda:
         torch.cuda.reset_peak_memory_stats()
     try:
@@ -171,7 +172,7 @@ def peak_memory() -> Iterator[dict[str, float | None]]:
 def inference_rate(model_dir: Path, corpus_dir: Path, max_len: int, windows: int, batch_size: int) -> float:
     """Encoder forward passes (no grad, eval mode) over ``windows`` validation windows of
     ``max_len`` tokens: windows per second, after one untimed batch."""
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    device = resolve_device("auto")
     dataset = MLMWindows(Corpus(corpus_dir), "valid", SpecialIds.from_tokenizer(load_tokenizer(model_dir)),
                          max_len, MaskingConfig())
     chosen = np.linspace(0, len(dataset) - 1, windows).round().astype(int)
@@ -192,7 +193,7 @@ def inference_rate(model_dir: Path, corpus_dir: Path, max_len: int, windows: int
 
 
 def device_name() -> str:
-    return torch.cuda.get_device_name() if torch.cuda.is_available() else f"cpu x{torch.get_num_threads()}"
+    return torch.cuda.get_device_name() if cuda_available() else f"cpu x{torch.get_num_threads()}"
 
 
 @dataclass

@@ -15,6 +15,35 @@ from genolong.core.errors import ConfigError, UserError
 ACCELERATORS = ("auto", "cpu", "gpu", "cuda", "mps")
 
 
+def cuda_available() -> bool:
+    """Whether a CUDA device can be used here: the one place genolong asks torch (``tests/test_one_home.py``)."""
+    return torch.cuda.is_available()
+
+
+def cuda_device_count() -> int:
+    """The number of CUDA devices this process can see."""
+    return torch.cuda.device_count()
+
+
+def resolve_device(device: str | torch.device | None) -> torch.device:
+    """``auto``/None: the GPU when there is one, else the CPU; else ``device`` if this machine has it
+    (UserError if not, or not a device name)."""
+    if device in (None, "auto"):
+        return torch.device("cuda" if cuda_available() else "cpu")
+    try:
+        resolved = torch.device(device)
+    except RuntimeError:
+        raise UserError(f"--device {device}: not a device name", hint="use auto, cpu, cuda or cuda:N") from None
+    if resolved.type == "cuda" and (resolved.index or 0) >= cuda_device_count():
+        raise UserError(f"--device {device}: this machine has {cuda_device_count()} CUDA GPUs",
+                        hint="use --device cpu, or auto")
+    if resolved.type == "mps" and not torch.backends.mps.is_available():
+        raise UserError(f"--device {device}: no Apple GPU on this machine", hint="use --device cpu, or auto")
+    if resolved.type not in ("cpu", "cuda", "mps"):
+        raise UserError(f"--device {device}: genolong runs on cpu, cuda or mps", hint="use --device auto")
+    return resolved
+
+
 def check_device_settings(accelerator: str, devices: int | str) -> None:
     """ConfigError for an accelerator Lightning is not asked for here or malformed ``devices``."""
     if accelerator not in ACCELERATORS:
@@ -26,7 +55,7 @@ def check_device_settings(accelerator: str, devices: int | str) -> None:
 
 def check_device_hardware(accelerator: str, devices: int | str) -> None:
     """UserError when this machine lacks the GPUs that ``accelerator`` and ``devices`` ask for."""
-    if accelerator in ("gpu", "cuda") and not torch.cuda.is_available():
+    if accelerator in ("gpu", "cuda") and not cuda_available():
         raise UserError(f"accelerator {accelerator!r}: no CUDA GPU is available on this machine",
                         hint="use --accelerator cpu, or auto")
     if accelerator == "mps" and not torch.backends.mps.is_available():
@@ -34,8 +63,8 @@ def check_device_hardware(accelerator: str, devices: int | str) -> None:
                         hint="use --accelerator cpu, or auto")
     if uses_gpu(accelerator) and devices != "auto":
         wanted = max(_device_indices(devices)) + 1
-        if wanted > torch.cuda.device_count():
-            raise UserError(f"devices {devices!r} needs {wanted} GPUs; this machine has {torch.cuda.device_count()}")
+        if wanted > cuda_device_count():
+            raise UserError(f"devices {devices!r} needs {wanted} GPUs; this machine has {cuda_device_count()}")
 
 
 #: Variables a multi-node launch sets on every node: SLURM, torchrun, LSF, or Lightning's own
@@ -54,7 +83,7 @@ def check_num_nodes(num_nodes: int) -> None:
 
 def uses_gpu(accelerator: str) -> bool:
     """Whether Lightning will run on CUDA GPUs with ``accelerator`` on this machine."""
-    return accelerator in ("gpu", "cuda") or (accelerator == "auto" and torch.cuda.is_available())
+    return accelerator in ("gpu", "cuda") or (accelerator == "auto" and cuda_available())
 
 
 def _valid_devices(devices: int | str) -> bool:

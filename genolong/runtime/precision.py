@@ -20,6 +20,7 @@ from pathlib import Path
 
 from genolong.core.errors import UserError
 from genolong.core.files import atomic_write_text, cache_home
+from genolong.runtime.launch import is_first_process
 
 log = logging.getLogger(__name__)
 
@@ -176,5 +177,5 @@ def _announce(line: str) -> None:
     if line in _announced:
         return
     _announced.add(line)
-    if all(os.environ.get(name, "0") == "0" for name in ("RANK", "LOCAL_RANK", "SLURM_PROCID")):
+    if is_first_process():
         print(line, file=sys.stderr)

@@ -22,6 +22,7 @@ from collections.abc import Iterator
 
 from genolong.core import interrupts
 from genolong.core.errors import UserError, first_line
+from genolong.runtime.launch import rank_label
 
 #: Seconds a rank waits in a collective (all-reduce, barrier, broadcast) before it gives up (room for the
 #: longest step of a real run: a validation, a checkpoint rank 0 writes), unless :data:`TIMEOUT_VARIABLE`
@@ -131,11 +132,6 @@ def _is_collective_error(err: BaseException) -> bool:
     return isinstance(err, dist.DistError) or isinstance(err, RuntimeError) and "gloo" in str(err).lower()
 
 
-def _rank() -> str:
-    """This process's rank, as the launcher set it (torchrun, SLURM, Lightning's launcher)."""
-    return next((os.environ[name] for name in ("RANK", "SLURM_PROCID", "LOCAL_RANK") if os.environ.get(name)), "0")
-
-
 @contextlib.contextmanager
 def watched(command: str) -> Iterator[None]:
     """Within the block, rank 0 watches the ranks it launches; ``command`` (``genolong scan``) starts the line
@@ -158,7 +154,7 @@ def watched(command: str) -> Iterator[None]:
             why = first_line(err)
         if watcher is not None:
             watcher.stop_all(f"rank 0: {why}; the other ranks were stopped; {_state['hint']}", 1)
-        _end(f"rank {_rank()}: {why}; {_state['hint']}", 1)
+        _end(f"rank {rank_label()}: {why}; {_state['hint']}", 1)
     finally:
         _state["active"] = False
         launchers = sys.modules.get("lightning.pytorch.strategies.launchers.subprocess_script")

@@ -7,8 +7,6 @@ import logging
 import math
 from dataclasses import dataclass, field
 
-import torch
-
 from genolong.core.errors import ConfigError, UserError
 from genolong.runtime.devices import check_device_hardware, check_device_settings, check_num_nodes, uses_gpu
 from genolong.runtime.precision import CHOICES, resolve_precision
@@ -26,9 +24,10 @@ class TrainConfig:
         batch_size: windows per device per micro-batch.
         learning_rate, warmup_steps: AdamW with linear warm-up, then linear decay to 0 at ``max_steps``
             (BigBird: 1e-4, 10k warm-up).
-        precision: ``auto`` = bf16-mixed on a GPU that supports it (else 16-mixed), on a CPU
-            :func:`genolong.runtime.precision.resolve_precision`'s choice; ``32``, ``bf16``, or any
-            of ``PRECISIONS``.
+        precision: ``auto``, ``32`` or ``bf16`` are resolved by
+            :func:`genolong.runtime.precision.resolve_precision`, the one rule training and inference share
+            (``$GENOLONG_PRECISION`` decides ``auto``; then bf16 on a GPU or CPU where it is fast, else
+            float32); any other of ``PRECISIONS`` is passed to Lightning as it is.
         val_every_steps, val_windows: validation cadence and size (a fixed, evenly spaced subset).
         checkpoint_every_steps: also a checkpoint at the end; ``last.ckpt`` always.
         seed: the run seed (initial weights, dropout, data order, masking).
@@ -81,8 +80,6 @@ class TrainConfig:
         return uses_gpu(self.accelerator)
 
     def resolved_precision(self) -> str:
-        if self.precision == "auto" and self.uses_gpu():
-            return "bf16-mixed" if torch.cuda.is_bf16_supported() else "16-mixed"
         if self.precision in CHOICES:
             return resolve_precision(self.precision, gpu=self.uses_gpu())
         return self.precision

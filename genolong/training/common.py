@@ -18,6 +18,7 @@ from torch.utils.data import DataLoader, Dataset
 from genolong.core import interrupts
 from genolong.core.errors import UserError
 from genolong.runtime import ranks
+from genolong.runtime.devices import cuda_available
 from genolong.runtime.quiet import quiet_lightning
 from genolong.tasks.settings import TrainConfig
 from genolong.training.checkpoints import MovableModelCheckpoint, SafeCheckpointIO
@@ -64,7 +65,7 @@ def rng_state(module: torch.nn.Module) -> dict:
              "python": random.getstate(),
              "modules": {name: sub.generator.get_state() for name, sub in module.named_modules()
                          if isinstance(getattr(sub, "generator", None), torch.Generator)}}
-    if torch.cuda.is_available():
+    if cuda_available():
         state["cuda"] = torch.cuda.get_rng_state_all()
     return state
 
@@ -77,7 +78,7 @@ def set_rng_state(state: dict, module: torch.nn.Module) -> None:
     random.setstate(state["python"])
     for name, generator_state in state.get("modules", {}).items():
         module.get_submodule(name).generator.set_state(generator_state)
-    if "cuda" in state and torch.cuda.is_available():
+    if "cuda" in state and cuda_available():
         torch.cuda.set_rng_state_all(state["cuda"])
 
 

@@ -19,7 +19,6 @@ import csv
 import json
 import logging
 import math
-import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,6 +50,7 @@ from genolong.model.configuration import GenolongConfig
 from genolong.model.loading import save_model
 from genolong.model.modeling import GenolongForMaskedLM
 from genolong.model.section import ModelSection
+from genolong.runtime.launch import global_rank, world_size
 from genolong.tasks.settings import TrainConfig
 from genolong.training.base import StepIndexedData, TrainingModule, check_run_identity
 from genolong.training.checkpoints import resume_checkpoint
@@ -192,11 +192,6 @@ def _prepare_tokenizer(genome: Path, tokenizer_dir: Path | None, out: Path, conf
     return target
 
 
-def _launch_setting(torchrun: str, slurm: str, default: int) -> int:
-    """A launch setting as torchrun or SLURM set it (``default`` when not launched so)."""
-    return int(os.environ.get(torchrun, os.environ.get(slurm, default)))
-
-
 #: Ranks of one launch start within this many seconds of each other.
 LAUNCH_SKEW_S = 60.0
 
@@ -242,8 +237,7 @@ def run_pretrain(genome: Path, out: Path, config: PretrainConfig, *, tokenizer_d
     resume_from = resume_checkpoint(out, resume)
     corpus_dir = out / "corpus" if corpus_dir is None else corpus_dir
     tokenizer = load_tokenizer(_prepare_data(genome, tokenizer_dir, corpus_dir, out, config, show_progress,
-                                             _launch_setting("RANK", "SLURM_PROCID", 0),
-                                             _launch_setting("WORLD_SIZE", "SLURM_NTASKS", 1)))
+                                             global_rank(), world_size()))
     model_config = config.model_config(len(tokenizer))
     corpus = Corpus(corpus_dir)
 

@@ -14,8 +14,7 @@ import copy
 
 import pytest
 import torch
-from helpers.model import tiny_config
-from test_attention_paths import (
+from helpers.attention_paths import (
     COVERING_UNITS,
     HEAD_DIM,
     HEADS,
@@ -28,6 +27,7 @@ from test_attention_paths import (
     qkv,
     run,
 )
+from helpers.model import tiny_config
 
 from genolong.attention import attention_config, build_attention, paths
 from genolong.attention.alibi import alibi_bias, alibi_slopes, token_positions

@@ -153,7 +153,7 @@ def test_a_full_disk_is_one_line_and_leaves_nothing_partial(small_disk, capsys, 
 def test_pretrain_on_a_full_disk_is_one_line_and_keeps_its_run_directory(small_disk, tmp_path, capsys):
     """pretrain hitting a full disk while writing a checkpoint: exit 1 and a 40-line traceback.
     Now exit 2 and one line; the run directory stays, for a rerun once there is room."""
-    from test_training_runs import PRETRAIN, write_config
+    from helpers.training_runs import PRETRAIN, write_config
 
     from genolong.dna.tokenizer import TokenizerTrainConfig, train_tokenizer
     tokenizer = tmp_path / "tokenizer"

@@ -173,7 +173,7 @@ def test_score_variants_whose_rank_1_dies_stops_in_one_line_and_the_rerun_resume
 
 @pytest.mark.slow  # three launches of a two-rank pretraining run on the loaded 2-core machine: ~4 min
 def test_pretrain_whose_rank_1_dies_stops_in_one_line_and_resumes_to_the_weights_of_an_uninterrupted_run(tmp_path):
-    from test_training_runs import PRETRAIN, assert_same_weights, pretrain_args, write_config
+    from helpers.training_runs import PRETRAIN, assert_same_weights, pretrain_args, write_config
 
     from genolong.dna.tokenizer import TokenizerTrainConfig, train_tokenizer
     from genolong.resources import sample_genome

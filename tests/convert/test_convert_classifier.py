@@ -13,9 +13,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 from helpers.convert import copy_gena_tokenizer, gena_config, randomize, save_source, token_batch
+from helpers.tables import read_tsv
 from test_convert import VOCAB, esm_source, gena_pre_ln_state, gena_pre_ln_states
 from test_convert_cli import PRE_LN, edit_config, run_convert
-from test_predict import read_tsv
 from transformers import (
     BertConfig,
     BertForSequenceClassification,

@@ -11,8 +11,8 @@ import pytest
 import torch
 from helpers.classify import promoter_dataset
 from helpers.convert import copy_gena_tokenizer, gena_config, randomize, save_source
+from helpers.tables import read_tsv
 from test_convert import gena_pre_ln_state
-from test_predict import read_tsv
 from transformers import BertConfig, BertForMaskedLM, BertTokenizerFast, BigBirdConfig, BigBirdForPreTraining
 
 from genolong.cli.main import main

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import torch
 from helpers.modernbert import moderngena_source
+from helpers.task_finetune import micro_preset, motif_rows
 from helpers.variants import site_records, write_vcf
-from test_task_finetune import micro_preset, motif_rows
 
 from genolong.cli.main import main
 from genolong.model.modeling import GenolongForMaskedLM

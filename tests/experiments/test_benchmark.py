@@ -10,7 +10,7 @@ import csv
 import lightning.pytorch as pl
 import pytest
 import yaml
-from test_benchmark_checks import micro_model
+from helpers.benchmark_suites import micro_model
 
 from genolong.cli.commands.benchmark import run_suite
 from genolong.cli.main import main

@@ -10,8 +10,8 @@ import shutil
 import numpy as np
 import pytest
 import yaml
+from helpers.benchmark_suites import micro_model, refused, write_suite
 
-from genolong.cli.main import main
 from genolong.datasets.task import PROBLEM_TYPES, PreparedTask
 from genolong.dna.genome import Genome
 from genolong.dna.kmers import canonical_set
@@ -130,27 +130,6 @@ def test_nt_parquet_and_genomic_benchmarks_coordinates(real_data, tmp_path):
     assert train.sequences[train.ids.index("positive0")] == expected  # minus strand: reverse complement
 
 
-def micro_model(**model) -> dict:
-    return {"name": "micro", "source": "scratch:full", "finetune": {
-        "max_len": 260, "model": {"hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2,
-                                  "intermediate_size": 32, "pre_layer_norm": True, **model},
-        "tokenizer": {"vocab_size": 22, "sample_bp": 20000},
-        "train": {"max_steps": 4, "val_every_steps": 2, "batch_size": 8, "warmup_steps": 1, "log_every_steps": 1,
-                  "learning_rate": 0.003, "checkpoint_every_steps": 100, "val_windows": 100}}}
-
-
-def write_suite(path, tasks: list[dict], **changes) -> str:
-    path.write_text(yaml.safe_dump({"tasks": tasks, "models": [micro_model()], "seeds": [0], **changes}))
-    return str(path)
-
-
-def refused(argv, capsys) -> str:
-    assert main(argv) == 2
-    lines = capsys.readouterr().err.strip().splitlines()
-    assert len(lines) == 1, lines
-    return lines[0]
-
-
 def test_bad_suites_are_refused_in_one_line_before_any_training(real_data, tmp_path, capsys):
     gue = {"name": "gue", "layout": "gue", "path": str(real_data / "benchmarks" / "gue_mouse_tata")}
     out = str(tmp_path / "out")
@@ -185,7 +164,7 @@ def test_a_rerun_with_another_suite_is_refused(real_data, tmp_path, capsys):
 
 
 def test_the_notebook_reads_a_results_table(tmp_path):
-    from test_notebooks import run_notebook
+    from helpers.notebooks import run_notebook
 
     from genolong.experiments.suites.report import COLUMNS, _csv
 

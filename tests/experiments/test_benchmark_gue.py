@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from test_benchmark_checks import micro_model, refused, write_suite
+from helpers.benchmark_suites import micro_model, refused, write_suite
 
 from genolong.cli.main import main
 from genolong.dna.sequence import reverse_complement

@@ -3,12 +3,11 @@
 
 from __future__ import annotations
 
-import csv
-
 import numpy as np
 import pytest
 import torch
 from helpers.classify import random_classifier, tiny_tokenizer
+from helpers.tables import read_tsv
 
 from genolong.classifier.directory import Classifier, StrandAveraged, TokenEncoder
 from genolong.classifier.records import (
@@ -226,16 +225,6 @@ def test_classifier_round_trip(promoter_model, tmp_path, mouse):
     assert torch.equal(
         torch.from_numpy(copy.probabilities(sequences)), torch.from_numpy(classifier.probabilities(sequences))
     )
-
-
-# -- the command ------------------------------------------------------------------------------
-def read_tsv(path):
-    """The rows of a predict-promoter TSV, after its '#' lines naming the model and threshold and saying
-    what the record column holds."""
-    with open(path, newline="") as handle:
-        assert handle.readline().startswith("# model ")
-        assert handle.readline() == "# record: 1-based position of the record in the FASTA\n"
-        return list(csv.DictReader(handle, delimiter="\t"))
 
 
 def test_predict_promoter_rows_windows_and_bed(promoter_model, mouse, tmp_path, capsys):

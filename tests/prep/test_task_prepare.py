@@ -8,29 +8,12 @@ import json
 import numpy as np
 import pytest
 from helpers.cli import one_line
+from helpers.task_prepare import prepare, random_sequences, write_csv
 
 from genolong.cli.main import main
 from genolong.datasets.task import PreparedTask
 from genolong.dna.sequence import reverse_complement
 from genolong.prep.task_dataset import infer_problem_type
-
-RNG_BASES = np.array(list("ACGT"))
-
-
-def random_sequences(count: int, length: int, seed: int) -> list[str]:
-    rng = np.random.default_rng(seed)
-    return ["".join(RNG_BASES[rng.integers(0, 4, length)]) for _ in range(count)]
-
-
-def write_csv(path, header, rows, sep=","):
-    path.write_text("\n".join(sep.join(map(str, row)) for row in ([header] if header else []) + rows) + "\n")
-    return path
-
-
-def prepare(tmp_path, *argv) -> tuple[int, PreparedTask | None]:
-    out = tmp_path / "task"
-    code = main(["task", "prepare", *map(str, argv), "--out", str(out)])
-    return code, PreparedTask(out) if code == 0 else None
 
 
 def test_two_fasta_files_make_a_binary_task_whose_first_class_is_positive(tmp_path, real_data):

@@ -8,14 +8,9 @@ import gzip
 
 import pytest
 from helpers.cli import one_line
-from test_task_prepare import prepare, random_sequences, write_csv
+from helpers.task_prepare import prepare, random_sequences, write_csv, write_fasta
 
 from genolong.dna.sequence import reverse_complement
-
-
-def write_fasta(path, sequences, prefix="s"):
-    path.write_text("".join(f">{prefix}{i}\n{s}\n" for i, s in enumerate(sequences)))
-    return path
 
 
 def test_a_csv_header_without_rows_is_one_line(tmp_path, capsys):

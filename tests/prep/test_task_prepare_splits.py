@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 from helpers.cli import one_line
-from test_task_prepare import prepare, random_sequences, write_csv
-from test_task_prepare_inputs import write_fasta
+from helpers.task_prepare import prepare, random_sequences, write_csv, write_fasta
 
 from genolong.cli.main import main
 

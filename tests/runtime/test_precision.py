@@ -16,6 +16,7 @@ from genolong.cli.main import main
 from genolong.core.errors import UserError
 from genolong.dna.sequence import read_fasta, write_fasta
 from genolong.runtime import precision
+from genolong.tasks.settings import TrainConfig
 
 XEON = "processor\t: 0\nmodel name\t: Intel(R) Xeon(R) Test\nflags\t\t: fpu avx2 avx512f amx_bf16 avx512_bf16\n"
 EPYC = "processor\t: 0\nmodel name\t: AMD EPYC Test\nflags\t\t: fpu avx2 avx512f\n"
@@ -100,6 +101,17 @@ def test_auto_on_a_gpu_keeps_bf16_where_the_card_has_it(cpu, monkeypatch):
     monkeypatch.setattr(precision, "_gpu_bf16", lambda: False)
     assert precision.resolve_precision("auto", gpu=True) == "32-true"
     assert calls == []
+
+
+def test_training_resolves_auto_by_the_same_rule_as_inference(cpu, monkeypatch):
+    cpu(EPYC)
+    monkeypatch.setattr("genolong.tasks.settings.uses_gpu", lambda accelerator: True)
+    monkeypatch.setattr("torch.cuda.is_available", lambda: True)
+    monkeypatch.setattr(precision, "_gpu_bf16", lambda: False)
+    train = TrainConfig(precision="auto", accelerator="gpu")
+    assert train.resolved_precision() == precision.precision_on("auto", "cuda") == "32-true"
+    monkeypatch.setenv(precision.ENV, "bf16")
+    assert train.resolved_precision() == precision.precision_on("auto", "cuda") == "bf16-mixed"
 
 
 def test_devices_and_accelerators_resolve_alike(cpu, monkeypatch):

@@ -11,8 +11,8 @@ import json
 
 import numpy as np
 import pytest
-from test_notebooks import run_auc_notebook
-from test_task_finetune import micro_preset
+from helpers.notebooks import run_auc_notebook
+from helpers.task_finetune import micro_preset
 
 from genolong.cli.main import main
 from genolong.evaluation.chromatin import read_auc_table

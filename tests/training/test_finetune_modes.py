@@ -8,8 +8,8 @@ import json
 import numpy as np
 import pytest
 import torch
+from helpers.task_finetune import micro_preset, motif_rows
 from safetensors.torch import load_file
-from test_task_finetune import micro_preset, motif_rows
 
 from genolong.classifier.directory import Classifier
 from genolong.classifier.embedder import Embedder

@@ -8,8 +8,8 @@ import json
 
 import numpy as np
 import torch
+from helpers.task_finetune import micro_preset, motif_rows
 from sklearn.metrics import matthews_corrcoef, roc_auc_score
-from test_task_finetune import micro_preset, motif_rows
 
 from genolong.classifier.directory import Classifier, StrandAveraged
 from genolong.classifier.task_info import InferenceSpec, TaskInfo, reads_both_strands

@@ -14,28 +14,13 @@ import time
 
 import pytest
 import torch
-import yaml
 from helpers.classify import promoter_dataset
+from helpers.training_runs import PRETRAIN, assert_same_weights, pretrain_args, write_config
 
 from genolong.cli.main import main
 from genolong.configs import preset_path
-from genolong.dna.tokenizer import TokenizerTrainConfig, train_tokenizer
-from genolong.resources import sample_genome
 from genolong.training.stopping import StopOnSignal
 
-#: A micro pretraining run: 12 steps of 2 micro-batches of 2 windows, dropout on, BigBird
-#: redrawing its random blocks every step (so every RNG must resume), checkpoints every 4 steps.
-PRETRAIN = {
-    "extends": str(preset_path("pretrain", "tiny")),
-    "max_len": 128,
-    "model": {"backbone": "bigbird", "block_size": 16, "hidden_size": 32, "num_hidden_layers": 1,
-              "num_attention_heads": 2, "intermediate_size": 64, "hidden_dropout_prob": 0.2,
-              "attention_probs_dropout_prob": 0.1, "redraw_random_per_step": True},
-    "corpus": {"passes": 2},
-    "train": {"max_steps": 12, "batch_size": 2, "accumulate_grad_batches": 2, "warmup_steps": 2,
-              "learning_rate": 0.003, "val_every_steps": 4, "val_windows": 4, "checkpoint_every_steps": 4,
-              "log_every_steps": 1},
-}
 #: A micro promoter fine-tuning run on top of the ``promoter_tiny`` preset.
 FINETUNE = {
     "extends": str(preset_path("finetune", "promoter_tiny")),
@@ -49,19 +34,6 @@ FINETUNE = {
 }
 
 
-def write_config(path, data):
-    path.write_text(yaml.safe_dump(data))
-    return path
-
-
-@pytest.fixture(scope="module")
-def tokenizer(tmp_path_factory):
-    out = tmp_path_factory.mktemp("tokenizer") / "tokenizer"
-    train_tokenizer(sample_genome(), out, TokenizerTrainConfig(vocab_size=256, sample_bp=50_000),
-                    show_progress=False)
-    return out
-
-
 @pytest.fixture(scope="module")
 def pretrain_config(tmp_path_factory):
     return write_config(tmp_path_factory.mktemp("configs") / "micro.yaml", PRETRAIN)
@@ -73,22 +45,6 @@ def straight_pretrain(tokenizer, pretrain_config, tmp_path_factory):
     out = tmp_path_factory.mktemp("straight") / "run"
     assert main(pretrain_args(out, tokenizer, pretrain_config)) == 0
     return out
-
-
-def pretrain_args(out, tokenizer, config, *extra):
-    return ["pretrain", "--genome", str(sample_genome()), "--tokenizer", str(tokenizer), "--config", str(config),
-            "--out", str(out), "--accelerator", "cpu", *extra]
-
-
-def final_weights(out) -> dict[str, torch.Tensor]:
-    return torch.load(out / "checkpoints" / "last.ckpt", weights_only=True)["state_dict"]
-
-
-def assert_same_weights(a, b):
-    first, second = final_weights(a), final_weights(b)
-    assert first.keys() == second.keys()
-    for key in first:
-        assert torch.equal(first[key], second[key]), key
 
 
 def run_from_its_checkpoint(run, out, name):

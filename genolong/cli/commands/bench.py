@@ -138,9 +138,9 @@ def run_gpu(args) -> int:
     if args.cpu:
         plan = cpu_plan()
     else:
-        import torch
+        from genolong.runtime.devices import cuda_available  # torch: only for a GPU run
 
-        if not torch.cuda.is_available():
+        if not cuda_available():
             raise UserError("genolong bench gpu: this machine has no CUDA GPU", hint="use --cpu to check the script")
         plan = gpu_plan(tuple(args.lengths)) if args.lengths else gpu_plan()
     if args.lengths and args.cpu:

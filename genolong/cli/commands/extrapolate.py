@@ -43,9 +43,9 @@ def register(subparsers) -> None:
 
 
 def run_extrapolate(args) -> None:
-    from genolong.classifier.directory import resolve_device
     from genolong.core.files import claim_directory
     from genolong.experiments.extrapolate import ExtrapolationConfig, run_extrapolation, write_report
+    from genolong.runtime.devices import resolve_device
 
     backbones = tuple(b for b in args.backbones.split(",") if b)
     config = from_arguments(ExtrapolationConfig, args, backbones=backbones)

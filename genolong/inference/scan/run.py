@@ -39,7 +39,7 @@ from genolong.inference.scan.tracks import (
     SkippedTrack,
 )
 from genolong.inference.scan.windows import WindowBatches, WindowEncoder
-from genolong.runtime.devices import check_device_hardware, check_device_settings
+from genolong.runtime.devices import check_device_hardware, check_device_settings, cuda_available
 from genolong.tasks.task import load_classifier
 
 log = logging.getLogger(__name__)
@@ -122,7 +122,7 @@ def _predict(config, classifier, work: WorkDirectory, pending: list[int], column
     dataset = WindowBatches(plan, config.genome, encoder, batches, rc=config.rc,
                             max_n_fraction=config.max_n_fraction)
     loader = torch.utils.data.DataLoader(dataset, batch_size=None, num_workers=config.workers,
-                                         pin_memory=torch.cuda.is_available(),
+                                         pin_memory=cuda_available(),
                                          worker_init_fn=interrupts.ignore_in_worker)
     pending_bp = sum(plan.chromosomes[c].target_bp for c in pending)
     writer = ScanPartWriter(work, pending_bp // world, progress=config.progress, description=config.genome.name)

@@ -16,12 +16,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from genolong.classifier.directory import TASK_FILE, TokenEncoder, resolve_device
+from genolong.classifier.directory import TASK_FILE, TokenEncoder
 from genolong.classifier.scoring import token_logits
 from genolong.core.errors import UserError
 from genolong.inference.variants.windows import VariantWindows
 from genolong.model.loading import load_model, load_model_tokenizer, read_model_config
 from genolong.model.modeling import GenolongForMaskedLM
+from genolong.runtime.devices import resolve_device
 
 
 def differing_span(ref_ids: list[int], alt_ids: list[int]) -> tuple[int, int, int]:
