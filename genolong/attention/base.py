@@ -30,6 +30,7 @@ from torch import nn
 
 from genolong.attention.alibi import alibi_bias, alibi_slopes, bias_dtype
 from genolong.core.errors import ConfigError
+from genolong.core.values import is_integer
 
 
 class Attention(nn.Module, ABC):
@@ -143,7 +144,7 @@ def long_length(backbone: str, trained: int, max_length: int | None, unit: int =
 def require_int(config: Any, name: str, minimum: int, backbone: str) -> int:
     """``config.<name>`` as an int ``>= minimum``, or a ConfigError that names the field."""
     value = getattr(config, name)
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+    if not is_integer(value, minimum):
         raise ConfigError(f"{backbone}: {name} must be an integer >= {minimum}, got {value!r}")
     return value
 

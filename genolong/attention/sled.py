@@ -25,6 +25,7 @@ from genolong.attention import register_attention
 from genolong.attention.base import require_int
 from genolong.attention.full import FullAttention
 from genolong.core.errors import ConfigError
+from genolong.core.values import is_number
 
 FUSIONS = ("attention", "mean", "max", "cls")
 
@@ -71,7 +72,7 @@ class SledAttention(FullAttention):
                 "length in chunks; its prefix tokens are prepended without positions)"
             )
         alpha = config.sled_context_padding
-        if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0.0 <= alpha <= 0.5:
+        if not is_number(alpha) or not 0.0 <= alpha <= 0.5:
             raise ConfigError(f"sled: sled_context_padding (alpha) must be in [0, 0.5], got {alpha!r}")
         if config.sled_fusion not in FUSIONS:
             raise ConfigError(f"sled: unknown sled_fusion {config.sled_fusion!r}; "

@@ -25,6 +25,7 @@ from torch.utils.checkpoint import checkpoint
 from genolong.attention import register_attention
 from genolong.attention.base import Attention, require_int
 from genolong.core.errors import ConfigError
+from genolong.core.values import is_integer
 
 #: Query rows per piece of :func:`dropout_attention`.
 DROPOUT_QUERY_CHUNK = 1024
@@ -120,8 +121,7 @@ class VCCAttention(Attention):
         for name, minimum in minimums.items():
             require_int(config, name, minimum, "vcc")
         warmup = config.vcc_warmup_layers
-        if warmup is not None and (isinstance(warmup, bool) or not isinstance(warmup, int)
-                                   or not 0 <= warmup <= config.num_hidden_layers):
+        if warmup is not None and not is_integer(warmup, 0, config.num_hidden_layers):
             raise ConfigError(f"vcc: vcc_warmup_layers must be None or an integer in [0, num_hidden_layers="
                               f"{config.num_hidden_layers}], got {warmup!r}")
 

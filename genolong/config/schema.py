@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import math
 import re
 import types
 import typing
@@ -22,6 +21,7 @@ from typing import Any, TypeVar
 import yaml
 
 from genolong.core.errors import ConfigError, UserError
+from genolong.core.values import is_integer, is_number
 
 T = TypeVar("T")
 
@@ -105,9 +105,8 @@ def check_type(value: Any, hint: Any, source: str, key: str) -> Any:
 
 #: Scalar field types: their name in error messages and their check.
 _SCALARS: dict[Any, tuple[str, Callable[[Any], bool]]] = {
-    int: ("an integer", lambda v: isinstance(v, int) and not isinstance(v, bool)),
-    float: ("a finite number",
-            lambda v: isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)),
+    int: ("an integer", is_integer),
+    float: ("a finite number", is_number),
     bool: ("true or false", lambda v: isinstance(v, bool)),
     str: ("a string", lambda v: isinstance(v, str)),
     type(None): ("null", lambda v: v is None),

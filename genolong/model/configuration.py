@@ -18,6 +18,7 @@ from genolong.attention import attention_class, attention_defaults, available_at
 from genolong.attention.base import check_position_type
 from genolong.config import check_type, describe_unknown, where
 from genolong.core.errors import ConfigError
+from genolong.core.values import is_integer, is_number
 from genolong.model.backbones import POOLINGS
 from genolong.model.encoder import ACTIVATIONS
 from genolong.model.heads import CLASSIFIER_POOLINGS, POOLER_ACTIVATIONS
@@ -183,12 +184,12 @@ class GenolongConfig(PretrainedConfig):
             raise ConfigError(f"rotary positions need an even head size, got {self.hidden_size // self.num_attention_heads}")
         for name in ("rotary_base", "local_rotary_base"):
             value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
+            if value is not None and (not is_number(value) or value <= 0):
                 raise ConfigError(f"{name} must be a positive number, got {value!r}")
         layers = self.full_attention_layers
         if layers is not None and (
             not isinstance(layers, list)
-            or any(isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < self.num_hidden_layers for i in layers)
+            or any(not is_integer(i, 0, self.num_hidden_layers - 1) for i in layers)
             or len(set(layers)) != len(layers)
         ):
             raise ConfigError(f"full_attention_layers must list distinct layer indices in [0, {self.num_hidden_layers}), "
@@ -196,7 +197,7 @@ class GenolongConfig(PretrainedConfig):
 
 
 def _positive_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+    return is_integer(value, 1)
 
 
 def _check_choice(name: str, value: Any, choices) -> None:

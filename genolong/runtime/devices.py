@@ -10,6 +10,7 @@ import re
 import torch
 
 from genolong.core.errors import ConfigError, UserError
+from genolong.core.values import is_integer
 
 #: Lightning accelerators a run may ask for.
 ACCELERATORS = ("auto", "cpu", "gpu", "cuda", "mps")
@@ -89,7 +90,7 @@ def uses_gpu(accelerator: str) -> bool:
 def _valid_devices(devices: int | str) -> bool:
     """'auto', a count >= 1 (also as text), or comma-separated GPU indices ('0,1', '2,')."""
     if isinstance(devices, int):
-        return devices >= 1 and not isinstance(devices, bool)
+        return is_integer(devices, 1)
     indices = isinstance(devices, str) and re.fullmatch(r"\d+(,\d+)*,?", devices.strip()) is not None
     return devices == "auto" or indices
 

@@ -4,10 +4,10 @@ and the fine-tuning modes (:data:`MODES`, :class:`LoraSettings`)."""
 from __future__ import annotations
 
 import logging
-import math
 from dataclasses import dataclass, field
 
 from genolong.core.errors import ConfigError, UserError
+from genolong.core.values import is_integer, is_number
 from genolong.runtime.devices import check_device_hardware, check_device_settings, check_num_nodes, uses_gpu
 from genolong.runtime.precision import CHOICES, resolve_precision
 
@@ -95,14 +95,13 @@ class TrainConfig:
 
 def _require_int(config: TrainConfig, name: str, minimum: int) -> None:
     value = getattr(config, name)
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+    if not is_integer(value, minimum):
         raise ConfigError(f"{name} must be an integer >= {minimum}, got {value!r}")
 
 
 def _require_number(config: TrainConfig, name: str, *, positive: bool = False) -> None:
     value = getattr(config, name)
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or (
-            value <= 0 if positive else value < 0):
+    if not is_number(value) or (value <= 0 if positive else value < 0):
         raise ConfigError(f"{name} must be a finite number {'>' if positive else '>='} 0, got {value!r}")
 
 
