@@ -28,6 +28,7 @@ from genolong.classifier.directory import TaskInfo
 from genolong.convert import target
 from genolong.convert.bert import genolong_activation
 from genolong.convert.source import ConversionError, SourceCheckpoint, Weights
+from genolong.model.configuration import MULTI_LABEL, PROBLEM_TYPES, REGRESSION, SINGLE_LABEL
 
 log = logging.getLogger(__name__)
 
@@ -44,11 +45,6 @@ SEQUENCE_HEADS = {
 HEAD_ACTIVATIONS = {"modernbert": ("classifier_activation", "gelu")}
 #: Heads with a LayerNorm after the activation (ModernBERT's ``head.norm``).
 HEAD_NORMS = {"modernbert": "head.norm"}
-SIGMOIDS = "multi_label_classification"
-SOFTMAX = "single_label_classification"
-REGRESSION = "regression"
-#: The problem types a genolong classifier can have (transformers' names).
-PROBLEM_TYPES = (SIGMOIDS, SOFTMAX, REGRESSION)
 
 
 @dataclass(frozen=True)
@@ -64,8 +60,8 @@ class ConvertTask:
 #: ``genolong convert --task``: the tasks whose commands read a converted classifier; ``labelled``
 #: is ``genolong task`` (your own labelled sequences, any problem type).
 TASKS = {
-    "promoter": ConvertTask((SIGMOIDS,), "genolong promoter predict", "genolong promoter finetune"),
-    "chromatin": ConvertTask((SIGMOIDS,), "genolong chromatin predict", "genolong chromatin finetune"),
+    "promoter": ConvertTask((MULTI_LABEL,), "genolong promoter predict", "genolong promoter finetune"),
+    "chromatin": ConvertTask((MULTI_LABEL,), "genolong chromatin predict", "genolong chromatin finetune"),
     "labelled": ConvertTask(PROBLEM_TYPES, "genolong task predict", "genolong task finetune"),
 }
 
@@ -125,23 +121,23 @@ def converted_outputs(
     names = [str(id2label.get(str(index), id2label.get(index, f"LABEL_{index}"))) for index in range(classes)]
     problem_type = config.get("problem_type")
     if problem_type is None:
-        problem_type = SOFTMAX if classes > 1 else REGRESSION if REGRESSION in readable else SIGMOIDS
+        problem_type = SINGLE_LABEL if classes > 1 else REGRESSION if REGRESSION in readable else MULTI_LABEL
         log.info("config.json sets no problem_type: read as %s (%d output%s)%s", problem_type, classes,
-                 "s" if classes > 1 else "", ", as transformers does" if problem_type != SIGMOIDS else
+                 "s" if classes > 1 else "", ", as transformers does" if problem_type != MULTI_LABEL else
                  ", the sigmoid the task's commands read")
     elif problem_type not in PROBLEM_TYPES:
         raise ConversionError(f"problem_type {problem_type!r} is not one of {', '.join(PROBLEM_TYPES)}")
-    if problem_type == SOFTMAX and classes == 2:
-        return (weight[1] - weight[0])[None], (bias[1] - bias[0])[None], names[1:], SIGMOIDS
+    if problem_type == SINGLE_LABEL and classes == 2:
+        return (weight[1] - weight[0])[None], (bias[1] - bias[0])[None], names[1:], MULTI_LABEL
     return weight, bias, names, problem_type
 
 
 def describe_head(problem_type: str, outputs: int) -> str:
     """``1 sigmoid output``, ``a softmax over 3 classes``, ``2 regression outputs``."""
     plural = "s" if outputs > 1 else ""
-    if problem_type == SOFTMAX:
+    if problem_type == SINGLE_LABEL:
         return f"a softmax over {outputs} classes"
-    return f"{outputs} {'sigmoid' if problem_type == SIGMOIDS else 'regression'} output{plural}"
+    return f"{outputs} {'sigmoid' if problem_type == MULTI_LABEL else 'regression'} output{plural}"
 
 
 def convert_task(task: str) -> ConvertTask:
@@ -166,7 +162,7 @@ def task_info(task: str, window_bp: int, config: Any) -> TaskInfo:
         min_bp=window_bp,
         max_len=config.max_position_embeddings,
         label_names=[config.id2label[index] for index in range(config.num_labels)],
-        threshold=0.5 if config.problem_type == SIGMOIDS else None,
+        threshold=0.5 if config.problem_type == MULTI_LABEL else None,
         provenance={"trained_on": f"the data of {Path(source).name} (converted by genolong convert)",
                     "converted_from": config.converted_from},
     )

@@ -23,7 +23,9 @@ from genolong.model.backbones import POOLINGS
 from genolong.model.encoder import ACTIVATIONS
 from genolong.model.heads import CLASSIFIER_POOLINGS, POOLER_ACTIVATIONS
 
-PROBLEM_TYPES = ("single_label_classification", "multi_label_classification", "regression")
+#: A classifier's ``problem_type`` (transformers' names): one softmax over the classes, independent sigmoids, values.
+SINGLE_LABEL, MULTI_LABEL, REGRESSION = "single_label_classification", "multi_label_classification", "regression"
+PROBLEM_TYPES = (SINGLE_LABEL, MULTI_LABEL, REGRESSION)
 #: ``position_embedding_type`` values: a learned table, rotary queries and keys, ALiBi biases.
 POSITION_TYPES = ("absolute", "rotary", "alibi")
 #: The positive-integer sizes of the encoder (they fix the shapes of the weights).
