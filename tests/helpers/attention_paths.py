@@ -1,4 +1,4 @@
-"""Shared by several test modules: COVERING_UNITS, HEADS, HEAD_DIM, LSG, VARIANTS, length, max_error, output_and_grads, padding, qkv, run."""
+"""Attention inputs and the reference comparison shared by the attention path and position tests."""
 
 from __future__ import annotations
 

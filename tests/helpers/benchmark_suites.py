@@ -1,4 +1,4 @@
-"""Shared by several test modules: micro_model, refused, write_suite."""
+"""Benchmark suites for the tests of `genolong benchmark`: a micro model, a suite file, a refused run."""
 
 from __future__ import annotations
 

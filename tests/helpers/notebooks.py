@@ -1,4 +1,4 @@
-"""Shared by several test modules: run_auc_notebook, run_notebook."""
+"""Running the notebooks of ``notebooks/`` top to bottom (nbclient) with their inputs in the environment."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import nbclient
 import nbformat
 
-NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 
 
 def run_notebook(name: str, environment: dict[str, str], workdir: Path) -> str:

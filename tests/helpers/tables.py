@@ -1,4 +1,4 @@
-"""Shared by several test modules: read_tsv."""
+"""Reading the TSV files the prediction commands write."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Shared by several test modules: micro_preset, motif_rows."""
+"""A micro fine-tuning preset and motif-labelled sequences that a model learns in a few steps."""
 
 from __future__ import annotations
 

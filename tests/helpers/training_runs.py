@@ -1,13 +1,11 @@
-"""Shared by several test modules: PRETRAIN, assert_same_weights, pretrain_args, write_config."""
+"""A micro pretraining run as the tests of training runs and of distributed launches write and start it."""
 
 from __future__ import annotations
 
-import pytest
 import torch
 import yaml
 
 from genolong.configs import preset_path
-from genolong.dna.tokenizer import TokenizerTrainConfig, train_tokenizer
 from genolong.resources import sample_genome
 
 #: A micro pretraining run: 12 steps of 2 micro-batches of 2 windows, dropout on, BigBird
@@ -28,14 +26,6 @@ PRETRAIN = {
 def write_config(path, data):
     path.write_text(yaml.safe_dump(data))
     return path
-
-
-@pytest.fixture(scope="module")
-def tokenizer(tmp_path_factory):
-    out = tmp_path_factory.mktemp("tokenizer") / "tokenizer"
-    train_tokenizer(sample_genome(), out, TokenizerTrainConfig(vocab_size=256, sample_bp=50_000),
-                    show_progress=False)
-    return out
 
 
 def pretrain_args(out, tokenizer, config, *extra):

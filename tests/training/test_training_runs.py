@@ -19,6 +19,8 @@ from helpers.training_runs import PRETRAIN, assert_same_weights, pretrain_args, 
 
 from genolong.cli.main import main
 from genolong.configs import preset_path
+from genolong.dna.tokenizer import TokenizerTrainConfig, train_tokenizer
+from genolong.resources import sample_genome
 from genolong.training.stopping import StopOnSignal
 
 #: A micro promoter fine-tuning run on top of the ``promoter_tiny`` preset.
@@ -32,6 +34,14 @@ FINETUNE = {
     "train": {"max_steps": 8, "batch_size": 8, "accumulate_grad_batches": 2, "warmup_steps": 1,
               "val_every_steps": 3, "val_windows": 32, "checkpoint_every_steps": 3, "log_every_steps": 1},
 }
+
+
+@pytest.fixture(scope="module")
+def tokenizer(tmp_path_factory):
+    out = tmp_path_factory.mktemp("tokenizer") / "tokenizer"
+    train_tokenizer(sample_genome(), out, TokenizerTrainConfig(vocab_size=256, sample_bp=50_000),
+                    show_progress=False)
+    return out
 
 
 @pytest.fixture(scope="module")
