@@ -115,3 +115,45 @@ def write_synthetic_tracks(directory, *, windows: tuple[int, int, int] | int = (
                    summary={"synthetic": True}, inputs=[], options={"seed": seed, "long_range_bp": long_range_bp},
                    **geometry)
     return directory
+
+
+def write_bigwig(path, coverage: dict[str, np.ndarray], lengths: dict[str, int] | None = None) -> Path:
+    """A bigWig with a value per base: ``coverage`` maps a chromosome to ``(length,)`` float values (NaN: no
+    value there); ``lengths`` overrides the chromosome lengths the header declares."""
+    import pyBigWig
+
+    path = Path(path)
+    handle = pyBigWig.open(str(path), "w")
+    handle.addHeader([(name, (lengths or {}).get(name, len(values))) for name, values in coverage.items()])
+    for name, values in coverage.items():
+        kept = np.flatnonzero(~np.isnan(values))
+        if len(kept):
+            handle.addEntries([name] * len(kept), kept.tolist(), ends=(kept + 1).tolist(),
+                              values=np.asarray(values, dtype=np.float64)[kept].tolist())
+    handle.close()
+    return path
+
+
+def prepare_mm10_tiny(shared_data, directory) -> Path:
+    """``genolong task prepare`` of ``tracks/mm10_tiny`` (windows FASTA + regions BED + bigWigs) into
+    ``directory/prepared``. Its bigWigs hold the producer's final per-bin values (a value every 32 bp), so
+    the table given reads each back unchanged (``mean`` of a bin, scale 1, no clip), keeping the
+    producer's identifiers, descriptions and strand pairs."""
+    import csv
+
+    from genolong.cli.main import main
+
+    source = Path(shared_data) / "tracks" / "mm10_tiny"
+    directory = Path(directory)
+    files = sorted((source / "tracks").glob("*.bw"))
+    with open(source / "targets.tsv", newline="") as handle:
+        rows = list(csv.DictReader(handle, delimiter="\t"))
+    lines = ["identifier\tfile\tdescription\tstrand_pair\tsum_stat\tscale"]
+    lines += [f"{row['identifier']}\t{file}\t{row['description']}\t{row['strand_pair']}\tmean\t1"
+              for row, file in zip(rows, files, strict=True)]
+    (directory / "targets.tsv").write_text("\n".join(lines) + "\n")
+    out = directory / "prepared"
+    code = main(["task", "prepare", "--genome", str(source / "windows.fa.gz"), "--tracks", str(directory / "targets.tsv"),
+                 "--regions", str(source / "regions.bed"), "--split-column", "7", "--out", str(out)])
+    assert code == 0
+    return out
