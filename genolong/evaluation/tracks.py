@@ -16,6 +16,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from genolong.evaluation.track_plots import plot_tracks
+
+__all__ = ["SCORES", "TrackMetricAccumulator", "flat_baseline", "kmer_ridge_baseline", "plot_tracks", "track_metrics"]
+
 #: The scores of each track, in report order.
 SCORES = ("pearson_log1p", "pearson_raw", "r2_log1p")
 
