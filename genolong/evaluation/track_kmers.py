@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from genolong.core.errors import ConfigError
+from genolong.evaluation.track_metrics import TrackMetricAccumulator
 
 #: Ridge penalties tried, per training bin of standardised features.
 DEFAULT_ALPHAS = tuple(float(a) for a in np.logspace(-6, 3, 10))
@@ -118,8 +119,6 @@ def fit_kmer_ridges(dataset, *, k: int = 3, flank_bp: int = 16384,
                     alphas: Sequence[float] | None = None) -> dict[str, KmerRidge]:
     """``{"bin_only": ..., "with_flanks": ...}`` fitted on ``dataset``'s train split, each ``alpha`` chosen
     on valid (a :class:`~genolong.datasets.tracks.TrackDataset` with both splits)."""
-    from genolong.evaluation.tracks import TrackMetricAccumulator
-
     alphas = tuple(DEFAULT_ALPHAS if alphas is None else alphas)
     features = KmerFeatures(k, dataset.bin_bp, dataset.target_offset_bp, dataset.target_bins, flank_bp)
     kmers, tracks = 4 ** k, len(dataset.tracks)
