@@ -119,3 +119,25 @@ def track_metrics(measured: np.ndarray, predicted: np.ndarray, groups: Sequence[
     accumulator = TrackMetricAccumulator(np.shape(measured)[-1])
     accumulator.add(measured, predicted)
     return accumulator.result(groups, identifiers)
+
+
+def annotation_metrics(labels: np.ndarray, probabilities: np.ndarray, class_names: Sequence[str]) -> dict:
+    """Per-class scores of per-base (or per-bin) annotation: ``labels`` 0/1 and ``probabilities``
+    ``(..., C)``; AUPRC (average precision) and MCC of the calls at probability 0.5. A class whose labels
+    are all 0 or all 1 has no AUPRC (None). Returns ``{"per_class": {name: {"auprc", "mcc", "positives"}},
+    "mean": {"auprc", "mcc"}}`` (means over the classes that have the score)."""
+    from sklearn.metrics import average_precision_score, matthews_corrcoef
+
+    labels = np.asarray(labels).reshape(-1, len(class_names)).astype(bool)
+    probabilities = np.asarray(probabilities, dtype=np.float64).reshape(-1, len(class_names))
+    per_class = {}
+    for c, name in enumerate(class_names):
+        truth = labels[:, c]
+        defined = 0 < truth.sum() < len(truth)
+        per_class[name] = {
+            "auprc": float(average_precision_score(truth, probabilities[:, c])) if defined else None,
+            "mcc": float(matthews_corrcoef(truth, probabilities[:, c] >= 0.5)), "positives": int(truth.sum())}
+    mean = {score: _number(_nan_stat(np.mean, np.array([math.nan if row[score] is None else row[score]
+                                                         for row in per_class.values()])))
+            for score in ("auprc", "mcc")}
+    return {"per_class": per_class, "mean": mean}

@@ -11,10 +11,15 @@ from collections.abc import Sequence
 import numpy as np
 
 from genolong.evaluation.track_kmers import fit_kmer_ridges
-from genolong.evaluation.track_metrics import SCORES, TrackMetricAccumulator, track_metrics
+from genolong.evaluation.track_metrics import (
+    SCORES,
+    TrackMetricAccumulator,
+    annotation_metrics,
+    track_metrics,
+)
 from genolong.evaluation.track_plots import plot_tracks
 
-__all__ = ["SCORES", "TrackMetricAccumulator", "flat_baseline", "kmer_ridge_baseline", "plot_tracks", "track_metrics"]
+__all__ = ["SCORES", "TrackMetricAccumulator", "annotation_metrics", "flat_baseline", "kmer_ridge_baseline", "plot_tracks", "track_metrics"]
 
 
 def _identifiers(dataset) -> list[str]:

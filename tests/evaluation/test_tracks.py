@@ -11,6 +11,7 @@ from genolong.datasets.tracks import TrackDataset
 from genolong.evaluation.track_kmers import KmerFeatures
 from genolong.evaluation.tracks import (
     TrackMetricAccumulator,
+    annotation_metrics,
     flat_baseline,
     kmer_ridge_baseline,
     plot_tracks,
@@ -85,3 +86,13 @@ def test_plot_tracks_writes_a_png(tmp_path):
                       names=["a", "b", "c"], region=("chr1", 1000, 2024), bin_bp=32, target_offset_bp=256,
                       png=tmp_path / "tracks.png")
     assert (tmp_path / "tracks.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and len(fig.axes) == 2
+
+
+def test_annotation_metrics_by_hand():
+    labels = np.array([[1, 0], [1, 0], [0, 0], [0, 0]])
+    probabilities = np.array([[0.9, 0.1], [0.4, 0.2], [0.3, 0.7], [0.1, 0.1]])
+    result = annotation_metrics(labels, probabilities, ["exon", "intron"])
+    exon = result["per_class"]["exon"]
+    assert exon["auprc"] == pytest.approx(1.0) and exon["positives"] == 2
+    assert exon["mcc"] == pytest.approx(1 / np.sqrt(3))  # calls 1,0,0,0 against 1,1,0,0: TP 1 FN 1 TN 2
+    assert result["per_class"]["intron"]["auprc"] is None and result["mean"]["auprc"] == pytest.approx(1.0)
