@@ -16,7 +16,7 @@ import numpy as np
 from genolong.core.errors import InputError, UserError
 from genolong.datasets.table_files import expand_lists, read_cells
 from genolong.dna.genome import Genome
-from genolong.dna.sequence import IUPAC_CODES, open_text_or_gzip, read_fasta
+from genolong.dna.sequence import IUPAC_CODES, numbered_lines, read_fasta
 
 #: Column names taken as the sequence column when none is named.
 SEQUENCE_COLUMNS = ("sequence", "seq", "Sequence", "dna")
@@ -206,9 +206,8 @@ def bed_regions(path: Path, genome: Genome, min_fields: int = 3):
     """The :class:`Region` of each line of a BED / narrowPeak file on ``genome``; an InputError names a line
     with fewer than ``min_fields`` fields, a non-integer coordinate, or an unknown or overrun chromosome."""
     sizes = genome.chromosomes
-    with open_text_or_gzip(path) as handle:
-        text = handle.read().decode("utf-8")
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, raw in numbered_lines(path):  # streamed: a BED file of any size
+        line = raw.decode("utf-8").rstrip("\r\n")
         if not line.strip() or line.startswith(("#", "track", "browser")):
             continue
         fields = line.rstrip("\r").split("\t")

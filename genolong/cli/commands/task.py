@@ -14,7 +14,7 @@ from genolong.cli.arguments import (
     non_negative_int,
     positive_int,
 )
-from genolong.cli.commands import finetune
+from genolong.cli.commands import finetune, task_tracks
 from genolong.cli.commands.predict import BAD_INPUT, TABLE_OUT, add_record_arguments, prediction
 from genolong.cli.outputs import OutputDirectory, declare
 from genolong.datasets.task import DUPLICATE_RULES, PROBLEM_TYPES
@@ -95,8 +95,9 @@ def register(subparsers) -> None:
     problem.add_argument("--valid-chroms", type=_names, default=[], help="chromosome split: held out for valid")
     problem.add_argument("--test-chroms", type=_names, default=[], help="chromosome split: held out for test")
     problem.add_argument("--seed", type=int, default=0, help="random split and background windows (default 0)")
+    task_tracks.add_track_arguments(prepare, NamedPath)
     prepare.add_argument("--out", type=Path, required=True, help="task dataset directory to create")
-    declare(prepare, run_prepare, inputs=["classes", "tables", "regions", "genome"],
+    declare(prepare, run_prepare, inputs=["classes", "tables", "regions", "genome", "tracks", "bigwig"],
             directories={"out": OutputDirectory("task-data", atomic=True)})
     predict = commands.add_parser(
         "predict", help="score the records of a FASTA file or a table with a fine-tuned model of any task",
@@ -118,6 +119,8 @@ def register(subparsers) -> None:
 
 
 def run_prepare(args) -> None:
+    if args.tracks or args.bigwig:
+        return task_tracks.run(args)
     from genolong.prep.task_builder import prepare_from_arguments, summary
 
     print("\n".join(summary(prepare_from_arguments(args), args.out)))
