@@ -10,7 +10,7 @@ import json
 import numpy as np
 import pytest
 import torch
-import yaml
+from helpers.task_finetune import micro_preset
 
 from genolong.classifier.directory import Classifier, default_promoter_model
 from genolong.classifier.kmer_component import COMPONENT_FILE, KmerComponent
@@ -139,15 +139,8 @@ def test_the_shipped_promoter_models_logits_are_unchanged(real_data):
 
 def micro_config(path):
     """A one-layer network trained 4 steps: poor on purpose, so that the stack must lean on the k-mer model."""
-    path.write_text(yaml.safe_dump({
-        "task": "labelled", "max_len": 72,
-        "model": {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64,
-                  "pre_layer_norm": True, "hidden_dropout_prob": 0.0},
-        "tokenizer": {"vocab_size": 22, "sample_bp": 20_000}, "patience": 10, "batch_size_eval": 64,
-        "train": {"max_steps": 4, "val_every_steps": 2, "batch_size": 16, "learning_rate": 0.003, "warmup_steps": 1,
-                  "log_every_steps": 2, "checkpoint_every_steps": 4, "val_windows": 1000},
-    }))
-    return path
+    return micro_preset(path, max_steps=4, val_every_steps=2, warmup_steps=1, log_every_steps=2,
+                        checkpoint_every_steps=4)
 
 
 def write_table(path, problem: str, sequences: list[str], targets: np.ndarray) -> None:
